@@ -1,0 +1,80 @@
+//! The level-1 application interface: UDP handlers that answer in place, and a producer hook
+//! for applications that originate traffic (the load generator).
+
+use wire::Ipv4Addr;
+
+/// A datagram handed to an application, in the receive buffer itself.
+pub struct Datagram<'a> {
+    /// Sender's address.
+    pub src: Ipv4Addr,
+    /// Sender's port.
+    pub src_port: u16,
+    /// Our port it was sent to.
+    pub dst_port: u16,
+    /// The payload is `buf[..len]`; the rest of `buf` is room for a longer reply (bounded
+    /// by the MTU).
+    pub buf: &'a mut [u8],
+    /// Payload length.
+    pub len: usize,
+}
+
+/// What to do with a datagram.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Verdict {
+    /// Send the payload back unchanged to the sender: the engine only swaps addresses and
+    /// ports, which leaves every checksum valid as it is.
+    Echo,
+    /// Send `buf[..n]` back to the sender; the engine fixes lengths and checksums.
+    Reply(usize),
+    /// The application took the datagram and sends nothing back (a sink, a generator's
+    /// reply); the buffer is released.
+    Consume,
+    /// The application refused the datagram (counted as a drop).
+    Drop,
+}
+
+/// An application served by an engine.
+pub trait App {
+    /// UDP ports this application serves on the engine's address.
+    fn udp_ports(&self) -> Vec<u16>;
+
+    /// Handles one datagram to one of [`App::udp_ports`].
+    fn udp(&mut self, now_ns: u64, d: Datagram<'_>) -> Verdict;
+
+    /// Called once per loop iteration to originate frames through `out`; returns how many it
+    /// queued (0 when idle, so the engine may sleep).
+    fn produce(&mut self, _now_ns: u64, _out: &mut dyn Originate) -> usize {
+        0
+    }
+
+    /// True while the application wants the engine to keep polling even with no traffic.
+    fn busy(&self) -> bool {
+        false
+    }
+}
+
+/// Why a frame could not be originated.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SendError {
+    /// No TX slot or buffer now; try again next iteration.
+    Full,
+    /// The destination's MAC is not known yet (a request is out).
+    Unresolved,
+    /// The payload does not fit in one frame.
+    TooLong,
+}
+
+/// What an application may use to originate UDP datagrams from the engine's address.
+pub trait Originate {
+    /// Room for more frames in this iteration.
+    fn room(&mut self) -> usize;
+    /// Builds a datagram to `dst:dst_port` from `src_port`; `fill` writes the payload into the
+    /// buffer it is given and returns its length.
+    fn udp(
+        &mut self,
+        dst: Ipv4Addr,
+        dst_port: u16,
+        src_port: u16,
+        fill: &mut dyn FnMut(&mut [u8]) -> usize,
+    ) -> Result<(), SendError>;
+}

@@ -1,0 +1,117 @@
+//! A bounded ARP cache for addresses sirocco sends to first (when it owns its address alone).
+
+use wire::{Ipv4Addr, MacAddr};
+
+/// What the cache knows of a neighbour.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Lookup {
+    /// Resolved.
+    Known(MacAddr),
+    /// A request is out; wait.
+    Pending,
+    /// Nothing known: the caller should send a request (and call [`ArpCache::mark_pending`]).
+    Unknown,
+}
+
+#[derive(Clone, Copy)]
+struct Entry {
+    ip: Ipv4Addr,
+    mac: Option<MacAddr>,
+    /// Time (ms) after which the entry is stale (resolved) or the request may be repeated.
+    expires: u64,
+}
+
+/// Fixed-size, direct-mapped-with-probing table; when full, the oldest entry in the probe
+/// window is replaced.
+pub struct ArpCache {
+    slots: Vec<Option<Entry>>,
+    ttl_ms: u64,
+    retry_ms: u64,
+}
+
+const PROBE: usize = 4;
+
+impl ArpCache {
+    /// A cache of `capacity` entries (power of two) keeping resolutions for `ttl_ms`.
+    pub fn new(capacity: usize, ttl_ms: u64, retry_ms: u64) -> Self {
+        ArpCache { slots: vec![None; capacity.next_power_of_two().max(PROBE)], ttl_ms, retry_ms }
+    }
+
+    fn home(&self, ip: Ipv4Addr) -> usize {
+        (ip.to_u32().wrapping_mul(0x9e37_79b1) >> 8) as usize & (self.slots.len() - 1)
+    }
+
+    fn find(&self, ip: Ipv4Addr) -> Option<usize> {
+        let h = self.home(ip);
+        (0..PROBE).map(|i| (h + i) & (self.slots.len() - 1)).find(|&s| self.slots[s].is_some_and(|e| e.ip == ip))
+    }
+
+    fn place(&mut self, ip: Ipv4Addr) -> usize {
+        if let Some(s) = self.find(ip) {
+            return s;
+        }
+        let h = self.home(ip);
+        let window = (0..PROBE).map(|i| (h + i) & (self.slots.len() - 1));
+        window.clone().find(|&s| self.slots[s].is_none()).unwrap_or_else(|| {
+            window.min_by_key(|&s| self.slots[s].map(|e| e.expires).unwrap_or(0)).expect("window not empty")
+        })
+    }
+
+    /// What is known of `ip` at time `now` (ms).
+    pub fn lookup(&self, ip: Ipv4Addr, now: u64) -> Lookup {
+        match self.find(ip).and_then(|s| self.slots[s]) {
+            Some(Entry { mac: Some(m), expires, .. }) if now < expires => Lookup::Known(m),
+            Some(Entry { mac: None, expires, .. }) if now < expires => Lookup::Pending,
+            _ => Lookup::Unknown,
+        }
+    }
+
+    /// Records that a request for `ip` was sent at `now`.
+    pub fn mark_pending(&mut self, ip: Ipv4Addr, now: u64) {
+        let s = self.place(ip);
+        self.slots[s] = Some(Entry { ip, mac: None, expires: now + self.retry_ms });
+    }
+
+    /// Records a resolution (from a reply, or a request's sender fields).
+    pub fn insert(&mut self, ip: Ipv4Addr, mac: MacAddr, now: u64) {
+        let s = self.place(ip);
+        self.slots[s] = Some(Entry { ip, mac: Some(mac), expires: now + self.ttl_ms });
+    }
+
+    /// Refreshes `ip` only if it is already cached (RFC 826's merge rule for requests not
+    /// addressed to us would add it; we only update, to keep the table ours).
+    pub fn update_if_present(&mut self, ip: Ipv4Addr, mac: MacAddr, now: u64) {
+        if let Some(s) = self.find(ip) {
+            self.slots[s] = Some(Entry { ip, mac: Some(mac), expires: now + self.ttl_ms });
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn lifecycle() {
+        let mut c = ArpCache::new(8, 1000, 100);
+        let ip = Ipv4Addr([198, 18, 0, 1]);
+        let mac = MacAddr([2, 0, 0, 0, 0, 1]);
+        assert_eq!(c.lookup(ip, 0), Lookup::Unknown);
+        c.mark_pending(ip, 0);
+        assert_eq!(c.lookup(ip, 50), Lookup::Pending);
+        assert_eq!(c.lookup(ip, 100), Lookup::Unknown, "retry after the retry interval");
+        c.insert(ip, mac, 100);
+        assert_eq!(c.lookup(ip, 500), Lookup::Known(mac));
+        assert_eq!(c.lookup(ip, 1100), Lookup::Unknown, "expired");
+    }
+
+    #[test]
+    fn bounded_when_full() {
+        let mut c = ArpCache::new(4, 1000, 100);
+        for i in 0..100u8 {
+            c.insert(Ipv4Addr([198, 18, 1, i]), MacAddr([2, 0, 0, 0, 0, i]), u64::from(i));
+        }
+        assert_eq!(c.slots.len(), 4);
+        assert_eq!(c.lookup(Ipv4Addr([198, 18, 1, 99]), 100), Lookup::Known(MacAddr([2, 0, 0, 0, 0, 99])));
+    }
+}

@@ -1,0 +1,303 @@
+//! Per-engine counters: the data path counts instead of logging.
+
+use std::fmt;
+
+/// Why the engine dropped a frame.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[repr(usize)]
+pub enum Drop {
+    /// Shorter than an Ethernet header.
+    EthTruncated,
+    /// Destination MAC neither ours nor broadcast.
+    EthNotForUs,
+    /// EtherType sirocco does not handle (IPv6, LLDP, ...).
+    EthUnknownType,
+    /// ARP that is malformed or not Ethernet/IPv4.
+    ArpMalformed,
+    /// ARP asking for an address not ours.
+    ArpNotForUs,
+    /// IPv4 header cut short.
+    Ipv4Truncated,
+    /// IPv4 IHL or total length impossible.
+    Ipv4BadLength,
+    /// IPv4 header checksum wrong.
+    Ipv4BadChecksum,
+    /// IP version not 4.
+    Ipv4BadVersion,
+    /// IPv4 fragment (not reassembled).
+    Ipv4Fragment,
+    /// IPv4 destination not one of ours.
+    Ipv4NotForUs,
+    /// Protocol sirocco does not serve here.
+    Ipv4UnknownProtocol,
+    /// ICMP malformed or with a bad checksum.
+    IcmpMalformed,
+    /// ICMP other than echo request.
+    IcmpIgnored,
+    /// UDP header or length bad.
+    UdpMalformed,
+    /// UDP checksum wrong.
+    UdpBadChecksum,
+    /// No handler on the destination port.
+    UdpNoHandler,
+    /// The handler chose not to answer.
+    UdpHandlerDropped,
+    /// TCP not served by this engine yet.
+    TcpNotServed,
+    /// The TX ring was full.
+    TxRingFull,
+    /// No free buffer to build a frame.
+    NoBuffer,
+    /// A frame to send was waiting for ARP and could not be queued.
+    ArpUnresolved,
+}
+
+/// Number of drop reasons.
+pub const DROP_REASONS: usize = Drop::ArpUnresolved as usize + 1;
+
+impl Drop {
+    /// Every reason, in counter order.
+    pub const ALL: [Drop; DROP_REASONS] = [
+        Drop::EthTruncated,
+        Drop::EthNotForUs,
+        Drop::EthUnknownType,
+        Drop::ArpMalformed,
+        Drop::ArpNotForUs,
+        Drop::Ipv4Truncated,
+        Drop::Ipv4BadLength,
+        Drop::Ipv4BadChecksum,
+        Drop::Ipv4BadVersion,
+        Drop::Ipv4Fragment,
+        Drop::Ipv4NotForUs,
+        Drop::Ipv4UnknownProtocol,
+        Drop::IcmpMalformed,
+        Drop::IcmpIgnored,
+        Drop::UdpMalformed,
+        Drop::UdpBadChecksum,
+        Drop::UdpNoHandler,
+        Drop::UdpHandlerDropped,
+        Drop::TcpNotServed,
+        Drop::TxRingFull,
+        Drop::NoBuffer,
+        Drop::ArpUnresolved,
+    ];
+
+    /// A short name for reports.
+    pub fn name(self) -> &'static str {
+        match self {
+            Drop::EthTruncated => "eth_truncated",
+            Drop::EthNotForUs => "eth_not_for_us",
+            Drop::EthUnknownType => "eth_unknown_type",
+            Drop::ArpMalformed => "arp_malformed",
+            Drop::ArpNotForUs => "arp_not_for_us",
+            Drop::Ipv4Truncated => "ipv4_truncated",
+            Drop::Ipv4BadLength => "ipv4_bad_length",
+            Drop::Ipv4BadChecksum => "ipv4_bad_checksum",
+            Drop::Ipv4BadVersion => "ipv4_bad_version",
+            Drop::Ipv4Fragment => "ipv4_fragment",
+            Drop::Ipv4NotForUs => "ipv4_not_for_us",
+            Drop::Ipv4UnknownProtocol => "ipv4_unknown_protocol",
+            Drop::IcmpMalformed => "icmp_malformed",
+            Drop::IcmpIgnored => "icmp_ignored",
+            Drop::UdpMalformed => "udp_malformed",
+            Drop::UdpBadChecksum => "udp_bad_checksum",
+            Drop::UdpNoHandler => "udp_no_handler",
+            Drop::UdpHandlerDropped => "udp_handler_dropped",
+            Drop::TcpNotServed => "tcp_not_served",
+            Drop::TxRingFull => "tx_ring_full",
+            Drop::NoBuffer => "no_buffer",
+            Drop::ArpUnresolved => "arp_unresolved",
+        }
+    }
+}
+
+/// Buckets of the batch-size histogram: 1, 2–3, 4–7, 8–15, 16–31, 32–63, 64–127, 128+.
+pub const BATCH_BUCKETS: usize = 8;
+
+/// Counters of one engine.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Counters {
+    /// Frames received.
+    pub rx_packets: u64,
+    /// Bytes received.
+    pub rx_bytes: u64,
+    /// Frames sent.
+    pub tx_packets: u64,
+    /// Bytes sent.
+    pub tx_bytes: u64,
+    /// Non-empty receive batches.
+    pub batches: u64,
+    /// Loop iterations.
+    pub loops: u64,
+    /// Times the engine slept in poll().
+    pub sleeps: u64,
+    /// Batch-size histogram (see [`BATCH_BUCKETS`]).
+    pub batch_hist: [u64; BATCH_BUCKETS],
+    /// ARP requests answered.
+    pub arp_replies: u64,
+    /// ARP requests sent.
+    pub arp_requests: u64,
+    /// ICMP echo requests answered.
+    pub icmp_echo: u64,
+    /// UDP datagrams handed to handlers.
+    pub udp_delivered: u64,
+    /// UDP replies sent.
+    pub udp_replies: u64,
+    /// UDP datagrams taken by handlers without a reply.
+    pub udp_consumed: u64,
+    /// Frames that could not be captured because the pcap writer lagged.
+    pub capture_dropped: u64,
+    /// Drops by reason, indexed by [`Drop`].
+    pub drops: [u64; DROP_REASONS],
+}
+
+impl Counters {
+    /// Counts a drop.
+    #[inline]
+    pub fn drop(&mut self, why: Drop) {
+        self.drops[why as usize] += 1;
+    }
+
+    /// Count for one reason.
+    pub fn dropped(&self, why: Drop) -> u64 {
+        self.drops[why as usize]
+    }
+
+    /// All drops.
+    pub fn total_drops(&self) -> u64 {
+        self.drops.iter().sum()
+    }
+
+    /// Records a receive batch of `n` > 0 frames.
+    #[inline]
+    pub fn batch(&mut self, n: usize) {
+        self.batches += 1;
+        let b = (usize::BITS - n.leading_zeros()) as usize - 1;
+        self.batch_hist[b.min(BATCH_BUCKETS - 1)] += 1;
+    }
+
+    /// Adds another engine's counters (for totals).
+    pub fn add(&mut self, o: &Counters) {
+        self.rx_packets += o.rx_packets;
+        self.rx_bytes += o.rx_bytes;
+        self.tx_packets += o.tx_packets;
+        self.tx_bytes += o.tx_bytes;
+        self.batches += o.batches;
+        self.loops += o.loops;
+        self.sleeps += o.sleeps;
+        for i in 0..BATCH_BUCKETS {
+            self.batch_hist[i] += o.batch_hist[i];
+        }
+        self.arp_replies += o.arp_replies;
+        self.arp_requests += o.arp_requests;
+        self.icmp_echo += o.icmp_echo;
+        self.udp_delivered += o.udp_delivered;
+        self.udp_replies += o.udp_replies;
+        self.udp_consumed += o.udp_consumed;
+        self.capture_dropped += o.capture_dropped;
+        for i in 0..DROP_REASONS {
+            self.drops[i] += o.drops[i];
+        }
+    }
+
+    /// The counters as `name value` pairs (zero drop reasons left out), for reports and tests.
+    pub fn pairs(&self) -> Vec<(String, u64)> {
+        let mut v = vec![
+            ("rx_packets".to_string(), self.rx_packets),
+            ("rx_bytes".into(), self.rx_bytes),
+            ("tx_packets".into(), self.tx_packets),
+            ("tx_bytes".into(), self.tx_bytes),
+            ("batches".into(), self.batches),
+            ("loops".into(), self.loops),
+            ("sleeps".into(), self.sleeps),
+            ("arp_replies".into(), self.arp_replies),
+            ("arp_requests".into(), self.arp_requests),
+            ("icmp_echo".into(), self.icmp_echo),
+            ("udp_delivered".into(), self.udp_delivered),
+            ("udp_replies".into(), self.udp_replies),
+            ("udp_consumed".into(), self.udp_consumed),
+            ("capture_dropped".into(), self.capture_dropped),
+        ];
+        for (i, lo) in [1, 2, 4, 8, 16, 32, 64, 128].iter().enumerate() {
+            v.push((format!("batch_{lo}"), self.batch_hist[i]));
+        }
+        for d in Drop::ALL {
+            if self.dropped(d) > 0 {
+                v.push((format!("drop_{}", d.name()), self.dropped(d)));
+            }
+        }
+        v
+    }
+}
+
+impl fmt::Display for Counters {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let mean = if self.batches > 0 { self.rx_packets as f64 / self.batches as f64 } else { 0.0 };
+        writeln!(
+            f,
+            "  rx {} pkts {} B | tx {} pkts {} B",
+            self.rx_packets, self.rx_bytes, self.tx_packets, self.tx_bytes
+        )?;
+        writeln!(
+            f,
+            "  batches {} (mean {:.1}) hist 1:{} 2:{} 4:{} 8:{} 16:{} 32:{} 64:{} 128+:{} | loops {} sleeps {}",
+            self.batches,
+            mean,
+            self.batch_hist[0],
+            self.batch_hist[1],
+            self.batch_hist[2],
+            self.batch_hist[3],
+            self.batch_hist[4],
+            self.batch_hist[5],
+            self.batch_hist[6],
+            self.batch_hist[7],
+            self.loops,
+            self.sleeps
+        )?;
+        writeln!(
+            f,
+            "  arp replies {} requests {} | icmp echo {} | udp delivered {} replies {} consumed {}",
+            self.arp_replies,
+            self.arp_requests,
+            self.icmp_echo,
+            self.udp_delivered,
+            self.udp_replies,
+            self.udp_consumed
+        )?;
+        let drops: Vec<String> = Drop::ALL
+            .iter()
+            .filter(|d| self.dropped(**d) > 0)
+            .map(|d| format!("{} {}", d.name(), self.dropped(*d)))
+            .collect();
+        if drops.is_empty() {
+            write!(f, "  drops none")
+        } else {
+            write!(f, "  drops {}", drops.join(", "))
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn histogram_buckets() {
+        let mut c = Counters::default();
+        for n in [1, 2, 3, 4, 63, 64, 200] {
+            c.batch(n);
+        }
+        assert_eq!(c.batch_hist, [1, 2, 1, 0, 0, 1, 1, 1]);
+    }
+
+    #[test]
+    fn names_are_distinct() {
+        let mut names: Vec<_> = Drop::ALL.iter().map(|d| d.name()).collect();
+        names.sort();
+        names.dedup();
+        assert_eq!(names.len(), DROP_REASONS);
+        for (i, d) in Drop::ALL.iter().enumerate() {
+            assert_eq!(*d as usize, i);
+        }
+    }
+}

@@ -1,0 +1,325 @@
+//! The run-to-completion loop.
+
+use crate::app::{App, Originate, SendError};
+use crate::arp_cache::Lookup;
+use crate::counters::{Counters, Drop};
+use crate::stack::{Stack, TTL};
+use crate::timer::TimerWheel;
+use io::pcap::CaptureTap;
+use io::{Frame, Port};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Instant;
+use wire::arp::{ArpOp, ArpRepr};
+use wire::ethernet::{EtherType, EthernetRepr, MacAddr};
+use wire::ipv4::{Ipv4Addr, Ipv4Repr, Protocol};
+use wire::udp::UdpRepr;
+
+/// What an engine serves and how.
+#[derive(Debug, Clone)]
+pub struct EngineConfig {
+    /// The IPv4 address served.
+    pub addr: Ipv4Addr,
+    /// The interface's MAC address.
+    pub mac: MacAddr,
+    /// True when the kernel does not have `addr`: the engine then answers ARP and ICMP echo
+    /// and resolves neighbours itself; otherwise it asks the kernel's neighbour table.
+    pub owns_alone: bool,
+    /// Interface name (for kernel neighbour lookups).
+    pub iface: String,
+    /// IP MTU.
+    pub mtu: usize,
+    /// Largest receive batch per iteration (IX's bound on batching).
+    pub batch: usize,
+    /// Empty iterations before sleeping in poll().
+    pub idle_spins: u32,
+}
+
+impl EngineConfig {
+    /// Defaults for `addr` on an interface with `mac`.
+    pub fn new(addr: Ipv4Addr, mac: MacAddr, owns_alone: bool, iface: &str) -> Self {
+        EngineConfig { addr, mac, owns_alone, iface: iface.to_string(), mtu: 1500, batch: 64, idle_spins: 2000 }
+    }
+}
+
+#[derive(Clone, Copy)]
+enum Timer {
+    PublishCounters,
+}
+
+const PUBLISH_MS: u64 = 200;
+
+/// One engine: a port, the stack state, and the loop that drives them.
+pub struct Engine<P: Port> {
+    port: P,
+    stack: Stack,
+    rx: Vec<Frame>,
+    tx: Vec<Frame>,
+    timers: TimerWheel<Timer>,
+    tap: Option<CaptureTap>,
+    snapshot: Option<Arc<Mutex<Counters>>>,
+    ip_ident: u16,
+    started: Instant,
+}
+
+impl<P: Port> Engine<P> {
+    /// An engine on `port` serving the UDP ports `app` asks for.
+    pub fn new<A: App + ?Sized>(port: P, cfg: EngineConfig, app: &A) -> Self {
+        let batch = cfg.batch.max(1);
+        let mut stack = Stack::new(cfg);
+        for p in app.udp_ports() {
+            stack.serve_udp(p);
+        }
+        let mut timers = TimerWheel::new(1024, 64, 0);
+        timers.schedule(PUBLISH_MS, Timer::PublishCounters);
+        Engine {
+            port,
+            stack,
+            rx: vec![Frame { addr: 0, len: 0 }; batch],
+            tx: Vec::with_capacity(batch * 2),
+            timers,
+            tap: None,
+            snapshot: None,
+            ip_ident: 0,
+            started: Instant::now(),
+        }
+    }
+
+    /// Copies every frame received and sent to a capture.
+    pub fn set_capture(&mut self, tap: CaptureTap) {
+        self.tap = Some(tap);
+    }
+
+    /// Publishes the counters to `shared` a few times a second (for `--stats`).
+    pub fn set_snapshot(&mut self, shared: Arc<Mutex<Counters>>) {
+        self.snapshot = Some(shared);
+    }
+
+    /// Sets the clock origin, so several engines (and their applications) share one time base.
+    pub fn set_epoch(&mut self, epoch: Instant) {
+        self.started = epoch;
+    }
+
+    /// The counters so far.
+    pub fn counters(&self) -> &Counters {
+        &self.stack.counters
+    }
+
+    /// The port.
+    pub fn port(&self) -> &P {
+        &self.port
+    }
+
+    /// The port, mutable (tests and tools).
+    pub fn port_mut(&mut self) -> &mut P {
+        &mut self.port
+    }
+
+    /// One loop iteration at time `now_ns` (nanoseconds on any monotonic clock). Returns the
+    /// frames received plus frames the application originated: 0 means idle.
+    pub fn poll<A: App + ?Sized>(&mut self, now_ns: u64, app: &mut A) -> usize {
+        let c = &mut self.stack.counters;
+        c.loops += 1;
+        let batch = self.rx.len();
+        let n = self.port.recv(&mut self.rx[..batch]);
+        if n > 0 {
+            c.batch(n);
+        }
+        for i in 0..n {
+            let f = self.rx[i];
+            self.stack.counters.rx_packets += 1;
+            self.stack.counters.rx_bytes += u64::from(f.len);
+            if let Some(tap) = &self.tap {
+                if !tap.offer(self.port.data(f)) {
+                    self.stack.counters.capture_dropped += 1;
+                }
+            }
+            let buf = self.port.data_mut(f);
+            match self.stack.handle(buf, f.len as usize, now_ns, app) {
+                Some(len) => self.tx.push(Frame { addr: f.addr, len: len as u32 }),
+                None => self.port.free(f),
+            }
+        }
+        // Replies first, so what the application originates cannot starve them of TX slots.
+        self.transmit();
+        let produced = {
+            let room = self.port.tx_room();
+            let mut out = Out {
+                port: &mut self.port,
+                stack: &mut self.stack,
+                tx: &mut self.tx,
+                room,
+                now_ms: now_ns / 1_000_000,
+                ip_ident: &mut self.ip_ident,
+            };
+            app.produce(now_ns, &mut out)
+        };
+        self.transmit();
+        self.run_timers(now_ns / 1_000_000);
+        self.port.flush();
+        n + produced
+    }
+
+    fn transmit(&mut self) {
+        if self.tx.is_empty() {
+            return;
+        }
+        if let Some(tap) = &self.tap {
+            for f in &self.tx {
+                if !tap.offer(self.port.data(*f)) {
+                    self.stack.counters.capture_dropped += 1;
+                }
+            }
+        }
+        let sent = self.port.send(&self.tx);
+        let c = &mut self.stack.counters;
+        for f in &self.tx[..sent] {
+            c.tx_bytes += u64::from(f.len);
+        }
+        c.tx_packets += sent as u64;
+        for i in sent..self.tx.len() {
+            let f = self.tx[i];
+            self.port.free(f);
+            self.stack.counters.drop(Drop::TxRingFull);
+        }
+        self.tx.clear();
+    }
+
+    fn run_timers(&mut self, now_ms: u64) {
+        let mut publish = false;
+        self.timers.advance(now_ms, |t| match t {
+            Timer::PublishCounters => publish = true,
+        });
+        if publish {
+            if let Some(s) = &self.snapshot {
+                if let Ok(mut g) = s.try_lock() {
+                    *g = self.stack.counters;
+                }
+            }
+            self.timers.schedule(now_ms + PUBLISH_MS, Timer::PublishCounters);
+        }
+    }
+
+    /// Runs until `stop` is set: busy-polls while there is work, sleeps in poll() when idle.
+    pub fn run<A: App + ?Sized>(&mut self, app: &mut A, stop: &AtomicBool) {
+        let mut idle = 0u32;
+        while !stop.load(Ordering::Relaxed) {
+            let now = self.started.elapsed().as_nanos() as u64;
+            if self.poll(now, app) > 0 || app.busy() {
+                idle = 0;
+                continue;
+            }
+            idle += 1;
+            if idle >= self.stack.cfg.idle_spins {
+                idle = 0;
+                self.stack.counters.sleeps += 1;
+                self.port.wait(50);
+            }
+        }
+        if let Some(s) = &self.snapshot {
+            if let Ok(mut g) = s.lock() {
+                *g = self.stack.counters;
+            }
+        }
+    }
+}
+
+/// The engine's [`Originate`] for one iteration.
+struct Out<'a, P: Port> {
+    port: &'a mut P,
+    stack: &'a mut Stack,
+    tx: &'a mut Vec<Frame>,
+    room: usize,
+    now_ms: u64,
+    ip_ident: &'a mut u16,
+}
+
+impl<P: Port> Out<'_, P> {
+    fn resolve(&mut self, dst: Ipv4Addr) -> Result<MacAddr, SendError> {
+        match self.stack.arp.lookup(dst, self.now_ms) {
+            Lookup::Known(m) => return Ok(m),
+            Lookup::Pending => return Err(SendError::Unresolved),
+            Lookup::Unknown => {}
+        }
+        if !self.stack.cfg.owns_alone {
+            if let Some(m) = io::iface::kernel_neighbour(&self.stack.cfg.iface, dst) {
+                self.stack.arp.insert(dst, m, self.now_ms);
+                return Ok(m);
+            }
+            self.stack.arp.mark_pending(dst, self.now_ms);
+            return Err(SendError::Unresolved);
+        }
+        // Ask for it ourselves.
+        if self.room <= self.tx.len() {
+            return Err(SendError::Full);
+        }
+        let Some(f) = self.port.alloc() else {
+            return Err(SendError::Full);
+        };
+        let buf = self.port.data_mut(f);
+        let cfg = &self.stack.cfg;
+        EthernetRepr { src: cfg.mac, dst: MacAddr::BROADCAST, vlan: None, ethertype: EtherType::ARP }.emit(buf);
+        ArpRepr {
+            op: ArpOp::Request,
+            sender_mac: cfg.mac,
+            sender_ip: cfg.addr,
+            target_mac: MacAddr::ZERO,
+            target_ip: dst,
+        }
+        .emit(&mut buf[14..]);
+        buf[42..60].fill(0);
+        self.tx.push(Frame { addr: f.addr, len: 60 });
+        self.stack.counters.arp_requests += 1;
+        self.stack.arp.mark_pending(dst, self.now_ms);
+        Err(SendError::Unresolved)
+    }
+}
+
+impl<P: Port> Originate for Out<'_, P> {
+    fn room(&mut self) -> usize {
+        self.room.saturating_sub(self.tx.len())
+    }
+
+    fn udp(
+        &mut self,
+        dst: Ipv4Addr,
+        dst_port: u16,
+        src_port: u16,
+        fill: &mut dyn FnMut(&mut [u8]) -> usize,
+    ) -> Result<(), SendError> {
+        if self.room <= self.tx.len() {
+            return Err(SendError::Full);
+        }
+        let mac = self.resolve(dst)?;
+        let Some(f) = self.port.alloc() else {
+            self.stack.counters.drop(Drop::NoBuffer);
+            return Err(SendError::Full);
+        };
+        const HDR: usize = 14 + 20 + 8;
+        let mtu = self.stack.cfg.mtu;
+        let (src_mac, src_ip) = (self.stack.cfg.mac, self.stack.cfg.addr);
+        let buf = self.port.data_mut(f);
+        let max = (14 + mtu).min(buf.len()) - HDR;
+        let n = fill(&mut buf[HDR..HDR + max]);
+        if n > max {
+            self.port.free(f);
+            return Err(SendError::TooLong);
+        }
+        EthernetRepr { src: src_mac, dst: mac, vlan: None, ethertype: EtherType::IPV4 }.emit(buf);
+        *self.ip_ident = self.ip_ident.wrapping_add(1);
+        Ipv4Repr {
+            src: src_ip,
+            dst,
+            protocol: Protocol::UDP,
+            payload_len: 8 + n,
+            ttl: TTL,
+            ident: *self.ip_ident,
+            tos: 0,
+            dont_frag: true,
+        }
+        .emit(&mut buf[14..]);
+        UdpRepr { src_port, dst_port, payload_len: n }.emit(&mut buf[34..], src_ip, dst);
+        self.tx.push(Frame { addr: f.addr, len: (HDR + n) as u32 });
+        Ok(())
+    }
+}

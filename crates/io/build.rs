@@ -1,0 +1,25 @@
+//! Compiles the XDP filter from C with clang at build time; the object is embedded in the
+//! binary and loaded with aya at run time.
+use std::path::PathBuf;
+use std::process::Command;
+
+fn main() {
+    let out = PathBuf::from(std::env::var("OUT_DIR").unwrap());
+    let src = "bpf/filter.c";
+    println!("cargo:rerun-if-changed={src}");
+    let clang = std::env::var("CLANG").unwrap_or_else(|_| "clang".into());
+    let arch_include = format!("/usr/include/{}-linux-gnu", std::env::var("CARGO_CFG_TARGET_ARCH").unwrap());
+    let status = Command::new(&clang)
+        .args(["-O2", "-g", "-target", "bpf", "-Wall", "-Werror"])
+        .arg(format!("-I{arch_include}"))
+        .args(["-c", src, "-o"])
+        .arg(out.join("filter.o"))
+        .status();
+    match status {
+        Ok(s) if s.success() => {}
+        Ok(s) => panic!("clang failed to compile {src} ({s}); install clang and libbpf-dev"),
+        Err(e) => panic!(
+            "cannot run {clang} to compile {src}: {e}; install clang and libbpf-dev (apt-get install clang libbpf-dev)"
+        ),
+    }
+}

@@ -1,0 +1,167 @@
+//! The XDP filter: the kernel as control plane (Arrakis), granting sirocco only its flows.
+//!
+//! The program (`bpf/filter.c`, compiled by clang at build time) is attached with a BPF link,
+//! so the kernel detaches it by itself when the process exits or is killed: nothing is left
+//! on the interface. A program left by an older attachment method (netlink) that carries
+//! sirocco's name is removed before attaching.
+
+use aya::maps::{HashMap, MapData, PerCpuArray, XskMap};
+use aya::programs::{Xdp, XdpFlags};
+use aya::Ebpf;
+use std::fmt;
+use std::os::fd::RawFd;
+use wire::Ipv4Addr;
+
+static FILTER_OBJ: &[u8] = aya::include_bytes_aligned!(concat!(env!("OUT_DIR"), "/filter.o"));
+
+/// Name of the program in the object (and as the kernel reports it).
+pub const PROGRAM_NAME: &str = "sirocco_filter";
+
+const OWNED_ALONE: u32 = 1;
+
+/// Key of the `grants` map; must match `struct grant_key` in filter.c.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+struct GrantKey {
+    addr: [u8; 4],
+    port: [u8; 2],
+    proto: u8,
+    pad: u8,
+}
+
+// SAFETY: plain old data with no padding (4 + 2 + 1 + 1 bytes), valid for any bit pattern.
+unsafe impl aya::Pod for GrantKey {}
+
+/// How the program was attached.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum AttachMode {
+    /// In the driver (native XDP).
+    Driver,
+    /// In the generic (skb) path, for devices without native XDP.
+    Generic,
+}
+
+/// Failure to set up the filter, with what the operator should check.
+#[derive(Debug)]
+pub struct FilterError(String);
+
+impl fmt::Display for FilterError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl std::error::Error for FilterError {}
+
+fn err(msg: impl Into<String>) -> FilterError {
+    FilterError(msg.into())
+}
+
+/// A loaded, attached filter. Dropping it detaches it.
+pub struct Filter {
+    ebpf: Ebpf,
+    xsks: XskMap<MapData>,
+    grants: HashMap<MapData, GrantKey, u32>,
+    owned: HashMap<MapData, [u8; 4], u32>,
+    verdicts: PerCpuArray<MapData, u64>,
+    mode: AttachMode,
+    iface: String,
+}
+
+impl Filter {
+    /// Loads the program and attaches it to `iface` (native mode, else generic).
+    pub fn attach(iface: &str, ifindex: u32) -> Result<Filter, FilterError> {
+        let mut ebpf = Ebpf::load(FILTER_OBJ).map_err(|e| err(format!("loading the XDP filter: {e}")))?;
+        let xsks = XskMap::try_from(ebpf.take_map("xsks").ok_or_else(|| err("filter has no xsks map"))?)
+            .map_err(|e| err(format!("xsks map: {e}")))?;
+        let grants = HashMap::try_from(ebpf.take_map("grants").ok_or_else(|| err("filter has no grants map"))?)
+            .map_err(|e| err(format!("grants map: {e}")))?;
+        let owned = HashMap::try_from(ebpf.take_map("owned").ok_or_else(|| err("filter has no owned map"))?)
+            .map_err(|e| err(format!("owned map: {e}")))?;
+        let verdicts =
+            PerCpuArray::try_from(ebpf.take_map("verdicts").ok_or_else(|| err("filter has no verdicts map"))?)
+                .map_err(|e| err(format!("verdicts map: {e}")))?;
+        let prog: &mut Xdp = ebpf
+            .program_mut(PROGRAM_NAME)
+            .ok_or_else(|| err("filter object has no program"))?
+            .try_into()
+            .map_err(|e| err(format!("filter program: {e}")))?;
+        prog.load().map_err(|e| err(format!("the kernel refused the XDP filter: {e}")))?;
+
+        remove_stale(iface);
+        let mode = match prog.attach_to_if_index(ifindex, XdpFlags::DRV_MODE) {
+            Ok(_) => AttachMode::Driver,
+            Err(drv) => match prog.attach_to_if_index(ifindex, XdpFlags::SKB_MODE) {
+                Ok(_) => AttachMode::Generic,
+                Err(skb) => {
+                    let busy = format!("{drv}{skb}").contains("busy") || format!("{drv:?}").contains("EBUSY");
+                    let hint = if busy {
+                        "another XDP program is attached to the interface (see `ip link show dev IF`)"
+                    } else {
+                        "the interface or kernel lacks XDP support"
+                    };
+                    return Err(err(format!("cannot attach the XDP filter to {iface}: {drv:?}; {hint}")));
+                }
+            },
+        };
+        Ok(Filter { ebpf, xsks, grants, owned, verdicts, mode, iface: iface.to_string() })
+    }
+
+    /// How the program was attached.
+    pub fn mode(&self) -> AttachMode {
+        self.mode
+    }
+
+    /// Directs the frames the filter grants on `queue` to the AF_XDP socket `fd`.
+    pub fn bind_queue(&mut self, queue: u32, fd: RawFd) -> Result<(), FilterError> {
+        self.xsks.set(queue, fd, 0).map_err(|e| err(format!("registering the socket of queue {queue}: {e}")))
+    }
+
+    /// Grants sirocco the (address, protocol, port) flow; port 0 grants every port.
+    pub fn grant(&mut self, addr: Ipv4Addr, proto: u8, port: u16) -> Result<(), FilterError> {
+        let k = GrantKey { addr: addr.0, port: port.to_be_bytes(), proto, pad: 0 };
+        self.grants.insert(k, 1, 0).map_err(|e| err(format!("granting {addr} proto {proto} port {port}: {e}")))
+    }
+
+    /// Declares that sirocco owns `addr` alone: the filter then also hands it ARP requests for
+    /// the address, ICMP to it, and IPv4 fragments to it.
+    pub fn own_alone(&mut self, addr: Ipv4Addr) -> Result<(), FilterError> {
+        self.owned.insert(addr.0, OWNED_ALONE, 0).map_err(|e| err(format!("owning {addr}: {e}")))
+    }
+
+    /// Packets redirected to sirocco and passed to the kernel, summed over CPUs.
+    pub fn verdicts(&self) -> (u64, u64) {
+        let sum = |i: u32| self.verdicts.get(&i, 0).map(|v| v.iter().sum::<u64>()).unwrap_or(0);
+        (sum(0), sum(1))
+    }
+
+    /// The interface the filter is on.
+    pub fn iface(&self) -> &str {
+        &self.iface
+    }
+
+    /// Detaches and unloads (the same as dropping).
+    pub fn detach(self) {
+        drop(self)
+    }
+}
+
+impl Drop for Filter {
+    fn drop(&mut self) {
+        // Dropping `ebpf` drops the program, whose link map detaches every link.
+        let _ = &self.ebpf;
+    }
+}
+
+/// If an XDP program named like ours was left attached through netlink (which does not
+/// detach on exit), remove it. Links made by this code need no such care.
+fn remove_stale(iface: &str) {
+    let out = std::process::Command::new("ip").args(["-d", "link", "show", "dev", iface]).output();
+    let Ok(out) = out else { return };
+    let text = String::from_utf8_lossy(&out.stdout);
+    if text.contains("prog/xdp") && text.contains(PROGRAM_NAME) && !text.contains("link_id") {
+        for mode in ["xdpdrv", "xdpgeneric"] {
+            let _ = std::process::Command::new("ip").args(["link", "set", "dev", iface, mode, "off"]).status();
+        }
+    }
+}

@@ -1,0 +1,107 @@
+//! Facts about a network interface, read from the kernel (control plane only, never per packet).
+
+use crate::sys;
+use std::io;
+use wire::{Ipv4Addr, MacAddr};
+
+/// What sirocco needs to know about the interface it serves.
+#[derive(Debug, Clone)]
+pub struct Interface {
+    /// Name, e.g. `eth0`.
+    pub name: String,
+    /// Kernel index.
+    pub index: u32,
+    /// Hardware address.
+    pub mac: MacAddr,
+    /// MTU in bytes (IP packet size).
+    pub mtu: usize,
+    /// Number of receive queues.
+    pub rx_queues: u32,
+}
+
+impl Interface {
+    /// Looks the interface up; the error names what is missing.
+    pub fn lookup(name: &str) -> io::Result<Interface> {
+        let index = sys::if_index(name)
+            .ok_or_else(|| io::Error::new(io::ErrorKind::NotFound, format!("no network interface named {name:?}")))?;
+        let base = format!("/sys/class/net/{name}");
+        let mac_text = std::fs::read_to_string(format!("{base}/address"))?;
+        let mac = MacAddr::parse(mac_text.trim())
+            .ok_or_else(|| io::Error::new(io::ErrorKind::InvalidData, format!("{name} has no Ethernet address")))?;
+        let mtu = std::fs::read_to_string(format!("{base}/mtu"))?.trim().parse().unwrap_or(1500);
+        let rx_queues = std::fs::read_dir(format!("{base}/queues"))
+            .map(|d| d.filter_map(|e| e.ok()).filter(|e| e.file_name().to_string_lossy().starts_with("rx-")).count())
+            .unwrap_or(1)
+            .max(1) as u32;
+        Ok(Interface { name: name.to_string(), index, mac, mtu, rx_queues })
+    }
+
+    /// True if the kernel has `addr` configured on this interface (then the kernel owns ARP and
+    /// ICMP for it and sirocco shares the address).
+    pub fn kernel_has(&self, addr: Ipv4Addr) -> io::Result<bool> {
+        Ok(sys::ipv4_addrs(&self.name)?.contains(&addr.0))
+    }
+
+    /// The kernel's IPv4 addresses on this interface.
+    pub fn kernel_addrs(&self) -> io::Result<Vec<Ipv4Addr>> {
+        Ok(sys::ipv4_addrs(&self.name)?.into_iter().map(Ipv4Addr).collect())
+    }
+}
+
+/// The kernel's neighbour (ARP) entry for `addr` on `iface`, if complete.
+pub fn kernel_neighbour(iface: &str, addr: Ipv4Addr) -> Option<MacAddr> {
+    let text = std::fs::read_to_string("/proc/net/arp").ok()?;
+    parse_proc_arp(&text, iface, addr)
+}
+
+fn parse_proc_arp(text: &str, iface: &str, addr: Ipv4Addr) -> Option<MacAddr> {
+    let want = addr.to_string();
+    text.lines().skip(1).find_map(|l| {
+        let f: Vec<&str> = l.split_whitespace().collect();
+        // IP address, HW type, Flags, HW address, Mask, Device; flag 0x2 means complete.
+        if f.len() >= 6 && f[0] == want && f[5] == iface {
+            let flags = u32::from_str_radix(f[2].trim_start_matches("0x"), 16).ok()?;
+            if flags & 2 != 0 {
+                return MacAddr::parse(f[3]);
+            }
+        }
+        None
+    })
+}
+
+/// Checks privilege before touching the kernel, for a clear error instead of EPERM deep down.
+pub fn require_root() -> io::Result<()> {
+    if sys::is_root() {
+        Ok(())
+    } else {
+        Err(io::Error::new(
+            io::ErrorKind::PermissionDenied,
+            "sirocco needs root (CAP_NET_ADMIN, CAP_BPF, CAP_NET_RAW) to attach XDP and open AF_XDP sockets",
+        ))
+    }
+}
+
+/// Pins the calling thread to `cpu`.
+pub fn pin_thread(cpu: usize) -> io::Result<()> {
+    sys::pin_to_cpu(cpu)
+}
+
+/// Number of CPUs the process may run on.
+pub fn cpus() -> usize {
+    std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn proc_arp() {
+        let t = "IP address       HW type     Flags       HW address            Mask     Device\n\
+                 198.18.0.1       0x1         0x2         02:aa:00:00:00:01     *        sxc0\n\
+                 198.18.0.9       0x1         0x0         00:00:00:00:00:00     *        sxc0\n";
+        assert_eq!(parse_proc_arp(t, "sxc0", Ipv4Addr([198, 18, 0, 1])), MacAddr::parse("02:aa:00:00:00:01"));
+        assert_eq!(parse_proc_arp(t, "sxc0", Ipv4Addr([198, 18, 0, 9])), None);
+        assert_eq!(parse_proc_arp(t, "other", Ipv4Addr([198, 18, 0, 1])), None);
+    }
+}

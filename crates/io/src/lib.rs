@@ -1,0 +1,19 @@
+//! The I/O layer: ports that move batches of frames, and the kernel control plane around them.
+//!
+//! - [`port::Port`]: the interface the engine drives (receive, send, allocate, free, kick, wait).
+//! - [`xsk::XskPort`]: an AF_XDP socket on one NIC queue with its own UMEM (zero-copy where the
+//!   driver has it, copy mode elsewhere).
+//! - [`mem::MemPort`]: an in-memory pair with the same interface, for tests.
+//! - [`filter::Filter`]: the XDP program that redirects only granted flows to sirocco.
+//! - [`iface`]: interface facts from the kernel (index, MAC, addresses, queues, neighbours).
+
+pub mod filter;
+pub mod iface;
+pub mod mem;
+pub mod pcap;
+pub mod port;
+mod sys;
+pub mod umem;
+pub mod xsk;
+
+pub use port::{Frame, Port};

@@ -1,0 +1,38 @@
+//! The port interface: batches of frames in and out of a buffer arena the port owns.
+
+/// A frame in a port's buffer arena, named by its address (offset) in the arena. Frames are
+/// owned by exactly one party at a time: the kernel or the engine. The engine gets them from
+/// [`Port::recv`] or [`Port::alloc`] and gives them back with [`Port::send`] or [`Port::free`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Frame {
+    /// Offset of the first byte in the arena.
+    pub addr: u64,
+    /// Length of the packet in bytes.
+    pub len: u32,
+}
+
+/// A source and sink of Ethernet frames, driven by one engine thread.
+pub trait Port {
+    /// Moves up to `out.len()` received frames into `out`; returns how many.
+    fn recv(&mut self, out: &mut [Frame]) -> usize;
+    /// The bytes of a frame (its `len` bytes).
+    fn data(&self, f: Frame) -> &[u8];
+    /// The writable room of a frame, from its address to the end of its buffer
+    /// (at least [`Port::frame_capacity`] bytes for frames from [`Port::alloc`]).
+    fn data_mut(&mut self, f: Frame) -> &mut [u8];
+    /// Largest frame that fits a buffer.
+    fn frame_capacity(&self) -> usize;
+    /// An empty buffer for a new frame, if one is free.
+    fn alloc(&mut self) -> Option<Frame>;
+    /// Returns a frame's buffer to the port.
+    fn free(&mut self, f: Frame);
+    /// Queues frames for transmission; returns how many were taken (a prefix of `frames`).
+    /// The rest stay with the caller, who must send them later or free them.
+    fn send(&mut self, frames: &[Frame]) -> usize;
+    /// Free TX slots right now (a bound on what [`Port::send`] will take).
+    fn tx_room(&mut self) -> usize;
+    /// Kicks transmission, reaps completions and refills the receive side.
+    fn flush(&mut self);
+    /// Sleeps until a frame may be ready to receive or `timeout_ms` passes.
+    fn wait(&mut self, timeout_ms: i32);
+}

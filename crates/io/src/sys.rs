@@ -1,0 +1,267 @@
+//! Thin, safe wrappers over the system calls the I/O layer needs. Every `unsafe` block of the
+//! AF_XDP path that is not about ring memory lives here.
+
+use std::io;
+use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
+
+pub const AF_XDP: i32 = 44;
+pub const SOL_XDP: i32 = 283;
+
+pub const XDP_MMAP_OFFSETS: i32 = 1;
+pub const XDP_RX_RING: i32 = 2;
+pub const XDP_TX_RING: i32 = 3;
+pub const XDP_UMEM_REG: i32 = 4;
+pub const XDP_UMEM_FILL_RING: i32 = 5;
+pub const XDP_UMEM_COMPLETION_RING: i32 = 6;
+pub const XDP_STATISTICS: i32 = 7;
+
+pub const XDP_COPY: u16 = 1 << 1;
+pub const XDP_ZEROCOPY: u16 = 1 << 2;
+pub const XDP_USE_NEED_WAKEUP: u16 = 1 << 3;
+
+pub const XDP_RING_NEED_WAKEUP: u32 = 1;
+
+pub const XDP_PGOFF_RX_RING: i64 = 0;
+pub const XDP_PGOFF_TX_RING: i64 = 0x8000_0000;
+pub const XDP_UMEM_PGOFF_FILL_RING: i64 = 0x1_0000_0000;
+pub const XDP_UMEM_PGOFF_COMPLETION_RING: i64 = 0x1_8000_0000;
+
+/// `struct xdp_umem_reg` (the 32-byte layout; older kernels read the prefix they know).
+#[repr(C)]
+#[derive(Default)]
+pub struct UmemReg {
+    pub addr: u64,
+    pub len: u64,
+    pub chunk_size: u32,
+    pub headroom: u32,
+    pub flags: u32,
+    pub tx_metadata_len: u32,
+}
+
+/// `struct xdp_ring_offset`.
+#[repr(C)]
+#[derive(Default, Clone, Copy, Debug)]
+pub struct RingOffset {
+    pub producer: u64,
+    pub consumer: u64,
+    pub desc: u64,
+    pub flags: u64,
+}
+
+/// `struct xdp_mmap_offsets`.
+#[repr(C)]
+#[derive(Default, Clone, Copy, Debug)]
+pub struct MmapOffsets {
+    pub rx: RingOffset,
+    pub tx: RingOffset,
+    pub fr: RingOffset,
+    pub cr: RingOffset,
+}
+
+/// `struct xdp_desc`.
+#[repr(C)]
+#[derive(Default, Clone, Copy)]
+pub struct XdpDesc {
+    pub addr: u64,
+    pub len: u32,
+    pub options: u32,
+}
+
+/// `struct xdp_statistics`.
+#[repr(C)]
+#[derive(Default, Clone, Copy, Debug)]
+pub struct XdpStatistics {
+    pub rx_dropped: u64,
+    pub rx_invalid_descs: u64,
+    pub tx_invalid_descs: u64,
+    pub rx_ring_full: u64,
+    pub rx_fill_ring_empty_descs: u64,
+    pub tx_ring_empty_descs: u64,
+}
+
+/// `struct sockaddr_xdp`.
+#[repr(C)]
+struct SockaddrXdp {
+    family: u16,
+    flags: u16,
+    ifindex: u32,
+    queue_id: u32,
+    shared_umem_fd: u32,
+}
+
+fn check(r: libc::c_int) -> io::Result<libc::c_int> {
+    if r < 0 {
+        Err(io::Error::last_os_error())
+    } else {
+        Ok(r)
+    }
+}
+
+/// Opens an AF_XDP socket.
+pub fn xsk_socket() -> io::Result<OwnedFd> {
+    // SAFETY: plain system call; on success the returned descriptor is ours alone.
+    let fd = check(unsafe { libc::socket(AF_XDP, libc::SOCK_RAW | libc::SOCK_CLOEXEC, 0) })?;
+    // SAFETY: `fd` was just returned by socket() and is owned by nobody else.
+    Ok(unsafe { OwnedFd::from_raw_fd(fd) })
+}
+
+/// `setsockopt(SOL_XDP, opt, &val)`.
+pub fn set_opt<T>(fd: &OwnedFd, opt: i32, val: &T) -> io::Result<()> {
+    // SAFETY: `val` points to a live `T` of the size we pass.
+    check(unsafe {
+        libc::setsockopt(
+            fd.as_raw_fd(),
+            SOL_XDP,
+            opt,
+            val as *const T as *const libc::c_void,
+            std::mem::size_of::<T>() as libc::socklen_t,
+        )
+    })
+    .map(|_| ())
+}
+
+/// `getsockopt(SOL_XDP, opt)` into a default-initialised `T`.
+pub fn get_opt<T: Default>(fd: &OwnedFd, opt: i32) -> io::Result<T> {
+    let mut v = T::default();
+    let mut len = std::mem::size_of::<T>() as libc::socklen_t;
+    // SAFETY: `v` is a live `T`; the kernel writes at most `len` bytes into it.
+    check(unsafe { libc::getsockopt(fd.as_raw_fd(), SOL_XDP, opt, &mut v as *mut T as *mut libc::c_void, &mut len) })?;
+    Ok(v)
+}
+
+/// Binds an AF_XDP socket to (ifindex, queue).
+pub fn xsk_bind(fd: &OwnedFd, ifindex: u32, queue: u32, flags: u16) -> io::Result<()> {
+    let sa = SockaddrXdp { family: AF_XDP as u16, flags, ifindex, queue_id: queue, shared_umem_fd: 0 };
+    // SAFETY: `sa` is a valid sockaddr_xdp and we pass its exact size.
+    check(unsafe {
+        libc::bind(
+            fd.as_raw_fd(),
+            &sa as *const SockaddrXdp as *const libc::sockaddr,
+            std::mem::size_of::<SockaddrXdp>() as libc::socklen_t,
+        )
+    })
+    .map(|_| ())
+}
+
+/// Maps `len` bytes of a socket's ring at page offset `off`, shared with the kernel.
+pub fn mmap_ring(fd: &OwnedFd, len: usize, off: i64) -> io::Result<*mut u8> {
+    // SAFETY: asks the kernel for a new shared mapping; we check the result before use.
+    let p = unsafe {
+        libc::mmap(
+            std::ptr::null_mut(),
+            len,
+            libc::PROT_READ | libc::PROT_WRITE,
+            libc::MAP_SHARED | libc::MAP_POPULATE,
+            fd.as_raw_fd(),
+            off,
+        )
+    };
+    if p == libc::MAP_FAILED {
+        return Err(io::Error::last_os_error());
+    }
+    Ok(p as *mut u8)
+}
+
+/// Maps anonymous memory, trying 2 MB hugepages first; returns the pointer and whether
+/// hugepages were used.
+pub fn mmap_anon(len: usize) -> io::Result<(*mut u8, bool)> {
+    let prot = libc::PROT_READ | libc::PROT_WRITE;
+    let flags = libc::MAP_PRIVATE | libc::MAP_ANONYMOUS | libc::MAP_POPULATE;
+    // SAFETY: new anonymous mapping; checked before use.
+    let p = unsafe { libc::mmap(std::ptr::null_mut(), len, prot, flags | libc::MAP_HUGETLB, -1, 0) };
+    if p != libc::MAP_FAILED {
+        return Ok((p as *mut u8, true));
+    }
+    // SAFETY: as above, without hugepages.
+    let p = unsafe { libc::mmap(std::ptr::null_mut(), len, prot, flags, -1, 0) };
+    if p == libc::MAP_FAILED {
+        return Err(io::Error::last_os_error());
+    }
+    Ok((p as *mut u8, false))
+}
+
+/// Unmaps a mapping made by one of the functions above.
+///
+/// # Safety
+/// `p` and `len` must describe one whole live mapping that nothing uses any more.
+pub unsafe fn munmap(p: *mut u8, len: usize) {
+    // SAFETY: the caller promises the mapping is ours and dead.
+    unsafe { libc::munmap(p as *mut libc::c_void, len) };
+}
+
+/// Asks the kernel to transmit what is on the TX ring. Returns the error number, if any.
+pub fn kick_tx(fd: RawFd) -> Option<i32> {
+    // SAFETY: a zero-length sendto with no buffer and no address is the documented AF_XDP kick.
+    let r = unsafe { libc::sendto(fd, std::ptr::null(), 0, libc::MSG_DONTWAIT, std::ptr::null(), 0) };
+    (r < 0).then(|| io::Error::last_os_error().raw_os_error().unwrap_or(0))
+}
+
+/// Wakes the kernel to consume the fill ring (drivers that need it).
+pub fn kick_rx(fd: RawFd) {
+    // SAFETY: zero-length recvfrom with no buffer is the documented AF_XDP fill-ring wakeup.
+    unsafe {
+        libc::recvfrom(fd, std::ptr::null_mut(), 0, libc::MSG_DONTWAIT, std::ptr::null_mut(), std::ptr::null_mut())
+    };
+}
+
+/// poll() on one descriptor for input.
+pub fn poll_in(fd: RawFd, timeout_ms: i32) {
+    let mut p = libc::pollfd { fd, events: libc::POLLIN, revents: 0 };
+    // SAFETY: one valid pollfd.
+    unsafe { libc::poll(&mut p, 1, timeout_ms) };
+}
+
+/// The index of a network interface, or None if it does not exist.
+pub fn if_index(name: &str) -> Option<u32> {
+    let c = std::ffi::CString::new(name).ok()?;
+    // SAFETY: `c` is a valid NUL-terminated string.
+    let i = unsafe { libc::if_nametoindex(c.as_ptr()) };
+    (i != 0).then_some(i)
+}
+
+/// Pins the calling thread to one CPU.
+pub fn pin_to_cpu(cpu: usize) -> io::Result<()> {
+    // SAFETY: cpu_set_t is plain data; zeroed is the empty set.
+    let mut set: libc::cpu_set_t = unsafe { std::mem::zeroed() };
+    // SAFETY: CPU_SET writes within `set` for cpu < CPU_SETSIZE, which we check.
+    if cpu >= libc::CPU_SETSIZE as usize {
+        return Err(io::Error::new(io::ErrorKind::InvalidInput, "cpu number too large"));
+    }
+    unsafe { libc::CPU_SET(cpu, &mut set) };
+    // SAFETY: valid set of the size we pass, for the calling thread (pid 0).
+    check(unsafe { libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &set) }).map(|_| ())
+}
+
+/// True if the process runs with effective uid 0.
+pub fn is_root() -> bool {
+    // SAFETY: geteuid cannot fail.
+    unsafe { libc::geteuid() == 0 }
+}
+
+/// The IPv4 addresses configured on an interface.
+pub fn ipv4_addrs(iface: &str) -> io::Result<Vec<[u8; 4]>> {
+    let mut head: *mut libc::ifaddrs = std::ptr::null_mut();
+    // SAFETY: getifaddrs fills `head` with a list we free below.
+    check(unsafe { libc::getifaddrs(&mut head) })?;
+    let mut out = Vec::new();
+    let mut cur = head;
+    while !cur.is_null() {
+        // SAFETY: `cur` is a node of the list the kernel gave us, alive until freeifaddrs.
+        let ifa = unsafe { &*cur };
+        // SAFETY: ifa_name is a NUL-terminated string in the list.
+        let name = unsafe { std::ffi::CStr::from_ptr(ifa.ifa_name) };
+        if name.to_bytes() == iface.as_bytes() && !ifa.ifa_addr.is_null() {
+            // SAFETY: non-null sockaddr in the list; we read its family first.
+            let fam = unsafe { (*ifa.ifa_addr).sa_family } as i32;
+            if fam == libc::AF_INET {
+                // SAFETY: AF_INET addresses are sockaddr_in.
+                let sin = unsafe { &*(ifa.ifa_addr as *const libc::sockaddr_in) };
+                out.push(sin.sin_addr.s_addr.to_ne_bytes());
+            }
+        }
+        cur = ifa.ifa_next;
+    }
+    // SAFETY: frees the list getifaddrs made; nothing points into it any more.
+    unsafe { libc::freeifaddrs(head) };
+    Ok(out)
+}

@@ -1,0 +1,382 @@
+//! An AF_XDP socket on one NIC queue, with its own UMEM and the four rings.
+//!
+//! Frame ownership follows the rings: free list (ours) → fill ring (kernel) → RX ring (ours)
+//! → TX ring (kernel) → completion ring (ours) → free list. Ring indices are shared with the
+//! kernel through the mapped producer/consumer words, read with acquire and written with
+//! release ordering, as the kernel's own libxdp does.
+
+use crate::port::{Frame, Port};
+use crate::sys::{self, MmapOffsets, RingOffset, XdpDesc, XdpStatistics};
+use crate::umem::Umem;
+use std::io;
+use std::os::fd::{AsRawFd, OwnedFd, RawFd};
+use std::sync::atomic::{AtomicU32, Ordering};
+
+/// How the socket was bound.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum BindMode {
+    /// The driver DMAs straight into the UMEM.
+    ZeroCopy,
+    /// The kernel copies between its buffers and the UMEM (veth, generic XDP).
+    Copy,
+}
+
+/// Sizes for a socket.
+#[derive(Debug, Clone, Copy)]
+pub struct XskConfig {
+    /// Frames in the UMEM.
+    pub frames: usize,
+    /// Bytes per frame (2048 or 4096).
+    pub frame_size: usize,
+    /// Entries in each ring (power of two).
+    pub ring_size: u32,
+    /// Force copy mode instead of trying zero-copy first.
+    pub force_copy: bool,
+}
+
+impl Default for XskConfig {
+    fn default() -> Self {
+        XskConfig { frames: 4096, frame_size: crate::umem::DEFAULT_FRAME_SIZE, ring_size: 2048, force_copy: false }
+    }
+}
+
+/// One mapped ring of `T` entries.
+struct Ring<T> {
+    map: *mut u8,
+    map_len: usize,
+    producer: *const AtomicU32,
+    consumer: *const AtomicU32,
+    flags: *const AtomicU32,
+    desc: *mut T,
+    mask: u32,
+    size: u32,
+    /// Our copy of the index we advance.
+    cached_prod: u32,
+    /// Our copy of the index the other side advances.
+    cached_cons: u32,
+}
+
+impl<T: Copy> Ring<T> {
+    fn map(fd: &OwnedFd, off: &RingOffset, size: u32, pgoff: i64) -> io::Result<Ring<T>> {
+        let map_len = off.desc as usize + size as usize * std::mem::size_of::<T>();
+        let map = sys::mmap_ring(fd, map_len, pgoff)?;
+        // SAFETY: the offsets come from the kernel's XDP_MMAP_OFFSETS for this mapping and lie
+        // inside it; the words are 4-byte aligned u32s the kernel updates concurrently, hence
+        // accessed only as atomics.
+        unsafe {
+            Ok(Ring {
+                map,
+                map_len,
+                producer: map.add(off.producer as usize) as *const AtomicU32,
+                consumer: map.add(off.consumer as usize) as *const AtomicU32,
+                flags: map.add(off.flags as usize) as *const AtomicU32,
+                desc: map.add(off.desc as usize) as *mut T,
+                mask: size - 1,
+                size,
+                cached_prod: 0,
+                cached_cons: 0,
+            })
+        }
+    }
+
+    fn producer(&self) -> &AtomicU32 {
+        // SAFETY: points into our live mapping (see `map`).
+        unsafe { &*self.producer }
+    }
+    fn consumer(&self) -> &AtomicU32 {
+        // SAFETY: as above.
+        unsafe { &*self.consumer }
+    }
+    fn needs_wakeup(&self) -> bool {
+        // SAFETY: as above.
+        unsafe { &*self.flags }.load(Ordering::Relaxed) & sys::XDP_RING_NEED_WAKEUP != 0
+    }
+
+    // --- producer side (fill, TX) ---
+
+    /// Free entries we may produce, refreshing the kernel's consumer index only when needed.
+    fn free(&mut self, want: u32) -> u32 {
+        let free = self.size - (self.cached_prod.wrapping_sub(self.cached_cons));
+        if free >= want {
+            return free;
+        }
+        self.cached_cons = self.consumer().load(Ordering::Acquire);
+        self.size - (self.cached_prod.wrapping_sub(self.cached_cons))
+    }
+
+    fn write(&mut self, i: u32, v: T) {
+        // SAFETY: index masked into the ring's entry array, inside the mapping; this entry is
+        // between the kernel's consumer and our producer, so the kernel does not read it now.
+        unsafe { self.desc.add((self.cached_prod.wrapping_add(i) & self.mask) as usize).write(v) };
+    }
+
+    fn submit(&mut self, n: u32) {
+        self.cached_prod = self.cached_prod.wrapping_add(n);
+        self.producer().store(self.cached_prod, Ordering::Release);
+    }
+
+    /// Entries produced but not yet consumed by the kernel.
+    fn outstanding(&self) -> u32 {
+        self.cached_prod.wrapping_sub(self.consumer().load(Ordering::Acquire))
+    }
+
+    // --- consumer side (RX, completion) ---
+
+    fn available(&mut self, want: u32) -> u32 {
+        let mut n = self.cached_prod.wrapping_sub(self.cached_cons);
+        if n == 0 {
+            self.cached_prod = self.producer().load(Ordering::Acquire);
+            n = self.cached_prod.wrapping_sub(self.cached_cons);
+        }
+        n.min(want)
+    }
+
+    fn read(&self, i: u32) -> T {
+        // SAFETY: index masked into the entry array; the entry lies between our consumer and
+        // the kernel's producer (published with release, loaded with acquire), so it is written.
+        unsafe { self.desc.add((self.cached_cons.wrapping_add(i) & self.mask) as usize).read() }
+    }
+
+    fn release(&mut self, n: u32) {
+        self.cached_cons = self.cached_cons.wrapping_add(n);
+        self.consumer().store(self.cached_cons, Ordering::Release);
+    }
+}
+
+impl<T> Drop for Ring<T> {
+    fn drop(&mut self) {
+        // SAFETY: our own ring mapping, no longer referenced.
+        unsafe { sys::munmap(self.map, self.map_len) };
+    }
+}
+
+/// Counters the port keeps itself.
+#[derive(Debug, Default, Clone, Copy)]
+pub struct XskCounters {
+    /// TX kicks (sendto calls).
+    pub tx_kicks: u64,
+    /// Kicks that returned an error other than EAGAIN/EBUSY/ENOBUFS.
+    pub tx_kick_errors: u64,
+    /// Fill-ring wakeups (recvfrom calls).
+    pub rx_wakeups: u64,
+    /// poll() calls made while idle.
+    pub polls: u64,
+}
+
+/// An AF_XDP socket bound to one (interface, queue), with its own UMEM.
+pub struct XskPort {
+    // Field order is drop order: rings, then the socket, then the UMEM it registered.
+    rx: Ring<XdpDesc>,
+    tx: Ring<XdpDesc>,
+    fill: Ring<u64>,
+    comp: Ring<u64>,
+    fd: OwnedFd,
+    umem: Umem,
+    free_list: Vec<u64>,
+    mode: BindMode,
+    queue: u32,
+    /// Frames the fill ring should hold when we can afford it.
+    fill_target: u32,
+    counters: XskCounters,
+}
+
+// SAFETY: the raw pointers point into mappings owned by this value; it is used by one thread
+// at a time (an engine), and moving it between threads is fine.
+unsafe impl Send for XskPort {}
+
+impl XskPort {
+    /// Creates the UMEM, the socket and its rings, and binds to `queue` of `ifindex`, trying
+    /// zero-copy first unless `cfg.force_copy`.
+    pub fn open(ifindex: u32, queue: u32, cfg: XskConfig) -> io::Result<XskPort> {
+        let ring_size = cfg.ring_size;
+        if !ring_size.is_power_of_two() {
+            return Err(io::Error::new(io::ErrorKind::InvalidInput, "ring size must be a power of two"));
+        }
+        let umem = Umem::new(cfg.frames, cfg.frame_size)?;
+        let fd = sys::xsk_socket().map_err(|e| ctx(e, "socket(AF_XDP)"))?;
+        let reg = sys::UmemReg {
+            addr: umem.as_ptr() as u64,
+            len: umem.len() as u64,
+            chunk_size: umem.frame_size() as u32,
+            ..Default::default()
+        };
+        sys::set_opt(&fd, sys::XDP_UMEM_REG, &reg).map_err(|e| ctx(e, "XDP_UMEM_REG"))?;
+        sys::set_opt(&fd, sys::XDP_UMEM_FILL_RING, &ring_size)?;
+        sys::set_opt(&fd, sys::XDP_UMEM_COMPLETION_RING, &ring_size)?;
+        sys::set_opt(&fd, sys::XDP_RX_RING, &ring_size)?;
+        sys::set_opt(&fd, sys::XDP_TX_RING, &ring_size)?;
+        let off: MmapOffsets = sys::get_opt(&fd, sys::XDP_MMAP_OFFSETS)?;
+        let rx = Ring::map(&fd, &off.rx, ring_size, sys::XDP_PGOFF_RX_RING)?;
+        let tx = Ring::map(&fd, &off.tx, ring_size, sys::XDP_PGOFF_TX_RING)?;
+        let fill = Ring::map(&fd, &off.fr, ring_size, sys::XDP_UMEM_PGOFF_FILL_RING)?;
+        let comp = Ring::map(&fd, &off.cr, ring_size, sys::XDP_UMEM_PGOFF_COMPLETION_RING)?;
+
+        let mut mode = BindMode::ZeroCopy;
+        let zc = if cfg.force_copy {
+            Err(io::Error::from_raw_os_error(libc::EOPNOTSUPP))
+        } else {
+            sys::xsk_bind(&fd, ifindex, queue, sys::XDP_ZEROCOPY | sys::XDP_USE_NEED_WAKEUP)
+        };
+        if zc.is_err() {
+            mode = BindMode::Copy;
+            sys::xsk_bind(&fd, ifindex, queue, sys::XDP_COPY | sys::XDP_USE_NEED_WAKEUP)
+                .map_err(|e| ctx(e, &format!("bind AF_XDP socket to queue {queue}")))?;
+        }
+
+        let frames = umem.frames();
+        let fs = umem.frame_size() as u64;
+        let free_list: Vec<u64> = (0..frames as u64).rev().map(|i| i * fs).collect();
+        let mut port = XskPort {
+            rx,
+            tx,
+            fill,
+            comp,
+            fd,
+            umem,
+            free_list,
+            mode,
+            queue,
+            // Half the frames wait in the fill ring for RX; the other half serve TX.
+            fill_target: ring_size.min(frames as u32 / 2),
+            counters: XskCounters::default(),
+        };
+        port.refill();
+        Ok(port)
+    }
+
+    /// How the socket was bound.
+    pub fn mode(&self) -> BindMode {
+        self.mode
+    }
+    /// The queue this socket serves.
+    pub fn queue(&self) -> u32 {
+        self.queue
+    }
+    /// The socket descriptor (for the XSKMAP).
+    pub fn raw_fd(&self) -> RawFd {
+        self.fd.as_raw_fd()
+    }
+    /// True if the UMEM is on hugepages.
+    pub fn hugepages(&self) -> bool {
+        self.umem.hugepages()
+    }
+    /// The port's own counters.
+    pub fn counters(&self) -> XskCounters {
+        self.counters
+    }
+    /// The kernel's counters for this socket (drops for lack of fill buffers or RX room).
+    pub fn kernel_stats(&self) -> io::Result<XdpStatistics> {
+        sys::get_opt(&self.fd, sys::XDP_STATISTICS)
+    }
+
+    fn reap_completions(&mut self) {
+        let n = self.comp.available(self.comp.size);
+        for i in 0..n {
+            self.free_list.push(self.comp.read(i));
+        }
+        if n > 0 {
+            self.comp.release(n);
+        }
+    }
+
+    fn refill(&mut self) {
+        let in_fill = self.fill.cached_prod.wrapping_sub(self.fill.consumer().load(Ordering::Acquire));
+        let want = self.fill_target.saturating_sub(in_fill).min(self.free_list.len() as u32);
+        if want == 0 {
+            return;
+        }
+        let n = self.fill.free(want).min(want);
+        for i in 0..n {
+            let a = self.free_list.pop().expect("counted above");
+            self.fill.write(i, a);
+        }
+        self.fill.submit(n);
+    }
+}
+
+fn ctx(e: io::Error, what: &str) -> io::Error {
+    io::Error::new(e.kind(), format!("{what}: {e}"))
+}
+
+impl Port for XskPort {
+    fn recv(&mut self, out: &mut [Frame]) -> usize {
+        let n = self.rx.available(out.len() as u32);
+        for (i, slot) in out.iter_mut().enumerate().take(n as usize) {
+            let d = self.rx.read(i as u32);
+            *slot = Frame { addr: d.addr, len: d.len };
+        }
+        if n > 0 {
+            self.rx.release(n);
+        }
+        n as usize
+    }
+
+    fn data(&self, f: Frame) -> &[u8] {
+        self.umem.slice(f.addr, f.len as usize)
+    }
+
+    fn data_mut(&mut self, f: Frame) -> &mut [u8] {
+        self.umem.slice_to_frame_end(f.addr)
+    }
+
+    fn frame_capacity(&self) -> usize {
+        self.umem.frame_size()
+    }
+
+    fn alloc(&mut self) -> Option<Frame> {
+        if self.free_list.is_empty() {
+            self.reap_completions();
+        }
+        self.free_list.pop().map(|addr| Frame { addr, len: 0 })
+    }
+
+    fn free(&mut self, f: Frame) {
+        let fs = self.umem.frame_size() as u64;
+        self.free_list.push(f.addr - f.addr % fs);
+    }
+
+    fn send(&mut self, frames: &[Frame]) -> usize {
+        let n = self.tx.free(frames.len() as u32).min(frames.len() as u32);
+        for (i, f) in frames.iter().take(n as usize).enumerate() {
+            self.tx.write(i as u32, XdpDesc { addr: f.addr, len: f.len, options: 0 });
+        }
+        if n > 0 {
+            self.tx.submit(n);
+        }
+        n as usize
+    }
+
+    fn tx_room(&mut self) -> usize {
+        self.tx.free(self.tx.size) as usize
+    }
+
+    fn flush(&mut self) {
+        // Copy mode transmits at most a small batch per sendto (32 in current kernels), so keep
+        // kicking while the kernel takes entries, a bounded number of times.
+        for _ in 0..16 {
+            if self.tx.outstanding() == 0 || !self.tx.needs_wakeup() {
+                break;
+            }
+            self.counters.tx_kicks += 1;
+            match sys::kick_tx(self.fd.as_raw_fd()) {
+                None => {}
+                Some(libc::EAGAIN | libc::EBUSY | libc::ENOBUFS) => {}
+                Some(_) => {
+                    self.counters.tx_kick_errors += 1;
+                    break;
+                }
+            }
+        }
+        self.reap_completions();
+        self.refill();
+        if self.fill.needs_wakeup() && self.mode == BindMode::ZeroCopy {
+            self.counters.rx_wakeups += 1;
+            sys::kick_rx(self.fd.as_raw_fd());
+        }
+    }
+
+    fn wait(&mut self, timeout_ms: i32) {
+        self.counters.polls += 1;
+        sys::poll_in(self.fd.as_raw_fd(), timeout_ms);
+    }
+}

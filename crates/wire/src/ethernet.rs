@@ -1,0 +1,281 @@
+//! Ethernet II frames, with at most one 802.1Q VLAN tag.
+
+use crate::{be16, put16, Error, Result};
+
+/// A 48-bit MAC address.
+#[derive(Clone, Copy, PartialEq, Eq, Hash, Default, PartialOrd, Ord)]
+pub struct MacAddr(pub [u8; 6]);
+
+impl MacAddr {
+    /// ff:ff:ff:ff:ff:ff.
+    pub const BROADCAST: MacAddr = MacAddr([0xff; 6]);
+    /// 00:00:00:00:00:00.
+    pub const ZERO: MacAddr = MacAddr([0; 6]);
+
+    /// True for group (multicast and broadcast) addresses.
+    pub fn is_multicast(&self) -> bool {
+        self.0[0] & 1 != 0
+    }
+
+    /// Parses `aa:bb:cc:dd:ee:ff`.
+    pub fn parse(s: &str) -> Option<MacAddr> {
+        let mut out = [0u8; 6];
+        let mut parts = s.split(':');
+        for b in &mut out {
+            *b = u8::from_str_radix(parts.next()?, 16).ok()?;
+        }
+        parts.next().is_none().then_some(MacAddr(out))
+    }
+}
+
+impl core::fmt::Debug for MacAddr {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        core::fmt::Display::fmt(self, f)
+    }
+}
+
+impl core::fmt::Display for MacAddr {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        let b = self.0;
+        write!(f, "{:02x}:{:02x}:{:02x}:{:02x}:{:02x}:{:02x}", b[0], b[1], b[2], b[3], b[4], b[5])
+    }
+}
+
+/// EtherType values sirocco knows.
+pub struct EtherType;
+
+impl EtherType {
+    /// IPv4.
+    pub const IPV4: u16 = 0x0800;
+    /// ARP.
+    pub const ARP: u16 = 0x0806;
+    /// 802.1Q VLAN tag.
+    pub const VLAN: u16 = 0x8100;
+    /// IPv6 (passed to the kernel by the filter; counted if it ever reaches an engine).
+    pub const IPV6: u16 = 0x86dd;
+}
+
+mod field {
+    pub const DST: core::ops::Range<usize> = 0..6;
+    pub const SRC: core::ops::Range<usize> = 6..12;
+    pub const ETHERTYPE: usize = 12;
+    pub const TCI: usize = 14;
+    pub const INNER_ETHERTYPE: usize = 16;
+}
+
+/// Length of an untagged Ethernet header.
+pub const HEADER_LEN: usize = 14;
+/// Length of an Ethernet header with one 802.1Q tag.
+pub const VLAN_HEADER_LEN: usize = 18;
+
+/// A read (and, on mutable buffers, write) view of an Ethernet frame.
+#[derive(Debug, Clone)]
+pub struct EthernetFrame<T> {
+    buf: T,
+}
+
+impl<T: AsRef<[u8]>> EthernetFrame<T> {
+    /// Wraps `buf` after checking it holds the whole header (including a VLAN tag if any).
+    pub fn new_checked(buf: T) -> Result<Self> {
+        let b = buf.as_ref();
+        if b.len() < HEADER_LEN {
+            return Err(Error::Truncated);
+        }
+        if be16(b, field::ETHERTYPE) == EtherType::VLAN && b.len() < VLAN_HEADER_LEN {
+            return Err(Error::Truncated);
+        }
+        Ok(EthernetFrame { buf })
+    }
+
+    /// Wraps `buf` without checking; accessors may panic on short buffers.
+    pub fn new_unchecked(buf: T) -> Self {
+        EthernetFrame { buf }
+    }
+
+    /// The destination address.
+    pub fn dst_addr(&self) -> MacAddr {
+        let mut a = [0; 6];
+        a.copy_from_slice(&self.buf.as_ref()[field::DST]);
+        MacAddr(a)
+    }
+
+    /// The source address.
+    pub fn src_addr(&self) -> MacAddr {
+        let mut a = [0; 6];
+        a.copy_from_slice(&self.buf.as_ref()[field::SRC]);
+        MacAddr(a)
+    }
+
+    /// The VLAN id if the frame carries an 802.1Q tag.
+    pub fn vlan(&self) -> Option<u16> {
+        let b = self.buf.as_ref();
+        (be16(b, field::ETHERTYPE) == EtherType::VLAN).then(|| be16(b, field::TCI) & 0x0fff)
+    }
+
+    /// The EtherType of the payload (the inner one when tagged).
+    pub fn ethertype(&self) -> u16 {
+        let b = self.buf.as_ref();
+        match be16(b, field::ETHERTYPE) {
+            EtherType::VLAN => be16(b, field::INNER_ETHERTYPE),
+            t => t,
+        }
+    }
+
+    /// Header length: 14, or 18 with a VLAN tag.
+    pub fn header_len(&self) -> usize {
+        if self.vlan().is_some() {
+            VLAN_HEADER_LEN
+        } else {
+            HEADER_LEN
+        }
+    }
+
+    /// The bytes after the header.
+    pub fn payload(&self) -> &[u8] {
+        &self.buf.as_ref()[self.header_len()..]
+    }
+
+    /// The underlying buffer.
+    pub fn into_inner(self) -> T {
+        self.buf
+    }
+}
+
+impl<T: AsRef<[u8]> + AsMut<[u8]>> EthernetFrame<T> {
+    /// Sets the destination address.
+    pub fn set_dst_addr(&mut self, a: MacAddr) {
+        self.buf.as_mut()[field::DST].copy_from_slice(&a.0);
+    }
+
+    /// Sets the source address.
+    pub fn set_src_addr(&mut self, a: MacAddr) {
+        self.buf.as_mut()[field::SRC].copy_from_slice(&a.0);
+    }
+
+    /// Swaps source and destination addresses (the usual first step of a reply).
+    pub fn swap_addrs(&mut self) {
+        let b = self.buf.as_mut();
+        let mut t = [0u8; 6];
+        t.copy_from_slice(&b[0..6]);
+        b.copy_within(6..12, 0);
+        b[6..12].copy_from_slice(&t);
+    }
+
+    /// The bytes after the header, mutable.
+    pub fn payload_mut(&mut self) -> &mut [u8] {
+        let h = self.header_len();
+        &mut self.buf.as_mut()[h..]
+    }
+}
+
+/// The meaning of an Ethernet header.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct EthernetRepr {
+    /// Source address.
+    pub src: MacAddr,
+    /// Destination address.
+    pub dst: MacAddr,
+    /// VLAN id (12 bits) when tagged.
+    pub vlan: Option<u16>,
+    /// Payload EtherType.
+    pub ethertype: u16,
+}
+
+impl EthernetRepr {
+    /// Reads the header of a checked frame.
+    pub fn parse<T: AsRef<[u8]>>(f: &EthernetFrame<T>) -> Result<Self> {
+        Ok(EthernetRepr { src: f.src_addr(), dst: f.dst_addr(), vlan: f.vlan(), ethertype: f.ethertype() })
+    }
+
+    /// Header length when emitted.
+    pub fn header_len(&self) -> usize {
+        if self.vlan.is_some() {
+            VLAN_HEADER_LEN
+        } else {
+            HEADER_LEN
+        }
+    }
+
+    /// Writes the header to the start of `buf`, which must be at least `header_len()` long.
+    pub fn emit(&self, buf: &mut [u8]) {
+        buf[field::DST].copy_from_slice(&self.dst.0);
+        buf[field::SRC].copy_from_slice(&self.src.0);
+        match self.vlan {
+            Some(id) => {
+                put16(buf, field::ETHERTYPE, EtherType::VLAN);
+                put16(buf, field::TCI, id & 0x0fff);
+                put16(buf, field::INNER_ETHERTYPE, self.ethertype);
+            }
+            None => put16(buf, field::ETHERTYPE, self.ethertype),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    const FRAME: [u8; 18] = [
+        0x02, 0, 0, 0, 0, 0x01, // dst
+        0x02, 0, 0, 0, 0, 0x02, // src
+        0x08, 0x06, // ARP
+        0xde, 0xad, 0xbe, 0xef,
+    ];
+
+    #[test]
+    fn parse_untagged() {
+        let f = EthernetFrame::new_checked(&FRAME[..]).unwrap();
+        assert_eq!(f.dst_addr(), MacAddr([2, 0, 0, 0, 0, 1]));
+        assert_eq!(f.src_addr(), MacAddr([2, 0, 0, 0, 0, 2]));
+        assert_eq!(f.ethertype(), EtherType::ARP);
+        assert_eq!(f.vlan(), None);
+        assert_eq!(f.payload(), &[0xde, 0xad, 0xbe, 0xef]);
+    }
+
+    #[test]
+    fn parse_tagged() {
+        let mut b = FRAME.to_vec();
+        b.splice(12..12, [0x81, 0x00, 0x20, 0x2a]);
+        let f = EthernetFrame::new_checked(&b[..]).unwrap();
+        assert_eq!(f.vlan(), Some(42));
+        assert_eq!(f.ethertype(), EtherType::ARP);
+        assert_eq!(f.payload(), &[0xde, 0xad, 0xbe, 0xef]);
+    }
+
+    #[test]
+    fn truncated() {
+        assert_eq!(EthernetFrame::new_checked(&FRAME[..13]).unwrap_err(), Error::Truncated);
+        let tagged = [0u8, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0x81, 0, 0, 1];
+        assert_eq!(EthernetFrame::new_checked(&tagged[..]).unwrap_err(), Error::Truncated);
+    }
+
+    #[test]
+    fn swap() {
+        let mut b = FRAME;
+        EthernetFrame::new_unchecked(&mut b[..]).swap_addrs();
+        assert_eq!(&b[0..6], &FRAME[6..12]);
+        assert_eq!(&b[6..12], &FRAME[0..6]);
+    }
+
+    #[test]
+    fn mac_parse() {
+        assert_eq!(MacAddr::parse("02:00:0a:ff:00:01"), Some(MacAddr([2, 0, 10, 255, 0, 1])));
+        assert_eq!(MacAddr::parse("02:00:0a:ff:00"), None);
+        assert_eq!(MacAddr::parse("02:00:0a:ff:00:01:02"), None);
+        assert_eq!(MacAddr::parse("zz:00:0a:ff:00:01"), None);
+    }
+
+    proptest! {
+        #[test]
+        fn emit_then_parse(src in any::<[u8; 6]>(), dst in any::<[u8; 6]>(),
+                           vlan in proptest::option::of(0u16..4096), et in any::<u16>()) {
+            prop_assume!(et != EtherType::VLAN);
+            let r = EthernetRepr { src: MacAddr(src), dst: MacAddr(dst), vlan, ethertype: et };
+            let mut b = vec![0u8; r.header_len()];
+            r.emit(&mut b);
+            let f = EthernetFrame::new_checked(&b[..]).unwrap();
+            prop_assert_eq!(EthernetRepr::parse(&f).unwrap(), r);
+        }
+    }
+}

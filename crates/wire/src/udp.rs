@@ -1,0 +1,190 @@
+//! UDP (RFC 768).
+
+use crate::checksum;
+use crate::{be16, put16, Error, Ipv4Addr, Protocol, Result};
+
+/// Length of the UDP header.
+pub const HEADER_LEN: usize = 8;
+
+/// A view of a UDP datagram.
+#[derive(Debug)]
+pub struct UdpPacket<T> {
+    buf: T,
+}
+
+impl<T: AsRef<[u8]>> UdpPacket<T> {
+    /// Wraps `buf` (the IP payload) after checking the header and that the length field is
+    /// at least 8 and fits in the buffer.
+    pub fn new_checked(buf: T) -> Result<Self> {
+        let b = buf.as_ref();
+        if b.len() < HEADER_LEN {
+            return Err(Error::Truncated);
+        }
+        let len = usize::from(be16(b, 4));
+        if len < HEADER_LEN {
+            return Err(Error::BadLength);
+        }
+        if len > b.len() {
+            return Err(Error::Truncated);
+        }
+        Ok(UdpPacket { buf })
+    }
+    /// Wraps `buf` without checking.
+    pub fn new_unchecked(buf: T) -> Self {
+        UdpPacket { buf }
+    }
+    fn b(&self) -> &[u8] {
+        self.buf.as_ref()
+    }
+    /// Source port.
+    pub fn src_port(&self) -> u16 {
+        be16(self.b(), 0)
+    }
+    /// Destination port.
+    pub fn dst_port(&self) -> u16 {
+        be16(self.b(), 2)
+    }
+    /// Length field (header + payload).
+    pub fn len(&self) -> u16 {
+        be16(self.b(), 4)
+    }
+    /// True if the length field says there is no payload.
+    pub fn is_empty(&self) -> bool {
+        self.len() as usize == HEADER_LEN
+    }
+    /// Checksum field (0 means none was computed).
+    pub fn checksum(&self) -> u16 {
+        be16(self.b(), 6)
+    }
+    /// The payload, up to the length field.
+    pub fn payload(&self) -> &[u8] {
+        &self.b()[HEADER_LEN..usize::from(self.len())]
+    }
+    /// True if the checksum is absent (zero) or verifies against the pseudo-header.
+    pub fn verify_checksum(&self, src: Ipv4Addr, dst: Ipv4Addr) -> bool {
+        if self.checksum() == 0 {
+            return true;
+        }
+        let len = self.len();
+        let sum = checksum::add(checksum::pseudo_header(src, dst, Protocol::UDP, len), &self.b()[..usize::from(len)]);
+        checksum::fold(sum) == 0xffff
+    }
+}
+
+impl<T: AsRef<[u8]> + AsMut<[u8]>> UdpPacket<T> {
+    /// Swaps the ports; the checksum is unchanged (same words, other order).
+    pub fn swap_ports(&mut self) {
+        let b = self.buf.as_mut();
+        let (s, d) = (be16(b, 0), be16(b, 2));
+        put16(b, 0, d);
+        put16(b, 2, s);
+    }
+    /// Sets the checksum field.
+    pub fn set_checksum(&mut self, c: u16) {
+        put16(self.buf.as_mut(), 6, c);
+    }
+    /// The payload, mutable.
+    pub fn payload_mut(&mut self) -> &mut [u8] {
+        let len = usize::from(self.len());
+        &mut self.buf.as_mut()[HEADER_LEN..len]
+    }
+}
+
+/// The meaning of a UDP header.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct UdpRepr {
+    /// Source port.
+    pub src_port: u16,
+    /// Destination port.
+    pub dst_port: u16,
+    /// Payload length.
+    pub payload_len: usize,
+}
+
+impl UdpRepr {
+    /// Validates the checksum and reads the header.
+    pub fn parse<T: AsRef<[u8]>>(p: &UdpPacket<T>, src: Ipv4Addr, dst: Ipv4Addr) -> Result<Self> {
+        if !p.verify_checksum(src, dst) {
+            return Err(Error::BadChecksum);
+        }
+        Ok(UdpRepr { src_port: p.src_port(), dst_port: p.dst_port(), payload_len: usize::from(p.len()) - HEADER_LEN })
+    }
+
+    /// Writes the header to `buf`, whose payload (after 8 bytes) must already hold the data,
+    /// and fills the checksum over it.
+    pub fn emit(&self, buf: &mut [u8], src: Ipv4Addr, dst: Ipv4Addr) {
+        let len = (HEADER_LEN + self.payload_len) as u16;
+        let b = &mut buf[..usize::from(len)];
+        put16(b, 0, self.src_port);
+        put16(b, 2, self.dst_port);
+        put16(b, 4, len);
+        put16(b, 6, 0);
+        let mut c = !checksum::fold(checksum::add(checksum::pseudo_header(src, dst, Protocol::UDP, len), b));
+        if c == 0 {
+            c = 0xffff; // zero means "no checksum" in UDP
+        }
+        put16(b, 6, c);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    const S: Ipv4Addr = Ipv4Addr([198, 18, 0, 2]);
+    const D: Ipv4Addr = Ipv4Addr([198, 18, 0, 1]);
+
+    fn datagram(payload: &[u8]) -> Vec<u8> {
+        let mut b = vec![0u8; 8 + payload.len()];
+        b[8..].copy_from_slice(payload);
+        UdpRepr { src_port: 40000, dst_port: 7, payload_len: payload.len() }.emit(&mut b, S, D);
+        b
+    }
+
+    #[test]
+    fn known_datagram() {
+        // "hi" from 198.18.0.2:40000 to 198.18.0.1:7; checksum computed by hand from RFC 768.
+        let b = datagram(b"hi");
+        assert_eq!(&b[..6], &[0x9c, 0x40, 0x00, 0x07, 0x00, 0x0a]);
+        let p = UdpPacket::new_checked(&b[..]).unwrap();
+        assert!(p.verify_checksum(S, D));
+        assert!(!p.verify_checksum(S, Ipv4Addr([198, 18, 0, 3])));
+        assert_eq!(p.payload(), b"hi");
+    }
+
+    #[test]
+    fn malformed() {
+        let b = datagram(b"hello");
+        assert_eq!(UdpPacket::new_checked(&b[..7]).unwrap_err(), Error::Truncated);
+        assert_eq!(UdpPacket::new_checked(&b[..12]).unwrap_err(), Error::Truncated);
+        let mut x = b.clone();
+        x[5] = 4;
+        assert_eq!(UdpPacket::new_checked(&x[..]).unwrap_err(), Error::BadLength);
+        let mut x = b.clone();
+        x[9] ^= 1;
+        assert_eq!(UdpRepr::parse(&UdpPacket::new_checked(&x[..]).unwrap(), S, D).unwrap_err(), Error::BadChecksum);
+        let mut x = b;
+        x[6] = 0;
+        x[7] = 0;
+        x[9] ^= 1;
+        assert!(UdpRepr::parse(&UdpPacket::new_checked(&x[..]).unwrap(), S, D).is_ok(), "zero means no checksum");
+    }
+
+    proptest! {
+        #[test]
+        fn emit_then_parse(sp in any::<u16>(), dp in any::<u16>(), data in proptest::collection::vec(any::<u8>(), 0..1472)) {
+            let mut b = vec![0u8; 8 + data.len()];
+            b[8..].copy_from_slice(&data);
+            let r = UdpRepr { src_port: sp, dst_port: dp, payload_len: data.len() };
+            r.emit(&mut b, S, D);
+            let p = UdpPacket::new_checked(&b[..]).unwrap();
+            prop_assert_eq!(UdpRepr::parse(&p, S, D).unwrap(), r);
+            prop_assert_eq!(p.payload(), &data[..]);
+            let mut b2 = b.clone();
+            let mut p2 = UdpPacket::new_unchecked(&mut b2[..]);
+            p2.swap_ports();
+            prop_assert!(p2.verify_checksum(D, S));
+        }
+    }
+}

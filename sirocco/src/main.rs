@@ -1,0 +1,248 @@
+//! `sirocco`: the one command-line tool of the sirocco dataplane.
+
+mod dataplane;
+mod gen_report;
+mod signals;
+mod testnet;
+
+use clap::{Args, Parser, Subcommand};
+use dataplane::{Options, Until};
+use std::net::Ipv4Addr;
+use std::path::PathBuf;
+use std::time::Duration;
+use wire::Protocol;
+
+/// sirocco: a kernel-bypass network dataplane (AF_XDP + XDP) and the servers built on it.
+#[derive(Parser)]
+#[command(name = "sirocco", version, about, long_about = None, propagate_version = true)]
+struct Cli {
+    #[command(subcommand)]
+    cmd: Cmd,
+}
+
+#[derive(Subcommand)]
+enum Cmd {
+    /// UDP echo server: every datagram to the port is sent back unchanged (Arrakis's echo).
+    ///
+    /// The XDP filter hands sirocco only UDP to ADDR:PORT (plus ARP and ping when the kernel
+    /// does not have ADDR); everything else on the interface stays with the kernel.
+    Echo(EchoArgs),
+    /// Load generators (the load side of the benchmarks).
+    #[command(subcommand)]
+    Gen(GenCmd),
+    /// Create or remove the two-namespace veth test network (198.18.0.0/15 addresses).
+    #[command(subcommand)]
+    Testnet(TestnetCmd),
+}
+
+#[derive(Args, Clone)]
+struct DataplaneArgs {
+    /// Network interface to serve.
+    #[arg(long, value_name = "IF")]
+    iface: String,
+    /// IPv4 address to serve. If the kernel has it on IF, sirocco shares it (ARP and ping stay
+    /// with the kernel); otherwise sirocco owns it and answers ARP and ping itself.
+    #[arg(long, value_name = "IPv4")]
+    addr: Ipv4Addr,
+    /// Number of NIC queues to serve, one engine thread each [default: all of IF's queues].
+    #[arg(long, value_name = "N")]
+    queues: Option<u32>,
+    /// Largest receive batch per engine loop iteration.
+    #[arg(long, default_value_t = 64, value_parser = clap::value_parser!(u16).range(1..=1024))]
+    batch: u16,
+    /// Print per-engine rates every second.
+    #[arg(long)]
+    stats: bool,
+    /// Write what the dataplane receives and sends to this pcap file (tcpdump on the interface
+    /// cannot see AF_XDP traffic).
+    #[arg(long, value_name = "FILE")]
+    pcap: Option<PathBuf>,
+    /// CPUs to pin the engines to, comma-separated, in queue order [default: queue i on CPU i].
+    #[arg(long, value_name = "LIST", value_delimiter = ',')]
+    cpus: Option<Vec<usize>>,
+    /// Use AF_XDP copy mode even if the driver supports zero-copy.
+    #[arg(long)]
+    copy: bool,
+}
+
+impl DataplaneArgs {
+    fn options(&self, quiet: bool) -> Options {
+        Options {
+            iface: self.iface.clone(),
+            addr: self.addr.into(),
+            queues: self.queues,
+            batch: usize::from(self.batch),
+            stats: self.stats,
+            pcap: self.pcap.clone(),
+            cpus: self.cpus.clone(),
+            force_copy: self.copy,
+            quiet,
+        }
+    }
+}
+
+#[derive(Args)]
+struct EchoArgs {
+    #[command(flatten)]
+    dp: DataplaneArgs,
+    /// UDP port to echo on.
+    #[arg(long, default_value_t = 7, value_parser = clap::value_parser!(u16).range(1..))]
+    port: u16,
+    /// Stop after this many seconds [default: run until SIGINT/SIGTERM].
+    #[arg(long, value_name = "SECS")]
+    duration: Option<f64>,
+}
+
+#[derive(Subcommand)]
+enum GenCmd {
+    /// Open-loop UDP load: sends at a target rate for a duration, counts replies, and reports
+    /// achieved rates and round-trip latency percentiles (timestamps travel in the payload).
+    Udp(GenUdpArgs),
+}
+
+#[derive(Args)]
+struct GenUdpArgs {
+    #[command(flatten)]
+    dp: DataplaneArgs,
+    /// Destination address.
+    #[arg(long, value_name = "IPv4")]
+    dst: Ipv4Addr,
+    /// Destination port.
+    #[arg(long, default_value_t = 7, value_parser = clap::value_parser!(u16).range(1..))]
+    port: u16,
+    /// Target datagrams per second over all queues; 0 sends as fast as the rings take them.
+    #[arg(long, default_value_t = 100_000)]
+    rate: u64,
+    /// UDP payload bytes (at least 20: timestamp, sequence, magic).
+    #[arg(long, default_value_t = 64, value_parser = clap::value_parser!(u16).range(20..=9000))]
+    size: u16,
+    /// Number of flows (distinct source ports).
+    #[arg(long, default_value_t = 16, value_parser = clap::value_parser!(u16).range(1..=4096))]
+    flows: u16,
+    /// First source port.
+    #[arg(long, default_value_t = 40000, value_parser = clap::value_parser!(u16).range(1024..))]
+    src_port: u16,
+    /// Seconds to send.
+    #[arg(long, default_value_t = 5.0)]
+    duration: f64,
+    /// Seconds to wait for late replies after sending stops.
+    #[arg(long, default_value_t = 0.5)]
+    drain: f64,
+    /// Also write the report as JSON to this file.
+    #[arg(long, value_name = "FILE")]
+    json: Option<PathBuf>,
+}
+
+#[derive(Subcommand)]
+enum TestnetCmd {
+    /// Create namespaces NAME-srv and NAME-cli joined by veth NAME-s <-> NAME-c
+    /// (198.18.0.1/24 and 198.18.0.2/24).
+    Up {
+        /// Prefix of the names (1-12 letters or digits).
+        #[arg(long, default_value = "sx")]
+        name: String,
+        /// Queues per veth end.
+        #[arg(long, default_value_t = 1)]
+        queues: u32,
+        /// Apply the benchmark placement: GRO + threaded NAPI pinned per side, static neighbours.
+        #[arg(long)]
+        bench: bool,
+    },
+    /// Remove the test network.
+    Down {
+        /// Prefix of the names.
+        #[arg(long, default_value = "sx")]
+        name: String,
+    },
+}
+
+fn secs(v: f64, what: &str) -> Result<Duration, String> {
+    if v.is_finite() && (0.0..=86_400.0 * 365.0).contains(&v) {
+        Ok(Duration::from_secs_f64(v))
+    } else {
+        Err(format!("{what} must be a number of seconds between 0 and a year"))
+    }
+}
+
+fn echo(a: EchoArgs) -> Result<(), String> {
+    let until = match a.duration {
+        Some(d) => Until::Elapsed(secs(d, "--duration")?),
+        None => Until::Signal,
+    };
+    let port = a.port;
+    let out = dataplane::run(
+        &a.dp.options(false),
+        &[(Protocol::UDP, port)],
+        |_| echo::UdpEcho::new(port),
+        until,
+        &format!("udp echo on port {port}"),
+    )?;
+    dataplane::print_counters(&out);
+    Ok(())
+}
+
+fn gen_udp(a: GenUdpArgs) -> Result<(), String> {
+    let duration = secs(a.duration, "--duration")?;
+    let drain = secs(a.drain, "--drain")?;
+    if u32::from(a.src_port) + u32::from(a.flows) > 65536 {
+        return Err("--src-port + --flows must stay below 65536".into());
+    }
+    let opts = a.dp.options(true);
+    let queues = a.dp.queues.unwrap_or(1).max(1);
+    let opts = Options { queues: Some(queues), ..opts };
+    let grants: Vec<_> = (0..a.flows).map(|i| (Protocol::UDP, a.src_port + i)).collect();
+    let cfg = |q: u32| gen::GenConfig {
+        dst: a.dst.into(),
+        dst_port: a.port,
+        rate: a.rate / u64::from(queues) + u64::from(q < (a.rate % u64::from(queues)) as u32),
+        size: usize::from(a.size),
+        flows: a.flows,
+        src_port_base: a.src_port,
+        duration_ns: duration.as_nanos() as u64,
+    };
+    let out =
+        dataplane::run(&opts, &grants, |q| gen::UdpGen::new(cfg(q)), Until::Elapsed(duration + drain), "gen udp")?;
+    let report = gen_report::Report::new(&out, a.rate, usize::from(a.size), duration);
+    print!("{}", report.text());
+    if let Some(path) = &a.json {
+        std::fs::write(path, report.json()).map_err(|e| format!("{}: {e}", path.display()))?;
+    }
+    if report.sent == 0 {
+        return Err(format!("nothing was sent: {}", report.why_nothing_sent()));
+    }
+    Ok(())
+}
+
+fn main() {
+    let cli = Cli::parse();
+    signals::install();
+    let r = match cli.cmd {
+        Cmd::Echo(a) => echo(a),
+        Cmd::Gen(GenCmd::Udp(a)) => gen_udp(a),
+        Cmd::Testnet(TestnetCmd::Up { name, queues, bench }) => io::iface::require_root()
+            .map_err(|e| e.to_string())
+            .and_then(|_| testnet::up(&name, queues, bench))
+            .map(|_| {
+                let n = testnet::names(&name);
+                println!(
+                    "test network {name}: {} ({}, {}) <-> {} ({}, {}), {queues} queue(s)",
+                    n.srv_if,
+                    n.srv_ns,
+                    testnet::SERVER_ADDR,
+                    n.cli_if,
+                    n.cli_ns,
+                    testnet::CLIENT_ADDR
+                );
+                println!(
+                    "sirocco may also serve {} (its own) on the server side, {} on the client side",
+                    testnet::SERVER_OWN_ADDR,
+                    testnet::CLIENT_OWN_ADDR
+                );
+            }),
+        Cmd::Testnet(TestnetCmd::Down { name }) => testnet::down(&name),
+    };
+    if let Err(e) = r {
+        eprintln!("sirocco: error: {e}");
+        std::process::exit(1);
+    }
+}

@@ -1,0 +1,149 @@
+//! `sirocco testnet`: two network namespaces joined by a veth pair, for tests, the demo and
+//! the benchmarks. Addresses come from 198.18.0.0/15 (RFC 2544) only.
+//!
+//! ```text
+//!   namespace NAME-srv                      namespace NAME-cli
+//!   NAME-s  198.18.0.1/24  <-- veth -->  NAME-c  198.18.0.2/24
+//! ```
+//! Sirocco can serve 198.18.0.1 (shared with the kernel) or 198.18.0.10 (its own: it answers
+//! ARP and ping); the generator can use 198.18.0.2 (shared) or 198.18.0.20 (its own).
+
+use std::process::Command;
+
+/// Kernel address of the server end.
+pub const SERVER_ADDR: &str = "198.18.0.1";
+/// Kernel address of the client end.
+pub const CLIENT_ADDR: &str = "198.18.0.2";
+/// An address on the server side that only sirocco answers.
+pub const SERVER_OWN_ADDR: &str = "198.18.0.10";
+/// An address on the client side that only sirocco's generator answers.
+pub const CLIENT_OWN_ADDR: &str = "198.18.0.20";
+
+/// Names of a test network's parts.
+pub struct Names {
+    /// Server namespace.
+    pub srv_ns: String,
+    /// Client namespace.
+    pub cli_ns: String,
+    /// Server-side veth.
+    pub srv_if: String,
+    /// Client-side veth.
+    pub cli_if: String,
+}
+
+/// The names for prefix `name`.
+pub fn names(name: &str) -> Names {
+    Names {
+        srv_ns: format!("{name}-srv"),
+        cli_ns: format!("{name}-cli"),
+        srv_if: format!("{name}-s"),
+        cli_if: format!("{name}-c"),
+    }
+}
+
+fn run(args: &[&str]) -> Result<(), String> {
+    let out = Command::new(args[0]).args(&args[1..]).output().map_err(|e| format!("cannot run {}: {e}", args[0]))?;
+    if out.status.success() {
+        Ok(())
+    } else {
+        Err(format!("`{}` failed: {}", args.join(" "), String::from_utf8_lossy(&out.stderr).trim()))
+    }
+}
+
+fn ns(ns: &str, args: &[&str]) -> Result<(), String> {
+    let mut v = vec!["ip", "netns", "exec", ns];
+    v.extend_from_slice(args);
+    run(&v)
+}
+
+/// Creates the network; with `bench`, also applies the placement of BENCHMARKING.md (GRO,
+/// threaded NAPI, each side's NAPI thread pinned to its side's CPU) and static neighbours.
+pub fn up(name: &str, queues: u32, bench: bool) -> Result<(), String> {
+    if name.len() > 12 || name.is_empty() || !name.chars().all(|c| c.is_ascii_alphanumeric()) {
+        return Err("test network name must be 1-12 letters or digits".into());
+    }
+    let n = names(name);
+    let q = queues.max(1).to_string();
+    let _ = down(name);
+    let steps = || -> Result<(), String> {
+        run(&["ip", "netns", "add", &n.srv_ns])?;
+        run(&["ip", "netns", "add", &n.cli_ns])?;
+        run(&[
+            "ip",
+            "link",
+            "add",
+            &n.srv_if,
+            "numtxqueues",
+            &q,
+            "numrxqueues",
+            &q,
+            "netns",
+            &n.srv_ns,
+            "type",
+            "veth",
+            "peer",
+            "name",
+            &n.cli_if,
+            "numtxqueues",
+            &q,
+            "numrxqueues",
+            &q,
+            "netns",
+            &n.cli_ns,
+        ])?;
+        ns(&n.srv_ns, &["ip", "addr", "add", &format!("{SERVER_ADDR}/24"), "dev", &n.srv_if])?;
+        ns(&n.cli_ns, &["ip", "addr", "add", &format!("{CLIENT_ADDR}/24"), "dev", &n.cli_if])?;
+        for (nsn, ifn) in [(&n.srv_ns, &n.srv_if), (&n.cli_ns, &n.cli_if)] {
+            // veth hands the peer packets with checksums left to "hardware"; XDP and AF_XDP see
+            // them unfinished. Have the kernel compute them, as a real NIC's peer would.
+            ns(nsn, &["ethtool", "-K", ifn, "tx", "off"])?;
+            ns(nsn, &["ip", "link", "set", "dev", "lo", "up"])?;
+            ns(nsn, &["ip", "link", "set", "dev", ifn, "up"])?;
+        }
+        if bench {
+            bench_placement(&n)?;
+        }
+        Ok(())
+    };
+    steps().inspect_err(|_| {
+        let _ = down(name);
+    })
+}
+
+fn bench_placement(n: &Names) -> Result<(), String> {
+    for (nsn, ifn) in [(&n.srv_ns, &n.srv_if), (&n.cli_ns, &n.cli_if)] {
+        ns(nsn, &["ethtool", "-K", ifn, "gro", "on"])?;
+        ns(nsn, &["sh", "-c", &format!("echo 1 > /sys/class/net/{ifn}/threaded")])?;
+    }
+    // Let the NAPI threads appear, then pin: server side to CPU 1, client side to CPU 0.
+    std::thread::sleep(std::time::Duration::from_millis(200));
+    let ncpu = std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1);
+    let (srv_cpu, cli_cpu) = if ncpu > 1 { ("1", "0") } else { ("0", "0") };
+    for (ifn, cpu) in [(&n.srv_if, srv_cpu), (&n.cli_if, cli_cpu)] {
+        run(&["sh", "-c", &format!("for p in $(pgrep -f 'napi/{ifn}-'); do taskset -pc {cpu} $p >/dev/null; done")])?;
+    }
+    let mac = |nsn: &str, ifn: &str| -> Result<String, String> {
+        let out = Command::new("ip")
+            .args(["netns", "exec", nsn, "cat", &format!("/sys/class/net/{ifn}/address")])
+            .output()
+            .map_err(|e| e.to_string())?;
+        Ok(String::from_utf8_lossy(&out.stdout).trim().to_string())
+    };
+    let smac = mac(&n.srv_ns, &n.srv_if)?;
+    let cmac = mac(&n.cli_ns, &n.cli_if)?;
+    for a in [SERVER_ADDR, SERVER_OWN_ADDR] {
+        ns(&n.cli_ns, &["ip", "neigh", "replace", a, "lladdr", &smac, "dev", &n.cli_if, "nud", "permanent"])?;
+    }
+    for a in [CLIENT_ADDR, CLIENT_OWN_ADDR] {
+        ns(&n.srv_ns, &["ip", "neigh", "replace", a, "lladdr", &cmac, "dev", &n.srv_if, "nud", "permanent"])?;
+    }
+    Ok(())
+}
+
+/// Removes the network (deleting a namespace removes its veth end, and so the pair).
+pub fn down(name: &str) -> Result<(), String> {
+    let n = names(name);
+    let a = run(&["ip", "netns", "del", &n.srv_ns]);
+    let b = run(&["ip", "netns", "del", &n.cli_ns]);
+    a.and(b)
+}
