@@ -220,6 +220,24 @@ where
     Ok(Outcome { engines, filter_verdicts, captured })
 }
 
+fn counters_json(c: &Counters) -> String {
+    let fields: Vec<String> = c.pairs().iter().map(|(k, v)| format!("\"{k}\":{v}")).collect();
+    format!("{{{}}}", fields.join(","))
+}
+
+/// Writes the counters as JSON: `{"engines":[{..}],"total":{..},"filter":{..}}`.
+pub fn write_counters_json<A>(out: &Outcome<A>, path: &std::path::Path) -> Result<(), String> {
+    let engines: Vec<String> = out.engines.iter().map(|(c, _)| counters_json(c)).collect();
+    let text = format!(
+        "{{\"engines\":[{}],\"total\":{},\"filter\":{{\"redirected\":{},\"passed\":{}}}}}\n",
+        engines.join(","),
+        counters_json(&out.total()),
+        out.filter_verdicts.0,
+        out.filter_verdicts.1
+    );
+    std::fs::write(path, text).map_err(|e| format!("{}: {e}", path.display()))
+}
+
 /// Prints the per-engine and total counters.
 pub fn print_counters<A>(out: &Outcome<A>) {
     for (q, (c, _)) in out.engines.iter().enumerate() {

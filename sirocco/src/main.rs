@@ -63,6 +63,9 @@ struct DataplaneArgs {
     /// Use AF_XDP copy mode even if the driver supports zero-copy.
     #[arg(long)]
     copy: bool,
+    /// On exit, also write the counters as JSON to this file.
+    #[arg(long, value_name = "FILE")]
+    counters: Option<PathBuf>,
 }
 
 impl DataplaneArgs {
@@ -178,6 +181,9 @@ fn echo(a: EchoArgs) -> Result<(), String> {
         &format!("udp echo on port {port}"),
     )?;
     dataplane::print_counters(&out);
+    if let Some(p) = &a.dp.counters {
+        dataplane::write_counters_json(&out, p)?;
+    }
     Ok(())
 }
 
@@ -188,6 +194,7 @@ fn gen_udp(a: GenUdpArgs) -> Result<(), String> {
         return Err("--src-port + --flows must stay below 65536".into());
     }
     let opts = a.dp.options(true);
+    resolve_through_kernel(&opts, a.dst.into())?;
     let queues = a.dp.queues.unwrap_or(1).max(1);
     let opts = Options { queues: Some(queues), ..opts };
     let grants: Vec<_> = (0..a.flows).map(|i| (Protocol::UDP, a.src_port + i)).collect();
@@ -202,6 +209,9 @@ fn gen_udp(a: GenUdpArgs) -> Result<(), String> {
     };
     let out =
         dataplane::run(&opts, &grants, |q| gen::UdpGen::new(cfg(q)), Until::Elapsed(duration + drain), "gen udp")?;
+    if let Some(p) = &a.dp.counters {
+        dataplane::write_counters_json(&out, p)?;
+    }
     let report = gen_report::Report::new(&out, a.rate, usize::from(a.size), duration);
     print!("{}", report.text());
     if let Some(path) = &a.json {
@@ -211,6 +221,19 @@ fn gen_udp(a: GenUdpArgs) -> Result<(), String> {
         return Err(format!("nothing was sent: {}", report.why_nothing_sent()));
     }
     Ok(())
+}
+
+/// When the generator shares its address with the kernel, it sends to next hops from the
+/// kernel's neighbour table; make sure the kernel has resolved the destination first.
+fn resolve_through_kernel(opts: &Options, dst: wire::Ipv4Addr) -> Result<(), String> {
+    io::iface::require_root().map_err(|e| e.to_string())?;
+    let ifc = io::iface::Interface::lookup(&opts.iface).map_err(|e| e.to_string())?;
+    if !ifc.kernel_has(opts.addr).map_err(|e| e.to_string())? {
+        return Ok(()); // sirocco owns the address and resolves by itself
+    }
+    io::iface::kernel_resolve(&ifc.name, dst, Duration::from_secs(3))
+        .map(|_| ())
+        .ok_or_else(|| format!("the kernel could not resolve {dst} on {} (is it up and on this link?)", ifc.name))
 }
 
 fn main() {

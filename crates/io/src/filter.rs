@@ -14,6 +14,11 @@ use wire::Ipv4Addr;
 
 static FILTER_OBJ: &[u8] = aya::include_bytes_aligned!(concat!(env!("OUT_DIR"), "/filter.o"));
 
+/// The compiled filter object (ELF), as embedded in the binary.
+pub fn object() -> &'static [u8] {
+    FILTER_OBJ
+}
+
 /// Name of the program in the object (and as the kernel reports it).
 pub const PROGRAM_NAME: &str = "sirocco_filter";
 
@@ -153,13 +158,14 @@ impl Drop for Filter {
     }
 }
 
-/// If an XDP program named like ours was left attached through netlink (which does not
-/// detach on exit), remove it. Links made by this code need no such care.
+/// If an XDP program named like ours was left attached through netlink (which, unlike a BPF
+/// link, survives its process), remove it. A program held by the link of a live sirocco
+/// cannot be removed this way, so a second sirocco on the interface still fails to attach.
 fn remove_stale(iface: &str) {
     let out = std::process::Command::new("ip").args(["-d", "link", "show", "dev", iface]).output();
     let Ok(out) = out else { return };
     let text = String::from_utf8_lossy(&out.stdout);
-    if text.contains("prog/xdp") && text.contains(PROGRAM_NAME) && !text.contains("link_id") {
+    if text.contains("prog/xdp") && text.contains(PROGRAM_NAME) {
         for mode in ["xdpdrv", "xdpgeneric"] {
             let _ = std::process::Command::new("ip").args(["link", "set", "dev", iface, mode, "off"]).status();
         }

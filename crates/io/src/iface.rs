@@ -54,6 +54,28 @@ pub fn kernel_neighbour(iface: &str, addr: Ipv4Addr) -> Option<MacAddr> {
     parse_proc_arp(&text, iface, addr)
 }
 
+/// Makes the kernel resolve `addr` (by sending one datagram to its discard port through an
+/// ordinary socket) and waits up to `timeout` for the neighbour entry.
+pub fn kernel_resolve(iface: &str, addr: Ipv4Addr, timeout: std::time::Duration) -> Option<MacAddr> {
+    if let Some(m) = kernel_neighbour(iface, addr) {
+        return Some(m);
+    }
+    let sock = std::net::UdpSocket::bind("0.0.0.0:0").ok()?;
+    let deadline = std::time::Instant::now() + timeout;
+    let mut next_send = std::time::Instant::now();
+    while std::time::Instant::now() < deadline {
+        if std::time::Instant::now() >= next_send {
+            let _ = sock.send_to(b"sirocco resolve", (std::net::Ipv4Addr::from(addr), 9));
+            next_send += std::time::Duration::from_millis(500);
+        }
+        std::thread::sleep(std::time::Duration::from_millis(10));
+        if let Some(m) = kernel_neighbour(iface, addr) {
+            return Some(m);
+        }
+    }
+    None
+}
+
 fn parse_proc_arp(text: &str, iface: &str, addr: Ipv4Addr) -> Option<MacAddr> {
     let want = addr.to_string();
     text.lines().skip(1).find_map(|l| {

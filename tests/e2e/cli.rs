@@ -1,0 +1,77 @@
+//! Bad command lines and missing privileges: one clear line, non-zero exit, no panic, no
+//! filter left behind.
+
+use crate::common::*;
+use std::process::Command;
+
+fn assert_one_clear_line(out: &std::process::Output, needle: &str) {
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success(), "must fail: {err}");
+    assert!(!err.contains("panicked") && !err.contains("RUST_BACKTRACE"), "no panic trace: {err}");
+    assert!(err.contains(needle), "expected {needle:?} in {err:?}");
+}
+
+#[test]
+fn missing_interface_is_one_line() {
+    require_root();
+    let out = Command::new(sirocco()).args(["echo", "--iface", "nosuchif0", "--addr", "198.18.0.1"]).output().unwrap();
+    assert_one_clear_line(&out, "no network interface named");
+    assert_eq!(String::from_utf8_lossy(&out.stderr).lines().count(), 1);
+    assert_eq!(out.status.code(), Some(1));
+}
+
+#[test]
+fn bad_arguments_are_refused_by_the_parser() {
+    for args in [
+        vec!["echo", "--iface", "lo", "--addr", "198.18.0.300"],
+        vec!["echo", "--iface", "lo", "--addr", "198.18.0.1", "--port", "0"],
+        vec!["echo", "--iface", "lo", "--addr", "198.18.0.1", "--batch", "0"],
+        vec!["echo", "--iface", "lo"],
+        vec!["gen", "udp", "--iface", "lo", "--addr", "198.18.0.1", "--dst", "198.18.0.2", "--size", "4"],
+        vec!["frobnicate"],
+    ] {
+        let out = Command::new(sirocco()).args(&args).output().unwrap();
+        assert_one_clear_line(&out, "error");
+        assert_eq!(out.status.code(), Some(2), "{args:?}");
+    }
+    let out = Command::new(sirocco()).args(["echo", "--iface", "lo", "--addr", "198.18.0.1", "--duration=-1"]).output();
+    assert_one_clear_line(&out.unwrap(), "--duration");
+}
+
+#[test]
+fn too_many_queues_and_no_privilege_leave_no_filter() {
+    let net = TestNet::new(1);
+    let out =
+        net.exec(&net.srv_ns, &[sirocco(), "echo", "--iface", &net.srv_if, "--addr", SERVER_OWN, "--queues", "4"]);
+    assert_one_clear_line(&out, "receive queue");
+    assert!(!net.server_has_xdp());
+    // As an unprivileged user.
+    let out = net.exec(
+        &net.srv_ns,
+        &[
+            "setpriv",
+            "--reuid=65534",
+            "--regid=65534",
+            "--clear-groups",
+            sirocco(),
+            "echo",
+            "--iface",
+            &net.srv_if,
+            "--addr",
+            SERVER_OWN,
+        ],
+    );
+    assert_one_clear_line(&out, "needs root");
+    assert!(!net.server_has_xdp());
+}
+
+#[test]
+fn a_second_sirocco_on_the_same_interface_is_refused_cleanly() {
+    let net = TestNet::new(1);
+    let first = net.start(&["echo", "--iface", &net.srv_if, "--addr", SERVER_OWN]);
+    let out = net.exec(&net.srv_ns, &[sirocco(), "echo", "--iface", &net.srv_if, "--addr", SERVER_OWN, "--port", "9"]);
+    assert_one_clear_line(&out, "XDP");
+    let (st, log) = first.stop();
+    assert!(st.success(), "the first one is unharmed: {log}");
+    assert!(!net.server_has_xdp());
+}

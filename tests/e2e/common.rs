@@ -1,0 +1,204 @@
+//! Helpers for end-to-end tests: a test network that removes itself, sirocco processes that
+//! are stopped even when a test fails, and code run inside a namespace.
+
+use std::fs::File;
+use std::io::Read;
+use std::os::fd::AsRawFd;
+use std::path::PathBuf;
+use std::process::{Child, Command, Output, Stdio};
+use std::sync::atomic::{AtomicU32, Ordering};
+use std::time::{Duration, Instant};
+
+pub const SERVER: &str = "198.18.0.1";
+pub const CLIENT: &str = "198.18.0.2";
+pub const SERVER_OWN: &str = "198.18.0.10";
+pub const CLIENT_OWN: &str = "198.18.0.20";
+
+pub fn sirocco() -> &'static str {
+    env!("CARGO_BIN_EXE_sirocco")
+}
+
+pub fn require_root() {
+    // SAFETY: geteuid cannot fail.
+    assert_eq!(unsafe { libc::geteuid() }, 0, "end-to-end tests need root (namespaces, XDP, AF_XDP)");
+}
+
+static SEQ: AtomicU32 = AtomicU32::new(0);
+
+/// A two-namespace veth network, removed on drop.
+pub struct TestNet {
+    pub name: String,
+    pub srv_ns: String,
+    pub cli_ns: String,
+    pub srv_if: String,
+    pub cli_if: String,
+}
+
+impl TestNet {
+    pub fn new(queues: u32) -> TestNet {
+        require_root();
+        let name = format!("e{}x{}", std::process::id() % 100_000, SEQ.fetch_add(1, Ordering::SeqCst));
+        let out = Command::new(sirocco())
+            .args(["testnet", "up", "--name", &name, "--queues", &queues.to_string()])
+            .output()
+            .expect("run sirocco testnet");
+        assert!(out.status.success(), "testnet up: {}", String::from_utf8_lossy(&out.stderr));
+        TestNet {
+            srv_ns: format!("{name}-srv"),
+            cli_ns: format!("{name}-cli"),
+            srv_if: format!("{name}-s"),
+            cli_if: format!("{name}-c"),
+            name,
+        }
+    }
+
+    /// Runs a command in a namespace and returns its output.
+    pub fn exec(&self, ns: &str, args: &[&str]) -> Output {
+        Command::new("ip").args(["netns", "exec", ns]).args(args).output().expect("ip netns exec")
+    }
+
+    /// True if an XDP program is attached to the server-side veth.
+    pub fn server_has_xdp(&self) -> bool {
+        let out = self.exec(&self.srv_ns, &["ip", "link", "show", "dev", &self.srv_if]);
+        String::from_utf8_lossy(&out.stdout).contains("xdp")
+    }
+
+    /// Starts sirocco in the server namespace.
+    pub fn start(&self, args: &[&str]) -> Sirocco {
+        Sirocco::start(&self.srv_ns, args)
+    }
+}
+
+impl Drop for TestNet {
+    fn drop(&mut self) {
+        let _ = Command::new(sirocco()).args(["testnet", "down", "--name", &self.name]).output();
+    }
+}
+
+/// A running sirocco; killed on drop if still running.
+pub struct Sirocco {
+    child: Option<Child>,
+    log: PathBuf,
+    pub counters: PathBuf,
+}
+
+impl Sirocco {
+    pub fn start(ns: &str, args: &[&str]) -> Sirocco {
+        let id = SEQ.fetch_add(1, Ordering::SeqCst);
+        let dir = std::env::temp_dir();
+        let log = dir.join(format!("sirocco-e2e-{}-{id}.log", std::process::id()));
+        let counters = dir.join(format!("sirocco-e2e-{}-{id}.json", std::process::id()));
+        let f = File::create(&log).unwrap();
+        let child = Command::new("ip")
+            .args(["netns", "exec", ns, sirocco()])
+            .args(args)
+            .args(["--counters", counters.to_str().unwrap()])
+            .stdout(f.try_clone().unwrap())
+            .stderr(f)
+            .stdin(Stdio::null())
+            .spawn()
+            .expect("start sirocco");
+        let s = Sirocco { child: Some(child), log, counters };
+        s.wait_for_log("sirocco: ", Duration::from_secs(10));
+        s
+    }
+
+    pub fn log(&self) -> String {
+        let mut s = String::new();
+        if let Ok(mut f) = File::open(&self.log) {
+            let _ = f.read_to_string(&mut s);
+        }
+        s
+    }
+
+    pub fn wait_for_log(&self, what: &str, limit: Duration) {
+        let t = Instant::now();
+        while t.elapsed() < limit {
+            if self.log().contains(what) {
+                // The engines start right after the banner line; give them a moment.
+                std::thread::sleep(Duration::from_millis(200));
+                return;
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        panic!("sirocco did not print {what:?} within {limit:?}; log:\n{}", self.log());
+    }
+
+    pub fn pid(&self) -> u32 {
+        self.child.as_ref().unwrap().id()
+    }
+
+    fn signal(&self, sig: &str) {
+        // `ip netns exec` execs sirocco in place, so the child's pid is sirocco's.
+        let _ = Command::new("kill").args([sig, &self.pid().to_string()]).status();
+    }
+
+    /// SIGTERM, wait (bounded), return the exit status and the log.
+    pub fn stop(mut self) -> (std::process::ExitStatus, String) {
+        self.signal("-TERM");
+        let mut child = self.child.take().unwrap();
+        let t = Instant::now();
+        loop {
+            if let Some(st) = child.try_wait().unwrap() {
+                return (st, self.log());
+            }
+            if t.elapsed() > Duration::from_secs(10) {
+                let _ = child.kill();
+                let _ = child.wait();
+                panic!("sirocco did not stop on SIGTERM; log:\n{}", self.log());
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+
+    /// SIGKILL and reap.
+    pub fn kill9(mut self) {
+        self.signal("-KILL");
+        let mut child = self.child.take().unwrap();
+        let _ = child.wait();
+    }
+}
+
+impl Drop for Sirocco {
+    fn drop(&mut self) {
+        if let Some(mut c) = self.child.take() {
+            let _ = c.kill();
+            let _ = c.wait();
+        }
+        let _ = std::fs::remove_file(&self.log);
+    }
+}
+
+/// Stops sirocco and returns its exit counters (asserting a clean exit).
+pub fn stop_and_count(s: Sirocco) -> serde_json::Value {
+    let counters = s.counters.clone();
+    let (st, log) = s.stop();
+    assert!(st.success(), "sirocco exited with {st}; log:\n{log}");
+    let text = std::fs::read_to_string(&counters).unwrap_or_else(|_| panic!("no counters file; log:\n{log}"));
+    let _ = std::fs::remove_file(&counters);
+    serde_json::from_str(&text).expect("counters json")
+}
+
+/// A counter from the totals (0 if absent, as zero drop reasons are left out).
+pub fn total(c: &serde_json::Value, name: &str) -> u64 {
+    c["total"][name].as_u64().unwrap_or(0)
+}
+
+/// A counter of engine `q`.
+pub fn engine(c: &serde_json::Value, q: usize, name: &str) -> u64 {
+    c["engines"][q][name].as_u64().unwrap_or(0)
+}
+
+/// Runs `f` on a thread that has entered network namespace `ns`; sockets it opens live there.
+pub fn in_netns<T: Send + 'static>(ns: &str, f: impl FnOnce() -> T + Send + 'static) -> T {
+    let path = format!("/var/run/netns/{ns}");
+    std::thread::spawn(move || {
+        let file = File::open(&path).unwrap_or_else(|e| panic!("{path}: {e}"));
+        // SAFETY: setns on a namespace file we hold open; it only changes this thread.
+        let r = unsafe { libc::setns(file.as_raw_fd(), libc::CLONE_NEWNET) };
+        assert_eq!(r, 0, "setns {path}: {}", std::io::Error::last_os_error());
+        f()
+    })
+    .join()
+    .expect("thread in namespace")
+}

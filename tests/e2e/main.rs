@@ -1,0 +1,11 @@
+//! End-to-end tests: sirocco against the Linux kernel's own stack and real tools, in network
+//! namespaces joined by veth, using 198.18.0.0/15 addresses only. They need root.
+
+mod common;
+
+mod capture;
+mod cli;
+mod echo;
+mod gen;
+mod lifecycle;
+mod malformed;
