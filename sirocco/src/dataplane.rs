@@ -41,6 +41,8 @@ pub struct Options {
 pub struct Outcome<A> {
     /// Per-engine counters and application state, in queue order.
     pub engines: Vec<(Counters, A)>,
+    /// Per-socket kernel statistics (drops for a full RX ring or an empty fill ring).
+    pub xsk: Vec<io::xsk::XskStats>,
     /// Packets the XDP filter redirected to sirocco and passed to the kernel.
     pub filter_verdicts: (u64, u64),
     /// Frames written to the capture.
@@ -156,7 +158,8 @@ where
                     engine.set_capture(t);
                 }
                 engine.run(&mut app, &stop);
-                (*engine.counters(), app, pinned)
+                let xsk = engine.port().stats();
+                (*engine.counters(), app, pinned, xsk)
             })
             .map_err(|e| format!("cannot start engine thread: {e}"))?;
         handles.push(h);
@@ -196,10 +199,12 @@ where
     }
     stop.store(true, Ordering::SeqCst);
     let mut engines = Vec::new();
+    let mut xsk = Vec::new();
     let mut failed = false;
     for h in handles {
         match h.join() {
-            Ok((c, app, pinned)) => {
+            Ok((c, app, pinned, x)) => {
+                xsk.push(x);
                 if !pinned && !opts.quiet {
                     eprintln!("sirocco: warning: an engine could not be pinned to its CPU");
                 }
@@ -217,7 +222,7 @@ where
     if failed {
         return Err("an engine thread failed".into());
     }
-    Ok(Outcome { engines, filter_verdicts, captured })
+    Ok(Outcome { engines, xsk, filter_verdicts, captured })
 }
 
 fn counters_json(c: &Counters) -> String {
@@ -227,7 +232,19 @@ fn counters_json(c: &Counters) -> String {
 
 /// Writes the counters as JSON: `{"engines":[{..}],"total":{..},"filter":{..}}`.
 pub fn write_counters_json<A>(out: &Outcome<A>, path: &std::path::Path) -> Result<(), String> {
-    let engines: Vec<String> = out.engines.iter().map(|(c, _)| counters_json(c)).collect();
+    let engines: Vec<String> = out
+        .engines
+        .iter()
+        .zip(&out.xsk)
+        .map(|((c, _), x)| {
+            let mut j = counters_json(c);
+            j.pop();
+            format!(
+                "{j},\"xsk_rx_dropped\":{},\"xsk_rx_ring_full\":{},\"xsk_fill_ring_empty\":{},\"xsk_tx_invalid\":{},\"tx_kicks\":{}}}",
+                x.kernel.rx_dropped, x.kernel.rx_ring_full, x.kernel.rx_fill_ring_empty_descs, x.kernel.tx_invalid_descs, x.port.tx_kicks
+            )
+        })
+        .collect();
     let text = format!(
         "{{\"engines\":[{}],\"total\":{},\"filter\":{{\"redirected\":{},\"passed\":{}}}}}\n",
         engines.join(","),
@@ -242,6 +259,9 @@ pub fn write_counters_json<A>(out: &Outcome<A>, path: &std::path::Path) -> Resul
 pub fn print_counters<A>(out: &Outcome<A>) {
     for (q, (c, _)) in out.engines.iter().enumerate() {
         println!("engine q{q}:\n{c}");
+        if let Some(x) = out.xsk.get(q) {
+            println!("  {x}");
+        }
     }
     if out.engines.len() > 1 {
         println!("total:\n{}", out.total());

@@ -214,6 +214,9 @@ fn gen_udp(a: GenUdpArgs) -> Result<(), String> {
     }
     let report = gen_report::Report::new(&out, a.rate, usize::from(a.size), duration);
     print!("{}", report.text());
+    for (q, x) in out.xsk.iter().enumerate() {
+        println!("  q{q} {x}");
+    }
     if let Some(path) = &a.json {
         std::fs::write(path, report.json()).map_err(|e| format!("{}: {e}", path.display()))?;
     }

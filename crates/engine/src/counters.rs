@@ -131,6 +131,8 @@ pub struct Counters {
     pub loops: u64,
     /// Times the engine slept in poll().
     pub sleeps: u64,
+    /// Times the engine yielded the CPU after an empty receive.
+    pub yields: u64,
     /// Batch-size histogram (see [`BATCH_BUCKETS`]).
     pub batch_hist: [u64; BATCH_BUCKETS],
     /// ARP requests answered.
@@ -185,6 +187,7 @@ impl Counters {
         self.batches += o.batches;
         self.loops += o.loops;
         self.sleeps += o.sleeps;
+        self.yields += o.yields;
         for i in 0..BATCH_BUCKETS {
             self.batch_hist[i] += o.batch_hist[i];
         }
@@ -210,6 +213,7 @@ impl Counters {
             ("batches".into(), self.batches),
             ("loops".into(), self.loops),
             ("sleeps".into(), self.sleeps),
+            ("yields".into(), self.yields),
             ("arp_replies".into(), self.arp_replies),
             ("arp_requests".into(), self.arp_requests),
             ("icmp_echo".into(), self.icmp_echo),
@@ -240,7 +244,7 @@ impl fmt::Display for Counters {
         )?;
         writeln!(
             f,
-            "  batches {} (mean {:.1}) hist 1:{} 2:{} 4:{} 8:{} 16:{} 32:{} 64:{} 128+:{} | loops {} sleeps {}",
+            "  batches {} (mean {:.1}) hist 1:{} 2:{} 4:{} 8:{} 16:{} 32:{} 64:{} 128+:{} | loops {} yields {} sleeps {}",
             self.batches,
             mean,
             self.batch_hist[0],
@@ -252,6 +256,7 @@ impl fmt::Display for Counters {
             self.batch_hist[6],
             self.batch_hist[7],
             self.loops,
+            self.yields,
             self.sleeps
         )?;
         writeln!(

@@ -33,12 +33,34 @@ pub struct EngineConfig {
     pub batch: usize,
     /// Empty iterations before sleeping in poll().
     pub idle_spins: u32,
+    /// What an iteration that received nothing does before the next one.
+    pub idle: IdlePolicy,
+}
+
+/// What the engine does after an iteration that received nothing.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum IdlePolicy {
+    /// Poll again at once: best when the kernel's receive work for the queue runs on another
+    /// core (or in hardware), so spinning steals from nobody.
+    Spin,
+    /// Yield the CPU first: when the kernel's receive work (the NAPI thread that copies frames
+    /// into the RX ring in AF_XDP copy mode) shares this core, spinning would starve it.
+    Yield,
 }
 
 impl EngineConfig {
     /// Defaults for `addr` on an interface with `mac`.
     pub fn new(addr: Ipv4Addr, mac: MacAddr, owns_alone: bool, iface: &str) -> Self {
-        EngineConfig { addr, mac, owns_alone, iface: iface.to_string(), mtu: 1500, batch: 64, idle_spins: 2000 }
+        EngineConfig {
+            addr,
+            mac,
+            owns_alone,
+            iface: iface.to_string(),
+            mtu: 1500,
+            batch: 64,
+            idle_spins: 2000,
+            idle: IdlePolicy::Yield,
+        }
     }
 }
 
@@ -60,6 +82,7 @@ pub struct Engine<P: Port> {
     snapshot: Option<Arc<Mutex<Counters>>>,
     ip_ident: u16,
     started: Instant,
+    last_rx: usize,
 }
 
 impl<P: Port> Engine<P> {
@@ -82,6 +105,7 @@ impl<P: Port> Engine<P> {
             snapshot: None,
             ip_ident: 0,
             started: Instant::now(),
+            last_rx: 0,
         }
     }
 
@@ -122,6 +146,7 @@ impl<P: Port> Engine<P> {
         c.loops += 1;
         let batch = self.rx.len();
         let n = self.port.recv(&mut self.rx[..batch]);
+        self.last_rx = n;
         if n > 0 {
             c.batch(n);
         }
@@ -205,7 +230,12 @@ impl<P: Port> Engine<P> {
         let mut idle = 0u32;
         while !stop.load(Ordering::Relaxed) {
             let now = self.started.elapsed().as_nanos() as u64;
-            if self.poll(now, app) > 0 || app.busy() {
+            let work = self.poll(now, app);
+            if self.last_rx == 0 && self.stack.cfg.idle == IdlePolicy::Yield {
+                self.stack.counters.yields += 1;
+                io::sched::yield_now();
+            }
+            if work > 0 || app.busy() {
                 idle = 0;
                 continue;
             }

@@ -14,4 +14,4 @@ pub mod timer;
 
 pub use app::{App, Datagram, Originate, SendError, Verdict};
 pub use counters::{Counters, Drop};
-pub use engine::{Engine, EngineConfig};
+pub use engine::{Engine, EngineConfig, IdlePolicy};

@@ -12,6 +12,7 @@ pub mod iface;
 pub mod mem;
 pub mod pcap;
 pub mod port;
+pub mod sched;
 mod sys;
 pub mod umem;
 pub mod xsk;

@@ -6,7 +6,8 @@
 //! release ordering, as the kernel's own libxdp does.
 
 use crate::port::{Frame, Port};
-use crate::sys::{self, MmapOffsets, RingOffset, XdpDesc, XdpStatistics};
+pub use crate::sys::XdpStatistics;
+use crate::sys::{self, MmapOffsets, RingOffset, XdpDesc};
 use crate::umem::Umem;
 use std::io;
 use std::os::fd::{AsRawFd, OwnedFd, RawFd};
@@ -163,6 +164,32 @@ pub struct XskCounters {
     pub polls: u64,
 }
 
+/// The port's and the kernel's counters for one socket.
+#[derive(Debug, Default, Clone, Copy)]
+pub struct XskStats {
+    /// Counted by the port.
+    pub port: XskCounters,
+    /// Counted by the kernel (zero if it could not be read).
+    pub kernel: XdpStatistics,
+}
+
+impl std::fmt::Display for XskStats {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "af_xdp: kernel rx_dropped {} rx_ring_full {} fill_ring_empty {} rx_invalid {} tx_invalid {} | tx kicks {} kick errors {} polls {}",
+            self.kernel.rx_dropped,
+            self.kernel.rx_ring_full,
+            self.kernel.rx_fill_ring_empty_descs,
+            self.kernel.rx_invalid_descs,
+            self.kernel.tx_invalid_descs,
+            self.port.tx_kicks,
+            self.port.tx_kick_errors,
+            self.port.polls
+        )
+    }
+}
+
 /// An AF_XDP socket bound to one (interface, queue), with its own UMEM.
 pub struct XskPort {
     // Field order is drop order: rings, then the socket, then the UMEM it registered.
@@ -264,6 +291,11 @@ impl XskPort {
     pub fn counters(&self) -> XskCounters {
         self.counters
     }
+    /// The port's and the kernel's counters.
+    pub fn stats(&self) -> XskStats {
+        XskStats { port: self.counters, kernel: self.kernel_stats().unwrap_or_default() }
+    }
+
     /// The kernel's counters for this socket (drops for lack of fill buffers or RX room).
     pub fn kernel_stats(&self) -> io::Result<XdpStatistics> {
         sys::get_opt(&self.fd, sys::XDP_STATISTICS)

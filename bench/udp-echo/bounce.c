@@ -1,0 +1,39 @@
+// The upper limit of this path: an in-kernel XDP program that bounces UDP datagrams to
+// port 7 back out of the interface they came in on (XDP_TX), swapping addresses and ports.
+// Everything else passes to the kernel.
+#include <linux/bpf.h>
+#include <linux/if_ether.h>
+#include <linux/in.h>
+#include <linux/ip.h>
+#include <linux/udp.h>
+#include <bpf/bpf_helpers.h>
+#include <bpf/bpf_endian.h>
+
+SEC("xdp")
+int bounce(struct xdp_md *ctx)
+{
+    void *data = (void *)(long)ctx->data;
+    void *end = (void *)(long)ctx->data_end;
+    struct ethhdr *eth = data;
+    if ((void *)(eth + 1) > end || eth->h_proto != bpf_htons(ETH_P_IP))
+        return XDP_PASS;
+    struct iphdr *ip = (void *)(eth + 1);
+    if ((void *)(ip + 1) > end || ip->ihl != 5 || ip->protocol != IPPROTO_UDP)
+        return XDP_PASS;
+    struct udphdr *udp = (void *)(ip + 1);
+    if ((void *)(udp + 1) > end || udp->dest != bpf_htons(7))
+        return XDP_PASS;
+    unsigned char mac[ETH_ALEN];
+    __builtin_memcpy(mac, eth->h_source, ETH_ALEN);
+    __builtin_memcpy(eth->h_source, eth->h_dest, ETH_ALEN);
+    __builtin_memcpy(eth->h_dest, mac, ETH_ALEN);
+    __u32 a = ip->saddr;
+    ip->saddr = ip->daddr;
+    ip->daddr = a;
+    __u16 p = udp->source;
+    udp->source = udp->dest;
+    udp->dest = p;
+    return XDP_TX;
+}
+
+char _license[] SEC("license") = "GPL";

@@ -1,0 +1,223 @@
+#!/usr/bin/env python3
+"""UDP echo benchmark: sirocco echo vs a kernel recvmmsg/sendmmsg echo vs an in-kernel XDP_TX
+bounce, in one run, on the placement of BENCHMARKING.md (server side on CPU 1, generator on
+CPU 0, each veth end's NAPI thread on its own side's CPU), driven by `sirocco gen udp`.
+
+For each server and offered load, REPS runs of SECS seconds; reports the median of replies/s,
+server-core busy CPU-seconds per million replies (from /proc/stat), the server process's own
+CPU-seconds (from /proc/PID/stat), and p50/p99 round-trip latency. Writes JSON, a markdown
+table and a plot to bench/results/."""
+
+import json, os, platform, signal, statistics, subprocess, sys, time
+
+ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
+HERE = os.path.dirname(os.path.abspath(__file__))
+OUT = os.path.join(ROOT, "bench", "results")
+SIROCCO = os.path.join(ROOT, "target", "release", "sirocco")
+NET = "bx"
+SRV_NS, CLI_NS, SRV_IF, CLI_IF = f"{NET}-srv", f"{NET}-cli", f"{NET}-s", f"{NET}-c"
+SERVER_ADDR, CLIENT_ADDR = "198.18.0.1", "198.18.0.2"
+SECS = float(os.environ.get("SECS", "10"))
+REPS = int(os.environ.get("REPS", "3"))
+RATES = [int(r) for r in os.environ.get("RATES", "100000,200000,400000,600000,800000,0").split(",")]
+SIZE = int(os.environ.get("SIZE", "64"))
+SERVERS = os.environ.get("SERVERS", "sirocco,kernel,xdp_tx").split(",")
+SRV_CPU, GEN_CPU = 1, 0
+
+
+def sh(*args, check=True, **kw):
+    return subprocess.run(list(args), check=check, capture_output=True, text=True, **kw)
+
+
+def ns(n, *args, **kw):
+    return sh("ip", "netns", "exec", n, *args, **kw)
+
+
+def cpu_busy(cpu):
+    with open("/proc/stat") as f:
+        for line in f:
+            if line.startswith(f"cpu{cpu} "):
+                v = [int(x) for x in line.split()[1:]]
+                idle = v[3] + v[4]
+                return (sum(v[:8]) - idle) / os.sysconf("SC_CLK_TCK")
+    raise RuntimeError("no cpu line")
+
+
+def proc_cpu(pid):
+    if pid is None:
+        return None
+    with open(f"/proc/{pid}/stat") as f:
+        s = f.read()
+    fields = s[s.rindex(")") + 2:].split()  # the name may contain spaces
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+class Server:
+    def __init__(self, kind):
+        self.kind, self.proc = kind, None
+
+    def start(self):
+        if self.kind == "sirocco":
+            self.proc = subprocess.Popen(
+                ["ip", "netns", "exec", SRV_NS, "taskset", "-c", str(SRV_CPU), SIROCCO, "echo", "--iface", SRV_IF,
+                 "--addr", SERVER_ADDR, "--queues", "1", "--cpus", str(SRV_CPU)],
+                stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+        elif self.kind == "kernel":
+            self.proc = subprocess.Popen(
+                ["ip", "netns", "exec", SRV_NS, "taskset", "-c", str(SRV_CPU), os.path.join(OUT_BUILD, "kecho"),
+                 SERVER_ADDR, "7"], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+        elif self.kind == "xdp_tx":
+            ns(SRV_NS, "ip", "link", "set", "dev", SRV_IF, "xdpdrv", "obj", os.path.join(OUT_BUILD, "bounce.o"), "sec", "xdp")
+        time.sleep(1.0)
+        if self.proc and self.proc.poll() is not None:
+            raise RuntimeError(f"{self.kind} did not start: {self.proc.stderr.read()}")
+
+    def pid(self):
+        return self.proc.pid if self.proc else None
+
+    def stop(self):
+        if self.proc:
+            self.proc.send_signal(signal.SIGTERM)
+            try:
+                self.proc.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait()
+        if self.kind == "xdp_tx":
+            ns(SRV_NS, "ip", "link", "set", "dev", SRV_IF, "xdpdrv", "off", check=False)
+
+
+def one_run(server, rate):
+    report = f"/tmp/sirocco-bench-{os.getpid()}.json"
+    b0, p0, t0 = cpu_busy(SRV_CPU), proc_cpu(server.pid()), time.time()
+    r = ns(CLI_NS, "taskset", "-c", str(GEN_CPU), SIROCCO, "gen", "udp", "--iface", CLI_IF, "--addr", CLIENT_ADDR,
+           "--dst", SERVER_ADDR, "--rate", str(rate), "--size", str(SIZE), "--flows", "16", "--duration", str(SECS),
+           "--drain", "0.3", "--cpus", str(GEN_CPU), "--json", report, check=False)
+    b1, p1, t1 = cpu_busy(SRV_CPU), proc_cpu(server.pid()), time.time()
+    if r.returncode != 0:
+        raise RuntimeError(f"gen failed: {r.stdout}{r.stderr}")
+    with open(report) as f:
+        g = json.load(f)
+    os.unlink(report)
+    replies = g["received"]
+    # The generator's run includes start-up and drain; CPU is measured over the whole of it,
+    # so per-reply costs are slightly pessimistic for every server alike.
+    return {
+        "offered_pps": rate, "tx_pps": g["tx_pps"], "replies_pps": g["rx_pps"], "loss": g["loss"],
+        "core_busy_s": b1 - b0, "proc_cpu_s": (p1 - p0) if p0 is not None else None, "wall_s": t1 - t0,
+        "core_us_per_reply": (b1 - b0) / replies * 1e6 if replies else None,
+        "proc_us_per_reply": ((p1 - p0) / replies * 1e6) if (p0 is not None and replies) else None,
+        "p50_us": g["rtt_ns"]["p50"] / 1000, "p99_us": g["rtt_ns"]["p99"] / 1000,
+    }
+
+
+def median_of(runs, key):
+    vals = [r[key] for r in runs if r[key] is not None]
+    return statistics.median(vals) if vals else None
+
+
+def build():
+    global OUT_BUILD
+    OUT_BUILD = os.path.join(ROOT, "target", "bench")
+    os.makedirs(OUT_BUILD, exist_ok=True)
+    sh("cargo", "build", "--release", "-q", "-p", "sirocco", cwd=ROOT)
+    sh("gcc", "-O2", "-Wall", "-o", os.path.join(OUT_BUILD, "kecho"), os.path.join(HERE, "kecho.c"))
+    arch = platform.machine().replace("aarch64", "aarch64")
+    sh("clang", "-O2", "-g", "-target", "bpf", f"-I/usr/include/{arch}-linux-gnu", "-c", os.path.join(HERE, "bounce.c"),
+       "-o", os.path.join(OUT_BUILD, "bounce.o"))
+
+
+def main():
+    if os.geteuid() != 0:
+        sys.exit("bench: needs root")
+    if os.cpu_count() < 2:
+        sys.exit("bench: needs 2 CPUs (server on CPU 1, generator on CPU 0)")
+    build()
+    sh(SIROCCO, "testnet", "up", "--name", NET, "--queues", "1", "--bench")
+    results = {}
+    try:
+        for kind in SERVERS:
+            results[kind] = []
+            for rate in RATES:
+                runs = []
+                for rep in range(REPS):
+                    srv = Server(kind)
+                    srv.start()
+                    try:
+                        runs.append(one_run(srv, rate))
+                    finally:
+                        srv.stop()
+                    r = runs[-1]
+                    print(f"{kind:8} offered {rate or 'max':>7} rep {rep}: {r['replies_pps']:>10.0f} replies/s, "
+                          f"core {r['core_us_per_reply'] or 0:.2f} us/reply, p50 {r['p50_us']:.0f} us p99 {r['p99_us']:.0f} us",
+                          flush=True)
+                point = {k: median_of(runs, k) for k in runs[0] if k != "offered_pps"}
+                point["offered_pps"] = rate
+                point["runs"] = runs
+                results[kind].append(point)
+    finally:
+        sh(SIROCCO, "testnet", "down", "--name", NET, check=False)
+    write(results)
+
+
+def write(results):
+    os.makedirs(OUT, exist_ok=True)
+    stamp = time.strftime("%Y-%m-%d")
+    meta = {"date": stamp, "kernel": platform.release(), "cpus": os.cpu_count(), "secs": SECS, "reps": REPS,
+            "payload_bytes": SIZE, "placement": "server CPU 1, generator CPU 0, threaded NAPI pinned per side"}
+    with open(os.path.join(OUT, "udp-echo.json"), "w") as f:
+        json.dump({"meta": meta, "results": results}, f, indent=1)
+
+    def sat(kind):
+        pts = results.get(kind) or []
+        return max(pts, key=lambda p: p["replies_pps"] or 0) if pts else None
+
+    lines = [f"# UDP echo, {SIZE} B payload ({stamp}, kernel {meta['kernel']})", "",
+             f"Median of {REPS} runs of {SECS:.0f} s per point. Server side on CPU 1, `sirocco gen udp` on CPU 0.", "",
+             "| server | offered | replies/s | loss | server core µs/reply | server process µs/reply | p50 µs | p99 µs |",
+             "|---|---|---|---|---|---|---|---|"]
+    for kind, pts in results.items():
+        for p in pts:
+            proc = f"{p['proc_us_per_reply']:.2f}" if p.get("proc_us_per_reply") else "–"
+            core = f"{p['core_us_per_reply']:.2f}" if p.get("core_us_per_reply") else "–"
+            lines.append(f"| {kind} | {p['offered_pps'] or 'max'} | {p['replies_pps']:.0f} | {p['loss'] * 100:.2f}% | {core} | {proc} | {p['p50_us']:.0f} | {p['p99_us']:.0f} |")
+    s, k, x = sat("sirocco"), sat("kernel"), sat("xdp_tx")
+    if s and k:
+        lines += ["", "## Ratios at saturation (best replies/s point of each)", ""]
+        lines.append(f"- sirocco / kernel replies/s: **{s['replies_pps'] / k['replies_pps']:.2f}×** "
+                     f"({s['replies_pps']:.0f} vs {k['replies_pps']:.0f})")
+        if s.get("core_us_per_reply") and k.get("core_us_per_reply"):
+            lines.append(f"- sirocco / kernel replies per server-core CPU-second: **{k['core_us_per_reply'] / s['core_us_per_reply']:.2f}×** "
+                         f"({1e6 / s['core_us_per_reply']:.0f} vs {1e6 / k['core_us_per_reply']:.0f})")
+        if x:
+            lines.append(f"- sirocco / XDP_TX bounce replies/s: **{s['replies_pps'] / x['replies_pps'] * 100:.0f}%** "
+                         f"({x['replies_pps']:.0f} replies/s for the bounce)")
+    with open(os.path.join(OUT, "udp-echo.md"), "w") as f:
+        f.write("\n".join(lines) + "\n")
+    print("\n".join(lines))
+    try:
+        import matplotlib
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+        fig, (a1, a2) = plt.subplots(1, 2, figsize=(11, 4))
+        for kind, pts in results.items():
+            xs = [p["tx_pps"] / 1e3 for p in pts]
+            a1.plot(xs, [p["replies_pps"] / 1e3 for p in pts], marker="o", label=kind)
+            a2.plot(xs, [p["p99_us"] for p in pts], marker="o", label=kind)
+        a1.set_xlabel("offered (k datagrams/s, achieved by the generator)")
+        a1.set_ylabel("replies (k/s)")
+        a1.set_title(f"UDP echo, {SIZE} B, one server core")
+        a2.set_xlabel("offered (k datagrams/s)")
+        a2.set_ylabel("p99 round trip (µs)")
+        a2.set_yscale("log")
+        for a in (a1, a2):
+            a.grid(alpha=0.3)
+            a.legend()
+        fig.tight_layout()
+        fig.savefig(os.path.join(OUT, "udp-echo.png"), dpi=110)
+    except ImportError:
+        print("bench: matplotlib missing, no plot (apt-get install python3-matplotlib)")
+
+
+if __name__ == "__main__":
+    main()
