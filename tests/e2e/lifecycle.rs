@@ -66,3 +66,27 @@ fn a_stale_netlink_filter_is_replaced() {
     assert!(st.success(), "{log}");
     assert!(!net.server_has_xdp(), "neither the stale nor the new program may remain");
 }
+
+fn cpu_seconds(pid: u32) -> f64 {
+    let s = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap();
+    let f: Vec<&str> = s[s.rfind(')').unwrap() + 2..].split_whitespace().collect();
+    // SAFETY: sysconf has no preconditions.
+    let hz = unsafe { libc::sysconf(libc::_SC_CLK_TCK) } as f64;
+    (f[11].parse::<f64>().unwrap() + f[12].parse::<f64>().unwrap()) / hz
+}
+
+#[test]
+fn an_idle_sirocco_sleeps() {
+    let net = TestNet::new(2);
+    let s = net.start(&["echo", "--iface", &net.srv_if, "--addr", SERVER_OWN, "--queues", "2", "--stats"]);
+    assert!(one_echo(&net.cli_ns, SERVER_OWN));
+    std::thread::sleep(Duration::from_millis(500));
+    let before = cpu_seconds(s.pid());
+    std::thread::sleep(Duration::from_secs(3));
+    let used = cpu_seconds(s.pid()) - before;
+    // Two engines doing nothing for 3 s: a busy-polling engine would use 3 s each.
+    assert!(used < 0.3, "idle sirocco used {used:.2} CPU-seconds in 3 s");
+    let (st, log) = s.stop();
+    assert!(st.success());
+    assert!(log.contains("q0: rx") && log.contains("q1: rx"), "--stats prints per-engine rates:\n{log}");
+}
