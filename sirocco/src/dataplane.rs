@@ -35,6 +35,8 @@ pub struct Options {
     pub force_copy: bool,
     /// Print nothing but errors while running.
     pub quiet: bool,
+    /// Empty receives an engine yields through before sleeping in poll().
+    pub idle_spins: u32,
 }
 
 /// What the engines return when they stop.
@@ -142,6 +144,7 @@ where
         let mut ecfg = EngineConfig::new(opts.addr, ifc.mac, owns_alone, &ifc.name);
         ecfg.mtu = ifc.mtu;
         ecfg.batch = opts.batch;
+        ecfg.idle_spins = opts.idle_spins;
         let cpu = opts.cpus.as_ref().and_then(|c| c.get(q).copied()).unwrap_or(q % ncpu);
         let snap = Arc::new(Mutex::new(Counters::default()));
         snapshots.push(snap.clone());

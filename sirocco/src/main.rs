@@ -63,6 +63,12 @@ struct DataplaneArgs {
     /// Use AF_XDP copy mode even if the driver supports zero-copy.
     #[arg(long)]
     copy: bool,
+    /// Empty receive polls an engine makes, yielding the CPU between them (so the kernel's
+    /// receive work, which in AF_XDP copy mode shares the core, can run), before it sleeps in
+    /// poll() until traffic arrives. Measured on veth: 2000 gives ~40% more replies/s at
+    /// saturation than sleeping at once (0), which pays a wakeup per batch.
+    #[arg(long, default_value_t = 2000, value_name = "N")]
+    idle_spins: u32,
     /// On exit, also write the counters as JSON to this file.
     #[arg(long, value_name = "FILE")]
     counters: Option<PathBuf>,
@@ -80,6 +86,7 @@ impl DataplaneArgs {
             cpus: self.cpus.clone(),
             force_copy: self.copy,
             quiet,
+            idle_spins: self.idle_spins,
         }
     }
 }

@@ -225,26 +225,37 @@ impl<P: Port> Engine<P> {
         }
     }
 
-    /// Runs until `stop` is set: busy-polls while there is work, sleeps in poll() when idle.
+    /// Runs until `stop` is set: busy-polls while frames arrive; after an empty receive it
+    /// yields (or spins) up to `idle_spins` times, then sleeps in poll() until a frame arrives.
     pub fn run<A: App + ?Sized>(&mut self, app: &mut A, stop: &AtomicBool) {
         let mut idle = 0u32;
         while !stop.load(Ordering::Relaxed) {
             let now = self.started.elapsed().as_nanos() as u64;
             let work = self.poll(now, app);
-            if self.last_rx == 0 && self.stack.cfg.idle == IdlePolicy::Yield {
-                self.stack.counters.yields += 1;
-                io::sched::yield_now();
-            }
-            if work > 0 || app.busy() {
+            if self.last_rx > 0 {
                 idle = 0;
                 continue;
             }
-            idle += 1;
-            if idle >= self.stack.cfg.idle_spins {
-                idle = 0;
-                self.stack.counters.sleeps += 1;
-                self.port.wait(50);
+            if work > 0 || app.busy() {
+                // Originating (the generator): never sleep, but let the kernel's receive work
+                // on this core run.
+                if self.stack.cfg.idle == IdlePolicy::Yield {
+                    self.stack.counters.yields += 1;
+                    io::sched::yield_now();
+                }
+                continue;
             }
+            if idle < self.stack.cfg.idle_spins {
+                idle += 1;
+                if self.stack.cfg.idle == IdlePolicy::Yield {
+                    self.stack.counters.yields += 1;
+                    io::sched::yield_now();
+                }
+                continue;
+            }
+            idle = 0;
+            self.stack.counters.sleeps += 1;
+            self.port.wait(100);
         }
         if let Some(s) = &self.snapshot {
             if let Ok(mut g) = s.lock() {
