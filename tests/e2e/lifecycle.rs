@@ -90,3 +90,27 @@ fn an_idle_sirocco_sleeps() {
     assert!(st.success());
     assert!(log.contains("q0: rx") && log.contains("q1: rx"), "--stats prints per-engine rates:\n{log}");
 }
+
+/// Restores vm.nr_hugepages on drop.
+struct Hugepages(String);
+impl Drop for Hugepages {
+    fn drop(&mut self) {
+        let _ = std::fs::write("/proc/sys/vm/nr_hugepages", &self.0);
+    }
+}
+
+#[test]
+fn umem_goes_on_hugepages_when_reserved() {
+    let net = TestNet::new(1);
+    let before = std::fs::read_to_string("/proc/sys/vm/nr_hugepages").unwrap().trim().to_string();
+    let _restore = Hugepages(before.clone());
+    X
+    std::fs::write("/proc/sys/vm/nr_hugepages", want.to_string()).unwrap();
+    let got: u64 = std::fs::read_to_string("/proc/sys/vm/nr_hugepages").unwrap().trim().parse().unwrap();
+    assert!(got >= want, "the kernel could not reserve hugepages ({got} < {want})");
+    let s = net.start(&["echo", "--iface", &net.srv_if, "--addr", SERVER_OWN]);
+    assert!(s.log().contains("UMEM on hugepages"), "{}", s.log());
+    assert!(one_echo(&net.cli_ns, SERVER_OWN));
+    let (st, log) = s.stop();
+    assert!(st.success(), "{log}");
+}
