@@ -139,31 +139,16 @@ pub fn engine_frame(data: &[u8]) {
 
 /// Seeds: one valid example per target, so mutation starts near the interesting paths.
 pub fn seeds(target: &str) -> Vec<Vec<u8>> {
-    use wire::ethernet::{EtherType, MacAddr};
-    use wire::ipv4::Protocol;
-    let udp_frame = {
-        let mut b = vec![0u8; 42 + 16];
-        EthernetRepr {
-            src: MacAddr([2, 0, 0, 0, 0, 2]),
-            dst: MacAddr([2, 0, 0, 0, 0, 1]),
-            vlan: None,
-            ethertype: EtherType::IPV4,
-        }
-        .emit(&mut b);
-        Ipv4Repr {
-            src: A,
-            dst: B,
-            protocol: Protocol::UDP,
-            payload_len: 24,
-            ttl: 64,
-            ident: 1,
-            tos: 0,
-            dont_frag: true,
-        }
-        .emit(&mut b[14..]);
-        UdpRepr { src_port: 40000, dst_port: 7, payload_len: 16 }.emit(&mut b[34..], A, B);
-        b
-    };
+    use wire::ethernet::MacAddr;
+    let udp_frame = wire::build::UdpFrame {
+        src_mac: MacAddr([2, 0, 0, 0, 0, 2]),
+        dst_mac: MacAddr([2, 0, 0, 0, 0, 1]),
+        src: A,
+        dst: B,
+        src_port: 40000,
+        dst_port: 7,
+    }
+    .to_vec(&[0x5a; 16]);
     let tcp_seg = {
         let r = TcpRepr {
             src_port: 40000,

@@ -4,9 +4,9 @@
 use crate::common::*;
 use std::net::UdpSocket;
 use std::time::Duration;
-use wire::ethernet::{EtherType, EthernetRepr, MacAddr};
-use wire::ipv4::{Ipv4Packet, Ipv4Repr, Protocol};
-use wire::udp::UdpRepr;
+use wire::build::UdpFrame;
+use wire::ethernet::MacAddr;
+use wire::ipv4::Ipv4Packet;
 use wire::Ipv4Addr;
 
 fn mac_of(net: &TestNet, ns: &str, ifname: &str) -> MacAddr {
@@ -15,24 +15,8 @@ fn mac_of(net: &TestNet, ns: &str, ifname: &str) -> MacAddr {
 }
 
 fn udp_frame(src_mac: MacAddr, dst_mac: MacAddr, payload: &[u8]) -> Vec<u8> {
-    let src = Ipv4Addr([198, 18, 0, 2]);
-    let dst = Ipv4Addr([198, 18, 0, 10]);
-    let mut b = vec![0u8; 42 + payload.len()];
-    EthernetRepr { src: src_mac, dst: dst_mac, vlan: None, ethertype: EtherType::IPV4 }.emit(&mut b);
-    Ipv4Repr {
-        src,
-        dst,
-        protocol: Protocol::UDP,
-        payload_len: 8 + payload.len(),
-        ttl: 64,
-        ident: 1,
-        tos: 0,
-        dont_frag: false,
-    }
-    .emit(&mut b[14..]);
-    b[42..].copy_from_slice(payload);
-    UdpRepr { src_port: 40000, dst_port: 7, payload_len: payload.len() }.emit(&mut b[34..], src, dst);
-    b
+    let (src, dst) = (Ipv4Addr([198, 18, 0, 2]), Ipv4Addr([198, 18, 0, 10]));
+    UdpFrame { src_mac, dst_mac, src, dst, src_port: 40000, dst_port: 7 }.to_vec(payload)
 }
 
 fn fix_ip(b: &mut [u8]) {

@@ -11,9 +11,9 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Instant;
 use wire::arp::{ArpOp, ArpRepr};
+use wire::build::UdpFrame;
 use wire::ethernet::{EtherType, EthernetRepr, MacAddr};
-use wire::ipv4::{Ipv4Addr, Ipv4Repr, Protocol};
-use wire::udp::UdpRepr;
+use wire::ipv4::Ipv4Addr;
 
 /// What an engine serves and how.
 #[derive(Debug, Clone)]
@@ -336,9 +336,9 @@ impl<P: Port> Originate for Out<'_, P> {
             self.stack.counters.drop(Drop::NoBuffer);
             return Err(SendError::Full);
         };
-        const HDR: usize = 14 + 20 + 8;
+        const HDR: usize = wire::build::UDP_HEADERS;
         let mtu = self.stack.cfg.mtu;
-        let (src_mac, src_ip) = (self.stack.cfg.mac, self.stack.cfg.addr);
+        let (src_mac, src) = (self.stack.cfg.mac, self.stack.cfg.addr);
         let buf = self.port.data_mut(f);
         let max = (14 + mtu).min(buf.len()) - HDR;
         let n = fill(&mut buf[HDR..HDR + max]);
@@ -346,20 +346,8 @@ impl<P: Port> Originate for Out<'_, P> {
             self.port.free(f);
             return Err(SendError::TooLong);
         }
-        EthernetRepr { src: src_mac, dst: mac, vlan: None, ethertype: EtherType::IPV4 }.emit(buf);
         *self.ip_ident = self.ip_ident.wrapping_add(1);
-        Ipv4Repr {
-            src: src_ip,
-            dst,
-            protocol: Protocol::UDP,
-            payload_len: 8 + n,
-            ttl: TTL,
-            ident: *self.ip_ident,
-            tos: 0,
-            dont_frag: true,
-        }
-        .emit(&mut buf[14..]);
-        UdpRepr { src_port, dst_port, payload_len: n }.emit(&mut buf[34..], src_ip, dst);
+        UdpFrame { src_mac, dst_mac: mac, src, dst, src_port, dst_port }.emit(buf, n, *self.ip_ident, TTL);
         self.tx.push(Frame { addr: f.addr, len: (HDR + n) as u32 });
         Ok(())
     }

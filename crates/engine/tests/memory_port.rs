@@ -3,10 +3,11 @@
 use io::mem::{MemPort, Wire};
 use sirocco_engine::{App, Counters, Datagram, Drop, Engine, EngineConfig, Verdict};
 use wire::arp::{ArpOp, ArpPacket, ArpRepr};
+use wire::build::UdpFrame;
 use wire::ethernet::{EtherType, EthernetFrame, EthernetRepr, MacAddr};
 use wire::icmp::{IcmpPacket, IcmpRepr};
 use wire::ipv4::{Ipv4Addr, Ipv4Packet, Ipv4Repr, Protocol};
-use wire::udp::{UdpPacket, UdpRepr};
+use wire::udp::UdpPacket;
 
 const US_MAC: MacAddr = MacAddr([0x02, 0, 0, 0, 0, 0x01]);
 const PEER_MAC: MacAddr = MacAddr([0x02, 0, 0, 0, 0, 0x02]);
@@ -42,22 +43,7 @@ fn engine<A: App>(app: &A, owns_alone: bool) -> (Engine<MemPort>, Wire) {
 }
 
 fn udp_frame(dst_port: u16, payload: &[u8]) -> Vec<u8> {
-    let mut b = vec![0u8; 42 + payload.len()];
-    EthernetRepr { src: PEER_MAC, dst: US_MAC, vlan: None, ethertype: EtherType::IPV4 }.emit(&mut b);
-    Ipv4Repr {
-        src: PEER,
-        dst: US,
-        protocol: Protocol::UDP,
-        payload_len: 8 + payload.len(),
-        ttl: 64,
-        ident: 7,
-        tos: 0,
-        dont_frag: true,
-    }
-    .emit(&mut b[14..]);
-    b[42..].copy_from_slice(payload);
-    UdpRepr { src_port: 40000, dst_port, payload_len: payload.len() }.emit(&mut b[34..], PEER, US);
-    b
+    UdpFrame { src_mac: PEER_MAC, dst_mac: US_MAC, src: PEER, dst: US, src_port: 40000, dst_port }.to_vec(payload)
 }
 
 fn run<A: App>(e: &mut Engine<MemPort>, app: &mut A) {

@@ -6,6 +6,7 @@
 //! Checksums are in [`checksum`], including RFC 1624 incremental updates.
 
 pub mod arp;
+pub mod build;
 pub mod checksum;
 pub mod ethernet;
 pub mod icmp;
