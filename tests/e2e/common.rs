@@ -202,3 +202,16 @@ pub fn in_netns<T: Send + 'static>(ns: &str, f: impl FnOnce() -> T + Send + 'sta
     .join()
     .expect("thread in namespace")
 }
+
+/// True if a kernel UDP socket in `ns` gets an echo from `dst:7` within five tries.
+pub fn one_echo(ns: &str, dst: &'static str) -> bool {
+    in_netns(ns, move || {
+        let u = std::net::UdpSocket::bind("0.0.0.0:0").unwrap();
+        u.set_read_timeout(Some(Duration::from_millis(500))).unwrap();
+        let mut b = [0u8; 16];
+        (0..5).any(|_| {
+            u.send_to(b"alive", (dst, 7)).unwrap();
+            matches!(u.recv_from(&mut b), Ok((5, _)))
+        })
+    })
+}

@@ -1,20 +1,7 @@
 //! Start, stop, kill: the XDP filter never outlives sirocco.
 
 use crate::common::*;
-use std::net::UdpSocket;
 use std::time::Duration;
-
-fn one_echo(ns: &str, dst: &'static str) -> bool {
-    in_netns(ns, move || {
-        let u = UdpSocket::bind("0.0.0.0:0").unwrap();
-        u.set_read_timeout(Some(Duration::from_millis(500))).unwrap();
-        let mut b = [0u8; 16];
-        (0..5).any(|_| {
-            u.send_to(b"alive", (dst, 7)).unwrap();
-            matches!(u.recv_from(&mut b), Ok((5, _)))
-        })
-    })
-}
 
 #[test]
 fn sigterm_detaches_the_filter() {

@@ -2,8 +2,6 @@
 //! is counted under its reason and dropped, and sirocco keeps serving.
 
 use crate::common::*;
-use std::net::UdpSocket;
-use std::time::Duration;
 use wire::build::UdpFrame;
 use wire::ethernet::MacAddr;
 use wire::ipv4::Ipv4Packet;
@@ -92,16 +90,7 @@ fn malformed_frames_from_the_wire_are_counted_and_dropped() {
     send_raw(&net.cli_ns, &net.cli_if, frames);
 
     // Still serving.
-    let dst = SERVER_OWN;
-    let echoed = in_netns(&net.cli_ns.clone(), move || {
-        let u = UdpSocket::bind("0.0.0.0:0").unwrap();
-        u.set_read_timeout(Some(Duration::from_secs(1))).unwrap();
-        let mut b = [0u8; 32];
-        (0..5).any(|_| {
-            u.send_to(b"still", (dst, 7)).unwrap();
-            matches!(u.recv_from(&mut b), Ok((5, _)))
-        })
-    });
+    let echoed = one_echo(&net.cli_ns, SERVER_OWN);
     assert!(echoed, "sirocco stopped serving after malformed input");
     let c = stop_and_count(s);
     assert_eq!(total(&c, "drop_ipv4_bad_checksum"), 1, "{c}");
