@@ -24,7 +24,29 @@ pub const TARGETS: &[(&str, Target)] = &[
     ("tcp", tcp),
     ("tcp_options", tcp_options),
     ("engine", engine_frame),
+    ("dns_query", dns_query),
 ];
+
+/// The DNS query parser: any answer it gives must be consistent with the message.
+pub fn dns_query(data: &[u8]) {
+    match dns::Query::parse(data) {
+        Ok(q) => {
+            assert!(q.question_end <= data.len());
+            assert!(q.qname.as_wire().len() <= 255);
+            if let Some(e) = q.edns {
+                assert!(e.udp_size >= 512 && e.version == 0);
+            }
+        }
+        Err(dns::QueryError::Respond { question_end: Some(end), .. }) => assert!(end <= data.len()),
+        Err(_) => {}
+    }
+    // Names read from any offset either fail or stay within bounds.
+    for at in 0..data.len().min(32) {
+        if let Ok((n, end)) = dns::Name::read(data, at) {
+            assert!(end <= data.len() && n.as_wire().len() <= 255);
+        }
+    }
+}
 
 /// Ethernet header parsing and re-emission.
 pub fn ethernet(data: &[u8]) {
@@ -186,6 +208,10 @@ pub fn seeds(target: &str) -> Vec<Vec<u8>> {
         "udp" => vec![udp_frame[34..].to_vec()],
         "tcp" => vec![tcp_seg],
         "tcp_options" => vec![tcp_seg[20..].to_vec()],
+        "dns_query" => vec![vec![
+            0xbe, 0xef, 1, 0, 0, 1, 0, 0, 0, 0, 0, 1, 7, b'e', b'x', b'a', b'm', b'p', b'l', b'e', 3, b'c', b'o', b'm',
+            0, 0, 1, 0, 1, 0, 0, 41, 4, 0xd0, 0, 0, 0x80, 0, 0, 0,
+        ]],
         _ => vec![vec![]],
     }
 }

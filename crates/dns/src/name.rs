@@ -1,0 +1,266 @@
+//! Domain names in wire format.
+
+/// Longest name in wire format (RFC 1035 2.3.4).
+pub const MAX_NAME: usize = 255;
+/// Most compression pointers followed while reading one name; a loop runs into this.
+pub const MAX_POINTERS: usize = 64;
+
+/// Why a name could not be read.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum NameError {
+    /// The message ends inside the name.
+    Truncated,
+    /// Longer than 255 bytes.
+    TooLong,
+    /// A label type other than a plain label or a pointer (0x40, 0x80).
+    BadLabel,
+    /// A pointer that does not point backwards, or too many pointers (a loop).
+    BadPointer,
+}
+
+/// A name copied out of a message, decompressed and lowercased, in a fixed buffer.
+#[derive(Clone)]
+pub struct Name {
+    buf: [u8; MAX_NAME],
+    len: u8,
+    labels: u8,
+}
+
+impl Name {
+    /// The root name.
+    pub fn root() -> Name {
+        Name { buf: [0; MAX_NAME], len: 1, labels: 0 }
+    }
+
+    /// The wire bytes (lowercase, ending with the root label).
+    pub fn as_wire(&self) -> &[u8] {
+        &self.buf[..usize::from(self.len)]
+    }
+
+    /// Number of labels, the root not counted.
+    pub fn label_count(&self) -> usize {
+        usize::from(self.labels)
+    }
+
+    /// Reads the name at `pos` in `msg`. Returns it and the offset just after it in the
+    /// message (after the first pointer if the name is compressed).
+    pub fn read(msg: &[u8], mut pos: usize) -> Result<(Name, usize), NameError> {
+        let mut n = Name { buf: [0; MAX_NAME], len: 0, labels: 0 };
+        let mut end = None;
+        let mut pointers = 0;
+        let mut len = 0usize;
+        loop {
+            let b = *msg.get(pos).ok_or(NameError::Truncated)?;
+            match b & 0xc0 {
+                0x00 => {
+                    let l = usize::from(b);
+                    if len + 1 + l > MAX_NAME {
+                        return Err(NameError::TooLong);
+                    }
+                    let label = msg.get(pos + 1..pos + 1 + l).ok_or(NameError::Truncated)?;
+                    n.buf[len] = b;
+                    for (i, c) in label.iter().enumerate() {
+                        n.buf[len + 1 + i] = c.to_ascii_lowercase();
+                    }
+                    len += 1 + l;
+                    pos += 1 + l;
+                    if l == 0 {
+                        n.len = len as u8;
+                        return Ok((n, end.unwrap_or(pos)));
+                    }
+                    n.labels += 1;
+                }
+                0xc0 => {
+                    let lo = *msg.get(pos + 1).ok_or(NameError::Truncated)?;
+                    let target = (usize::from(b & 0x3f) << 8) | usize::from(lo);
+                    pointers += 1;
+                    // Only backwards pointers: every target is earlier than the pointer, so the
+                    // walk cannot cycle; the count bounds the work regardless.
+                    if target >= pos || pointers > MAX_POINTERS {
+                        return Err(NameError::BadPointer);
+                    }
+                    end.get_or_insert(pos + 2);
+                    pos = target;
+                }
+                _ => return Err(NameError::BadLabel),
+            }
+        }
+    }
+
+    /// Builds a name from wire bytes (uncompressed), lowercasing it.
+    pub fn from_wire(wire: &[u8]) -> Result<Name, NameError> {
+        let (n, end) = Name::read(wire, 0)?;
+        if end != wire.len() {
+            return Err(NameError::BadLabel);
+        }
+        Ok(n)
+    }
+
+    /// The parent name (one label fewer); None for the root.
+    pub fn parent(&self) -> Option<Name> {
+        if self.labels == 0 {
+            return None;
+        }
+        let skip = usize::from(self.buf[0]) + 1;
+        let mut p = Name { buf: [0; MAX_NAME], len: self.len - skip as u8, labels: self.labels - 1 };
+        p.buf[..usize::from(p.len)].copy_from_slice(&self.buf[skip..usize::from(self.len)]);
+        Some(p)
+    }
+
+    /// True if `self` is `other` or below it.
+    pub fn ends_with(&self, other: &Name) -> bool {
+        let (a, b) = (self.as_wire(), other.as_wire());
+        if b.len() > a.len() || other.labels > self.labels {
+            return false;
+        }
+        // Compare at a label boundary: walk labels until the remaining suffix has b's length.
+        let mut i = 0;
+        while a.len() - i > b.len() {
+            i += 1 + usize::from(a[i]);
+        }
+        a.len() - i == b.len() && &a[i..] == b
+    }
+
+    /// A 64-bit FNV-1a hash of the lowercase wire form.
+    pub fn hash(&self) -> u64 {
+        hash_wire(self.as_wire())
+    }
+}
+
+/// FNV-1a over bytes (names are already lowercase).
+pub fn hash_wire(w: &[u8]) -> u64 {
+    let mut h = 0xcbf2_9ce4_8422_2325u64;
+    for &b in w {
+        h ^= u64::from(b);
+        h = h.wrapping_mul(0x0100_0000_01b3);
+    }
+    h
+}
+
+impl PartialEq for Name {
+    fn eq(&self, o: &Name) -> bool {
+        self.as_wire() == o.as_wire()
+    }
+}
+impl Eq for Name {}
+
+impl std::hash::Hash for Name {
+    fn hash<H: std::hash::Hasher>(&self, h: &mut H) {
+        self.as_wire().hash(h)
+    }
+}
+
+impl std::fmt::Debug for Name {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        std::fmt::Display::fmt(self, f)
+    }
+}
+
+impl std::fmt::Display for Name {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let w = self.as_wire();
+        if w.len() == 1 {
+            return f.write_str(".");
+        }
+        let mut i = 0;
+        while w[i] != 0 {
+            let l = usize::from(w[i]);
+            for &c in &w[i + 1..i + 1 + l] {
+                if c.is_ascii_graphic() && c != b'.' && c != b'\\' {
+                    write!(f, "{}", c as char)?;
+                } else {
+                    write!(f, "\\{c:03}")?;
+                }
+            }
+            f.write_str(".")?;
+            i += 1 + l;
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn wire(s: &str) -> Vec<u8> {
+        let mut v = vec![];
+        for l in s.split('.').filter(|l| !l.is_empty()) {
+            v.push(l.len() as u8);
+            v.extend_from_slice(l.as_bytes());
+        }
+        v.push(0);
+        v
+    }
+
+    #[test]
+    fn reads_and_lowercases() {
+        let mut m = vec![0u8; 12];
+        m.extend(wire("WWW.Example.COM"));
+        let (n, end) = Name::read(&m, 12).unwrap();
+        assert_eq!(n.as_wire(), &wire("www.example.com")[..]);
+        assert_eq!(end, m.len());
+        assert_eq!(n.label_count(), 3);
+        assert_eq!(n.to_string(), "www.example.com.");
+    }
+
+    #[test]
+    fn follows_backward_pointers() {
+        let mut m = vec![0u8; 12];
+        m.extend(wire("example.com"));
+        let at = m.len();
+        m.extend([3, b'w', b'w', b'w', 0xc0, 12]);
+        let (n, end) = Name::read(&m, at).unwrap();
+        assert_eq!(n.to_string(), "www.example.com.");
+        assert_eq!(end, at + 6);
+    }
+
+    #[test]
+    fn refuses_loops_forward_pointers_and_bad_labels() {
+        let mut m = vec![0u8; 12];
+        m.extend([0xc0, 12]); // points at itself
+        assert_eq!(Name::read(&m, 12).unwrap_err(), NameError::BadPointer);
+        let mut m = vec![0u8; 12];
+        m.extend([0xc0, 20, 0, 0, 0, 0, 0, 0, 0]);
+        assert_eq!(Name::read(&m, 12).unwrap_err(), NameError::BadPointer);
+        let mut m = vec![0u8; 12];
+        m.extend([0x41, 0]);
+        assert_eq!(Name::read(&m, 12).unwrap_err(), NameError::BadLabel);
+        let mut m = vec![0u8; 12];
+        m.extend([5, b'a', b'b']);
+        assert_eq!(Name::read(&m, 12).unwrap_err(), NameError::Truncated);
+        let mut long = vec![0u8; 12];
+        for _ in 0..5 {
+            long.push(63);
+            long.extend([b'a'; 63]);
+        }
+        long.push(0);
+        assert_eq!(Name::read(&long, 12).unwrap_err(), NameError::TooLong);
+    }
+
+    #[test]
+    fn a_pointer_chain_cannot_exceed_the_name_limit() {
+        // Each pointer adds a label; the 255-byte limit stops the walk.
+        let mut m = vec![0u8; 12];
+        m.extend([1, b'a', 0]);
+        for i in 0..200 {
+            let prev = 12 + if i == 0 { 0 } else { 3 + (i - 1) * 4 };
+            m.extend([1, b'a', 0xc0 | (prev >> 8) as u8, prev as u8]);
+        }
+        let last = m.len() - 4;
+        assert!(Name::read(&m, last).is_err());
+    }
+
+    #[test]
+    fn parent_and_suffix() {
+        let n = Name::from_wire(&wire("a.b.example.com")).unwrap();
+        let z = Name::from_wire(&wire("example.com")).unwrap();
+        assert!(n.ends_with(&z));
+        assert!(!z.ends_with(&n));
+        let other = Name::from_wire(&wire("xample.com")).unwrap();
+        assert!(!n.ends_with(&other), "suffix only at label boundaries");
+        assert_eq!(n.parent().unwrap().to_string(), "b.example.com.");
+        assert!(Name::root().parent().is_none());
+        assert!(n.ends_with(&Name::root()));
+    }
+}

@@ -1,0 +1,236 @@
+//! Validating a query: the header, exactly one question, and an EDNS(0) OPT record if any.
+
+use crate::name::{Name, NameError};
+use crate::{rcode, rtype, HEADER_LEN};
+
+/// EDNS(0) as the client sent it (RFC 6891).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Edns {
+    /// The client's UDP payload size (values below 512 are treated as 512).
+    pub udp_size: u16,
+    /// EDNS version.
+    pub version: u8,
+    /// DNSSEC OK bit.
+    pub dnssec_ok: bool,
+}
+
+/// A valid query.
+#[derive(Debug, Clone)]
+pub struct Query {
+    /// Message ID.
+    pub id: u16,
+    /// Recursion desired (copied into the response).
+    pub rd: bool,
+    /// Checking disabled (copied into the response).
+    pub cd: bool,
+    /// The question name, decompressed and lowercased.
+    pub qname: Name,
+    /// Question type.
+    pub qtype: u16,
+    /// Question class.
+    pub qclass: u16,
+    /// Offset just past the question in the message (the response echoes bytes
+    /// `HEADER_LEN..question_end`, keeping the client's letter case).
+    pub question_end: usize,
+    /// EDNS, if the query had an OPT record.
+    pub edns: Option<Edns>,
+}
+
+/// Why a message is not a valid query, and what to do about it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum QueryError {
+    /// Say nothing: too short for a header, or a response (QR set).
+    Drop,
+    /// Answer with this rcode (extended rcodes above 15 need EDNS). `question_end` is where
+    /// the question ends if it could be read (echo it), else None (echo no question).
+    Respond {
+        /// The response code.
+        rcode: u16,
+        /// End of a readable question, if any.
+        question_end: Option<usize>,
+        /// EDNS of the query, if it could be read (a BADVERS answer carries an OPT).
+        edns: Option<Edns>,
+    },
+}
+
+fn be16(m: &[u8], at: usize) -> Option<u16> {
+    Some(u16::from_be_bytes([*m.get(at)?, *m.get(at + 1)?]))
+}
+
+fn formerr(question_end: Option<usize>) -> QueryError {
+    QueryError::Respond { rcode: u16::from(rcode::FORMERR), question_end, edns: None }
+}
+
+impl Query {
+    /// Parses and validates a query message.
+    pub fn parse(m: &[u8]) -> Result<Query, QueryError> {
+        if m.len() < HEADER_LEN {
+            return Err(QueryError::Drop);
+        }
+        let flags = be16(m, 2).unwrap();
+        if flags & 0x8000 != 0 {
+            return Err(QueryError::Drop);
+        }
+        let (qd, an, ns, ar) = (be16(m, 4).unwrap(), be16(m, 6).unwrap(), be16(m, 8).unwrap(), be16(m, 10).unwrap());
+        let opcode = ((flags >> 11) & 0xf) as u8;
+        // Read the question if there is exactly one, for the echo even in error answers.
+        let question = if qd == 1 { read_question(m).ok() } else { None };
+        if opcode != 0 {
+            return Err(QueryError::Respond {
+                rcode: u16::from(rcode::NOTIMP),
+                question_end: question.as_ref().map(|q| q.3),
+                edns: None,
+            });
+        }
+        if qd != 1 {
+            return Err(formerr(None));
+        }
+        let Some((qname, qtype, qclass, question_end)) = question else {
+            return Err(formerr(None));
+        };
+        if an != 0 || ns != 0 {
+            return Err(formerr(Some(question_end)));
+        }
+        let edns = read_additional(m, question_end, ar).map_err(|_| formerr(Some(question_end)))?;
+        if let Some(e) = edns {
+            if e.version > 0 {
+                return Err(QueryError::Respond { rcode: rcode::BADVERS, question_end: Some(question_end), edns });
+            }
+        }
+        if qtype == rtype::OPT {
+            return Err(formerr(Some(question_end)));
+        }
+        Ok(Query {
+            id: be16(m, 0).unwrap(),
+            rd: flags & 0x0100 != 0,
+            cd: flags & 0x0010 != 0,
+            qname,
+            qtype,
+            qclass,
+            question_end,
+            edns,
+        })
+    }
+}
+
+fn read_question(m: &[u8]) -> Result<(Name, u16, u16, usize), NameError> {
+    let (name, at) = Name::read(m, HEADER_LEN)?;
+    let qtype = be16(m, at).ok_or(NameError::Truncated)?;
+    let qclass = be16(m, at + 2).ok_or(NameError::Truncated)?;
+    Ok((name, qtype, qclass, at + 4))
+}
+
+/// Reads the additional records, returning the OPT if one is there. More than one OPT, an
+/// OPT not owned by the root, or a record running past the end is malformed.
+fn read_additional(m: &[u8], mut at: usize, count: u16) -> Result<Option<Edns>, ()> {
+    let mut edns = None;
+    for _ in 0..count {
+        let (owner, next) = Name::read(m, at).map_err(|_| ())?;
+        let t = be16(m, next).ok_or(())?;
+        let class = be16(m, next + 2).ok_or(())?;
+        let ttl_hi = be16(m, next + 4).ok_or(())?;
+        let ttl_lo = be16(m, next + 6).ok_or(())?;
+        let rdlen = usize::from(be16(m, next + 8).ok_or(())?);
+        let end = next + 10 + rdlen;
+        if end > m.len() {
+            return Err(());
+        }
+        if t == rtype::OPT {
+            if edns.is_some() || owner.label_count() != 0 {
+                return Err(());
+            }
+            // Options are not interpreted (unknown ones are ignored, RFC 6891 6.1.2); only
+            // their framing is checked.
+            let mut o = next + 10;
+            while o < end {
+                let olen = usize::from(be16(m, o + 2).ok_or(())?);
+                o += 4 + olen;
+            }
+            if o != end {
+                return Err(());
+            }
+            edns = Some(Edns {
+                udp_size: class.max(512),
+                version: (ttl_hi & 0xff) as u8,
+                dnssec_ok: ttl_lo & 0x8000 != 0,
+            });
+        }
+        at = end;
+    }
+    Ok(edns)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// `example.com. IN A` with id 0xbeef and RD, optionally with an OPT record.
+    fn query(opt: Option<(u16, u8)>) -> Vec<u8> {
+        let mut m = vec![0xbe, 0xef, 0x01, 0x00, 0, 1, 0, 0, 0, 0, 0, 0];
+        m.extend([7, b'E', b'x', b'a', b'm', b'p', b'l', b'e', 3, b'c', b'o', b'm', 0, 0, 1, 0, 1]);
+        if let Some((size, version)) = opt {
+            m[11] = 1;
+            m.extend([0, 0, 41]);
+            m.extend(size.to_be_bytes());
+            m.extend([0, version, 0x80, 0, 0, 0]);
+        }
+        m
+    }
+
+    #[test]
+    fn plain_query() {
+        let q = Query::parse(&query(None)).unwrap();
+        assert_eq!(q.id, 0xbeef);
+        assert!(q.rd);
+        assert_eq!(q.qname.to_string(), "example.com.");
+        assert_eq!((q.qtype, q.qclass), (1, 1));
+        assert_eq!(q.question_end, 12 + 13 + 4);
+        assert_eq!(q.edns, None);
+    }
+
+    #[test]
+    fn edns() {
+        let q = Query::parse(&query(Some((1232, 0)))).unwrap();
+        assert_eq!(q.edns, Some(Edns { udp_size: 1232, version: 0, dnssec_ok: true }));
+        let q = Query::parse(&query(Some((100, 0)))).unwrap();
+        assert_eq!(q.edns.unwrap().udp_size, 512, "sizes below 512 count as 512");
+        match Query::parse(&query(Some((1232, 1)))) {
+            Err(QueryError::Respond { rcode, question_end: Some(_), edns: Some(_) }) => assert_eq!(rcode, 16),
+            other => panic!("{other:?}"),
+        }
+        let mut two = query(Some((1232, 0)));
+        two[11] = 2;
+        two.extend([0, 0, 41, 4, 0, 0, 0, 0, 0, 0, 0]);
+        assert!(matches!(Query::parse(&two), Err(QueryError::Respond { rcode: 1, .. })));
+        let mut bad_opt_len = query(Some((1232, 0)));
+        let n = bad_opt_len.len();
+        bad_opt_len[n - 1] = 4; // rdlen 4 with nothing after
+        assert!(matches!(Query::parse(&bad_opt_len), Err(QueryError::Respond { rcode: 1, .. })));
+    }
+
+    #[test]
+    fn refusals() {
+        assert_eq!(Query::parse(&[0; 11]).unwrap_err(), QueryError::Drop);
+        let mut r = query(None);
+        r[2] |= 0x80;
+        assert_eq!(Query::parse(&r).unwrap_err(), QueryError::Drop, "responses are dropped");
+        let mut op = query(None);
+        op[2] |= 4 << 3; // NOTIFY
+        assert!(matches!(Query::parse(&op), Err(QueryError::Respond { rcode: 4, question_end: Some(29), .. })));
+        let mut two = query(None);
+        two[5] = 2;
+        assert!(matches!(Query::parse(&two), Err(QueryError::Respond { rcode: 1, question_end: None, .. })));
+        let mut zero = query(None);
+        zero[5] = 0;
+        assert!(matches!(Query::parse(&zero), Err(QueryError::Respond { rcode: 1, .. })));
+        let short = &query(None)[..20];
+        assert!(matches!(Query::parse(short), Err(QueryError::Respond { rcode: 1, .. })));
+        let mut ans = query(None);
+        ans[7] = 1;
+        assert!(matches!(Query::parse(&ans), Err(QueryError::Respond { rcode: 1, .. })));
+        let mut huge = query(None);
+        huge[10] = 0xff;
+        huge[11] = 0xff; // 65535 additional records claimed, none present
+        assert!(matches!(Query::parse(&huge), Err(QueryError::Respond { rcode: 1, .. })));
+    }
+}
