@@ -1,0 +1,212 @@
+//! Loading master files (RFC 1035 format) with NLnet Labs' `domain` scanner into sirocco's
+//! own zone: owner names in lowercase wire form, record data in uncompressed wire form.
+
+use bytes::Bytes;
+use dns::name::Name;
+use dns::rtype;
+use domain::base::iana::Class;
+use domain::base::name::ToName;
+use domain::base::rdata::{ComposeRecordData, RecordData};
+use domain::zonefile::inplace::{Entry, Zonefile};
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+
+/// One RRset.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RRset {
+    /// Type.
+    pub rtype: u16,
+    /// TTL (the lowest of the records', as RFC 2181 5.2 wants one TTL per RRset).
+    pub ttl: u32,
+    /// Record data, uncompressed wire form, in file order, duplicates removed.
+    pub rdatas: Vec<Vec<u8>>,
+}
+
+/// A zone: its origin and its names with their RRsets.
+#[derive(Debug, Clone)]
+pub struct Zone {
+    /// The apex.
+    pub origin: Name,
+    /// Owner name → RRsets.
+    pub nodes: HashMap<Name, Vec<RRset>>,
+    /// Records loaded.
+    pub records: usize,
+}
+
+impl Zone {
+    /// The RRset of `rtype` at `name`.
+    pub fn rrset(&self, name: &Name, rtype: u16) -> Option<&RRset> {
+        self.nodes.get(name)?.iter().find(|r| r.rtype == rtype)
+    }
+
+    /// The SOA record data at the apex.
+    pub fn soa(&self) -> Option<&RRset> {
+        self.rrset(&self.origin, rtype::SOA)
+    }
+}
+
+const MAX_INCLUDE_DEPTH: usize = 8;
+
+/// Loads `path`. The origin is `origin` if given, else the file's `$ORIGIN` or SOA owner.
+/// Errors name the file and line.
+pub fn load(path: &Path, origin: Option<&str>) -> Result<Zone, String> {
+    let origin_name = match origin {
+        Some(o) => Some(parse_origin(o)?),
+        None => None,
+    };
+    let mut records: Vec<(Name, u16, u32, Vec<u8>)> = Vec::new();
+    scan(path, origin_name.clone(), &mut records, 0)?;
+    let origin =
+        match origin_name {
+            Some(o) => dns_name(&o)?,
+            None => records.iter().find(|r| r.1 == rtype::SOA).map(|r| r.0.clone()).ok_or_else(|| {
+                format!("{}: no SOA record, and no origin given (use --zone NAME=FILE)", path.display())
+            })?,
+        };
+    let mut zone = Zone { origin, nodes: HashMap::new(), records: 0 };
+    for (owner, t, ttl, rdata) in records {
+        if !owner.ends_with(&zone.origin) {
+            return Err(format!("{}: {owner} is outside the zone {}", path.display(), zone.origin));
+        }
+        let sets = zone.nodes.entry(owner).or_default();
+        match sets.iter_mut().find(|s| s.rtype == t) {
+            Some(s) => {
+                s.ttl = s.ttl.min(ttl);
+                if !s.rdatas.contains(&rdata) {
+                    s.rdatas.push(rdata);
+                    zone.records += 1;
+                }
+            }
+            None => {
+                sets.push(RRset { rtype: t, ttl, rdatas: vec![rdata] });
+                zone.records += 1;
+            }
+        }
+    }
+    let soas = zone.soa().map(|s| s.rdatas.len()).unwrap_or(0);
+    if soas != 1 {
+        return Err(format!(
+            "{}: the zone {} needs exactly one SOA at its apex (found {soas})",
+            path.display(),
+            zone.origin
+        ));
+    }
+    Ok(zone)
+}
+
+/// The scanner reports the position after the entry it failed on, which is the start of the
+/// next line when the entry ended with a newline; report the entry's own line instead.
+fn entry_line(err: &str) -> String {
+    let mut parts = err.splitn(3, ':');
+    let (Some(l), Some(c), Some(rest)) = (parts.next(), parts.next(), parts.next()) else { return err.to_string() };
+    match (l.trim().parse::<usize>(), c.trim().parse::<usize>()) {
+        (Ok(line), Ok(1)) if line > 1 => format!("{}:{}", line - 1, rest),
+        (Ok(line), Ok(_)) => format!("{line}:{rest}"),
+        _ => err.to_string(),
+    }
+}
+
+fn parse_origin(o: &str) -> Result<domain::base::Name<Bytes>, String> {
+    let abs = if o.ends_with('.') { o.to_string() } else { format!("{o}.") };
+    abs.parse::<domain::base::Name<Bytes>>().map_err(|e| format!("bad zone name {o:?}: {e}"))
+}
+
+fn dns_name(n: &impl ToName) -> Result<Name, String> {
+    let mut w = Vec::with_capacity(n.compose_len() as usize);
+    n.compose(&mut w).map_err(|_| "name too long".to_string())?;
+    Name::from_wire(&w).map_err(|e| format!("bad name {e:?}"))
+}
+
+fn scan(
+    path: &Path,
+    origin: Option<domain::base::Name<Bytes>>,
+    out: &mut Vec<(Name, u16, u32, Vec<u8>)>,
+    depth: usize,
+) -> Result<(), String> {
+    if depth > MAX_INCLUDE_DEPTH {
+        return Err(format!("{}: $INCLUDE nested more than {MAX_INCLUDE_DEPTH} deep", path.display()));
+    }
+    let mut file = std::fs::File::open(path).map_err(|e| format!("{}: {e}", path.display()))?;
+    let mut zf = Zonefile::load(&mut file).map_err(|e| format!("{}: {e}", path.display()))?;
+    if let Some(o) = origin.clone() {
+        zf.set_origin(o);
+    }
+    zf.set_default_class(Class::IN);
+    loop {
+        let entry = match zf.next_entry() {
+            Ok(Some(e)) => e,
+            Ok(None) => break,
+            Err(e) => return Err(format!("{}:{}", path.display(), entry_line(&e.to_string()))),
+        };
+        match entry {
+            Entry::Record(r) => {
+                if r.class() != Class::IN {
+                    return Err(format!("{}: only class IN zones are served (found {})", path.display(), r.class()));
+                }
+                let owner = dns_name(r.owner())?;
+                let t = RecordData::rtype(r.data()).to_int();
+                let ttl = r.ttl().as_secs();
+                let mut rdata = Vec::new();
+                r.data().compose_rdata(&mut rdata).map_err(|_| format!("{}: record data too long", path.display()))?;
+                out.push((owner, t, ttl, rdata));
+            }
+            Entry::Include { path: inc, origin: inc_origin } => {
+                let inc = PathBuf::from(std::str::from_utf8(inc.as_slice()).map_err(|_| "bad $INCLUDE path")?);
+                let inc = if inc.is_relative() { path.parent().unwrap_or(Path::new(".")).join(inc) } else { inc };
+                let o = inc_origin.or_else(|| zf.origin().ok());
+                scan(&inc, o, out, depth + 1)?;
+            }
+        }
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn write(name: &str, text: &str) -> PathBuf {
+        let p = std::env::temp_dir().join(format!("sirocco-zone-{}-{name}", std::process::id()));
+        std::fs::write(&p, text).unwrap();
+        p
+    }
+
+    #[test]
+    fn loads_a_real_looking_zone() {
+        let inc = write("inc.zone", "mail IN A 198.18.1.25\n");
+        let p = write(
+            "example.zone",
+            &format!(
+                "$ORIGIN example.com.\n$TTL 3600\n@ IN SOA ns1 hostmaster ( 2024010101 ; serial\n 7200 3600 1209600 300 )\n\
+                 \tIN NS ns1\n\tIN NS ns2.example.net.\nns1 IN A 198.18.1.1\nwww 300 IN A 198.18.1.2\n\
+                 WWW IN A 198.18.1.3\ntxt IN TXT \"hello world\" \"two\"\n\
+                 gen IN TYPE65534 \\# 3 010203\n$INCLUDE {}\n",
+                inc.display()
+            ),
+        );
+        let z = load(&p, None).unwrap();
+        assert_eq!(z.origin.to_string(), "example.com.");
+        let www = Name::from_wire(b"\x03www\x07example\x03com\x00").unwrap();
+        let a = z.rrset(&www, rtype::A).unwrap();
+        assert_eq!(a.rdatas, vec![vec![198, 18, 1, 2], vec![198, 18, 1, 3]], "case-insensitive owners merge");
+        assert_eq!(a.ttl, 300, "one TTL per RRset: the lowest");
+        let mail = Name::from_wire(b"\x04mail\x07example\x03com\x00").unwrap();
+        assert!(z.rrset(&mail, rtype::A).is_some(), "$INCLUDE read");
+        let gen = Name::from_wire(b"\x03gen\x07example\x03com\x00").unwrap();
+        assert_eq!(z.rrset(&gen, 65534).unwrap().rdatas[0], vec![1, 2, 3], "RFC 3597 generic form");
+        assert_eq!(z.rrset(&z.origin, rtype::NS).unwrap().rdatas.len(), 2);
+        let _ = std::fs::remove_file(p);
+        let _ = std::fs::remove_file(inc);
+    }
+
+    #[test]
+    fn errors_name_file_and_line() {
+        let p = write("bad.zone", "$ORIGIN example.com.\n@ 3600 IN SOA ns1 h 1 2 3 4 5\nwww IN A 300.1.1.1\n");
+        let e = load(&p, None).unwrap_err();
+        assert!(e.contains("bad.zone:3"), "{e}");
+        let p2 = write("nosoa.zone", "$ORIGIN example.com.\nwww 60 IN A 198.18.0.1\n");
+        assert!(load(&p2, None).unwrap_err().contains("SOA"));
+        let _ = std::fs::remove_file(p);
+        let _ = std::fs::remove_file(p2);
+    }
+}
