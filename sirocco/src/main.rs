@@ -27,6 +27,13 @@ enum Cmd {
     /// The XDP filter hands sirocco only UDP to ADDR:PORT (plus ARP and ping when the kernel
     /// does not have ADDR); everything else on the interface stays with the kernel.
     Echo(EchoArgs),
+    /// Authoritative DNS server answering from responses compiled at load time (Namestorm).
+    ///
+    /// PARTIAL: exact matches, CNAME at the name, NXDOMAIN/NODATA with the SOA, empty
+    /// non-terminals, referrals with glue, REFUSED outside the zones, EDNS(0) and truncation
+    /// work; wildcards, DNAME, CNAME chains, additional-section addresses, ANY (RFC 8482),
+    /// CHAOS and SIGHUP reload do not yet.
+    Dns(DnsArgs),
     /// Load generators (the load side of the benchmarks).
     #[command(subcommand)]
     Gen(GenCmd),
@@ -97,6 +104,21 @@ struct EchoArgs {
     dp: DataplaneArgs,
     /// UDP port to echo on.
     #[arg(long, default_value_t = 7, value_parser = clap::value_parser!(u16).range(1..))]
+    port: u16,
+    /// Stop after this many seconds [default: run until SIGINT/SIGTERM].
+    #[arg(long, value_name = "SECS")]
+    duration: Option<f64>,
+}
+
+#[derive(Args)]
+struct DnsArgs {
+    #[command(flatten)]
+    dp: DataplaneArgs,
+    /// A zone file, as FILE (origin from its $ORIGIN or SOA owner) or NAME=FILE; repeatable.
+    #[arg(long, value_name = "[NAME=]FILE", required = true)]
+    zone: Vec<String>,
+    /// UDP port.
+    #[arg(long, default_value_t = 53, value_parser = clap::value_parser!(u16).range(1..))]
     port: u16,
     /// Stop after this many seconds [default: run until SIGINT/SIGTERM].
     #[arg(long, value_name = "SECS")]
@@ -194,6 +216,59 @@ fn echo(a: EchoArgs) -> Result<(), String> {
     Ok(())
 }
 
+fn dns(a: DnsArgs) -> Result<(), String> {
+    let until = match a.duration {
+        Some(d) => Until::Elapsed(secs(d, "--duration")?),
+        None => Until::Signal,
+    };
+    let mut compiled = Vec::new();
+    let started = std::time::Instant::now();
+    for spec in &a.zone {
+        let (origin, file) = match spec.split_once('=') {
+            Some((n, f)) => (Some(n), f),
+            None => (None, spec.as_str()),
+        };
+        let z = dns_server::zone::load(std::path::Path::new(file), origin)?;
+        let c = dns_server::CompiledZone::compile(&z);
+        eprintln!(
+            "sirocco: zone {} from {file}: {} records, {} names, {} bytes of prepared responses",
+            c.origin,
+            z.records,
+            c.names(),
+            c.prepared_bytes()
+        );
+        compiled.push(c);
+    }
+    eprintln!("sirocco: zones compiled in {:.2} s", started.elapsed().as_secs_f64());
+    let catalog = std::sync::Arc::new(dns_server::Catalog::new(compiled));
+    let port = a.port;
+    let out = dataplane::run(
+        &a.dp.options(false),
+        &[(Protocol::UDP, port)],
+        |_| dns_server::DnsServer::new(catalog.clone(), port),
+        until,
+        &format!("dns on port {port}"),
+    )?;
+    dataplane::print_counters(&out);
+    let mut rc = [0u64; 7];
+    let (mut tc, mut dropped) = (0, 0);
+    for (_, s) in &out.engines {
+        for (i, v) in s.stats.rcodes.iter().enumerate() {
+            rc[i] += v;
+        }
+        tc += s.stats.truncated;
+        dropped += s.stats.dropped;
+    }
+    println!(
+        "dns: noerror {} formerr {} servfail {} nxdomain {} notimp {} refused {} badvers {} | truncated {tc} dropped {dropped}",
+        rc[0], rc[1], rc[2], rc[3], rc[4], rc[5], rc[6]
+    );
+    if let Some(p) = &a.dp.counters {
+        dataplane::write_counters_json(&out, p)?;
+    }
+    Ok(())
+}
+
 fn gen_udp(a: GenUdpArgs) -> Result<(), String> {
     let duration = secs(a.duration, "--duration")?;
     let drain = secs(a.drain, "--drain")?;
@@ -251,6 +326,7 @@ fn main() {
     signals::install();
     let r = match cli.cmd {
         Cmd::Echo(a) => echo(a),
+        Cmd::Dns(a) => dns(a),
         Cmd::Gen(GenCmd::Udp(a)) => gen_udp(a),
         Cmd::Testnet(TestnetCmd::Up { name, queues, bench }) => io::iface::require_root()
             .map_err(|e| e.to_string())

@@ -5,6 +5,7 @@ mod common;
 
 mod capture;
 mod cli;
+mod dns;
 mod echo;
 mod gen;
 mod lifecycle;

@@ -1,4 +1,9 @@
 //! Namestorm on sirocco: zones compiled into ready responses at load time; per query only
 //! parse, look up, copy and patch.
 
+pub mod compile;
+pub mod server;
 pub mod zone;
+
+pub use compile::{Catalog, CompiledZone};
+pub use server::DnsServer;
