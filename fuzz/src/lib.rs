@@ -25,7 +25,49 @@ pub const TARGETS: &[(&str, Target)] = &[
     ("tcp_options", tcp_options),
     ("engine", engine_frame),
     ("dns_query", dns_query),
+    ("dns_server", dns_server),
+    ("zone_text", zone_text),
 ];
+
+const FUZZ_ZONE: &str = "$ORIGIN example.com.\n$TTL 60\n@ SOA ns1 h 1 2 3 4 5\n@ NS ns1\nns1 A 198.18.1.1\n\
+www A 198.18.1.2\nalias CNAME www\na.b A 198.18.1.3\nsub NS ns.sub\nns.sub A 198.18.2.1\n";
+
+thread_local! {
+    static DNS: std::cell::RefCell<dns_server::DnsServer> = std::cell::RefCell::new({
+        let z = dns_server::zone::load_text(std::path::Path::new("fuzz.zone"), FUZZ_ZONE.as_bytes(), None).unwrap();
+        let c = dns_server::Catalog::new(vec![dns_server::CompiledZone::compile(&z)]);
+        dns_server::DnsServer::new(std::sync::Arc::new(c), 53)
+    });
+}
+
+/// The whole DNS responder on arbitrary messages: no panic, and a response that fits the
+/// buffer, keeps the ID, has QR set, and parses as a DNS header with a question it can read.
+pub fn dns_server(data: &[u8]) {
+    let mut buf = vec![0u8; 1472];
+    let n = data.len().min(buf.len());
+    buf[..n].copy_from_slice(&data[..n]);
+    DNS.with(|s| {
+        if let Some(len) = s.borrow_mut().respond(&mut buf, n) {
+            assert!((12..=1232).contains(&len), "len {len}");
+            assert_eq!(&buf[0..2], &data[0..2]);
+            assert!(buf[2] & 0x80 != 0);
+            if buf[5] == 1 {
+                assert!(dns::Name::read(&buf[..len], 12).is_ok());
+            }
+        }
+    });
+}
+
+/// The zone loader on arbitrary text (no $INCLUDE: that would read files).
+pub fn zone_text(data: &[u8]) {
+    if data.windows(8).any(|w| w.eq_ignore_ascii_case(b"$INCLUDE")) {
+        return;
+    }
+    if let Ok(z) = dns_server::zone::load_text(std::path::Path::new("fuzz.zone"), data, Some("example.com")) {
+        let c = dns_server::CompiledZone::compile(&z);
+        assert!(c.names() >= 1);
+    }
+}
 
 /// The DNS query parser: any answer it gives must be consistent with the message.
 pub fn dns_query(data: &[u8]) {
@@ -208,6 +250,17 @@ pub fn seeds(target: &str) -> Vec<Vec<u8>> {
         "udp" => vec![udp_frame[34..].to_vec()],
         "tcp" => vec![tcp_seg],
         "tcp_options" => vec![tcp_seg[20..].to_vec()],
+        "zone_text" => vec![FUZZ_ZONE.as_bytes().to_vec()],
+        "dns_server" => vec![
+            vec![
+                0xbe, 0xef, 1, 0, 0, 1, 0, 0, 0, 0, 0, 0, 3, b'w', b'w', b'w', 7, b'e', b'x', b'a', b'm', b'p', b'l',
+                b'e', 3, b'c', b'o', b'm', 0, 0, 1, 0, 1,
+            ],
+            vec![
+                0xbe, 0xef, 1, 0, 0, 1, 0, 0, 0, 0, 0, 1, 1, b'x', 3, b's', b'u', b'b', 7, b'e', b'x', b'a', b'm',
+                b'p', b'l', b'e', 3, b'c', b'o', b'm', 0, 0, 1, 0, 1, 0, 0, 41, 4, 0xd0, 0, 0, 0x80, 0, 0, 0,
+            ],
+        ],
         "dns_query" => vec![vec![
             0xbe, 0xef, 1, 0, 0, 1, 0, 0, 0, 0, 0, 1, 7, b'e', b'x', b'a', b'm', b'p', b'l', b'e', 3, b'c', b'o', b'm',
             0, 0, 1, 0, 1, 0, 0, 41, 4, 0xd0, 0, 0, 0x80, 0, 0, 0,

@@ -50,12 +50,18 @@ const MAX_INCLUDE_DEPTH: usize = 8;
 /// Loads `path`. The origin is `origin` if given, else the file's `$ORIGIN` or SOA owner.
 /// Errors name the file and line.
 pub fn load(path: &Path, origin: Option<&str>) -> Result<Zone, String> {
+    let text = std::fs::read(path).map_err(|e| format!("{}: {e}", path.display()))?;
+    load_text(path, &text, origin)
+}
+
+/// Loads zone text as if read from `path` (which names errors and anchors `$INCLUDE`).
+pub fn load_text(path: &Path, text: &[u8], origin: Option<&str>) -> Result<Zone, String> {
     let origin_name = match origin {
         Some(o) => Some(parse_origin(o)?),
         None => None,
     };
     let mut records: Vec<(Name, u16, u32, Vec<u8>)> = Vec::new();
-    scan(path, origin_name.clone(), &mut records, 0)?;
+    scan(path, text, origin_name.clone(), &mut records, 0)?;
     let origin =
         match origin_name {
             Some(o) => dns_name(&o)?,
@@ -119,6 +125,7 @@ fn dns_name(n: &impl ToName) -> Result<Name, String> {
 
 fn scan(
     path: &Path,
+    text: &[u8],
     origin: Option<domain::base::Name<Bytes>>,
     out: &mut Vec<(Name, u16, u32, Vec<u8>)>,
     depth: usize,
@@ -126,8 +133,8 @@ fn scan(
     if depth > MAX_INCLUDE_DEPTH {
         return Err(format!("{}: $INCLUDE nested more than {MAX_INCLUDE_DEPTH} deep", path.display()));
     }
-    let mut file = std::fs::File::open(path).map_err(|e| format!("{}: {e}", path.display()))?;
-    let mut zf = Zonefile::load(&mut file).map_err(|e| format!("{}: {e}", path.display()))?;
+    let mut reader = text;
+    let mut zf = Zonefile::load(&mut reader).map_err(|e| format!("{}: {e}", path.display()))?;
     if let Some(o) = origin.clone() {
         zf.set_origin(o);
     }
@@ -154,7 +161,9 @@ fn scan(
                 let inc = PathBuf::from(std::str::from_utf8(inc.as_slice()).map_err(|_| "bad $INCLUDE path")?);
                 let inc = if inc.is_relative() { path.parent().unwrap_or(Path::new(".")).join(inc) } else { inc };
                 let o = inc_origin.or_else(|| zf.origin().ok());
-                scan(&inc, o, out, depth + 1)?;
+                let inc_text =
+                    std::fs::read(&inc).map_err(|e| format!("{}: $INCLUDE {}: {e}", path.display(), inc.display()))?;
+                scan(&inc, &inc_text, o, out, depth + 1)?;
             }
         }
     }
