@@ -29,9 +29,9 @@ enum Cmd {
     Echo(EchoArgs),
     /// Authoritative DNS server answering from responses compiled at load time (Namestorm).
     ///
-    /// PARTIAL: exact matches, CNAME at the name, NXDOMAIN/NODATA with the SOA, empty
+    /// PARTIAL: exact matches (with NS/MX/SRV target addresses), CNAME at the name, NXDOMAIN/NODATA with the SOA, empty
     /// non-terminals, referrals with glue, REFUSED outside the zones, EDNS(0) and truncation
-    /// work; wildcards, DNAME, CNAME chains, additional-section addresses, ANY (RFC 8482),
+    /// work; wildcards, DNAME, CNAME chains, ANY (RFC 8482),
     /// CHAOS and SIGHUP reload do not yet.
     Dns(DnsArgs),
     /// Load generators (the load side of the benchmarks).

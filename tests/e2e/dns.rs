@@ -52,6 +52,15 @@ fn kdig_gets_authoritative_answers() {
     let o = kdig(&net, &["www.example.com", "MX"]);
     assert!(o.contains("status: NOERROR") && o.contains("ANSWER: 0") && o.contains("AUTHORITY: 1"), "NODATA: {o}");
 
+    let o = kdig(&net, &["example.com", "MX"]);
+    assert!(
+        o.contains("MX\t10 mail.example.com.") && o.contains("mail.example.com.") && o.contains("198.18.1.25"),
+        "{o}"
+    );
+    assert!(o.contains("ADDITIONAL: 1"), "the exchanger's address in additional: {o}");
+    let o = kdig(&net, &["example.com", "NS"]);
+    assert!(o.contains("198.18.1.1") && o.contains("ADDITIONAL: 1"), "in-zone name server address only: {o}");
+
     let o = kdig(&net, &["alias.example.com", "A"]);
     assert!(o.contains("CNAME\twww.example.com."), "{o}");
 

@@ -163,6 +163,7 @@ impl CompiledZone {
             for s in sets {
                 let mut p = Prepared { aa: true, rcode: rcode::NOERROR, ..Default::default() };
                 p.push_rrset(0, Owner::QnameSuffix(qlen), s);
+                add_target_addresses(&mut p, z, s);
                 types.push((s.rtype, p));
             }
             let other = match sets.iter().find(|s| s.rtype == rtype::CNAME) {
@@ -223,6 +224,30 @@ impl CompiledZone {
             Some(node) => node.types.iter().find(|t| t.0 == qtype).map(|t| &t.1).unwrap_or(&node.other),
             None => &self.nxdomain,
         }
+    }
+}
+
+/// RFC 1034 4.3.2 step 6: the addresses of the targets of NS, MX and SRV records that the
+/// zone has go in the additional section.
+fn add_target_addresses(p: &mut Prepared, z: &Zone, s: &RRset) {
+    let skip = match s.rtype {
+        rtype::NS => 0,
+        rtype::MX => 2,
+        rtype::SRV => 6,
+        _ => return,
+    };
+    let mut seen: Vec<Name> = Vec::new();
+    for r in &s.rdatas {
+        let Some(target) = r.get(skip..).and_then(|w| Name::from_wire(w).ok()) else { continue };
+        if seen.contains(&target) {
+            continue;
+        }
+        for t in [rtype::A, rtype::AAAA] {
+            if let Some(addr) = z.rrset(&target, t) {
+                p.push_rrset(2, Owner::Full(target.as_wire()), addr);
+            }
+        }
+        seen.push(target);
     }
 }
 
