@@ -62,9 +62,11 @@ fn err(msg: impl Into<String>) -> FilterError {
     FilterError(msg.into())
 }
 
-/// A loaded, attached filter. Dropping it detaches it.
+/// A loaded, attached filter. Dropping it detaches it: dropping `_ebpf` drops the program,
+/// whose link map detaches every link.
 pub struct Filter {
-    ebpf: Ebpf,
+    // Held only for its drop, which detaches the program.
+    _ebpf: Ebpf,
     xsks: XskMap<MapData>,
     grants: HashMap<MapData, GrantKey, u32>,
     owned: HashMap<MapData, [u8; 4], u32>,
@@ -109,7 +111,7 @@ impl Filter {
                 }
             },
         };
-        Ok(Filter { ebpf, xsks, grants, owned, verdicts, mode, iface: iface.to_string() })
+        Ok(Filter { _ebpf: ebpf, xsks, grants, owned, verdicts, mode, iface: iface.to_string() })
     }
 
     /// How the program was attached.
@@ -148,13 +150,6 @@ impl Filter {
     /// Detaches and unloads (the same as dropping).
     pub fn detach(self) {
         drop(self)
-    }
-}
-
-impl Drop for Filter {
-    fn drop(&mut self) {
-        // Dropping `ebpf` drops the program, whose link map detaches every link.
-        let _ = &self.ebpf;
     }
 }
 

@@ -67,7 +67,8 @@ impl Umem {
     pub fn slice_to_frame_end(&mut self, addr: u64) -> &mut [u8] {
         let a = addr as usize;
         assert!(a < self.len, "frame outside the UMEM");
-        let end = (a / self.frame_size + 1) * self.frame_size;
+        // frame_size is a power of two (checked in `new`): mask instead of dividing per packet.
+        let end = (a & !(self.frame_size - 1)) + self.frame_size;
         // SAFETY: [a, end) is inside our mapping; `&mut self` gives exclusive access and the
         // frame is owned by the engine (not the kernel) when this is called.
         unsafe { std::slice::from_raw_parts_mut(self.ptr.add(a), end - a) }
