@@ -30,7 +30,8 @@ pub const TARGETS: &[(&str, Target)] = &[
 ];
 
 const FUZZ_ZONE: &str = "$ORIGIN example.com.\n$TTL 60\n@ SOA ns1 h 1 2 3 4 5\n@ NS ns1\nns1 A 198.18.1.1\n\
-www A 198.18.1.2\nalias CNAME www\na.b A 198.18.1.3\nsub NS ns.sub\nns.sub A 198.18.2.1\n";
+www A 198.18.1.2\nalias CNAME www\na.b A 198.18.1.3\nsub NS ns.sub\nns.sub A 198.18.2.1\n\
+*.w MX 10 www\nchain CNAME alias\nloop CNAME loop\nd DNAME w.example.com.\nlong DNAME a123456789a123456789a123456789a123456789a123456789.a123456789a123456789a123456789a123456789a123456789.a123456789a123456789a123456789a123456789a123456789.a123456789a123456789a123456789a123456789a123456789.\n";
 
 thread_local! {
     static DNS: std::cell::RefCell<dns_server::DnsServer> = std::cell::RefCell::new({
@@ -47,13 +48,25 @@ pub fn dns_server(data: &[u8]) {
     let n = data.len().min(buf.len());
     buf[..n].copy_from_slice(&data[..n]);
     DNS.with(|s| {
-        if let Some(len) = s.borrow_mut().respond(&mut buf, n) {
+        if let Some(r) = s.borrow_mut().respond(&mut buf, n) {
+            let len = r.len;
             assert!((12..=1232).contains(&len), "len {len}");
             assert_eq!(&buf[0..2], &data[0..2]);
             assert!(buf[2] & 0x80 != 0);
+            assert_eq!(r.sum, wire::checksum::fold(wire::checksum::add(0, &buf[..len])), "summed from parts");
+            let records: usize =
+                [6, 8, 10].iter().map(|&i| usize::from(u16::from_be_bytes([buf[i], buf[i + 1]]))).sum();
+            let mut at = 12;
             if buf[5] == 1 {
-                assert!(dns::Name::read(&buf[..len], 12).is_ok());
+                at = dns::Name::read(&buf[..len], 12).expect("question").1 + 4;
             }
+            for _ in 0..records {
+                at = dns::Name::read(&buf[..len], at).expect("owner").1;
+                assert!(at + 10 <= len, "record header inside the message");
+                let rdlen = usize::from(u16::from_be_bytes([buf[at + 8], buf[at + 9]]));
+                at += 10 + rdlen;
+            }
+            assert_eq!(at, len, "the counts describe the whole message");
         }
     });
 }

@@ -228,14 +228,20 @@ fn dns(a: DnsArgs) -> Result<(), String> {
             Some((n, f)) => (Some(n), f),
             None => (None, spec.as_str()),
         };
+        let t0 = std::time::Instant::now();
         let z = dns_server::zone::load(std::path::Path::new(file), origin)?;
+        let t1 = std::time::Instant::now();
         let c = dns_server::CompiledZone::compile(&z);
         eprintln!(
-            "sirocco: zone {} from {file}: {} records, {} names, {} bytes of prepared responses",
+            "sirocco: zone {} from {file}: {} records, {} names, {} distinct responses, {} bytes compiled ({:.0} per name); loaded in {:.2} s, compiled in {:.2} s",
             c.origin,
             z.records,
             c.names(),
-            c.prepared_bytes()
+            c.responses(),
+            c.memory_bytes(),
+            c.memory_bytes() as f64 / c.names().max(1) as f64,
+            (t1 - t0).as_secs_f64(),
+            t1.elapsed().as_secs_f64()
         );
         compiled.push(c);
     }
@@ -250,7 +256,7 @@ fn dns(a: DnsArgs) -> Result<(), String> {
         &format!("dns on port {port}"),
     )?;
     dataplane::print_counters(&out);
-    let mut rc = [0u64; 7];
+    let mut rc = [0u64; 8];
     let (mut tc, mut dropped) = (0, 0);
     for (_, s) in &out.engines {
         for (i, v) in s.stats.rcodes.iter().enumerate() {
@@ -260,8 +266,8 @@ fn dns(a: DnsArgs) -> Result<(), String> {
         dropped += s.stats.dropped;
     }
     println!(
-        "dns: noerror {} formerr {} servfail {} nxdomain {} notimp {} refused {} badvers {} | truncated {tc} dropped {dropped}",
-        rc[0], rc[1], rc[2], rc[3], rc[4], rc[5], rc[6]
+        "dns: noerror {} formerr {} servfail {} nxdomain {} notimp {} refused {} yxdomain {} badvers {} | truncated {tc} dropped {dropped}",
+        rc[0], rc[1], rc[2], rc[3], rc[4], rc[5], rc[6], rc[7]
     );
     if let Some(p) = &a.dp.counters {
         dataplane::write_counters_json(&out, p)?;

@@ -6,6 +6,7 @@ mod common;
 mod capture;
 mod cli;
 mod dns;
+mod dns_diff;
 mod echo;
 mod gen;
 mod lifecycle;

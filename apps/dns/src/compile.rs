@@ -1,70 +1,52 @@
-//! Compiling zones into ready responses (Namestorm): every answer, negative answer and
-//! referral is built once, at load time, as the bytes that follow the question. Per query the
-//! server copies them behind the client's header and question and patches the few name
-//! pointers that depend on the query name's length.
+//! Compiling zones into ready responses (Namestorm). Every name of a zone gets, per query
+//! type that can make a difference, a prepared response drafted by the rules in
+//! [`crate::resolve`]; names that do not exist are answered through their closest encloser
+//! (NXDOMAIN, a wildcard, a referral or a DNAME). Identical responses — every NODATA of a
+//! zone, every answer a wildcard synthesises — are stored once.
 
-use crate::zone::{RRset, Zone};
-use dns::name::{hash_wire, Name};
+use crate::message::{Draft, Owner, Prepared};
+use crate::resolve::{any_choice, Found, View, MAX_CHAIN};
+use crate::zone::Zone;
+use dns::name::{hash_wire, FnvBuild, Name};
 use dns::{rcode, rtype};
+use std::borrow::Cow;
 use std::collections::HashMap;
 
-/// A response, minus header and question.
-#[derive(Debug, Clone, Default)]
-pub struct Prepared {
-    /// Authoritative answer flag.
-    pub aa: bool,
-    /// Response code.
-    pub rcode: u8,
-    /// Answer, authority and additional counts.
-    pub counts: [u16; 3],
-    /// The sections' bytes.
-    pub body: Vec<u8>,
-    /// Name pointers to patch: (offset in body, length of the suffix of the query name the
-    /// pointer must reach). The pointer is `12 + qname_len - suffix_len`.
-    pub patches: Vec<(u16, u8)>,
-}
-
-impl Prepared {
-    fn push_rr(&mut self, owner: Owner<'_>, t: u16, ttl: u32, rdata: &[u8]) {
-        match owner {
-            Owner::QnameSuffix(len) => {
-                self.patches.push((self.body.len() as u16, len as u8));
-                self.body.extend([0xc0, 0x00]);
-            }
-            Owner::Full(w) => self.body.extend_from_slice(w),
-        }
-        self.body.extend(t.to_be_bytes());
-        self.body.extend(1u16.to_be_bytes());
-        self.body.extend(ttl.to_be_bytes());
-        self.body.extend((rdata.len() as u16).to_be_bytes());
-        self.body.extend_from_slice(rdata);
-    }
-
-    fn push_rrset(&mut self, section: usize, owner: Owner<'_>, s: &RRset) {
-        for r in &s.rdatas {
-            self.push_rr(owner, s.rtype, s.ttl, r);
-            self.counts[section] += 1;
-        }
-    }
-}
-
-/// How an owner name is written.
-#[derive(Clone, Copy)]
-enum Owner<'a> {
-    /// As a pointer to the suffix of the query name of this length.
-    QnameSuffix(usize),
-    /// In full (uncompressed wire form).
-    Full(&'a [u8]),
-}
-
-/// What is prepared for one name.
+/// What answers for names below a node that do not exist themselves.
 #[derive(Debug, Clone)]
-pub struct Node {
-    name: Name,
-    /// Positive answers by type.
-    types: Vec<(u16, Prepared)>,
-    /// Answer for a type the name does not have: its CNAME if it has one, else NODATA.
-    other: Prepared,
+enum Below {
+    /// NXDOMAIN.
+    Nx,
+    /// The node is a delegation point: its referral (the node's `other`).
+    Cut,
+    /// The wildcard child `*.<node>` (a node index) synthesises the answer.
+    Wild(u32),
+    /// DNAME substitution.
+    Dname(Box<Dname>),
+}
+
+/// A DNAME owner's part of the answers for the names below it.
+#[derive(Debug, Clone)]
+pub struct Dname {
+    /// The answer section's DNAME record (owner written as a suffix of the query name).
+    pub record: Prepared,
+    /// Length of the owner in wire form.
+    pub owner_len: usize,
+    /// TTL of the synthesised CNAME.
+    pub ttl: u32,
+    /// The DNAME target, wire form.
+    pub target: Box<[u8]>,
+}
+
+/// One name of a compiled zone.
+#[derive(Debug, Clone)]
+struct Node {
+    name: Box<[u8]>,
+    /// Query types with their own response (an index into the zone's responses), sorted.
+    answers: Box<[(u16, u32)]>,
+    /// The response for every other query type.
+    other: u32,
+    below: Below,
 }
 
 /// A compiled zone.
@@ -73,111 +55,157 @@ pub struct CompiledZone {
     /// The apex.
     pub origin: Name,
     nodes: Vec<Node>,
-    index: HashMap<u64, Vec<u32>>,
-    /// Referrals by cut name (delegations below the apex).
-    cuts: HashMap<u64, Vec<(Name, Prepared)>>,
-    nxdomain: Prepared,
+    /// Open addressing: (upper hash bits, node index + 1; 0 empty).
+    table: Box<[(u32, u32)]>,
+    responses: Vec<Prepared>,
+    nxdomain: u32,
 }
 
-/// The result of a lookup.
-pub enum Lookup<'a> {
+/// The outcome of looking a name up in a zone.
+pub enum Step<'a> {
     /// A ready response.
     Answer(&'a Prepared),
-    /// Not authoritative for the name: REFUSED.
-    Refused,
+    /// The name is below a DNAME: the server synthesises the CNAME and looks again.
+    Dname(&'a Dname),
+}
+
+/// Interns responses while compiling: by a hash of their bytes, keeping a colliding one
+/// separately (interning only saves memory).
+struct Pool {
+    responses: Vec<Prepared>,
+    index: HashMap<u64, u32, FnvBuild>,
+}
+
+impl Pool {
+    fn add(&mut self, p: Prepared) -> u32 {
+        let h = p.fingerprint();
+        if let Some(&i) = self.index.get(&h) {
+            if self.responses[i as usize] == p {
+                return i;
+            }
+        }
+        let i = self.responses.len() as u32;
+        self.responses.push(p);
+        self.index.entry(h).or_insert(i);
+        i
+    }
 }
 
 impl CompiledZone {
     /// Compiles a loaded zone.
     pub fn compile(z: &Zone) -> CompiledZone {
-        let apex_len = z.origin.as_wire().len();
-        let soa = z.soa().expect("loader checks the SOA");
-        let minimum =
-            soa.rdatas[0].len().checked_sub(4).map(|i| u32::from_be_bytes(soa.rdatas[0][i..i + 4].try_into().unwrap()));
-        // RFC 2308: the negative TTL is the lesser of the SOA's TTL and its MINIMUM field.
-        let neg_soa =
-            RRset { rtype: rtype::SOA, ttl: soa.ttl.min(minimum.unwrap_or(soa.ttl)), rdatas: soa.rdatas.clone() };
-        let negative = |rc: u8| {
-            let mut p = Prepared { aa: true, rcode: rc, ..Default::default() };
-            p.push_rrset(1, Owner::QnameSuffix(apex_len), &neg_soa);
-            p
-        };
+        let view = View::new(z);
+        let apex = z.origin.as_wire();
+        let mut pool = Pool { responses: Vec::new(), index: HashMap::default() };
+        let mut nx = Draft { aa: true, rcode: rcode::NXDOMAIN, ..Default::default() };
+        let soa = view.negative_soa();
+        nx.push(1, Owner::Name(Cow::Borrowed(apex)), rtype::SOA, soa.ttl, &soa.rdatas);
+        let nxdomain = pool.add(nx.prepare(apex));
+        // NODATA is the same for every name of the zone: the SOA, pointed at by the part of
+        // the query name that is the apex.
+        let nodata = pool.add(view.draft(apex, Owner::Qname, 0).prepare(apex));
 
-        // Delegation points: NS RRsets below the apex.
-        let mut cuts: HashMap<u64, Vec<(Name, Prepared)>> = HashMap::new();
-        for (name, sets) in &z.nodes {
-            if name == &z.origin {
-                continue;
-            }
-            if let Some(ns) = sets.iter().find(|s| s.rtype == rtype::NS) {
-                let mut p = Prepared { aa: false, rcode: rcode::NOERROR, ..Default::default() };
-                let cut_len = name.as_wire().len();
-                p.push_rrset(1, Owner::QnameSuffix(cut_len), ns);
-                for target in ns.rdatas.iter().filter_map(|r| Name::from_wire(r).ok()) {
-                    for t in [rtype::A, rtype::AAAA] {
-                        if let Some(glue) = z.rrset(&target, t) {
-                            p.push_rrset(2, Owner::Full(target.as_wire()), glue);
-                        }
-                    }
-                }
-                cuts.entry(name.hash()).or_default().push((name.clone(), p));
-            }
-        }
-        let below_cut = |name: &Name| -> bool {
-            let mut n = name.clone();
-            while n.label_count() > z.origin.label_count() {
-                if cuts.get(&n.hash()).is_some_and(|v| v.iter().any(|(c, _)| c == &n)) && &n != name {
-                    return true;
-                }
-                n = n.parent().expect("below the apex");
-            }
-            false
-        };
-
-        // Every owner, plus every empty non-terminal between an owner and the apex (those
-        // names exist: NODATA, not NXDOMAIN).
-        let mut names: Vec<Name> = z.nodes.keys().cloned().collect();
-        for n in z.nodes.keys() {
-            let mut p = n.parent();
-            while let Some(a) = p {
-                if a.label_count() <= z.origin.label_count() || z.nodes.contains_key(&a) {
-                    break;
-                }
-                names.push(a.clone());
-                p = a.parent();
-            }
-        }
-        names.sort_by(|a, b| a.as_wire().cmp(b.as_wire()));
-        names.dedup();
-
-        let empty = Vec::new();
-        let mut nodes = Vec::new();
-        let mut index: HashMap<u64, Vec<u32>> = HashMap::new();
+        let mut names: Vec<&[u8]> = view.names().filter(|n| !view.occluded(n)).collect();
+        names.sort_unstable();
+        let mut nodes = Vec::with_capacity(names.len());
+        let mut wild_of: Vec<(usize, Vec<u8>)> = Vec::new();
         for name in names {
-            if below_cut(&name) {
-                continue; // occluded by a delegation: answered by the referral
-            }
-            let sets = z.nodes.get(&name).unwrap_or(&empty);
-            let qlen = name.as_wire().len();
-            let mut types = Vec::new();
-            for s in sets {
-                let mut p = Prepared { aa: true, rcode: rcode::NOERROR, ..Default::default() };
-                p.push_rrset(0, Owner::QnameSuffix(qlen), s);
-                add_target_addresses(&mut p, z, s);
-                types.push((s.rtype, p));
-            }
-            let other = match sets.iter().find(|s| s.rtype == rtype::CNAME) {
-                Some(c) => {
-                    let mut p = Prepared { aa: true, rcode: rcode::NOERROR, ..Default::default() };
-                    p.push_rrset(0, Owner::QnameSuffix(qlen), c);
-                    p
+            let sets = view.sets(name);
+            // A wildcard's answers are shared by every name it matches: compress only
+            // against the part of the query name they all have.
+            let known = if name.starts_with(b"\x01*") { &name[2..] } else { name };
+            let mut draft = |t: u16| pool.add(view.draft(name, Owner::Qname, t).prepare(known));
+            let is_cut = view.is_cut(name);
+            let cname = sets.iter().any(|s| s.rtype == rtype::CNAME);
+            let mut answers = Vec::new();
+            let other = if is_cut {
+                answers.push((rtype::DS, draft(rtype::DS)));
+                draft(0)
+            } else if cname {
+                for t in chain_types(&view, name) {
+                    answers.push((t, draft(t)));
                 }
-                None => negative(rcode::NOERROR),
+                let c = draft(rtype::CNAME);
+                answers.push((rtype::CNAME, c));
+                answers.push((rtype::ANY, c));
+                draft(0)
+            } else {
+                for s in sets {
+                    answers.push((s.rtype, draft(s.rtype)));
+                }
+                if let Some(s) = any_choice(sets) {
+                    let chosen = answers.iter().find(|a| a.0 == s.rtype).expect("drafted").1;
+                    answers.push((rtype::ANY, chosen));
+                }
+                nodata
             };
-            index.entry(name.hash()).or_default().push(nodes.len() as u32);
-            nodes.push(Node { name, types, other });
+            answers.retain(|a| a.1 != other);
+            answers.sort_unstable();
+            answers.dedup_by_key(|a| a.0);
+            let below = if is_cut {
+                Below::Cut
+            } else if let Some(d) = sets.iter().find(|s| s.rtype == rtype::DNAME) {
+                let mut dd = Draft { aa: true, ..Default::default() };
+                dd.push(0, Owner::Name(Cow::Borrowed(name)), rtype::DNAME, d.ttl, &d.rdatas);
+                Below::Dname(Box::new(Dname {
+                    record: dd.prepare(name),
+                    owner_len: name.len(),
+                    ttl: d.ttl,
+                    target: d.rdatas[0].clone().into_boxed_slice(),
+                }))
+            } else {
+                let mut w = b"\x01*".to_vec();
+                w.extend_from_slice(name);
+                wild_of.push((nodes.len(), w));
+                Below::Nx
+            };
+            nodes.push(Node { name: name.into(), answers: answers.into_boxed_slice(), other, below });
         }
-        CompiledZone { origin: z.origin.clone(), nodes, index, cuts, nxdomain: negative(rcode::NXDOMAIN) }
+        let mut cz = CompiledZone {
+            origin: z.origin.clone(),
+            table: vec![(0, 0); (nodes.len() * 2).next_power_of_two().max(16)].into_boxed_slice(),
+            nodes,
+            responses: Vec::new(),
+            nxdomain,
+        };
+        for i in 0..cz.nodes.len() {
+            cz.insert(i);
+        }
+        for (i, w) in wild_of {
+            if let Some(wi) = cz.node_index(&w) {
+                cz.nodes[i].below = Below::Wild(wi as u32);
+            }
+        }
+        cz.responses = pool.responses;
+        cz.responses.shrink_to_fit();
+        cz
+    }
+
+    fn insert(&mut self, i: usize) {
+        let h = hash_wire(&self.nodes[i].name);
+        let mask = self.table.len() - 1;
+        let mut slot = h as usize & mask;
+        while self.table[slot].1 != 0 {
+            slot = (slot + 1) & mask;
+        }
+        self.table[slot] = ((h >> 32) as u32, i as u32 + 1);
+    }
+
+    fn node_index(&self, wire: &[u8]) -> Option<usize> {
+        let h = hash_wire(wire);
+        let tag = (h >> 32) as u32;
+        let mask = self.table.len() - 1;
+        let mut slot = h as usize & mask;
+        loop {
+            let (t, i) = self.table[slot];
+            if i == 0 {
+                return None;
+            }
+            if t == tag && &*self.nodes[i as usize - 1].name == wire {
+                return Some(i as usize - 1);
+            }
+            slot = (slot + 1) & mask;
+        }
     }
 
     /// Names with prepared answers (owners and empty non-terminals).
@@ -185,76 +213,86 @@ impl CompiledZone {
         self.nodes.len()
     }
 
-    /// Bytes of prepared responses.
-    pub fn prepared_bytes(&self) -> usize {
-        self.nodes.iter().map(|n| n.types.iter().map(|t| t.1.body.len()).sum::<usize>() + n.other.body.len()).sum()
+    /// Distinct prepared responses.
+    pub fn responses(&self) -> usize {
+        self.responses.len()
     }
 
-    fn node(&self, wire: &[u8]) -> Option<&Node> {
-        let cands = self.index.get(&hash_wire(wire))?;
-        cands.iter().map(|&i| &self.nodes[i as usize]).find(|n| n.name.as_wire() == wire)
+    /// Approximate memory held by the compiled zone.
+    pub fn memory_bytes(&self) -> usize {
+        let node = std::mem::size_of::<Node>();
+        let nodes: usize = self.nodes.iter().map(|n| node + n.name.len() + n.answers.len() * 8).sum();
+        let responses: usize =
+            self.responses.iter().map(|p| std::mem::size_of::<Prepared>() + p.heap_bytes()).sum::<usize>();
+        nodes + responses + self.table.len() * 8
     }
 
-    /// The response for `qname` (in this zone) and `qtype`.
-    pub fn lookup(&self, qname: &Name, qtype: u16) -> &Prepared {
-        let w = qname.as_wire();
-        if !self.cuts.is_empty() {
-            // Walk the suffixes of the name from the top: the highest cut wins. The walk
-            // hashes slices of the query name in place; nothing is copied.
-            let apex_len = self.origin.as_wire().len();
-            let mut starts = [0usize; 128];
-            let mut n = 0;
-            let mut i = 0;
-            while w.len() - i > apex_len && n < starts.len() {
-                starts[n] = i;
-                n += 1;
-                i += 1 + usize::from(w[i]);
-            }
-            for &s in starts[..n].iter().rev() {
-                let suffix = &w[s..];
-                if let Some(v) = self.cuts.get(&hash_wire(suffix)) {
-                    if let Some((_, p)) = v.iter().find(|(c, _)| c.as_wire() == suffix) {
-                        // The parent side answers DS itself; that is for a later revision.
-                        return p;
-                    }
-                }
-            }
+    fn answer(&self, n: &Node, qtype: u16) -> &Prepared {
+        let i = match n.answers.binary_search_by_key(&qtype, |a| a.0) {
+            Ok(k) => n.answers[k].1,
+            Err(_) => n.other,
+        };
+        &self.responses[i as usize]
+    }
+
+    /// The response for the lowercase wire name `w` (in this zone) and `qtype`.
+    pub fn lookup(&self, w: &[u8], qtype: u16) -> Step<'_> {
+        if let Some(i) = self.node_index(w) {
+            return Step::Answer(self.answer(&self.nodes[i], qtype));
         }
-        match self.node(w) {
-            Some(node) => node.types.iter().find(|t| t.0 == qtype).map(|t| &t.1).unwrap_or(&node.other),
-            None => &self.nxdomain,
+        // The name does not exist: its closest encloser decides. Suffixes are tried longest
+        // first, hashed in place.
+        let apex_len = self.origin.as_wire().len();
+        let mut at = 0;
+        while w.len() - at > apex_len {
+            at += 1 + usize::from(w[at]);
+            let Some(i) = self.node_index(&w[at..]) else { continue };
+            let n = &self.nodes[i];
+            return match &n.below {
+                Below::Nx => Step::Answer(&self.responses[self.nxdomain as usize]),
+                Below::Cut => Step::Answer(&self.responses[n.other as usize]),
+                Below::Wild(wi) => Step::Answer(self.answer(&self.nodes[*wi as usize], qtype)),
+                Below::Dname(d) => Step::Dname(d),
+            };
         }
+        Step::Answer(&self.responses[self.nxdomain as usize])
     }
 }
 
-/// RFC 1034 4.3.2 step 6: the addresses of the targets of NS, MX and SRV records that the
-/// zone has go in the additional section.
-fn add_target_addresses(p: &mut Prepared, z: &Zone, s: &RRset) {
-    let skip = match s.rtype {
-        rtype::NS => 0,
-        rtype::MX => 2,
-        rtype::SRV => 6,
-        _ => return,
-    };
-    let mut seen: Vec<Name> = Vec::new();
-    for r in &s.rdatas {
-        let Some(target) = r.get(skip..).and_then(|w| Name::from_wire(w).ok()) else { continue };
-        if seen.contains(&target) {
-            continue;
+/// Query types whose answer at the CNAME `name` may differ from that of an absent type:
+/// the types along its chain inside the zone.
+fn chain_types(view: &View<'_>, name: &[u8]) -> Vec<u16> {
+    let mut out = vec![rtype::DS];
+    let mut cur: Vec<u8> = name.to_vec();
+    for _ in 0..MAX_CHAIN {
+        let sets = match view.find(&cur) {
+            Found::Exact(s) | Found::Wild(s) => s,
+            _ => break,
+        };
+        out.extend(sets.iter().map(|s| s.rtype));
+        let next = sets.iter().find(|s| s.rtype == rtype::CNAME).and_then(|c| Name::from_wire(&c.rdatas[0]).ok());
+        match next {
+            Some(n) if n.ends_with(&view.z.origin) => cur = n.as_wire().to_vec(),
+            _ => break,
         }
-        for t in [rtype::A, rtype::AAAA] {
-            if let Some(addr) = z.rrset(&target, t) {
-                p.push_rrset(2, Owner::Full(target.as_wire()), addr);
-            }
-        }
-        seen.push(target);
     }
+    out.sort_unstable();
+    out.dedup();
+    out
 }
 
 /// All zones served.
 #[derive(Debug, Clone, Default)]
 pub struct Catalog {
     zones: Vec<CompiledZone>,
+}
+
+/// The result of a catalog lookup.
+pub enum Lookup<'a> {
+    /// The zone that answers.
+    Zone(&'a CompiledZone),
+    /// Not authoritative for the name: REFUSED.
+    Refused,
 }
 
 impl Catalog {
@@ -271,11 +309,24 @@ impl Catalog {
         &self.zones
     }
 
-    /// The response for a question.
-    pub fn lookup(&self, qname: &Name, qtype: u16) -> Lookup<'_> {
-        match self.zones.iter().find(|z| qname.ends_with(&z.origin)) {
-            Some(z) => Lookup::Answer(z.lookup(qname, qtype)),
-            None => Lookup::Refused,
+    /// The zone that answers a question. DS at the apex of a zone is answered by its
+    /// parent zone when sirocco serves that too (RFC 4035 section 3.1.4.1).
+    pub fn zone_for(&self, qname: &Name, qtype: u16) -> Lookup<'_> {
+        let mut found = None;
+        for z in &self.zones {
+            if !qname.ends_with(&z.origin) {
+                continue;
+            }
+            if found.is_none() {
+                found = Some(z);
+                if !(qtype == rtype::DS && qname == &z.origin) {
+                    break;
+                }
+            } else {
+                found = Some(z);
+                break;
+            }
         }
+        found.map(Lookup::Zone).unwrap_or(Lookup::Refused)
     }
 }

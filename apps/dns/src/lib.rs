@@ -2,6 +2,8 @@
 //! parse, look up, copy and patch.
 
 pub mod compile;
+pub mod message;
+pub mod resolve;
 pub mod server;
 pub mod zone;
 

@@ -1,10 +1,14 @@
 //! The per-engine DNS application: parse, look up, copy the prepared response behind the
-//! client's header and question, patch, done. No allocation per query.
+//! client's header and question, patch, sum, done. No allocation per query.
 
-use crate::compile::{Catalog, Lookup, Prepared};
-use dns::{class, rcode, Edns, Query, QueryError, HEADER_LEN};
+use crate::compile::{Catalog, CompiledZone, Lookup, Step};
+use crate::message::sum_at;
+use crate::resolve::MAX_CHAIN;
+use dns::name::Name;
+use dns::{class, rcode, rtype, Edns, Query, QueryError, HEADER_LEN};
 use engine::{App, Datagram, Verdict};
 use std::sync::Arc;
+use wire::checksum;
 
 /// Largest UDP response sirocco sends (the DNS flag day 2020 size), whatever the client offers.
 pub const MAX_UDP: usize = 1232;
@@ -14,12 +18,21 @@ const OPT_LEN: usize = 11;
 /// What one engine's DNS application counted.
 #[derive(Debug, Default, Clone, Copy)]
 pub struct DnsStats {
-    /// Queries answered, by rcode (0..=5), plus BADVERS at index 6.
-    pub rcodes: [u64; 7],
+    /// Queries answered, by rcode (0..=5), YXDOMAIN at 6, BADVERS at index 7.
+    pub rcodes: [u64; 8],
     /// Responses truncated (TC set) to fit the client's size.
     pub truncated: u64,
     /// Messages dropped without an answer (responses, runts).
     pub dropped: u64,
+}
+
+/// A response built in the query's buffer.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Response {
+    /// Message length.
+    pub len: usize,
+    /// Folded one's-complement sum of the message (for the UDP checksum).
+    pub sum: u16,
 }
 
 /// The DNS server for one engine.
@@ -30,15 +43,35 @@ pub struct DnsServer {
     pub stats: DnsStats,
 }
 
+/// The sections being assembled behind the question.
+struct Body {
+    start: usize,
+    end: usize,
+    counts: [u16; 3],
+    sum: u64,
+    rcode: u16,
+    aa: bool,
+    tc: bool,
+}
+
 impl DnsServer {
     /// Serves `catalog` on UDP `port`.
     pub fn new(catalog: Arc<Catalog>, port: u16) -> Self {
         DnsServer { catalog, port, stats: DnsStats::default() }
     }
 
-    /// Builds the response to the message `buf[..len]` in place; returns its length, or None
-    /// to stay silent.
-    pub fn respond(&mut self, buf: &mut [u8], len: usize) -> Option<usize> {
+    /// Serves `catalog` from now on (a reload); queries in flight were answered from the old.
+    pub fn set_catalog(&mut self, catalog: Arc<Catalog>) {
+        self.catalog = catalog;
+    }
+
+    /// The catalog served.
+    pub fn catalog(&self) -> &Arc<Catalog> {
+        &self.catalog
+    }
+
+    /// Builds the response to the message `buf[..len]` in place; None to stay silent.
+    pub fn respond(&mut self, buf: &mut [u8], len: usize) -> Option<Response> {
         let q = match Query::parse(&buf[..len]) {
             Ok(q) => q,
             Err(QueryError::Drop) => {
@@ -49,8 +82,8 @@ impl DnsServer {
                 let qd = question_end.is_some() as u16;
                 let q_end = question_end.unwrap_or(HEADER_LEN);
                 let rd_cd = u16::from_be_bytes([buf[2], buf[3]]) & 0x0110;
-                let n = finish(buf, q_end, 0, None, rc, rd_cd, qd, edns, &mut self.stats);
-                return Some(n);
+                let body = Body::empty(q_end, rc);
+                return Some(self.finish(buf, q_end, body, rd_cd, qd, edns));
             }
         };
         let rd_cd = (u16::from(q.rd) << 8) | (u16::from(q.cd) << 4);
@@ -64,80 +97,155 @@ impl DnsServer {
             buf[HEADER_LEN + qlen..HEADER_LEN + qlen + 4].copy_from_slice(&tail);
             q_end = HEADER_LEN + qlen + 4;
         }
-        if q.qclass != class::IN {
-            return Some(finish(buf, q_end, qlen, None, u16::from(rcode::REFUSED), rd_cd, 1, q.edns, &mut self.stats));
+        let refused = Body::empty(q_end, u16::from(rcode::REFUSED));
+        if q.qclass != class::IN && q.qclass != class::ANY {
+            // Only class IN is served (QCLASS * asks for it too); CHAOS identity queries are
+            // refused, as NSD does with hide-version and hide-identity.
+            return Some(self.finish(buf, q_end, refused, rd_cd, 1, q.edns));
         }
-        let n = match self.catalog.lookup(&q.qname, q.qtype) {
-            Lookup::Answer(p) => {
-                let rc = u16::from(p.rcode);
-                finish(buf, q_end, qlen, Some(p), rc, rd_cd, 1, q.edns, &mut self.stats)
-            }
-            Lookup::Refused => {
-                finish(buf, q_end, qlen, None, u16::from(rcode::REFUSED), rd_cd, 1, q.edns, &mut self.stats)
-            }
+        let catalog = Arc::clone(&self.catalog);
+        let body = match catalog.zone_for(&q.qname, q.qtype) {
+            Lookup::Zone(z) => assemble(buf, q_end, limit(q.edns, buf.len()), z, &q.qname, q.qtype),
+            Lookup::Refused => refused,
         };
-        Some(n)
+        Some(self.finish(buf, q_end, body, rd_cd, 1, q.edns))
+    }
+
+    /// Writes header flags and counts and the OPT record; returns the message and its sum.
+    fn finish(
+        &mut self,
+        buf: &mut [u8],
+        q_end: usize,
+        body: Body,
+        rd_cd: u16,
+        qdcount: u16,
+        edns: Option<Edns>,
+    ) -> Response {
+        let rc = body.rcode;
+        let mut flags: u16 = 0x8000 | rd_cd | (rc & 0x000f);
+        if body.aa {
+            flags |= 0x0400;
+        }
+        if body.tc {
+            flags |= 0x0200;
+            self.stats.truncated += 1;
+        }
+        buf[2..4].copy_from_slice(&flags.to_be_bytes());
+        buf[4..6].copy_from_slice(&qdcount.to_be_bytes());
+        buf[6..8].copy_from_slice(&body.counts[0].to_be_bytes());
+        buf[8..10].copy_from_slice(&body.counts[1].to_be_bytes());
+        let ar = body.counts[2] + u16::from(edns.is_some());
+        buf[10..12].copy_from_slice(&ar.to_be_bytes());
+        let mut sum = checksum::add(body.sum, &buf[..q_end]);
+        let mut end = body.end;
+        if edns.is_some() {
+            let ext = (rc >> 4) as u8;
+            let size = (MAX_UDP as u16).to_be_bytes();
+            let opt = [0, 0, 41, size[0], size[1], ext, 0, 0, 0, 0, 0];
+            buf[end..end + OPT_LEN].copy_from_slice(&opt);
+            sum += sum_at(checksum::fold(checksum::add(0, &opt)), end);
+            end += OPT_LEN;
+        }
+        let slot = match rc {
+            rcode::BADVERS => 7,
+            r if r <= 6 => usize::from(r),
+            _ => 2,
+        };
+        self.stats.rcodes[slot] += 1;
+        Response { len: end, sum: checksum::fold(sum) }
     }
 }
 
-/// Writes header flags and counts, the prepared sections (or none if they do not fit: TC),
-/// and the OPT record; returns the message length.
-#[allow(clippy::too_many_arguments)]
-fn finish(
-    buf: &mut [u8],
-    q_end: usize,
-    qlen: usize,
-    p: Option<&Prepared>,
-    rc: u16,
-    rd_cd: u16,
-    qdcount: u16,
-    edns: Option<Edns>,
-    stats: &mut DnsStats,
-) -> usize {
-    let limit = edns.map(|e| usize::from(e.udp_size)).unwrap_or(512).min(MAX_UDP).min(buf.len());
-    let opt = if edns.is_some() { OPT_LEN } else { 0 };
-    let mut counts = [0u16; 3];
-    let mut aa = false;
-    let mut tc = false;
-    let mut end = q_end;
-    if let Some(p) = p {
-        aa = p.aa;
-        if q_end + p.body.len() + opt <= limit {
-            buf[q_end..q_end + p.body.len()].copy_from_slice(&p.body);
-            for &(at, suffix) in &p.patches {
-                let ptr = 0xc000 | (HEADER_LEN + qlen - usize::from(suffix)) as u16;
-                let at = q_end + usize::from(at);
-                buf[at..at + 2].copy_from_slice(&ptr.to_be_bytes());
+impl Body {
+    fn empty(q_end: usize, rcode: u16) -> Body {
+        Body { start: q_end, end: q_end, counts: [0; 3], sum: 0, rcode, aa: false, tc: false }
+    }
+
+    /// RFC 2181 section 9: a response that does not fit is sent with TC set and nothing
+    /// behind the question, so the client retries over TCP.
+    fn truncated(self) -> Body {
+        Body { end: self.start, counts: [0; 3], sum: 0, tc: true, ..self }
+    }
+}
+
+/// The size a response must fit: the client's EDNS size (512 without EDNS), at most
+/// [`MAX_UDP`], less the OPT record sirocco adds.
+fn limit(edns: Option<Edns>, buf_len: usize) -> usize {
+    match edns {
+        Some(e) => usize::from(e.udp_size.max(512)).min(MAX_UDP).min(buf_len) - OPT_LEN,
+        None => 512.min(buf_len),
+    }
+}
+
+/// Copies the prepared response(s) for the question behind it. A DNAME (rare) makes the
+/// server synthesise the CNAME itself and continue at its target; everything else is one
+/// prepared response.
+fn assemble(buf: &mut [u8], q_end: usize, limit: usize, z: &CompiledZone, qname: &Name, qtype: u16) -> Body {
+    let mut b = Body { aa: true, ..Body::empty(q_end, 0) };
+    let (mut name_at, mut name_len) = (HEADER_LEN, qname.as_wire().len());
+    let mut name = qname.clone();
+    for depth in 0..MAX_CHAIN {
+        match z.lookup(name.as_wire(), qtype) {
+            Step::Answer(p) => {
+                let n = p.body.len();
+                if b.end + n > limit {
+                    return b.truncated();
+                }
+                b.sum += p.write(&mut buf[b.end..b.end + n], b.end, name_at, name_len);
+                b.end += n;
+                for (c, add) in b.counts.iter_mut().zip(p.counts) {
+                    *c += add;
+                }
+                b.rcode = u16::from(p.rcode);
+                if depth == 0 {
+                    b.aa = p.aa;
+                }
+                return b;
             }
-            counts = p.counts;
-            end = q_end + p.body.len();
-        } else {
-            tc = true;
-            stats.truncated += 1;
+            Step::Dname(d) => {
+                let n = d.record.body.len();
+                let prefix = name_len - d.owner_len;
+                let target_len = prefix + d.target.len();
+                let cname_len = 2 + 10 + target_len;
+                if b.end + n + cname_len > limit {
+                    return b.truncated();
+                }
+                b.sum += d.record.write(&mut buf[b.end..b.end + n], b.end, name_at, name_len);
+                b.end += n;
+                b.counts[0] += 1;
+                if target_len > dns::name::MAX_NAME {
+                    b.rcode = u16::from(rcode::YXDOMAIN);
+                    return b;
+                }
+                // The synthesised CNAME: owner is the name being resolved, data the
+                // substituted name, written out in full so later answers can point into it.
+                let start = b.end;
+                let ptr = 0xc000 | name_at as u16;
+                buf[start..start + 2].copy_from_slice(&ptr.to_be_bytes());
+                buf[start + 2..start + 4].copy_from_slice(&rtype::CNAME.to_be_bytes());
+                buf[start + 4..start + 6].copy_from_slice(&class::IN.to_be_bytes());
+                buf[start + 6..start + 10].copy_from_slice(&d.ttl.to_be_bytes());
+                buf[start + 10..start + 12].copy_from_slice(&(target_len as u16).to_be_bytes());
+                let t_at = start + 12;
+                buf.copy_within(name_at..name_at + prefix, t_at);
+                buf[t_at + prefix..t_at + target_len].copy_from_slice(&d.target);
+                let mut s = checksum::add(0, &buf[start..t_at + target_len]);
+                if start & 1 == 1 {
+                    s = u64::from(checksum::fold(s).swap_bytes());
+                }
+                b.sum += s;
+                b.end = t_at + target_len;
+                b.counts[0] += 1;
+                b.rcode = u16::from(rcode::NOERROR);
+                match Name::from_wire(&buf[t_at..t_at + target_len]) {
+                    Ok(t) if t.ends_with(&z.origin) => name = t,
+                    _ => return b,
+                }
+                (name_at, name_len) = (t_at, target_len);
+            }
         }
     }
-    let mut flags: u16 = 0x8000 | rd_cd | (rc & 0x000f);
-    if aa {
-        flags |= 0x0400;
-    }
-    if tc {
-        flags |= 0x0200;
-    }
-    buf[2..4].copy_from_slice(&flags.to_be_bytes());
-    buf[4..6].copy_from_slice(&qdcount.to_be_bytes());
-    buf[6..8].copy_from_slice(&counts[0].to_be_bytes());
-    buf[8..10].copy_from_slice(&counts[1].to_be_bytes());
-    let ar = counts[2] + u16::from(edns.is_some());
-    buf[10..12].copy_from_slice(&ar.to_be_bytes());
-    if edns.is_some() {
-        let ext = (rc >> 4) as u8;
-        let size = (MAX_UDP as u16).to_be_bytes();
-        buf[end..end + OPT_LEN].copy_from_slice(&[0, 0, 41, size[0], size[1], ext, 0, 0, 0, 0, 0]);
-        end += OPT_LEN;
-    }
-    let slot = if rc == rcode::BADVERS { 6 } else { usize::from(rc.min(5)) };
-    stats.rcodes[slot] += 1;
-    end
+    b
 }
 
 impl App for DnsServer {
@@ -147,7 +255,7 @@ impl App for DnsServer {
 
     fn udp(&mut self, _now_ns: u64, d: Datagram<'_>) -> Verdict {
         match self.respond(d.buf, d.len) {
-            Some(n) => Verdict::Reply(n),
+            Some(r) => Verdict::ReplySummed { len: r.len, sum: r.sum },
             None => Verdict::Drop,
         }
     }

@@ -2,7 +2,7 @@
 //! own zone: owner names in lowercase wire form, record data in uncompressed wire form.
 
 use bytes::Bytes;
-use dns::name::Name;
+use dns::name::{wire_ends_with, FnvBuild, Name};
 use dns::rtype;
 use domain::base::iana::Class;
 use domain::base::name::ToName;
@@ -27,23 +27,26 @@ pub struct RRset {
 pub struct Zone {
     /// The apex.
     pub origin: Name,
-    /// Owner name → RRsets.
-    pub nodes: HashMap<Name, Vec<RRset>>,
+    /// Owner name (lowercase wire form) → RRsets.
+    pub nodes: HashMap<Box<[u8]>, Vec<RRset>, FnvBuild>,
     /// Records loaded.
     pub records: usize,
 }
 
 impl Zone {
     /// The RRset of `rtype` at `name`.
-    pub fn rrset(&self, name: &Name, rtype: u16) -> Option<&RRset> {
+    pub fn rrset(&self, name: &[u8], rtype: u16) -> Option<&RRset> {
         self.nodes.get(name)?.iter().find(|r| r.rtype == rtype)
     }
 
     /// The SOA record data at the apex.
     pub fn soa(&self) -> Option<&RRset> {
-        self.rrset(&self.origin, rtype::SOA)
+        self.rrset(self.origin.as_wire(), rtype::SOA)
     }
 }
+
+/// A record as scanned: lowercase wire owner, type, TTL, uncompressed data.
+type Scanned = (Box<[u8]>, u16, u32, Vec<u8>);
 
 const MAX_INCLUDE_DEPTH: usize = 8;
 
@@ -60,18 +63,20 @@ pub fn load_text(path: &Path, text: &[u8], origin: Option<&str>) -> Result<Zone,
         Some(o) => Some(parse_origin(o)?),
         None => None,
     };
-    let mut records: Vec<(Name, u16, u32, Vec<u8>)> = Vec::new();
+    let mut records: Vec<Scanned> = Vec::new();
     scan(path, text, origin_name.clone(), &mut records, 0)?;
-    let origin =
-        match origin_name {
-            Some(o) => dns_name(&o)?,
-            None => records.iter().find(|r| r.1 == rtype::SOA).map(|r| r.0.clone()).ok_or_else(|| {
-                format!("{}: no SOA record, and no origin given (use --zone NAME=FILE)", path.display())
-            })?,
-        };
-    let mut zone = Zone { origin, nodes: HashMap::new(), records: 0 };
+    let origin = match origin_name {
+        Some(o) => dns_name(&o)?,
+        None => {
+            records.iter().find(|r| r.1 == rtype::SOA).map(|r| Name::from_wire(&r.0).expect("valid")).ok_or_else(
+                || format!("{}: no SOA record, and no origin given (use --zone NAME=FILE)", path.display()),
+            )?
+        }
+    };
+    let mut zone = Zone { origin, nodes: HashMap::default(), records: 0 };
     for (owner, t, ttl, rdata) in records {
-        if !owner.ends_with(&zone.origin) {
+        if !wire_ends_with(&owner, zone.origin.as_wire()) {
+            let owner = Name::from_wire(&owner).expect("valid");
             return Err(format!("{}: {owner} is outside the zone {}", path.display(), zone.origin));
         }
         let sets = zone.nodes.entry(owner).or_default();
@@ -117,6 +122,14 @@ fn parse_origin(o: &str) -> Result<domain::base::Name<Bytes>, String> {
     abs.parse::<domain::base::Name<Bytes>>().map_err(|e| format!("bad zone name {o:?}: {e}"))
 }
 
+/// An owner name in lowercase wire form (the scanner only produces valid names).
+fn owner_wire(n: &impl ToName) -> Result<Box<[u8]>, String> {
+    let mut w = Vec::with_capacity(n.compose_len() as usize);
+    n.compose(&mut w).map_err(|_| "name too long".to_string())?;
+    w.make_ascii_lowercase();
+    Ok(w.into_boxed_slice())
+}
+
 fn dns_name(n: &impl ToName) -> Result<Name, String> {
     let mut w = Vec::with_capacity(n.compose_len() as usize);
     n.compose(&mut w).map_err(|_| "name too long".to_string())?;
@@ -127,7 +140,7 @@ fn scan(
     path: &Path,
     text: &[u8],
     origin: Option<domain::base::Name<Bytes>>,
-    out: &mut Vec<(Name, u16, u32, Vec<u8>)>,
+    out: &mut Vec<Scanned>,
     depth: usize,
 ) -> Result<(), String> {
     if depth > MAX_INCLUDE_DEPTH {
@@ -150,7 +163,7 @@ fn scan(
                 if r.class() != Class::IN {
                     return Err(format!("{}: only class IN zones are served (found {})", path.display(), r.class()));
                 }
-                let owner = dns_name(r.owner())?;
+                let owner = owner_wire(r.owner())?;
                 let t = RecordData::rtype(r.data()).to_int();
                 let ttl = r.ttl().as_secs();
                 let mut rdata = Vec::new();
@@ -196,14 +209,14 @@ mod tests {
         let z = load(&p, None).unwrap();
         assert_eq!(z.origin.to_string(), "example.com.");
         let www = Name::from_wire(b"\x03www\x07example\x03com\x00").unwrap();
-        let a = z.rrset(&www, rtype::A).unwrap();
+        let a = z.rrset(www.as_wire(), rtype::A).unwrap();
         assert_eq!(a.rdatas, vec![vec![198, 18, 1, 2], vec![198, 18, 1, 3]], "case-insensitive owners merge");
         assert_eq!(a.ttl, 300, "one TTL per RRset: the lowest");
         let mail = Name::from_wire(b"\x04mail\x07example\x03com\x00").unwrap();
-        assert!(z.rrset(&mail, rtype::A).is_some(), "$INCLUDE read");
+        assert!(z.rrset(mail.as_wire(), rtype::A).is_some(), "$INCLUDE read");
         let gen = Name::from_wire(b"\x03gen\x07example\x03com\x00").unwrap();
-        assert_eq!(z.rrset(&gen, 65534).unwrap().rdatas[0], vec![1, 2, 3], "RFC 3597 generic form");
-        assert_eq!(z.rrset(&z.origin, rtype::NS).unwrap().rdatas.len(), 2);
+        assert_eq!(z.rrset(gen.as_wire(), 65534).unwrap().rdatas[0], vec![1, 2, 3], "RFC 3597 generic form");
+        assert_eq!(z.rrset(z.origin.as_wire(), rtype::NS).unwrap().rdatas.len(), 2);
         let _ = std::fs::remove_file(p);
         let _ = std::fs::remove_file(inc);
     }

@@ -33,6 +33,8 @@ pub mod rtype {
     pub const SRV: u16 = 33;
     /// Delegation name.
     pub const DNAME: u16 = 39;
+    /// Delegation signer.
+    pub const DS: u16 = 43;
     /// EDNS(0) pseudo-record.
     pub const OPT: u16 = 41;
     /// Any type (RFC 8482 answers it minimally).
@@ -45,6 +47,8 @@ pub mod class {
     pub const IN: u16 = 1;
     /// Chaos.
     pub const CH: u16 = 3;
+    /// Any class (QCLASS *).
+    pub const ANY: u16 = 255;
 }
 
 /// Response codes.
@@ -61,6 +65,10 @@ pub mod rcode {
     pub const NOTIMP: u8 = 4;
     /// Refused.
     pub const REFUSED: u8 = 5;
+    /// A name that should not exist does (RFC 6672: a DNAME substitution too long).
+    pub const YXDOMAIN: u8 = 6;
+    /// Not authoritative for the zone.
+    pub const NOTAUTH: u8 = 9;
     /// Bad EDNS version (extended rcode 16: upper bits 1 in the OPT TTL, lower bits 0).
     pub const BADVERS: u16 = 16;
 }

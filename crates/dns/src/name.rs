@@ -109,16 +109,7 @@ impl Name {
 
     /// True if `self` is `other` or below it.
     pub fn ends_with(&self, other: &Name) -> bool {
-        let (a, b) = (self.as_wire(), other.as_wire());
-        if b.len() > a.len() || other.labels > self.labels {
-            return false;
-        }
-        // Compare at a label boundary: walk labels until the remaining suffix has b's length.
-        let mut i = 0;
-        while a.len() - i > b.len() {
-            i += 1 + usize::from(a[i]);
-        }
-        a.len() - i == b.len() && &a[i..] == b
+        other.labels <= self.labels && wire_ends_with(self.as_wire(), other.as_wire())
     }
 
     /// A 64-bit FNV-1a hash of the lowercase wire form.
@@ -126,6 +117,61 @@ impl Name {
         hash_wire(self.as_wire())
     }
 }
+
+/// True if the wire name `a` is `b` or below it (both uncompressed, same case).
+pub fn wire_ends_with(a: &[u8], b: &[u8]) -> bool {
+    if b.len() > a.len() {
+        return false;
+    }
+    // Compare at a label boundary: walk labels until the remaining suffix has b's length.
+    let mut i = 0;
+    while a.len() - i > b.len() {
+        i += 1 + usize::from(a[i]);
+    }
+    a.len() - i == b.len() && &a[i..] == b
+}
+
+/// Offsets where the labels of the wire name `w` start, the root's included (so the last
+/// is `w.len() - 1`); at most 128 fit, as many as a 255-byte name can have.
+pub fn label_starts(w: &[u8], out: &mut [u8; 128]) -> usize {
+    let mut n = 0;
+    let mut i = 0;
+    while i < w.len() && n < out.len() {
+        out[n] = i as u8;
+        n += 1;
+        if w[i] == 0 {
+            break;
+        }
+        i += 1 + usize::from(w[i]);
+    }
+    n
+}
+
+/// FNV-1a as a `Hasher`, for tables keyed by names (the std default, SipHash, costs more
+/// than the rest of a lookup; keys are zone data, not attacker-chosen per query).
+#[derive(Clone, Copy)]
+pub struct Fnv(u64);
+
+impl Default for Fnv {
+    fn default() -> Fnv {
+        Fnv(0xcbf2_9ce4_8422_2325)
+    }
+}
+
+impl std::hash::Hasher for Fnv {
+    fn finish(&self) -> u64 {
+        self.0
+    }
+    fn write(&mut self, bytes: &[u8]) {
+        for &b in bytes {
+            self.0 ^= u64::from(b);
+            self.0 = self.0.wrapping_mul(0x0100_0000_01b3);
+        }
+    }
+}
+
+/// Builds [`Fnv`] hashers.
+pub type FnvBuild = std::hash::BuildHasherDefault<Fnv>;
 
 /// FNV-1a over bytes (names are already lowercase).
 pub fn hash_wire(w: &[u8]) -> u64 {

@@ -26,6 +26,15 @@ pub enum Verdict {
     Echo,
     /// Send `buf[..n]` back to the sender; the engine fixes lengths and checksums.
     Reply(usize),
+    /// As `Reply`, with the one's-complement sum of `buf[..len]` (RFC 1071, folded, not
+    /// complemented) supplied by an application that built the payload from pieces whose
+    /// sums it knew beforehand; the engine then never reads the payload.
+    ReplySummed {
+        /// Payload length.
+        len: usize,
+        /// Folded sum of the payload.
+        sum: u16,
+    },
     /// The application took the datagram and sends nothing back (a sink, a generator's
     /// reply); the buffer is released.
     Consume,

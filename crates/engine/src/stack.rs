@@ -219,8 +219,12 @@ impl Stack {
                 self.counters.udp_replies += 1;
                 Some(end)
             }
-            Verdict::Reply(n) => {
-                let n = n.min(limit - payload);
+            v @ (Verdict::Reply(_) | Verdict::ReplySummed { .. }) => {
+                let (n, known) = match v {
+                    Verdict::ReplySummed { len, sum } if len <= limit - payload => (len, Some(sum)),
+                    Verdict::Reply(n) | Verdict::ReplySummed { len: n, .. } => (n.min(limit - payload), None),
+                    _ => unreachable!("matched above"),
+                };
                 let new_total = (payload + n - hl) as u16;
                 self.turn_around(buf, hl);
                 let (old_total, ihl) = {
@@ -234,7 +238,11 @@ impl Stack {
                 u[2..4].copy_from_slice(&src_port.to_be_bytes());
                 u[4..6].copy_from_slice(&ulen.to_be_bytes());
                 u[6..8].copy_from_slice(&[0, 0]);
-                let sum = checksum::add(checksum::pseudo_header(dst, src, Protocol::UDP, ulen), u);
+                let pseudo = checksum::pseudo_header(dst, src, Protocol::UDP, ulen);
+                let sum = match known {
+                    Some(payload_sum) => checksum::add(pseudo, &u[..udp::HEADER_LEN]) + u64::from(payload_sum),
+                    None => checksum::add(pseudo, u),
+                };
                 let c = match !checksum::fold(sum) {
                     0 => 0xffff,
                     c => c,

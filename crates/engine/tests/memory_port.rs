@@ -37,6 +37,23 @@ impl App for Upper {
     }
 }
 
+/// Replies like `Upper`, but hands the engine the payload's sum (right or, to prove the
+/// engine uses it, deliberately wrong).
+struct Summed {
+    lie: bool,
+}
+impl App for Summed {
+    fn udp_ports(&self) -> Vec<u16> {
+        vec![9]
+    }
+    fn udp(&mut self, _: u64, d: Datagram<'_>) -> Verdict {
+        let n = d.len;
+        d.buf[n..n + 5].copy_from_slice(b" back");
+        let sum = wire::checksum::fold(wire::checksum::add(0, &d.buf[..n + 5]));
+        Verdict::ReplySummed { len: n + 5, sum: if self.lie { sum ^ 1 } else { sum } }
+    }
+}
+
 fn engine<A: App>(app: &A, owns_alone: bool) -> (Engine<MemPort>, Wire) {
     let (port, wire) = MemPort::with_wire(64);
     (Engine::new(port, EngineConfig::new(US, US_MAC, owns_alone, "mem0"), app), wire)
@@ -93,6 +110,21 @@ fn reply_verdict_fixes_lengths_and_checksums() {
     let u = UdpPacket::new_checked(ip.payload()).unwrap();
     assert!(u.verify_checksum(US, PEER));
     assert_eq!(u.payload(), b"ping back");
+}
+
+#[test]
+fn udp_reply_with_a_supplied_payload_sum() {
+    for lie in [false, true] {
+        let mut app = Summed { lie };
+        let (mut e, wire) = engine(&app, false);
+        wire.inject(&udp_frame(9, b"pong"));
+        run(&mut e, &mut app);
+        let out = wire.take_sent();
+        let ip = Ipv4Packet::new_checked(&out[0][14..]).unwrap();
+        let u = UdpPacket::new_checked(ip.payload()).unwrap();
+        assert_eq!(u.payload(), b"pong back");
+        assert_eq!(u.verify_checksum(US, PEER), !lie, "the engine trusts the supplied sum");
+    }
 }
 
 #[test]

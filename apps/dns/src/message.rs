@@ -1,0 +1,277 @@
+//! Prepared responses: the sections of a response as bytes, built once with name
+//! compression, plus the few pointers that depend on where the query name sits and how long
+//! it is. Writing one out is a copy and a handful of two-byte stores.
+
+use dns::name::Name;
+use dns::rtype;
+use std::borrow::Cow;
+
+/// Pointer targets at or above this are relative to the query name, below it to the body.
+const QNAME: u16 = 0x8000;
+/// Compression targets are recorded only this early in a body (pointers reach 0x3fff and the
+/// body starts after the header and question).
+const MAX_TARGET: usize = 0x3000;
+
+/// A compression pointer to fill in when the response is written.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct Patch {
+    /// Offset of the pointer in the body.
+    at: u16,
+    /// `QNAME | n`: the suffix of the query name n bytes long (n = 0: the whole name);
+    /// otherwise an offset in the body.
+    to: u16,
+}
+
+/// A response, minus header and question.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Hash)]
+pub struct Prepared {
+    /// Authoritative answer flag.
+    pub aa: bool,
+    /// Response code (4 bits; YXDOMAIN at most).
+    pub rcode: u8,
+    /// Answer, authority and additional counts.
+    pub counts: [u16; 3],
+    /// The sections' bytes.
+    pub body: Box<[u8]>,
+    patches: Box<[Patch]>,
+    /// One's-complement sum of `body` (pointers left zero), as if it started at an even
+    /// offset: the UDP checksum of a response is then summed from parts.
+    sum: u16,
+}
+
+/// A 16-bit one's-complement sum of bytes that start at message offset `at`: bytes at odd
+/// offsets land in the low half, so an odd start swaps the sum's bytes.
+pub fn sum_at(sum: u16, at: usize) -> u64 {
+    u64::from(if at & 1 == 1 { sum.swap_bytes() } else { sum })
+}
+
+impl Prepared {
+    /// Copies the body to `out` (which must be `body.len()` long and start at message offset
+    /// `at`), pointing name pointers at the query name found at message offset `qname_at`,
+    /// `qname_len` bytes long.
+    /// Returns the sum of what it wrote, for the checksum (see [`sum_at`]).
+    pub fn write(&self, out: &mut [u8], at: usize, qname_at: usize, qname_len: usize) -> u64 {
+        out.copy_from_slice(&self.body);
+        let mut sum = sum_at(self.sum, at);
+        for p in self.patches.iter() {
+            let target = if p.to >= QNAME {
+                let suffix = usize::from(p.to & 0xff);
+                if suffix == 0 {
+                    qname_at
+                } else {
+                    qname_at + qname_len - suffix
+                }
+            } else {
+                at + usize::from(p.to)
+            };
+            let ptr = 0xc000 | (target as u16 & 0x3fff);
+            let i = usize::from(p.at);
+            out[i..i + 2].copy_from_slice(&ptr.to_be_bytes());
+            sum += sum_at(ptr, at + i);
+        }
+        sum
+    }
+
+    /// A hash of everything the response is, for interning.
+    pub fn fingerprint(&self) -> u64 {
+        let mut h = dns::name::hash_wire(&self.body);
+        for p in self.patches.iter() {
+            h = (h ^ (u64::from(p.at) << 16 | u64::from(p.to))).wrapping_mul(0x0100_0000_01b3);
+        }
+        h ^ (u64::from(self.rcode) << 56 | u64::from(self.aa) << 48 | u64::from(self.counts[0]) << 32)
+    }
+
+    /// Heap bytes held.
+    pub fn heap_bytes(&self) -> usize {
+        self.body.len() + self.patches.len() * std::mem::size_of::<Patch>()
+    }
+}
+
+/// Who owns a record in a draft.
+#[derive(Debug, Clone)]
+pub enum Owner<'a> {
+    /// The query name, whatever it is (wildcard answers are shared by all names they match).
+    Qname,
+    /// A name of the zone, lowercase wire form.
+    Name(Cow<'a, [u8]>),
+}
+
+/// One record of a draft.
+#[derive(Debug, Clone)]
+pub struct Rec<'a> {
+    /// Owner.
+    pub owner: Owner<'a>,
+    /// Type.
+    pub rtype: u16,
+    /// TTL.
+    pub ttl: u32,
+    /// Uncompressed record data.
+    pub rdata: Cow<'a, [u8]>,
+}
+
+/// A response under construction: what goes in each section.
+#[derive(Debug, Clone, Default)]
+pub struct Draft<'a> {
+    /// AA flag.
+    pub aa: bool,
+    /// Response code.
+    pub rcode: u8,
+    /// Answer, authority, additional.
+    pub sections: [Vec<Rec<'a>>; 3],
+}
+
+impl<'a> Draft<'a> {
+    /// Adds every record of an RRset to `section`.
+    pub fn push(&mut self, section: usize, owner: Owner<'a>, t: u16, ttl: u32, rdatas: &'a [Vec<u8>]) {
+        for r in rdatas {
+            self.sections[section].push(Rec { owner: owner.clone(), rtype: t, ttl, rdata: Cow::Borrowed(r) });
+        }
+    }
+
+    /// True if `section` already holds a record of this owner and type.
+    pub fn has(&self, section: usize, owner: &[u8], t: u16) -> bool {
+        self.sections[section].iter().any(|r| r.rtype == t && matches!(&r.owner, Owner::Name(n) if &**n == owner))
+    }
+
+    /// Serialises the draft with name compression. `known` is a name the query name always
+    /// ends with (the node's own name, or a wildcard's closest encloser): its suffixes are
+    /// in the question and can be pointed at.
+    pub fn prepare(&self, known: &[u8]) -> Prepared {
+        let mut w = Writer { body: Vec::with_capacity(128), patches: Vec::new(), table: Vec::with_capacity(16) };
+        let k = known;
+        let mut i = 0;
+        while k[i] != 0 {
+            w.table.push((&k[i..], QNAME | (k.len() - i) as u16));
+            i += 1 + usize::from(k[i]);
+        }
+        let mut counts = [0u16; 3];
+        for (s, recs) in self.sections.iter().enumerate() {
+            for r in recs {
+                match &r.owner {
+                    Owner::Qname => w.pointer(QNAME),
+                    Owner::Name(n) => w.name(n),
+                }
+                w.body.extend(r.rtype.to_be_bytes());
+                w.body.extend(1u16.to_be_bytes());
+                w.body.extend(r.ttl.to_be_bytes());
+                let len_at = w.body.len();
+                w.body.extend([0, 0]);
+                w.rdata(r.rtype, &r.rdata);
+                let rdlen = (w.body.len() - len_at - 2) as u16;
+                w.body[len_at..len_at + 2].copy_from_slice(&rdlen.to_be_bytes());
+                counts[s] += 1;
+            }
+        }
+        // The sum with the pointer placeholders (0xc000 each) taken out again.
+        let mut sum = wire::checksum::add(0, &w.body);
+        for p in &w.patches {
+            sum += u64::from(!(sum_at(0xc000, usize::from(p.at)) as u16));
+        }
+        let sum = wire::checksum::fold(sum);
+        Prepared {
+            aa: self.aa,
+            rcode: self.rcode,
+            counts,
+            sum,
+            body: w.body.into_boxed_slice(),
+            patches: w.patches.into_boxed_slice(),
+        }
+    }
+}
+
+struct Writer<'s> {
+    body: Vec<u8>,
+    patches: Vec<Patch>,
+    /// Names (suffixes) already in the message and where.
+    table: Vec<(&'s [u8], u16)>,
+}
+
+impl<'s> Writer<'s> {
+    fn pointer(&mut self, to: u16) {
+        self.patches.push(Patch { at: self.body.len() as u16, to });
+        self.body.extend([0xc0, 0]);
+    }
+
+    /// Writes a name, pointing at the longest suffix already present.
+    fn name(&mut self, wire: &'s [u8]) {
+        let mut i = 0;
+        while wire[i] != 0 {
+            let suffix = &wire[i..];
+            if let Some(&(_, to)) = self.table.iter().find(|(s, _)| *s == suffix) {
+                self.pointer(to);
+                return;
+            }
+            if self.body.len() < MAX_TARGET {
+                self.table.push((suffix, self.body.len() as u16));
+            }
+            let l = 1 + usize::from(wire[i]);
+            self.body.extend_from_slice(&wire[i..i + l]);
+            i += l;
+        }
+        self.body.push(0);
+    }
+
+    /// Record data, with the names of RFC 1035's own types compressed (RFC 3597 section 4
+    /// forbids it for any other type).
+    fn rdata(&mut self, t: u16, rdata: &'s [u8]) {
+        let name_end = |from: usize| Name::read(rdata, from).ok().map(|(_, end)| end);
+        match t {
+            rtype::NS | rtype::CNAME | rtype::PTR if name_end(0) == Some(rdata.len()) => self.name(rdata),
+            rtype::MX if rdata.len() > 2 && name_end(2) == Some(rdata.len()) => {
+                self.body.extend_from_slice(&rdata[..2]);
+                self.name(&rdata[2..]);
+            }
+            rtype::SOA => match name_end(0).and_then(|m| Some((m, name_end(m)?))) {
+                Some((m, r)) if rdata.len() == r + 20 => {
+                    self.name(&rdata[..m]);
+                    self.name(&rdata[m..r]);
+                    self.body.extend_from_slice(&rdata[r..]);
+                }
+                _ => self.body.extend_from_slice(rdata),
+            },
+            _ => self.body.extend_from_slice(rdata),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn name(s: &str) -> Name {
+        let mut w = Vec::new();
+        for l in s.split('.').filter(|l| !l.is_empty()) {
+            w.push(l.len() as u8);
+            w.extend_from_slice(l.as_bytes());
+        }
+        w.push(0);
+        Name::from_wire(&w).unwrap()
+    }
+
+    #[test]
+    fn compresses_against_the_question_and_the_body() {
+        let ns = vec![name("ns1.example.com").as_wire().to_vec(), name("ns.other.net").as_wire().to_vec()];
+        let mut d = Draft { aa: true, ..Default::default() };
+        d.push(0, Owner::Qname, rtype::NS, 60, &ns);
+        let a = vec![vec![198, 18, 0, 1]];
+        let ns1 = name("ns1.example.com");
+        d.push(2, Owner::Name(Cow::Borrowed(ns1.as_wire())), rtype::A, 60, &a);
+        let p = d.prepare(name("example.com").as_wire());
+        assert_eq!(p.counts, [2, 0, 1]);
+        // Message: header, question "example.com" (13 bytes) at 12, qtype/qclass: body at 29.
+        let q = name("example.com");
+        let mut msg = vec![0u8; 29 + p.body.len()];
+        msg[12..25].copy_from_slice(q.as_wire());
+        let mut out = vec![0; p.body.len()];
+        p.write(&mut out, 29, 12, 13);
+        msg[29..].copy_from_slice(&out);
+        // First owner points at the question.
+        assert_eq!(&msg[29..31], &[0xc0, 12]);
+        // ns1 + pointer to example.com in the question.
+        let rd = 29 + 2 + 8 + 2;
+        assert_eq!(&msg[rd..rd + 6], &[3, b'n', b's', b'1', 0xc0, 12]);
+        // The additional record's owner points at "ns1..." in the first record.
+        let (n, _) = Name::read(&msg, msg.len() - 16).unwrap();
+        assert_eq!(n, name("ns1.example.com"));
+    }
+}

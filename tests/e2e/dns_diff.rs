@@ -1,0 +1,412 @@
+//! Differential tests: sirocco dns, NSD and Knot DNS serve the same zones in the server
+//! namespace; a corpus of queries goes to all three from the client namespace, and the
+//! answers must agree where the RFCs say what they must be.
+//!
+//! Compared: rcode (extended included), AA, TC, the answer section (as a set), the SOA in
+//! authority, the NS in authority and the glue of referrals, and the additional addresses
+//! (sirocco's must be among the reference's: NSD also adds the zone's NS and their
+//! addresses to positive answers, which no RFC requires). Deliberate differences:
+//! - ANY (RFC 8482): every server answers one RRset of its own choosing; sirocco's must be
+//!   an RRset the reference gives for that type.
+//! - CHAOS TXT version.bind / id.server: NSD and Knot reveal themselves; sirocco refuses.
+
+use crate::common::*;
+use domain::base::iana::Rtype;
+use domain::base::{Message, ParsedName, Record};
+use domain::rdata::AllRecordData;
+use std::collections::BTreeSet;
+use std::net::UdpSocket;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+const NSD_PORT: u16 = 5301;
+const KNOT_PORT: u16 = 5302;
+
+/// A reference server process, killed on drop.
+struct RefServer {
+    name: &'static str,
+    child: Child,
+    port: u16,
+}
+
+impl Drop for RefServer {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+fn tmpdir(tag: &str) -> PathBuf {
+    let d = std::env::temp_dir().join(format!("sirocco-diff-{}-{tag}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&d);
+    std::fs::create_dir_all(&d).unwrap();
+    d
+}
+
+fn start_nsd(net: &TestNet, dir: &Path, zones: &[(&str, &Path)]) -> RefServer {
+    let mut conf = format!(
+        "server:\n  ip-address: {SERVER}@{NSD_PORT}\n  username: \"\"\n  zonesdir: \"{d}\"\n  database: \"\"\n  \
+         pidfile: \"{d}/nsd.pid\"\n  xfrdfile: \"{d}/xfrd.state\"\n  zonelistfile: \"{d}/zone.list\"\n  \
+         server-count: 1\n  rrl-ratelimit: 0\n  verbosity: 1\nremote-control:\n  control-enable: no\n",
+        d = dir.display()
+    );
+    for (origin, file) in zones {
+        conf += &format!("zone:\n  name: {origin}\n  zonefile: {}\n", file.display());
+    }
+    let path = dir.join("nsd.conf");
+    std::fs::write(&path, conf).unwrap();
+    let child = Command::new("ip")
+        .args(["netns", "exec", &net.srv_ns, "nsd", "-d", "-c"])
+        .arg(&path)
+        .stdout(Stdio::null())
+        .stderr(std::fs::File::create(dir.join("nsd.log")).unwrap())
+        .spawn()
+        .expect("nsd (apt install nsd)");
+    RefServer { name: "NSD", child, port: NSD_PORT }
+}
+
+fn start_knot(net: &TestNet, dir: &Path, zones: &[(&str, &Path)]) -> RefServer {
+    let d = dir.join("knot");
+    std::fs::create_dir_all(&d).unwrap();
+    let mut conf = format!(
+        "server:\n  listen: {SERVER}@{KNOT_PORT}\n  rundir: {d}\nlog:\n  - target: stderr\n    any: warning\n\
+         database:\n  storage: {d}\ntemplate:\n  - id: default\n    storage: {d}\n    journal-content: none\n    \
+         zonefile-sync: -1\nzone:\n",
+        d = d.display()
+    );
+    for (origin, file) in zones {
+        conf += &format!("  - domain: {origin}\n    file: {}\n", file.display());
+    }
+    let path = dir.join("knot.conf");
+    std::fs::write(&path, conf).unwrap();
+    let child = Command::new("ip")
+        .args(["netns", "exec", &net.srv_ns, "knotd", "-c"])
+        .arg(&path)
+        .stdout(Stdio::null())
+        .stderr(std::fs::File::create(dir.join("knot.log")).unwrap())
+        .spawn()
+        .expect("knotd (apt install knot)");
+    RefServer { name: "Knot", child, port: KNOT_PORT }
+}
+
+/// One question of the corpus.
+#[derive(Debug, Clone)]
+struct Q {
+    name: String,
+    qtype: u16,
+    qclass: u16,
+    edns: Option<u16>,
+}
+
+fn wire_name(name: &str) -> Vec<u8> {
+    let mut w = Vec::new();
+    for l in name.trim_end_matches('.').split('.').filter(|l| !l.is_empty()) {
+        w.push(l.len() as u8);
+        w.extend_from_slice(l.as_bytes());
+    }
+    w.push(0);
+    w
+}
+
+fn query(id: u16, q: &Q) -> Vec<u8> {
+    let mut m = id.to_be_bytes().to_vec();
+    m.extend([0, 0, 0, 1, 0, 0, 0, 0, 0, u8::from(q.edns.is_some())]);
+    m.extend(wire_name(&q.name));
+    m.extend(q.qtype.to_be_bytes());
+    m.extend(q.qclass.to_be_bytes());
+    if let Some(size) = q.edns {
+        m.extend([0, 0, 41]);
+        m.extend(size.to_be_bytes());
+        m.extend([0, 0, 0, 0, 0, 0]);
+    }
+    m
+}
+
+/// A response reduced to what is compared.
+#[derive(Debug, Clone, PartialEq, Eq)]
+struct Norm {
+    rcode: u16,
+    aa: bool,
+    tc: bool,
+    answer: BTreeSet<String>,
+    soa: BTreeSet<String>,
+    ns: BTreeSet<String>,
+    addresses: BTreeSet<String>,
+}
+
+type Parsed<'a> = Record<ParsedName<&'a [u8]>, AllRecordData<&'a [u8], ParsedName<&'a [u8]>>>;
+
+fn records(msg: &Message<Vec<u8>>, section: usize) -> Vec<(Rtype, String)> {
+    let sec = match section {
+        0 => msg.answer().unwrap(),
+        1 => msg.authority().unwrap(),
+        _ => msg.additional().unwrap(),
+    };
+    let mut out = Vec::new();
+    for rr in sec {
+        let rr = rr.expect("record parses");
+        let t = rr.rtype();
+        if t == Rtype::OPT {
+            continue;
+        }
+        let r: Parsed<'_> = rr.to_record().expect("record data parses").expect("known");
+        out.push((t, r.to_string().to_ascii_lowercase()));
+    }
+    out
+}
+
+fn normalise(bytes: Vec<u8>) -> Norm {
+    let msg = Message::from_octets(bytes).expect("a DNS message");
+    let h = msg.header();
+    let ext = msg.opt().map(|o| o.rcode(h).to_int()).unwrap_or(u16::from(h.rcode().to_int()));
+    let pick = |s: usize, f: &dyn Fn(Rtype) -> bool| -> BTreeSet<String> {
+        records(&msg, s).into_iter().filter(|(t, _)| f(*t)).map(|(_, r)| r).collect()
+    };
+    Norm {
+        rcode: ext,
+        aa: h.aa(),
+        tc: h.tc(),
+        answer: pick(0, &|_| true),
+        soa: pick(1, &|t| t == Rtype::SOA),
+        ns: pick(1, &|t| t == Rtype::NS),
+        addresses: pick(2, &|t| t == Rtype::A || t == Rtype::AAAA),
+    }
+}
+
+/// Sends `q` and waits for the matching response (three tries).
+fn ask(sock: &UdpSocket, port: u16, id: u16, q: &Q) -> Vec<u8> {
+    let dst = format!("{}:{port}", if port == 53 { SERVER_OWN } else { SERVER });
+    let m = query(id, q);
+    let mut buf = [0u8; 65535];
+    for _ in 0..3 {
+        sock.send_to(&m, &dst).unwrap();
+        let deadline = Instant::now() + Duration::from_secs(2);
+        while Instant::now() < deadline {
+            match sock.recv_from(&mut buf) {
+                Ok((n, _)) if n >= 2 && buf[..2] == id.to_be_bytes() => return buf[..n].to_vec(),
+                Ok(_) => continue,
+                Err(_) => break,
+            }
+        }
+    }
+    panic!("no answer from port {port} to {q:?}");
+}
+
+/// Compares sirocco's answer with a reference server's; Err says how they differ.
+fn compare(sock: &UdpSocket, ours: &Norm, theirs: &Norm, q: &Q, port: u16, id: u16) -> Result<(), String> {
+    // For QCLASS * NSD clears AA and leaves the SOA out of NODATA; sirocco answers as Knot
+    // does, and is held to Knot only there.
+    let aa_matters = q.qclass != 255 || port == KNOT_PORT;
+    if (ours.rcode, ours.tc) != (theirs.rcode, theirs.tc) || (aa_matters && ours.aa != theirs.aa) {
+        return Err(format!(
+            "rcode/aa/tc {:?} vs {:?}",
+            (ours.rcode, ours.aa, ours.tc),
+            (theirs.rcode, theirs.aa, theirs.tc)
+        ));
+    }
+    let through_dname = ours.answer.iter().any(|r| r.split_whitespace().nth(3) == Some("dname"));
+    if q.qtype == 255 && !ours.answer.is_empty() && ours.ns.is_empty() && !through_dname {
+        // RFC 8482: one RRset, which must be what the reference has for that type.
+        let t = ours.answer.iter().next().unwrap().split_whitespace().nth(3).unwrap().to_string();
+        if ours.answer.iter().any(|r| r.split_whitespace().nth(3) != Some(&t)) {
+            return Err(format!("ANY answered with more than one RRset: {:?}", ours.answer));
+        }
+        let qt = match t.strip_prefix("type") {
+            Some(n) => n.parse().unwrap(),
+            None => Rtype::from_mnemonic(t.to_ascii_uppercase().as_bytes()).map(|r| r.to_int()).unwrap(),
+        };
+        let direct = normalise(ask(sock, port, id ^ 0x5555, &Q { qtype: qt, ..q.clone() }));
+        if theirs.answer.is_empty() || ours.answer != direct.answer {
+            return Err(format!("ANY: {:?} is not the reference's {t} RRset {:?}", ours.answer, direct.answer));
+        }
+    } else if ours.answer != theirs.answer {
+        return Err(format!("answer {:?} vs {:?}", ours.answer, theirs.answer));
+    }
+    if ours.soa != theirs.soa && aa_matters {
+        return Err(format!("authority SOA {:?} vs {:?}", ours.soa, theirs.soa));
+    }
+    if !ours.aa && (ours.ns != theirs.ns || ours.addresses != theirs.addresses) {
+        return Err(format!("referral {:?} {:?} vs {:?} {:?}", ours.ns, ours.addresses, theirs.ns, theirs.addresses));
+    }
+    if !ours.addresses.is_subset(&theirs.addresses) {
+        return Err(format!("additional {:?} not in {:?}", ours.addresses, theirs.addresses));
+    }
+    Ok(())
+}
+
+/// Waits until a server answers the zone's SOA query.
+fn wait_ready(sock: &UdpSocket, port: u16, origin: &str, limit: Duration) {
+    let q = Q { name: origin.into(), qtype: 6, qclass: 1, edns: None };
+    let dst = format!("{}:{port}", if port == 53 { SERVER_OWN } else { SERVER });
+    let start = Instant::now();
+    let mut buf = [0u8; 4096];
+    while start.elapsed() < limit {
+        let _ = sock.send_to(&query(1, &q), &dst);
+        if let Ok((n, _)) = sock.recv_from(&mut buf) {
+            if n > 12 && buf[3] & 0x0f == 0 && buf[7] > 0 {
+                return;
+            }
+        }
+        std::thread::sleep(Duration::from_millis(200));
+    }
+    panic!("server on port {port} did not load {origin} within {limit:?}");
+}
+
+/// Letter case games: every other letter upper-cased, for some queries.
+fn mixed_case(s: &str, k: usize) -> String {
+    if !k.is_multiple_of(3) {
+        return s.to_string();
+    }
+    s.chars().enumerate().map(|(i, c)| if i % 2 == 0 { c.to_ascii_uppercase() } else { c }).collect()
+}
+
+/// Runs the corpus against sirocco and the references; returns every disagreement.
+fn run_corpus(net: &TestNet, refs: &[&RefServer], origins: &[String], corpus: Vec<Q>) -> (usize, Vec<String>) {
+    let ports: Vec<(&'static str, u16)> = refs.iter().map(|r| (r.name, r.port)).collect();
+    let origins = origins.to_vec();
+    in_netns(&net.cli_ns, move || {
+        let sock = UdpSocket::bind(format!("{CLIENT}:0")).unwrap();
+        sock.set_read_timeout(Some(Duration::from_millis(500))).unwrap();
+        for o in &origins {
+            wait_ready(&sock, 53, o, Duration::from_secs(120));
+            for &(_, p) in &ports {
+                wait_ready(&sock, p, o, Duration::from_secs(300));
+            }
+        }
+        let mut diffs = Vec::new();
+        for (i, q) in corpus.iter().enumerate() {
+            let id = (i as u16).wrapping_mul(7919).wrapping_add(3);
+            let ours = normalise(ask(&sock, 53, id, q));
+            for &(name, port) in &ports {
+                let theirs = normalise(ask(&sock, port, id, q));
+                if let Err(e) = compare(&sock, &ours, &theirs, q, port, id) {
+                    diffs.push(format!("{name}: {} {} class {} edns {:?}: {e}", q.name, q.qtype, q.qclass, q.edns));
+                }
+            }
+        }
+        (corpus.len(), diffs)
+    })
+}
+
+/// The corpus for a zone: every name with the types it has and the common ones, names
+/// below every name, letter cases, EDNS sizes, ANY, classes, and names outside.
+fn corpus_for(zone: &dns_server::zone::Zone, sample: usize) -> Vec<Q> {
+    let mut names: Vec<(String, Vec<u16>)> =
+        zone.nodes.iter().map(|(n, sets)| (text_name(n), sets.iter().map(|s| s.rtype).collect())).collect();
+    names.sort();
+    let step = (names.len() / sample.max(1)).max(1);
+    let common = [1u16, 28, 2, 15, 16, 6, 5, 43, 33, 255, 65534];
+    let edns = [None, Some(1232), Some(4096), Some(512), None];
+    let mut out = Vec::new();
+    let mut k = 0;
+    for (name, types) in names.iter().step_by(step) {
+        let mut ts: Vec<u16> = common.to_vec();
+        ts.extend(types);
+        ts.sort_unstable();
+        ts.dedup();
+        for t in ts {
+            k += 1;
+            out.push(Q { name: mixed_case(name, k), qtype: t, qclass: 1, edns: edns[k % edns.len()] });
+        }
+        for below in [format!("nx.{name}"), format!("a.b.{name}")] {
+            for t in [1u16, 28, 255] {
+                k += 1;
+                out.push(Q { name: mixed_case(&below, k), qtype: t, qclass: 1, edns: edns[k % edns.len()] });
+            }
+        }
+        out.push(Q { name: name.to_string(), qtype: 1, qclass: 255, edns: None });
+        out.push(Q { name: name.to_string(), qtype: 1, qclass: 3, edns: None });
+    }
+    let origin = zone.origin.to_string();
+    for outside in ["example.org.", "org.", ".", "xn--nxasmq6b.test."] {
+        if !outside.ends_with(&origin) {
+            out.push(Q { name: outside.into(), qtype: 1, qclass: 1, edns: Some(1232) });
+        }
+    }
+    out
+}
+
+/// A wire-format name as text (zone names here are plain letters, digits, '-', '_', '*').
+fn text_name(w: &[u8]) -> String {
+    let mut s = String::new();
+    let mut i = 0;
+    while w[i] != 0 {
+        let l = usize::from(w[i]);
+        s.push_str(std::str::from_utf8(&w[i + 1..i + 1 + l]).unwrap());
+        s.push('.');
+        i += 1 + l;
+    }
+    if s.is_empty() {
+        s.push('.');
+    }
+    s
+}
+
+fn data(file: &str) -> PathBuf {
+    PathBuf::from(format!("{}/../tests/data/{file}", env!("CARGO_MANIFEST_DIR")))
+}
+
+fn differential(zones: &[(&str, PathBuf)], sample: usize) {
+    let net = TestNet::new(1);
+    let dir = tmpdir(&net.name);
+    let specs: Vec<(&str, &Path)> = zones.iter().map(|(o, p)| (*o, p.as_path())).collect();
+    let mut args = vec!["dns", "--iface", &net.srv_if, "--addr", SERVER_OWN];
+    let zone_args: Vec<String> = zones.iter().map(|(o, p)| format!("{o}={}", p.display())).collect();
+    for z in &zone_args {
+        args.extend(["--zone", z.as_str()]);
+    }
+    let s = net.start(&args);
+    let nsd = start_nsd(&net, &dir, &specs);
+    let knot = start_knot(&net, &dir, &specs);
+    let mut corpus = Vec::new();
+    let mut origins = Vec::new();
+    for (o, p) in zones {
+        let z = dns_server::zone::load(p, Some(o)).expect("zone loads");
+        corpus.extend(corpus_for(&z, sample));
+        origins.push(o.to_string());
+    }
+    let (n, diffs) = run_corpus(&net, &[&nsd, &knot], &origins, corpus);
+    drop((nsd, knot));
+    let (status, log) = s.stop();
+    assert!(status.success(), "{log}");
+    let _ = std::fs::remove_dir_all(&dir);
+    assert!(n > 100, "a real corpus ({n} queries)");
+    assert!(diffs.is_empty(), "{} of {n} queries disagree:\n{}", diffs.len(), diffs.join("\n"));
+    // CHAOS identity queries: refused (the deliberate difference).
+}
+
+#[test]
+fn agrees_with_nsd_and_knot_on_the_rules_zone() {
+    differential(&[("example.com", data("rules.zone"))], usize::MAX);
+}
+
+/// A generated zone of `n` names: addresses, IPv6, MX, CNAMEs, TXT under empty
+/// non-terminals, a wildcard and delegations with glue.
+fn generated_zone(dir: &Path, n: usize) -> PathBuf {
+    use std::fmt::Write as _;
+    let mut z = String::with_capacity(n * 30);
+    z += "$ORIGIN gen.test.\n$TTL 300\n@ SOA ns1 hostmaster 1 7200 3600 1209600 60\n@ NS ns1\nns1 A 198.18.3.1\n";
+    z += "*.wild A 198.18.3.2\n*.wild AAAA 2001:db8::2\n";
+    for i in 0..n {
+        let _ = match i % 10 {
+            0..=5 => writeln!(z, "h{i} A 198.18.{}.{}", (i >> 8) & 255, i & 255),
+            6 => writeln!(z, "h{i} AAAA 2001:db8::{:x}:{:x}", i >> 16, i & 0xffff),
+            7 => writeln!(z, "h{i} MX 10 h{}", i - 1),
+            8 => writeln!(z, "h{i} CNAME h{}", i - 8),
+            _ if i % 1000 == 9 => writeln!(z, "s{i} NS ns.s{i}\nns.s{i} A 198.18.4.{}", i % 250),
+            _ => writeln!(z, "h{i}.d{} TXT \"name {i}\"", i % 100),
+        };
+    }
+    let p = dir.join("gen.zone");
+    std::fs::write(&p, z).unwrap();
+    p
+}
+
+#[test]
+fn agrees_with_nsd_and_knot_on_a_million_names() {
+    let dir = tmpdir("gen");
+    let zone = generated_zone(&dir, 1_000_000);
+    differential(&[("gen.test", zone)], 300);
+    let _ = std::fs::remove_dir_all(&dir);
+}
