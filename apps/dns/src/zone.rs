@@ -8,6 +8,7 @@ use domain::base::iana::Class;
 use domain::base::name::ToName;
 use domain::base::rdata::{ComposeRecordData, RecordData};
 use domain::zonefile::inplace::{Entry, Zonefile};
+use std::borrow::Cow;
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 
@@ -146,7 +147,8 @@ fn scan(
     if depth > MAX_INCLUDE_DEPTH {
         return Err(format!("{}: $INCLUDE nested more than {MAX_INCLUDE_DEPTH} deep", path.display()));
     }
-    let mut reader = text;
+    let text = spf_as_generic(path, text)?;
+    let mut reader = &text[..];
     let mut zf = Zonefile::load(&mut reader).map_err(|e| format!("{}: {e}", path.display()))?;
     if let Some(o) = origin.clone() {
         zf.set_origin(o);
@@ -183,6 +185,126 @@ fn scan(
     Ok(())
 }
 
+/// NLnet Labs' scanner knows SPF (type 99, RFC 7208) by name but not its presentation
+/// form, which is TXT's. Single-line SPF records are rewritten to the RFC 3597 generic form
+/// before scanning; line numbers stay as they were.
+fn spf_as_generic<'t>(path: &Path, text: &'t [u8]) -> Result<Cow<'t, [u8]>, String> {
+    if !text.windows(3).any(|w| w.eq_ignore_ascii_case(b"spf")) {
+        return Ok(Cow::Borrowed(text));
+    }
+    let mut out = Vec::with_capacity(text.len() + 64);
+    let mut depth = 0usize;
+    for (n, line) in text.split_inclusive(|&b| b == b'\n').enumerate() {
+        let toks = tokens(line);
+        // The type follows the owner (when the line does not start blank), TTL and class.
+        let mut i = usize::from(!line.first().is_some_and(|c| c.is_ascii_whitespace()));
+        while toks.get(i).is_some_and(|t| {
+            !t.quoted
+                && (t.text.first().is_some_and(u8::is_ascii_digit)
+                    || [&b"in"[..], b"ch", b"hs", b"cs"].iter().any(|c| t.text.eq_ignore_ascii_case(c)))
+        }) {
+            i += 1;
+        }
+        let spf = toks.get(i).filter(|t| !t.quoted && t.text.eq_ignore_ascii_case(b"spf")).map(|_| i);
+        match spf {
+            Some(i) if depth == 0 && toks[..i].iter().all(|t| !t.quoted) => {
+                let rest = &toks[i + 1..];
+                if rest.iter().any(|t| !t.quoted && (t.text == b"(" || t.text == b")")) {
+                    return Err(format!("{}:{}: write SPF records on one line", path.display(), n + 1));
+                }
+                let mut rdata = Vec::new();
+                for t in rest {
+                    let s = unescape(t.text);
+                    if s.len() > 255 {
+                        return Err(format!("{}:{}: SPF string longer than 255 bytes", path.display(), n + 1));
+                    }
+                    rdata.push(s.len() as u8);
+                    rdata.extend(s);
+                }
+                let start = toks[i].start;
+                out.extend_from_slice(&line[..start]);
+                out.extend(format!("TYPE99 \\# {} ", rdata.len()).bytes());
+                for b in rdata {
+                    out.extend(format!("{b:02x}").bytes());
+                }
+                out.push(b'\n');
+            }
+            _ => out.extend_from_slice(line),
+        }
+        for t in toks.iter().filter(|t| !t.quoted) {
+            match t.text {
+                b"(" => depth += 1,
+                b")" => depth = depth.saturating_sub(1),
+                _ => {}
+            }
+        }
+    }
+    Ok(Cow::Owned(out))
+}
+
+struct Token<'a> {
+    start: usize,
+    text: &'a [u8],
+    quoted: bool,
+}
+
+/// The tokens of one line up to its comment: quoted strings (without the quotes), words,
+/// and parentheses on their own.
+fn tokens(line: &[u8]) -> Vec<Token<'_>> {
+    let mut out = Vec::new();
+    let mut i = 0;
+    while i < line.len() {
+        let c = line[i];
+        if c == b';' || c == b'\n' || c == b'\r' {
+            break;
+        } else if c == b' ' || c == b'\t' {
+            i += 1;
+        } else if c == b'(' || c == b')' {
+            out.push(Token { start: i, text: &line[i..i + 1], quoted: false });
+            i += 1;
+        } else if c == b'"' {
+            let mut j = i + 1;
+            while j < line.len() && line[j] != b'"' {
+                j += if line[j] == b'\\' { 2 } else { 1 };
+            }
+            out.push(Token { start: i, text: &line[i + 1..j.min(line.len())], quoted: true });
+            i = j + 1;
+        } else {
+            let mut j = i;
+            while j < line.len() && !b" \t\r\n;()\"".contains(&line[j]) {
+                j += if line[j] == b'\\' { 2 } else { 1 };
+            }
+            let j = j.min(line.len());
+            out.push(Token { start: i, text: &line[i..j], quoted: false });
+            i = j;
+        }
+    }
+    out
+}
+
+/// RFC 1035 5.1 escapes: `\X` is X, `\DDD` the byte with that decimal value.
+fn unescape(s: &[u8]) -> Vec<u8> {
+    let mut out = Vec::with_capacity(s.len());
+    let mut i = 0;
+    while i < s.len() {
+        if s[i] == b'\\' && i + 1 < s.len() {
+            let d = &s[i + 1..(i + 4).min(s.len())];
+            if d.len() == 3 && d.iter().all(u8::is_ascii_digit) {
+                let v = d.iter().fold(0u32, |a, &c| a * 10 + u32::from(c - b'0'));
+                out.push(v.min(255) as u8);
+                i += 4;
+            } else {
+                out.push(s[i + 1]);
+                i += 2;
+            }
+        } else {
+            out.push(s[i]);
+            i += 1;
+        }
+    }
+    out
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -202,7 +324,7 @@ mod tests {
                 "$ORIGIN example.com.\n$TTL 3600\n@ IN SOA ns1 hostmaster ( 2024010101 ; serial\n 7200 3600 1209600 300 )\n\
                  \tIN NS ns1\n\tIN NS ns2.example.net.\nns1 IN A 198.18.1.1\nwww 300 IN A 198.18.1.2\n\
                  WWW IN A 198.18.1.3\ntxt IN TXT \"hello world\" \"two\"\n\
-                 gen IN TYPE65534 \\# 3 010203\n$INCLUDE {}\n",
+                 gen IN TYPE65534 \\# 3 010203\nspf 60 IN SPF \"v=spf1 \\\"a\\\" -all\" x\\065 ; SPF\n$INCLUDE {}\n",
                 inc.display()
             ),
         );
@@ -217,6 +339,8 @@ mod tests {
         let gen = Name::from_wire(b"\x03gen\x07example\x03com\x00").unwrap();
         assert_eq!(z.rrset(gen.as_wire(), 65534).unwrap().rdatas[0], vec![1, 2, 3], "RFC 3597 generic form");
         assert_eq!(z.rrset(z.origin.as_wire(), rtype::NS).unwrap().rdatas.len(), 2);
+        let spf = Name::from_wire(b"\x03spf\x07example\x03com\x00").unwrap();
+        assert_eq!(z.rrset(spf.as_wire(), 99).unwrap().rdatas[0], b"\x0fv=spf1 \"a\" -all\x02xA".to_vec(), "SPF");
         let _ = std::fs::remove_file(p);
         let _ = std::fs::remove_file(inc);
     }
