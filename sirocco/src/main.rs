@@ -1,6 +1,7 @@
 //! `sirocco`: the one command-line tool of the sirocco dataplane.
 
 mod dataplane;
+mod dns_cmd;
 mod gen_report;
 mod signals;
 mod testnet;
@@ -29,11 +30,11 @@ enum Cmd {
     Echo(EchoArgs),
     /// Authoritative DNS server answering from responses compiled at load time (Namestorm).
     ///
-    /// PARTIAL: exact matches (with NS/MX/SRV target addresses), CNAME at the name, NXDOMAIN/NODATA with the SOA, empty
-    /// non-terminals, referrals with glue, REFUSED outside the zones, EDNS(0) and truncation
-    /// work; wildcards, DNAME, CNAME chains, ANY (RFC 8482),
-    /// CHAOS and SIGHUP reload do not yet.
-    Dns(DnsArgs),
+    /// Every answer (exact, CNAME chain, wildcard, referral, NXDOMAIN/NODATA, ANY per RFC
+    /// 8482) is prepared when the zones load; DNAME answers are synthesised per query. SIGHUP
+    /// reloads the zones (a zone that fails keeps the old ones serving). UDP only for now:
+    /// truncated answers send clients to TCP, which sirocco does not serve yet.
+    Dns(dns_cmd::DnsArgs),
     /// Load generators (the load side of the benchmarks).
     #[command(subcommand)]
     Gen(GenCmd),
@@ -43,14 +44,14 @@ enum Cmd {
 }
 
 #[derive(Args, Clone)]
-struct DataplaneArgs {
-    /// Network interface to serve.
+pub struct DataplaneArgs {
+    /// Network interface to serve (required).
     #[arg(long, value_name = "IF")]
-    iface: String,
-    /// IPv4 address to serve. If the kernel has it on IF, sirocco shares it (ARP and ping stay
-    /// with the kernel); otherwise sirocco owns it and answers ARP and ping itself.
+    iface: Option<String>,
+    /// IPv4 address to serve (required). If the kernel has it on IF, sirocco shares it (ARP
+    /// and ping stay with the kernel); otherwise sirocco owns it and answers ARP and ping itself.
     #[arg(long, value_name = "IPv4")]
-    addr: Ipv4Addr,
+    addr: Option<Ipv4Addr>,
     /// Number of NIC queues to serve, one engine thread each [default: all of IF's queues].
     #[arg(long, value_name = "N")]
     queues: Option<u32>,
@@ -82,10 +83,12 @@ struct DataplaneArgs {
 }
 
 impl DataplaneArgs {
-    fn options(&self, quiet: bool) -> Options {
-        Options {
-            iface: self.iface.clone(),
-            addr: self.addr.into(),
+    fn options(&self, quiet: bool) -> Result<Options, String> {
+        let iface = self.iface.clone().ok_or("--iface IF is required")?;
+        let addr = self.addr.ok_or("--addr IPv4 is required")?;
+        Ok(Options {
+            iface,
+            addr: addr.into(),
             queues: self.queues,
             batch: usize::from(self.batch),
             stats: self.stats,
@@ -94,7 +97,7 @@ impl DataplaneArgs {
             force_copy: self.copy,
             quiet,
             idle_spins: self.idle_spins,
-        }
+        })
     }
 }
 
@@ -104,21 +107,6 @@ struct EchoArgs {
     dp: DataplaneArgs,
     /// UDP port to echo on.
     #[arg(long, default_value_t = 7, value_parser = clap::value_parser!(u16).range(1..))]
-    port: u16,
-    /// Stop after this many seconds [default: run until SIGINT/SIGTERM].
-    #[arg(long, value_name = "SECS")]
-    duration: Option<f64>,
-}
-
-#[derive(Args)]
-struct DnsArgs {
-    #[command(flatten)]
-    dp: DataplaneArgs,
-    /// A zone file, as FILE (origin from its $ORIGIN or SOA owner) or NAME=FILE; repeatable.
-    #[arg(long, value_name = "[NAME=]FILE", required = true)]
-    zone: Vec<String>,
-    /// UDP port.
-    #[arg(long, default_value_t = 53, value_parser = clap::value_parser!(u16).range(1..))]
     port: u16,
     /// Stop after this many seconds [default: run until SIGINT/SIGTERM].
     #[arg(long, value_name = "SECS")]
@@ -188,7 +176,7 @@ enum TestnetCmd {
     },
 }
 
-fn secs(v: f64, what: &str) -> Result<Duration, String> {
+pub(crate) fn secs(v: f64, what: &str) -> Result<Duration, String> {
     if v.is_finite() && (0.0..=86_400.0 * 365.0).contains(&v) {
         Ok(Duration::from_secs_f64(v))
     } else {
@@ -203,7 +191,7 @@ fn echo(a: EchoArgs) -> Result<(), String> {
     };
     let port = a.port;
     let out = dataplane::run(
-        &a.dp.options(false),
+        &a.dp.options(false)?,
         &[(Protocol::UDP, port)],
         |_| echo::UdpEcho::new(port),
         until,
@@ -216,72 +204,13 @@ fn echo(a: EchoArgs) -> Result<(), String> {
     Ok(())
 }
 
-fn dns(a: DnsArgs) -> Result<(), String> {
-    let until = match a.duration {
-        Some(d) => Until::Elapsed(secs(d, "--duration")?),
-        None => Until::Signal,
-    };
-    let mut compiled = Vec::new();
-    let started = std::time::Instant::now();
-    for spec in &a.zone {
-        let (origin, file) = match spec.split_once('=') {
-            Some((n, f)) => (Some(n), f),
-            None => (None, spec.as_str()),
-        };
-        let t0 = std::time::Instant::now();
-        let z = dns_server::zone::load(std::path::Path::new(file), origin)?;
-        let t1 = std::time::Instant::now();
-        let c = dns_server::CompiledZone::compile(&z);
-        eprintln!(
-            "sirocco: zone {} from {file}: {} records, {} names, {} distinct responses, {} bytes compiled ({:.0} per name); loaded in {:.2} s, compiled in {:.2} s",
-            c.origin,
-            z.records,
-            c.names(),
-            c.responses(),
-            c.memory_bytes(),
-            c.memory_bytes() as f64 / c.names().max(1) as f64,
-            (t1 - t0).as_secs_f64(),
-            t1.elapsed().as_secs_f64()
-        );
-        compiled.push(c);
-    }
-    eprintln!("sirocco: zones compiled in {:.2} s", started.elapsed().as_secs_f64());
-    let catalog = std::sync::Arc::new(dns_server::Catalog::new(compiled));
-    let port = a.port;
-    let out = dataplane::run(
-        &a.dp.options(false),
-        &[(Protocol::UDP, port)],
-        |_| dns_server::DnsServer::new(catalog.clone(), port),
-        until,
-        &format!("dns on port {port}"),
-    )?;
-    dataplane::print_counters(&out);
-    let mut rc = [0u64; 8];
-    let (mut tc, mut dropped) = (0, 0);
-    for (_, s) in &out.engines {
-        for (i, v) in s.stats.rcodes.iter().enumerate() {
-            rc[i] += v;
-        }
-        tc += s.stats.truncated;
-        dropped += s.stats.dropped;
-    }
-    println!(
-        "dns: noerror {} formerr {} servfail {} nxdomain {} notimp {} refused {} yxdomain {} badvers {} | truncated {tc} dropped {dropped}",
-        rc[0], rc[1], rc[2], rc[3], rc[4], rc[5], rc[6], rc[7]
-    );
-    if let Some(p) = &a.dp.counters {
-        dataplane::write_counters_json(&out, p)?;
-    }
-    Ok(())
-}
-
 fn gen_udp(a: GenUdpArgs) -> Result<(), String> {
     let duration = secs(a.duration, "--duration")?;
     let drain = secs(a.drain, "--drain")?;
     if u32::from(a.src_port) + u32::from(a.flows) > 65536 {
         return Err("--src-port + --flows must stay below 65536".into());
     }
-    let opts = a.dp.options(true);
+    let opts = a.dp.options(true)?;
     resolve_through_kernel(&opts, a.dst.into())?;
     let queues = a.dp.queues.unwrap_or(1).max(1);
     let opts = Options { queues: Some(queues), ..opts };
@@ -332,7 +261,7 @@ fn main() {
     signals::install();
     let r = match cli.cmd {
         Cmd::Echo(a) => echo(a),
-        Cmd::Dns(a) => dns(a),
+        Cmd::Dns(a) => dns_cmd::run(a),
         Cmd::Gen(GenCmd::Udp(a)) => gen_udp(a),
         Cmd::Testnet(TestnetCmd::Up { name, queues, bench }) => io::iface::require_root()
             .map_err(|e| e.to_string())

@@ -7,6 +7,7 @@ mod capture;
 mod cli;
 mod dns;
 mod dns_diff;
+mod dns_reload;
 mod echo;
 mod gen;
 mod lifecycle;

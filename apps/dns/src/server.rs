@@ -7,7 +7,8 @@ use crate::resolve::MAX_CHAIN;
 use dns::name::Name;
 use dns::{class, rcode, rtype, Edns, Query, QueryError, HEADER_LEN};
 use engine::{App, Datagram, Verdict};
-use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
 use wire::checksum;
 
 /// Largest UDP response sirocco sends (the DNS flag day 2020 size), whatever the client offers.
@@ -35,9 +36,39 @@ pub struct Response {
     pub sum: u16,
 }
 
+/// The catalog every engine serves, replaceable while they run (SIGHUP reload): a new one
+/// is published with a new generation, and each engine picks it up at its next loop
+/// iteration — between batches, never inside one.
+pub struct SharedCatalog {
+    generation: AtomicU64,
+    current: Mutex<Arc<Catalog>>,
+}
+
+impl SharedCatalog {
+    /// Starts with `c`.
+    pub fn new(c: Catalog) -> Arc<SharedCatalog> {
+        Arc::new(SharedCatalog { generation: AtomicU64::new(0), current: Mutex::new(Arc::new(c)) })
+    }
+
+    /// Publishes `c`; returns the catalog it replaces (whose last holder frees it).
+    pub fn replace(&self, c: Catalog) -> Arc<Catalog> {
+        let mut g = self.current.lock().unwrap_or_else(|e| e.into_inner());
+        let old = std::mem::replace(&mut *g, Arc::new(c));
+        self.generation.fetch_add(1, Ordering::Release);
+        old
+    }
+
+    /// The catalog now published and its generation.
+    pub fn current(&self) -> (Arc<Catalog>, u64) {
+        let g = self.current.lock().unwrap_or_else(|e| e.into_inner());
+        (Arc::clone(&g), self.generation.load(Ordering::Acquire))
+    }
+}
+
 /// The DNS server for one engine.
 pub struct DnsServer {
     catalog: Arc<Catalog>,
+    shared: Option<(Arc<SharedCatalog>, u64)>,
     port: u16,
     /// Counters.
     pub stats: DnsStats,
@@ -57,12 +88,22 @@ struct Body {
 impl DnsServer {
     /// Serves `catalog` on UDP `port`.
     pub fn new(catalog: Arc<Catalog>, port: u16) -> Self {
-        DnsServer { catalog, port, stats: DnsStats::default() }
+        DnsServer { catalog, shared: None, port, stats: DnsStats::default() }
     }
 
-    /// Serves `catalog` from now on (a reload); queries in flight were answered from the old.
-    pub fn set_catalog(&mut self, catalog: Arc<Catalog>) {
-        self.catalog = catalog;
+    /// Serves what `shared` publishes, switching when it changes.
+    pub fn shared(shared: Arc<SharedCatalog>, port: u16) -> Self {
+        let (catalog, generation) = shared.current();
+        DnsServer { catalog, shared: Some((shared, generation)), port, stats: DnsStats::default() }
+    }
+
+    /// Switches to a newly published catalog, if there is one.
+    pub fn refresh(&mut self) {
+        if let Some((shared, seen)) = &mut self.shared {
+            if shared.generation.load(Ordering::Acquire) != *seen {
+                (self.catalog, *seen) = shared.current();
+            }
+        }
     }
 
     /// The catalog served.
@@ -251,6 +292,12 @@ fn assemble(buf: &mut [u8], q_end: usize, limit: usize, z: &CompiledZone, qname:
 impl App for DnsServer {
     fn udp_ports(&self) -> Vec<u16> {
         vec![self.port]
+    }
+
+    fn produce(&mut self, _now_ns: u64, _out: &mut dyn engine::Originate) -> usize {
+        // Called once per engine loop iteration: the place to switch catalogs.
+        self.refresh();
+        0
     }
 
     fn udp(&mut self, _now_ns: u64, d: Datagram<'_>) -> Verdict {
