@@ -145,3 +145,29 @@ fn malformed_queries_get_formerr_or_silence_and_the_server_goes_on() {
     assert!(st.success(), "{log}");
     assert!(log.contains("dropped 2"), "{log}");
 }
+
+#[test]
+fn dnsperf_gets_every_query_answered() {
+    let net = TestNet::new(1);
+    let z = zone();
+    let s = net.start(&["dns", "--iface", &net.srv_if, "--addr", SERVER_OWN, "--zone", &z]);
+    let queries = std::env::temp_dir().join(format!("sirocco-dnsperf-{}.txt", std::process::id()));
+    std::fs::write(&queries, "www.example.com A\nnope.example.com A\nexample.com MX\nWWW.EXAMPLE.COM AAAA\n").unwrap();
+    let out = net.exec(
+        &net.cli_ns,
+        &["dnsperf", "-s", SERVER_OWN, "-d", queries.to_str().unwrap(), "-l", "3", "-Q", "2000", "-t", "2"],
+    );
+    let text = String::from_utf8_lossy(&out.stdout).to_string();
+    assert!(out.status.success(), "dnsperf: {text}{}", String::from_utf8_lossy(&out.stderr));
+    let field = |name: &str| -> u64 {
+        let line = text.lines().find(|l| l.trim_start().starts_with(name)).unwrap_or_else(|| panic!("{name}: {text}"));
+        line.split(':').nth(1).unwrap().split_whitespace().next().unwrap().parse().unwrap()
+    };
+    let (sent, completed, lost) = (field("Queries sent"), field("Queries completed"), field("Queries lost"));
+    assert!(sent > 1000, "{text}");
+    assert_eq!((completed, lost), (sent, 0), "every query answered: {text}");
+    assert!(text.contains("NOERROR") && text.contains("NXDOMAIN"), "{text}");
+    let (st, log) = s.stop();
+    assert!(st.success(), "{log}");
+    let _ = std::fs::remove_file(queries);
+}
