@@ -101,13 +101,15 @@ impl Filter {
             Err(drv) => match prog.attach_to_if_index(ifindex, XdpFlags::SKB_MODE) {
                 Ok(_) => AttachMode::Generic,
                 Err(skb) => {
-                    let busy = format!("{drv}{skb}").contains("busy") || format!("{drv:?}").contains("EBUSY");
-                    let hint = if busy {
-                        "another XDP program is attached to the interface (see `ip link show dev IF`)"
+                    let busy = format!("{drv:?}{skb:?}").contains("busy");
+                    return Err(err(if busy {
+                        format!(
+                            "cannot attach the XDP filter to {iface}: an XDP program of another program is attached \
+                             (`ip -d link show dev {iface}` names it; `ip link set dev {iface} xdp off` removes it)"
+                        )
                     } else {
-                        "the interface or kernel lacks XDP support"
-                    };
-                    return Err(err(format!("cannot attach the XDP filter to {iface}: {drv:?}; {hint}")));
+                        format!("cannot attach the XDP filter to {iface}: {drv:?}; the interface or kernel lacks XDP support")
+                    }));
                 }
             },
         };
