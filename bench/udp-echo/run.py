@@ -8,7 +8,10 @@ server-core busy CPU-seconds per million replies (from /proc/stat), the server p
 CPU-seconds (from /proc/PID/stat), and p50/p99 round-trip latency. Writes JSON, a markdown
 table and a plot to bench/results/."""
 
-import json, os, platform, signal, statistics, subprocess, sys, time
+import json, os, platform, signal, subprocess, sys, time
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+from lib import sh, ns, cpu_busy, proc_cpu, median_of, SRV_CPU, GEN_CPU  # noqa: E402
 
 ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -22,34 +25,6 @@ REPS = int(os.environ.get("REPS", "3"))
 RATES = [int(r) for r in os.environ.get("RATES", "100000,200000,400000,600000,800000,0").split(",")]
 SIZE = int(os.environ.get("SIZE", "64"))
 SERVERS = os.environ.get("SERVERS", "sirocco,kernel,xdp_tx").split(",")
-SRV_CPU, GEN_CPU = 1, 0
-
-
-def sh(*args, check=True, **kw):
-    return subprocess.run(list(args), check=check, capture_output=True, text=True, **kw)
-
-
-def ns(n, *args, **kw):
-    return sh("ip", "netns", "exec", n, *args, **kw)
-
-
-def cpu_busy(cpu):
-    with open("/proc/stat") as f:
-        for line in f:
-            if line.startswith(f"cpu{cpu} "):
-                v = [int(x) for x in line.split()[1:]]
-                idle = v[3] + v[4]
-                return (sum(v[:8]) - idle) / os.sysconf("SC_CLK_TCK")
-    raise RuntimeError("no cpu line")
-
-
-def proc_cpu(pid):
-    if pid is None:
-        return None
-    with open(f"/proc/{pid}/stat") as f:
-        s = f.read()
-    fields = s[s.rindex(")") + 2:].split()  # the name may contain spaces
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
 class Server:
@@ -109,11 +84,6 @@ def one_run(server, rate):
         "proc_us_per_reply": ((p1 - p0) / replies * 1e6) if (p0 is not None and replies) else None,
         "p50_us": g["rtt_ns"]["p50"] / 1000, "p99_us": g["rtt_ns"]["p99"] / 1000,
     }
-
-
-def median_of(runs, key):
-    vals = [r[key] for r in runs if r[key] is not None]
-    return statistics.median(vals) if vals else None
 
 
 def build():

@@ -32,6 +32,17 @@ pub struct DnsArgs {
     /// Stop after this many seconds [default: run until SIGINT/SIGTERM].
     #[arg(long, value_name = "SECS")]
     pub duration: Option<f64>,
+    /// How question names become lookup keys: `wire` hashes the name where it lies in the
+    /// query, case-insensitively; `decompress` copies it out lowercased first (the thesis's
+    /// two modes; the benchmark compares them).
+    #[arg(long, value_enum, default_value_t = KeyModeArg::Wire)]
+    pub key_mode: KeyModeArg,
+}
+
+#[derive(clap::ValueEnum, Clone, Copy)]
+pub enum KeyModeArg {
+    Wire,
+    Decompress,
 }
 
 /// The config file.
@@ -164,7 +175,13 @@ pub fn run(a: DnsArgs) -> Result<(), String> {
     let out = dataplane::run(
         &opts,
         &[(Protocol::UDP, port)],
-        |_| dns_server::DnsServer::shared(shared.clone(), port),
+        |_| {
+            let mode = match a.key_mode {
+                KeyModeArg::Wire => dns_server::KeyMode::Wire,
+                KeyModeArg::Decompress => dns_server::KeyMode::Decompress,
+            };
+            dns_server::DnsServer::shared(shared.clone(), port).with_key_mode(mode)
+        },
         until,
         &format!("dns on port {port}"),
     );

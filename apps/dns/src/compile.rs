@@ -7,7 +7,7 @@
 use crate::message::{Draft, Owner, Prepared};
 use crate::resolve::{any_choice, Found, View, MAX_CHAIN};
 use crate::zone::Zone;
-use dns::name::{hash_wire, FnvBuild, Name};
+use dns::name::{hash_wire, hash_wire_ci, wire_ends_with, FnvBuild, Name};
 use dns::{rcode, rtype};
 use std::borrow::Cow;
 use std::collections::HashMap;
@@ -191,8 +191,9 @@ impl CompiledZone {
         self.table[slot] = ((h >> 32) as u32, i as u32 + 1);
     }
 
+    /// The node named `wire` (any letter case).
     fn node_index(&self, wire: &[u8]) -> Option<usize> {
-        let h = hash_wire(wire);
+        let h = hash_wire_ci(wire);
         let tag = (h >> 32) as u32;
         let mask = self.table.len() - 1;
         let mut slot = h as usize & mask;
@@ -201,7 +202,7 @@ impl CompiledZone {
             if i == 0 {
                 return None;
             }
-            if t == tag && &*self.nodes[i as usize - 1].name == wire {
+            if t == tag && self.nodes[i as usize - 1].name.eq_ignore_ascii_case(wire) {
                 return Some(i as usize - 1);
             }
             slot = (slot + 1) & mask;
@@ -235,7 +236,7 @@ impl CompiledZone {
         &self.responses[i as usize]
     }
 
-    /// The response for the lowercase wire name `w` (in this zone) and `qtype`.
+    /// The response for the wire name `w` (in this zone, any letter case) and `qtype`.
     pub fn lookup(&self, w: &[u8], qtype: u16) -> Step<'_> {
         if let Some(i) = self.node_index(w) {
             return Step::Answer(self.answer(&self.nodes[i], qtype));
@@ -311,15 +312,15 @@ impl Catalog {
 
     /// The zone that answers a question. DS at the apex of a zone is answered by its
     /// parent zone when sirocco serves that too (RFC 4035 section 3.1.4.1).
-    pub fn zone_for(&self, qname: &Name, qtype: u16) -> Lookup<'_> {
+    pub fn zone_for(&self, qname: &[u8], qtype: u16) -> Lookup<'_> {
         let mut found = None;
         for z in &self.zones {
-            if !qname.ends_with(&z.origin) {
+            if !wire_ends_with(qname, z.origin.as_wire()) {
                 continue;
             }
             if found.is_none() {
                 found = Some(z);
-                if !(qtype == rtype::DS && qname == &z.origin) {
+                if !(qtype == rtype::DS && qname.len() == z.origin.as_wire().len()) {
                     break;
                 }
             } else {

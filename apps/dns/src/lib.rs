@@ -8,4 +8,5 @@ pub mod server;
 pub mod zone;
 
 pub use compile::{Catalog, CompiledZone};
+pub use dns::KeyMode;
 pub use server::DnsServer;

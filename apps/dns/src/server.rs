@@ -4,8 +4,8 @@
 use crate::compile::{Catalog, CompiledZone, Lookup, Step};
 use crate::message::sum_at;
 use crate::resolve::MAX_CHAIN;
-use dns::name::Name;
-use dns::{class, rcode, rtype, Edns, Query, QueryError, HEADER_LEN};
+use dns::name::{wire_ends_with, Name};
+use dns::{class, rcode, rtype, Edns, KeyMode, QName, Query, QueryError, HEADER_LEN};
 use engine::{App, Datagram, Verdict};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
@@ -70,6 +70,7 @@ pub struct DnsServer {
     catalog: Arc<Catalog>,
     shared: Option<(Arc<SharedCatalog>, u64)>,
     port: u16,
+    mode: KeyMode,
     /// Counters.
     pub stats: DnsStats,
 }
@@ -88,13 +89,25 @@ struct Body {
 impl DnsServer {
     /// Serves `catalog` on UDP `port`.
     pub fn new(catalog: Arc<Catalog>, port: u16) -> Self {
-        DnsServer { catalog, shared: None, port, stats: DnsStats::default() }
+        DnsServer { catalog, shared: None, port, mode: KeyMode::default(), stats: DnsStats::default() }
     }
 
     /// Serves what `shared` publishes, switching when it changes.
     pub fn shared(shared: Arc<SharedCatalog>, port: u16) -> Self {
         let (catalog, generation) = shared.current();
-        DnsServer { catalog, shared: Some((shared, generation)), port, stats: DnsStats::default() }
+        DnsServer {
+            catalog,
+            shared: Some((shared, generation)),
+            port,
+            mode: KeyMode::default(),
+            stats: DnsStats::default(),
+        }
+    }
+
+    /// Keys question names as `mode` says.
+    pub fn with_key_mode(mut self, mode: KeyMode) -> Self {
+        self.mode = mode;
+        self
     }
 
     /// Switches to a newly published catalog, if there is one.
@@ -113,7 +126,7 @@ impl DnsServer {
 
     /// Builds the response to the message `buf[..len]` in place; None to stay silent.
     pub fn respond(&mut self, buf: &mut [u8], len: usize) -> Option<Response> {
-        let q = match Query::parse(&buf[..len]) {
+        let q = match Query::parse_keyed(&buf[..len], self.mode) {
             Ok(q) => q,
             Err(QueryError::Drop) => {
                 self.stats.dropped += 1;
@@ -128,15 +141,17 @@ impl DnsServer {
             }
         };
         let rd_cd = (u16::from(q.rd) << 8) | (u16::from(q.cd) << 4);
-        let qlen = q.qname.as_wire().len();
+        let qlen = q.qname(buf).len();
         let mut q_end = q.question_end;
-        if q_end - 4 - HEADER_LEN != qlen {
-            // The question name was compressed: write it out in full so that pointers into
-            // it (which the prepared responses use) mean what they should.
-            let tail = [buf[q_end - 4], buf[q_end - 3], buf[q_end - 2], buf[q_end - 1]];
-            buf[HEADER_LEN..HEADER_LEN + qlen].copy_from_slice(q.qname.as_wire());
-            buf[HEADER_LEN + qlen..HEADER_LEN + qlen + 4].copy_from_slice(&tail);
-            q_end = HEADER_LEN + qlen + 4;
+        if let QName::Copied(n) = &q.qname {
+            if q_end - 4 - HEADER_LEN != qlen {
+                // The question name was compressed: write it out in full so that pointers
+                // into it (which the prepared responses use) mean what they should.
+                let tail = [buf[q_end - 4], buf[q_end - 3], buf[q_end - 2], buf[q_end - 1]];
+                buf[HEADER_LEN..HEADER_LEN + qlen].copy_from_slice(n.as_wire());
+                buf[HEADER_LEN + qlen..HEADER_LEN + qlen + 4].copy_from_slice(&tail);
+                q_end = HEADER_LEN + qlen + 4;
+            }
         }
         let refused = Body::empty(q_end, u16::from(rcode::REFUSED));
         if q.qclass != class::IN && q.qclass != class::ANY {
@@ -145,8 +160,18 @@ impl DnsServer {
             return Some(self.finish(buf, q_end, refused, rd_cd, 1, q.edns));
         }
         let catalog = Arc::clone(&self.catalog);
-        let body = match catalog.zone_for(&q.qname, q.qtype) {
-            Lookup::Zone(z) => assemble(buf, q_end, limit(q.edns, buf.len()), z, &q.qname, q.qtype),
+        // The key: the copy (decompress mode) or the bytes in the query (wire mode).
+        let copied = match &q.qname {
+            QName::Copied(n) => Some(n),
+            QName::InPlace(_) => None,
+        };
+        let lim = limit(q.edns, buf.len());
+        let key = |buf: &[u8]| -> Lookup<'_> {
+            let w = copied.map(|n| n.as_wire()).unwrap_or(&buf[HEADER_LEN..HEADER_LEN + qlen]);
+            catalog.zone_for(w, q.qtype)
+        };
+        let body = match key(buf) {
+            Lookup::Zone(z) => assemble(buf, q_end, lim, z, copied, qlen, q.qtype),
             Lookup::Refused => refused,
         };
         Some(self.finish(buf, q_end, body, rd_cd, 1, q.edns))
@@ -221,12 +246,23 @@ fn limit(edns: Option<Edns>, buf_len: usize) -> usize {
 /// Copies the prepared response(s) for the question behind it. A DNAME (rare) makes the
 /// server synthesise the CNAME itself and continue at its target; everything else is one
 /// prepared response.
-fn assemble(buf: &mut [u8], q_end: usize, limit: usize, z: &CompiledZone, qname: &Name, qtype: u16) -> Body {
+fn assemble(
+    buf: &mut [u8],
+    q_end: usize,
+    limit: usize,
+    z: &CompiledZone,
+    copied: Option<&Name>,
+    qlen: usize,
+    qtype: u16,
+) -> Body {
     let mut b = Body { aa: true, ..Body::empty(q_end, 0) };
-    let (mut name_at, mut name_len) = (HEADER_LEN, qname.as_wire().len());
-    let mut name = qname.clone();
+    let (mut name_at, mut name_len) = (HEADER_LEN, qlen);
     for depth in 0..MAX_CHAIN {
-        match z.lookup(name.as_wire(), qtype) {
+        let step = match copied.filter(|_| depth == 0) {
+            Some(n) => z.lookup(n.as_wire(), qtype),
+            None => z.lookup(&buf[name_at..name_at + name_len], qtype),
+        };
+        match step {
             Step::Answer(p) => {
                 let n = p.body.len();
                 if b.end + n > limit {
@@ -278,9 +314,8 @@ fn assemble(buf: &mut [u8], q_end: usize, limit: usize, z: &CompiledZone, qname:
                 b.end = t_at + target_len;
                 b.counts[0] += 1;
                 b.rcode = u16::from(rcode::NOERROR);
-                match Name::from_wire(&buf[t_at..t_at + target_len]) {
-                    Ok(t) if t.ends_with(&z.origin) => name = t,
-                    _ => return b,
+                if !wire_ends_with(&buf[t_at..t_at + target_len], z.origin.as_wire()) {
+                    return b;
                 }
                 (name_at, name_len) = (t_at, target_len);
             }

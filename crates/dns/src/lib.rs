@@ -9,7 +9,7 @@ pub mod name;
 pub mod query;
 
 pub use name::{Name, NameError};
-pub use query::{Edns, Query, QueryError};
+pub use query::{Edns, KeyMode, QName, Query, QueryError};
 
 /// Record types sirocco names in code.
 pub mod rtype {

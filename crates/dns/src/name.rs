@@ -87,6 +87,31 @@ impl Name {
         }
     }
 
+    /// Checks the name at `pos` in `msg` in place, without copying it: Ok(Some(length)) for
+    /// a name of plain labels, Ok(None) if it uses compression (read it with [`Name::read`]).
+    pub fn scan(msg: &[u8], mut pos: usize) -> Result<Option<usize>, NameError> {
+        let start = pos;
+        loop {
+            let b = *msg.get(pos).ok_or(NameError::Truncated)?;
+            match b & 0xc0 {
+                0x00 => {
+                    pos += 1 + usize::from(b);
+                    if pos - start > MAX_NAME {
+                        return Err(NameError::TooLong);
+                    }
+                    if pos > msg.len() {
+                        return Err(NameError::Truncated);
+                    }
+                    if b == 0 {
+                        return Ok(Some(pos - start));
+                    }
+                }
+                0xc0 => return Ok(None),
+                _ => return Err(NameError::BadLabel),
+            }
+        }
+    }
+
     /// Builds a name from wire bytes (uncompressed), lowercasing it.
     pub fn from_wire(wire: &[u8]) -> Result<Name, NameError> {
         let (n, end) = Name::read(wire, 0)?;
@@ -118,7 +143,7 @@ impl Name {
     }
 }
 
-/// True if the wire name `a` is `b` or below it (both uncompressed, same case).
+/// True if the wire name `a` is `b` or below it (both uncompressed; letter case ignored).
 pub fn wire_ends_with(a: &[u8], b: &[u8]) -> bool {
     if b.len() > a.len() {
         return false;
@@ -128,7 +153,7 @@ pub fn wire_ends_with(a: &[u8], b: &[u8]) -> bool {
     while a.len() - i > b.len() {
         i += 1 + usize::from(a[i]);
     }
-    a.len() - i == b.len() && &a[i..] == b
+    a.len() - i == b.len() && a[i..].eq_ignore_ascii_case(b)
 }
 
 /// Offsets where the labels of the wire name `w` start, the root's included (so the last
@@ -172,6 +197,17 @@ impl std::hash::Hasher for Fnv {
 
 /// Builds [`Fnv`] hashers.
 pub type FnvBuild = std::hash::BuildHasherDefault<Fnv>;
+
+/// FNV-1a over bytes, lowercased on the way: the same hash for a name in any letter case,
+/// computed on the query bytes in place (the thesis's wire-format key).
+pub fn hash_wire_ci(w: &[u8]) -> u64 {
+    let mut h = 0xcbf2_9ce4_8422_2325u64;
+    for &b in w {
+        h ^= u64::from(b.to_ascii_lowercase());
+        h = h.wrapping_mul(0x0100_0000_01b3);
+    }
+    h
+}
 
 /// FNV-1a over bytes (names are already lowercase).
 pub fn hash_wire(w: &[u8]) -> u64 {

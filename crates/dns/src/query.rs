@@ -14,6 +14,29 @@ pub struct Edns {
     pub dnssec_ok: bool,
 }
 
+/// How the question name is turned into a lookup key — the two modes of the Namestorm
+/// thesis.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum KeyMode {
+    /// Hash the name where it lies in the query, case-insensitively; only a compressed name
+    /// (rare) is copied out.
+    #[default]
+    Wire,
+    /// Decompress and lowercase the name into a buffer first, then hash that.
+    Decompress,
+}
+
+/// Where the question name is.
+#[derive(Debug, Clone)]
+// Boxing the copy would allocate per query; the value lives on the stack for one query.
+#[allow(clippy::large_enum_variant)]
+pub enum QName {
+    /// In the message right after the header, uncompressed, this many bytes, client's case.
+    InPlace(usize),
+    /// Decompressed and lowercased.
+    Copied(Name),
+}
+
 /// A valid query.
 #[derive(Debug, Clone)]
 pub struct Query {
@@ -23,8 +46,8 @@ pub struct Query {
     pub rd: bool,
     /// Checking disabled (copied into the response).
     pub cd: bool,
-    /// The question name, decompressed and lowercased.
-    pub qname: Name,
+    /// The question name.
+    pub qname: QName,
     /// Question type.
     pub qtype: u16,
     /// Question class.
@@ -62,8 +85,21 @@ fn formerr(question_end: Option<usize>) -> QueryError {
 }
 
 impl Query {
-    /// Parses and validates a query message.
+    /// Parses and validates a query message, decompressing the question name.
     pub fn parse(m: &[u8]) -> Result<Query, QueryError> {
+        Query::parse_keyed(m, KeyMode::Decompress)
+    }
+
+    /// The question name in wire form: in place in `m` (the message parsed), or the copy.
+    pub fn qname<'a>(&'a self, m: &'a [u8]) -> &'a [u8] {
+        match &self.qname {
+            QName::InPlace(len) => &m[HEADER_LEN..HEADER_LEN + len],
+            QName::Copied(n) => n.as_wire(),
+        }
+    }
+
+    /// Parses and validates a query message, keying the name as `mode` says.
+    pub fn parse_keyed(m: &[u8], mode: KeyMode) -> Result<Query, QueryError> {
         if m.len() < HEADER_LEN {
             return Err(QueryError::Drop);
         }
@@ -74,7 +110,7 @@ impl Query {
         let (qd, an, ns, ar) = (be16(m, 4).unwrap(), be16(m, 6).unwrap(), be16(m, 8).unwrap(), be16(m, 10).unwrap());
         let opcode = ((flags >> 11) & 0xf) as u8;
         // Read the question if there is exactly one, for the echo even in error answers.
-        let question = if qd == 1 { read_question(m).ok() } else { None };
+        let question = if qd == 1 { read_question(m, mode).ok() } else { None };
         if opcode != 0 {
             return Err(QueryError::Respond {
                 rcode: u16::from(rcode::NOTIMP),
@@ -113,8 +149,18 @@ impl Query {
     }
 }
 
-fn read_question(m: &[u8]) -> Result<(Name, u16, u16, usize), NameError> {
-    let (name, at) = Name::read(m, HEADER_LEN)?;
+fn read_question(m: &[u8], mode: KeyMode) -> Result<(QName, u16, u16, usize), NameError> {
+    let plain = match mode {
+        KeyMode::Wire => Name::scan(m, HEADER_LEN)?,
+        KeyMode::Decompress => None,
+    };
+    let (name, at) = match plain {
+        Some(len) => (QName::InPlace(len), HEADER_LEN + len),
+        None => {
+            let (n, at) = Name::read(m, HEADER_LEN)?;
+            (QName::Copied(n), at)
+        }
+    };
     let qtype = be16(m, at).ok_or(NameError::Truncated)?;
     let qclass = be16(m, at + 2).ok_or(NameError::Truncated)?;
     Ok((name, qtype, qclass, at + 4))
@@ -182,7 +228,7 @@ mod tests {
         let q = Query::parse(&query(None)).unwrap();
         assert_eq!(q.id, 0xbeef);
         assert!(q.rd);
-        assert_eq!(q.qname.to_string(), "example.com.");
+        assert!(matches!(&q.qname, QName::Copied(n) if n.to_string() == "example.com."));
         assert_eq!((q.qtype, q.qclass), (1, 1));
         assert_eq!(q.question_end, 12 + 13 + 4);
         assert_eq!(q.edns, None);

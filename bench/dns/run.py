@@ -1,0 +1,264 @@
+#!/usr/bin/env python3
+"""DNS benchmark: sirocco dns vs Knot DNS in XDP mode vs NSD, in one run, each confined to
+the server core (CPU 1, a cpuset: Knot pins its own workers otherwise) with the server
+veth's NAPI thread, driven by kxdpgun on CPU 0 (placement of BENCHMARKING.md).
+
+Zones of ZONES names (default 10, 10000, 1000000) are generated with a realistic mix
+(addresses, IPv6, MX, CNAME, TXT under empty non-terminals, a wildcard); the queries hit
+existing names with their types, CNAMEs, the wildcard, and names that do not exist
+(NXDOMAIN, about a fifth). For each server, zone and offered rate (RATES, queries/s),
+REPS runs of SECS seconds: answers/s from kxdpgun, the server core's busy CPU-seconds
+(/proc/stat) and the server processes' own CPU-seconds per million answers, the rcode mix.
+A sample of answers is checked with kdig against what the zone says before each server is
+measured. Writes bench/results/dns.{json,md,png}."""
+
+import json, os, platform, random, re, signal, subprocess, sys, time
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+from lib import sh, ns, cpu_busy, median_of, Cpuset, SRV_CPU, GEN_CPU  # noqa: E402
+
+ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
+OUT = os.path.join(ROOT, "bench", "results")
+WORK = os.path.join(ROOT, "target", "bench", "dns")
+SIROCCO = os.path.join(ROOT, "target", "release", "sirocco")
+NET = "bd"
+SRV_NS, CLI_NS, SRV_IF, CLI_IF = f"{NET}-srv", f"{NET}-cli", f"{NET}-s", f"{NET}-c"
+SERVER_ADDR = "198.18.0.1"
+SECS = float(os.environ.get("SECS", "10"))
+REPS = int(os.environ.get("REPS", "3"))
+RATES = [int(r) for r in os.environ.get("RATES", "200000,300000,400000,1000000").split(",")]
+ZONES = [int(z) for z in os.environ.get("ZONES", "10,10000,1000000").split(",")]
+SERVERS = os.environ.get("SERVERS", "sirocco,knot-xdp,nsd").split(",")
+ORIGIN = "bench.test"
+
+
+def zone_and_queries(n):
+    """Writes a zone of about n names and a query file; returns their paths and a sample of
+    (name, type, expected rcode, expected substring of the answer)."""
+    zpath = os.path.join(WORK, f"zone-{n}.zone")
+    qpath = os.path.join(WORK, f"queries-{n}.txt")
+    rnd = random.Random(n)
+    lines = [f"$ORIGIN {ORIGIN}.", "$TTL 300", "@ SOA ns1 hostmaster 1 7200 3600 1209600 60", "@ NS ns1",
+             "ns1 A 198.18.3.1", "*.wild A 198.18.3.2"]
+    kinds = []
+    for i in range(n):
+        k = i % 10
+        if k < 6:
+            lines.append(f"h{i} A 198.18.{(i >> 8) & 255}.{i & 255}")
+            kinds.append((f"h{i}", "A", f"198.18.{(i >> 8) & 255}.{i & 255}"))
+        elif k == 6:
+            lines.append(f"h{i} AAAA 2001:db8::{i >> 16:x}:{i & 0xffff:x}")
+            kinds.append((f"h{i}", "AAAA", "2001:db8::"))
+        elif k == 7:
+            lines.append(f"h{i} MX 10 ns1")
+            kinds.append((f"h{i}", "MX", "ns1"))
+        elif k == 8:
+            lines.append(f"h{i} CNAME ns1")
+            kinds.append((f"h{i}", "A", "198.18.3.1"))
+        else:
+            lines.append(f"h{i}.d{i % 100} TXT \"name {i}\"")
+            kinds.append((f"h{i}.d{i % 100}", "TXT", f"name {i}"))
+    with open(zpath, "w") as f:
+        f.write("\n".join(lines) + "\n")
+    queries, sample = [], []
+    for j in range(max(1000, min(n, 100000))):
+        r = rnd.random()
+        if r < 0.7 and kinds:
+            name, t, want = kinds[rnd.randrange(len(kinds))]
+            q = (f"{name}.{ORIGIN}.", t, "NOERROR", want)
+        elif r < 0.8:
+            q = (f"w{j}.wild.{ORIGIN}.", "A", "NOERROR", "198.18.3.2")
+        else:
+            q = (f"nx{j}.{ORIGIN}.", "A", "NXDOMAIN", "SOA")
+        queries.append(q)
+    with open(qpath, "w") as f:
+        f.write("".join(f"{q[0]} {q[1]}\n" for q in queries))
+    sample = [queries[rnd.randrange(len(queries))] for _ in range(20)]
+    return zpath, qpath, sample
+
+
+class Server:
+    def __init__(self, kind, zone, cpuset):
+        self.kind, self.zone, self.cpuset, self.proc = kind, zone, cpuset, None
+        self.dir = os.path.join(WORK, kind)
+        os.makedirs(self.dir, exist_ok=True)
+
+    def argv(self):
+        if self.kind == "sirocco":
+            return [SIROCCO, "dns", "--iface", SRV_IF, "--addr", SERVER_ADDR, "--queues", "1", "--cpus", str(SRV_CPU),
+                    "--zone", f"{ORIGIN}={self.zone}"]
+        if self.kind == "knot-xdp":
+            d = self.dir
+            conf = os.path.join(d, "knot.conf")
+            with open(conf, "w") as f:
+                f.write(f"server:\n  listen: {SERVER_ADDR}@53\n  rundir: {d}\n  udp-workers: 1\n  tcp-workers: 1\n"
+                        f"  background-workers: 1\nxdp:\n  listen: {SRV_IF}@53\n  udp: on\nlog:\n  - target: stderr\n"
+                        f"    any: warning\ndatabase:\n  storage: {d}\ntemplate:\n  - id: default\n    storage: {d}\n"
+                        f"    journal-content: none\n    zonefile-sync: -1\nzone:\n  - domain: {ORIGIN}\n    file: {self.zone}\n")
+            return ["knotd", "-c", conf]
+        if self.kind == "nsd":
+            d = self.dir
+            conf = os.path.join(d, "nsd.conf")
+            with open(conf, "w") as f:
+                f.write(f"server:\n  ip-address: {SERVER_ADDR}@53\n  username: \"\"\n  zonesdir: \"{d}\"\n  database: \"\"\n"
+                        f"  pidfile: \"{d}/nsd.pid\"\n  xfrdfile: \"{d}/xfrd.state\"\n  zonelistfile: \"{d}/zone.list\"\n"
+                        f"  server-count: 1\n  rrl-ratelimit: 0\n  verbosity: 0\nremote-control:\n  control-enable: no\n"
+                        f"zone:\n  name: {ORIGIN}\n  zonefile: {self.zone}\n")
+            return ["nsd", "-d", "-c", conf]
+        raise ValueError(self.kind)
+
+    def start(self):
+        self.log = open(os.path.join(self.dir, "server.log"), "w")
+        self.proc = subprocess.Popen(self.cpuset.wrap(["ip", "netns", "exec", SRV_NS] + self.argv()),
+                                     stdout=self.log, stderr=self.log, start_new_session=True)
+        deadline = time.time() + 600
+        while time.time() < deadline:
+            if self.proc.poll() is not None:
+                raise RuntimeError(f"{self.kind} exited: see {self.dir}/server.log")
+            r = ns(CLI_NS, "kdig", f"@{SERVER_ADDR}", "+time=1", "+retry=0", f"{ORIGIN}.", "SOA", check=False)
+            if "status: NOERROR" in r.stdout and "ANSWER: 1" in r.stdout:
+                return
+            time.sleep(0.5)
+        raise RuntimeError(f"{self.kind} did not answer within 600 s")
+
+    def stop(self):
+        if self.proc:
+            os.killpg(self.proc.pid, signal.SIGTERM)
+            try:
+                self.proc.wait(timeout=30)
+            except subprocess.TimeoutExpired:
+                os.killpg(self.proc.pid, signal.SIGKILL)
+                self.proc.wait()
+            self.log.close()
+        # Knot leaves its XDP program on the interface.
+        ns(SRV_NS, "ip", "link", "set", "dev", SRV_IF, "xdp", "off", check=False)
+
+
+def check_sample(sample):
+    """kdig each sampled query; returns (right, total)."""
+    right = 0
+    for name, t, rcode, want in sample:
+        r = ns(CLI_NS, "kdig", f"@{SERVER_ADDR}", "+time=1", "+retry=2", name, t, check=False)
+        if f"status: {rcode}" in r.stdout and want in r.stdout:
+            right += 1
+        else:
+            print(f"  wrong answer for {name} {t}: {r.stdout}", flush=True)
+    return right, len(sample)
+
+
+def one_run(cpuset, qpath, rate):
+    b0, p0 = cpu_busy(SRV_CPU), cpuset.cpu()
+    r = ns(CLI_NS, "taskset", "-c", str(GEN_CPU), "kxdpgun", "-t", str(int(SECS)), "-Q", str(rate), "-F", str(GEN_CPU),
+           "-i", qpath, "-I", CLI_IF, SERVER_ADDR, check=False)
+    b1, p1 = cpu_busy(SRV_CPU), cpuset.cpu()
+    out = r.stdout + r.stderr
+    m = re.search(r"total queries:\s+(\d+) \((\d+) pps\)", out)
+    a = re.search(r"total replies:\s+(\d+) \((\d+) pps\)", out)
+    if not (m and a):
+        raise RuntimeError(f"kxdpgun: {out}")
+    sent, answers = int(m.group(1)), int(a.group(1))
+    rcodes = {k: int(v) for k, v in re.findall(r"responded (\w+):\s+(\d+)", out)}
+    return {
+        "offered_qps": rate, "sent_qps": int(m.group(2)), "answers_ps": answers / SECS, "answered": answers / max(sent, 1),
+        "core_busy_s": b1 - b0, "proc_cpu_s": p1 - p0,
+        "core_s_per_m": (b1 - b0) / answers * 1e6 if answers else None,
+        "proc_s_per_m": (p1 - p0) / answers * 1e6 if answers else None,
+        "nxdomain_share": rcodes.get("NXDOMAIN", 0) / max(answers, 1), "rcodes": rcodes,
+    }
+
+
+def main():
+    if os.geteuid() != 0:
+        sys.exit("bench: needs root")
+    if os.cpu_count() < 2:
+        sys.exit("bench: needs 2 CPUs (server on CPU 1, generator on CPU 0)")
+    os.makedirs(WORK, exist_ok=True)
+    sh("cargo", "build", "--release", "-q", "-p", "sirocco", cwd=ROOT)
+    sh(SIROCCO, "testnet", "down", "--name", NET, check=False)
+    sh(SIROCCO, "testnet", "up", "--name", NET, "--queues", "1", "--bench")
+    cpuset = Cpuset("sirocco-bench-server", SRV_CPU)
+    results = {}
+    try:
+        for n in ZONES:
+            zpath, qpath, sample = zone_and_queries(n)
+            for kind in SERVERS:
+                srv = Server(kind, zpath, cpuset)
+                t = time.time()
+                srv.start()
+                load_s = time.time() - t
+                try:
+                    right, total = check_sample(sample)
+                    points = []
+                    for rate in RATES:
+                        runs = [one_run(cpuset, qpath, rate) for _ in range(REPS)]
+                        p = {k: median_of(runs, k) for k in runs[0] if k not in ("rcodes",)}
+                        p["offered_qps"], p["runs"] = rate, runs
+                        points.append(p)
+                        print(f"{kind:9} {n:>8} names, offered {rate:>8}: {p['answers_ps']:>9.0f} answers/s "
+                              f"({p['answered'] * 100:.0f}% answered), core {p['core_s_per_m'] or 0:.2f} s/M, "
+                              f"process {p['proc_s_per_m'] or 0:.2f} s/M", flush=True)
+                finally:
+                    srv.stop()
+                results.setdefault(str(n), {})[kind] = {"load_s": load_s, "sample_right": right, "sample": total,
+                                                        "points": points}
+    finally:
+        sh(SIROCCO, "testnet", "down", "--name", NET, check=False)
+        cpuset.remove()
+    write(results)
+
+
+def best(entry):
+    return max(entry["points"], key=lambda p: p["answers_ps"]) if entry else None
+
+
+def write(results):
+    os.makedirs(OUT, exist_ok=True)
+    stamp = time.strftime("%Y-%m-%d")
+    meta = {"date": stamp, "kernel": platform.release(), "cpus": os.cpu_count(), "secs": SECS, "reps": REPS,
+            "rates": RATES, "placement": "servers in a cpuset on CPU 1 with the server veth's NAPI thread; kxdpgun on CPU 0",
+            "knot": sh("knotd", "--version", check=False).stdout.strip(), "nsd": sh("nsd", "-v", check=False).stderr.strip()}
+    with open(os.path.join(OUT, "dns.json"), "w") as f:
+        json.dump({"meta": meta, "results": results}, f, indent=1)
+    lines = [f"# Authoritative DNS over UDP ({stamp}, kernel {meta['kernel']})", "",
+             f"Median of {REPS} runs of {SECS:.0f} s per point; best point over offered rates {RATES} per server. "
+             "Each server confined to CPU 1 (with the server veth's NAPI thread), kxdpgun on CPU 0.", "",
+             "| zone names | server | answers/s | answered | server core CPU-s per M answers | server processes CPU-s per M | sample right | load s |",
+             "|---|---|---|---|---|---|---|---|"]
+    for n, per in results.items():
+        for kind, e in per.items():
+            b = best(e)
+            lines.append(f"| {n} | {kind} | {b['answers_ps']:.0f} | {b['answered'] * 100:.0f}% | {b['core_s_per_m']:.2f} | "
+                         f"{b['proc_s_per_m']:.2f} | {e['sample_right']}/{e['sample']} | {e['load_s']:.1f} |")
+    lines += ["", "## Ratios (best point of each)", ""]
+    for n, per in results.items():
+        s = best(per.get("sirocco"))
+        for peer in ("knot-xdp", "nsd"):
+            p = best(per.get(peer))
+            if s and p:
+                lines.append(f"- {n} names, sirocco / {peer}: answers/s **{s['answers_ps'] / p['answers_ps']:.2f}×**, "
+                             f"answers per server-core CPU-second **{p['core_s_per_m'] / s['core_s_per_m']:.2f}×**")
+    with open(os.path.join(OUT, "dns.md"), "w") as f:
+        f.write("\n".join(lines) + "\n")
+    print("\n".join(lines))
+    try:
+        import matplotlib
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+        fig, axes = plt.subplots(1, len(results), figsize=(4.5 * len(results), 4), squeeze=False)
+        for ax, (n, per) in zip(axes[0], results.items()):
+            for kind, e in per.items():
+                ax.plot([p["sent_qps"] / 1e3 for p in e["points"]], [p["answers_ps"] / 1e3 for p in e["points"]],
+                        marker="o", label=kind)
+            ax.set_title(f"{n} names")
+            ax.set_xlabel("offered (k queries/s, as sent)")
+            ax.set_ylabel("answers (k/s)")
+            ax.grid(alpha=0.3)
+            ax.legend()
+        fig.tight_layout()
+        fig.savefig(os.path.join(OUT, "dns.png"), dpi=110)
+    except ImportError:
+        print("bench: matplotlib missing, no plot (apt-get install python3-matplotlib)")
+
+
+if __name__ == "__main__":
+    main()
