@@ -15,7 +15,7 @@ measured. Writes bench/results/dns.{json,md,png}."""
 import json, os, platform, random, re, signal, subprocess, sys, time
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
-from lib import sh, ns, cpu_busy, median_of, Cpuset, SRV_CPU, GEN_CPU  # noqa: E402
+from lib import sh, ns, cpu_busy, proc_cpu, median_of, Cpuset, SRV_CPU, GEN_CPU  # noqa: E402
 
 ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
 OUT = os.path.join(ROOT, "bench", "results")
@@ -26,9 +26,9 @@ SRV_NS, CLI_NS, SRV_IF, CLI_IF = f"{NET}-srv", f"{NET}-cli", f"{NET}-s", f"{NET}
 SERVER_ADDR = "198.18.0.1"
 SECS = float(os.environ.get("SECS", "10"))
 REPS = int(os.environ.get("REPS", "3"))
-RATES = [int(r) for r in os.environ.get("RATES", "200000,300000,400000,1000000").split(",")]
+RATES = [int(r) for r in os.environ.get("RATES", "250000,400000,1000000").split(",")]
 ZONES = [int(z) for z in os.environ.get("ZONES", "10,10000,1000000").split(",")]
-SERVERS = os.environ.get("SERVERS", "sirocco,knot-xdp,nsd").split(",")
+SERVERS = os.environ.get("SERVERS", "sirocco,sirocco-decompress,sirocco-echo,knot-xdp,nsd").split(",")
 ORIGIN = "bench.test"
 
 
@@ -84,9 +84,15 @@ class Server:
         os.makedirs(self.dir, exist_ok=True)
 
     def argv(self):
-        if self.kind == "sirocco":
+        if self.kind == "sirocco-echo":
+            # The same engine answering every query with the query itself: what answering
+            # costs on top of the dataplane. Same idle policy as the DNS server.
+            return [SIROCCO, "echo", "--iface", SRV_IF, "--addr", SERVER_ADDR, "--port", "53", "--queues", "1",
+                    "--cpus", str(SRV_CPU), "--idle-spins", "0"]
+        if self.kind in ("sirocco", "sirocco-decompress"):
+            mode = "decompress" if self.kind == "sirocco-decompress" else "wire"
             return [SIROCCO, "dns", "--iface", SRV_IF, "--addr", SERVER_ADDR, "--queues", "1", "--cpus", str(SRV_CPU),
-                    "--zone", f"{ORIGIN}={self.zone}"]
+                    "--key-mode", mode, "--zone", f"{ORIGIN}={self.zone}"] + os.environ.get("SIROCCO_ARGS", "").split()
         if self.kind == "knot-xdp":
             d = self.dir
             conf = os.path.join(d, "knot.conf")
@@ -109,10 +115,16 @@ class Server:
 
     def start(self):
         self.log = open(os.path.join(self.dir, "server.log"), "w")
-        self.proc = subprocess.Popen(self.cpuset.wrap(["ip", "netns", "exec", SRV_NS] + self.argv()),
-                                     stdout=self.log, stderr=self.log, start_new_session=True)
+        argv = ["ip", "netns", "exec", SRV_NS] + self.argv()
+        # sirocco pins its engine itself (--cpus) and is started with taskset like the echo
+        # benchmark's servers; the cpuset is for servers that set their own affinity.
+        argv = ["taskset", "-c", str(SRV_CPU)] + argv if self.kind.startswith("sirocco") else self.cpuset.wrap(argv)
+        self.proc = subprocess.Popen(argv, stdout=self.log, stderr=self.log, start_new_session=True)
         deadline = time.time() + 600
         while time.time() < deadline:
+            if self.kind == "sirocco-echo":
+                time.sleep(1.5)
+                return
             if self.proc.poll() is not None:
                 raise RuntimeError(f"{self.kind} exited: see {self.dir}/server.log")
             r = ns(CLI_NS, "kdig", f"@{SERVER_ADDR}", "+time=1", "+retry=0", f"{ORIGIN}.", "SOA", check=False)
@@ -120,6 +132,12 @@ class Server:
                 return
             time.sleep(0.5)
         raise RuntimeError(f"{self.kind} did not answer within 600 s")
+
+    def cpu(self):
+        """CPU-seconds of the server's processes so far."""
+        if self.kind.startswith("sirocco"):
+            return proc_cpu(self.proc.pid) or 0
+        return self.cpuset.cpu()
 
     def stop(self):
         if self.proc:
@@ -146,11 +164,11 @@ def check_sample(sample):
     return right, len(sample)
 
 
-def one_run(cpuset, qpath, rate):
-    b0, p0 = cpu_busy(SRV_CPU), cpuset.cpu()
+def one_run(srv, qpath, rate):
+    b0, p0 = cpu_busy(SRV_CPU), srv.cpu()
     r = ns(CLI_NS, "taskset", "-c", str(GEN_CPU), "kxdpgun", "-t", str(int(SECS)), "-Q", str(rate), "-F", str(GEN_CPU),
            "-i", qpath, "-I", CLI_IF, SERVER_ADDR, check=False)
-    b1, p1 = cpu_busy(SRV_CPU), cpuset.cpu()
+    b1, p1 = cpu_busy(SRV_CPU), srv.cpu()
     out = r.stdout + r.stderr
     m = re.search(r"total queries:\s+(\d+) \((\d+) pps\)", out)
     a = re.search(r"total replies:\s+(\d+) \((\d+) pps\)", out)
@@ -182,15 +200,17 @@ def main():
         for n in ZONES:
             zpath, qpath, sample = zone_and_queries(n)
             for kind in SERVERS:
+                if kind == "sirocco-echo" and n != ZONES[0]:
+                    continue  # the echo does not read the zone
                 srv = Server(kind, zpath, cpuset)
                 t = time.time()
                 srv.start()
                 load_s = time.time() - t
                 try:
-                    right, total = check_sample(sample)
+                    right, total = check_sample(sample) if kind != "sirocco-echo" else (0, 0)
                     points = []
                     for rate in RATES:
-                        runs = [one_run(cpuset, qpath, rate) for _ in range(REPS)]
+                        runs = [one_run(srv, qpath, rate) for _ in range(REPS)]
                         p = {k: median_of(runs, k) for k in runs[0] if k not in ("rcodes",)}
                         p["offered_qps"], p["runs"] = rate, runs
                         points.append(p)
@@ -232,11 +252,15 @@ def write(results):
     lines += ["", "## Ratios (best point of each)", ""]
     for n, per in results.items():
         s = best(per.get("sirocco"))
-        for peer in ("knot-xdp", "nsd"):
+        for peer in ("knot-xdp", "nsd", "sirocco-decompress"):
             p = best(per.get(peer))
             if s and p:
                 lines.append(f"- {n} names, sirocco / {peer}: answers/s **{s['answers_ps'] / p['answers_ps']:.2f}×**, "
                              f"answers per server-core CPU-second **{p['core_s_per_m'] / s['core_s_per_m']:.2f}×**")
+        e = best(results[str(ZONES[0])].get("sirocco-echo"))
+        if s and e:
+            lines.append(f"- {n} names, sirocco dns / sirocco echo (same engine, same load): "
+                         f"**{s['answers_ps'] / e['answers_ps'] * 100:.0f}%** of the echo's replies/s")
     with open(os.path.join(OUT, "dns.md"), "w") as f:
         f.write("\n".join(lines) + "\n")
     print("\n".join(lines))

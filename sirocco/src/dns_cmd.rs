@@ -157,7 +157,7 @@ pub fn run(a: DnsArgs) -> Result<(), String> {
     if port == 0 {
         return Err("port must be 1..65535".into());
     }
-    let opts = dp.options(false)?;
+    let opts = dp.options(false, 0)?;
     let started = Instant::now();
     let specs = zone_specs(config.as_ref(), &a.zone);
     let shared = SharedCatalog::new(build(&specs, true)?);
