@@ -4,7 +4,7 @@
 //! (NXDOMAIN, a wildcard, a referral or a DNAME). Identical responses — every NODATA of a
 //! zone, every answer a wildcard synthesises — are stored once.
 
-use crate::message::{Draft, Owner, Prepared};
+use crate::message::{Draft, Encoded, Owner, Prepared};
 use crate::resolve::{any_choice, Found, View, MAX_CHAIN};
 use crate::zone::Zone;
 use dns::name::{hash_wire, hash_wire_ci, wire_ends_with, FnvBuild, Name};
@@ -15,12 +15,10 @@ use std::collections::HashMap;
 /// What answers for names below a node that do not exist themselves.
 #[derive(Debug, Clone)]
 enum Below {
-    /// NXDOMAIN.
+    /// NXDOMAIN, unless a wildcard child `*.<node>` exists (found when encoding).
     Nx,
     /// The node is a delegation point: its referral (the node's `other`).
     Cut,
-    /// The wildcard child `*.<node>` (a node index) synthesises the answer.
-    Wild(u32),
     /// DNAME substitution.
     Dname(Box<Dname>),
 }
@@ -28,8 +26,9 @@ enum Below {
 /// A DNAME owner's part of the answers for the names below it.
 #[derive(Debug, Clone)]
 pub struct Dname {
-    /// The answer section's DNAME record (owner written as a suffix of the query name).
-    pub record: Prepared,
+    /// The answer section's DNAME record (owner written as a suffix of the query name),
+    /// encoded.
+    record: Box<[u8]>,
     /// Length of the owner in wire form.
     pub owner_len: usize,
     /// TTL of the synthesised CNAME.
@@ -38,7 +37,14 @@ pub struct Dname {
     pub target: Box<[u8]>,
 }
 
-/// One name of a compiled zone.
+impl Dname {
+    /// The DNAME record, ready to copy.
+    pub fn record(&self) -> Encoded<'_> {
+        Encoded::at(&self.record)
+    }
+}
+
+/// One name of a compiled zone, while compiling (then encoded, see [`NodeView`]).
 #[derive(Debug, Clone)]
 struct Node {
     name: Box<[u8]>,
@@ -49,22 +55,80 @@ struct Node {
     below: Below,
 }
 
-/// A compiled zone.
+/// A compiled zone. Nodes and responses are encoded back to back in two byte arenas, so a
+/// lookup touches the hash table, one node record (name and answer list together) and one
+/// response (patches and body together): few cache misses even for a million names.
 #[derive(Debug, Clone)]
 pub struct CompiledZone {
     /// The apex.
     pub origin: Name,
-    nodes: Vec<Node>,
-    /// Open addressing: (upper hash bits, node index + 1; 0 empty).
+    /// Encoded nodes, see [`NodeView`].
+    nodes: Vec<u8>,
+    names: usize,
+    /// Open addressing: (upper hash bits, node offset + 1; 0 empty).
     table: Box<[(u32, u32)]>,
-    responses: Vec<Prepared>,
+    /// Encoded responses (see [`Encoded`]).
+    responses: Vec<u8>,
+    distinct: usize,
+    dnames: Vec<Dname>,
     nxdomain: u32,
+}
+
+/// Node record: name length, answer count, below kind, pad, other (u32), below argument
+/// (u32), then the name and (type u16, response offset u32) per answer.
+const NODE_HEAD: usize = 12;
+const BELOW_NX: u8 = 0;
+const BELOW_CUT: u8 = 1;
+const BELOW_WILD: u8 = 2;
+const BELOW_DNAME: u8 = 3;
+
+/// An encoded node, read in place.
+#[derive(Clone, Copy)]
+struct NodeView<'a>(&'a [u8]);
+
+impl<'a> NodeView<'a> {
+    fn u32_at(&self, i: usize) -> u32 {
+        u32::from_le_bytes([self.0[i], self.0[i + 1], self.0[i + 2], self.0[i + 3]])
+    }
+    fn name(&self) -> &'a [u8] {
+        &self.0[NODE_HEAD..NODE_HEAD + usize::from(self.0[0])]
+    }
+    fn other(&self) -> u32 {
+        self.u32_at(4)
+    }
+    fn below(&self) -> (u8, u32) {
+        (self.0[2], self.u32_at(8))
+    }
+    /// The response offset for `qtype`.
+    fn answer(&self, qtype: u16) -> u32 {
+        let start = NODE_HEAD + usize::from(self.0[0]);
+        for a in self.0[start..start + usize::from(self.0[1]) * 6].chunks_exact(6) {
+            if u16::from_le_bytes([a[0], a[1]]) == qtype {
+                return u32::from_le_bytes([a[2], a[3], a[4], a[5]]);
+            }
+        }
+        self.other()
+    }
+}
+
+fn encode_node(out: &mut Vec<u8>, n: &Node, offsets: &[u32], below: (u8, u32)) {
+    out.push(n.name.len() as u8);
+    out.push(n.answers.len() as u8);
+    out.push(below.0);
+    out.push(0);
+    out.extend(offsets[n.other as usize].to_le_bytes());
+    out.extend(below.1.to_le_bytes());
+    out.extend_from_slice(&n.name);
+    for &(t, i) in n.answers.iter() {
+        out.extend(t.to_le_bytes());
+        out.extend(offsets[i as usize].to_le_bytes());
+    }
 }
 
 /// The outcome of looking a name up in a zone.
 pub enum Step<'a> {
     /// A ready response.
-    Answer(&'a Prepared),
+    Answer(Encoded<'a>),
     /// The name is below a DNAME: the server synthesises the CNAME and looks again.
     Dname(&'a Dname),
 }
@@ -148,7 +212,7 @@ impl CompiledZone {
                 let mut dd = Draft { aa: true, ..Default::default() };
                 dd.push(0, Owner::Name(Cow::Borrowed(name)), rtype::DNAME, d.ttl, &d.rdatas);
                 Below::Dname(Box::new(Dname {
-                    record: dd.prepare(name),
+                    record: dd.prepare(name).encoded(),
                     owner_len: name.len(),
                     ttl: d.ttl,
                     target: d.rdatas[0].clone().into_boxed_slice(),
@@ -161,38 +225,77 @@ impl CompiledZone {
             };
             nodes.push(Node { name: name.into(), answers: answers.into_boxed_slice(), other, below });
         }
+        // Encode: responses first (their offsets go into the nodes), then nodes.
+        let mut responses = Vec::new();
+        let offsets: Vec<u32> = pool
+            .responses
+            .iter()
+            .map(|p| {
+                let at = responses.len() as u32;
+                p.encode(&mut responses);
+                at
+            })
+            .collect();
+        let mut node_at = Vec::with_capacity(nodes.len());
+        let mut end = 0u32;
+        for n in &nodes {
+            node_at.push(end);
+            end += (NODE_HEAD + n.name.len() + n.answers.len() * 6) as u32;
+        }
         let mut cz = CompiledZone {
             origin: z.origin.clone(),
             table: vec![(0, 0); (nodes.len() * 2).next_power_of_two().max(16)].into_boxed_slice(),
-            nodes,
-            responses: Vec::new(),
-            nxdomain,
+            nodes: Vec::with_capacity(end as usize),
+            names: nodes.len(),
+            responses,
+            distinct: offsets.len(),
+            dnames: Vec::new(),
+            nxdomain: offsets[nxdomain as usize],
         };
-        for i in 0..cz.nodes.len() {
-            cz.insert(i);
+        for (i, n) in nodes.iter().enumerate() {
+            cz.insert(&n.name, node_at[i]);
         }
+        // Nodes are sorted by name: find each wildcard child by binary search.
+        let mut wild: HashMap<usize, u32> = HashMap::new();
         for (i, w) in wild_of {
-            if let Some(wi) = cz.node_index(&w) {
-                cz.nodes[i].below = Below::Wild(wi as u32);
+            if let Ok(k) = nodes.binary_search_by(|n| (*n.name).cmp(&w[..])) {
+                wild.insert(i, node_at[k]);
             }
         }
-        cz.responses = pool.responses;
+        for (i, n) in nodes.into_iter().enumerate() {
+            let below = match n.below {
+                Below::Nx => match wild.get(&i) {
+                    Some(&at) => (BELOW_WILD, at),
+                    None => (BELOW_NX, 0),
+                },
+                Below::Cut => (BELOW_CUT, 0),
+                Below::Dname(ref d) => {
+                    cz.dnames.push((**d).clone());
+                    (BELOW_DNAME, cz.dnames.len() as u32 - 1)
+                }
+            };
+            encode_node(&mut cz.nodes, &n, &offsets, below);
+        }
         cz.responses.shrink_to_fit();
         cz
     }
 
-    fn insert(&mut self, i: usize) {
-        let h = hash_wire(&self.nodes[i].name);
+    fn insert(&mut self, name: &[u8], at: u32) {
+        let h = hash_wire(name);
         let mask = self.table.len() - 1;
         let mut slot = h as usize & mask;
         while self.table[slot].1 != 0 {
             slot = (slot + 1) & mask;
         }
-        self.table[slot] = ((h >> 32) as u32, i as u32 + 1);
+        self.table[slot] = ((h >> 32) as u32, at + 1);
     }
 
-    /// The node named `wire` (any letter case).
-    fn node_index(&self, wire: &[u8]) -> Option<usize> {
+    fn node(&self, at: u32) -> NodeView<'_> {
+        NodeView(&self.nodes[at as usize..])
+    }
+
+    /// The offset of the node named `wire` (any letter case).
+    fn node_offset(&self, wire: &[u8]) -> Option<usize> {
         let h = hash_wire_ci(wire);
         let tag = (h >> 32) as u32;
         let mask = self.table.len() - 1;
@@ -202,7 +305,7 @@ impl CompiledZone {
             if i == 0 {
                 return None;
             }
-            if t == tag && self.nodes[i as usize - 1].name.eq_ignore_ascii_case(wire) {
+            if t == tag && self.node(i - 1).name().eq_ignore_ascii_case(wire) {
                 return Some(i as usize - 1);
             }
             slot = (slot + 1) & mask;
@@ -211,52 +314,44 @@ impl CompiledZone {
 
     /// Names with prepared answers (owners and empty non-terminals).
     pub fn names(&self) -> usize {
-        self.nodes.len()
+        self.names
     }
 
     /// Distinct prepared responses.
     pub fn responses(&self) -> usize {
-        self.responses.len()
+        self.distinct
     }
 
-    /// Approximate memory held by the compiled zone.
+    /// Memory held by the compiled zone.
     pub fn memory_bytes(&self) -> usize {
-        let node = std::mem::size_of::<Node>();
-        let nodes: usize = self.nodes.iter().map(|n| node + n.name.len() + n.answers.len() * 8).sum();
-        let responses: usize =
-            self.responses.iter().map(|p| std::mem::size_of::<Prepared>() + p.heap_bytes()).sum::<usize>();
-        nodes + responses + self.table.len() * 8
+        self.nodes.capacity() + self.responses.capacity() + self.table.len() * 8
     }
 
-    fn answer(&self, n: &Node, qtype: u16) -> &Prepared {
-        let i = match n.answers.binary_search_by_key(&qtype, |a| a.0) {
-            Ok(k) => n.answers[k].1,
-            Err(_) => n.other,
-        };
-        &self.responses[i as usize]
+    fn response(&self, at: u32) -> Encoded<'_> {
+        Encoded::at(&self.responses[at as usize..])
     }
 
     /// The response for the wire name `w` (in this zone, any letter case) and `qtype`.
     pub fn lookup(&self, w: &[u8], qtype: u16) -> Step<'_> {
-        if let Some(i) = self.node_index(w) {
-            return Step::Answer(self.answer(&self.nodes[i], qtype));
+        if let Some(at) = self.node_offset(w) {
+            return Step::Answer(self.response(self.node(at as u32).answer(qtype)));
         }
         // The name does not exist: its closest encloser decides. Suffixes are tried longest
         // first, hashed in place.
         let apex_len = self.origin.as_wire().len();
-        let mut at = 0;
-        while w.len() - at > apex_len {
-            at += 1 + usize::from(w[at]);
-            let Some(i) = self.node_index(&w[at..]) else { continue };
-            let n = &self.nodes[i];
-            return match &n.below {
-                Below::Nx => Step::Answer(&self.responses[self.nxdomain as usize]),
-                Below::Cut => Step::Answer(&self.responses[n.other as usize]),
-                Below::Wild(wi) => Step::Answer(self.answer(&self.nodes[*wi as usize], qtype)),
-                Below::Dname(d) => Step::Dname(d),
+        let mut i = 0;
+        while w.len() - i > apex_len {
+            i += 1 + usize::from(w[i]);
+            let Some(at) = self.node_offset(&w[i..]) else { continue };
+            let n = self.node(at as u32);
+            return match n.below() {
+                (BELOW_CUT, _) => Step::Answer(self.response(n.other())),
+                (BELOW_WILD, wild) => Step::Answer(self.response(self.node(wild).answer(qtype))),
+                (BELOW_DNAME, d) => Step::Dname(&self.dnames[d as usize]),
+                _ => Step::Answer(self.response(self.nxdomain)),
             };
         }
-        Step::Answer(&self.responses[self.nxdomain as usize])
+        Step::Answer(self.response(self.nxdomain))
     }
 }
 

@@ -46,30 +46,29 @@ pub fn sum_at(sum: u16, at: usize) -> u64 {
 }
 
 impl Prepared {
-    /// Copies the body to `out` (which must be `body.len()` long and start at message offset
-    /// `at`), pointing name pointers at the query name found at message offset `qname_at`,
-    /// `qname_len` bytes long.
-    /// Returns the sum of what it wrote, for the checksum (see [`sum_at`]).
-    pub fn write(&self, out: &mut [u8], at: usize, qname_at: usize, qname_len: usize) -> u64 {
-        out.copy_from_slice(&self.body);
-        let mut sum = sum_at(self.sum, at);
-        for p in self.patches.iter() {
-            let target = if p.to >= QNAME {
-                let suffix = usize::from(p.to & 0xff);
-                if suffix == 0 {
-                    qname_at
-                } else {
-                    qname_at + qname_len - suffix
-                }
-            } else {
-                at + usize::from(p.to)
-            };
-            let ptr = 0xc000 | (target as u16 & 0x3fff);
-            let i = usize::from(p.at);
-            out[i..i + 2].copy_from_slice(&ptr.to_be_bytes());
-            sum += sum_at(ptr, at + i);
+    /// Appends the response to `out` in the compact form [`Encoded`] reads: flags, counts,
+    /// sum, lengths, the patches, then the body, contiguous, so that answering touches one
+    /// short run of memory.
+    pub fn encode(&self, out: &mut Vec<u8>) {
+        out.push(u8::from(self.aa) << 7 | (self.rcode & 0x7f));
+        for c in self.counts {
+            out.extend(c.to_le_bytes());
         }
-        sum
+        out.extend(self.sum.to_le_bytes());
+        out.extend((self.body.len() as u16).to_le_bytes());
+        out.extend((self.patches.len() as u16).to_le_bytes());
+        for p in self.patches.iter() {
+            out.extend(p.at.to_le_bytes());
+            out.extend(p.to.to_le_bytes());
+        }
+        out.extend_from_slice(&self.body);
+    }
+
+    /// The encoded form, as a separate buffer.
+    pub fn encoded(&self) -> Box<[u8]> {
+        let mut v = Vec::with_capacity(ENCODED_HEAD + self.patches.len() * 4 + self.body.len());
+        self.encode(&mut v);
+        v.into_boxed_slice()
     }
 
     /// A hash of everything the response is, for interning.
@@ -84,6 +83,68 @@ impl Prepared {
     /// Heap bytes held.
     pub fn heap_bytes(&self) -> usize {
         self.body.len() + self.patches.len() * std::mem::size_of::<Patch>()
+    }
+}
+
+/// Bytes before the patches in the encoded form.
+const ENCODED_HEAD: usize = 1 + 6 + 2 + 2 + 2;
+
+/// A prepared response in its encoded form, read in place.
+#[derive(Clone, Copy)]
+pub struct Encoded<'a> {
+    /// Authoritative answer flag.
+    pub aa: bool,
+    /// Response code.
+    pub rcode: u8,
+    /// Answer, authority and additional counts.
+    pub counts: [u16; 3],
+    sum: u16,
+    patches: &'a [u8],
+    /// The sections' bytes.
+    pub body: &'a [u8],
+}
+
+impl<'a> Encoded<'a> {
+    /// Reads the response encoded at the start of `b`.
+    pub fn at(b: &'a [u8]) -> Encoded<'a> {
+        let le = |i: usize| u16::from_le_bytes([b[i], b[i + 1]]);
+        let body_len = usize::from(le(9));
+        let patches_end = ENCODED_HEAD + usize::from(le(11)) * 4;
+        Encoded {
+            aa: b[0] & 0x80 != 0,
+            rcode: b[0] & 0x7f,
+            counts: [le(1), le(3), le(5)],
+            sum: le(7),
+            patches: &b[ENCODED_HEAD..patches_end],
+            body: &b[patches_end..patches_end + body_len],
+        }
+    }
+
+    /// Copies the body to `out` (which must be `body.len()` long and start at message offset
+    /// `at`), pointing name pointers at the query name found at message offset `qname_at`,
+    /// `qname_len` bytes long. Returns the sum of what it wrote, for the checksum (see
+    /// [`sum_at`]).
+    pub fn write(&self, out: &mut [u8], at: usize, qname_at: usize, qname_len: usize) -> u64 {
+        out.copy_from_slice(self.body);
+        let mut sum = sum_at(self.sum, at);
+        for p in self.patches.chunks_exact(4) {
+            let (pat, to) = (u16::from_le_bytes([p[0], p[1]]), u16::from_le_bytes([p[2], p[3]]));
+            let target = if to >= QNAME {
+                let suffix = usize::from(to & 0xff);
+                if suffix == 0 {
+                    qname_at
+                } else {
+                    qname_at + qname_len - suffix
+                }
+            } else {
+                at + usize::from(to)
+            };
+            let ptr = 0xc000 | (target as u16 & 0x3fff);
+            let i = usize::from(pat);
+            out[i..i + 2].copy_from_slice(&ptr.to_be_bytes());
+            sum += sum_at(ptr, at + i);
+        }
+        sum
     }
 }
 
@@ -263,7 +324,8 @@ mod tests {
         let mut msg = vec![0u8; 29 + p.body.len()];
         msg[12..25].copy_from_slice(q.as_wire());
         let mut out = vec![0; p.body.len()];
-        p.write(&mut out, 29, 12, 13);
+        let enc = p.encoded();
+        Encoded::at(&enc).write(&mut out, 29, 12, 13);
         msg[29..].copy_from_slice(&out);
         // First owner points at the question.
         assert_eq!(&msg[29..31], &[0xc0, 12]);

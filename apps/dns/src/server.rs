@@ -280,14 +280,15 @@ fn assemble(
                 return b;
             }
             Step::Dname(d) => {
-                let n = d.record.body.len();
+                let record = d.record();
+                let n = record.body.len();
                 let prefix = name_len - d.owner_len;
                 let target_len = prefix + d.target.len();
                 let cname_len = 2 + 10 + target_len;
                 if b.end + n + cname_len > limit {
                     return b.truncated();
                 }
-                b.sum += d.record.write(&mut buf[b.end..b.end + n], b.end, name_at, name_len);
+                b.sum += record.write(&mut buf[b.end..b.end + n], b.end, name_at, name_len);
                 b.end += n;
                 b.counts[0] += 1;
                 if target_len > dns::name::MAX_NAME {
