@@ -159,7 +159,8 @@ impl DnsServer {
             // refused, as NSD does with hide-version and hide-identity.
             return Some(self.finish(buf, q_end, refused, rd_cd, 1, q.edns));
         }
-        let catalog = Arc::clone(&self.catalog);
+        // Borrowed, not cloned: an Arc clone per query would bounce its count between cores.
+        let catalog = &self.catalog;
         // The key: the copy (decompress mode) or the bytes in the query (wire mode).
         let copied = match &q.qname {
             QName::Copied(n) => Some(n),
