@@ -74,8 +74,8 @@ pub struct CompiledZone {
     nxdomain: u32,
 }
 
-/// Node record: name length, answer count, below kind, pad, other (u32), below argument
-/// (u32), then the name and (type u16, response offset u32) per answer.
+/// Node record: name length (u8), below kind (u8), answer count (u16), other (u32), below
+/// argument (u32), then the name and (type u16, response offset u32) per answer.
 const NODE_HEAD: usize = 12;
 const BELOW_NX: u8 = 0;
 const BELOW_CUT: u8 = 1;
@@ -97,12 +97,13 @@ impl<'a> NodeView<'a> {
         self.u32_at(4)
     }
     fn below(&self) -> (u8, u32) {
-        (self.0[2], self.u32_at(8))
+        (self.0[1], self.u32_at(8))
     }
     /// The response offset for `qtype`.
     fn answer(&self, qtype: u16) -> u32 {
         let start = NODE_HEAD + usize::from(self.0[0]);
-        for a in self.0[start..start + usize::from(self.0[1]) * 6].chunks_exact(6) {
+        let count = usize::from(u16::from_le_bytes([self.0[2], self.0[3]]));
+        for a in self.0[start..start + count * 6].chunks_exact(6) {
             if u16::from_le_bytes([a[0], a[1]]) == qtype {
                 return u32::from_le_bytes([a[2], a[3], a[4], a[5]]);
             }
@@ -113,9 +114,9 @@ impl<'a> NodeView<'a> {
 
 fn encode_node(out: &mut Vec<u8>, n: &Node, offsets: &[u32], below: (u8, u32)) {
     out.push(n.name.len() as u8);
-    out.push(n.answers.len() as u8);
     out.push(below.0);
-    out.push(0);
+    // At most one answer per type: the count fits 16 bits.
+    out.extend((n.answers.len() as u16).to_le_bytes());
     out.extend(offsets[n.other as usize].to_le_bytes());
     out.extend(below.1.to_le_bytes());
     out.extend_from_slice(&n.name);

@@ -50,7 +50,13 @@ impl Prepared {
     /// sum, lengths, the patches, then the body, contiguous, so that answering touches one
     /// short run of memory.
     pub fn encode(&self, out: &mut Vec<u8>) {
-        out.push(u8::from(self.aa) << 7 | (self.rcode & 0x7f));
+        if self.body.len() > usize::from(u16::MAX) {
+            // Larger than any DNS message: kept only as "does not fit" (TC over UDP).
+            out.push(u8::from(self.aa) << 7 | OVERSIZE | (self.rcode & 0x3f));
+            out.extend([0; ENCODED_HEAD - 1]);
+            return;
+        }
+        out.push(u8::from(self.aa) << 7 | (self.rcode & 0x3f));
         for c in self.counts {
             out.extend(c.to_le_bytes());
         }
@@ -88,6 +94,8 @@ impl Prepared {
 
 /// Bytes before the patches in the encoded form.
 const ENCODED_HEAD: usize = 1 + 6 + 2 + 2 + 2;
+/// Flag bit of an encoded response whose sections exceed 64 KiB.
+const OVERSIZE: u8 = 0x40;
 
 /// A prepared response in its encoded form, read in place.
 #[derive(Clone, Copy)]
@@ -96,6 +104,8 @@ pub struct Encoded<'a> {
     pub aa: bool,
     /// Response code.
     pub rcode: u8,
+    /// The sections exceed what any message can carry (the body is then empty).
+    pub oversize: bool,
     /// Answer, authority and additional counts.
     pub counts: [u16; 3],
     sum: u16,
@@ -112,7 +122,8 @@ impl<'a> Encoded<'a> {
         let patches_end = ENCODED_HEAD + usize::from(le(11)) * 4;
         Encoded {
             aa: b[0] & 0x80 != 0,
-            rcode: b[0] & 0x7f,
+            rcode: b[0] & 0x3f,
+            oversize: b[0] & OVERSIZE != 0,
             counts: [le(1), le(3), le(5)],
             sum: le(7),
             patches: &b[ENCODED_HEAD..patches_end],

@@ -266,7 +266,7 @@ fn assemble(
         match step {
             Step::Answer(p) => {
                 let n = p.body.len();
-                if b.end + n > limit {
+                if p.oversize || b.end + n > limit {
                     return b.truncated();
                 }
                 b.sum += p.write(&mut buf[b.end..b.end + n], b.end, name_at, name_len);
@@ -341,6 +341,50 @@ impl App for DnsServer {
         match self.respond(d.buf, d.len) {
             Some(r) => Verdict::ReplySummed { len: r.len, sum: r.sum },
             None => Verdict::Drop,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::compile::CompiledZone;
+    use std::fmt::Write as _;
+
+    fn server(zone: &str) -> DnsServer {
+        let z = crate::zone::load_text(std::path::Path::new("t.zone"), zone.as_bytes(), None).unwrap();
+        DnsServer::new(Arc::new(Catalog::new(vec![CompiledZone::compile(&z)])), 53)
+    }
+
+    fn ask(s: &mut DnsServer, name: &[u8], qtype: u16) -> Vec<u8> {
+        let mut buf = vec![0u8; 1500];
+        let mut q = vec![0x12, 0x34, 0, 0, 0, 1, 0, 0, 0, 0, 0, 1];
+        q.extend_from_slice(name);
+        q.extend(qtype.to_be_bytes());
+        q.extend([0, 1, 0, 0, 41, 0x10, 0, 0, 0, 0, 0, 0, 0]);
+        buf[..q.len()].copy_from_slice(&q);
+        let r = s.respond(&mut buf, q.len()).expect("answered");
+        buf.truncate(r.len);
+        buf
+    }
+
+    #[test]
+    fn oversized_rrsets_and_many_types_at_one_name() {
+        let mut zone = String::from("$ORIGIN t.\n$TTL 60\n@ SOA ns h 1 2 3 4 5\n@ NS ns\nns A 198.18.0.1\n");
+        let long = "x".repeat(250);
+        for i in 0..300 {
+            let _ = writeln!(zone, "big TXT \"{i:03}{long}\"");
+        }
+        for t in 1000..1300 {
+            let _ = writeln!(zone, "many TYPE{t} \\# 1 {:02x}", t % 256);
+        }
+        let mut s = server(&zone);
+        let r = ask(&mut s, b"\x03big\x01t\x00", 16);
+        assert_eq!((r[2] & 0x02, r[7]), (0x02, 0), "over 64 KiB of answer: TC, nothing behind the question");
+        for t in [1000u16, 1255, 1256, 1299] {
+            let r = ask(&mut s, b"\x04many\x01t\x00", t);
+            assert_eq!(r[7], 1, "type {t} of 300 at one name");
+            assert_eq!(r[r.len() - 12], (t % 256) as u8, "its own data");
         }
     }
 }
