@@ -10,7 +10,7 @@ pub mod arp_cache;
 pub mod counters;
 pub mod engine;
 mod stack;
-pub mod timer;
+pub use timer;
 
 pub use app::{App, Datagram, Originate, SendError, Verdict};
 pub use counters::{Counters, Drop};

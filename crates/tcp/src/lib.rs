@@ -1,0 +1,24 @@
+//! Sans-IO TCP for sirocco: no socket buffers, the TX ring as the only queue.
+//!
+//! A [`tcb::Tcb`] is one connection's state machine; it never touches the network or a clock.
+//! It takes segments and the time, hands in-order data to its caller as read-only views, and
+//! names the segments it wants sent by sequence number and *source offset*: the caller fills
+//! the payload from the connection's source, so nothing is copied into a send buffer and a
+//! retransmission is regenerated from the source like the first transmission.
+
+pub mod cc;
+pub mod config;
+pub mod ranges;
+pub mod reasm;
+pub mod rtt;
+pub mod seq;
+pub mod siphash;
+pub mod stats;
+pub mod tcb;
+
+pub use cc::CcKind;
+pub use config::{Config, KeepAlive};
+pub use rtt::Micros;
+pub use seq::Seq;
+pub use stats::Stats;
+pub use tcb::{End, Env, Notes, SegOut, State, Tcb, Tuple};
