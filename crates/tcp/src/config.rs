@@ -39,7 +39,7 @@ pub struct Config {
     pub delayed_ack: Micros,
     /// Time in TIME-WAIT (2·MSL).
     pub time_wait: Micros,
-    /// Time allowed in FIN-WAIT-2 waiting for the peer's FIN.
+    /// Time FIN-WAIT-2 waits for the peer's FIN while the peer sends nothing.
     pub fin_wait2: Micros,
     /// Retransmissions of SYN or SYN-ACK before giving up.
     pub syn_retries: u32,

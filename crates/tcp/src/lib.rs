@@ -8,6 +8,8 @@
 
 pub mod cc;
 pub mod config;
+pub mod endpoint;
+pub mod isn;
 pub mod ranges;
 pub mod reasm;
 pub mod rtt;
@@ -18,6 +20,7 @@ pub mod tcb;
 
 pub use cc::CcKind;
 pub use config::{Config, KeepAlive};
+pub use endpoint::{App, ConnectError, Ctl, Endpoint, Handle, Limits, Output, Source};
 pub use rtt::Micros;
 pub use seq::Seq;
 pub use stats::Stats;

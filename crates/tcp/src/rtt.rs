@@ -53,6 +53,12 @@ impl Rtt {
         self.backoff = (self.backoff + 1).min(30);
     }
 
+    /// New data was acknowledged: the path works, so the next timeout starts from the
+    /// unbacked-off RTO again (as BSD does) even when Karn's rule allowed no sample.
+    pub fn progress(&mut self) {
+        self.backoff = 0;
+    }
+
     /// Expirations since the last fresh sample.
     pub fn backoffs(&self) -> u32 {
         self.backoff

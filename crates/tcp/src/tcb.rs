@@ -183,13 +183,13 @@ pub struct Tcb {
     ts_ok: bool,
     ts_recent: u32,
     ts_recent_at: Micros,
-    ts_offset: u32,
     last_ack_sent: Seq,
 
     ack_now: bool,
     delack_at: Option<Micros>,
     rtt: Rtt,
     rtt_probe: Option<(Seq, Micros)>,
+    rtx_ts: u32,
     rtx_at: Option<Micros>,
     retries: u32,
     persist_at: Option<Micros>,
@@ -209,6 +209,12 @@ pub struct Tcb {
 
     rst_out: Option<(Seq, Option<Seq>)>,
     notes: Notes,
+}
+
+/// The timestamp clock of a connection with this ISN: milliseconds plus a per-connection
+/// offset, so the clock does not leak (RFC 7323 §7.1).
+pub fn ts_clock(iss: Seq, now: Micros) -> u32 {
+    ((now / 1000) as u32).wrapping_add(iss.0.rotate_left(13))
 }
 
 fn syn_options(cfg: &Config, peer: Option<&TcpOptions>, ts: Option<(u32, u32)>) -> TcpOptions {
@@ -263,13 +269,12 @@ impl Tcb {
             ts_ok: false,
             ts_recent: 0,
             ts_recent_at: now,
-            // A per-connection TSval offset keeps the clock from leaking (RFC 7323 §7.1).
-            ts_offset: iss.0.rotate_left(13),
             last_ack_sent: Seq(0),
             ack_now: false,
             delack_at: None,
             rtt: Rtt::new(cfg.rto_initial, cfg.rto_min, cfg.rto_max),
             rtt_probe: None,
+            rtx_ts: 0,
             rtx_at: None,
             retries: 0,
             persist_at: None,
@@ -456,6 +461,11 @@ impl Tcb {
         (self.snd_una, self.snd_nxt, self.rcv_nxt)
     }
 
+    /// True if something happened that [`take_notes`](Self::take_notes) would report.
+    pub fn has_notes(&self) -> bool {
+        self.notes != Notes::default()
+    }
+
     /// Takes what happened since the last call.
     pub fn take_notes(&mut self) -> Notes {
         std::mem::take(&mut self.notes)
@@ -489,6 +499,11 @@ impl Tcb {
 
     /// True if the connection has something to send now (data, control or an ACK).
     pub fn wants_output(&self) -> bool {
+        match self.state {
+            State::Closed => return self.rst_out.is_some(),
+            State::TimeWait => return self.ack_now,
+            _ => {}
+        }
         self.ack_now
             || self.send_probe
             || self.rst_out.is_some()
@@ -566,6 +581,18 @@ impl Tcb {
         self.end_at = Some(now + self.cfg.time_wait);
     }
 
+    /// A SYN for this tuple while in TIME-WAIT may start a new connection if it is clearly
+    /// newer: a higher sequence number, or with timestamps a newer TSval (RFC 6191).
+    pub fn accepts_reopen(&self, syn: &TcpRepr) -> bool {
+        if self.state != State::TimeWait {
+            return false;
+        }
+        match (self.ts_ok, syn.options.timestamps) {
+            (true, Some((tsval, _))) => (tsval.wrapping_sub(self.ts_recent) as i32) > 0,
+            _ => Seq(syn.seq) > self.rcv_nxt,
+        }
+    }
+
     /// Releases resources the connection holds in the shared environment.
     pub fn release(&mut self, env: &mut Env) {
         self.ooo.release(&mut env.pool, true);
@@ -629,6 +656,10 @@ impl Tcb {
         self.last_rx = now;
         self.probes = 0;
         self.keepalive_at = None;
+        if self.state == State::FinWait2 {
+            // FIN-WAIT-2 times out only while the peer is silent: it may still be sending.
+            self.end_at = Some(now + self.cfg.fin_wait2);
+        }
 
         // A retransmitted SYN while our SYN-ACK is outstanding: send the SYN-ACK again.
         if self.state == State::SynReceived && f.has(TcpFlags::SYN) && !f.has(TcpFlags::ACK) && Seq(seg.seq) == self.irs
@@ -923,7 +954,8 @@ impl Tcb {
         let wnd = u32::from(seg.window) << self.snd_wscale;
         let new_sack = self.sack_ok && self.take_sack_blocks(seg);
         if ack > self.snd_una {
-            self.on_new_ack(env, now, ack);
+            let tsecr = if self.ts_ok { seg.options.timestamps.map(|t| t.1) } else { None };
+            self.on_new_ack(env, now, ack, tsecr);
         } else if ack == self.snd_una
             && data_len == 0
             && !seg.flags.has(TcpFlags::SYN)
@@ -973,7 +1005,7 @@ impl Tcb {
         news
     }
 
-    fn on_new_ack(&mut self, env: &mut Env, now: Micros, ack: Seq) {
+    fn on_new_ack(&mut self, env: &mut Env, now: Micros, ack: Seq, tsecr: Option<u32>) {
         let mut acked = ack.since(self.snd_una);
         if self.snd_una == self.iss {
             acked -= 1; // the SYN
@@ -1000,7 +1032,18 @@ impl Tcb {
                 self.rtt.sample(now.saturating_sub(t));
                 self.rtt_probe = None;
             }
+        } else if let Some(echo) = tsecr.filter(|&e| e != 0 && (e.wrapping_sub(self.rtx_ts) as i32) >= 0) {
+            // RFC 7323 §4: the echoed timestamp names the transmission being acknowledged,
+            // retransmissions included, so it gives a sample where Karn's rule gives none.
+            // An echo older than the last retransmission is skipped: it comes from a peer
+            // that got the original while its ACK was lost, and would count the whole
+            // timeout as path delay.
+            let ms = self.ts_clock(now).wrapping_sub(echo);
+            if ms < 60_000 {
+                self.rtt.sample(u64::from(ms) * 1000);
+            }
         }
+        self.rtt.progress();
         self.dupacks = 0;
         match self.recovery {
             Some(point) if ack >= point => {
@@ -1270,7 +1313,9 @@ impl Tcb {
             return Some(self.pure_ack(now, self.snd_una - 1));
         }
         if self.ack_now {
-            return Some(self.pure_ack(now, self.snd_nxt.max(self.snd_una)));
+            // SND.MAX, not SND.NXT: after a timeout SND.NXT goes back, and an ACK numbered
+            // below what the peer already received would be dropped as a duplicate.
+            return Some(self.pure_ack(now, self.snd_max));
         }
         None
     }
@@ -1339,7 +1384,7 @@ impl Tcb {
     }
 
     fn ts_clock(&self, now: Micros) -> u32 {
-        ((now / 1000) as u32).wrapping_add(self.ts_offset)
+        ts_clock(self.iss, now)
     }
 
     /// A header with ACK, window, timestamps and SACK blocks; records that an ACK went out.
@@ -1348,9 +1393,9 @@ impl Tcb {
         if self.ts_ok {
             options.timestamps = Some((self.ts_clock(now), self.ts_recent));
         }
-        if self.sack_ok && !self.ooo.is_empty() {
+        let room = self.sack_blocks();
+        if room > 0 {
             let mut blocks = [(0u32, 0u32); 4];
-            let room = if self.ts_ok { 3 } else { 4 };
             let n = self.ooo.ranges().recent_first(&mut blocks[..room]);
             for (o, b) in options.sack_blocks.iter_mut().zip(&blocks[..n]) {
                 *o = Some(*b);
@@ -1373,6 +1418,21 @@ impl Tcb {
         }
     }
 
+    fn sack_blocks(&self) -> usize {
+        if self.sack_ok && !self.ooo.is_empty() {
+            self.ooo.ranges().as_slice().len().min(if self.ts_ok { 3 } else { 4 })
+        } else {
+            0
+        }
+    }
+
+    fn sack_option_len(&self) -> u32 {
+        match self.sack_blocks() {
+            0 => 0,
+            n => 4 + 8 * n as u32,
+        }
+    }
+
     fn pure_ack(&mut self, now: Micros, seq: Seq) -> SegOut {
         SegOut { repr: self.header(now, seq, 0, 0), data_off: 0 }
     }
@@ -1381,7 +1441,8 @@ impl Tcb {
     fn data_segment(&mut self, now: Micros, seq: Seq, max: u32, rtx: bool) -> Option<SegOut> {
         let off = self.una_off + u64::from(seq.since(self.snd_una));
         let avail = self.src_end.saturating_sub(off);
-        let len = u64::from(max.min(self.smss)).min(avail) as u32;
+        // SACK blocks take room from the payload so the packet still fits the MSS.
+        let len = u64::from(max.min(self.smss.saturating_sub(self.sack_option_len()).max(1))).min(avail) as u32;
         let fin = self.closing && off + u64::from(len) == self.src_end;
         if len == 0 && !fin {
             return None;
@@ -1391,6 +1452,7 @@ impl Tcb {
             self.fin_seq = Some(seq + len);
         }
         if seq < self.snd_max {
+            self.rtx_ts = self.ts_clock(now);
             if let Some((s, _)) = self.rtt_probe {
                 if seq < s {
                     self.rtt_probe = None; // Karn: no sample from a retransmitted range

@@ -1,0 +1,853 @@
+//! One host's TCP: listeners, the connection table (a hash of the 4-tuple into a preallocated
+//! slab), the SYN backlog with SYN cookies when it is full, TIME-WAIT limits, timers on a
+//! wheel, and the level-1 application interface (callbacks in the style of Sandstorm's
+//! tcp_accept / tcp_recv / tcp_sent / tcp_write / tcp_close).
+//!
+//! Still sans-IO: segments come in through [`Endpoint::input`], time through
+//! [`Endpoint::advance`], and segments leave through an [`Output`] the caller provides, which
+//! stands for free slots of the TX ring. Nothing is built unless a slot is free; a connection
+//! that could not send stays queued for the next [`Endpoint::output`].
+
+use std::collections::{HashMap, VecDeque};
+use std::hash::{BuildHasher, Hasher};
+
+use timer::{TimerId, TimerWheel};
+use wire::tcp::{TcpFlags, TcpOptions, TcpRepr};
+use wire::Ipv4Addr;
+
+use crate::config::Config;
+use crate::isn;
+use crate::rtt::Micros;
+use crate::seq::Seq;
+use crate::siphash::{self, Key};
+use crate::stats::Stats;
+use crate::tcb::{ts_clock, End, Env, State, Tcb, Tuple};
+
+/// Where a connection's outgoing bytes come from. Nothing is copied into a send buffer: the
+/// stack asks for the bytes at an offset each time it (re)transmits.
+pub trait Source {
+    /// Stream offset one past the last byte available now (never decreases).
+    fn end(&self) -> u64;
+    /// Copies the bytes at `off .. off + dst.len()` (all below `end`) into `dst`.
+    fn fill(&self, off: u64, dst: &mut [u8]);
+    /// Everything before `off` is acknowledged and will never be asked for again.
+    fn release(&mut self, off: u64) {
+        let _ = off;
+    }
+}
+
+/// What a callback asks of its connection, applied when it returns.
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
+pub struct Ctl {
+    done: u32,
+    close: bool,
+    abort: bool,
+}
+
+impl Ctl {
+    /// The application is finished with `n` more received bytes (the window reopens).
+    pub fn recv_done(&mut self, n: u32) {
+        self.done = self.done.saturating_add(n);
+    }
+    /// Half-close once the source is sent.
+    pub fn close(&mut self) {
+        self.close = true;
+    }
+    /// Reset the connection.
+    pub fn abort(&mut self) {
+        self.abort = true;
+    }
+}
+
+/// A connection's handle: slab index and generation, so a stale handle never reaches a reused
+/// slot.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct Handle {
+    idx: u32,
+    gen: u32,
+}
+
+impl Handle {
+    /// A number unique among live connections (for logs and tests).
+    pub fn index(&self) -> u32 {
+        self.idx
+    }
+}
+
+/// The application (level 1): callbacks with the connection's own state, which is also its
+/// source.
+pub trait App {
+    /// Per-connection state: the cookie of MegaPipe and IX, and the source of its bytes.
+    type Conn: Source;
+    /// A connection to a listening port completed its handshake. Return its state to accept
+    /// it, None to refuse (it is reset).
+    fn accept(&mut self, h: Handle, local_port: u16, remote: (Ipv4Addr, u16)) -> Option<Self::Conn>;
+    /// An active open completed.
+    fn connected(&mut self, h: Handle, c: &mut Self::Conn, ctl: &mut Ctl) {
+        let _ = (h, c, ctl);
+    }
+    /// In-order data, as a read-only view valid during the call. Call `ctl.recv_done` for what
+    /// is finished with (now or later through [`Endpoint::recv_done`]).
+    fn recv(&mut self, h: Handle, c: &mut Self::Conn, data: &[u8], ctl: &mut Ctl);
+    /// The peer acknowledged everything before stream offset `acked`.
+    fn sent(&mut self, h: Handle, c: &mut Self::Conn, acked: u64, ctl: &mut Ctl) {
+        let _ = (h, c, acked, ctl);
+    }
+    /// The peer finished sending (FIN).
+    fn peer_closed(&mut self, h: Handle, c: &mut Self::Conn, ctl: &mut Ctl) {
+        let _ = (h, c);
+        ctl.close();
+    }
+    /// The connection ended; its state comes back.
+    fn closed(&mut self, h: Handle, c: Self::Conn, end: End);
+}
+
+/// The TX ring, as seen by the stack.
+pub trait Output {
+    /// Segments that can be sent now.
+    fn room(&self) -> usize;
+    /// Sends one segment of `len` bytes (TCP header and payload) from `local` to `remote`;
+    /// `write` fills the buffer. Only called when `room() > 0`.
+    fn send(&mut self, local: Ipv4Addr, remote: Ipv4Addr, len: usize, write: &mut dyn FnMut(&mut [u8]));
+}
+
+/// Limits and secrets of an endpoint.
+#[derive(Debug, Clone, Copy)]
+pub struct Limits {
+    /// Connections in the table (all states).
+    pub max_conns: usize,
+    /// Half-open connections per listener; beyond it SYNs are answered with cookies.
+    pub syn_backlog: u32,
+    /// Connections in TIME-WAIT; beyond it new ones close at once.
+    pub max_time_wait: usize,
+    /// Reassembly buffers shared by all connections.
+    pub ooo_buffers: usize,
+    /// Largest receive window any connection uses (sizes the reassembly buffers).
+    pub max_rcv_buf: u32,
+    /// Challenge ACKs per second (RFC 5961 §7).
+    pub challenge_per_sec: u32,
+    /// Ephemeral ports for active opens.
+    pub ephemeral: (u16, u16),
+    /// Key for ISNs, cookies and the table hash.
+    pub secret: [u64; 2],
+}
+
+impl Default for Limits {
+    fn default() -> Self {
+        Limits {
+            max_conns: 65_536,
+            syn_backlog: 1024,
+            max_time_wait: 32_768,
+            ooo_buffers: 64,
+            max_rcv_buf: 256 * 1024,
+            challenge_per_sec: 1000,
+            ephemeral: (32_768, 60_999),
+            secret: [0x5eed_0000_0000_0001, 0x5eed_0000_0000_0002],
+        }
+    }
+}
+
+/// Why an active open could not start.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ConnectError {
+    /// The connection table is full.
+    TableFull,
+    /// No ephemeral port is free for this destination.
+    NoPort,
+}
+
+impl std::fmt::Display for ConnectError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            ConnectError::TableFull => "the connection table is full",
+            ConnectError::NoPort => "no ephemeral port is free for this destination",
+        })
+    }
+}
+
+impl std::error::Error for ConnectError {}
+
+struct Listener {
+    cfg: Config,
+    half_open: u32,
+}
+
+struct Slot<C> {
+    tcb: Option<Tcb>,
+    conn: Option<C>,
+    gen: u32,
+    timer: Option<(TimerId, u64)>,
+    queued: bool,
+    half_open: bool,
+    in_tw: bool,
+    accepted: bool,
+}
+
+/// SipHash of the tuple under the endpoint's key: peers choose ports and addresses, so the
+/// table hash must be keyed.
+#[derive(Clone, Copy)]
+struct TupleHash(Key);
+
+struct TupleHasher {
+    key: Key,
+    buf: [u8; 16],
+    len: usize,
+}
+
+impl Hasher for TupleHasher {
+    fn write(&mut self, bytes: &[u8]) {
+        for &b in bytes {
+            if self.len < self.buf.len() {
+                self.buf[self.len] = b;
+                self.len += 1;
+            }
+        }
+    }
+    fn finish(&self) -> u64 {
+        siphash::hash(self.key, &self.buf[..self.len])
+    }
+}
+
+impl BuildHasher for TupleHash {
+    type Hasher = TupleHasher;
+    fn build_hasher(&self) -> TupleHasher {
+        TupleHasher { key: self.0, buf: [0; 16], len: 0 }
+    }
+}
+
+/// Timer ticks are milliseconds.
+fn tick(t: Micros) -> u64 {
+    t.div_ceil(1000)
+}
+
+/// A TCP endpoint: all connections of one engine.
+pub struct Endpoint<A: App> {
+    limits: Limits,
+    key: Key,
+    env: Env,
+    listeners: HashMap<u16, Listener>,
+    table: HashMap<Tuple, u32, TupleHash>,
+    slots: Vec<Slot<A::Conn>>,
+    free: Vec<u32>,
+    wheel: TimerWheel<(u32, u32)>,
+    fired: Vec<(u32, u32)>,
+    queue: VecDeque<(u32, u32)>,
+    time_wait: usize,
+    next_port: u16,
+}
+
+impl<A: App> Endpoint<A> {
+    /// An endpoint with everything preallocated for `limits.max_conns` connections.
+    pub fn new(limits: Limits, now: Micros) -> Self {
+        let key = Key(limits.secret);
+        let n = limits.max_conns;
+        Endpoint {
+            limits,
+            key,
+            env: Env::new(limits.ooo_buffers, limits.max_rcv_buf, limits.challenge_per_sec),
+            listeners: HashMap::new(),
+            table: HashMap::with_capacity_and_hasher(n, TupleHash(Key([key.0[1], key.0[0]]))),
+            slots: Vec::with_capacity(n),
+            free: Vec::with_capacity(n),
+            wheel: TimerWheel::new(4096, n + 16, tick(now)),
+            fired: Vec::with_capacity(n),
+            queue: VecDeque::with_capacity(n),
+            time_wait: 0,
+            next_port: limits.ephemeral.0,
+        }
+    }
+
+    /// Counters.
+    pub fn stats(&self) -> &Stats {
+        &self.env.stats
+    }
+
+    /// Connections in the table (every state, TIME-WAIT included).
+    pub fn len(&self) -> usize {
+        self.table.len()
+    }
+
+    /// True when no connection exists.
+    pub fn is_empty(&self) -> bool {
+        self.table.is_empty()
+    }
+
+    /// Connections in TIME-WAIT.
+    pub fn time_wait(&self) -> usize {
+        self.time_wait
+    }
+
+    /// Timers scheduled on the wheel.
+    pub fn timers(&self) -> usize {
+        self.wheel.len()
+    }
+
+    /// Reassembly buffers lent out.
+    pub fn ooo_in_use(&self) -> usize {
+        self.env.pool.total() - self.env.pool.available()
+    }
+
+    /// Listens on `port` with `cfg` for the connections it accepts. Replaces an older listener.
+    pub fn listen(&mut self, port: u16, cfg: Config) {
+        let half_open = self.listeners.get(&port).map_or(0, |l| l.half_open);
+        self.listeners.insert(port, Listener { cfg, half_open });
+    }
+
+    /// Stops listening (existing connections stay).
+    pub fn unlisten(&mut self, port: u16) {
+        self.listeners.remove(&port);
+    }
+
+    /// The connection behind a handle, if it is still alive.
+    pub fn tcb(&self, h: Handle) -> Option<&Tcb> {
+        self.slots.get(h.idx as usize).filter(|s| s.gen == h.gen).and_then(|s| s.tcb.as_ref())
+    }
+
+    /// The application state of a connection (to push more into its source, say; then call
+    /// [`kick`](Self::kick)).
+    pub fn conn_mut(&mut self, h: Handle) -> Option<&mut A::Conn> {
+        self.slots.get_mut(h.idx as usize).filter(|s| s.gen == h.gen).and_then(|s| s.conn.as_mut())
+    }
+
+    /// Re-reads the connection's source and queues it for output.
+    pub fn kick(&mut self, h: Handle) {
+        self.with_tcb(h, |_, _| {});
+    }
+
+    /// The application is done with `n` received bytes.
+    pub fn recv_done(&mut self, h: Handle, n: u32) {
+        self.with_tcb(h, |t, _| t.recv_done(n));
+    }
+
+    /// Half-closes once the source is sent.
+    pub fn close(&mut self, h: Handle, now: Micros) {
+        self.with_tcb(h, |t, _| t.close(now));
+    }
+
+    /// Resets the connection. Its state is handed back through `App::closed`.
+    pub fn abort(&mut self, app: &mut A, h: Handle, now: Micros) {
+        if self.with_tcb(h, |t, _| t.abort(now)) {
+            self.after(app, h.idx);
+        }
+    }
+
+    fn with_tcb(&mut self, h: Handle, f: impl FnOnce(&mut Tcb, &mut Env)) -> bool {
+        let Some(slot) = self.slots.get_mut(h.idx as usize).filter(|s| s.gen == h.gen) else {
+            return false;
+        };
+        let Some(tcb) = slot.tcb.as_mut() else {
+            return false;
+        };
+        if let Some(c) = &slot.conn {
+            tcb.set_source_end(c.end());
+        }
+        f(tcb, &mut self.env);
+        self.queue_output(h.idx);
+        self.sync_timer(h.idx);
+        true
+    }
+
+    /// Smaller path MTU learned for a destination (ICMP "fragmentation needed").
+    pub fn path_mtu(&mut self, local: Ipv4Addr, remote: Ipv4Addr, local_port: u16, remote_port: u16, mtu: u16) {
+        let t = Tuple { local, remote, local_port, remote_port };
+        if let Some(&i) = self.table.get(&t) {
+            if let Some(tcb) = self.slots[i as usize].tcb.as_mut() {
+                tcb.set_path_mtu(mtu);
+                self.queue_output(i);
+            }
+        }
+    }
+
+    // ---- slots -----------------------------------------------------------------------------
+
+    fn alloc(&mut self, t: Tuple, tcb: Tcb, conn: Option<A::Conn>) -> Option<u32> {
+        if self.table.len() >= self.limits.max_conns {
+            return None;
+        }
+        let idx = match self.free.pop() {
+            Some(i) => i,
+            None => {
+                self.slots.push(Slot {
+                    tcb: None,
+                    conn: None,
+                    gen: 0,
+                    timer: None,
+                    queued: false,
+                    half_open: false,
+                    in_tw: false,
+                    accepted: false,
+                });
+                (self.slots.len() - 1) as u32
+            }
+        };
+        let s = &mut self.slots[idx as usize];
+        s.accepted = conn.is_some();
+        s.tcb = Some(tcb);
+        s.conn = conn;
+        s.half_open = false;
+        s.in_tw = false;
+        self.table.insert(t, idx);
+        Some(idx)
+    }
+
+    fn free_slot(&mut self, idx: u32) {
+        let s = &mut self.slots[idx as usize];
+        let Some(mut tcb) = s.tcb.take() else {
+            return;
+        };
+        tcb.release(&mut self.env);
+        if let Some((id, _)) = s.timer.take() {
+            self.wheel.cancel(id);
+        }
+        if s.half_open {
+            s.half_open = false;
+            if let Some(l) = self.listeners.get_mut(&tcb.tuple().local_port) {
+                l.half_open = l.half_open.saturating_sub(1);
+            }
+        }
+        if s.in_tw {
+            s.in_tw = false;
+            self.time_wait -= 1;
+        }
+        s.gen = s.gen.wrapping_add(1);
+        s.conn = None;
+        self.table.remove(tcb.tuple());
+        self.free.push(idx);
+    }
+
+    fn queue_output(&mut self, idx: u32) {
+        let s = &mut self.slots[idx as usize];
+        if !s.queued && s.tcb.as_ref().is_some_and(|t| t.wants_output()) {
+            s.queued = true;
+            self.queue.push_back((idx, s.gen));
+        }
+    }
+
+    fn sync_timer(&mut self, idx: u32) {
+        let s = &mut self.slots[idx as usize];
+        let Some(tcb) = s.tcb.as_ref() else {
+            return;
+        };
+        let want = tcb.deadline().map(tick);
+        match (s.timer, want) {
+            (Some((id, _)), None) => {
+                self.wheel.cancel(id);
+                s.timer = None;
+            }
+            (Some((id, at)), Some(w)) if w < at => {
+                self.wheel.cancel(id);
+                s.timer = self.wheel.schedule(w, (idx, s.gen)).map(|id| (id, w));
+            }
+            (None, Some(w)) => s.timer = self.wheel.schedule(w, (idx, s.gen)).map(|id| (id, w)),
+            _ => {}
+        }
+    }
+
+    /// Passes a connection's notes to the application, applies what it asked, and queues
+    /// output, reschedules the timer or frees the slot.
+    fn after(&mut self, app: &mut A, idx: u32) {
+        let gen = self.slots[idx as usize].gen;
+        let h = Handle { idx, gen };
+        let Some(tcb) = self.slots[idx as usize].tcb.as_mut() else {
+            return;
+        };
+        let notes = tcb.take_notes();
+        let mut ctl = Ctl::default();
+        if notes.established {
+            let s = &mut self.slots[idx as usize];
+            if s.half_open {
+                s.half_open = false;
+                let port = s.tcb.as_ref().map_or(0, |t| t.tuple().local_port);
+                if let Some(l) = self.listeners.get_mut(&port) {
+                    l.half_open = l.half_open.saturating_sub(1);
+                }
+            }
+            let passive = s.tcb.as_ref().is_some_and(|t| t.is_passive());
+            if passive && !s.accepted {
+                Self::accept_into(app, h, s);
+                if s.conn.is_none() {
+                    ctl.abort();
+                }
+            } else if let (false, Some(c)) = (passive, s.conn.as_mut()) {
+                app.connected(h, c, &mut ctl);
+            }
+        }
+        let s = &mut self.slots[idx as usize];
+        let tcb = s.tcb.as_mut().expect("checked above");
+        if let Some(c) = s.conn.as_mut() {
+            if notes.acked > 0 {
+                c.release(tcb.acked_offset());
+                app.sent(h, c, tcb.acked_offset(), &mut ctl);
+            }
+            if notes.peer_fin {
+                app.peer_closed(h, c, &mut ctl);
+            }
+        }
+        Self::apply(tcb, s.conn.as_ref(), ctl);
+        let tcb = s.tcb.as_mut().expect("checked above");
+        let end = tcb.take_notes().end.or(notes.end);
+        if let Some(end) = end {
+            if let Some(c) = s.conn.take() {
+                app.closed(h, c, end);
+            }
+        }
+        let state = tcb.state();
+        if state == State::TimeWait && !s.in_tw {
+            s.in_tw = true;
+            self.time_wait += 1;
+            if self.time_wait > self.limits.max_time_wait {
+                self.env.stats.time_wait_recycled += 1;
+                self.free_slot(idx);
+                return;
+            }
+        }
+        if state == State::Closed && !tcb.wants_output() {
+            self.free_slot(idx);
+            return;
+        }
+        self.queue_output(idx);
+        self.sync_timer(idx);
+    }
+
+    fn accept_into(app: &mut A, h: Handle, s: &mut Slot<A::Conn>) {
+        s.accepted = true;
+        let t = *s.tcb.as_ref().expect("live slot").tuple();
+        s.conn = app.accept(h, t.local_port, (t.remote, t.remote_port));
+    }
+
+    fn apply(tcb: &mut Tcb, conn: Option<&A::Conn>, ctl: Ctl) {
+        if let Some(c) = conn {
+            tcb.set_source_end(c.end());
+        }
+        if ctl.done > 0 {
+            tcb.recv_done(ctl.done);
+        }
+        if ctl.abort {
+            tcb.abort(0);
+        } else if ctl.close {
+            tcb.close(0);
+        }
+    }
+
+    // ---- input -----------------------------------------------------------------------------
+
+    /// Takes one segment (checksum already verified) from `remote` to `local`.
+    #[allow(clippy::too_many_arguments)]
+    pub fn input(
+        &mut self,
+        app: &mut A,
+        now: Micros,
+        remote: Ipv4Addr,
+        local: Ipv4Addr,
+        seg: &TcpRepr,
+        payload: &[u8],
+        out: &mut impl Output,
+    ) {
+        self.env.stats.segs_in += 1;
+        let t = Tuple { local, remote, local_port: seg.dst_port, remote_port: seg.src_port };
+        let f = seg.flags;
+        if let Some(&idx) = self.table.get(&t) {
+            let tw = self.slots[idx as usize].tcb.as_ref().is_some_and(|c| c.state() == State::TimeWait);
+            // A new SYN for a tuple in TIME-WAIT with a higher sequence number (or newer
+            // timestamp) reopens it (RFC 9293 §3.10.7.4, RFC 6191).
+            let reopen = tw
+                && f.has(TcpFlags::SYN)
+                && !f.has(TcpFlags::ACK)
+                && self.slots[idx as usize].tcb.as_ref().is_some_and(|c| c.accepts_reopen(seg));
+            if !reopen {
+                self.segment_to(app, idx, now, seg, payload);
+                return;
+            }
+            self.free_slot(idx);
+        }
+        if f.has(TcpFlags::RST) {
+            return;
+        }
+        let Some(listener) = self.listeners.get(&t.local_port) else {
+            self.env.stats.no_connection += 1;
+            self.reset_reply(&t, seg, payload.len(), out);
+            return;
+        };
+        let cfg = listener.cfg;
+        let half_open = listener.half_open;
+        if f.has(TcpFlags::SYN) && !f.has(TcpFlags::ACK) {
+            if self.table.len() >= self.limits.max_conns {
+                self.env.stats.table_full += 1;
+                return;
+            }
+            if half_open >= self.limits.syn_backlog {
+                self.cookie_reply(&t, &cfg, seg, now, out);
+                return;
+            }
+            let tcb = Tcb::accept(t, cfg, isn::isn(self.key, &t, now), now, seg);
+            if let Some(idx) = self.alloc(t, tcb, None) {
+                self.slots[idx as usize].half_open = true;
+                if let Some(l) = self.listeners.get_mut(&t.local_port) {
+                    l.half_open += 1;
+                }
+                self.queue_output(idx);
+                self.sync_timer(idx);
+            }
+            return;
+        }
+        if f.has(TcpFlags::ACK) && !f.has(TcpFlags::SYN) {
+            if let Some(mss) = isn::check_cookie(self.key, &t, seg.seq, seg.ack, now) {
+                let (wscale, sack) = match seg.options.timestamps {
+                    Some((_, tsecr)) => isn::options_from_ts(tsecr),
+                    None => (None, false),
+                };
+                let tcb = Tcb::from_cookie(t, cfg, Seq(seg.ack.wrapping_sub(1)), now, seg, mss, wscale, sack);
+                if let Some(idx) = self.alloc(t, tcb, None) {
+                    self.env.stats.cookies_accepted += 1;
+                    self.env.stats.established += 1;
+                    self.after(app, idx);
+                    if self.slots[idx as usize].tcb.is_some() {
+                        self.segment_to(app, idx, now, seg, payload);
+                    }
+                } else {
+                    self.env.stats.table_full += 1;
+                }
+                return;
+            }
+            if half_open >= self.limits.syn_backlog {
+                self.env.stats.cookies_invalid += 1;
+            }
+        }
+        self.env.stats.no_connection += 1;
+        self.reset_reply(&t, seg, payload.len(), out);
+    }
+
+    fn segment_to(&mut self, app: &mut A, idx: u32, now: Micros, seg: &TcpRepr, payload: &[u8]) {
+        let gen = self.slots[idx as usize].gen;
+        let h = Handle { idx, gen };
+        let s = &mut self.slots[idx as usize];
+        let Some(tcb) = s.tcb.as_mut() else {
+            return;
+        };
+        let mut ctl = Ctl::default();
+        let mut pending_accept = !s.accepted;
+        let mut refused = false;
+        let conn = &mut s.conn;
+        let accepted = &mut s.accepted;
+        let t = *tcb.tuple();
+        tcb.on_segment(&mut self.env, now, seg, payload, &mut |data| {
+            // Data can arrive on the ACK that completes the handshake: accept first.
+            if pending_accept {
+                pending_accept = false;
+                *accepted = true;
+                *conn = app.accept(h, t.local_port, (t.remote, t.remote_port));
+                refused = conn.is_none();
+            }
+            match conn.as_mut() {
+                Some(c) => {
+                    let before = ctl.done;
+                    app.recv(h, c, data, &mut ctl);
+                    let n = ctl.done - before;
+                    ctl.done = before;
+                    n
+                }
+                None => data.len() as u32, // refused: drop it, the reset follows
+            }
+        });
+        if refused {
+            ctl.abort();
+        }
+        let tcb = s.tcb.as_mut().expect("checked above");
+        Self::apply(tcb, s.conn.as_ref(), ctl);
+        self.after(app, idx);
+    }
+
+    fn reset_reply(&mut self, t: &Tuple, seg: &TcpRepr, len: usize, out: &mut impl Output) {
+        if seg.flags.has(TcpFlags::RST) {
+            return;
+        }
+        // RFC 9293 §3.10.7.1: <SEQ=SEG.ACK><CTL=RST> if the ACK bit is set, otherwise
+        // <SEQ=0><ACK=SEG.SEQ+SEG.LEN><CTL=RST,ACK>.
+        let (seq, ack, flags) = if seg.flags.has(TcpFlags::ACK) {
+            (seg.ack, 0, TcpFlags::RST)
+        } else {
+            let l = len as u32 + u32::from(seg.flags.has(TcpFlags::SYN)) + u32::from(seg.flags.has(TcpFlags::FIN));
+            (0, seg.seq.wrapping_add(l), TcpFlags::RST | TcpFlags::ACK)
+        };
+        let r = TcpRepr {
+            src_port: t.local_port,
+            dst_port: t.remote_port,
+            seq,
+            ack,
+            flags: TcpFlags(flags),
+            window: 0,
+            options: TcpOptions::default(),
+            payload_len: 0,
+        };
+        self.env.stats.resets_out += 1;
+        self.send_stateless(t, &r, out);
+    }
+
+    fn cookie_reply(&mut self, t: &Tuple, cfg: &Config, syn: &TcpRepr, now: Micros, out: &mut impl Output) {
+        let peer_mss = syn.options.mss.unwrap_or(536);
+        let c = isn::cookie(self.key, t, syn.seq, peer_mss.min(cfg.mss), now);
+        let mut o = TcpOptions { mss: Some(cfg.mss), ..TcpOptions::default() };
+        // Without timestamps there is nowhere to keep window scale and SACK: both are off.
+        if let (true, Some((tsval, _))) = (cfg.timestamps, syn.options.timestamps) {
+            let ws = (cfg.window_scale && syn.options.window_scale.is_some()).then(|| cfg.rcv_wscale());
+            let peer_ws = syn.options.window_scale.filter(|_| ws.is_some());
+            let sack = cfg.sack && syn.options.sack_permitted;
+            o.window_scale = ws;
+            o.sack_permitted = sack;
+            o.timestamps = Some((isn::options_to_ts(ts_clock(c, now), peer_ws, sack), tsval));
+        }
+        let r = TcpRepr {
+            src_port: t.local_port,
+            dst_port: t.remote_port,
+            seq: c.0,
+            ack: syn.seq.wrapping_add(1),
+            flags: TcpFlags(TcpFlags::SYN | TcpFlags::ACK),
+            window: cfg.rcv_buf.min(65_535) as u16,
+            options: o,
+            payload_len: 0,
+        };
+        self.env.stats.cookies_sent += 1;
+        self.send_stateless(t, &r, out);
+    }
+
+    fn send_stateless(&mut self, t: &Tuple, r: &TcpRepr, out: &mut impl Output) {
+        if out.room() == 0 {
+            self.env.stats.tx_full += 1;
+            return;
+        }
+        self.env.stats.segs_out += 1;
+        let (local, remote) = (t.local, t.remote);
+        out.send(local, remote, r.header_len(), &mut |buf| r.emit(buf, local, remote));
+    }
+
+    // ---- active open -----------------------------------------------------------------------
+
+    /// Opens a connection from `local` to `remote:port` with state `conn`. `port_ok` says
+    /// which source ports may be used (an engine passes the ports whose flow hash lands on
+    /// its own queue).
+    #[allow(clippy::too_many_arguments)]
+    pub fn connect(
+        &mut self,
+        now: Micros,
+        local: Ipv4Addr,
+        remote: Ipv4Addr,
+        port: u16,
+        cfg: Config,
+        conn: A::Conn,
+        port_ok: impl Fn(u16) -> bool,
+    ) -> Result<Handle, (ConnectError, A::Conn)> {
+        if self.table.len() >= self.limits.max_conns {
+            return Err((ConnectError::TableFull, conn));
+        }
+        let (lo, hi) = self.limits.ephemeral;
+        let span = u32::from(hi - lo) + 1;
+        let mut chosen = None;
+        for _ in 0..span {
+            let p = self.next_port;
+            self.next_port = if p >= hi { lo } else { p + 1 };
+            let t = Tuple { local, remote, local_port: p, remote_port: port };
+            if port_ok(p) && !self.table.contains_key(&t) && !self.listeners.contains_key(&p) {
+                chosen = Some(t);
+                break;
+            }
+        }
+        let Some(t) = chosen else {
+            return Err((ConnectError::NoPort, conn));
+        };
+        let tcb = Tcb::connect(t, cfg, isn::isn(self.key, &t, now), now);
+        let idx = self.alloc(t, tcb, Some(conn)).expect("room checked above");
+        self.queue_output(idx);
+        self.sync_timer(idx);
+        Ok(Handle { idx, gen: self.slots[idx as usize].gen })
+    }
+
+    // ---- output and time -------------------------------------------------------------------
+
+    /// Sends what queued connections have to send, while the TX ring has room.
+    pub fn output(&mut self, app: &mut A, now: Micros, out: &mut impl Output) {
+        while out.room() > 0 {
+            let Some(&(idx, gen)) = self.queue.front() else {
+                break;
+            };
+            let s = &mut self.slots[idx as usize];
+            if s.gen != gen || s.tcb.is_none() {
+                self.queue.pop_front();
+                continue;
+            }
+            let tcb = s.tcb.as_mut().expect("checked");
+            if let Some(c) = &s.conn {
+                tcb.set_source_end(c.end());
+            }
+            let mut done = false;
+            while out.room() > 0 {
+                let Some(seg) = tcb.poll(&mut self.env, now) else {
+                    done = true;
+                    break;
+                };
+                let t = *tcb.tuple();
+                let h = seg.repr.header_len();
+                let len = seg.repr.payload_len;
+                let conn = &s.conn;
+                out.send(t.local, t.remote, h + len, &mut |buf| {
+                    if len > 0 {
+                        if let Some(c) = conn {
+                            c.fill(seg.data_off, &mut buf[h..h + len]);
+                        }
+                    }
+                    seg.repr.emit(buf, t.local, t.remote);
+                });
+            }
+            if !done {
+                break; // TX full: this connection goes first next time
+            }
+            self.queue.pop_front();
+            let s = &mut self.slots[idx as usize];
+            s.queued = false;
+            // The connection has nothing more to send until something changes; only notes
+            // (or its end) need the full treatment, which may queue it again.
+            let tcb = s.tcb.as_ref().expect("checked");
+            if tcb.has_notes() || tcb.state() == State::Closed {
+                self.after(app, idx);
+            } else {
+                self.sync_timer(idx);
+            }
+        }
+        if out.room() == 0 && !self.queue.is_empty() {
+            self.env.stats.tx_full += 1;
+        }
+    }
+
+    /// Runs the timers due at `now`.
+    pub fn advance(&mut self, app: &mut A, now: Micros) {
+        let fired = &mut self.fired;
+        self.wheel.advance(now / 1000, |t| fired.push(t));
+        let mut i = 0;
+        while i < self.fired.len() {
+            let (idx, gen) = self.fired[i];
+            i += 1;
+            let s = &mut self.slots[idx as usize];
+            if s.gen != gen {
+                continue;
+            }
+            s.timer = None;
+            let Some(tcb) = s.tcb.as_mut() else {
+                continue;
+            };
+            if tcb.deadline().is_some_and(|d| d <= now) {
+                tcb.on_timer(&mut self.env, now);
+            }
+            self.after(app, idx);
+        }
+        self.fired.clear();
+    }
+
+    /// The earliest time `advance` has work (for sleeping; scans, so not per packet).
+    pub fn next_deadline(&self) -> Option<Micros> {
+        self.wheel.next_deadline().map(|t| t * 1000)
+    }
+
+    /// True if some connection waits to send.
+    pub fn has_output(&self) -> bool {
+        !self.queue.is_empty()
+    }
+}
