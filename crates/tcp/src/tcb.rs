@@ -762,6 +762,8 @@ impl Tcb {
         if data.len() as u32 > wnd.saturating_sub(seq.since(self.rcv_nxt)) {
             data = &data[..wnd.saturating_sub(seq.since(self.rcv_nxt)) as usize];
             fin = false;
+            self.ack_now = true; // tell the sender where the window ends
+            env.stats.out_of_window += 1;
         }
 
         if matches!(self.state, State::Established | State::FinWait1 | State::FinWait2) && !data.is_empty() {
@@ -1281,8 +1283,9 @@ impl Tcb {
             if s.repr.flags.has(TcpFlags::RST) {
                 env.stats.resets_out += 1;
             }
-            self.arm(now);
         }
+        // Also when nothing went: data that waits on a shut window needs the probe timer.
+        self.arm(now);
         out
     }
 

@@ -207,13 +207,13 @@ impl Sim {
             return;
         }
         let mut at = self.now;
-        if l.bandwidth > 0 {
+        if let Some(serialize) = ((bytes.len() as u64 + 20) * 8 * 1_000_000).checked_div(l.bandwidth) {
             let start = self.busy[from][to].max(self.now);
             if start - self.now > l.queue_limit {
                 self.net.queue_drops += 1;
                 return;
             }
-            let done = start + (bytes.len() as u64 + 20) * 8 * 1_000_000 / l.bandwidth;
+            let done = start + serialize;
             self.busy[from][to] = done;
             at = done;
         }

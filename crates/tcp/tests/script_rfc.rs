@@ -1,0 +1,548 @@
+//! Scripted tests written from the RFCs: exact segments in, exact segments out.
+
+mod script;
+
+use script::{Script, Seg, PEER_ISN};
+use tcp::endpoint::Limits;
+use tcp::tcb::{End, State};
+use tcp::{CcKind, Config};
+use wire::tcp::TcpFlags;
+
+const SYN: u8 = TcpFlags::SYN;
+const ACK: u8 = TcpFlags::ACK;
+const FIN: u8 = TcpFlags::FIN;
+const RST: u8 = TcpFlags::RST;
+const PSH: u8 = TcpFlags::PSH;
+
+fn cfg() -> Config {
+    Config { rcv_buf: 65_535, ..Config::default() }
+}
+
+fn linux_syn() -> Seg {
+    Seg::syn(0).win(64_240).mss(1460).sack_perm().ts(100, 0).ws(7)
+}
+
+fn server_app_data(s: &mut Script, n: usize) {
+    let h = s.app.accepted[0];
+    s.ep.conn_mut(h).expect("conn").out.extend((0..n).map(|i| i as u8));
+    s.ep.kick(h);
+    let now = s.now / 1000;
+    s.at(now);
+}
+
+#[test]
+fn passive_open_negotiates_what_both_offer() {
+    let mut s = Script::server(Config { rcv_buf: 1 << 20, ..cfg() });
+    let sa = s.handshake(linux_syn());
+    assert_eq!(sa.opts.mss, Some(1460));
+    assert_eq!(sa.opts.window_scale, Some(5), "1 MiB needs a shift of 5");
+    assert!(sa.opts.sack_permitted);
+    assert_eq!(sa.opts.timestamps.map(|t| t.1), Some(100), "TSecr echoes the SYN's TSval");
+    assert_eq!(sa.win, 65_535, "the SYN-ACK window is never scaled");
+    let t = s.ep.tcb(s.app.accepted[0]).unwrap();
+    assert_eq!(t.state(), State::Established);
+    assert_eq!(t.negotiated(), (true, true, true));
+    assert_eq!(t.smss(), 1448, "MSS less the timestamp option");
+}
+
+#[test]
+fn options_the_peer_did_not_offer_stay_off() {
+    let mut s = Script::server(cfg());
+    let sa = s.handshake(Seg::syn(0).win(8192).mss(536));
+    assert_eq!(sa.opts.window_scale, None);
+    assert!(!sa.opts.sack_permitted);
+    assert_eq!(sa.opts.timestamps, None);
+    let t = s.ep.tcb(s.app.accepted[0]).unwrap();
+    assert_eq!(t.negotiated(), (false, false, false));
+    assert_eq!(t.smss(), 536);
+    // Without window scaling the peer's window is taken as is (8192 bytes); the initial
+    // congestion window (RFC 6928: 10 segments of 536) is the smaller limit here.
+    server_app_data(&mut s, 20_000);
+    let mut sent = 0;
+    while let Some(x) = s.try_next() {
+        sent += x.payload.len();
+    }
+    assert_eq!(sent, 10 * 536);
+}
+
+#[test]
+fn window_scale_applies_to_the_peers_window_after_the_syn() {
+    let mut s = Script::server(cfg());
+    s.handshake(Seg::syn(0).win(1000).mss(1000).ws(2));
+    // The handshake ACK said 1000 << 2 = 4000 bytes.
+    server_app_data(&mut s, 20_000);
+    let mut sent = 0;
+    while let Some(x) = s.try_next() {
+        sent += x.payload.len();
+    }
+    assert_eq!(sent, 4000);
+    // A window update of 2000 (<< 2 = 8000) lets 4000 more go.
+    s.inject(Seg::ack(1, 4001).win(2000));
+    let mut more = 0;
+    while let Some(x) = s.try_next() {
+        more += x.payload.len();
+    }
+    assert_eq!(more, 8000);
+}
+
+#[test]
+fn syn_ack_is_retransmitted_with_backoff_then_given_up() {
+    let mut s = Script::server(Config { syn_retries: 2, ..cfg() });
+    s.inject(linux_syn());
+    s.expect(SYN | ACK, 0, 1, 0);
+    s.at(999);
+    s.expect_none();
+    s.at(1000);
+    s.expect(SYN | ACK, 0, 1, 0);
+    s.at(2999);
+    s.expect_none();
+    s.at(3000);
+    s.expect(SYN | ACK, 0, 1, 0);
+    s.at(7000);
+    s.expect_none();
+    assert!(s.ep.is_empty(), "the half-open connection is gone after syn_retries");
+    assert!(s.app.accepted.is_empty(), "never shown to the application");
+}
+
+#[test]
+fn a_retransmitted_syn_gets_the_syn_ack_again() {
+    let mut s = Script::server(cfg());
+    s.inject(linux_syn());
+    s.expect(SYN | ACK, 0, 1, 0);
+    s.at(300);
+    s.inject(linux_syn());
+    s.expect(SYN | ACK, 0, 1, 0);
+}
+
+#[test]
+fn active_open_and_data_on_the_third_segment() {
+    let mut s = Script::client(cfg(), b"hello");
+    let syn = s.expect(SYN, 0, 0, 0);
+    assert_eq!(syn.opts.mss, Some(1460));
+    assert!(syn.opts.sack_permitted && syn.opts.window_scale.is_some() && syn.opts.timestamps.is_some());
+    s.at(10);
+    s.inject(Seg::new(SYN | ACK, 0, 1).mss(1460).win(29_200));
+    assert_eq!(s.app.connected, 1);
+    s.expect(ACK | PSH, 1, 1, 5);
+    s.expect_none();
+}
+
+#[test]
+fn active_open_refused_by_rst() {
+    let mut s = Script::client(cfg(), b"x");
+    s.expect(SYN, 0, 0, 0);
+    s.inject(Seg::new(RST | ACK, 0, 1).win(0));
+    assert_eq!(s.app.ended, vec![End::Refused]);
+    assert!(s.ep.is_empty());
+}
+
+#[test]
+fn syn_sent_answers_a_bad_ack_with_rst() {
+    let mut s = Script::client(cfg(), b"x");
+    s.expect(SYN, 0, 0, 0);
+    s.inject(Seg::new(SYN | ACK, 0, 77).mss(1460));
+    s.expect(RST, 77, 0, 0);
+    assert_eq!(s.ep.tcb(s.handle.unwrap()).unwrap().state(), State::SynSent);
+}
+
+#[test]
+fn simultaneous_open() {
+    let mut s = Script::client(cfg(), b"");
+    s.expect(SYN, 0, 0, 0);
+    // The peer's own SYN crosses ours: SYN-RECEIVED, and our SYN goes again with an ACK.
+    s.inject(Seg::syn(0).mss(1460));
+    s.expect(SYN | ACK, 0, 1, 0);
+    assert_eq!(s.ep.tcb(s.handle.unwrap()).unwrap().state(), State::SynReceived);
+    // The peer's SYN-ACK acknowledges our SYN.
+    s.inject(Seg::new(SYN | ACK, 0, 1).mss(1460));
+    s.inject(Seg::ack(1, 1));
+    assert_eq!(s.ep.tcb(s.handle.unwrap()).unwrap().state(), State::Established);
+    assert_eq!(s.app.connected, 1);
+}
+
+#[test]
+fn rst_resets_only_at_the_exact_sequence_number() {
+    let mut s = Script::server(cfg());
+    s.handshake(Seg::syn(0).mss(1460));
+    // In the window but not RCV.NXT: a challenge ACK (RFC 5961 §3.2), the connection stays.
+    s.inject(Seg::new(RST, 100, 0));
+    s.expect(ACK, 1, 1, 0);
+    // Outside the window: ignored silently.
+    s.inject(Seg::new(RST, 1_000_000, 0));
+    s.expect_none();
+    assert_eq!(s.ep.len(), 1);
+    // Exactly RCV.NXT: reset.
+    s.inject(Seg::new(RST, 1, 0));
+    s.expect_none();
+    assert_eq!(s.app.ended, vec![End::Reset]);
+    assert!(s.ep.is_empty());
+}
+
+#[test]
+fn syn_on_an_established_connection_gets_a_challenge_ack() {
+    let mut s = Script::server(cfg());
+    s.handshake(Seg::syn(0).mss(1460));
+    s.inject(Seg::syn(500).mss(1460));
+    s.expect(ACK, 1, 1, 0);
+    assert_eq!(s.ep.len(), 1, "RFC 5961 §4: no reset from a blind SYN");
+}
+
+#[test]
+fn challenge_acks_are_rate_limited() {
+    let limits = Limits { challenge_per_sec: 3, ..Limits::default() };
+    let mut s = Script::server_with(cfg(), limits);
+    s.handshake(Seg::syn(0).mss(1460));
+    for _ in 0..10 {
+        s.inject(Seg::new(RST, 100, 0));
+    }
+    let mut n = 0;
+    while s.try_next().is_some() {
+        n += 1;
+    }
+    assert_eq!(n, 3);
+    assert_eq!(s.ep.stats().challenge_limited, 7);
+}
+
+#[test]
+fn ack_beyond_snd_max_is_answered_and_dropped() {
+    let mut s = Script::server(cfg());
+    s.handshake(Seg::syn(0).mss(1460));
+    s.inject(Seg::ack(1, 5000).data(10));
+    s.expect(ACK, 1, 1, 0);
+    assert!(s.ep.conn_mut(s.app.accepted[0]).unwrap().got.is_empty(), "its data is not taken");
+}
+
+#[test]
+fn delayed_ack_then_every_second_full_segment() {
+    let mut s = Script::server(cfg());
+    s.handshake(Seg::syn(0).mss(1460));
+    s.inject(Seg::ack(1, 1).data(100));
+    s.expect_none();
+    s.at(39);
+    s.expect_none();
+    s.at(40);
+    s.expect(ACK, 1, 101, 0);
+    // Two full segments: acknowledged at once.
+    s.inject(Seg::ack(101, 1).data(1460));
+    s.expect_none();
+    s.inject(Seg::ack(1561, 1).data(1460));
+    s.expect(ACK, 1, 3021, 0);
+}
+
+#[test]
+fn out_of_order_data_gets_an_immediate_ack_with_sack_blocks() {
+    let mut s = Script::server(cfg());
+    s.handshake(Seg::syn(0).mss(1460).sack_perm());
+    s.inject(Seg::ack(1, 1).data(100));
+    s.inject(Seg::ack(201, 1).data(100));
+    let a = s.expect(ACK, 1, 101, 0);
+    assert_eq!(a.opts.sack_blocks[0], Some((PEER_ISN + 201, PEER_ISN + 301)));
+    s.inject(Seg::ack(401, 1).data(100));
+    let a = s.expect(ACK, 1, 101, 0);
+    // The block holding the newest segment first (RFC 2018 §4).
+    assert_eq!(a.opts.sack_blocks[0], Some((PEER_ISN + 401, PEER_ISN + 501)));
+    assert_eq!(a.opts.sack_blocks[1], Some((PEER_ISN + 201, PEER_ISN + 301)));
+    // The hole fills: everything delivered in order, ACK at once, no blocks left... but one.
+    s.inject(Seg::ack(101, 1).data(100));
+    let a = s.expect(ACK, 1, 301, 0);
+    assert_eq!(a.opts.sack_blocks[0], Some((PEER_ISN + 401, PEER_ISN + 501)));
+    assert_eq!(a.opts.sack_blocks[1], None);
+    let got = &s.ep.conn_mut(s.app.accepted[0]).unwrap().got;
+    assert_eq!(got.len(), 300);
+}
+
+fn established_sender(sack: bool, cc: CcKind) -> Script {
+    let mut s = Script::server(Config { cc, ..cfg() });
+    let mut syn = Seg::syn(0).mss(1000).win(65_535);
+    if sack {
+        syn = syn.sack_perm();
+    }
+    s.handshake(syn);
+    s
+}
+
+#[test]
+fn fast_retransmit_after_three_duplicate_acks_newreno() {
+    let mut s = established_sender(false, CcKind::NewReno);
+    server_app_data(&mut s, 10_000);
+    for i in 0..10 {
+        s.expect(if i == 9 { ACK | PSH } else { ACK }, 1 + 1000 * i, 1, 1000);
+    }
+    // Segment 2 is lost: the peer acknowledges segment 1, then three duplicates.
+    s.inject(Seg::ack(1, 1001));
+    s.clear(); // slow start sends more
+    s.inject(Seg::ack(1, 1001));
+    s.inject(Seg::ack(1, 1001));
+    s.expect_none();
+    s.inject(Seg::ack(1, 1001));
+    s.expect(ACK, 1001, 1, 1000);
+    assert_eq!(s.ep.stats().fast_recoveries, 1);
+}
+
+#[test]
+fn sack_recovery_retransmits_only_the_holes() {
+    let mut s = established_sender(true, CcKind::Cubic);
+    server_app_data(&mut s, 10_000);
+    for i in 0..10 {
+        s.expect(if i == 9 { ACK | PSH } else { ACK }, 1 + 1000 * i, 1, 1000);
+    }
+    let b = |l: u32, r: u32, s: &Script| (s.ours(l), s.ours(r));
+    // Segments 2 and 4 lost; the peer SACKs 3 and 5..10 as they arrive.
+    let acks: [&[(u32, u32)]; 7] = [
+        &[(2001, 3001)],
+        &[(4001, 5001), (2001, 3001)],
+        &[(4001, 6001), (2001, 3001)],
+        &[(4001, 7001), (2001, 3001)],
+        &[(4001, 8001), (2001, 3001)],
+        &[(4001, 9001), (2001, 3001)],
+        &[(4001, 10001), (2001, 3001)],
+    ];
+    let mut rtx = Vec::new();
+    for (i, blocks) in acks.iter().enumerate() {
+        let abs: Vec<(u32, u32)> = blocks.iter().map(|&(l, r)| b(l, r, &s)).collect();
+        s.inject(Seg::ack(1, 1001).sack(&abs));
+        while let Some(x) = s.try_next() {
+            rtx.push((i, x.seq, x.payload.len()));
+        }
+    }
+    // RFC 6675: recovery starts once more than 2·SMSS are SACKed above the hole (the third
+    // ACK); only the two holes go again, each once, and nothing SACKed is resent.
+    assert_eq!(rtx.first(), Some(&(2, 1001, 1000)));
+    let seqs: Vec<u32> = rtx.iter().map(|x| x.1).collect();
+    assert_eq!(seqs, vec![1001, 3001], "{rtx:?}");
+    assert_eq!(s.ep.stats().fast_recoveries, 1);
+    // The holes filled: the cumulative ACK ends recovery.
+    s.inject(Seg::ack(1, 10001));
+    assert_eq!(s.ep.tcb(s.app.accepted[0]).unwrap().unacked(), 0);
+}
+
+#[test]
+fn rto_doubles_on_each_expiry() {
+    let mut s = Script::server(Config { rto_min: 200_000, ..cfg() });
+    s.inject(Seg::syn(0).mss(1460));
+    s.expect(SYN | ACK, 0, 1, 0);
+    s.at(100);
+    s.inject(Seg::ack(1, 1)); // RTT sample 100 ms: RTO = 100 + 4·50 = 300 ms
+    server_app_data(&mut s, 100);
+    s.expect(ACK | PSH, 1, 1, 100);
+    let t0 = s.now / 1000;
+    let mut times = Vec::new();
+    for _ in 0..4 {
+        loop {
+            let now = s.now / 1000 + 1;
+            s.at(now);
+            if let Some(x) = s.try_next() {
+                assert_eq!((x.seq, x.payload.len()), (1, 100));
+                times.push(s.now / 1000 - t0);
+                break;
+            }
+        }
+    }
+    assert_eq!(times, vec![300, 900, 2100, 4500]);
+}
+
+#[test]
+fn zero_window_is_probed_and_reopens() {
+    let mut s = Script::server(cfg());
+    s.handshake(Seg::syn(0).mss(1000));
+    server_app_data(&mut s, 3000);
+    for i in 0..3 {
+        s.expect(if i == 2 { ACK | PSH } else { ACK }, 1 + 1000 * i, 1, 1000);
+    }
+    // The peer takes 2000 bytes and closes its window.
+    s.inject(Seg::ack(1, 2001).win(0));
+    s.inject(Seg::ack(1, 3001).win(0));
+    server_app_data(&mut s, 1000);
+    s.expect_none();
+    // A probe (an old sequence number, no data) after the RTO; the peer answers, still 0.
+    let mut probes = 0;
+    for ms in 1..=3000 {
+        let t = s.now / 1000 + 1;
+        s.at(t);
+        if let Some(p) = s.try_next() {
+            assert_eq!((p.flags, p.seq, p.payload.len()), (ACK, 3000, 0), "probe at {ms}");
+            probes += 1;
+            s.inject(Seg::ack(1, 3001).win(0));
+        }
+    }
+    assert!(probes >= 2, "probes keep going while the window is shut ({probes})");
+    assert_eq!(s.ep.len(), 1, "a peer that answers probes is never timed out");
+    // The window opens: the held data goes.
+    s.inject(Seg::ack(1, 3001).win(4000));
+    s.expect(ACK | PSH, 3001, 1, 1000);
+}
+
+#[test]
+fn receive_window_closes_while_the_app_holds_data_and_reopens() {
+    let mut s = Script::server(Config { rcv_buf: 4000, ..cfg() });
+    s.app.hold = true;
+    s.handshake(Seg::syn(0).mss(1000));
+    for i in 0..4 {
+        s.inject(Seg::ack(1 + 1000 * i, 1).data(1000));
+    }
+    s.at(50);
+    let mut seen = Vec::new();
+    let last = loop {
+        match s.try_next() {
+            Some(a) if a.ack == 4001 => break a,
+            Some(a) => seen.push(a),
+            None => panic!("no ACK for the data: {seen:?}"),
+        }
+    };
+    assert_eq!(last.win, 0, "all 4000 bytes held: window shut");
+    // Beyond the window: not taken.
+    s.inject(Seg::ack(4001, 1).data(1000));
+    s.expect(ACK, 1, 4001, 0);
+    s.ep.recv_done(s.app.accepted[0], 3000);
+    s.at(51);
+    let upd = s.expect(ACK, 1, 4001, 0);
+    assert_eq!(upd.win, 3000, "window update once the app is done with the bytes");
+}
+
+#[test]
+fn time_wait_acks_a_retransmitted_fin_and_expires() {
+    let mut s = Script::server(Config { time_wait: 2_000_000, ..cfg() });
+    s.handshake(Seg::syn(0).mss(1460));
+    let h = s.app.accepted[0];
+    s.ep.close(h, s.now);
+    s.at(1);
+    s.expect(ACK | FIN, 1, 1, 0);
+    s.inject(Seg::ack(1, 2));
+    assert_eq!(s.ep.tcb(h).unwrap().state(), State::FinWait2);
+    s.inject(Seg::new(ACK | FIN, 1, 2));
+    s.expect(ACK, 2, 2, 0);
+    assert_eq!(s.ep.tcb(h).unwrap().state(), State::TimeWait);
+    assert_eq!(s.app.ended, vec![End::Closed], "the application is done on entering TIME-WAIT");
+    s.at(1000);
+    s.inject(Seg::new(ACK | FIN, 1, 2));
+    s.expect(ACK, 2, 2, 0);
+    s.at(2999);
+    assert_eq!(s.ep.time_wait(), 1, "the retransmitted FIN restarted 2·MSL");
+    s.at(3001);
+    assert!(s.ep.is_empty());
+    assert_eq!(s.ep.timers(), 0);
+}
+
+#[test]
+fn passive_close_goes_through_close_wait_and_last_ack() {
+    let mut s = Script::server(cfg());
+    s.app.close_on_fin = true;
+    s.handshake(Seg::syn(0).mss(1460));
+    s.inject(Seg::new(ACK | FIN, 1, 1));
+    s.expect(ACK | FIN, 1, 2, 0);
+    assert_eq!(s.ep.tcb(s.app.accepted[0]).unwrap().state(), State::LastAck);
+    s.inject(Seg::ack(2, 2));
+    assert_eq!(s.app.ended, vec![End::Closed]);
+    assert!(s.ep.is_empty(), "no TIME-WAIT for the side that closed second");
+}
+
+#[test]
+fn simultaneous_close_goes_through_closing() {
+    let mut s = Script::server(cfg());
+    s.handshake(Seg::syn(0).mss(1460));
+    let h = s.app.accepted[0];
+    s.ep.close(h, s.now);
+    s.at(1);
+    s.expect(ACK | FIN, 1, 1, 0);
+    s.inject(Seg::new(ACK | FIN, 1, 1)); // the peer's FIN, not yet acknowledging ours
+    s.expect(ACK, 2, 2, 0);
+    assert_eq!(s.ep.tcb(h).unwrap().state(), State::Closing);
+    s.inject(Seg::ack(2, 2));
+    assert_eq!(s.ep.tcb(h).unwrap().state(), State::TimeWait);
+}
+
+#[test]
+fn syn_cookies_when_the_backlog_is_full() {
+    let limits = Limits { syn_backlog: 1, ..Limits::default() };
+    let mut s = Script::server_with(cfg(), limits);
+    s.inject(linux_syn());
+    s.expect(SYN | ACK, 0, 1, 0);
+    assert_eq!(s.ep.len(), 1);
+    // A second client while the first is half-open: answered from a cookie, no state.
+    s.peer_port = 40_001;
+    s.inject(linux_syn());
+    let sa = s.next();
+    assert_eq!(sa.flags, SYN | ACK);
+    assert_eq!(s.ep.len(), 1, "no state for the cookie SYN");
+    assert_eq!(s.ep.stats().cookies_sent, 1);
+    assert_eq!(sa.opts.mss, Some(1460));
+    assert!(sa.opts.sack_permitted && sa.opts.window_scale.is_some(), "carried in the timestamp");
+    let cookie = sa.seq; // relative to the first connection's ISN
+    let (tsval, _) = sa.opts.timestamps.unwrap();
+    // A forged ACK is refused with a reset.
+    s.inject(Seg::ack(1, cookie.wrapping_add(2)).ts(101, tsval));
+    s.expect(RST, cookie.wrapping_add(2), 0, 0);
+    assert_eq!(s.ep.stats().cookies_accepted, 0);
+    // The right one creates the connection, with the options of the SYN.
+    s.inject(Seg::ack(1, cookie.wrapping_add(1)).ts(101, tsval).data(10));
+    assert_eq!(s.ep.stats().cookies_accepted, 1);
+    assert_eq!(s.ep.len(), 2);
+    let h = *s.app.accepted.last().unwrap();
+    assert_eq!(s.ep.tcb(h).unwrap().negotiated(), (true, true, true));
+    assert_eq!(s.ep.conn_mut(h).unwrap().got.len(), 10, "data on the cookie ACK is delivered");
+}
+
+#[test]
+fn paws_drops_old_timestamps() {
+    let mut s = Script::server(cfg());
+    s.handshake(linux_syn());
+    s.inject(Seg::ack(1, 1).ts(200, 0).data(10));
+    assert_eq!(s.ep.conn_mut(s.app.accepted[0]).unwrap().got.len(), 10);
+    s.clear();
+    // A segment with an older TSval is an old duplicate: dropped, answered with an ACK.
+    s.inject(Seg::ack(11, 1).ts(150, 0).data(10));
+    s.expect(ACK, 1, 11, 0);
+    assert_eq!(s.ep.conn_mut(s.app.accepted[0]).unwrap().got.len(), 10);
+    assert_eq!(s.ep.stats().paws_dropped, 1);
+    // A newer one is taken.
+    s.inject(Seg::ack(11, 1).ts(201, 0).data(10));
+    assert_eq!(s.ep.conn_mut(s.app.accepted[0]).unwrap().got.len(), 20);
+}
+
+#[test]
+fn segments_for_no_connection_get_rfc9293_resets() {
+    let mut s = Script::server(cfg());
+    s.peer_port = 40_002;
+    // An ACK for nothing: <SEQ=SEG.ACK><CTL=RST>.
+    s.inject_raw(Seg::ack(5, 0), 777, &[]);
+    let r = s.next();
+    assert_eq!((r.flags, r.seq.wrapping_add(0)), (RST, 777));
+    s.ep.unlisten(80);
+    // A SYN to a closed port: <SEQ=0><ACK=SEG.SEQ+1><CTL=RST,ACK>.
+    s.inject(Seg::syn(0));
+    let r = s.next();
+    assert_eq!((r.flags, r.ack), (RST | ACK, 1));
+    // An RST for nothing: silence.
+    s.inject(Seg::new(RST, 0, 0));
+    s.expect_none();
+}
+
+#[test]
+fn refused_accept_resets_the_connection() {
+    let mut s = Script::server(cfg());
+    s.app.refuse = true;
+    s.inject(Seg::syn(0).mss(1460));
+    s.expect(SYN | ACK, 0, 1, 0);
+    s.inject(Seg::ack(1, 1));
+    s.expect(RST | ACK, 1, 1, 0);
+    assert!(s.ep.is_empty());
+}
+
+#[test]
+fn keepalive_probes_then_times_out() {
+    let ka = tcp::KeepAlive { idle: 1_000_000, interval: 500_000, count: 2 };
+    let mut s = Script::server(Config { keepalive: Some(ka), ..cfg() });
+    s.handshake(Seg::syn(0).mss(1460));
+    s.at(999);
+    s.expect_none();
+    s.at(1001);
+    s.expect(ACK, 0, 1, 0);
+    s.inject(Seg::ack(1, 1)); // answered: idle starts again
+    s.at(2001);
+    s.expect(ACK, 0, 1, 0);
+    s.at(2502);
+    s.expect(ACK, 0, 1, 0);
+    s.at(3100);
+    assert_eq!(s.app.ended, vec![End::TimedOut]);
+    assert!(s.ep.is_empty());
+}
