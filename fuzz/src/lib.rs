@@ -24,6 +24,7 @@ pub const TARGETS: &[(&str, Target)] = &[
     ("tcp", tcp),
     ("tcp_options", tcp_options),
     ("engine", engine_frame),
+    ("tcp_endpoint", tcp_endpoint),
     ("dns_query", dns_query),
     ("dns_server", dns_server),
     ("zone_text", zone_text),
@@ -209,6 +210,106 @@ pub fn tcp_options(data: &[u8]) {
     }
 }
 
+/// The TCP endpoint's collecting TX ring: every segment it emits must parse back.
+struct TcpOut(Vec<Vec<u8>>);
+
+impl tcp::Output for TcpOut {
+    fn room(&self) -> usize {
+        16
+    }
+    fn send(&mut self, local: Ipv4Addr, remote: Ipv4Addr, len: usize, write: &mut dyn FnMut(&mut [u8])) {
+        assert_eq!((local, remote), (B, A));
+        let mut b = vec![0u8; len];
+        write(&mut b);
+        let p = TcpPacket::new_checked(&b[..]).expect("emitted segment is well formed");
+        TcpRepr::parse(&p, remote, local).expect("emitted segment has a valid checksum and options");
+        self.0.push(b);
+    }
+}
+
+/// An application that echoes what it gets and keeps a bounded source.
+#[derive(Default)]
+struct EchoApp;
+
+#[derive(Default)]
+struct EchoConn(Vec<u8>);
+
+impl tcp::Source for EchoConn {
+    fn end(&self) -> u64 {
+        self.0.len() as u64
+    }
+    fn fill(&self, off: u64, dst: &mut [u8]) {
+        dst.copy_from_slice(&self.0[off as usize..off as usize + dst.len()]);
+    }
+}
+
+impl tcp::App for EchoApp {
+    type Conn = EchoConn;
+    fn accept(&mut self, _: tcp::Handle, _: u16, _: (Ipv4Addr, u16)) -> Option<EchoConn> {
+        Some(EchoConn::default())
+    }
+    fn recv(&mut self, _: tcp::Handle, c: &mut EchoConn, data: &[u8], ctl: &mut tcp::Ctl) {
+        if c.0.len() < 100_000 {
+            c.0.extend_from_slice(data);
+        }
+        ctl.recv_done(data.len() as u32);
+    }
+    fn closed(&mut self, _: tcp::Handle, _: EchoConn, _: tcp::End) {}
+}
+
+/// Segments into a TCP endpoint that has one connection open: each record is
+/// [time step (ms), header bytes...] with sequence and acknowledgement numbers taken relative
+/// to the connection's, so mutations land near the windows where the state machine lives.
+pub fn tcp_endpoint(data: &[u8]) {
+    use tcp::{Config, Endpoint, Limits};
+    let limits = Limits { max_conns: 8, syn_backlog: 2, ooo_buffers: 2, max_time_wait: 2, ..Limits::default() };
+    let mut ep: Endpoint<EchoApp> = Endpoint::new(limits, 0);
+    let mut app = EchoApp;
+    ep.listen(80, Config { rcv_buf: 8192, time_wait: 2_000_000, ..Config::default() });
+    let mut out = TcpOut(Vec::new());
+    let syn = TcpRepr {
+        src_port: 40000,
+        dst_port: 80,
+        seq: 1000,
+        ack: 0,
+        flags: wire::TcpFlags(wire::TcpFlags::SYN),
+        window: 65535,
+        options: TcpOptions { mss: Some(1000), sack_permitted: true, timestamps: Some((1, 0)), ..Default::default() },
+        payload_len: 0,
+    };
+    ep.input(&mut app, 0, A, B, &syn, &[], &mut out);
+    ep.output(&mut app, 0, &mut out);
+    let iss = out.0.last().map_or(0, |b| TcpPacket::new_unchecked(&b[..]).seq());
+    let mut now = 0u64;
+    for rec in data.chunks(48) {
+        let (dt, seg) = rec.split_first().unwrap_or((&0, &[]));
+        now += u64::from(*dt) * 1000;
+        let mut b = seg.to_vec();
+        if let Ok(mut p) = TcpPacket::new_checked(&mut b[..]) {
+            p.set_seq(p.seq().wrapping_add(1000));
+            p.set_ack(p.ack().wrapping_add(iss));
+            p.fill_checksum(A, B);
+            let p = TcpPacket::new_checked(&b[..]).unwrap();
+            if let Ok(r) = TcpRepr::parse(&p, A, B) {
+                ep.input(&mut app, now, A, B, &r, p.payload(), &mut out);
+            }
+        }
+        ep.advance(&mut app, now);
+        ep.output(&mut app, now, &mut out);
+        out.0.clear();
+        assert!(ep.len() <= 8, "the table limit holds");
+        assert!(ep.ooo_in_use() <= 2);
+    }
+    // Time heals: everything that is not open waits out its timers and goes.
+    for _ in 0..200 {
+        now += 1_000_000;
+        ep.advance(&mut app, now);
+        ep.output(&mut app, now, &mut out);
+        out.0.clear();
+    }
+    assert!(ep.time_wait() == 0, "TIME-WAIT drained");
+}
+
 /// A whole frame through the engine's stack (memory port): counted exactly once, no leak.
 pub fn engine_frame(data: &[u8]) {
     use engine::{Engine, EngineConfig};
@@ -274,7 +375,30 @@ pub fn seeds(target: &str) -> Vec<Vec<u8>> {
             b
         }],
         "udp" => vec![udp_frame[34..].to_vec()],
-        "tcp" => vec![tcp_seg],
+        "tcp" => vec![tcp_seg.clone()],
+        "tcp_endpoint" => {
+            // The handshake's ACK, then data, then a FIN, in relative numbers.
+            let seg = |seq: u32, ack: u32, flags: u8, len: usize| {
+                let r = TcpRepr {
+                    src_port: 40000,
+                    dst_port: 80,
+                    seq,
+                    ack,
+                    flags: wire::TcpFlags(flags),
+                    window: 65535,
+                    options: TcpOptions { timestamps: Some((2, 0)), ..Default::default() },
+                    payload_len: len,
+                };
+                let mut b = vec![0u8; r.header_len() + len];
+                r.emit(&mut b, A, B);
+                let mut rec = vec![1u8];
+                rec.extend_from_slice(&b);
+                rec.resize(48, 0);
+                rec
+            };
+            use wire::TcpFlags as F;
+            vec![[seg(1, 1, F::ACK, 0), seg(1, 1, F::ACK | F::PSH, 10), seg(11, 11, F::ACK | F::FIN, 0)].concat()]
+        }
         "tcp_options" => vec![tcp_seg[20..].to_vec()],
         "zone_text" => vec![FUZZ_ZONE.as_bytes().to_vec()],
         "dns_server" => vec![

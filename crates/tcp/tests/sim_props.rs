@@ -155,3 +155,101 @@ fn many_seeds() {
     }
     assert!(failures.is_empty(), "{} of {n} seeds failed:\n{}", failures.len(), failures.join("\n"));
 }
+
+fn two_hosts(seed: u64, cfg: Config) -> Sim {
+    let mut sim = Sim::new(seed, 2, Limits::default(), 0.0);
+    sim.set_links(Link { delay: 10_000, ..Link::default() });
+    sim.hosts[1].ep.listen(80, cfg);
+    sim
+}
+
+#[test]
+fn a_dead_link_times_out_both_ends_when_the_retries_run_out() {
+    let cfg = Config { retries: 5, rto_min: 200_000, rto_max: 60_000_000, ..Config::default() };
+    let mut sim = two_hosts(1, cfg);
+    sim.connect(0, 1, 80, cfg, Spec { id: 1, up: 10_000_000, down: 10_000_000 });
+    sim.run_until(500_000, |_| false);
+    assert!(sim.hosts[1].ep.stats().established == 1);
+    for row in &mut sim.links {
+        for l in row.iter_mut() {
+            l.down = true;
+        }
+    }
+    let died = sim.now;
+    let both = |s: &Sim| s.hosts.iter().all(|h| h.app.finished.len() == 1);
+    assert!(sim.run_until(3_600_000_000, both), "both ends give up");
+    for h in &sim.hosts {
+        assert_eq!(h.app.finished[0].end, End::TimedOut);
+        assert!(h.ep.is_empty() && h.ep.timers() == 0 && h.ep.ooo_in_use() == 0);
+    }
+    // RTO ≥ 200 ms doubling over 6 expiries (the last one gives up): at least 0.2·(2^6 − 1)
+    // seconds after the link died, and well within the 60 s cap per step.
+    let took = sim.now - died;
+    assert!(took >= 200_000 * 63 && took < 6 * 60_000_000, "gave up after {took} µs");
+}
+
+#[test]
+fn a_syn_flood_does_not_stop_legitimate_clients() {
+    use wire::tcp::{TcpFlags, TcpOptions, TcpRepr};
+    let cfg = Config::default();
+    let mut sim = Sim::new(7, 2, Limits { syn_backlog: 32, ..Limits::default() }, 0.0);
+    sim.set_links(Link { delay: 1_000, ..Link::default() });
+    sim.hosts[1].ep.listen(80, cfg);
+    let mut r = Rng::new(99);
+    let mut started = 0u32;
+    // 20 000 spoofed SYNs over two seconds (from an address nobody answers for), and a new
+    // legitimate client every 50 ms.
+    for step in 0..2000u64 {
+        for _ in 0..10 {
+            let syn = TcpRepr {
+                src_port: r.range(1024, 65_535) as u16,
+                dst_port: 80,
+                seq: r.next() as u32,
+                ack: 0,
+                flags: TcpFlags(TcpFlags::SYN),
+                window: 65_535,
+                options: TcpOptions { mss: Some(1460), ..TcpOptions::default() },
+                payload_len: 0,
+            };
+            let spoofed = wire::Ipv4Addr([198, 19, (step % 250) as u8, r.range(1, 254) as u8]);
+            sim.inject(1, spoofed, &syn);
+        }
+        if step % 50 == 0 {
+            sim.connect(0, 1, 80, cfg, Spec { id: started, up: 2000, down: 2000 });
+            started += 1;
+        }
+        let t = sim.now + 1_000;
+        sim.run_until(t, |_| false);
+    }
+    let all = |s: &Sim| s.hosts[0].app.finished.len() == started as usize;
+    assert!(sim.run_until(sim.now + 120_000_000, all), "every legitimate client finished");
+    for f in &sim.hosts[0].app.finished {
+        assert_eq!((f.end, f.rx_complete), (End::Closed, true), "stream {}", f.id);
+    }
+    let st = sim.hosts[1].ep.stats();
+    assert!(st.cookies_sent > 10_000, "the flood was answered with cookies: {st:?}");
+    assert!(sim.hosts[1].ep.len() <= 32 + started as usize, "state stays bounded");
+}
+
+#[test]
+fn a_thousand_concurrent_connections() {
+    let cfg = Config { rcv_buf: 16_384, ..Config::default() };
+    let mut sim = Sim::new(11, 3, Limits::default(), 0.0);
+    sim.set_links(Link { delay: 2_000, loss: 0.01, reorder: 0.1, jitter: 3_000, ..Link::default() });
+    sim.hosts[2].ep.listen(80, cfg);
+    for id in 0..1000u32 {
+        sim.connect((id % 2) as usize, 2, 80, cfg, Spec { id, up: 100 + id * 7, down: 5000 - id * 3 });
+    }
+    let all = |s: &Sim| {
+        s.hosts[2].app.finished.len() == 1000 && s.hosts[0].app.finished.len() + s.hosts[1].app.finished.len() == 1000
+    };
+    assert!(sim.run_until(600_000_000, all));
+    for h in &sim.hosts {
+        assert!(h.app.errors.is_empty(), "{:?}", h.app.errors.first());
+        assert!(h.app.finished.iter().all(|f| f.end == End::Closed && f.rx_complete));
+    }
+    sim.run_until(sim.now + 70_000_000, |_| false);
+    for h in &sim.hosts {
+        assert!(h.ep.is_empty() && h.ep.timers() == 0, "drained");
+    }
+}

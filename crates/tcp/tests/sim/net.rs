@@ -284,6 +284,16 @@ impl Sim {
         }
     }
 
+    /// Delivers a hand-made segment to host `to` as if sent from `src` (which need not be a
+    /// host: replies to it are lost).
+    pub fn inject(&mut self, to: usize, src: Ipv4Addr, repr: &TcpRepr) {
+        let dst = self.hosts[to].addr;
+        let mut bytes = vec![0u8; repr.header_len()];
+        repr.emit(&mut bytes, src, dst);
+        let at = self.now;
+        self.push(at, Event::Packet { to, src, dst, bytes });
+    }
+
     /// Opens a connection from host `from` to host `to` on `port`.
     pub fn connect(&mut self, from: usize, to: usize, port: u16, cfg: Config, spec: Spec) -> tcp::Handle {
         let dst = self.hosts[to].addr;
