@@ -277,7 +277,7 @@ pub fn tcp_endpoint(data: &[u8]) {
         options: TcpOptions { mss: Some(1000), sack_permitted: true, timestamps: Some((1, 0)), ..Default::default() },
         payload_len: 0,
     };
-    ep.input(&mut app, 0, A, B, &syn, &[], &mut out);
+    ep.input(&mut app, 0, A, B, &syn, &[]);
     ep.output(&mut app, 0, &mut out);
     let iss = out.0.last().map_or(0, |b| TcpPacket::new_unchecked(&b[..]).seq());
     let mut now = 0u64;
@@ -291,7 +291,7 @@ pub fn tcp_endpoint(data: &[u8]) {
             p.fill_checksum(A, B);
             let p = TcpPacket::new_checked(&b[..]).unwrap();
             if let Ok(r) = TcpRepr::parse(&p, A, B) {
-                ep.input(&mut app, now, A, B, &r, p.payload(), &mut out);
+                ep.input(&mut app, now, A, B, &r, p.payload());
             }
         }
         ep.advance(&mut app, now);

@@ -23,7 +23,8 @@ struct Cli {
 
 #[derive(Subcommand)]
 enum Cmd {
-    /// UDP echo server: every datagram to the port is sent back unchanged (Arrakis's echo).
+    /// Echo server: UDP datagrams (Arrakis's echo) or TCP bytes (the IX/MegaPipe echo) go back
+    /// to their senders unchanged.
     ///
     /// The XDP filter hands sirocco only UDP to ADDR:PORT (plus ARP and ping when the kernel
     /// does not have ADDR); everything else on the interface stays with the kernel.
@@ -102,13 +103,24 @@ impl DataplaneArgs {
     }
 }
 
+#[derive(clap::ValueEnum, Clone, Copy, PartialEq, Eq)]
+enum EchoProto {
+    /// Datagrams back to their senders.
+    Udp,
+    /// Bytes back on their connections (sirocco's own TCP).
+    Tcp,
+}
+
 #[derive(Args)]
 struct EchoArgs {
     #[command(flatten)]
     dp: DataplaneArgs,
-    /// UDP port to echo on.
+    /// Port to echo on.
     #[arg(long, default_value_t = 7, value_parser = clap::value_parser!(u16).range(1..))]
     port: u16,
+    /// Protocol to echo.
+    #[arg(long, value_enum, default_value_t = EchoProto::Udp)]
+    proto: EchoProto,
     /// Stop after this many seconds [default: run until SIGINT/SIGTERM].
     #[arg(long, value_name = "SECS")]
     duration: Option<f64>,
@@ -191,8 +203,38 @@ fn echo(a: EchoArgs) -> Result<(), String> {
         None => Until::Signal,
     };
     let port = a.port;
+    let opts = a.dp.options(false, 2000)?;
+    if a.proto == EchoProto::Tcp {
+        let out = dataplane::run(
+            &opts,
+            &[(Protocol::TCP, port)],
+            |_| {
+                engine::TcpService::new(
+                    echo::TcpEcho::default(),
+                    &[port],
+                    tcp::Config::default(),
+                    tcp::Limits::default(),
+                )
+            },
+            until,
+            &format!("tcp echo on port {port}"),
+        )?;
+        dataplane::print_counters(&out);
+        for (q, (_, svc)) in out.engines.iter().enumerate() {
+            let st = svc.ep.stats();
+            println!(
+                "engine {q} tcp: accepted {} closed {} echoed {} bytes; retransmits {} rtos {} resets in/out {}/{} cookies {} timeouts {}",
+                svc.app.accepted, svc.app.closed, svc.app.echoed, st.retransmits, st.rtos, st.resets_in, st.resets_out,
+                st.cookies_sent, st.timeouts
+            );
+        }
+        if let Some(p) = &a.dp.counters {
+            dataplane::write_counters_json(&out, p)?;
+        }
+        return Ok(());
+    }
     let out = dataplane::run(
-        &a.dp.options(false, 2000)?,
+        &opts,
         &[(Protocol::UDP, port)],
         |_| echo::UdpEcho::new(port),
         until,

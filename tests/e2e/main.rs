@@ -12,3 +12,4 @@ mod echo;
 mod gen;
 mod lifecycle;
 mod malformed;
+mod tcp;

@@ -1,6 +1,7 @@
 //! The level-1 application interface: UDP handlers that answer in place, and a producer hook
 //! for applications that originate traffic (the load generator).
 
+use wire::tcp::TcpRepr;
 use wire::Ipv4Addr;
 
 /// A datagram handed to an application, in the receive buffer itself.
@@ -60,6 +61,23 @@ pub trait App {
     fn busy(&self) -> bool {
         false
     }
+
+    /// TCP ports this application serves on the engine's address.
+    fn tcp_ports(&self) -> Vec<u16> {
+        Vec::new()
+    }
+
+    /// One TCP segment to one of [`App::tcp_ports`], checksum verified; `payload` is a view of
+    /// the receive buffer, valid for this call.
+    fn tcp(&mut self, now_ns: u64, src: Ipv4Addr, dst: Ipv4Addr, seg: &TcpRepr, payload: &[u8]) {
+        let _ = (now_ns, src, dst, seg, payload);
+    }
+
+    /// Longest the engine may sleep in poll() when idle, in milliseconds (timers due sooner
+    /// need an earlier wake-up).
+    fn idle_wait_ms(&self) -> u32 {
+        100
+    }
 }
 
 /// Why a frame could not be originated.
@@ -86,4 +104,8 @@ pub trait Originate {
         src_port: u16,
         fill: &mut dyn FnMut(&mut [u8]) -> usize,
     ) -> Result<(), SendError>;
+
+    /// Builds an IPv4 packet carrying a TCP segment of `len` bytes to `dst`; `write` fills
+    /// the segment (header with its checksum, and payload).
+    fn tcp(&mut self, dst: Ipv4Addr, len: usize, write: &mut dyn FnMut(&mut [u8])) -> Result<(), SendError>;
 }

@@ -42,8 +42,10 @@ pub enum Drop {
     UdpNoHandler,
     /// The handler chose not to answer.
     UdpHandlerDropped,
-    /// TCP not served by this engine yet.
+    /// No TCP service on the destination port.
     TcpNotServed,
+    /// TCP header malformed (offset, options) or checksum wrong.
+    TcpMalformed,
     /// The TX ring was full.
     TxRingFull,
     /// No free buffer to build a frame.
@@ -77,6 +79,7 @@ impl Drop {
         Drop::UdpNoHandler,
         Drop::UdpHandlerDropped,
         Drop::TcpNotServed,
+        Drop::TcpMalformed,
         Drop::TxRingFull,
         Drop::NoBuffer,
         Drop::ArpUnresolved,
@@ -104,6 +107,7 @@ impl Drop {
             Drop::UdpNoHandler => "udp_no_handler",
             Drop::UdpHandlerDropped => "udp_handler_dropped",
             Drop::TcpNotServed => "tcp_not_served",
+            Drop::TcpMalformed => "tcp_malformed",
             Drop::TxRingFull => "tx_ring_full",
             Drop::NoBuffer => "no_buffer",
             Drop::ArpUnresolved => "arp_unresolved",
@@ -147,6 +151,10 @@ pub struct Counters {
     pub udp_replies: u64,
     /// UDP datagrams taken by handlers without a reply.
     pub udp_consumed: u64,
+    /// TCP segments handed to the TCP service.
+    pub tcp_delivered: u64,
+    /// TCP segments sent.
+    pub tcp_sent: u64,
     /// Frames that could not be captured because the pcap writer lagged.
     pub capture_dropped: u64,
     /// Drops by reason, indexed by [`Drop`].
@@ -197,6 +205,8 @@ impl Counters {
         self.udp_delivered += o.udp_delivered;
         self.udp_replies += o.udp_replies;
         self.udp_consumed += o.udp_consumed;
+        self.tcp_delivered += o.tcp_delivered;
+        self.tcp_sent += o.tcp_sent;
         self.capture_dropped += o.capture_dropped;
         for i in 0..DROP_REASONS {
             self.drops[i] += o.drops[i];
@@ -220,6 +230,8 @@ impl Counters {
             ("udp_delivered".into(), self.udp_delivered),
             ("udp_replies".into(), self.udp_replies),
             ("udp_consumed".into(), self.udp_consumed),
+            ("tcp_delivered".into(), self.tcp_delivered),
+            ("tcp_sent".into(), self.tcp_sent),
             ("capture_dropped".into(), self.capture_dropped),
         ];
         for (i, lo) in [1, 2, 4, 8, 16, 32, 64, 128].iter().enumerate() {

@@ -13,7 +13,7 @@ use timer::TimerWheel;
 use wire::arp::{ArpOp, ArpRepr};
 use wire::build::UdpFrame;
 use wire::ethernet::{EtherType, EthernetRepr, MacAddr};
-use wire::ipv4::Ipv4Addr;
+use wire::ipv4::{Ipv4Addr, Ipv4Repr, Protocol};
 
 /// What an engine serves and how.
 #[derive(Debug, Clone)]
@@ -92,6 +92,9 @@ impl<P: Port> Engine<P> {
         let mut stack = Stack::new(cfg);
         for p in app.udp_ports() {
             stack.serve_udp(p);
+        }
+        for p in app.tcp_ports() {
+            stack.serve_tcp(p);
         }
         let mut timers = TimerWheel::new(1024, 64, 0);
         timers.schedule(PUBLISH_MS, Timer::PublishCounters);
@@ -255,7 +258,7 @@ impl<P: Port> Engine<P> {
             }
             idle = 0;
             self.stack.counters.sleeps += 1;
-            self.port.wait(100);
+            self.port.wait(app.idle_wait_ms().clamp(1, 100) as i32);
         }
         if let Some(s) = &self.snapshot {
             if let Ok(mut g) = s.lock() {
@@ -349,6 +352,50 @@ impl<P: Port> Originate for Out<'_, P> {
         *self.ip_ident = self.ip_ident.wrapping_add(1);
         UdpFrame { src_mac, dst_mac: mac, src, dst, src_port, dst_port }.emit(buf, n, *self.ip_ident, TTL);
         self.tx.push(Frame { addr: f.addr, len: (HDR + n) as u32 });
+        Ok(())
+    }
+
+    fn tcp(&mut self, dst: Ipv4Addr, len: usize, write: &mut dyn FnMut(&mut [u8])) -> Result<(), SendError> {
+        if self.room <= self.tx.len() {
+            return Err(SendError::Full);
+        }
+        const HDR: usize = 14 + 20;
+        if len > self.stack.cfg.mtu - 20 {
+            return Err(SendError::TooLong);
+        }
+        let mac = match self.resolve(dst) {
+            Ok(m) => m,
+            Err(e) => {
+                self.stack.counters.drop(Drop::ArpUnresolved);
+                return Err(e);
+            }
+        };
+        let Some(f) = self.port.alloc() else {
+            self.stack.counters.drop(Drop::NoBuffer);
+            return Err(SendError::Full);
+        };
+        let (src_mac, src) = (self.stack.cfg.mac, self.stack.cfg.addr);
+        let buf = self.port.data_mut(f);
+        if buf.len() < HDR + len {
+            self.port.free(f);
+            return Err(SendError::TooLong);
+        }
+        write(&mut buf[HDR..HDR + len]);
+        *self.ip_ident = self.ip_ident.wrapping_add(1);
+        EthernetRepr { src: src_mac, dst: mac, vlan: None, ethertype: EtherType::IPV4 }.emit(buf);
+        Ipv4Repr {
+            src,
+            dst,
+            protocol: Protocol::TCP,
+            payload_len: len,
+            ttl: TTL,
+            ident: *self.ip_ident,
+            tos: 0,
+            dont_frag: true,
+        }
+        .emit(&mut buf[14..]);
+        self.tx.push(Frame { addr: f.addr, len: (HDR + len) as u32 });
+        self.stack.counters.tcp_sent += 1;
         Ok(())
     }
 }

@@ -1,14 +1,16 @@
 //! Per-frame processing: Ethernet, ARP, IPv4, ICMP echo and UDP, answered in the receive
-//! buffer itself (the reply reuses the frame, so there is no allocation and no copy).
+//! buffer itself (the reply reuses the frame, so there is no allocation and no copy); TCP
+//! segments are handed to the application's TCP service as views of the frame.
 
 use crate::app::{App, Datagram, Verdict};
-use crate::arp_cache::ArpCache;
+use crate::arp_cache::{ArpCache, Lookup};
 use crate::counters::{Counters, Drop};
 use crate::engine::EngineConfig;
 use wire::arp::{self, ArpOp, ArpPacket, ArpRepr};
 use wire::ethernet::{EtherType, EthernetFrame, MacAddr};
 use wire::icmp::{kind, IcmpPacket};
 use wire::ipv4::{Ipv4Packet, Protocol};
+use wire::tcp::{TcpPacket, TcpRepr};
 use wire::{checksum, udp, Error};
 
 /// TTL of packets sirocco sends.
@@ -22,6 +24,8 @@ pub struct Stack {
     pub arp: ArpCache,
     /// Bitset of UDP ports with a handler.
     pub udp_ports: Box<[u64; 1024]>,
+    /// Bitset of TCP ports with a service.
+    pub tcp_ports: Box<[u64; 1024]>,
 }
 
 impl Stack {
@@ -31,11 +35,22 @@ impl Stack {
             counters: Counters::default(),
             arp: ArpCache::new(1024, 60_000, 1_000),
             udp_ports: Box::new([0; 1024]),
+            tcp_ports: Box::new([0; 1024]),
         }
     }
 
     pub fn serve_udp(&mut self, port: u16) {
         self.udp_ports[usize::from(port) / 64] |= 1 << (port % 64);
+    }
+
+    /// Serves TCP on `port` (segments go to the application's TCP service).
+    pub fn serve_tcp(&mut self, port: u16) {
+        self.tcp_ports[usize::from(port) / 64] |= 1 << (port % 64);
+    }
+
+    #[inline]
+    fn serves_tcp(&self, port: u16) -> bool {
+        self.tcp_ports[usize::from(port) / 64] & (1 << (port % 64)) != 0
     }
 
     #[inline]
@@ -139,9 +154,42 @@ impl Stack {
         match ip.protocol() {
             Protocol::UDP => self.udp(buf, hl, l4, end, now_ns, app),
             Protocol::ICMP if self.cfg.owns_alone => self.icmp(buf, hl, l4, end),
-            Protocol::TCP => self.dropped(Drop::TcpNotServed),
+            Protocol::TCP => self.tcp(buf, hl, l4, end, now_ns, app),
             _ => self.dropped(Drop::Ipv4UnknownProtocol),
         }
+    }
+
+    /// Hands a TCP segment to the application's TCP service; the frame is released after.
+    fn tcp<A: App + ?Sized>(
+        &mut self,
+        buf: &mut [u8],
+        hl: usize,
+        l4: usize,
+        end: usize,
+        now_ns: u64,
+        app: &mut A,
+    ) -> Option<usize> {
+        let Ok(p) = TcpPacket::new_checked(&buf[l4..end]) else {
+            return self.dropped(Drop::TcpMalformed);
+        };
+        if !self.serves_tcp(p.dst_port()) {
+            return self.dropped(Drop::TcpNotServed);
+        }
+        let ip = Ipv4Packet::new_unchecked(&buf[hl..]);
+        let (src, dst) = (ip.src_addr(), ip.dst_addr());
+        let Ok(repr) = TcpRepr::parse(&p, src, dst) else {
+            return self.dropped(Drop::TcpMalformed);
+        };
+        // Replies go to the MAC the segment came from: learn it (shared-address mode has no
+        // ARP of its own, and the kernel may never have talked to this peer).
+        let mac = EthernetFrame::new_unchecked(&buf[..]).src_addr();
+        let now_ms = now_ns / 1_000_000;
+        if !matches!(self.arp.lookup(src, now_ms), Lookup::Known(m) if m == mac) {
+            self.arp.insert(src, mac, now_ms);
+        }
+        self.counters.tcp_delivered += 1;
+        app.tcp(now_ns, src, dst, &repr, p.payload());
+        None
     }
 
     #[inline]

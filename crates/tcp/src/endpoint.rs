@@ -215,6 +215,10 @@ impl BuildHasher for TupleHash {
     }
 }
 
+/// Replies sent without a connection (RSTs, cookie SYN-ACKs) wait here, headers only, until
+/// the next [`Endpoint::output`]; beyond this many they are dropped (and counted).
+const STATELESS: usize = 256;
+
 /// Timer ticks are milliseconds.
 fn tick(t: Micros) -> u64 {
     t.div_ceil(1000)
@@ -232,6 +236,7 @@ pub struct Endpoint<A: App> {
     wheel: TimerWheel<(u32, u32)>,
     fired: Vec<(u32, u32)>,
     queue: VecDeque<(u32, u32)>,
+    stateless: VecDeque<(Tuple, TcpRepr)>,
     time_wait: usize,
     next_port: u16,
 }
@@ -252,6 +257,7 @@ impl<A: App> Endpoint<A> {
             wheel: TimerWheel::new(4096, n + 16, tick(now)),
             fired: Vec::with_capacity(n),
             queue: VecDeque::with_capacity(n),
+            stateless: VecDeque::with_capacity(STATELESS),
             time_wait: 0,
             next_port: limits.ephemeral.0,
         }
@@ -531,8 +537,9 @@ impl<A: App> Endpoint<A> {
 
     // ---- input -----------------------------------------------------------------------------
 
-    /// Takes one segment (checksum already verified) from `remote` to `local`.
-    #[allow(clippy::too_many_arguments)]
+    /// Takes one segment (checksum already verified) from `remote` to `local`. Data goes to
+    /// the application as views of `payload`; whatever is to be sent goes out at the next
+    /// [`output`](Self::output).
     pub fn input(
         &mut self,
         app: &mut A,
@@ -541,7 +548,6 @@ impl<A: App> Endpoint<A> {
         local: Ipv4Addr,
         seg: &TcpRepr,
         payload: &[u8],
-        out: &mut impl Output,
     ) {
         self.env.stats.segs_in += 1;
         let t = Tuple { local, remote, local_port: seg.dst_port, remote_port: seg.src_port };
@@ -565,7 +571,7 @@ impl<A: App> Endpoint<A> {
         }
         let Some(listener) = self.listeners.get(&t.local_port) else {
             self.env.stats.no_connection += 1;
-            self.reset_reply(&t, seg, payload.len(), out);
+            self.reset_reply(&t, seg, payload.len());
             return;
         };
         let cfg = listener.cfg;
@@ -576,7 +582,7 @@ impl<A: App> Endpoint<A> {
                 return;
             }
             if half_open >= self.limits.syn_backlog {
-                self.cookie_reply(&t, &cfg, seg, now, out);
+                self.cookie_reply(&t, &cfg, seg, now);
                 return;
             }
             let tcb = Tcb::accept(t, cfg, isn::isn(self.key, &t, now), now, seg);
@@ -614,7 +620,7 @@ impl<A: App> Endpoint<A> {
             }
         }
         self.env.stats.no_connection += 1;
-        self.reset_reply(&t, seg, payload.len(), out);
+        self.reset_reply(&t, seg, payload.len());
     }
 
     fn segment_to(&mut self, app: &mut A, idx: u32, now: Micros, seg: &TcpRepr, payload: &[u8]) {
@@ -657,7 +663,7 @@ impl<A: App> Endpoint<A> {
         self.after(app, idx);
     }
 
-    fn reset_reply(&mut self, t: &Tuple, seg: &TcpRepr, len: usize, out: &mut impl Output) {
+    fn reset_reply(&mut self, t: &Tuple, seg: &TcpRepr, len: usize) {
         if seg.flags.has(TcpFlags::RST) {
             return;
         }
@@ -680,10 +686,10 @@ impl<A: App> Endpoint<A> {
             payload_len: 0,
         };
         self.env.stats.resets_out += 1;
-        self.send_stateless(t, &r, out);
+        self.send_stateless(t, r);
     }
 
-    fn cookie_reply(&mut self, t: &Tuple, cfg: &Config, syn: &TcpRepr, now: Micros, out: &mut impl Output) {
+    fn cookie_reply(&mut self, t: &Tuple, cfg: &Config, syn: &TcpRepr, now: Micros) {
         let peer_mss = syn.options.mss.unwrap_or(536);
         let c = isn::cookie(self.key, t, syn.seq, peer_mss.min(cfg.mss), now);
         let mut o = TcpOptions { mss: Some(cfg.mss), ..TcpOptions::default() };
@@ -707,17 +713,15 @@ impl<A: App> Endpoint<A> {
             payload_len: 0,
         };
         self.env.stats.cookies_sent += 1;
-        self.send_stateless(t, &r, out);
+        self.send_stateless(t, r);
     }
 
-    fn send_stateless(&mut self, t: &Tuple, r: &TcpRepr, out: &mut impl Output) {
-        if out.room() == 0 {
+    fn send_stateless(&mut self, t: &Tuple, r: TcpRepr) {
+        if self.stateless.len() >= STATELESS {
             self.env.stats.tx_full += 1;
             return;
         }
-        self.env.stats.segs_out += 1;
-        let (local, remote) = (t.local, t.remote);
-        out.send(local, remote, r.header_len(), &mut |buf| r.emit(buf, local, remote));
+        self.stateless.push_back((*t, r));
     }
 
     // ---- active open -----------------------------------------------------------------------
@@ -765,6 +769,13 @@ impl<A: App> Endpoint<A> {
 
     /// Sends what queued connections have to send, while the TX ring has room.
     pub fn output(&mut self, app: &mut A, now: Micros, out: &mut impl Output) {
+        while out.room() > 0 {
+            let Some((t, r)) = self.stateless.pop_front() else {
+                break;
+            };
+            self.env.stats.segs_out += 1;
+            out.send(t.local, t.remote, r.header_len(), &mut |buf| r.emit(buf, t.local, t.remote));
+        }
         while out.room() > 0 {
             let Some(&(idx, gen)) = self.queue.front() else {
                 break;
@@ -846,8 +857,8 @@ impl<A: App> Endpoint<A> {
         self.wheel.next_deadline().map(|t| t * 1000)
     }
 
-    /// True if some connection waits to send.
+    /// True if some connection (or a connectionless reply) waits to send.
     pub fn has_output(&self) -> bool {
-        !self.queue.is_empty()
+        !self.queue.is_empty() || !self.stateless.is_empty()
     }
 }

@@ -278,9 +278,7 @@ impl Script {
         };
         let (src_port, dst_port) = if self.handle.is_some() { (PORT, self.peer_port) } else { (self.peer_port, PORT) };
         let r = TcpRepr { src_port, dst_port, ..r };
-        let mut c = Collect { out: Vec::new() };
-        self.ep.input(&mut self.app, self.now, PEER, US, &r, payload, &mut c);
-        self.take(c);
+        self.ep.input(&mut self.app, self.now, PEER, US, &r, payload);
         self.pump();
     }
 

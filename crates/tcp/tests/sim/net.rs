@@ -252,13 +252,9 @@ impl Sim {
                         return;
                     }
                 };
-                let mut c = Collect { room: self.tx_room, out: Vec::new() };
                 let h = &mut self.hosts[to];
                 h.app.now = self.now;
-                h.ep.input(&mut h.app, self.now, src, dst, &repr, p.payload(), &mut c);
-                for (s, d, b) in c.out {
-                    self.transmit(to, s, d, b);
-                }
+                h.ep.input(&mut h.app, self.now, src, dst, &repr, p.payload());
             }
             Event::Icmp { to, local, remote, lport, rport, mtu } => {
                 self.hosts[to].ep.path_mtu(local, remote, lport, rport, mtu);

@@ -1,0 +1,105 @@
+//! A TCP service for an engine: the sans-IO TCP endpoint, driven by the engine's loop. Segments
+//! come in from the stack as views of the receive frames; output is built straight into TX
+//! frames when the engine lets the application originate, so the TX ring stays the only queue.
+
+use crate::app::{App, Datagram, Originate, SendError, Verdict};
+use tcp::{Config, Endpoint, Limits, Micros};
+use wire::tcp::TcpRepr;
+use wire::Ipv4Addr;
+
+/// Serves a level-1 TCP application (`T`) on some ports.
+pub struct TcpService<T: tcp::App> {
+    /// The endpoint: connections, listeners, timers.
+    pub ep: Endpoint<T>,
+    /// The application.
+    pub app: T,
+    ports: Vec<u16>,
+    unresolved: u64,
+}
+
+/// The engine's TX as the endpoint's [`tcp::Output`], bounded by the room the engine reported
+/// at the start of the round.
+struct Tx<'a> {
+    out: &'a mut dyn Originate,
+    room: usize,
+    sent: usize,
+    unresolved: &'a mut u64,
+}
+
+impl tcp::Output for Tx<'_> {
+    fn room(&self) -> usize {
+        self.room
+    }
+
+    fn send(&mut self, _local: Ipv4Addr, remote: Ipv4Addr, len: usize, write: &mut dyn FnMut(&mut [u8])) {
+        // A failed send still uses up room, so a path that keeps failing cannot spin.
+        self.room = self.room.saturating_sub(1);
+        match self.out.tcp(remote, len, write) {
+            Ok(()) => self.sent += 1,
+            // Lost like a dropped packet: TCP sends it again.
+            Err(SendError::Unresolved) => *self.unresolved += 1,
+            Err(_) => {}
+        }
+    }
+}
+
+fn micros(now_ns: u64) -> Micros {
+    now_ns / 1000
+}
+
+impl<T: tcp::App> TcpService<T> {
+    /// Listens on each of `ports` with `cfg`.
+    pub fn new(app: T, ports: &[u16], cfg: Config, limits: Limits) -> Self {
+        let mut ep = Endpoint::new(limits, 0);
+        for &p in ports {
+            ep.listen(p, cfg);
+        }
+        TcpService { ep, app, ports: ports.to_vec(), unresolved: 0 }
+    }
+
+    /// Segments not sent because the next hop's MAC was unknown.
+    pub fn unresolved(&self) -> u64 {
+        self.unresolved
+    }
+}
+
+impl<T: tcp::App> App for TcpService<T> {
+    fn udp_ports(&self) -> Vec<u16> {
+        Vec::new()
+    }
+
+    fn udp(&mut self, _now_ns: u64, _d: Datagram<'_>) -> Verdict {
+        Verdict::Drop
+    }
+
+    fn tcp_ports(&self) -> Vec<u16> {
+        self.ports.clone()
+    }
+
+    #[inline]
+    fn tcp(&mut self, now_ns: u64, src: Ipv4Addr, dst: Ipv4Addr, seg: &TcpRepr, payload: &[u8]) {
+        self.ep.input(&mut self.app, micros(now_ns), src, dst, seg, payload);
+    }
+
+    fn produce(&mut self, now_ns: u64, out: &mut dyn Originate) -> usize {
+        let now = micros(now_ns);
+        self.ep.advance(&mut self.app, now);
+        let room = out.room();
+        let mut tx = Tx { out, room, sent: 0, unresolved: &mut self.unresolved };
+        self.ep.output(&mut self.app, now, &mut tx);
+        tx.sent
+    }
+
+    fn busy(&self) -> bool {
+        self.ep.has_output()
+    }
+
+    fn idle_wait_ms(&self) -> u32 {
+        // Connections have timers (delayed ACKs, retransmissions) finer than the default.
+        if self.ep.is_empty() {
+            100
+        } else {
+            5
+        }
+    }
+}
