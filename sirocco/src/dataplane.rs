@@ -37,6 +37,8 @@ pub struct Options {
     pub quiet: bool,
     /// Empty receives an engine yields through before sleeping in poll().
     pub idle_spins: u32,
+    /// Frames dropped on purpose, per million, each way (a testing aid).
+    pub loss_ppm: u32,
 }
 
 /// What the engines return when they stop.
@@ -145,6 +147,7 @@ where
         ecfg.mtu = ifc.mtu;
         ecfg.batch = opts.batch;
         ecfg.idle_spins = opts.idle_spins;
+        ecfg.loss_ppm = opts.loss_ppm;
         let cpu = opts.cpus.as_ref().and_then(|c| c.get(q).copied()).unwrap_or(q % ncpu);
         let snap = Arc::new(Mutex::new(Counters::default()));
         snapshots.push(snap.clone());

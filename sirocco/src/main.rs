@@ -82,6 +82,18 @@ pub struct DataplaneArgs {
     /// On exit, also write the counters as JSON to this file.
     #[arg(long, value_name = "FILE")]
     counters: Option<PathBuf>,
+    /// Testing aid: drop this percentage of the frames received and of the frames sent, at
+    /// random (counted as drop_impaired; frames sent in the same batch may be reordered), to
+    /// exercise loss recovery against real peers.
+    #[arg(long, value_name = "PERCENT", value_parser = parse_percent)]
+    impair_loss: Option<f64>,
+}
+
+fn parse_percent(s: &str) -> Result<f64, String> {
+    match s.parse::<f64>() {
+        Ok(v) if (0.0..=100.0).contains(&v) => Ok(v),
+        _ => Err(format!("{s:?} is not a percentage between 0 and 100")),
+    }
 }
 
 impl DataplaneArgs {
@@ -99,6 +111,7 @@ impl DataplaneArgs {
             force_copy: self.copy,
             quiet,
             idle_spins: self.idle_spins.unwrap_or(default_spins),
+            loss_ppm: self.impair_loss.map_or(0, |p| (p * 10_000.0) as u32),
         })
     }
 }

@@ -52,10 +52,12 @@ pub enum Drop {
     NoBuffer,
     /// A frame to send was waiting for ARP and could not be queued.
     ArpUnresolved,
+    /// Dropped on purpose by the loss impairment (`--impair-loss`).
+    Impaired,
 }
 
 /// Number of drop reasons.
-pub const DROP_REASONS: usize = Drop::ArpUnresolved as usize + 1;
+pub const DROP_REASONS: usize = Drop::Impaired as usize + 1;
 
 impl Drop {
     /// Every reason, in counter order.
@@ -83,6 +85,7 @@ impl Drop {
         Drop::TxRingFull,
         Drop::NoBuffer,
         Drop::ArpUnresolved,
+        Drop::Impaired,
     ];
 
     /// A short name for reports.
@@ -111,6 +114,7 @@ impl Drop {
             Drop::TxRingFull => "tx_ring_full",
             Drop::NoBuffer => "no_buffer",
             Drop::ArpUnresolved => "arp_unresolved",
+            Drop::Impaired => "impaired",
         }
     }
 }

@@ -35,6 +35,9 @@ pub struct EngineConfig {
     pub idle_spins: u32,
     /// What an iteration that received nothing does before the next one.
     pub idle: IdlePolicy,
+    /// Frames dropped on purpose, per million, on receive and on send: an impairment for
+    /// testing loss recovery against real peers (0 in service).
+    pub loss_ppm: u32,
 }
 
 /// What the engine does after an iteration that received nothing.
@@ -60,6 +63,7 @@ impl EngineConfig {
             batch: 64,
             idle_spins: 2000,
             idle: IdlePolicy::Yield,
+            loss_ppm: 0,
         }
     }
 }
@@ -83,6 +87,7 @@ pub struct Engine<P: Port> {
     ip_ident: u16,
     started: Instant,
     last_rx: usize,
+    rng: u64,
 }
 
 impl<P: Port> Engine<P> {
@@ -109,6 +114,7 @@ impl<P: Port> Engine<P> {
             ip_ident: 0,
             started: Instant::now(),
             last_rx: 0,
+            rng: 0x9e37_79b9_7f4a_7c15,
         }
     }
 
@@ -155,6 +161,11 @@ impl<P: Port> Engine<P> {
         }
         for i in 0..n {
             let f = self.rx[i];
+            if self.impaired() {
+                self.port.free(f);
+                self.stack.counters.drop(Drop::Impaired);
+                continue;
+            }
             self.stack.counters.rx_packets += 1;
             self.stack.counters.rx_bytes += u64::from(f.len);
             if let Some(tap) = &self.tap {
@@ -188,9 +199,33 @@ impl<P: Port> Engine<P> {
         n + produced
     }
 
+    /// True if the impairment drops this frame.
+    #[inline]
+    fn impaired(&mut self) -> bool {
+        if self.stack.cfg.loss_ppm == 0 {
+            return false;
+        }
+        self.rng ^= self.rng << 13;
+        self.rng ^= self.rng >> 7;
+        self.rng ^= self.rng << 17;
+        (self.rng % 1_000_000) < u64::from(self.stack.cfg.loss_ppm)
+    }
+
     fn transmit(&mut self) {
         if self.tx.is_empty() {
             return;
+        }
+        if self.stack.cfg.loss_ppm > 0 {
+            let mut i = 0;
+            while i < self.tx.len() {
+                if self.impaired() {
+                    let f = self.tx.swap_remove(i);
+                    self.port.free(f);
+                    self.stack.counters.drop(Drop::Impaired);
+                } else {
+                    i += 1;
+                }
+            }
         }
         if let Some(tap) = &self.tap {
             for f in &self.tx {
