@@ -254,7 +254,27 @@ fn malformed_frames_are_counted_and_dropped() {
     let mut b = good.clone();
     b[23] = 6;
     ip_fix(&mut b);
-    cases.push(("tcp", b, Drop::TcpNotServed));
+    cases.push(("tcp shorter than its header", b, Drop::TcpMalformed));
+    // A well-formed SYN to a port no TCP service listens on.
+    let mut b = good[..34].to_vec();
+    b.resize(54, 0);
+    let ip = Ipv4Packet::new_unchecked(&b[14..]);
+    let (src, dst) = (ip.src_addr(), ip.dst_addr());
+    wire::tcp::TcpRepr {
+        src_port: 40000,
+        dst_port: 80,
+        seq: 1,
+        ack: 0,
+        flags: wire::tcp::TcpFlags(wire::tcp::TcpFlags::SYN),
+        window: 1000,
+        options: Default::default(),
+        payload_len: 0,
+    }
+    .emit(&mut b[34..], src, dst);
+    b[23] = 6;
+    b[16..18].copy_from_slice(&40u16.to_be_bytes());
+    ip_fix(&mut b);
+    cases.push(("tcp to a port not served", b, Drop::TcpNotServed));
     let mut b = vec![0u8; 60];
     EthernetRepr { src: PEER_MAC, dst: MacAddr::BROADCAST, vlan: None, ethertype: EtherType::ARP }.emit(&mut b);
     b[14..16].copy_from_slice(&6u16.to_be_bytes()); // hardware type 6
