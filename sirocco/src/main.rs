@@ -124,6 +124,16 @@ enum EchoProto {
     Tcp,
 }
 
+#[derive(clap::ValueEnum, Clone, Copy, PartialEq, Eq)]
+enum TcpMode {
+    /// Every byte back on its connection.
+    Echo,
+    /// Read and drop everything.
+    Discard,
+    /// Send a pattern to every connection, then close.
+    Source,
+}
+
 #[derive(Args)]
 struct EchoArgs {
     #[command(flatten)]
@@ -134,6 +144,13 @@ struct EchoArgs {
     /// Protocol to echo.
     #[arg(long, value_enum, default_value_t = EchoProto::Udp)]
     proto: EchoProto,
+    /// With --proto tcp: echo the bytes, discard them (a sink), or send --source-bytes of a
+    /// pattern (byte at offset i is i mod 251) to each connection and close.
+    #[arg(long, value_enum, default_value_t = TcpMode::Echo)]
+    tcp_mode: TcpMode,
+    /// Bytes each connection gets in --tcp-mode source.
+    #[arg(long, default_value_t = 100_000_000, value_name = "N")]
+    source_bytes: u64,
     /// Stop after this many seconds [default: run until SIGINT/SIGTERM].
     #[arg(long, value_name = "SECS")]
     duration: Option<f64>,
@@ -218,33 +235,38 @@ fn echo(a: EchoArgs) -> Result<(), String> {
     let port = a.port;
     let opts = a.dp.options(false, 2000)?;
     if a.proto == EchoProto::Tcp {
-        let out = dataplane::run(
-            &opts,
-            &[(Protocol::TCP, port)],
-            |_| {
-                engine::TcpService::new(
-                    echo::TcpEcho::default(),
-                    &[port],
-                    tcp::Config::default(),
-                    tcp::Limits::default(),
+        fn svc<T: tcp::App>(app: T, port: u16) -> engine::TcpService<T> {
+            engine::TcpService::new(app, &[port], tcp::Config::default(), tcp::Limits::default())
+        }
+        return match a.tcp_mode {
+            TcpMode::Echo => run_tcp(
+                &a,
+                &opts,
+                until,
+                "echo",
+                |_| svc(echo::TcpEcho::default(), port),
+                |e| format!("accepted {} closed {} echoed {} bytes", e.accepted, e.closed, e.echoed),
+            ),
+            TcpMode::Discard => run_tcp(
+                &a,
+                &opts,
+                until,
+                "discard",
+                |_| svc(echo::TcpDiscard::default(), port),
+                |e| format!("accepted {} closed {} received {} bytes", e.accepted, e.closed, e.received),
+            ),
+            TcpMode::Source => {
+                let n = a.source_bytes;
+                run_tcp(
+                    &a,
+                    &opts,
+                    until,
+                    "source",
+                    |_| svc(echo::TcpSource::new(n), port),
+                    |e| format!("accepted {} closed {} sent {} bytes", e.accepted, e.closed, e.sent),
                 )
-            },
-            until,
-            &format!("tcp echo on port {port}"),
-        )?;
-        dataplane::print_counters(&out);
-        for (q, (_, svc)) in out.engines.iter().enumerate() {
-            let st = svc.ep.stats();
-            println!(
-                "engine {q} tcp: accepted {} closed {} echoed {} bytes; retransmits {} rtos {} resets in/out {}/{} cookies {} timeouts {}",
-                svc.app.accepted, svc.app.closed, svc.app.echoed, st.retransmits, st.rtos, st.resets_in, st.resets_out,
-                st.cookies_sent, st.timeouts
-            );
-        }
-        if let Some(p) = &a.dp.counters {
-            dataplane::write_counters_json(&out, p)?;
-        }
-        return Ok(());
+            }
+        };
     }
     let out = dataplane::run(
         &opts,
@@ -254,6 +276,41 @@ fn echo(a: EchoArgs) -> Result<(), String> {
         &format!("udp echo on port {port}"),
     )?;
     dataplane::print_counters(&out);
+    if let Some(p) = &a.dp.counters {
+        dataplane::write_counters_json(&out, p)?;
+    }
+    Ok(())
+}
+
+/// Runs a TCP service on the echo's port and prints its summary per engine.
+fn run_tcp<T>(
+    a: &EchoArgs,
+    opts: &Options,
+    until: Until,
+    what: &str,
+    make: impl FnMut(u32) -> engine::TcpService<T>,
+    summary: fn(&T) -> String,
+) -> Result<(), String>
+where
+    T: tcp::App + Send + 'static,
+    T::Conn: Send,
+{
+    let port = a.port;
+    let out = dataplane::run(opts, &[(Protocol::TCP, port)], make, until, &format!("tcp {what} on port {port}"))?;
+    dataplane::print_counters(&out);
+    for (q, (_, svc)) in out.engines.iter().enumerate() {
+        let st = svc.ep.stats();
+        println!(
+            "engine {q} tcp: {}; retransmits {} rtos {} resets in/out {}/{} cookies {} timeouts {}",
+            summary(&svc.app),
+            st.retransmits,
+            st.rtos,
+            st.resets_in,
+            st.resets_out,
+            st.cookies_sent,
+            st.timeouts
+        );
+    }
     if let Some(p) = &a.dp.counters {
         dataplane::write_counters_json(&out, p)?;
     }

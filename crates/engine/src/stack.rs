@@ -10,7 +10,7 @@ use wire::arp::{self, ArpOp, ArpPacket, ArpRepr};
 use wire::ethernet::{EtherType, EthernetFrame, MacAddr};
 use wire::icmp::{kind, IcmpPacket};
 use wire::ipv4::{Ipv4Packet, Protocol};
-use wire::tcp::{TcpPacket, TcpRepr};
+use wire::tcp::{TcpFlags, TcpPacket, TcpRepr};
 use wire::{checksum, udp, Error};
 
 /// TTL of packets sirocco sends.
@@ -181,11 +181,15 @@ impl Stack {
             return self.dropped(Drop::TcpMalformed);
         };
         // Replies go to the MAC the segment came from: learn it (shared-address mode has no
-        // ARP of its own, and the kernel may never have talked to this peer).
-        let mac = EthernetFrame::new_unchecked(&buf[..]).src_addr();
-        let now_ms = now_ns / 1_000_000;
-        if !matches!(self.arp.lookup(src, now_ms), Lookup::Known(m) if m == mac) {
-            self.arp.insert(src, mac, now_ms);
+        // ARP of its own, and the kernel may never have talked to this peer) — but not from
+        // SYNs, whose source addresses a flood forges by the thousand and which would push the
+        // real peers out of the cache; a peer that completes a handshake is learnt from its ACKs.
+        if !repr.flags.has(TcpFlags::SYN) {
+            let mac = EthernetFrame::new_unchecked(&buf[..]).src_addr();
+            let now_ms = now_ns / 1_000_000;
+            if !matches!(self.arp.lookup(src, now_ms), Lookup::Known(m) if m == mac) {
+                self.arp.insert(src, mac, now_ms);
+            }
         }
         self.counters.tcp_delivered += 1;
         app.tcp(now_ns, src, dst, &repr, p.payload());

@@ -82,6 +82,10 @@ pub trait App {
     /// A connection to a listening port completed its handshake. Return its state to accept
     /// it, None to refuse (it is reset).
     fn accept(&mut self, h: Handle, local_port: u16, remote: (Ipv4Addr, u16)) -> Option<Self::Conn>;
+    /// A passive open completed and was accepted (right after `accept`, with a `Ctl`).
+    fn opened(&mut self, h: Handle, c: &mut Self::Conn, ctl: &mut Ctl) {
+        let _ = (h, c, ctl);
+    }
     /// An active open completed.
     fn connected(&mut self, h: Handle, c: &mut Self::Conn, ctl: &mut Ctl) {
         let _ = (h, c, ctl);
@@ -219,6 +223,10 @@ impl BuildHasher for TupleHash {
 /// the next [`Endpoint::output`]; beyond this many they are dropped (and counted).
 const STATELESS: usize = 256;
 
+/// How long after the last cookie an ACK for no connection is dropped instead of reset (two
+/// cookie lifetimes).
+const COOKIE_QUIET: Micros = 128_000_000;
+
 /// Timer ticks are milliseconds.
 fn tick(t: Micros) -> u64 {
     t.div_ceil(1000)
@@ -237,6 +245,7 @@ pub struct Endpoint<A: App> {
     fired: Vec<(u32, u32)>,
     queue: VecDeque<(u32, u32)>,
     stateless: VecDeque<(Tuple, TcpRepr)>,
+    last_cookie: Option<Micros>,
     time_wait: usize,
     next_port: u16,
 }
@@ -258,6 +267,7 @@ impl<A: App> Endpoint<A> {
             fired: Vec::with_capacity(n),
             queue: VecDeque::with_capacity(n),
             stateless: VecDeque::with_capacity(STATELESS),
+            last_cookie: None,
             time_wait: 0,
             next_port: limits.ephemeral.0,
         }
@@ -474,8 +484,11 @@ impl<A: App> Endpoint<A> {
                 if s.conn.is_none() {
                     ctl.abort();
                 }
-            } else if let (false, Some(c)) = (passive, s.conn.as_mut()) {
-                app.connected(h, c, &mut ctl);
+            }
+            match (passive, s.conn.as_mut()) {
+                (true, Some(c)) => app.opened(h, c, &mut ctl),
+                (false, Some(c)) => app.connected(h, c, &mut ctl),
+                _ => {}
             }
         }
         let s = &mut self.slots[idx as usize];
@@ -615,8 +628,12 @@ impl<A: App> Endpoint<A> {
                 }
                 return;
             }
-            if half_open >= self.limits.syn_backlog {
+            // While cookies are out, an ACK that does not validate may be a later segment of
+            // a cookie connection whose first ACK was lost (only SEQ = ISN + 1 carries the
+            // proof): drop it quietly, the peer resends from ISN + 1. A reset would kill it.
+            if self.last_cookie.is_some_and(|t| now.saturating_sub(t) < COOKIE_QUIET) {
                 self.env.stats.cookies_invalid += 1;
+                return;
             }
         }
         self.env.stats.no_connection += 1;
@@ -713,6 +730,7 @@ impl<A: App> Endpoint<A> {
             payload_len: 0,
         };
         self.env.stats.cookies_sent += 1;
+        self.last_cookie = Some(now);
         self.send_stateless(t, r);
     }
 
@@ -769,6 +787,9 @@ impl<A: App> Endpoint<A> {
 
     /// Sends what queued connections have to send, while the TX ring has room.
     pub fn output(&mut self, app: &mut A, now: Micros, out: &mut impl Output) {
+        self.connections_output(app, now, out);
+        // Connectionless replies get what room is left: under a SYN flood the cookies must not
+        // starve the connections that exist.
         while out.room() > 0 {
             let Some((t, r)) = self.stateless.pop_front() else {
                 break;
@@ -776,6 +797,9 @@ impl<A: App> Endpoint<A> {
             self.env.stats.segs_out += 1;
             out.send(t.local, t.remote, r.header_len(), &mut |buf| r.emit(buf, t.local, t.remote));
         }
+    }
+
+    fn connections_output(&mut self, app: &mut A, now: Micros, out: &mut impl Output) {
         while out.room() > 0 {
             let Some(&(idx, gen)) = self.queue.front() else {
                 break;
