@@ -200,15 +200,16 @@ struct TupleHasher {
 
 impl Hasher for TupleHasher {
     fn write(&mut self, bytes: &[u8]) {
+        // A tuple writes 12 bytes once; anything longer folds in rather than being lost (a
+        // hasher that ignored bytes would put every connection in one bucket).
         for &b in bytes {
-            if self.len < self.buf.len() {
-                self.buf[self.len] = b;
-                self.len += 1;
-            }
+            let i = self.len % self.buf.len();
+            self.buf[i] ^= b;
+            self.len += 1;
         }
     }
     fn finish(&self) -> u64 {
-        siphash::hash(self.key, &self.buf[..self.len])
+        siphash::hash(self.key, &self.buf[..self.len.min(self.buf.len())])
     }
 }
 
@@ -884,5 +885,32 @@ impl<A: App> Endpoint<A> {
     /// True if some connection (or a connectionless reply) waits to send.
     pub fn has_output(&self) -> bool {
         !self.queue.is_empty() || !self.stateless.is_empty()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::collections::HashSet;
+
+    // Every byte of the tuple must reach the hash: an earlier hasher dropped what came after
+    // the first 16 bytes the derived Hash wrote, which put all peers of one address in one
+    // bucket.
+    #[test]
+    fn tuples_differing_anywhere_hash_apart() {
+        let h = TupleHash(Key([1, 2]));
+        let base = Tuple {
+            local: Ipv4Addr([198, 18, 0, 10]),
+            remote: Ipv4Addr([198, 18, 0, 2]),
+            local_port: 80,
+            remote_port: 40_000,
+        };
+        let mut seen = HashSet::new();
+        for i in 0..1000u16 {
+            assert!(seen.insert(h.hash_one(Tuple { remote_port: 40_000 + i, ..base })));
+            assert!(seen.insert(h.hash_one(Tuple { local_port: 1000 + i, ..base })));
+            let r = Ipv4Addr([198, 19, (i >> 8) as u8, i as u8]);
+            assert!(seen.insert(h.hash_one(Tuple { remote: r, ..base })));
+        }
     }
 }

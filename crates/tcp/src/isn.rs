@@ -8,10 +8,7 @@ use crate::tcb::Tuple;
 
 fn tuple_bytes(t: &Tuple, extra: u32) -> [u8; 16] {
     let mut b = [0u8; 16];
-    b[..4].copy_from_slice(&t.local.0);
-    b[4..8].copy_from_slice(&t.remote.0);
-    b[8..10].copy_from_slice(&t.local_port.to_be_bytes());
-    b[10..12].copy_from_slice(&t.remote_port.to_be_bytes());
+    b[..12].copy_from_slice(&t.bytes());
     b[12..].copy_from_slice(&extra.to_be_bytes());
     b
 }

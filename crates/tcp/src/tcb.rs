@@ -22,7 +22,7 @@ use crate::seq::Seq;
 use crate::stats::Stats;
 
 /// A connection's addresses, from this side's point of view.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Tuple {
     /// This side's address.
     pub local: Ipv4Addr,
@@ -32,6 +32,26 @@ pub struct Tuple {
     pub local_port: u16,
     /// The peer's port.
     pub remote_port: u16,
+}
+
+impl Tuple {
+    /// The 12 bytes that identify the connection.
+    pub fn bytes(&self) -> [u8; 12] {
+        let mut b = [0u8; 12];
+        b[..4].copy_from_slice(&self.local.0);
+        b[4..8].copy_from_slice(&self.remote.0);
+        b[8..10].copy_from_slice(&self.local_port.to_be_bytes());
+        b[10..].copy_from_slice(&self.remote_port.to_be_bytes());
+        b
+    }
+}
+
+// By hand: the derived Hash adds length prefixes that a small keyed hasher would have to
+// buffer; one 12-byte write is all the table needs.
+impl std::hash::Hash for Tuple {
+    fn hash<H: std::hash::Hasher>(&self, state: &mut H) {
+        state.write(&self.bytes());
+    }
 }
 
 /// RFC 9293 states (LISTEN belongs to listeners, not connections).
