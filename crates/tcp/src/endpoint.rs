@@ -337,13 +337,13 @@ impl<A: App> Endpoint<A> {
     }
 
     /// Half-closes once the source is sent.
-    pub fn close(&mut self, h: Handle, now: Micros) {
-        self.with_tcb(h, |t, _| t.close(now));
+    pub fn close(&mut self, h: Handle) {
+        self.with_tcb(h, |t, _| t.close());
     }
 
     /// Resets the connection. Its state is handed back through `App::closed`.
-    pub fn abort(&mut self, app: &mut A, h: Handle, now: Micros) {
-        if self.with_tcb(h, |t, _| t.abort(now)) {
+    pub fn abort(&mut self, app: &mut A, h: Handle) {
+        if self.with_tcb(h, |t, _| t.abort()) {
             self.after(app, h.idx);
         }
     }
@@ -543,9 +543,9 @@ impl<A: App> Endpoint<A> {
             tcb.recv_done(ctl.done);
         }
         if ctl.abort {
-            tcb.abort(0);
+            tcb.abort();
         } else if ctl.close {
-            tcb.close(0);
+            tcb.close();
         }
     }
 

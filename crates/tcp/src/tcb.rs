@@ -535,9 +535,9 @@ impl Tcb {
     }
 
     /// Half-close: FIN after the last source byte. Idempotent.
-    pub fn close(&mut self, now: Micros) {
+    pub fn close(&mut self) {
         match self.state {
-            State::SynSent => self.finish(End::Closed, now),
+            State::SynSent => self.finish(End::Closed),
             State::SynReceived | State::Established => {
                 self.closing = true;
                 if self.state == State::Established {
@@ -553,14 +553,14 @@ impl Tcb {
     }
 
     /// Abort: RST to the peer (in synchronized states) and gone.
-    pub fn abort(&mut self, now: Micros) {
+    pub fn abort(&mut self) {
         if matches!(self.state, State::Closed | State::TimeWait) {
             return;
         }
         if self.state != State::SynSent {
             self.rst_out = Some((self.snd_nxt.max(self.snd_una), Some(self.rcv_nxt)));
         }
-        self.finish(End::Aborted, now);
+        self.finish(End::Aborted);
     }
 
     /// A smaller path MTU was learned (ICMP fragmentation needed): later segments, and
@@ -577,7 +577,7 @@ impl Tcb {
         }
     }
 
-    fn finish(&mut self, why: End, now: Micros) {
+    fn finish(&mut self, why: End) {
         if self.notes.end.is_none() && !matches!(self.state, State::Closed | State::TimeWait) {
             self.notes.end = Some(why);
         }
@@ -587,7 +587,6 @@ impl Tcb {
         self.keepalive_at = None;
         self.delack_at = None;
         self.end_at = None;
-        let _ = now;
     }
 
     fn enter_time_wait(&mut self, now: Micros) {
@@ -728,7 +727,7 @@ impl Tcb {
             if seq0 == self.rcv_nxt {
                 env.stats.resets_in += 1;
                 let why = if self.state == State::SynReceived && !self.passive { End::Refused } else { End::Reset };
-                self.finish(why, now);
+                self.finish(why);
             } else if env.allow_challenge(now) {
                 self.ack_now = true;
             }
@@ -896,7 +895,7 @@ impl Tcb {
         if f.has(TcpFlags::RST) {
             if f.has(TcpFlags::ACK) {
                 env.stats.resets_in += 1;
-                self.finish(End::Refused, now);
+                self.finish(End::Refused);
             }
             return;
         }
@@ -1004,7 +1003,7 @@ impl Tcb {
             }
             State::Closing if self.fin_acked() => self.enter_time_wait(now),
             State::LastAck if self.fin_acked() => {
-                self.finish(End::Closed, now);
+                self.finish(End::Closed);
                 return false;
             }
             _ => {}
@@ -1182,7 +1181,7 @@ impl Tcb {
             if !tw {
                 env.stats.timeouts += 1;
             }
-            self.finish(if tw { End::Closed } else { End::TimedOut }, now);
+            self.finish(if tw { End::Closed } else { End::TimedOut });
             return;
         }
         if self.delack_at.is_some_and(|t| t <= now) {
@@ -1200,7 +1199,7 @@ impl Tcb {
             self.probes += 1;
             if self.probes > self.cfg.retries {
                 env.stats.timeouts += 1;
-                self.finish(End::TimedOut, now);
+                self.finish(End::TimedOut);
                 return;
             }
             self.send_probe = true;
@@ -1210,7 +1209,7 @@ impl Tcb {
             let ka = self.cfg.keepalive.expect("keep-alive armed only when configured");
             if self.probes >= ka.count {
                 env.stats.timeouts += 1;
-                self.finish(End::TimedOut, now);
+                self.finish(End::TimedOut);
                 return;
             }
             self.probes += 1;
@@ -1230,7 +1229,7 @@ impl Tcb {
         let limit = if self.is_synchronized() { self.cfg.retries } else { self.cfg.syn_retries };
         if self.retries > limit {
             env.stats.timeouts += 1;
-            self.finish(End::TimedOut, now);
+            self.finish(End::TimedOut);
             return;
         }
         env.stats.rtos += 1;

@@ -404,7 +404,7 @@ fn time_wait_acks_a_retransmitted_fin_and_expires() {
     let mut s = Script::server(Config { time_wait: 2_000_000, ..cfg() });
     s.handshake(Seg::syn(0).mss(1460));
     let h = s.app.accepted[0];
-    s.ep.close(h, s.now);
+    s.ep.close(h);
     s.at(1);
     s.expect(ACK | FIN, 1, 1, 0);
     s.inject(Seg::ack(1, 2));
@@ -441,7 +441,7 @@ fn simultaneous_close_goes_through_closing() {
     let mut s = Script::server(cfg());
     s.handshake(Seg::syn(0).mss(1460));
     let h = s.app.accepted[0];
-    s.ep.close(h, s.now);
+    s.ep.close(h);
     s.at(1);
     s.expect(ACK | FIN, 1, 1, 0);
     s.inject(Seg::new(ACK | FIN, 1, 1)); // the peer's FIN, not yet acknowledging ours
