@@ -1,7 +1,7 @@
 """Helpers shared by the benchmarks: commands in namespaces, CPU accounting from /proc, a
 cpuset that holds a server (and every thread it makes) on the server core, medians."""
 
-import os, statistics, subprocess
+import os, signal, statistics, subprocess
 
 SRV_CPU, GEN_CPU = 1, 0
 
@@ -36,6 +36,16 @@ def proc_cpu(pid):
         return None
     fields = s[s.rindex(")") + 2:].split()  # the name may contain spaces
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def stop_process(proc, timeout=10):
+    """SIGTERM, then SIGKILL if it has not exited within `timeout` seconds."""
+    proc.send_signal(signal.SIGTERM)
+    try:
+        proc.wait(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.wait()
 
 
 def median_of(runs, key):

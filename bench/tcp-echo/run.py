@@ -11,10 +11,10 @@ its process CPU-seconds (from /proc/PID/stat) and the server core's busy CPU-sec
 /proc/stat, which also holds the kernel's receive work for either server). Writes JSON, a
 markdown table and a plot to bench/results/."""
 
-import json, os, platform, signal, subprocess, sys, time
+import json, os, platform, subprocess, sys, time
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
-from lib import sh, ns, cpu_busy, proc_cpu, median_of, SRV_CPU, GEN_CPU  # noqa: E402
+from lib import sh, ns, cpu_busy, proc_cpu, median_of, stop_process, SRV_CPU, GEN_CPU  # noqa: E402
 
 ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -53,12 +53,7 @@ class Server:
         return self.proc.pid
 
     def stop(self):
-        self.proc.send_signal(signal.SIGTERM)
-        try:
-            self.proc.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            self.proc.kill()
-            self.proc.wait()
+        stop_process(self.proc)
 
 
 def one_run(server, size, conns, rounds):

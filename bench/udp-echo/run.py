@@ -8,10 +8,10 @@ server-core busy CPU-seconds per million replies (from /proc/stat), the server p
 CPU-seconds (from /proc/PID/stat), and p50/p99 round-trip latency. Writes JSON, a markdown
 table and a plot to bench/results/."""
 
-import json, os, platform, signal, subprocess, sys, time
+import json, os, platform, subprocess, sys, time
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
-from lib import sh, ns, cpu_busy, proc_cpu, median_of, SRV_CPU, GEN_CPU  # noqa: E402
+from lib import sh, ns, cpu_busy, proc_cpu, median_of, stop_process, SRV_CPU, GEN_CPU  # noqa: E402
 
 ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -52,12 +52,7 @@ class Server:
 
     def stop(self):
         if self.proc:
-            self.proc.send_signal(signal.SIGTERM)
-            try:
-                self.proc.wait(timeout=10)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait()
+            stop_process(self.proc)
         if self.kind == "xdp_tx":
             ns(SRV_NS, "ip", "link", "set", "dev", SRV_IF, "xdpdrv", "off", check=False)
 
