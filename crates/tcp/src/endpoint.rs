@@ -93,7 +93,7 @@ pub trait App {
     /// In-order data, as a read-only view valid during the call. Call `ctl.recv_done` for what
     /// is finished with (now or later through [`Endpoint::recv_done`]).
     fn recv(&mut self, h: Handle, c: &mut Self::Conn, data: &[u8], ctl: &mut Ctl);
-    /// The peer acknowledged everything before stream offset `acked`.
+    /// The peer acknowledged everything before stream offset `acked`, or its window opened.
     fn sent(&mut self, h: Handle, c: &mut Self::Conn, acked: u64, ctl: &mut Ctl) {
         let _ = (h, c, acked, ctl);
     }
@@ -104,6 +104,12 @@ pub trait App {
     }
     /// The connection ended; its state comes back.
     fn closed(&mut self, h: Handle, c: Self::Conn, end: End);
+    /// Copies the bytes of `c` at `off .. off + dst.len()` into a segment. An application
+    /// whose connections send from memory it holds itself (the channel's buffers) overrides
+    /// this; by default the connection's own [`Source`] fills.
+    fn fill(&self, c: &Self::Conn, off: u64, dst: &mut [u8]) {
+        c.fill(off, dst);
+    }
 }
 
 /// The TX ring, as seen by the stack.
@@ -326,6 +332,11 @@ impl<A: App> Endpoint<A> {
         self.slots.get_mut(h.idx as usize).filter(|s| s.gen == h.gen).and_then(|s| s.conn.as_mut())
     }
 
+    /// The application state of a connection, if it is still alive.
+    pub fn conn(&self, h: Handle) -> Option<&A::Conn> {
+        self.slots.get(h.idx as usize).filter(|s| s.gen == h.gen).and_then(|s| s.conn.as_ref())
+    }
+
     /// Re-reads the connection's source and queues it for output.
     pub fn kick(&mut self, h: Handle) {
         self.with_tcb(h, |_, _| {});
@@ -495,7 +506,7 @@ impl<A: App> Endpoint<A> {
         let s = &mut self.slots[idx as usize];
         let tcb = s.tcb.as_mut().expect("checked above");
         if let Some(c) = s.conn.as_mut() {
-            if notes.acked > 0 {
+            if notes.acked > 0 || notes.window_opened {
                 c.release(tcb.acked_offset());
                 app.sent(h, c, tcb.acked_offset(), &mut ctl);
             }
@@ -824,10 +835,11 @@ impl<A: App> Endpoint<A> {
                 let h = seg.repr.header_len();
                 let len = seg.repr.payload_len;
                 let conn = &s.conn;
+                let app = &*app;
                 out.send(t.local, t.remote, h + len, &mut |buf| {
                     if len > 0 {
                         if let Some(c) = conn {
-                            c.fill(seg.data_off, &mut buf[h..h + len]);
+                            app.fill(c, seg.data_off, &mut buf[h..h + len]);
                         }
                     }
                     seg.repr.emit(buf, t.local, t.remote);

@@ -7,6 +7,7 @@
 //! retransmission is regenerated from the source like the first transmission.
 
 pub mod cc;
+pub mod channel;
 pub mod config;
 pub mod endpoint;
 pub mod isn;
@@ -19,6 +20,7 @@ pub mod stats;
 pub mod tcb;
 
 pub use cc::CcKind;
+pub use channel::{Calls, Channel, Event, Events, Server};
 pub use config::{Config, KeepAlive};
 pub use endpoint::{App, ConnectError, Ctl, Endpoint, Handle, Limits, Output, Source};
 pub use rtt::Micros;

@@ -150,6 +150,8 @@ pub struct Notes {
     pub established: bool,
     /// Source bytes newly acknowledged.
     pub acked: u64,
+    /// The peer's receive window grew (an application waiting for room may send more).
+    pub window_opened: bool,
     /// The peer will send nothing more.
     pub peer_fin: bool,
     /// The connection ended for the application (it may linger in TIME-WAIT).
@@ -444,6 +446,17 @@ impl Tcb {
     /// Stream offset up to which the peer acknowledged our data.
     pub fn acked_offset(&self) -> u64 {
         self.una_off
+    }
+
+    /// True once the application closed its side (the source can grow no more).
+    pub fn is_closing(&self) -> bool {
+        self.closing
+            || !matches!(self.state, State::SynSent | State::SynReceived | State::Established | State::CloseWait)
+    }
+
+    /// Bytes the source may grow by now without going past the peer's window.
+    pub fn send_room(&self) -> u64 {
+        (self.una_off + u64::from(self.snd_wnd)).saturating_sub(self.src_end)
     }
 
     /// Source bytes not yet acknowledged.
@@ -990,6 +1003,9 @@ impl Tcb {
         // Window update (RFC 9293: SND.WL1 < SEG.SEQ or (= and SND.WL2 =< SEG.ACK)).
         let seq = Seq(seg.seq);
         if self.snd_wl1 < seq || (self.snd_wl1 == seq && self.snd_wl2 <= ack) {
+            if wnd > self.snd_wnd {
+                self.notes.window_opened = true;
+            }
             self.snd_wnd = wnd;
             self.max_snd_wnd = self.max_snd_wnd.max(wnd);
             self.snd_wl1 = seq;
