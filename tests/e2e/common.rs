@@ -171,12 +171,17 @@ impl Drop for Sirocco {
 
 /// Stops sirocco and returns its exit counters (asserting a clean exit).
 pub fn stop_and_count(s: Sirocco) -> serde_json::Value {
+    stop_with_log(s).0
+}
+
+/// As [`stop_and_count`], with the log too.
+pub fn stop_with_log(s: Sirocco) -> (serde_json::Value, String) {
     let counters = s.counters.clone();
     let (st, log) = s.stop();
     assert!(st.success(), "sirocco exited with {st}; log:\n{log}");
     let text = std::fs::read_to_string(&counters).unwrap_or_else(|_| panic!("no counters file; log:\n{log}"));
     let _ = std::fs::remove_file(&counters);
-    serde_json::from_str(&text).expect("counters json")
+    (serde_json::from_str(&text).expect("counters json"), log)
 }
 
 /// A counter from the totals (0 if absent, as zero drop reasons are left out).

@@ -64,14 +64,22 @@ fn echo_stream(dst: &'static str, total: usize, seed: u64) -> usize {
 
 #[test]
 fn tcp_echo_carries_100_mb_each_way_intact() {
-    let net = TestNet::new(1);
-    let s = net.start(&["echo", "--proto", "tcp", "--iface", &net.srv_if, "--addr", SERVER_OWN]);
-    let bytes = 100 * 1000 * 1000;
-    let verified = in_netns(&net.cli_ns, move || echo_stream(SERVER_OWN, bytes, 7));
-    assert_eq!(verified, bytes, "every byte came back, then EOF");
-    let c = stop_and_count(s);
-    assert!(total(&c, "tcp_delivered") > (bytes / 1448) as u64);
-    assert_eq!(total(&c, "drop_tcp_malformed"), 0);
+    // The echo on the channel (the default) and on level-1 callbacks.
+    for api in ["channel", "callbacks"] {
+        let net = TestNet::new(1);
+        let s = net.start(&["echo", "--proto", "tcp", "--tcp-api", api, "--iface", &net.srv_if, "--addr", SERVER_OWN]);
+        let bytes = 100 * 1000 * 1000;
+        let verified = in_netns(&net.cli_ns, move || echo_stream(SERVER_OWN, bytes, 7));
+        assert_eq!(verified, bytes, "{api}: every byte came back, then EOF");
+        let (c, log) = stop_with_log(s);
+        assert!(log.contains("accepted 1 closed 1 echoed 100000000 bytes"), "{api}: {log}");
+        if api == "channel" {
+            // The buffers all came back, and the bytes reached the echo as views of the frames.
+            assert!(log.contains("recv copied 0 bytes, buffers exhausted 0"), "{log}");
+        }
+        assert!(total(&c, "tcp_delivered") > (bytes / 1448) as u64);
+        assert_eq!(total(&c, "drop_tcp_malformed"), 0);
+    }
 }
 
 #[test]

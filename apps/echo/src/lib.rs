@@ -3,6 +3,9 @@
 //! TCP: every byte goes back on its connection; plus a TCP discard (sink) and a TCP source
 //! for bulk tests.
 
+mod channel;
+
+pub use channel::ChannelEcho;
 use engine::{App, Datagram, Verdict};
 
 /// The echo application for one engine.

@@ -68,9 +68,16 @@ pub trait App {
     }
 
     /// One TCP segment to one of [`App::tcp_ports`], checksum verified; `payload` is a view of
-    /// the receive buffer, valid for this call.
-    fn tcp(&mut self, now_ns: u64, src: Ipv4Addr, dst: Ipv4Addr, seg: &TcpRepr, payload: &[u8]) {
-        let _ = (now_ns, src, dst, seg, payload);
+    /// the receive buffer, valid for this call — or, when [`App::holds_tcp_frames`], until
+    /// [`App::produce`] of this iteration returns, as `out.view(view)`.
+    fn tcp(&mut self, now_ns: u64, src: Ipv4Addr, dst: Ipv4Addr, seg: &TcpRepr, payload: &[u8], view: u32) {
+        let _ = (now_ns, src, dst, seg, payload, view);
+    }
+
+    /// True if the engine should keep the frames of TCP segments until `produce` returns (an
+    /// application that hands out views of them in batches).
+    fn holds_tcp_frames(&self) -> bool {
+        false
     }
 
     /// Longest the engine may sleep in poll() when idle, in milliseconds (timers due sooner
@@ -108,4 +115,8 @@ pub trait Originate {
     /// Builds an IPv4 packet carrying a TCP segment of `len` bytes to `dst`; `write` fills
     /// the segment (header with its checksum, and payload).
     fn tcp(&mut self, dst: Ipv4Addr, len: usize, write: &mut dyn FnMut(&mut [u8])) -> Result<(), SendError>;
+
+    /// The payload of the TCP segment this iteration handed over as `view` (for applications
+    /// that [hold the frames](App::holds_tcp_frames); empty otherwise).
+    fn view(&self, view: u32) -> &[u8];
 }

@@ -88,6 +88,9 @@ pub struct Engine<P: Port> {
     started: Instant,
     last_rx: usize,
     rng: u64,
+    /// Frames kept for the application until `produce` returns, with their TCP payload's
+    /// place.
+    held: Vec<(Frame, u16, u16)>,
 }
 
 impl<P: Port> Engine<P> {
@@ -115,6 +118,7 @@ impl<P: Port> Engine<P> {
             started: Instant::now(),
             last_rx: 0,
             rng: 0x9e37_79b9_7f4a_7c15,
+            held: Vec::with_capacity(batch),
         }
     }
 
@@ -174,9 +178,13 @@ impl<P: Port> Engine<P> {
                 }
             }
             let buf = self.port.data_mut(f);
+            self.stack.next_view = self.held.len() as u32;
             match self.stack.handle(buf, f.len as usize, now_ns, app) {
                 Some(len) => self.tx.push(Frame { addr: f.addr, len: len as u32 }),
-                None => self.port.free(f),
+                None => match self.stack.hold.take() {
+                    Some((at, len)) => self.held.push((f, at, len)),
+                    None => self.port.free(f),
+                },
             }
         }
         // Replies first, so what the application originates cannot starve them of TX slots.
@@ -190,9 +198,13 @@ impl<P: Port> Engine<P> {
                 room,
                 now_ms: now_ns / 1_000_000,
                 ip_ident: &mut self.ip_ident,
+                held: &self.held,
             };
             app.produce(now_ns, &mut out)
         };
+        for (f, _, _) in self.held.drain(..) {
+            self.port.free(f);
+        }
         self.transmit();
         self.run_timers(now_ns / 1_000_000);
         self.port.flush();
@@ -311,6 +323,7 @@ struct Out<'a, P: Port> {
     room: usize,
     now_ms: u64,
     ip_ident: &'a mut u16,
+    held: &'a [(Frame, u16, u16)],
 }
 
 impl<P: Port> Out<'_, P> {
@@ -355,6 +368,13 @@ impl<P: Port> Out<'_, P> {
 }
 
 impl<P: Port> Originate for Out<'_, P> {
+    fn view(&self, view: u32) -> &[u8] {
+        match self.held.get(view as usize) {
+            Some(&(f, at, len)) => &self.port.data(f)[usize::from(at)..usize::from(at) + usize::from(len)],
+            None => &[],
+        }
+    }
+
     fn room(&mut self) -> usize {
         self.room.saturating_sub(self.tx.len())
     }

@@ -7,6 +7,7 @@
 
 pub mod app;
 pub mod arp_cache;
+pub mod channel_service;
 pub mod counters;
 pub mod engine;
 mod stack;
@@ -14,6 +15,7 @@ pub mod tcp_service;
 pub use timer;
 
 pub use app::{App, Datagram, Originate, SendError, Verdict};
+pub use channel_service::ChannelService;
 pub use counters::{Counters, Drop};
 pub use engine::{Engine, EngineConfig, IdlePolicy};
 pub use tcp_service::TcpService;

@@ -26,6 +26,10 @@ pub struct Stack {
     pub udp_ports: Box<[u64; 1024]>,
     /// Bitset of TCP ports with a service.
     pub tcp_ports: Box<[u64; 1024]>,
+    /// The id the next TCP segment's payload view gets.
+    pub next_view: u32,
+    /// Set when the frame just handled is to be kept: where its TCP payload lies.
+    pub hold: Option<(u16, u16)>,
 }
 
 impl Stack {
@@ -36,6 +40,8 @@ impl Stack {
             arp: ArpCache::new(1024, 60_000, 1_000),
             udp_ports: Box::new([0; 1024]),
             tcp_ports: Box::new([0; 1024]),
+            next_view: 0,
+            hold: None,
         }
     }
 
@@ -192,7 +198,12 @@ impl Stack {
             }
         }
         self.counters.tcp_delivered += 1;
-        app.tcp(now_ns, src, dst, &repr, p.payload());
+        let payload = p.payload();
+        app.tcp(now_ns, src, dst, &repr, payload, self.next_view);
+        if app.holds_tcp_frames() {
+            let at = end - payload.len();
+            self.hold = Some((at as u16, payload.len() as u16));
+        }
         None
     }
 

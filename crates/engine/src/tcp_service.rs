@@ -19,11 +19,11 @@ pub struct TcpService<T: tcp::App> {
 
 /// The engine's TX as the endpoint's [`tcp::Output`], bounded by the room the engine reported
 /// at the start of the round.
-struct Tx<'a> {
-    out: &'a mut dyn Originate,
-    room: usize,
-    sent: usize,
-    unresolved: &'a mut u64,
+pub(crate) struct Tx<'a> {
+    pub(crate) out: &'a mut dyn Originate,
+    pub(crate) room: usize,
+    pub(crate) sent: usize,
+    pub(crate) unresolved: &'a mut u64,
 }
 
 impl tcp::Output for Tx<'_> {
@@ -43,7 +43,7 @@ impl tcp::Output for Tx<'_> {
     }
 }
 
-fn micros(now_ns: u64) -> Micros {
+pub(crate) fn micros(now_ns: u64) -> Micros {
     now_ns / 1000
 }
 
@@ -77,7 +77,7 @@ impl<T: tcp::App> App for TcpService<T> {
     }
 
     #[inline]
-    fn tcp(&mut self, now_ns: u64, src: Ipv4Addr, dst: Ipv4Addr, seg: &TcpRepr, payload: &[u8]) {
+    fn tcp(&mut self, now_ns: u64, src: Ipv4Addr, dst: Ipv4Addr, seg: &TcpRepr, payload: &[u8], _view: u32) {
         self.ep.input(&mut self.app, micros(now_ns), src, dst, seg, payload);
     }
 

@@ -108,6 +108,18 @@ impl Buffers {
         &self.mem[start..start + e.len as usize]
     }
 
+    /// Takes one more reference to `id` (an application that keeps several pieces of a
+    /// buffer, each released on its own).
+    pub fn retain(&mut self, id: BufId) -> Result<(), BufError> {
+        match self.refs.get_mut(id.0 as usize) {
+            Some(r) if *r > 0 => {
+                *r += 1;
+                Ok(())
+            }
+            _ => Err(BufError::NotAllocated),
+        }
+    }
+
     /// Drops one reference (the application's own, or TCP's once acknowledged).
     pub fn release(&mut self, id: BufId) {
         let r = &mut self.refs[id.0 as usize];

@@ -1,0 +1,91 @@
+//! A level-2 (channel) TCP application on an engine: the engine keeps the frames of the
+//! iteration's TCP segments, the channel gathers their events, and the application handles
+//! them as one batch in `produce`, with `recv` views pointing into those frames; the segments
+//! its calls cause are then built straight into TX frames.
+
+use crate::app::{App, Datagram, Originate, Verdict};
+use crate::tcp_service::{micros, Tx};
+use tcp::channel::{Buffers, Channel, Server, Views};
+use tcp::{Config, Limits};
+use wire::tcp::TcpRepr;
+use wire::Ipv4Addr;
+
+/// Serves a channel application (`S`) on some ports.
+pub struct ChannelService<S: Server> {
+    /// TCP with the channel on top.
+    pub ch: Channel,
+    /// The application.
+    pub server: S,
+    ports: Vec<u16>,
+    unresolved: u64,
+}
+
+/// The held frames, as the channel's views.
+struct HeldViews<'a>(&'a dyn Originate);
+
+impl Views for HeldViews<'_> {
+    fn view(&self, id: u32) -> &[u8] {
+        self.0.view(id)
+    }
+}
+
+impl<S: Server> ChannelService<S> {
+    /// Listens on each of `ports` with `cfg`; the application sends from `bufs`.
+    pub fn new(server: S, ports: &[u16], cfg: Config, limits: Limits, bufs: Buffers) -> Self {
+        let mut ch = Channel::new(limits, bufs, cfg, 0);
+        for &p in ports {
+            ch.listen(p, cfg);
+        }
+        ChannelService { ch, server, ports: ports.to_vec(), unresolved: 0 }
+    }
+
+    /// Segments not sent because the next hop's MAC was unknown.
+    pub fn unresolved(&self) -> u64 {
+        self.unresolved
+    }
+}
+
+impl<S: Server> App for ChannelService<S> {
+    fn udp_ports(&self) -> Vec<u16> {
+        Vec::new()
+    }
+
+    fn udp(&mut self, _now_ns: u64, _d: Datagram<'_>) -> Verdict {
+        Verdict::Drop
+    }
+
+    fn tcp_ports(&self) -> Vec<u16> {
+        self.ports.clone()
+    }
+
+    #[inline]
+    fn tcp(&mut self, now_ns: u64, src: Ipv4Addr, dst: Ipv4Addr, seg: &TcpRepr, payload: &[u8], view: u32) {
+        self.ch.input(micros(now_ns), src, dst, seg, payload, view);
+    }
+
+    fn holds_tcp_frames(&self) -> bool {
+        true
+    }
+
+    fn produce(&mut self, now_ns: u64, out: &mut dyn Originate) -> usize {
+        let now = micros(now_ns);
+        self.ch.advance(now);
+        self.ch.dispatch(&mut self.server, now, &HeldViews(&*out));
+        let room = out.room();
+        let mut tx = Tx { out, room, sent: 0, unresolved: &mut self.unresolved };
+        self.ch.output(now, &mut tx);
+        tx.sent
+    }
+
+    fn busy(&self) -> bool {
+        self.ch.endpoint().has_output() || self.ch.has_events()
+    }
+
+    fn idle_wait_ms(&self) -> u32 {
+        if self.ch.endpoint().is_empty() {
+            100
+        } else {
+            5
+        }
+    }
+}
