@@ -70,11 +70,21 @@ impl<S: Server> App for ChannelService<S> {
     fn produce(&mut self, now_ns: u64, out: &mut dyn Originate) -> usize {
         let now = micros(now_ns);
         self.ch.advance(now);
-        self.ch.dispatch(&mut self.server, now, &HeldViews(&*out));
-        let room = out.room();
-        let mut tx = Tx { out, room, sent: 0, unresolved: &mut self.unresolved };
-        self.ch.output(now, &mut tx);
-        tx.sent
+        let mut sent = 0;
+        // Sending can raise events (an acknowledgement noted while a connection was polled);
+        // hand them over in this iteration too, a bounded number of times, rather than wait
+        // for the next.
+        for _ in 0..4 {
+            self.ch.dispatch(&mut self.server, now, &HeldViews(&*out));
+            let room = out.room();
+            let mut tx = Tx { out: &mut *out, room, sent: 0, unresolved: &mut self.unresolved };
+            self.ch.output(now, &mut tx);
+            sent += tx.sent;
+            if !self.ch.has_events() {
+                break;
+            }
+        }
+        sent
     }
 
     fn busy(&self) -> bool {
