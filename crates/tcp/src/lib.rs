@@ -13,6 +13,7 @@ pub mod endpoint;
 pub mod isn;
 pub mod ranges;
 pub mod reasm;
+pub mod rss;
 pub mod rtt;
 pub mod seq;
 pub mod siphash;

@@ -389,3 +389,36 @@ fn reordered_data_is_delivered_from_the_reassembly_buffer_intact() {
         assert_eq!(h.buffers().available(), h.buffers().total());
     }
 }
+
+/// Opens `n` connections at the first batch and keeps their handles.
+struct Opener {
+    n: u32,
+    handles: Vec<Handle>,
+}
+
+impl Server for Opener {
+    fn handle(&mut self, _events: &Events<'_>, calls: &mut Calls<'_>) {
+        while self.handles.len() < self.n as usize {
+            self.handles.push(calls.connect(self.handles.len() as u64, A, B, PORT).unwrap());
+        }
+    }
+}
+
+#[test]
+fn connect_picks_source_ports_whose_replies_reach_its_own_queue() {
+    use tcp::rss::Rss;
+    let key: Vec<u8> = (0..40u8).map(|i| i.wrapping_mul(37) ^ 0x5a).collect();
+    let table: Vec<u16> = (0..128).map(|i| i % 4).collect();
+    let rss = Rss::new(&key, &table).unwrap();
+    let mut c = Host::new(Opener { n: 50, handles: Vec::new() }, None, 8);
+    c.ch.set_rss(rss.clone(), 2);
+    c.round(1000, &mut Wire::default());
+    assert_eq!(c.srv.handles.len(), 50);
+    let mut ports = std::collections::HashSet::new();
+    for &h in &c.srv.handles {
+        let t = *c.ch.endpoint().tcb(h).unwrap().tuple();
+        assert_eq!(rss.queue(t.remote, t.local, t.remote_port, t.local_port), 2, "port {}", t.local_port);
+        ports.insert(t.local_port);
+    }
+    assert_eq!(ports.len(), 50);
+}

@@ -28,6 +28,7 @@ pub use hub::{ChannelConn, Hub, MAX_EXTENTS};
 
 use crate::config::Config;
 use crate::endpoint::{ConnectError, Endpoint, Handle, Limits, Output};
+use crate::rss::Rss;
 use crate::rtt::Micros;
 use crate::tcb::End;
 use hub::{Kind, Raw, Where};
@@ -216,6 +217,7 @@ pub struct Calls<'a> {
     stats: &'a mut ChannelStats,
     now: Micros,
     cfg: Config,
+    rss: Option<&'a (Rss, u16)>,
 }
 
 impl Calls<'_> {
@@ -258,10 +260,14 @@ impl Calls<'_> {
         }
     }
 
-    /// Opens a connection from `local` to `remote:port`; `connected` reports the outcome.
+    /// Opens a connection from `local` to `remote:port`; `connected` reports the outcome. With
+    /// the NIC's RSS configuration known ([`Channel::set_rss`]), the source port is one whose
+    /// replies the NIC puts on this engine's queue.
     pub fn connect(&mut self, cookie: u64, local: Ipv4Addr, remote: Ipv4Addr, port: u16) -> Result<Handle, CallError> {
         let conn = ChannelConn::new(cookie, true);
-        match self.ep.connect(self.now, local, remote, port, self.cfg, conn, |_| true) {
+        let rss = self.rss;
+        let mine = |p: u16| rss.is_none_or(|(r, q)| r.queue(remote, local, port, p) == *q);
+        match self.ep.connect(self.now, local, remote, port, self.cfg, conn, mine) {
             Ok(h) => Ok(h),
             Err((e, _)) => self.refused(CallError::Connect(e)),
         }
@@ -342,6 +348,7 @@ pub struct Channel {
     cur_arena: Vec<u8>,
     stats: ChannelStats,
     connect_cfg: Config,
+    rss: Option<(Rss, u16)>,
 }
 
 impl Channel {
@@ -354,7 +361,14 @@ impl Channel {
             cur_arena: Vec::new(),
             stats: ChannelStats::default(),
             connect_cfg,
+            rss: None,
         }
+    }
+
+    /// The NIC's RSS configuration and this engine's receive queue: `connect` then chooses
+    /// source ports whose replies arrive on that queue.
+    pub fn set_rss(&mut self, rss: Rss, queue: u16) {
+        self.rss = Some((rss, queue));
     }
 
     /// The endpoint under the channel (connections, statistics).
@@ -413,6 +427,7 @@ impl Channel {
                 stats: &mut self.stats,
                 now,
                 cfg: self.connect_cfg,
+                rss: self.rss.as_ref(),
             };
             server.handle(&events, &mut calls);
         }
