@@ -45,11 +45,16 @@ pub enum Verdict {
 
 /// An application served by an engine.
 pub trait App {
-    /// UDP ports this application serves on the engine's address.
-    fn udp_ports(&self) -> Vec<u16>;
+    /// UDP ports this application serves on the engine's address (none by default: a TCP-only
+    /// application).
+    fn udp_ports(&self) -> Vec<u16> {
+        Vec::new()
+    }
 
     /// Handles one datagram to one of [`App::udp_ports`].
-    fn udp(&mut self, now_ns: u64, d: Datagram<'_>) -> Verdict;
+    fn udp(&mut self, _now_ns: u64, _d: Datagram<'_>) -> Verdict {
+        Verdict::Drop
+    }
 
     /// Called once per loop iteration to originate frames through `out`; returns how many it
     /// queued (0 when idle, so the engine may sleep).

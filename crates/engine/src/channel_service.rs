@@ -3,7 +3,7 @@
 //! them as one batch in `produce`, with `recv` views pointing into those frames; the segments
 //! its calls cause are then built straight into TX frames.
 
-use crate::app::{App, Datagram, Originate, Verdict};
+use crate::app::{App, Originate};
 use crate::tcp_service::{micros, Tx};
 use tcp::channel::{Buffers, Channel, Server, Views};
 use tcp::{Config, Limits};
@@ -46,14 +46,6 @@ impl<S: Server> ChannelService<S> {
 }
 
 impl<S: Server> App for ChannelService<S> {
-    fn udp_ports(&self) -> Vec<u16> {
-        Vec::new()
-    }
-
-    fn udp(&mut self, _now_ns: u64, _d: Datagram<'_>) -> Verdict {
-        Verdict::Drop
-    }
-
     fn tcp_ports(&self) -> Vec<u16> {
         self.ports.clone()
     }

@@ -2,7 +2,7 @@
 //! come in from the stack as views of the receive frames; output is built straight into TX
 //! frames when the engine lets the application originate, so the TX ring stays the only queue.
 
-use crate::app::{App, Datagram, Originate, SendError, Verdict};
+use crate::app::{App, Originate, SendError};
 use tcp::{Config, Endpoint, Limits, Micros};
 use wire::tcp::TcpRepr;
 use wire::Ipv4Addr;
@@ -64,14 +64,6 @@ impl<T: tcp::App> TcpService<T> {
 }
 
 impl<T: tcp::App> App for TcpService<T> {
-    fn udp_ports(&self) -> Vec<u16> {
-        Vec::new()
-    }
-
-    fn udp(&mut self, _now_ns: u64, _d: Datagram<'_>) -> Verdict {
-        Verdict::Drop
-    }
-
     fn tcp_ports(&self) -> Vec<u16> {
         self.ports.clone()
     }
