@@ -21,7 +21,7 @@ use crate::rtt::Micros;
 use crate::seq::Seq;
 use crate::siphash::{self, Key};
 use crate::stats::Stats;
-use crate::tcb::{ts_clock, End, Env, State, Tcb, Tuple};
+use crate::tcb::{ts_clock, End, Env, SegOut, State, Tcb, Tuple};
 
 /// Where a connection's outgoing bytes come from. Nothing is copied into a send buffer: the
 /// stack asks for the bytes at an offset each time it (re)transmits.
@@ -109,6 +109,21 @@ pub trait App {
     /// this; by default the connection's own [`Source`] fills.
     fn fill(&self, c: &Self::Conn, off: u64, dst: &mut [u8]) {
         c.fill(off, dst);
+    }
+    /// The most bytes a segment starting at stream offset `off` of `c` may carry. An
+    /// application that keeps its bytes as ready-made segments (Sandstorm) returns the end of
+    /// the one at `off`, so segments always line up with them. No limit by default.
+    fn seg_limit(&self, c: &Self::Conn, off: u64) -> u32 {
+        let _ = (c, off);
+        u32::MAX
+    }
+    /// Writes a whole data segment — `seg`'s header and its payload from stream offset
+    /// `seg.data_off` — into `buf` (`header_len + payload_len` bytes) from a segment the
+    /// application prepared, checksum included, and returns true; false has the segment built
+    /// the ordinary way (header emitted, payload filled, checksum summed over it).
+    fn write_ready(&self, c: &Self::Conn, seg: &SegOut, local: Ipv4Addr, remote: Ipv4Addr, buf: &mut [u8]) -> bool {
+        let _ = (c, seg, local, remote, buf);
+        false
     }
 }
 
@@ -827,18 +842,25 @@ impl<A: App> Endpoint<A> {
             }
             let mut done = false;
             while out.room() > 0 {
-                let Some(seg) = tcb.poll(&mut self.env, now) else {
+                let conn = &s.conn;
+                let app = &*app;
+                let polled = match conn {
+                    Some(c) => tcb.poll_cut(&mut self.env, now, &|off| app.seg_limit(c, off)),
+                    None => tcb.poll(&mut self.env, now),
+                };
+                let Some(seg) = polled else {
                     done = true;
                     break;
                 };
                 let t = *tcb.tuple();
                 let h = seg.repr.header_len();
                 let len = seg.repr.payload_len;
-                let conn = &s.conn;
-                let app = &*app;
                 out.send(t.local, t.remote, h + len, &mut |buf| {
                     if len > 0 {
                         if let Some(c) = conn {
+                            if app.write_ready(c, &seg, t.local, t.remote, buf) {
+                                return;
+                            }
                             app.fill(c, seg.data_off, &mut buf[h..h + len]);
                         }
                     }

@@ -1312,7 +1312,14 @@ impl Tcb {
     /// The next segment to send, if any. Call until it returns None (or the TX ring is full:
     /// whatever was not taken is offered again at the next call).
     pub fn poll(&mut self, env: &mut Env, now: Micros) -> Option<SegOut> {
-        let out = self.next_segment(env, now);
+        self.poll_cut(env, now, &|_| u32::MAX)
+    }
+
+    /// As [`Tcb::poll`], with no data segment crossing a boundary of the source: `cut(off)` is
+    /// the most bytes a segment starting at stream offset `off` may carry. A source made of
+    /// ready frames (Sandstorm) gives each frame's end, so every segment is one whole frame.
+    pub fn poll_cut(&mut self, env: &mut Env, now: Micros, cut: &dyn Fn(u64) -> u32) -> Option<SegOut> {
+        let out = self.next_segment(env, now, cut);
         if let Some(s) = &out {
             env.stats.segs_out += 1;
             if s.repr.flags.has(TcpFlags::RST) {
@@ -1324,7 +1331,7 @@ impl Tcb {
         out
     }
 
-    fn next_segment(&mut self, env: &mut Env, now: Micros) -> Option<SegOut> {
+    fn next_segment(&mut self, env: &mut Env, now: Micros, cut: &dyn Fn(u64) -> u32) -> Option<SegOut> {
         if let Some((seq, ack)) = self.rst_out.take() {
             return Some(self.rst(seq, ack));
         }
@@ -1337,10 +1344,10 @@ impl Tcb {
             State::TimeWait => return self.ack_now.then(|| self.pure_ack(now, self.snd_max)),
             _ => {}
         }
-        if let Some(s) = self.retransmission(env, now) {
+        if let Some(s) = self.retransmission(env, now, cut) {
             return Some(s);
         }
-        if let Some(s) = self.new_data(now) {
+        if let Some(s) = self.new_data(now, cut) {
             return Some(s);
         }
         if self.send_probe {
@@ -1476,11 +1483,12 @@ impl Tcb {
     }
 
     /// A segment of data (and FIN) starting at `seq` ≥ SND.UNA, at most `max` data bytes.
-    fn data_segment(&mut self, now: Micros, seq: Seq, max: u32, rtx: bool) -> Option<SegOut> {
+    fn data_segment(&mut self, now: Micros, seq: Seq, max: u32, rtx: bool, cut: &dyn Fn(u64) -> u32) -> Option<SegOut> {
         let off = self.una_off + u64::from(seq.since(self.snd_una));
         let avail = self.src_end.saturating_sub(off);
         // SACK blocks take room from the payload so the packet still fits the MSS.
-        let len = u64::from(max.min(self.smss.saturating_sub(self.sack_option_len()).max(1))).min(avail) as u32;
+        let max = max.min(self.smss.saturating_sub(self.sack_option_len()).max(1)).min(cut(off).max(1));
+        let len = u64::from(max).min(avail) as u32;
         let fin = self.closing && off + u64::from(len) == self.src_end;
         if len == 0 && !fin {
             return None;
@@ -1511,12 +1519,12 @@ impl Tcb {
         Some(SegOut { repr: self.header(now, seq, flags, len), data_off: off })
     }
 
-    fn retransmission(&mut self, env: &mut Env, now: Micros) -> Option<SegOut> {
+    fn retransmission(&mut self, env: &mut Env, now: Micros, cut: &dyn Fn(u64) -> u32) -> Option<SegOut> {
         if self.rtx_una {
             self.rtx_una = false;
             let seq = self.snd_una;
             let max = if self.sack_ok { self.unsacked_run(seq) } else { self.smss };
-            let s = self.data_segment(now, seq, max, true)?;
+            let s = self.data_segment(now, seq, max, true, cut)?;
             if self.sack_ok {
                 self.high_rxt = self.high_rxt.max(seq + s.repr.payload_len as u32);
             }
@@ -1548,7 +1556,7 @@ impl Tcb {
         if run == 0 {
             return None;
         }
-        let seg = self.data_segment(now, s, run, true)?;
+        let seg = self.data_segment(now, s, run, true, cut)?;
         self.high_rxt = s + seg.repr.payload_len as u32;
         env.stats.retransmits += 1;
         Some(seg)
@@ -1574,7 +1582,7 @@ impl Tcb {
         }
     }
 
-    fn new_data(&mut self, now: Micros) -> Option<SegOut> {
+    fn new_data(&mut self, now: Micros, cut: &dyn Fn(u64) -> u32) -> Option<SegOut> {
         let left = self.data_left();
         let fin_due = self.closing && self.fin_seq.is_none_or(|f| self.snd_nxt <= f);
         if left == 0 && !fin_due {
@@ -1583,18 +1591,21 @@ impl Tcb {
         let flight = self.flight();
         let cwnd_room = self.cc.cwnd().saturating_sub(flight);
         let room = self.usable_window().min(cwnd_room);
-        let len = u64::from(room.min(self.smss)).min(left) as u32;
+        let off = self.una_off + u64::from(self.snd_nxt.since(self.snd_una));
+        // A full segment is an MSS, or less where the source has a boundary.
+        let full = self.smss.min(cut(off).max(1));
+        let len = u64::from(room.min(full)).min(left) as u32;
         if left > 0 && len == 0 {
             return None;
         }
         // Sender SWS avoidance (RFC 9293 §3.8.6.2.1): a short segment only if it is all we
         // have, or half the peer's largest window, or nothing else is in flight.
-        if len < self.smss && u64::from(len) < left && len < self.max_snd_wnd / 2 && flight > 0 {
+        if len < full && u64::from(len) < left && len < self.max_snd_wnd / 2 && flight > 0 {
             return None;
         }
         let seq = self.snd_nxt;
         let rtx = false;
-        let s = self.data_segment(now, seq, len, rtx)?;
+        let s = self.data_segment(now, seq, len, rtx, cut)?;
         Some(s)
     }
 }
