@@ -352,6 +352,17 @@ impl<A: App> Endpoint<A> {
         self.slots.get(h.idx as usize).filter(|s| s.gen == h.gen).and_then(|s| s.conn.as_ref())
     }
 
+    /// Handles of the connections the application holds (for a periodic sweep: idle and
+    /// header timeouts). Allocates; not for the per-packet path.
+    pub fn handles(&self) -> Vec<Handle> {
+        self.slots
+            .iter()
+            .enumerate()
+            .filter(|(_, s)| s.conn.is_some())
+            .map(|(i, s)| Handle { idx: i as u32, gen: s.gen })
+            .collect()
+    }
+
     /// Re-reads the connection's source and queues it for output.
     pub fn kick(&mut self, h: Handle) {
         self.with_tcb(h, |_, _| {});

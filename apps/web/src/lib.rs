@@ -1,0 +1,4 @@
+pub mod demo;
+pub mod segment;
+pub mod site;
+pub mod store;
