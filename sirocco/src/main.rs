@@ -5,6 +5,7 @@ mod dns_cmd;
 mod gen_report;
 mod signals;
 mod testnet;
+mod web_cmd;
 
 use clap::{Args, Parser, Subcommand};
 use dataplane::{Options, Until};
@@ -36,6 +37,14 @@ enum Cmd {
     /// reloads the zones (a zone that fails keeps the old ones serving). UDP only for now:
     /// truncated answers send clients to TCP, which sirocco does not serve yet.
     Dns(dns_cmd::DnsArgs),
+    /// Static web server sending pre-packetised responses (Sandstorm).
+    ///
+    /// Every file's whole `200` response is cut into TCP segments with their checksums when
+    /// the tree loads; serving a client copies them and rewrites addresses, ports, sequence
+    /// numbers, window and timestamps, updating the checksum for those fields only. HTTP/1.1
+    /// with keep-alive and pipelining, conditional requests, single ranges; SIGHUP reloads.
+    /// Without --root it serves a small built-in demo site.
+    Web(web_cmd::WebArgs),
     /// Load generators (the load side of the benchmarks).
     #[command(subcommand)]
     Gen(GenCmd),
@@ -438,6 +447,7 @@ fn main() {
     let r = match cli.cmd {
         Cmd::Echo(a) => echo(a),
         Cmd::Dns(a) => dns_cmd::run(a),
+        Cmd::Web(a) => web_cmd::run(a),
         Cmd::Gen(GenCmd::Udp(a)) => gen_udp(a),
         Cmd::Testnet(TestnetCmd::Up { name, queues, bench }) => io::iface::require_root()
             .map_err(|e| e.to_string())

@@ -1,4 +1,11 @@
+pub mod conn;
 pub mod demo;
 pub mod segment;
+pub mod server;
+pub mod service;
 pub mod site;
 pub mod store;
+
+pub use server::{Settings, WebApp, WebStats};
+pub use service::{SharedSite, WebService};
+pub use site::Site;

@@ -1,0 +1,445 @@
+//! The HTTP server as a level-1 TCP application: requests are parsed from the receive views
+//! (copied only when one spans segments), each answered by queueing a response on the
+//! connection's stream. A `200` is a reference to a packetised object, sent segment by
+//! segment from its masters with a few fields rewritten ([`App::write_ready`]); other
+//! responses (errors, 304, HEAD, ranges) are formatted per request and sent the ordinary way.
+
+use crate::conn::{Body, Conn, MAX_QUEUED};
+use crate::segment;
+use crate::site::Lookup;
+use crate::store::Store;
+use http::range::Ranged;
+use http::response::{self, ContentRange, Head};
+use http::{Method, Parsed, Request};
+use std::cell::Cell;
+use tcp::{Ctl, End, Handle, SegOut};
+use wire::Ipv4Addr;
+
+/// Per-connection limits and timeouts.
+#[derive(Debug, Clone, Copy)]
+pub struct Settings {
+    /// A request head must be complete this long after its first byte (slowloris).
+    pub header_timeout_ms: u64,
+    /// An idle keep-alive connection, or one whose peer stops taking data, is closed after
+    /// this long.
+    pub idle_timeout_ms: u64,
+    /// Requests served on one connection before it is closed.
+    pub max_requests: u32,
+}
+
+impl Default for Settings {
+    fn default() -> Self {
+        Settings { header_timeout_ms: 10_000, idle_timeout_ms: 60_000, max_requests: 10_000 }
+    }
+}
+
+/// Counters. Those bumped while segments are written are cells: the TCP stack fills
+/// segments through `&self`.
+#[derive(Debug, Default)]
+pub struct WebStats {
+    /// Requests parsed (including refused ones).
+    pub requests: u64,
+    /// Responses by status.
+    pub status: std::collections::BTreeMap<u16, u64>,
+    /// `200`s sent from packetised objects.
+    pub prepared_responses: u64,
+    /// Responses formatted per request (errors, 304, HEAD, 206, 301).
+    pub formatted_responses: u64,
+    /// Segments copied from a master with only the per-client fields rewritten.
+    pub ready_segments: Cell<u64>,
+    /// Segments built the ordinary way (payload copied and summed): formatted responses,
+    /// peers with a smaller MSS or no timestamps, SACK blocks in the header.
+    pub built_segments: Cell<u64>,
+    /// Payload bytes of those.
+    pub built_bytes: Cell<u64>,
+    /// Connections closed for a request head that took too long (408).
+    pub header_timeouts: u64,
+    /// Idle connections closed.
+    pub idle_timeouts: u64,
+    /// Connections reset because the peer stopped taking data.
+    pub send_timeouts: u64,
+    /// Connections accepted.
+    pub accepted: u64,
+}
+
+/// The web server's TCP application.
+pub struct WebApp {
+    /// Packetised objects.
+    pub store: Store,
+    /// Limits.
+    pub settings: Settings,
+    /// Counters.
+    pub stats: WebStats,
+    /// Engine clock in milliseconds (set by the service before each call into TCP).
+    pub now_ms: u64,
+    path: Vec<u8>,
+    look: Vec<u8>,
+}
+
+/// Most request bytes held for a connection while a head is incomplete or waits its turn.
+const MAX_PARTIAL: usize = http::request::MAX_HEAD + 4096;
+
+impl WebApp {
+    /// A server for `store`.
+    pub fn new(store: Store, settings: Settings) -> WebApp {
+        WebApp { store, settings, stats: WebStats::default(), now_ms: 0, path: Vec::new(), look: Vec::new() }
+    }
+
+    fn count(&mut self, status: u16) {
+        *self.stats.status.entry(status).or_insert(0) += 1;
+    }
+
+    /// Queues a formatted response: `head` then, unless `head_only`, the error page.
+    fn formatted(&mut self, c: &mut Conn, mut head: Head<'_>, body: bool, head_only: bool) {
+        let at = c.scratch.len();
+        let mut page = Vec::new();
+        if body {
+            response::error_body(head.status, &mut page);
+            head.content_type = Some("text/html");
+            head.content_length = page.len() as u64;
+        }
+        head.write(&mut c.scratch);
+        if !head_only {
+            c.scratch.extend_from_slice(&page);
+        }
+        let len = (c.scratch.len() - at) as u64;
+        c.push(len, Body::Bytes { at: at as u32 });
+        self.stats.formatted_responses += 1;
+        self.count(head.status);
+    }
+
+    fn error(&mut self, c: &mut Conn, status: u16, keep: bool, head_only: bool) {
+        let mut h = Head::new(status, self.store.date(), keep);
+        h.allow = status == 405;
+        self.formatted(c, h, true, head_only);
+    }
+
+    /// Answers one parsed request.
+    fn respond(&mut self, c: &mut Conn, req: &Request<'_>) {
+        c.requests += 1;
+        let keep = req.keep_alive && c.requests < self.settings.max_requests;
+        let head_only = req.method == Method::Head;
+        if req.method == Method::Other {
+            return self.error(c, 405, keep, false);
+        }
+        let dir = match http::path::decode(req.target, &mut self.path) {
+            Ok(d) => d,
+            Err(_) => return self.error(c, 400, false, head_only),
+        };
+        let site = self.store.site().clone();
+        let file = match site.lookup(&self.path, dir, &mut self.look) {
+            Lookup::File(f) => f,
+            Lookup::NotFound => return self.error(c, 404, keep, head_only),
+            Lookup::Forbidden => return self.error(c, 403, keep, head_only),
+            Lookup::Redirect => {
+                let mut loc = http::path::path_part(req.target).unwrap_or(b"/").to_vec();
+                loc.push(b'/');
+                let mut h = Head::new(301, self.store.date(), keep);
+                h.location = Some(&loc);
+                return self.formatted(c, h, true, head_only);
+            }
+        };
+        let Some(slot) = self.store.get(file) else {
+            return self.error(c, 404, keep, head_only);
+        };
+        let o = self.store.obj(slot);
+        let (etag, mtime, len) = (o.etag.clone(), o.mtime, o.body_len);
+        let date = self.store.date();
+        // Conditionals (RFC 9110 §13.2.2): If-None-Match, else If-Modified-Since.
+        let not_modified = match (req.if_none_match, req.if_modified_since) {
+            (Some(v), _) => response::none_match(v, &etag),
+            (None, Some(v)) => http::date::parse(v).is_some_and(|t| mtime <= t),
+            _ => false,
+        };
+        if not_modified {
+            self.store.put(slot);
+            let mut h = Head::new(304, date, keep);
+            h.last_modified = Some(mtime);
+            h.etag = Some(&etag);
+            return self.formatted(c, h, false, true);
+        }
+        let if_range_ok = match req.if_range {
+            None => true,
+            Some(v) if v.first() == Some(&b'"') => v == etag.as_bytes(),
+            Some(v) => http::date::parse(v) == Some(mtime),
+        };
+        let ranged = match req.range {
+            Some(r) if req.method == Method::Get && if_range_ok => http::range::evaluate(r, len),
+            _ => Ranged::Full,
+        };
+        match ranged {
+            Ranged::Unsatisfiable => {
+                self.store.put(slot);
+                let mut h = Head::new(416, date, keep);
+                h.content_range = Some(ContentRange::Unsatisfied(len));
+                self.formatted(c, h, true, false);
+            }
+            Ranged::Part { first, last } => {
+                let mut h = Head::new(206, date, keep);
+                h.content_type = Some(self.store.obj(slot).content_type);
+                h.content_length = last - first + 1;
+                h.last_modified = Some(mtime);
+                h.etag = Some(&etag);
+                h.content_range = Some(ContentRange::Part { first, last, total: len });
+                let at = c.scratch.len();
+                h.write(&mut c.scratch);
+                let head = (c.scratch.len() - at) as u32;
+                c.push(u64::from(head) + last - first + 1, Body::Range { obj: slot, at: at as u32, head, from: first });
+                self.stats.formatted_responses += 1;
+                self.count(206);
+            }
+            Ranged::Full if head_only => {
+                let at = c.scratch.len();
+                self.store.obj(slot).head(date, !keep, &mut c.scratch);
+                self.store.put(slot);
+                c.push((c.scratch.len() - at) as u64, Body::Bytes { at: at as u32 });
+                self.stats.formatted_responses += 1;
+                self.count(200);
+            }
+            Ranged::Full => {
+                let total = self.store.obj(slot).total();
+                c.push(total, Body::Ready { obj: slot, close: !keep, date });
+                self.stats.prepared_responses += 1;
+                self.count(200);
+            }
+        }
+        if !keep {
+            c.closing = true;
+        }
+    }
+
+    /// Answers the complete requests at the start of `buf`; returns the bytes used.
+    fn serve(&mut self, c: &mut Conn, buf: &[u8]) -> usize {
+        let mut used = 0;
+        while !c.closing && c.resps.len() < MAX_QUEUED {
+            let rest = &buf[used..];
+            if c.skip > 0 {
+                let n = c.skip.min(rest.len() as u64);
+                c.skip -= n;
+                used += n as usize;
+                if c.skip > 0 {
+                    break;
+                }
+                continue;
+            }
+            if rest.is_empty() {
+                break;
+            }
+            match http::parse(rest) {
+                Ok(Parsed::Partial) => break,
+                Ok(Parsed::Complete(req)) => {
+                    self.stats.requests += 1;
+                    used += req.head_len;
+                    c.skip = req.body_len;
+                    self.respond(c, &req);
+                }
+                Err(rej) => {
+                    self.stats.requests += 1;
+                    self.error(c, rej.status(), false, false);
+                    c.closing = true;
+                    used = buf.len();
+                }
+            }
+        }
+        used
+    }
+
+    /// Takes request bytes; answers what is complete and keeps the rest.
+    fn take(&mut self, c: &mut Conn, data: &[u8]) {
+        if c.closing {
+            return; // after a final response nothing more is read
+        }
+        let was_partial = !c.partial.is_empty();
+        if c.partial.is_empty() {
+            let used = self.serve(c, data);
+            if !c.closing {
+                c.partial.extend_from_slice(&data[used..]);
+            }
+        } else {
+            c.partial.extend_from_slice(data);
+            self.from_partial(c);
+        }
+        if c.partial.len() > MAX_PARTIAL && !c.closing {
+            // Only reachable when responses are not being taken while requests keep coming.
+            c.partial.clear();
+            self.error(c, 431, false, false);
+            c.closing = true;
+        }
+        if c.closing {
+            c.partial = Vec::new();
+        }
+        if !c.partial.is_empty() && !was_partial && c.resps.is_empty() {
+            c.deadline = self.now_ms + self.settings.header_timeout_ms;
+        } else if c.partial.is_empty() {
+            c.deadline = self.now_ms + self.settings.idle_timeout_ms;
+        }
+    }
+
+    fn from_partial(&mut self, c: &mut Conn) {
+        let p = std::mem::take(&mut c.partial);
+        let used = self.serve(c, &p);
+        c.partial = p;
+        c.partial.drain(..used.min(c.partial.len()));
+    }
+
+    /// A connection past its deadline: 408 and close if a head is incomplete, close if idle,
+    /// reset if the peer stopped taking data. Returns true to reset.
+    pub fn expire(&mut self, c: &mut Conn) -> Option<bool> {
+        if self.now_ms < c.deadline {
+            return None;
+        }
+        if c.resps.is_empty() && !c.closing {
+            if c.partial.is_empty() {
+                self.stats.idle_timeouts += 1;
+            } else {
+                self.stats.header_timeouts += 1;
+                c.partial = Vec::new();
+                self.error(c, 408, false, false);
+            }
+            c.closing = true;
+            c.deadline = self.now_ms + self.settings.idle_timeout_ms;
+            return Some(false);
+        }
+        self.stats.send_timeouts += 1;
+        Some(true)
+    }
+
+    fn release_all(&mut self, c: &mut Conn) {
+        for r in c.resps.drain(..) {
+            if let Body::Ready { obj, .. } | Body::Range { obj, .. } = r.body {
+                self.store.put(obj);
+            }
+        }
+    }
+}
+
+impl tcp::App for WebApp {
+    type Conn = Conn;
+
+    fn accept(&mut self, _h: Handle, _port: u16, _remote: (Ipv4Addr, u16)) -> Option<Conn> {
+        self.stats.accepted += 1;
+        Some(Conn::new(self.now_ms + self.settings.header_timeout_ms))
+    }
+
+    fn recv(&mut self, _h: Handle, c: &mut Conn, data: &[u8], ctl: &mut Ctl) {
+        ctl.recv_done(data.len() as u32);
+        let closing = c.closing;
+        self.take(c, data);
+        if c.closing && !closing {
+            ctl.close();
+        }
+    }
+
+    fn sent(&mut self, _h: Handle, c: &mut Conn, acked: u64, ctl: &mut Ctl) {
+        let mut released = false;
+        while let Some(r) = c.resps.front() {
+            if r.start + r.len > acked {
+                break;
+            }
+            if let Body::Ready { obj, .. } | Body::Range { obj, .. } = r.body {
+                self.store.put(obj);
+            }
+            c.resps.pop_front();
+            released = true;
+        }
+        if !released {
+            return;
+        }
+        c.compact_scratch();
+        if c.partial.is_empty() {
+            c.deadline = self.now_ms + self.settings.idle_timeout_ms;
+        } else if !c.closing {
+            // Requests that waited for room in the queue.
+            let closing = c.closing;
+            self.from_partial(c);
+            if c.closing && !closing {
+                ctl.close();
+            }
+        }
+    }
+
+    fn peer_closed(&mut self, _h: Handle, c: &mut Conn, ctl: &mut Ctl) {
+        // Answer what was asked, then finish (a client may half-close after its requests).
+        c.closing = true;
+        c.partial = Vec::new();
+        ctl.close();
+    }
+
+    fn closed(&mut self, _h: Handle, mut c: Conn, _end: End) {
+        self.release_all(&mut c);
+    }
+
+    fn fill(&self, c: &Conn, off: u64, dst: &mut [u8]) {
+        self.stats.built_segments.set(self.stats.built_segments.get() + 1);
+        self.stats.built_bytes.set(self.stats.built_bytes.get() + dst.len() as u64);
+        let mut done = 0;
+        for r in c.at(off) {
+            if done == dst.len() {
+                break;
+            }
+            let pos = off + done as u64 - r.start;
+            let n = ((r.len - pos) as usize).min(dst.len() - done);
+            let out = &mut dst[done..done + n];
+            match r.body {
+                Body::Ready { obj, close, date } => self.store.obj(obj).fill(pos, out, close, date),
+                Body::Bytes { at } => {
+                    let s = at as usize + pos as usize;
+                    out.copy_from_slice(&c.scratch[s..s + n]);
+                }
+                Body::Range { obj, at, head, from } => {
+                    let h = u64::from(head);
+                    let mut i = 0;
+                    if pos < h {
+                        let k = ((h - pos) as usize).min(n);
+                        let s = at as usize + pos as usize;
+                        out[..k].copy_from_slice(&c.scratch[s..s + k]);
+                        i = k;
+                    }
+                    if i < n {
+                        let b = pos + i as u64 - h;
+                        self.store.obj(obj).fill_body(from + b, &mut out[i..]);
+                    }
+                }
+            }
+            done += n;
+        }
+    }
+
+    fn seg_limit(&self, c: &Conn, off: u64) -> u32 {
+        let Some(r) = c.find(off) else {
+            return u32::MAX;
+        };
+        let pos = off - r.start;
+        let left = r.len - pos;
+        let lim = match r.body {
+            Body::Ready { .. } => {
+                let p = u64::from(self.store.payload());
+                p - pos % p
+            }
+            _ => left,
+        };
+        lim.min(left).min(u64::from(u32::MAX)) as u32
+    }
+
+    fn write_ready(&self, c: &Conn, seg: &SegOut, local: Ipv4Addr, remote: Ipv4Addr, buf: &mut [u8]) -> bool {
+        if !segment::fits(&seg.repr) {
+            return false;
+        }
+        let Some(r) = c.find(seg.data_off) else {
+            return false;
+        };
+        let Body::Ready { obj, close, date } = r.body else {
+            return false;
+        };
+        let o = self.store.obj(obj);
+        let pos = seg.data_off - r.start;
+        let p = u64::from(self.store.payload());
+        let k = pos / p;
+        if pos % p != 0 || o.seg_len(k) as usize != seg.repr.payload_len || (k == 0 && date != o.head_date()) {
+            return false;
+        }
+        segment::write(o.master(k, close), &seg.repr, local, remote, buf);
+        self.stats.ready_segments.set(self.stats.ready_segments.get() + 1);
+        true
+    }
+}

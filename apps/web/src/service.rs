@@ -1,0 +1,129 @@
+//! The web server on an engine: TCP with the HTTP application, plus what runs beside the
+//! packets — the date (read from the wall clock at most every 100 ms, so heads are refreshed
+//! once a second), the switch to a reloaded site, and a sweep for connections past their
+//! deadlines.
+
+use crate::server::{Settings, WebApp};
+use crate::site::Site;
+use crate::store::Store;
+use engine::{App, Originate, TcpService};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{SystemTime, UNIX_EPOCH};
+use tcp::{Config, Limits};
+use wire::tcp::TcpRepr;
+use wire::Ipv4Addr;
+
+/// The site every engine serves, replaced on reload.
+#[derive(Clone)]
+pub struct SharedSite(Arc<(Mutex<Arc<Site>>, AtomicU64)>);
+
+impl SharedSite {
+    /// Shares `site`.
+    pub fn new(site: Site) -> SharedSite {
+        SharedSite(Arc::new((Mutex::new(Arc::new(site)), AtomicU64::new(0))))
+    }
+    /// Publishes a new site.
+    pub fn replace(&self, site: Site) {
+        *self.0 .0.lock().unwrap_or_else(|e| e.into_inner()) = Arc::new(site);
+        self.0 .1.fetch_add(1, Ordering::Release);
+    }
+    /// The current site and its generation.
+    pub fn current(&self) -> (Arc<Site>, u64) {
+        let g = self.0 .1.load(Ordering::Acquire);
+        (self.0 .0.lock().unwrap_or_else(|e| e.into_inner()).clone(), g)
+    }
+    fn generation(&self) -> u64 {
+        self.0 .1.load(Ordering::Relaxed)
+    }
+}
+
+fn wall_secs() -> u64 {
+    SystemTime::now().duration_since(UNIX_EPOCH).map_or(0, |d| d.as_secs())
+}
+
+/// How connections are swept for deadlines.
+const SWEEP_MS: u64 = 500;
+/// How often the wall clock is read.
+const CLOCK_MS: u64 = 100;
+
+/// The web server of one engine.
+pub struct WebService {
+    /// TCP and the HTTP application.
+    pub tcp: TcpService<WebApp>,
+    shared: SharedSite,
+    generation: u64,
+    last_clock_ms: u64,
+    last_sweep_ms: u64,
+    /// Sites switched to after a reload.
+    pub reloads: u64,
+}
+
+impl WebService {
+    /// A server on `port` for `shared`, packetised for segments of `cfg.mss` less the
+    /// timestamp option, at most `cache_bytes` of packetised objects.
+    pub fn new(shared: SharedSite, port: u16, cfg: Config, limits: Limits, settings: Settings, cache_bytes: u64) -> Self {
+        let (site, generation) = shared.current();
+        let mut store = Store::new(site, u32::from(cfg.mss) - 12, cache_bytes, wall_secs());
+        store.preload();
+        let app = WebApp::new(store, settings);
+        WebService { tcp: TcpService::new(app, &[port], cfg, limits), shared, generation, last_clock_ms: 0, last_sweep_ms: 0, reloads: 0 }
+    }
+
+    fn housekeeping(&mut self, now_ms: u64) {
+        if now_ms >= self.last_clock_ms + CLOCK_MS {
+            self.last_clock_ms = now_ms;
+            self.tcp.app.store.set_date(wall_secs());
+            if self.shared.generation() != self.generation {
+                let (site, g) = self.shared.current();
+                self.generation = g;
+                self.tcp.app.store.replace_site(site);
+                self.tcp.app.store.preload();
+                self.reloads += 1;
+            }
+        }
+        if now_ms >= self.last_sweep_ms + SWEEP_MS {
+            self.last_sweep_ms = now_ms;
+            let ep = &mut self.tcp.ep;
+            let app = &mut self.tcp.app;
+            for h in ep.handles() {
+                let Some(c) = ep.conn_mut(h) else { continue };
+                match app.expire(c) {
+                    None => {}
+                    Some(false) => {
+                        ep.close(h);
+                        ep.kick(h);
+                    }
+                    Some(true) => ep.abort(app, h),
+                }
+            }
+        }
+    }
+}
+
+impl App for WebService {
+    fn tcp_ports(&self) -> Vec<u16> {
+        self.tcp.tcp_ports()
+    }
+
+    #[inline]
+    fn tcp(&mut self, now_ns: u64, src: Ipv4Addr, dst: Ipv4Addr, seg: &TcpRepr, payload: &[u8], view: u32) {
+        self.tcp.app.now_ms = now_ns / 1_000_000;
+        self.tcp.tcp(now_ns, src, dst, seg, payload, view);
+    }
+
+    fn produce(&mut self, now_ns: u64, out: &mut dyn Originate) -> usize {
+        let now_ms = now_ns / 1_000_000;
+        self.tcp.app.now_ms = now_ms;
+        self.housekeeping(now_ms);
+        self.tcp.produce(now_ns, out)
+    }
+
+    fn busy(&self) -> bool {
+        self.tcp.busy()
+    }
+
+    fn idle_wait_ms(&self) -> u32 {
+        self.tcp.idle_wait_ms().min(SWEEP_MS as u32)
+    }
+}
