@@ -133,6 +133,11 @@ impl Sirocco {
         let _ = Command::new("kill").args([sig, &self.pid().to_string()]).status();
     }
 
+    /// SIGHUP (reload).
+    pub fn hup(&self) {
+        self.signal("-HUP");
+    }
+
     /// SIGTERM, wait (bounded), return the exit status and the log.
     pub fn stop(mut self) -> (std::process::ExitStatus, String) {
         self.signal("-TERM");

@@ -13,3 +13,4 @@ mod gen;
 mod lifecycle;
 mod malformed;
 mod tcp;
+mod web;
