@@ -134,7 +134,11 @@ pub fn run(a: WebArgs) -> Result<(), String> {
         site.bytes,
         if site.bytes > cache { " (larger than --cache-bytes: packetised on first request)" } else { "" },
         t.elapsed().as_secs_f64(),
-        if site.skipped > 0 { format!("; {} entries skipped (outside the root, special or unreadable)", site.skipped) } else { String::new() }
+        if site.skipped > 0 {
+            format!("; {} entries skipped (outside the root, special or unreadable)", site.skipped)
+        } else {
+            String::new()
+        }
     );
     let shared = SharedSite::new(site);
 

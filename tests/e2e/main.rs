@@ -14,3 +14,4 @@ mod lifecycle;
 mod malformed;
 mod tcp;
 mod web;
+mod web_diff;

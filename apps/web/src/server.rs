@@ -114,10 +114,17 @@ impl WebApp {
         self.formatted(c, h, true, head_only);
     }
 
-    /// Answers one parsed request.
+    /// Answers one parsed request; the connection closes after it unless both sides keep it.
     fn respond(&mut self, c: &mut Conn, req: &Request<'_>) {
         c.requests += 1;
         let keep = req.keep_alive && c.requests < self.settings.max_requests;
+        self.answer(c, req, keep);
+        if !keep {
+            c.closing = true;
+        }
+    }
+
+    fn answer(&mut self, c: &mut Conn, req: &Request<'_>, keep: bool) {
         let head_only = req.method == Method::Head;
         if req.method == Method::Other {
             return self.error(c, 405, keep, false);
@@ -203,9 +210,6 @@ impl WebApp {
                 self.count(200);
             }
         }
-        if !keep {
-            c.closing = true;
-        }
     }
 
     /// Answers the complete requests at the start of `buf`; returns the bytes used.
@@ -245,7 +249,7 @@ impl WebApp {
     }
 
     /// Takes request bytes; answers what is complete and keeps the rest.
-    fn take(&mut self, c: &mut Conn, data: &[u8]) {
+    pub fn take(&mut self, c: &mut Conn, data: &[u8]) {
         if c.closing {
             return; // after a final response nothing more is read
         }
@@ -302,6 +306,11 @@ impl WebApp {
         }
         self.stats.send_timeouts += 1;
         Some(true)
+    }
+
+    /// Ends a connection outside TCP (the fuzz target): its responses' objects are given back.
+    pub fn closed_for_fuzz(&mut self, mut c: Conn) {
+        self.release_all(&mut c);
     }
 
     fn release_all(&mut self, c: &mut Conn) {

@@ -62,12 +62,26 @@ pub struct WebService {
 impl WebService {
     /// A server on `port` for `shared`, packetised for segments of `cfg.mss` less the
     /// timestamp option, at most `cache_bytes` of packetised objects.
-    pub fn new(shared: SharedSite, port: u16, cfg: Config, limits: Limits, settings: Settings, cache_bytes: u64) -> Self {
+    pub fn new(
+        shared: SharedSite,
+        port: u16,
+        cfg: Config,
+        limits: Limits,
+        settings: Settings,
+        cache_bytes: u64,
+    ) -> Self {
         let (site, generation) = shared.current();
         let mut store = Store::new(site, u32::from(cfg.mss) - 12, cache_bytes, wall_secs());
         store.preload();
         let app = WebApp::new(store, settings);
-        WebService { tcp: TcpService::new(app, &[port], cfg, limits), shared, generation, last_clock_ms: 0, last_sweep_ms: 0, reloads: 0 }
+        WebService {
+            tcp: TcpService::new(app, &[port], cfg, limits),
+            shared,
+            generation,
+            last_clock_ms: 0,
+            last_sweep_ms: 0,
+            reloads: 0,
+        }
     }
 
     fn housekeeping(&mut self, now_ms: u64) {

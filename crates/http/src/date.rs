@@ -109,7 +109,13 @@ pub fn parse(s: &[u8]) -> Option<u64> {
             let (d, mo, y) = (num(it.next()?)?, month(it.next()?)?, num(it.next()?)?);
             // Two-digit years: RFC 9110 says read them as within 50 years of now; this reads
             // them as 1970-2069, which is the same for any date a server will meet.
-            let y = if y < 70 { 2000 + y } else if y < 100 { 1900 + y } else { y };
+            let y = if y < 70 {
+                2000 + y
+            } else if y < 100 {
+                1900 + y
+            } else {
+                y
+            };
             assemble(i64::from(y), mo, d, hms(t)?)
         }
         // asctime: Sun Nov  6 08:49:37 1994
@@ -140,7 +146,13 @@ mod tests {
 
     #[test]
     fn garbage_is_none() {
-        for s in [&b""[..], b"yesterday", b"Sun, 06 Nov 1994 25:49:37 GMT", b"Sun, 06 Foo 1994 08:49:37 GMT", b"Sun, 99 Nov 1994 08:49:37 GMT"] {
+        for s in [
+            &b""[..],
+            b"yesterday",
+            b"Sun, 06 Nov 1994 25:49:37 GMT",
+            b"Sun, 06 Foo 1994 08:49:37 GMT",
+            b"Sun, 99 Nov 1994 08:49:37 GMT",
+        ] {
             assert_eq!(parse(s), None, "{}", String::from_utf8_lossy(s));
         }
     }

@@ -23,9 +23,9 @@ fn num(s: &[u8]) -> Option<u64> {
 /// Evaluates `value` (a Range field value) against a representation of `len` bytes.
 pub fn evaluate(value: &[u8], len: u64) -> Ranged {
     let v = value.trim_ascii();
-    let Some(spec) = v.strip_prefix(b"bytes=").or_else(|| {
-        v.get(..6).filter(|p| p.eq_ignore_ascii_case(b"bytes=")).map(|_| &v[6..])
-    }) else {
+    let Some(spec) =
+        v.strip_prefix(b"bytes=").or_else(|| v.get(..6).filter(|p| p.eq_ignore_ascii_case(b"bytes=")).map(|_| &v[6..]))
+    else {
         return Ranged::Full;
     };
     let spec = spec.trim_ascii();

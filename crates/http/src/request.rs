@@ -318,9 +318,15 @@ mod tests {
         assert_eq!(ok("GET / HTTP/1.1\r\nHost: a\r\nContent-Length: 5\r\n\r\n").body_len, 5);
         assert_eq!(ok("GET / HTTP/1.1\r\nHost: a\r\nContent-Length: 5, 5\r\n\r\n").body_len, 5);
         assert_eq!(err(b"GET / HTTP/1.1\r\nHost: a\r\nContent-Length: 5, 6\r\n\r\n"), Reject::BadRequest);
-        assert_eq!(err(b"GET / HTTP/1.1\r\nHost: a\r\nContent-Length: 5\r\nContent-Length: 6\r\n\r\n"), Reject::BadRequest);
+        assert_eq!(
+            err(b"GET / HTTP/1.1\r\nHost: a\r\nContent-Length: 5\r\nContent-Length: 6\r\n\r\n"),
+            Reject::BadRequest
+        );
         assert_eq!(err(b"GET / HTTP/1.1\r\nHost: a\r\nContent-Length: -1\r\n\r\n"), Reject::BadRequest);
-        assert_eq!(err(b"GET / HTTP/1.1\r\nHost: a\r\nContent-Length: 3\r\nTransfer-Encoding: chunked\r\n\r\n"), Reject::BadRequest);
+        assert_eq!(
+            err(b"GET / HTTP/1.1\r\nHost: a\r\nContent-Length: 3\r\nTransfer-Encoding: chunked\r\n\r\n"),
+            Reject::BadRequest
+        );
         assert_eq!(err(b"GET / HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: chunked\r\n\r\n"), Reject::NotImplemented);
         assert_eq!(err(b"GET / HTTP/1.0\r\nTransfer-Encoding: chunked\r\n\r\n"), Reject::BadRequest);
         assert_eq!(err(b"GET / HTTP/1.1\r\nHost: a\r\nBad Name: x\r\n\r\n"), Reject::BadRequest);

@@ -213,6 +213,10 @@ mod tests {
         assert!(none_match(b"W/\"5f00-1a\", \"x\"", "\"5f00-1a\""));
         assert!(none_match(b" * ", "\"5f00-1a\""));
         assert!(!none_match(b"\"5f00-1b\"", "\"5f00-1a\""));
-        assert_eq!(error_body_len(404), { let mut v = Vec::new(); error_body(404, &mut v); v.len() });
+        assert_eq!(error_body_len(404), {
+            let mut v = Vec::new();
+            error_body(404, &mut v);
+            v.len()
+        });
     }
 }
