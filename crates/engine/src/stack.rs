@@ -187,15 +187,18 @@ impl Stack {
             return self.dropped(Drop::TcpMalformed);
         };
         // Replies go to the MAC the segment came from: learn it (shared-address mode has no
-        // ARP of its own, and the kernel may never have talked to this peer) — but not from
-        // SYNs, whose source addresses a flood forges by the thousand and which would push the
-        // real peers out of the cache; a peer that completes a handshake is learnt from its ACKs.
-        if !repr.flags.has(TcpFlags::SYN) {
-            let mac = EthernetFrame::new_unchecked(&buf[..]).src_addr();
-            let now_ms = now_ns / 1_000_000;
-            if !matches!(self.arp.lookup(src, now_ms), Lookup::Known(m) if m == mac) {
-                self.arp.insert(src, mac, now_ms);
-            }
+        // ARP of its own, the kernel may never have talked to this peer, and with several
+        // queues the answer to this engine's ARP request may reach another engine). A SYN
+        // only fills a gap and never replaces what is known: a flood forges source addresses
+        // by the thousand and must not redirect the real peers, which are learnt from ACKs.
+        let mac = EthernetFrame::new_unchecked(&buf[..]).src_addr();
+        let now_ms = now_ns / 1_000_000;
+        let learn = match self.arp.lookup(src, now_ms) {
+            Lookup::Known(m) => m != mac && !repr.flags.has(TcpFlags::SYN),
+            _ => true,
+        };
+        if learn {
+            self.arp.insert(src, mac, now_ms);
         }
         self.counters.tcp_delivered += 1;
         let payload = p.payload();
