@@ -261,7 +261,7 @@ impl WebApp {
             }
         } else {
             c.partial.extend_from_slice(data);
-            self.from_partial(c);
+            self.serve_partial(c);
         }
         if c.partial.len() > MAX_PARTIAL && !c.closing {
             // Only reachable when responses are not being taken while requests keep coming.
@@ -279,7 +279,7 @@ impl WebApp {
         }
     }
 
-    fn from_partial(&mut self, c: &mut Conn) {
+    fn serve_partial(&mut self, c: &mut Conn) {
         let p = std::mem::take(&mut c.partial);
         let used = self.serve(c, &p);
         c.partial = p;
@@ -360,7 +360,7 @@ impl tcp::App for WebApp {
         } else if !c.closing {
             // Requests that waited for room in the queue.
             let closing = c.closing;
-            self.from_partial(c);
+            self.serve_partial(c);
             if c.closing && !closing {
                 ctl.close();
             }
@@ -444,7 +444,8 @@ impl tcp::App for WebApp {
         let pos = seg.data_off - r.start;
         let p = u64::from(self.store.payload());
         let k = pos / p;
-        if pos % p != 0 || o.seg_len(k) as usize != seg.repr.payload_len || (k == 0 && date != o.head_date()) {
+        if !pos.is_multiple_of(p) || o.seg_len(k) as usize != seg.repr.payload_len || (k == 0 && date != o.head_date())
+        {
             return false;
         }
         segment::write(o.master(k, close), &seg.repr, local, remote, buf);
