@@ -1,5 +1,6 @@
 //! `sirocco`: the one command-line tool of the sirocco dataplane.
 
+mod config_file;
 mod dataplane;
 mod dns_cmd;
 mod gen_report;

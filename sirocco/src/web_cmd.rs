@@ -67,14 +67,7 @@ struct Config {
 }
 
 fn read_config(path: &Path) -> Result<Config, String> {
-    let text = std::fs::read_to_string(path).map_err(|e| format!("{}: {e}", path.display()))?;
-    let mut c: Config = toml::from_str(&text).map_err(|e| {
-        let line = e
-            .span()
-            .map(|s| text.as_bytes()[..s.start.min(text.len())].iter().filter(|&&b| b == b'\n').count() + 1)
-            .unwrap_or(1);
-        format!("{}:{line}: {}", path.display(), e.message())
-    })?;
+    let mut c: Config = crate::config_file::read(path)?;
     if let Some(r) = &c.root {
         if r.is_relative() {
             c.root = Some(path.parent().unwrap_or(Path::new(".")).join(r));

@@ -133,8 +133,9 @@ impl WebApp {
             Ok(d) => d,
             Err(_) => return self.error(c, 400, false, head_only),
         };
-        let site = self.store.site().clone();
-        let file = match site.lookup(&self.path, dir, &mut self.look) {
+        // Borrow the fields apart: no Arc clone or String copy per request.
+        let WebApp { store, path, look, .. } = self;
+        let file = match store.site().lookup(path, dir, look) {
             Lookup::File(f) => f,
             Lookup::NotFound => return self.error(c, 404, keep, head_only),
             Lookup::Forbidden => return self.error(c, 403, keep, head_only),
@@ -150,15 +151,16 @@ impl WebApp {
             return self.error(c, 404, keep, head_only);
         };
         let o = self.store.obj(slot);
-        let (etag, mtime, len) = (o.etag.clone(), o.mtime, o.body_len);
+        let (mtime, len) = (o.mtime, o.body_len);
         let date = self.store.date();
         // Conditionals (RFC 9110 §13.2.2): If-None-Match, else If-Modified-Since.
         let not_modified = match (req.if_none_match, req.if_modified_since) {
-            (Some(v), _) => response::none_match(v, &etag),
+            (Some(v), _) => response::none_match(v, &o.etag),
             (None, Some(v)) => http::date::parse(v).is_some_and(|t| mtime <= t),
             _ => false,
         };
         if not_modified {
+            let etag = o.etag.clone();
             self.store.put(slot);
             let mut h = Head::new(304, date, keep);
             h.last_modified = Some(mtime);
@@ -167,7 +169,7 @@ impl WebApp {
         }
         let if_range_ok = match req.if_range {
             None => true,
-            Some(v) if v.first() == Some(&b'"') => v == etag.as_bytes(),
+            Some(v) if v.first() == Some(&b'"') => v == o.etag.as_bytes(),
             Some(v) => http::date::parse(v) == Some(mtime),
         };
         let ranged = match req.range {
@@ -182,6 +184,7 @@ impl WebApp {
                 self.formatted(c, h, true, false);
             }
             Ranged::Part { first, last } => {
+                let etag = self.store.obj(slot).etag.clone();
                 let mut h = Head::new(206, date, keep);
                 h.content_type = Some(self.store.obj(slot).content_type);
                 h.content_length = last - first + 1;
