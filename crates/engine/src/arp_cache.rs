@@ -78,6 +78,21 @@ impl ArpCache {
         self.slots[s] = Some(Entry { ip, mac: Some(mac), expires: now + self.ttl_ms });
     }
 
+    /// Records a resolution only into a free or expired slot, never pushing out another
+    /// entry (for hints a sender can forge, such as a SYN's source MAC).
+    pub fn insert_if_room(&mut self, ip: Ipv4Addr, mac: MacAddr, now: u64) {
+        if self.find(ip).is_some() {
+            return self.insert(ip, mac, now);
+        }
+        let h = self.home(ip);
+        let free = (0..PROBE)
+            .map(|i| (h + i) & (self.slots.len() - 1))
+            .find(|&s| self.slots[s].is_none_or(|e| now >= e.expires));
+        if let Some(s) = free {
+            self.slots[s] = Some(Entry { ip, mac: Some(mac), expires: now + self.ttl_ms });
+        }
+    }
+
     /// Refreshes `ip` only if it is already cached (RFC 826's merge rule for requests not
     /// addressed to us would add it; we only update, to keep the table ours).
     pub fn update_if_present(&mut self, ip: Ipv4Addr, mac: MacAddr, now: u64) {
@@ -90,6 +105,18 @@ impl ArpCache {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn hints_never_push_out_entries() {
+        let mut c = ArpCache::new(4, 1000, 100);
+        let mac = MacAddr([2, 0, 0, 0, 0, 1]);
+        let real = Ipv4Addr([198, 18, 0, 1]);
+        c.insert(real, mac, 0);
+        for i in 0..200u8 {
+            c.insert_if_room(Ipv4Addr([198, 19, i, 7]), MacAddr([2, 0, 0, 0, 1, i]), 1);
+        }
+        assert_eq!(c.lookup(real, 2), Lookup::Known(mac));
+    }
 
     #[test]
     fn lifecycle() {

@@ -189,16 +189,15 @@ impl Stack {
         // Replies go to the MAC the segment came from: learn it (shared-address mode has no
         // ARP of its own, the kernel may never have talked to this peer, and with several
         // queues the answer to this engine's ARP request may reach another engine). A SYN
-        // only fills a gap and never replaces what is known: a flood forges source addresses
-        // by the thousand and must not redirect the real peers, which are learnt from ACKs.
+        // only fills a free slot: a flood forges source addresses by the thousand and must
+        // neither redirect nor push out the real peers, which are learnt from their ACKs.
         let mac = EthernetFrame::new_unchecked(&buf[..]).src_addr();
         let now_ms = now_ns / 1_000_000;
-        let learn = match self.arp.lookup(src, now_ms) {
-            Lookup::Known(m) => m != mac && !repr.flags.has(TcpFlags::SYN),
-            _ => true,
-        };
-        if learn {
-            self.arp.insert(src, mac, now_ms);
+        match self.arp.lookup(src, now_ms) {
+            Lookup::Known(m) if m == mac => {}
+            Lookup::Known(_) if repr.flags.has(TcpFlags::SYN) => {}
+            _ if repr.flags.has(TcpFlags::SYN) => self.arp.insert_if_room(src, mac, now_ms),
+            _ => self.arp.insert(src, mac, now_ms),
         }
         self.counters.tcp_delivered += 1;
         let payload = p.payload();
