@@ -39,6 +39,8 @@ pub struct Options {
     pub idle_spins: u32,
     /// Frames dropped on purpose, per million, each way (a testing aid).
     pub loss_ppm: u32,
+    /// Frames added to each UMEM beyond what RX and TX need (pinned by the application).
+    pub extra_frames: usize,
 }
 
 /// What the engines return when they stop.
@@ -103,7 +105,8 @@ where
     for &(proto, port) in grants {
         filter.grant(opts.addr, proto, port).map_err(|e| e.to_string())?;
     }
-    let xcfg = XskConfig { force_copy: opts.force_copy, ..Default::default() };
+    let base = XskConfig::default();
+    let xcfg = XskConfig { force_copy: opts.force_copy, frames: base.frames + opts.extra_frames, ..base };
     let mut ports = Vec::new();
     for q in 0..queues {
         let port = XskPort::open(ifc.index, q, xcfg)

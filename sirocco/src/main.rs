@@ -3,6 +3,7 @@
 mod config_file;
 mod dataplane;
 mod dns_cmd;
+mod gen_http;
 mod gen_report;
 mod signals;
 mod testnet;
@@ -123,6 +124,7 @@ impl DataplaneArgs {
             quiet,
             idle_spins: self.idle_spins.unwrap_or(default_spins),
             loss_ppm: self.impair_loss.map_or(0, |p| (p * 10_000.0) as u32),
+            extra_frames: 0,
         })
     }
 }
@@ -184,6 +186,10 @@ enum GenCmd {
     /// Open-loop UDP load: sends at a target rate for a duration, counts replies, and reports
     /// achieved rates and round-trip latency percentiles (timestamps travel in the payload).
     Udp(GenUdpArgs),
+    /// HTTP/1.1 load on sirocco's own TCP: keep-alive or a connection per request, closed or
+    /// open loop; reports requests/s, Gb/s and latency percentiles. Needs an address the
+    /// kernel does not have.
+    Http(gen_http::GenHttpArgs),
 }
 
 #[derive(Args)]
@@ -242,6 +248,20 @@ enum TestnetCmd {
     },
 }
 
+/// TCP limits with a secret of this run's own: the ISNs (RFC 6528) and SYN cookies are
+/// keyed with it, and a fixed key would make them predictable.
+pub(crate) fn tcp_limits() -> tcp::Limits {
+    let mut b = [0u8; 16];
+    // /dev/urandom does not block and is always there on Linux; if it cannot be read,
+    // fall back to the clock and the process id, still different per run.
+    if std::fs::File::open("/dev/urandom").and_then(|mut f| std::io::Read::read_exact(&mut f, &mut b)).is_err() {
+        let t = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_nanos());
+        b[..16].copy_from_slice(&(t ^ (u128::from(std::process::id()) << 64)).to_le_bytes());
+    }
+    let w = |i: usize| u64::from_le_bytes(b[i..i + 8].try_into().expect("8 bytes"));
+    tcp::Limits { secret: [w(0), w(8)], ..tcp::Limits::default() }
+}
+
 pub(crate) fn secs(v: f64, what: &str) -> Result<Duration, String> {
     if v.is_finite() && (0.0..=86_400.0 * 365.0).contains(&v) {
         Ok(Duration::from_secs_f64(v))
@@ -261,7 +281,7 @@ fn echo(a: EchoArgs) -> Result<(), String> {
     let opts = a.dp.options(false, if a.proto == EchoProto::Tcp { 0 } else { 2000 })?;
     if a.proto == EchoProto::Tcp {
         fn svc<T: tcp::App>(app: T, port: u16) -> engine::TcpService<T> {
-            engine::TcpService::new(app, &[port], tcp::Config::default(), tcp::Limits::default())
+            engine::TcpService::new(app, &[port], tcp::Config::default(), tcp_limits())
         }
         return match a.tcp_mode {
             TcpMode::Echo if a.tcp_api == TcpApi::Channel => run_channel_echo(&a, &opts, until),
@@ -355,7 +375,7 @@ fn run_channel_echo(a: &EchoArgs, opts: &Options, until: Until) -> Result<(), St
             echo::ChannelEcho::default(),
             &[port],
             tcp::Config::default(),
-            tcp::Limits::default(),
+            tcp_limits(),
             tcp::channel::Buffers::new(ECHO_BUFFERS, 2048),
         )
     };
@@ -450,6 +470,7 @@ fn main() {
         Cmd::Dns(a) => dns_cmd::run(a),
         Cmd::Web(a) => web_cmd::run(a),
         Cmd::Gen(GenCmd::Udp(a)) => gen_udp(a),
+        Cmd::Gen(GenCmd::Http(a)) => gen_http::run(a),
         Cmd::Testnet(TestnetCmd::Up { name, queues, bench }) => io::iface::require_root()
             .map_err(|e| e.to_string())
             .and_then(|_| testnet::up(&name, queues, bench))

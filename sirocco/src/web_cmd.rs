@@ -22,7 +22,8 @@ pub struct WebArgs {
     #[arg(long, value_name = "DIR")]
     pub root: Option<PathBuf>,
     /// TOML config: iface, addr, queues, cpus, port, root, cache_bytes, header_timeout,
-    /// idle_timeout, max_requests, max_conns; command-line options override it.
+    /// idle_timeout, max_requests, max_conns, mode, replica_frames; command-line options
+    /// override it.
     #[arg(long, value_name = "FILE")]
     pub config: Option<PathBuf>,
     /// TCP port [default: 80].
@@ -45,9 +46,27 @@ pub struct WebArgs {
     /// Connections per engine (all TCP states) [default: 65536].
     #[arg(long, value_name = "N")]
     pub max_conns: Option<usize>,
+    /// How a prepared segment gets into a TX frame [default: precopy].
+    #[arg(long, value_enum)]
+    pub mode: Option<Mode>,
+    /// Pre-copy mode: frames each engine may pin for replicas (4 KB each); past them,
+    /// segments are copied from their masters [default: 16384].
+    #[arg(long, value_name = "N")]
+    pub replica_frames: Option<usize>,
     /// Stop after this many seconds [default: run until SIGINT/SIGTERM].
     #[arg(long, value_name = "SECS")]
     pub duration: Option<f64>,
+}
+
+/// How a prepared segment gets into a TX frame (the thesis's two modes).
+#[derive(clap::ValueEnum, Deserialize, Clone, Copy, PartialEq, Eq, Debug)]
+#[serde(rename_all = "lowercase")]
+pub enum Mode {
+    /// Replicas kept in pinned frames, rewritten in place; one is reused only after the
+    /// kernel completed its transmission.
+    Precopy,
+    /// The master copied into a fresh frame per send.
+    Memcpy,
 }
 
 #[derive(Deserialize, Default)]
@@ -64,6 +83,8 @@ struct Config {
     idle_timeout: Option<f64>,
     max_requests: Option<u32>,
     max_conns: Option<usize>,
+    mode: Option<Mode>,
+    replica_frames: Option<usize>,
 }
 
 fn read_config(path: &Path) -> Result<Config, String> {
@@ -114,7 +135,14 @@ pub fn run(a: WebArgs) -> Result<(), String> {
     if max_conns == 0 {
         return Err("--max-conns must be at least 1".into());
     }
-    let opts = dp.options(false, 0)?;
+    let mode = a.mode.or(config.mode).unwrap_or(Mode::Precopy);
+    let replica_frames = a.replica_frames.or(config.replica_frames).unwrap_or(16_384);
+    if mode == Mode::Precopy && !(1..=1 << 20).contains(&replica_frames) {
+        return Err("--replica-frames must be 1..1048576".into());
+    }
+    let precopy = (mode == Mode::Precopy).then_some(replica_frames);
+    let mut opts = dp.options(false, 0)?;
+    opts.extra_frames = precopy.unwrap_or(0);
     let t = Instant::now();
     let site = load(root.as_deref(), cache)?;
     let what = match &root {
@@ -145,11 +173,11 @@ pub fn run(a: WebArgs) -> Result<(), String> {
             .map_err(|e| format!("reload thread: {e}"))?
     };
     let cfg = tcp::Config::default();
-    let limits = tcp::Limits { max_conns, ..tcp::Limits::default() };
+    let limits = tcp::Limits { max_conns, ..crate::tcp_limits() };
     let out = dataplane::run(
         &opts,
         &[(Protocol::TCP, port)],
-        |_| web::WebService::new(shared.clone(), port, cfg, limits, settings, cache),
+        |_| web::WebService::new(shared.clone(), port, cfg, limits, settings, cache, precopy),
         until,
         &format!("web on port {port}"),
     );
@@ -184,6 +212,19 @@ pub fn run(a: WebArgs) -> Result<(), String> {
             tcp.retransmits,
             tcp.resets_out
         );
+        match svc.tcp.app.replicas() {
+            Some(r) => println!(
+                "engine {q} precopy: replica sends {} made {} refreshed {} fallbacks {} released {}; pinned {} of {} frames",
+                r.stats.sends,
+                r.stats.made,
+                r.stats.refreshed,
+                r.stats.fallbacks,
+                r.stats.released,
+                r.pinned(),
+                r.budget()
+            ),
+            None => println!("engine {q} memcpy: every ready segment copied from its master"),
+        }
     }
     if let Some(p) = &a.dp.counters {
         dataplane::write_counters_json(&out, p)?;

@@ -10,6 +10,7 @@ mod dns_diff;
 mod dns_reload;
 mod echo;
 mod gen;
+mod gen_http;
 mod lifecycle;
 mod malformed;
 mod tcp;

@@ -68,7 +68,7 @@ pub fn get(ns: &str, dst: &'static str, port: u16, req: &str) -> Resp {
         .0
 }
 
-fn demo_file(name: &str) -> Vec<u8> {
+pub fn demo_file(name: &str) -> Vec<u8> {
     std::fs::read(Path::new(env!("CARGO_MANIFEST_DIR")).join("../apps/web/demo").join(name)).unwrap()
 }
 
@@ -79,7 +79,19 @@ pub fn web_line(log: &str) -> String {
 
 /// The number after `key` on the web line.
 pub fn web_stat(log: &str, key: &str) -> u64 {
-    let l = web_line(log);
+    number_after(&web_line(log), key)
+}
+
+/// The number after `key` on the `engine 0 precopy:` line.
+pub fn precopy_stat(log: &str, key: &str) -> u64 {
+    let l = log
+        .lines()
+        .find(|l| l.starts_with("engine 0 precopy:"))
+        .unwrap_or_else(|| panic!("no precopy line in:\n{log}"));
+    number_after(l, key)
+}
+
+fn number_after(l: &str, key: &str) -> u64 {
     let i = l.find(key).unwrap_or_else(|| panic!("{key:?} not in {l}")) + key.len();
     l[i..].trim_start().split(|c: char| !c.is_ascii_digit()).next().unwrap().parse().unwrap()
 }
@@ -217,6 +229,11 @@ fn demo_site_with_curl_wget_ab_and_raw_sockets() {
     assert!(ready >= prepared, "{}", web_line(&log));
     assert!(built <= formatted * 2 + 64, "{}", web_line(&log));
     assert_eq!(web_stat(&log, "resets out"), 0, "{}", web_line(&log));
+    // Pre-copy (the default): every ready segment went out from a replica, and a handful of
+    // replicas served thousands of responses.
+    assert_eq!(precopy_stat(&log, "replica sends"), ready, "{log}");
+    assert_eq!(precopy_stat(&log, "fallbacks"), 0, "{log}");
+    assert!(precopy_stat(&log, "made") < prepared / 10, "{log}");
 }
 
 /// A temp document root, removed on drop.
@@ -277,6 +294,8 @@ fn large_files_under_loss_and_a_small_cache() {
         root.path(),
         "--cache-bytes",
         "2000000",
+        "--replica-frames",
+        "200",
         "--impair-loss",
         "2",
     ]);
@@ -308,6 +327,11 @@ fn large_files_under_loss_and_a_small_cache() {
     assert!(web_stat(&log, "evicted") > 0, "{}", web_line(&log));
     assert!(web_stat(&log, "read on demand") > sizes.len() as u64, "{}", web_line(&log));
     assert!(web_stat(&log, "retransmits") > 0, "loss was applied: {}", web_line(&log));
+    // 200 replica frames cannot hold the megabyte files: the rest were copied from masters;
+    // evicted objects gave their replicas back.
+    assert!(precopy_stat(&log, "fallbacks") > 0, "{log}");
+    assert!(precopy_stat(&log, "released") > 0, "{log}");
+    assert!(precopy_stat(&log, "pinned") <= 200, "{log}");
 }
 
 #[test]
@@ -368,7 +392,8 @@ fn slow_headers_get_408_and_idle_connections_close() {
 #[test]
 fn wrk_for_a_minute_without_errors() {
     let net = TestNet::new(1);
-    let s = net.start(&["web", "--iface", &net.srv_if, "--addr", SERVER_OWN]);
+    // memcpy mode here (the other tests run the default, pre-copy).
+    let s = net.start(&["web", "--iface", &net.srv_if, "--addr", SERVER_OWN, "--mode", "memcpy"]);
     let out = net.exec(
         &net.cli_ns,
         &["wrk", "-t2", "-c100", "-d60s", "--timeout", "5s", &format!("http://{SERVER_OWN}/index.html")],
@@ -386,6 +411,8 @@ fn wrk_for_a_minute_without_errors() {
     assert!(n > 100_000, "{text}");
     let (_, log) = stop_with_log(s);
     assert!(web_stat(&log, "responses prepared") >= n, "{}", web_line(&log));
+    assert!(log.contains("engine 0 memcpy:"), "{log}");
+    assert!(web_stat(&log, "segments ready") >= n, "{}", web_line(&log));
 }
 
 #[test]

@@ -6,7 +6,7 @@ use crate::web::{get, pattern, Root};
 use std::process::{Child, Command};
 use std::time::{Duration, Instant};
 
-struct Nginx(Child, std::path::PathBuf);
+pub struct Nginx(Child, std::path::PathBuf);
 
 impl Drop for Nginx {
     fn drop(&mut self) {
@@ -16,7 +16,7 @@ impl Drop for Nginx {
     }
 }
 
-fn nginx(ns: &str, root: &str) -> Nginx {
+pub fn nginx(ns: &str, root: &str) -> Nginx {
     let dir = std::env::temp_dir().join(format!("sirocco-nginx-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&dir);
     std::fs::create_dir_all(&dir).unwrap();

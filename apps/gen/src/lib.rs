@@ -6,6 +6,7 @@
 //! instead of a slower offered load.
 
 pub mod histogram;
+pub mod http;
 
 use engine::{App, Datagram, Originate, SendError, Verdict};
 pub use histogram::Histogram;

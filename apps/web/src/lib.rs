@@ -1,5 +1,6 @@
 pub mod conn;
 pub mod demo;
+pub mod replicas;
 pub mod segment;
 pub mod server;
 pub mod service;

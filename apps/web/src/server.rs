@@ -5,6 +5,7 @@
 //! responses (errors, 304, HEAD, ranges) are formatted per request and sent the ordinary way.
 
 use crate::conn::{Body, Conn, MAX_QUEUED};
+use crate::replicas::Replicas as ReplicaPool;
 use crate::segment;
 use crate::site::Lookup;
 use crate::store::Store;
@@ -12,7 +13,7 @@ use http::range::Ranged;
 use http::response::{self, ContentRange, Head};
 use http::{Method, Parsed, Request};
 use std::cell::Cell;
-use tcp::{Ctl, End, Handle, SegOut};
+use tcp::{Ctl, End, Handle, Replicas, SegOut};
 use wire::Ipv4Addr;
 
 /// Per-connection limits and timeouts.
@@ -72,6 +73,7 @@ pub struct WebApp {
     pub stats: WebStats,
     /// Engine clock in milliseconds (set by the service before each call into TCP).
     pub now_ms: u64,
+    replicas: Option<ReplicaPool>,
     path: Vec<u8>,
     look: Vec<u8>,
 }
@@ -82,7 +84,22 @@ const MAX_PARTIAL: usize = http::request::MAX_HEAD + 4096;
 impl WebApp {
     /// A server for `store`.
     pub fn new(store: Store, settings: Settings) -> WebApp {
-        WebApp { store, settings, stats: WebStats::default(), now_ms: 0, path: Vec::new(), look: Vec::new() }
+        WebApp {
+            store,
+            settings,
+            stats: WebStats::default(),
+            now_ms: 0,
+            replicas: None,
+            path: Vec::new(),
+            look: Vec::new(),
+        }
+    }
+
+    /// Serves prepared segments from replicas in at most `frames` pinned frames of the TX
+    /// arena (pre-copy mode) instead of copying each from its master (memcpy mode).
+    pub fn precopy(mut self, frames: usize) -> WebApp {
+        self.replicas = Some(ReplicaPool::new(frames));
+        self
     }
 
     fn count(&mut self, status: u16) {
@@ -325,6 +342,47 @@ impl WebApp {
     }
 }
 
+impl WebApp {
+    /// The prepared segment `seg` is exactly, if any: (object slot, segment index, head
+    /// variant). None for formatted responses, other header layouts (SACK blocks, no
+    /// timestamps), a cut that does not match (a smaller MSS), or a head for another date.
+    #[inline]
+    fn ready(&self, c: &Conn, seg: &SegOut) -> Option<(u32, u64, bool)> {
+        if !segment::fits(&seg.repr) {
+            return None;
+        }
+        let r = c.find(seg.data_off)?;
+        let Body::Ready { obj, close, date } = r.body else {
+            return None;
+        };
+        let o = self.store.obj(obj);
+        let pos = seg.data_off - r.start;
+        let p = u64::from(self.store.payload());
+        let k = pos / p;
+        if !pos.is_multiple_of(p) || o.seg_len(k) as usize != seg.repr.payload_len || (k == 0 && date != o.head_date())
+        {
+            return None;
+        }
+        Some((obj, k, close))
+    }
+
+    /// Pre-copy mode's replicas, if on.
+    pub fn replicas(&self) -> Option<&ReplicaPool> {
+        self.replicas.as_ref()
+    }
+
+    /// Takes pinned frames back from the engine and gives up those no longer needed.
+    pub fn tend_replicas(&mut self, out: &mut dyn engine::Originate) {
+        let Some(reps) = self.replicas.as_mut() else {
+            return;
+        };
+        let store = &mut self.store;
+        out.returned(&mut |f| reps.back(store, f));
+        store.drain_dropped(&mut |slot| reps.forget(slot));
+        reps.drain_unpins(&mut |f| out.unpin(f));
+    }
+}
+
 impl tcp::App for WebApp {
     type Conn = Conn;
 
@@ -434,24 +492,35 @@ impl tcp::App for WebApp {
     }
 
     fn write_ready(&self, c: &Conn, seg: &SegOut, local: Ipv4Addr, remote: Ipv4Addr, buf: &mut [u8]) -> bool {
-        if !segment::fits(&seg.repr) {
-            return false;
-        }
-        let Some(r) = c.find(seg.data_off) else {
+        let Some((obj, k, close)) = self.ready(c, seg) else {
             return false;
         };
-        let Body::Ready { obj, close, date } = r.body else {
-            return false;
-        };
-        let o = self.store.obj(obj);
-        let pos = seg.data_off - r.start;
-        let p = u64::from(self.store.payload());
-        let k = pos / p;
-        if !pos.is_multiple_of(p) || o.seg_len(k) as usize != seg.repr.payload_len || (k == 0 && date != o.head_date())
-        {
+        segment::write(self.store.obj(obj).master(k, close), &seg.repr, local, remote, buf);
+        self.stats.ready_segments.set(self.stats.ready_segments.get() + 1);
+        true
+    }
+
+    fn send_replica(
+        &mut self,
+        c: &Conn,
+        seg: &SegOut,
+        local: Ipv4Addr,
+        remote: Ipv4Addr,
+        arena: &mut dyn Replicas,
+    ) -> bool {
+        if self.replicas.is_none() {
             return false;
         }
-        segment::write(o.master(k, close), &seg.repr, local, remote, buf);
+        let Some((obj, k, close)) = self.ready(c, seg) else {
+            return false;
+        };
+        let reps = self.replicas.as_mut().expect("checked");
+        let Some(frame) = reps.take(&self.store, obj, k, close, arena) else {
+            return false;
+        };
+        let repr = &seg.repr;
+        arena
+            .send(remote, frame, segment::HEADER + repr.payload_len, &mut |s| segment::rewrite(s, repr, local, remote));
         self.stats.ready_segments.set(self.stats.ready_segments.get() + 1);
         true
     }

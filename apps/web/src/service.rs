@@ -61,7 +61,8 @@ pub struct WebService {
 
 impl WebService {
     /// A server on `port` for `shared`, packetised for segments of `cfg.mss` less the
-    /// timestamp option, at most `cache_bytes` of packetised objects.
+    /// timestamp option, at most `cache_bytes` of packetised objects; with `precopy`, sent
+    /// from replicas in at most that many pinned frames.
     pub fn new(
         shared: SharedSite,
         port: u16,
@@ -69,11 +70,15 @@ impl WebService {
         limits: Limits,
         settings: Settings,
         cache_bytes: u64,
+        precopy: Option<usize>,
     ) -> Self {
         let (site, generation) = shared.current();
         let mut store = Store::new(site, u32::from(cfg.mss) - 12, cache_bytes, wall_secs());
         store.preload();
-        let app = WebApp::new(store, settings);
+        let mut app = WebApp::new(store, settings);
+        if let Some(frames) = precopy {
+            app = app.precopy(frames);
+        }
         WebService {
             tcp: TcpService::new(app, &[port], cfg, limits),
             shared,
@@ -130,6 +135,7 @@ impl App for WebService {
         let now_ms = now_ns / 1_000_000;
         self.tcp.app.now_ms = now_ms;
         self.housekeeping(now_ms);
+        self.tcp.app.tend_replicas(out);
         self.tcp.produce(now_ns, out)
     }
 

@@ -155,6 +155,10 @@ pub struct Store {
     site: Arc<Site>,
     payload: u32,
     objs: Vec<Obj>,
+    /// Per slot: bumped each time the slot's object is dropped.
+    incarnations: Vec<u32>,
+    /// Slots dropped since [`Store::drain_dropped`] last ran.
+    dropped: Vec<u32>,
     free: Vec<u32>,
     by_file: Vec<u32>,
     bytes: u64,
@@ -178,6 +182,8 @@ impl Store {
             site,
             payload: payload.max(MIN_PAYLOAD),
             objs: Vec::new(),
+            incarnations: Vec::new(),
+            dropped: Vec::new(),
             free: Vec::new(),
             by_file: vec![NONE; files],
             bytes: 0,
@@ -256,6 +262,19 @@ impl Store {
         Some(slot)
     }
 
+    /// How many times the object at `slot` was dropped: what it holds changes with it.
+    #[inline]
+    pub fn incarnation(&self, slot: u32) -> u32 {
+        self.incarnations[slot as usize]
+    }
+
+    /// Hands each slot whose object was dropped since the last call to `each`.
+    pub fn drain_dropped(&mut self, each: &mut dyn FnMut(u32)) {
+        for s in self.dropped.drain(..) {
+            each(s);
+        }
+    }
+
     /// Takes one more reference on an object already held.
     pub fn hold(&mut self, slot: u32) {
         self.objs[slot as usize].refs += 1;
@@ -297,6 +316,8 @@ impl Store {
         }
         o.live = false;
         self.free.push(slot);
+        self.incarnations[slot as usize] += 1;
+        self.dropped.push(slot);
     }
 
     fn evict_for(&mut self, need: u64) {
@@ -378,6 +399,7 @@ impl Store {
             }
             None => {
                 self.objs.push(o);
+                self.incarnations.push(0);
                 self.objs.len() as u32 - 1
             }
         };

@@ -124,4 +124,36 @@ pub trait Originate {
     /// The payload of the TCP segment this iteration handed over as `view` (for applications
     /// that [hold the frames](App::holds_tcp_frames); empty otherwise).
     fn view(&self, view: u32) -> &[u8];
+
+    /// Pins a free frame for the application to keep (see [`io::Port::pin`]); None if none
+    /// is free or the port cannot pin.
+    fn pin(&mut self) -> Option<u64> {
+        None
+    }
+    /// Gives a pinned frame the application holds back to the free list.
+    fn unpin(&mut self, frame: u64) {
+        let _ = frame;
+    }
+    /// Hands each pinned frame that came back (transmitted, or dropped unsent) to `each`.
+    fn returned(&mut self, each: &mut dyn FnMut(u64)) {
+        let _ = each;
+    }
+    /// The TCP segment area of a pinned frame (after the link and IPv4 headers).
+    fn pinned_segment(&mut self, frame: u64) -> &mut [u8] {
+        let _ = frame;
+        &mut []
+    }
+    /// Sends the TCP segment of `len` bytes that pinned `frame` holds to `dst`, after `write`
+    /// has rewritten it in place; the engine writes the link and IPv4 headers. On failure the
+    /// frame comes back through [`Originate::returned`].
+    fn tcp_pinned(
+        &mut self,
+        dst: Ipv4Addr,
+        frame: u64,
+        len: usize,
+        write: &mut dyn FnMut(&mut [u8]),
+    ) -> Result<(), SendError> {
+        let _ = (dst, frame, len, write);
+        Err(SendError::Full)
+    }
 }

@@ -39,6 +39,15 @@ impl<S: Server> ChannelService<S> {
         ChannelService { ch, server, ports: ports.to_vec(), unresolved: 0 }
     }
 
+    /// A client: no listening port; segments to the ephemeral ports of `limits` (where its
+    /// connections start) come to it.
+    pub fn client(server: S, cfg: Config, limits: Limits, bufs: Buffers) -> Self {
+        let (lo, hi) = limits.ephemeral;
+        let mut s = ChannelService::new(server, &[], cfg, limits, bufs);
+        s.ports = (lo..=hi).collect();
+        s
+    }
+
     /// Segments not sent because the next hop's MAC was unknown.
     pub fn unresolved(&self) -> u64 {
         self.unresolved

@@ -411,31 +411,80 @@ impl<P: Port> Originate for Out<'_, P> {
     }
 
     fn tcp(&mut self, dst: Ipv4Addr, len: usize, write: &mut dyn FnMut(&mut [u8])) -> Result<(), SendError> {
-        if self.room <= self.tx.len() {
-            return Err(SendError::Full);
-        }
-        const HDR: usize = 14 + 20;
-        if len > self.stack.cfg.mtu - 20 {
-            return Err(SendError::TooLong);
-        }
-        let mac = match self.resolve(dst) {
-            Ok(m) => m,
-            Err(e) => {
-                self.stack.counters.drop(Drop::ArpUnresolved);
-                return Err(e);
-            }
-        };
+        let mac = self.tcp_check(dst, len)?;
         let Some(f) = self.port.alloc() else {
             self.stack.counters.drop(Drop::NoBuffer);
             return Err(SendError::Full);
         };
-        let (src_mac, src) = (self.stack.cfg.mac, self.stack.cfg.addr);
-        let buf = self.port.data_mut(f);
-        if buf.len() < HDR + len {
-            self.port.free(f);
+        self.tcp_frame(f.addr, mac, dst, len, write)
+    }
+
+    fn pin(&mut self) -> Option<u64> {
+        self.port.pin().map(|f| f.addr)
+    }
+
+    fn unpin(&mut self, frame: u64) {
+        self.port.unpin(frame);
+    }
+
+    fn returned(&mut self, each: &mut dyn FnMut(u64)) {
+        self.port.returned(each);
+    }
+
+    fn pinned_segment(&mut self, frame: u64) -> &mut [u8] {
+        &mut self.port.data_mut(Frame { addr: frame, len: 0 })[TCP_AT..]
+    }
+
+    fn tcp_pinned(
+        &mut self,
+        dst: Ipv4Addr,
+        frame: u64,
+        len: usize,
+        write: &mut dyn FnMut(&mut [u8]),
+    ) -> Result<(), SendError> {
+        match self.tcp_check(dst, len) {
+            Ok(mac) => self.tcp_frame(frame, mac, dst, len, write),
+            Err(e) => {
+                // Back to the application through `returned`, like a sent one.
+                self.port.free(Frame { addr: frame, len: 0 });
+                Err(e)
+            }
+        }
+    }
+}
+
+/// Where a TCP segment starts in a frame: after Ethernet and a 20-byte IPv4 header.
+const TCP_AT: usize = 14 + 20;
+
+impl<P: Port> Out<'_, P> {
+    /// Room, length and next hop for a TCP segment of `len` bytes to `dst`.
+    fn tcp_check(&mut self, dst: Ipv4Addr, len: usize) -> Result<MacAddr, SendError> {
+        if self.room <= self.tx.len() {
+            return Err(SendError::Full);
+        }
+        if len > self.stack.cfg.mtu - 20 {
             return Err(SendError::TooLong);
         }
-        write(&mut buf[HDR..HDR + len]);
+        self.resolve(dst).inspect_err(|_| self.stack.counters.drop(Drop::ArpUnresolved))
+    }
+
+    /// Has `write` fill the segment in the frame at `addr`, writes the link and IPv4 headers
+    /// in front of it and queues it.
+    fn tcp_frame(
+        &mut self,
+        addr: u64,
+        mac: MacAddr,
+        dst: Ipv4Addr,
+        len: usize,
+        write: &mut dyn FnMut(&mut [u8]),
+    ) -> Result<(), SendError> {
+        let (src_mac, src) = (self.stack.cfg.mac, self.stack.cfg.addr);
+        let buf = self.port.data_mut(Frame { addr, len: 0 });
+        if buf.len() < TCP_AT + len {
+            self.port.free(Frame { addr, len: 0 });
+            return Err(SendError::TooLong);
+        }
+        write(&mut buf[TCP_AT..TCP_AT + len]);
         *self.ip_ident = self.ip_ident.wrapping_add(1);
         EthernetRepr { src: src_mac, dst: mac, vlan: None, ethertype: EtherType::IPV4 }.emit(buf);
         Ipv4Repr {
@@ -449,7 +498,7 @@ impl<P: Port> Originate for Out<'_, P> {
             dont_frag: true,
         }
         .emit(&mut buf[14..]);
-        self.tx.push(Frame { addr: f.addr, len: (HDR + len) as u32 });
+        self.tx.push(Frame { addr, len: (TCP_AT + len) as u32 });
         self.stack.counters.tcp_sent += 1;
         Ok(())
     }

@@ -32,9 +32,35 @@ impl tcp::Output for Tx<'_> {
     }
 
     fn send(&mut self, _local: Ipv4Addr, remote: Ipv4Addr, len: usize, write: &mut dyn FnMut(&mut [u8])) {
+        let r = self.out.tcp(remote, len, write);
+        self.account(r);
+    }
+
+    fn replicas(&mut self) -> Option<&mut dyn tcp::Replicas> {
+        Some(self)
+    }
+}
+
+impl tcp::Replicas for Tx<'_> {
+    fn pin(&mut self) -> Option<u64> {
+        self.out.pin()
+    }
+
+    fn segment_mut(&mut self, frame: u64) -> &mut [u8] {
+        self.out.pinned_segment(frame)
+    }
+
+    fn send(&mut self, remote: Ipv4Addr, frame: u64, len: usize, write: &mut dyn FnMut(&mut [u8])) {
+        let r = self.out.tcp_pinned(remote, frame, len, write);
+        self.account(r);
+    }
+}
+
+impl Tx<'_> {
+    fn account(&mut self, r: Result<(), SendError>) {
         // A failed send still uses up room, so a path that keeps failing cannot spin.
         self.room = self.room.saturating_sub(1);
-        match self.out.tcp(remote, len, write) {
+        match r {
             Ok(()) => self.sent += 1,
             // Lost like a dropped packet: TCP sends it again.
             Err(SendError::Unresolved) => *self.unresolved += 1,

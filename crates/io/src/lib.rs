@@ -11,6 +11,7 @@ pub mod filter;
 pub mod iface;
 pub mod mem;
 pub mod pcap;
+mod pins;
 pub mod port;
 pub mod sched;
 mod sys;

@@ -4,6 +4,7 @@
 //! into a queue the other end receives from. A test can also hold a [`Wire`] to inject frames
 //! and read what was sent.
 
+use crate::pins::Pins;
 use crate::port::{Frame, Port};
 use std::collections::VecDeque;
 use std::sync::{Arc, Mutex};
@@ -16,6 +17,7 @@ type Queue = Arc<Mutex<VecDeque<Vec<u8>>>>;
 pub struct MemPort {
     arena: Vec<u8>,
     free_list: Vec<u64>,
+    pins: Pins,
     inbox: Queue,
     outbox: Queue,
     /// Frames sent since creation.
@@ -45,6 +47,7 @@ impl MemPort {
         MemPort {
             arena: vec![0; frames * FRAME_SIZE],
             free_list: (0..frames as u64).rev().map(|i| i * FRAME_SIZE as u64).collect(),
+            pins: Pins::new(frames, FRAME_SIZE),
             inbox,
             outbox,
             sent: 0,
@@ -108,14 +111,20 @@ impl Port for MemPort {
     }
 
     fn free(&mut self, f: Frame) {
-        self.free_list.push(f.addr - f.addr % FRAME_SIZE as u64);
+        let a = f.addr - f.addr % FRAME_SIZE as u64;
+        if !self.pins.give_back(a) {
+            self.free_list.push(a);
+        }
     }
 
     fn send(&mut self, frames: &[Frame]) -> usize {
         let mut out = self.outbox.lock().unwrap();
         for f in frames {
             out.push_back(self.arena[f.addr as usize..f.addr as usize + f.len as usize].to_vec());
-            self.free_list.push(f.addr - f.addr % FRAME_SIZE as u64);
+            let a = f.addr - f.addr % FRAME_SIZE as u64;
+            if !self.pins.give_back(a) {
+                self.free_list.push(a);
+            }
         }
         self.sent += frames.len() as u64;
         frames.len()
@@ -128,6 +137,22 @@ impl Port for MemPort {
     fn flush(&mut self) {}
 
     fn wait(&mut self, _timeout_ms: i32) {}
+
+    fn pin(&mut self) -> Option<Frame> {
+        let addr = self.free_list.pop()?;
+        self.pins.pin(addr);
+        Some(Frame { addr, len: 0 })
+    }
+
+    fn unpin(&mut self, addr: u64) {
+        if self.pins.unpin(addr) {
+            self.free_list.push(addr);
+        }
+    }
+
+    fn returned(&mut self, each: &mut dyn FnMut(u64)) {
+        self.pins.drain(each);
+    }
 }
 
 #[cfg(test)]
@@ -146,5 +171,20 @@ mod tests {
         assert_eq!(b.data(got[0]), b"abc");
         b.free(got[0]);
         assert_eq!(b.free_frames(), 4);
+    }
+
+    #[test]
+    fn pinned_frames_come_back_to_the_pinner_after_sending() {
+        let (mut a, _b) = MemPort::pair(4);
+        let p = a.pin().unwrap();
+        assert_eq!(a.free_frames(), 3);
+        a.data_mut(p)[..2].copy_from_slice(b"hi");
+        assert_eq!(a.send(&[Frame { len: 2, ..p }]), 1);
+        assert_eq!(a.free_frames(), 3, "a sent replica does not join the free list");
+        let mut back = Vec::new();
+        a.returned(&mut |f| back.push(f));
+        assert_eq!(back, vec![p.addr]);
+        a.unpin(p.addr);
+        assert_eq!(a.free_frames(), 4);
     }
 }

@@ -35,4 +35,20 @@ pub trait Port {
     fn flush(&mut self);
     /// Sleeps until a frame may be ready to receive or `timeout_ms` passes.
     fn wait(&mut self, timeout_ms: i32);
+
+    /// Takes a free frame out of circulation for the caller to keep (a replica of prepared
+    /// data). From then on, each time it is sent and completed, or freed, it comes back
+    /// through [`Port::returned`] instead of the free list, until [`Port::unpin`]. None if no
+    /// frame is free or the port does not pin.
+    fn pin(&mut self) -> Option<Frame> {
+        None
+    }
+    /// Returns a pinned frame, which the caller holds (not in flight), to the free list.
+    fn unpin(&mut self, addr: u64) {
+        let _ = addr;
+    }
+    /// Hands every pinned frame that came back since the last call to `each`.
+    fn returned(&mut self, each: &mut dyn FnMut(u64)) {
+        let _ = each;
+    }
 }

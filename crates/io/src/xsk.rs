@@ -5,6 +5,7 @@
 //! kernel through the mapped producer/consumer words, read with acquire and written with
 //! release ordering, as the kernel's own libxdp does.
 
+use crate::pins::Pins;
 use crate::port::{Frame, Port};
 pub use crate::sys::XdpStatistics;
 use crate::sys::{self, MmapOffsets, RingOffset, XdpDesc};
@@ -200,6 +201,7 @@ pub struct XskPort {
     fd: OwnedFd,
     umem: Umem,
     free_list: Vec<u64>,
+    pins: Pins,
     mode: BindMode,
     queue: u32,
     /// Frames the fill ring should hold when we can afford it.
@@ -261,6 +263,7 @@ impl XskPort {
             fd,
             umem,
             free_list,
+            pins: Pins::new(frames, fs as usize),
             mode,
             queue,
             // Half the frames wait in the fill ring for RX; the other half serve TX.
@@ -304,7 +307,10 @@ impl XskPort {
     fn reap_completions(&mut self) {
         let n = self.comp.available(self.comp.size);
         for i in 0..n {
-            self.free_list.push(self.comp.read(i));
+            let a = self.comp.read(i);
+            if !self.pins.give_back(a) {
+                self.free_list.push(a);
+            }
         }
         if n > 0 {
             self.comp.release(n);
@@ -364,7 +370,10 @@ impl Port for XskPort {
 
     fn free(&mut self, f: Frame) {
         let fs = self.umem.frame_size() as u64;
-        self.free_list.push(f.addr - f.addr % fs);
+        let a = f.addr - f.addr % fs;
+        if !self.pins.give_back(a) {
+            self.free_list.push(a);
+        }
     }
 
     fn send(&mut self, frames: &[Frame]) -> usize {
@@ -410,5 +419,29 @@ impl Port for XskPort {
     fn wait(&mut self, timeout_ms: i32) {
         self.counters.polls += 1;
         sys::poll_in(self.fd.as_raw_fd(), timeout_ms);
+    }
+
+    fn pin(&mut self) -> Option<Frame> {
+        // Never take the frames RX needs: pinning stops while the free list is below what
+        // the fill ring should hold.
+        if self.free_list.len() <= self.fill_target as usize {
+            self.reap_completions();
+            if self.free_list.len() <= self.fill_target as usize {
+                return None;
+            }
+        }
+        let addr = self.free_list.pop()?;
+        self.pins.pin(addr);
+        Some(Frame { addr, len: 0 })
+    }
+
+    fn unpin(&mut self, addr: u64) {
+        if self.pins.unpin(addr) {
+            self.free_list.push(addr);
+        }
+    }
+
+    fn returned(&mut self, each: &mut dyn FnMut(u64)) {
+        self.pins.drain(each);
     }
 }

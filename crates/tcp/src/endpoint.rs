@@ -125,6 +125,33 @@ pub trait App {
         let _ = (c, seg, local, remote, buf);
         false
     }
+    /// Sends a data segment from a replica the application keeps in the TX arena (Sandstorm's
+    /// pre-copy): picks or makes a frame holding the segment's bytes and sends it through
+    /// `r` with the header rewritten in place. True if sent that way (or lost like a dropped
+    /// packet); false has it written by [`App::write_ready`] or built the ordinary way.
+    fn send_replica(
+        &mut self,
+        c: &Self::Conn,
+        seg: &SegOut,
+        local: Ipv4Addr,
+        remote: Ipv4Addr,
+        r: &mut dyn Replicas,
+    ) -> bool {
+        let _ = (c, seg, local, remote, r);
+        false
+    }
+}
+
+/// The TX arena, for applications that keep replicas of prepared segments in it.
+pub trait Replicas {
+    /// A frame taken out of circulation for the application, or None (none free, or the
+    /// output cannot pin). It comes back to the application after each transmission.
+    fn pin(&mut self) -> Option<u64>;
+    /// Room for a segment in a pinned frame (where the TCP header goes, to the frame's end).
+    fn segment_mut(&mut self, frame: u64) -> &mut [u8];
+    /// Sends the segment of `len` bytes held by pinned `frame` to `remote`, after `write`
+    /// has rewritten it in place. Uses one unit of the output's room.
+    fn send(&mut self, remote: Ipv4Addr, frame: u64, len: usize, write: &mut dyn FnMut(&mut [u8]));
 }
 
 /// The TX ring, as seen by the stack.
@@ -134,6 +161,10 @@ pub trait Output {
     /// Sends one segment of `len` bytes (TCP header and payload) from `local` to `remote`;
     /// `write` fills the buffer. Only called when `room() > 0`.
     fn send(&mut self, local: Ipv4Addr, remote: Ipv4Addr, len: usize, write: &mut dyn FnMut(&mut [u8]));
+    /// The TX arena for replicas, if this output has one.
+    fn replicas(&mut self) -> Option<&mut dyn Replicas> {
+        None
+    }
 }
 
 /// Limits and secrets of an endpoint.
@@ -291,7 +322,13 @@ impl<A: App> Endpoint<A> {
             stateless: VecDeque::with_capacity(STATELESS),
             last_cookie: None,
             time_wait: 0,
-            next_port: limits.ephemeral.0,
+            // Start somewhere in the range chosen by the secret, so a new run (with a new
+            // secret) does not begin on the ports the last one left in TIME-WAIT at peers.
+            next_port: {
+                let (lo, hi) = limits.ephemeral;
+                let span = u64::from(hi.saturating_sub(lo)) + 1;
+                lo + ((limits.secret[0] ^ limits.secret[1]) % span) as u16
+            },
         }
     }
 
@@ -854,9 +891,11 @@ impl<A: App> Endpoint<A> {
             let mut done = false;
             while out.room() > 0 {
                 let conn = &s.conn;
-                let app = &*app;
                 let polled = match conn {
-                    Some(c) => tcb.poll_cut(&mut self.env, now, &|off| app.seg_limit(c, off)),
+                    Some(c) => {
+                        let app = &*app;
+                        tcb.poll_cut(&mut self.env, now, &|off| app.seg_limit(c, off))
+                    }
                     None => tcb.poll(&mut self.env, now),
                 };
                 let Some(seg) = polled else {
@@ -866,6 +905,12 @@ impl<A: App> Endpoint<A> {
                 let t = *tcb.tuple();
                 let h = seg.repr.header_len();
                 let len = seg.repr.payload_len;
+                if let (true, Some(c), Some(r)) = (len > 0, conn, out.replicas()) {
+                    if app.send_replica(c, &seg, t.local, t.remote, r) {
+                        continue;
+                    }
+                }
+                let app = &*app;
                 out.send(t.local, t.remote, h + len, &mut |buf| {
                     if len > 0 {
                         if let Some(c) = conn {

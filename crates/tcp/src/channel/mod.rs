@@ -221,6 +221,11 @@ pub struct Calls<'a> {
 }
 
 impl Calls<'_> {
+    /// The engine's clock now (µs), for applications that time what they do.
+    pub fn now(&self) -> Micros {
+        self.now
+    }
+
     /// The send buffers.
     pub fn buffers(&mut self) -> &mut Buffers {
         &mut self.hub.bufs

@@ -1,0 +1,186 @@
+//! `sirocco gen http`: HTTP/1.1 load on sirocco's own TCP (keep-alive or a connection per
+//! request, closed or open loop), with a latency histogram, as text and JSON.
+
+use crate::dataplane::{self, Until};
+use crate::DataplaneArgs;
+use clap::Args;
+use gen::http::{HttpGen, HttpGenConfig, HttpGenStats};
+use std::net::Ipv4Addr;
+use std::path::PathBuf;
+
+#[derive(Args)]
+pub struct GenHttpArgs {
+    #[command(flatten)]
+    pub dp: DataplaneArgs,
+    /// The server's address.
+    #[arg(long, value_name = "IPv4")]
+    pub dst: Ipv4Addr,
+    /// The server's port.
+    #[arg(long, default_value_t = 80, value_parser = clap::value_parser!(u16).range(1..))]
+    pub port: u16,
+    /// A path to ask for (repeatable; asked in turn) [default: /].
+    #[arg(long = "path", value_name = "PATH")]
+    pub paths: Vec<String>,
+    /// A file with one path per line, added to --path.
+    #[arg(long, value_name = "FILE")]
+    pub paths_file: Option<PathBuf>,
+    /// Host header [default: the destination address].
+    #[arg(long)]
+    pub host: Option<String>,
+    /// Connections per engine.
+    #[arg(long, default_value_t = 10)]
+    pub conns: usize,
+    /// One request per connection (Connection: close) instead of keep-alive.
+    #[arg(long)]
+    pub close: bool,
+    /// Requests per second over all engines (open loop); 0: closed loop, each connection
+    /// asks again as soon as it has its answer.
+    #[arg(long, default_value_t = 0)]
+    pub rate: u64,
+    /// Seconds to ask.
+    #[arg(long, default_value_t = 5.0)]
+    pub duration: f64,
+    /// Seconds left for answers after asking stops.
+    #[arg(long, default_value_t = 0.5)]
+    pub drain: f64,
+    /// Also write the report as JSON to this file.
+    #[arg(long, value_name = "FILE")]
+    pub json: Option<PathBuf>,
+}
+
+fn paths(a: &GenHttpArgs) -> Result<Vec<String>, String> {
+    let mut v = a.paths.clone();
+    if let Some(f) = &a.paths_file {
+        let text = std::fs::read_to_string(f).map_err(|e| format!("{}: {e}", f.display()))?;
+        v.extend(text.lines().map(str::trim).filter(|l| !l.is_empty() && !l.starts_with('#')).map(String::from));
+    }
+    if v.is_empty() {
+        v.push("/".into());
+    }
+    for p in &v {
+        if !p.starts_with('/') || p.bytes().any(|b| b <= b' ' || b == 0x7f) || p.len() > 1024 {
+            return Err(format!("bad path {p:?}: a path starts with / and has no spaces or control characters"));
+        }
+    }
+    if v.len() > 100_000 {
+        return Err("at most 100000 paths".into());
+    }
+    Ok(v)
+}
+
+/// Runs the generator and prints its report.
+pub fn run(a: GenHttpArgs) -> Result<(), String> {
+    let duration = crate::secs(a.duration, "--duration")?;
+    let drain = crate::secs(a.drain, "--drain")?;
+    if !(1..=60_000).contains(&a.conns) {
+        return Err("--conns must be 1..60000".into());
+    }
+    let paths = paths(&a)?;
+    let opts = a.dp.options(true, 0)?;
+    io::iface::require_root().map_err(|e| e.to_string())?;
+    let ifc = io::iface::Interface::lookup(&opts.iface).map_err(|e| e.to_string())?;
+    if ifc.kernel_has(opts.addr).map_err(|e| e.to_string())? {
+        return Err(format!(
+            "--addr {} is the kernel's on {}: gen http needs an address of its own (its connections use every ephemeral port)",
+            opts.addr, ifc.name
+        ));
+    }
+    let queues = opts.queues.unwrap_or(1).max(1);
+    let opts = dataplane::Options { queues: Some(queues), ..opts };
+    let host = a.host.clone().unwrap_or_else(|| a.dst.to_string());
+    let limits = crate::tcp_limits();
+    let make = |q: u32| {
+        let cfg = HttpGenConfig {
+            local: opts.addr,
+            dst: a.dst.into(),
+            port: a.port,
+            host: host.clone(),
+            paths: paths.clone(),
+            conns: a.conns,
+            keep_alive: !a.close,
+            rate: a.rate / u64::from(queues) + u64::from(q < (a.rate % u64::from(queues)) as u32),
+            duration_us: duration.as_micros() as u64,
+        };
+        let bufs = tcp::channel::Buffers::new(paths.len() + 16, 2048);
+        engine::ChannelService::client(HttpGen::new(cfg), tcp::Config::default(), limits, bufs)
+    };
+    // Port 0: every TCP port of the address (the connections' ephemeral ports).
+    let out = dataplane::run(&opts, &[(wire::Protocol::TCP, 0)], make, Until::Elapsed(duration + drain), "gen http")?;
+    if let Some(p) = &a.dp.counters {
+        dataplane::write_counters_json(&out, p)?;
+    }
+    let mut s = HttpGenStats::default();
+    for (_, svc) in &out.engines {
+        let g = &svc.server.stats;
+        s.sent += g.sent;
+        s.completed += g.completed;
+        s.ok += g.ok;
+        s.not_ok += g.not_ok;
+        s.body_bytes += g.body_bytes;
+        s.bytes += g.bytes;
+        s.opened += g.opened;
+        s.connect_failed += g.connect_failed;
+        s.broken += g.broken;
+        s.bad_responses += g.bad_responses;
+        s.behind += g.behind;
+        s.latency.merge(&g.latency);
+    }
+    let secs = duration.as_secs_f64();
+    let us = |q: f64| s.latency.quantile(q) as f64 / 1000.0;
+    let mode = if a.close { "a connection per request" } else { "keep-alive" };
+    let lp = if a.rate == 0 { "closed loop".to_string() } else { format!("open loop at {} req/s", a.rate) };
+    println!(
+        "gen http: {} engine(s), {} connection(s) each, {mode}, {lp}, {} path(s)\n  requests {} responses {} ({:.0} req/s): 2xx {} other {}; body {} bytes ({:.3} Gb/s incl. heads)\n  connections opened {} failed {} broken {}; bad responses {}; behind schedule {}\n  latency us: p50 {:.1} p90 {:.1} p99 {:.1} p99.9 {:.1} max {:.1}",
+        out.engines.len(),
+        a.conns,
+        paths.len(),
+        s.sent,
+        s.completed,
+        s.completed as f64 / secs,
+        s.ok,
+        s.not_ok,
+        s.body_bytes,
+        s.bytes as f64 * 8.0 / secs / 1e9,
+        s.opened,
+        s.connect_failed,
+        s.broken,
+        s.bad_responses,
+        s.behind,
+        us(0.5),
+        us(0.9),
+        us(0.99),
+        us(0.999),
+        s.latency.max() as f64 / 1000.0
+    );
+    if let Some(path) = &a.json {
+        let j = format!(
+            "{{\"conns\":{},\"keep_alive\":{},\"rate\":{},\"secs\":{secs:.3},\"sent\":{},\"completed\":{},\"req_per_s\":{:.1},\"ok\":{},\"not_ok\":{},\"body_bytes\":{},\"bytes\":{},\"gbps\":{:.4},\"opened\":{},\"connect_failed\":{},\"broken\":{},\"bad_responses\":{},\"behind\":{},\"latency_ns\":{{\"p50\":{},\"p90\":{},\"p99\":{},\"p999\":{},\"max\":{}}}}}\n",
+            a.conns,
+            !a.close,
+            a.rate,
+            s.sent,
+            s.completed,
+            s.completed as f64 / secs,
+            s.ok,
+            s.not_ok,
+            s.body_bytes,
+            s.bytes,
+            s.bytes as f64 * 8.0 / secs / 1e9,
+            s.opened,
+            s.connect_failed,
+            s.broken,
+            s.bad_responses,
+            s.behind,
+            s.latency.quantile(0.5),
+            s.latency.quantile(0.9),
+            s.latency.quantile(0.99),
+            s.latency.quantile(0.999),
+            s.latency.max()
+        );
+        std::fs::write(path, j).map_err(|e| format!("{}: {e}", path.display()))?;
+    }
+    if s.completed == 0 {
+        return Err("no response completed (is the server up and listening?)".into());
+    }
+    Ok(())
+}
