@@ -30,7 +30,19 @@ pub const TARGETS: &[(&str, Target)] = &[
     ("zone_text", zone_text),
     ("http_request", http_request),
     ("web_server", web_server),
+    ("http_response", http_response),
 ];
+
+/// The load generator's response-head reader: no panic; a head it reads lies within the
+/// input and reads the same from exactly its own bytes.
+pub fn http_response(data: &[u8]) {
+    if let Some(r) = gen::http::response_head(data) {
+        if let Ok((len, ..)) = r {
+            assert!(len <= data.len());
+            assert_eq!(gen::http::response_head(&data[..len]), Some(r));
+        }
+    }
+}
 
 /// The HTTP request parser and what reads request parts: no panic; a complete head is
 /// within the input and parses the same from exactly its own bytes; decoded paths never
@@ -488,6 +500,10 @@ pub fn seeds(target: &str) -> Vec<Vec<u8>> {
             vec![[seg(1, 1, F::ACK, 0), seg(1, 1, F::ACK | F::PSH, 10), seg(11, 11, F::ACK | F::FIN, 0)].concat()]
         }
         "tcp_options" => vec![tcp_seg[20..].to_vec()],
+        "http_response" => vec![
+            b"HTTP/1.1 200 OK\r\nContent-Length: 5\r\nConnection: keep-alive\r\n\r\nhello".to_vec(),
+            b"HTTP/1.1 304 Not Modified\r\nETag: \"1-2\"\r\nConnection: close\r\n\r\n".to_vec(),
+        ],
         "zone_text" => vec![FUZZ_ZONE.as_bytes().to_vec()],
         "http_request" | "web_server" => vec![
             b"\x10GET /index.html HTTP/1.1\r\nHost: a\r\nRange: bytes=0-9\r\nIf-None-Match: \"x\"\r\n\r\n".to_vec(),

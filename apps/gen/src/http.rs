@@ -321,6 +321,14 @@ impl HttpGen {
     }
 }
 
+/// A response head at the start of `b`, if complete: (its length, status, Content-Length,
+/// closes after it). `Err(())` for a head the generator cannot read.
+#[allow(clippy::result_unit_err)]
+pub fn response_head(b: &[u8]) -> Option<Result<(usize, u16, u64, bool), ()>> {
+    let end = find_head_end(b)?;
+    Some(parse_head(&b[..end]).map(|(s, l, c)| (end, s, l, c)).ok_or(()))
+}
+
 /// Where the head ends (after its blank line), if it has.
 fn find_head_end(b: &[u8]) -> Option<usize> {
     b.windows(4).position(|w| w == b"\r\n\r\n").map(|p| p + 4)

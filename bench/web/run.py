@@ -1,0 +1,274 @@
+#!/usr/bin/env python3
+"""Static web benchmark (Sandstorm, thesis §3, figure 3.4): sirocco web in both modes
+(pre-copy, memcpy) against nginx (one worker, sendfile, access log off), in one run, on the
+placement of BENCHMARKING.md: the server on CPU 1, the load on CPU 0, each veth end's NAPI
+thread on its own side's CPU.
+
+The load is `sirocco gen http` (HTTP/1.1 on sirocco's own TCP, closed loop) on CPU 0, the same
+for every server: a kernel client cannot load a fast server from one core. For each point,
+REPS runs of SECS seconds; reported: median requests/s, Gb/s (response bytes, heads included),
+p99 latency, and the server's cost — requests per server-core CPU-second (the core's busy time
+from /proc/stat, which also holds the veth receive work and, for nginx, the kernel's TCP) and
+per server-process CPU-second. A wrk run against each server at one point checks the generator.
+
+Points: file sizes 1 KB .. 1 MB and a Yahoo!-CDN-like mix (90 % under 25 KB), keep-alive and one
+request per connection, at CONNS connections; and a concurrency sweep (1 .. 1000) at 1 KB.
+Writes bench/results/web.{json,md,png}."""
+
+import json, os, platform, random, shutil, subprocess, sys, time
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+from lib import sh, ns, cpu_busy, median_of, stop_process, Cpuset, SRV_CPU, GEN_CPU  # noqa: E402
+
+ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
+OUT = os.path.join(ROOT, "bench", "results")
+SIROCCO = os.path.join(ROOT, "target", "release", "sirocco")
+NET = "bw"
+SRV_NS, CLI_NS, SRV_IF, CLI_IF = f"{NET}-srv", f"{NET}-cli", f"{NET}-s", f"{NET}-c"
+KERNEL_ADDR, OWN_ADDR = "198.18.0.1", "198.18.0.10"
+SECS = float(os.environ.get("SECS", "10"))
+REPS = int(os.environ.get("REPS", "3"))
+CONNS = int(os.environ.get("CONNS", "100"))
+SIZES = [s for s in os.environ.get("SIZES", "1k,4k,16k,64k,256k,1m,mix").split(",") if s]
+SWEEP = [int(c) for c in os.environ.get("SWEEP", "1,10,100,1000").split(",") if c]
+SERVERS = os.environ.get("SERVERS", "precopy,memcpy,nginx").split(",")
+DOCROOT = "/tmp/sirocco-bench-web"
+BYTES = {"1k": 1024, "4k": 4096, "16k": 16384, "64k": 65536, "256k": 262144, "1m": 1 << 20}
+client_seq = 0
+CPUSET = None
+
+
+def make_root():
+    """The files, and the mix: 400 files with log-normal sizes (median ~6 KB), 90 % under
+    25 KB, capped at 2 MB, asked for uniformly in a shuffled order."""
+    shutil.rmtree(DOCROOT, ignore_errors=True)
+    os.makedirs(os.path.join(DOCROOT, "mix"))
+    rnd = random.Random(7)
+    for name, n in BYTES.items():
+        with open(os.path.join(DOCROOT, f"{name}.bin"), "wb") as f:
+            f.write(bytes(rnd.getrandbits(8) for _ in range(min(n, 4096))) * (n // min(n, 4096)))
+    sizes = []
+    for i in range(400):
+        n = int(min(2 << 20, max(100, rnd.lognormvariate(8.7, 1.1))))
+        sizes.append(n)
+        with open(os.path.join(DOCROOT, "mix", f"{i}.bin"), "wb") as f:
+            f.write(os.urandom(n))
+    order = [f"/mix/{i}.bin" for i in range(400)]
+    rnd.shuffle(order)
+    with open(os.path.join(DOCROOT, "mix.paths"), "w") as f:
+        f.write("\n".join(order) + "\n")
+    under = sum(1 for s in sizes if s < 25_000) / len(sizes)
+    return {"files": len(sizes), "under_25k": under, "mean_bytes": sum(sizes) / len(sizes),
+            "median_bytes": sorted(sizes)[len(sizes) // 2], "max_bytes": max(sizes)}
+
+
+class Server:
+    def __init__(self, kind):
+        self.kind, self.proc, self.cs = kind, None, None
+        self.addr = KERNEL_ADDR if kind == "nginx" else OWN_ADDR
+
+    def start(self):
+        self.cs = CPUSET
+        if self.kind == "nginx":
+            d = "/tmp/sirocco-bench-nginx"
+            os.makedirs(d, exist_ok=True)
+            conf = (f"worker_processes 1;\ndaemon off;\npid {d}/nginx.pid;\nerror_log {d}/error.log;\n"
+                    "events { worker_connections 8192; }\n"
+                    "http {\n include /etc/nginx/mime.types;\n default_type application/octet-stream;\n"
+                    " access_log off;\n sendfile on;\n tcp_nopush on;\n server_tokens off;\n"
+                    " keepalive_requests 10000;\n"
+                    f" client_body_temp_path {d};\n proxy_temp_path {d};\n fastcgi_temp_path {d};\n"
+                    f" uwsgi_temp_path {d};\n scgi_temp_path {d};\n"
+                    f" server {{ listen {KERNEL_ADDR}:80 backlog=4096; root {DOCROOT}; }}\n}}\n")
+            with open(f"{d}/nginx.conf", "w") as f:
+                f.write(conf)
+            argv = ["nginx", "-c", f"{d}/nginx.conf"]
+        else:
+            argv = [SIROCCO, "web", "--iface", SRV_IF, "--addr", OWN_ADDR, "--queues", "1", "--cpus", str(SRV_CPU),
+                    "--root", DOCROOT, "--mode", self.kind]
+        self.proc = subprocess.Popen(self.cs.wrap(["ip", "netns", "exec", SRV_NS] + argv),
+                                     stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        time.sleep(1.5)
+        if self.proc.poll() is not None:
+            raise RuntimeError(f"{self.kind} did not start: {self.proc.stderr.read()}")
+
+    def stop(self):
+        stop_process(self.proc)
+        return self.proc.stdout.read() if self.proc.stdout else ""
+
+
+def gen(server, paths, conns, close):
+    """One generator run; a fresh client address each time, so no run meets the TIME-WAIT
+    connections the last one left at the server."""
+    global client_seq
+    client_seq += 1
+    addr = f"198.18.0.{20 + client_seq % 200}"
+    j = f"/tmp/sirocco-bench-web-{os.getpid()}.json"
+    argv = [SIROCCO, "gen", "http", "--iface", CLI_IF, "--addr", addr, "--dst", server.addr, "--queues", "1",
+            "--cpus", str(GEN_CPU), "--conns", str(conns), "--duration", str(SECS), "--json", j]
+    argv += ["--paths-file", paths] if paths.endswith(".paths") else ["--path", paths]
+    if close:
+        argv.append("--close")
+    b0, p0 = cpu_busy(SRV_CPU), server.cs.cpu()
+    r = ns(CLI_NS, *argv, check=False)
+    b1, p1 = cpu_busy(SRV_CPU), server.cs.cpu()
+    if r.returncode != 0:
+        raise RuntimeError(f"gen http failed: {r.stdout}{r.stderr}")
+    with open(j) as f:
+        g = json.load(f)
+    os.unlink(j)
+    bad = g["bad_responses"] + g["not_ok"] + g["broken"]
+    done = g["completed"]
+    return {"req_per_s": g["req_per_s"], "gbps": g["gbps"], "p50_us": g["latency_ns"]["p50"] / 1e3,
+            "p99_us": g["latency_ns"]["p99"] / 1e3, "errors": bad, "core_busy_s": b1 - b0, "proc_cpu_s": p1 - p0,
+            "req_per_core_cpu_s": done / (b1 - b0) if b1 > b0 else None,
+            "req_per_proc_cpu_s": done / (p1 - p0) if p1 > p0 else None}
+
+
+def wrk(server, path):
+    r = ns(CLI_NS, "taskset", "-c", str(GEN_CPU), "wrk", "-t1", f"-c{CONNS}", f"-d{SECS:.0f}s",
+           f"http://{server.addr}{path}", check=False)
+    for line in r.stdout.splitlines():
+        if line.startswith("Requests/sec:"):
+            return float(line.split()[1])
+    return None
+
+
+def main():
+    if os.geteuid() != 0:
+        sys.exit("bench: needs root")
+    if os.cpu_count() < 2:
+        sys.exit("bench: needs 2 CPUs (server on CPU 1, clients on CPU 0)")
+    sh("cargo", "build", "--release", "-q", "-p", "sirocco", cwd=ROOT)
+    mix = make_root()
+    global CPUSET
+    CPUSET = Cpuset("sirocco-bench-web", SRV_CPU)
+    sh(SIROCCO, "testnet", "up", "--name", NET, "--queues", "1", "--bench")
+    ns(SRV_NS, "sysctl", "-qw", "net.core.somaxconn=4096", "net.ipv4.tcp_max_syn_backlog=8192")
+    points = [(s, CONNS, close) for close in (False, True) for s in SIZES]
+    points += [("1k", c, False) for c in SWEEP if c != CONNS]
+    results = {k: [] for k in SERVERS}
+    check = {}
+    try:
+        for kind in SERVERS:
+            for (size, conns, close) in points:
+                paths = os.path.join(DOCROOT, "mix.paths") if size == "mix" else f"/{size}.bin"
+                runs = []
+                for rep in range(REPS):
+                    srv = Server(kind)
+                    srv.start()
+                    try:
+                        runs.append(gen(srv, paths, conns, close))
+                    finally:
+                        log = srv.stop()
+                    r = runs[-1]
+                    print(f"{kind:8} {size:>5} {conns:>5} conns {'close' if close else 'keep '} rep {rep}: "
+                          f"{r['req_per_s']:>9.0f} req/s {r['gbps']:6.2f} Gb/s p99 {r['p99_us']:8.0f} us "
+                          f"{r['req_per_core_cpu_s'] or 0:>9.0f} req/core-CPU-s errors {r['errors']}", flush=True)
+                    if kind != "nginx" and rep == 0 and size == "1k" and conns == CONNS and not close:
+                        print("   " + "\n   ".join(l for l in log.splitlines() if l.startswith("engine 0 ")), flush=True)
+                point = {k: median_of(runs, k) for k in runs[0]}
+                point.update({"size": size, "conns": conns, "close": close, "runs": runs})
+                results[kind].append(point)
+            srv = Server(kind)
+            srv.start()
+            try:
+                check[kind] = {"wrk_req_per_s": wrk(srv, "/1k.bin")}
+            finally:
+                srv.stop()
+            check[kind]["gen_req_per_s"] = next((p["req_per_s"] for p in results[kind]
+                                                 if p["size"] == "1k" and p["conns"] == CONNS and not p["close"]), None)
+            print(f"{kind}: wrk -c{CONNS} 1k keep-alive {check[kind]['wrk_req_per_s']} req/s", flush=True)
+    finally:
+        sh(SIROCCO, "testnet", "down", "--name", NET, check=False)
+        CPUSET.remove()
+    write(results, check, mix)
+
+
+def fmt(v, f="{:.0f}"):
+    return f.format(v) if v is not None else "–"
+
+
+def write(results, check, mix):
+    os.makedirs(OUT, exist_ok=True)
+    stamp = time.strftime("%Y-%m-%d")
+    meta = {"date": stamp, "kernel": platform.release(), "cpus": os.cpu_count(), "secs": SECS, "reps": REPS,
+            "conns": CONNS, "mix": mix, "placement": "server CPU 1 (cpuset), gen http CPU 0, threaded NAPI pinned per side"}
+    with open(os.path.join(OUT, "web.json"), "w") as f:
+        json.dump({"meta": meta, "results": results, "wrk_check": check}, f, indent=1)
+    lines = [f"# Static web: sirocco web (pre-copy, memcpy) vs nginx ({stamp}, kernel {meta['kernel']})", "",
+             f"Median of {REPS} run(s) of {SECS:.0f} s per point. Server on CPU 1, `sirocco gen http` (closed loop) on "
+             "CPU 0. nginx: 1 worker, sendfile, access_log off, keepalive_requests 10000. 'core CPU-s': the server "
+             "core's busy time from /proc/stat (veth receive work and, for nginx, the kernel's TCP included). "
+             f"Mix: {mix['files']} files, {mix['under_25k'] * 100:.0f} % under 25 KB, median {mix['median_bytes']} B, "
+             f"mean {mix['mean_bytes']:.0f} B.", "",
+             "| server | file | conns | conn | req/s | Gb/s | p99 µs | req per core CPU-s | req per process CPU-s | errors |",
+             "|---|---|---|---|---|---|---|---|---|---|"]
+    for kind, pts in results.items():
+        for p in pts:
+            lines.append(f"| {kind} | {p['size']} | {p['conns']} | {'close' if p['close'] else 'keep-alive'} | "
+                         f"{fmt(p['req_per_s'])} | {fmt(p['gbps'], '{:.2f}')} | {fmt(p['p99_us'])} | "
+                         f"{fmt(p['req_per_core_cpu_s'])} | {fmt(p['req_per_proc_cpu_s'])} | {fmt(p['errors'])} |")
+    ng = results.get("nginx")
+    if ng:
+        lines += ["", "## Ratios to nginx (requests per server-core CPU-second; req/s in brackets)", "",
+                  "| file | conns | conn | " + " | ".join(k for k in results if k != "nginx") + " |",
+                  "|---|---|---|" + "---|" * (len(results) - 1)]
+        for i, p in enumerate(ng):
+            cells = []
+            for kind, pts in results.items():
+                if kind == "nginx":
+                    continue
+                s = pts[i]
+                r1 = s["req_per_core_cpu_s"] / p["req_per_core_cpu_s"] if s["req_per_core_cpu_s"] and p["req_per_core_cpu_s"] else None
+                r2 = s["req_per_s"] / p["req_per_s"] if p["req_per_s"] else None
+                cells.append(f"{fmt(r1, '{:.2f}×')} ({fmt(r2, '{:.2f}×')})")
+            lines.append(f"| {p['size']} | {p['conns']} | {'close' if p['close'] else 'keep-alive'} | " + " | ".join(cells) + " |")
+    if check:
+        lines += ["", f"## Generator check: wrk -t1 -c{CONNS} vs gen http, 1 KB keep-alive", "",
+                  f"| server | wrk req/s | gen http req/s ({CONNS} conns) |", "|---|---|---|"]
+        for k, c in check.items():
+            lines.append(f"| {k} | {fmt(c.get('wrk_req_per_s'))} | {fmt(c.get('gen_req_per_s'))} |")
+    with open(os.path.join(OUT, "web.md"), "w") as f:
+        f.write("\n".join(lines) + "\n")
+    print("\n".join(lines))
+    try:
+        import matplotlib
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+        fig, axes = plt.subplots(2, 3, figsize=(15, 8))
+        for row, close in enumerate((False, True)):
+            for kind, pts in results.items():
+                sel = [p for p in pts if p["close"] == close and p["conns"] == CONNS]
+                xs = [p["size"] for p in sel]
+                axes[row][0].plot(xs, [(p["req_per_core_cpu_s"] or 0) / 1e3 for p in sel], "o-", label=kind)
+                axes[row][1].plot(xs, [p["gbps"] or 0 for p in sel], "o-", label=kind)
+                axes[row][2].plot(xs, [p["p99_us"] or 0 for p in sel], "o-", label=kind)
+            what = "one request per connection" if close else "keep-alive"
+            for a, t in zip(axes[row], ("k requests per server-core CPU-s", "Gb/s", "p99 latency (µs)")):
+                a.set_title(f"{t} — {what}", fontsize=9)
+                a.grid(alpha=0.3)
+                a.legend(fontsize=8)
+            axes[row][2].set_yscale("log")
+        fig.tight_layout()
+        fig.savefig(os.path.join(OUT, "web.png"), dpi=100)
+        if SWEEP:
+            fig, a = plt.subplots(1, 2, figsize=(10, 4))
+            for kind, pts in results.items():
+                sel = sorted([p for p in pts if p["size"] == "1k" and not p["close"]], key=lambda p: p["conns"])
+                a[0].plot([p["conns"] for p in sel], [(p["req_per_core_cpu_s"] or 0) / 1e3 for p in sel], "o-", label=kind)
+                a[1].plot([p["conns"] for p in sel], [p["p99_us"] or 0 for p in sel], "o-", label=kind)
+            for ax, t in zip(a, ("k req per core CPU-s vs connections (1 KB)", "p99 µs vs connections (1 KB)")):
+                ax.set_xscale("log")
+                ax.set_title(t, fontsize=9)
+                ax.grid(alpha=0.3)
+                ax.legend(fontsize=8)
+            a[1].set_yscale("log")
+            fig.tight_layout()
+            fig.savefig(os.path.join(OUT, "web-conns.png"), dpi=100)
+    except ImportError:
+        print("bench: matplotlib missing, no plot (apt-get install python3-matplotlib)")
+
+
+if __name__ == "__main__":
+    main()
