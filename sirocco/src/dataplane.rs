@@ -9,7 +9,7 @@ use io::iface::{self, Interface};
 use io::pcap::Capture;
 use io::xsk::{BindMode, XskConfig, XskPort};
 use std::path::PathBuf;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 use wire::Ipv4Addr;
@@ -72,6 +72,9 @@ pub enum Until {
     Signal,
     /// After this long, or earlier on a signal.
     Elapsed(Duration),
+    /// When the counter reaches zero (the applications count themselves down when they are
+    /// finished), after at most this long, or earlier on a signal.
+    CountedDown(Arc<AtomicUsize>, Duration),
 }
 
 /// A protocol/port pair to grant on the served address (port 0: all ports).
@@ -175,15 +178,17 @@ where
     }
     drop(tap);
 
-    let deadline = match until {
-        Until::Signal => None,
-        Until::Elapsed(d) => Some(epoch + d),
+    let (deadline, count) = match until {
+        Until::Signal => (None, None),
+        Until::Elapsed(d) => (Some(epoch + d), None),
+        Until::CountedDown(c, d) => (Some(epoch + d), Some(c)),
     };
     let mut last_print = Instant::now();
     let mut last: Vec<Counters> = vec![Counters::default(); snapshots.len()];
     while !signals::stop_requested()
         && deadline.is_none_or(|d| Instant::now() < d)
         && !handles.iter().any(|h| h.is_finished())
+        && count.as_ref().is_none_or(|c| c.load(Ordering::SeqCst) > 0)
     {
         std::thread::sleep(Duration::from_millis(20));
         if opts.stats && last_print.elapsed() >= Duration::from_secs(1) {

@@ -7,6 +7,12 @@ use clap::Args;
 use gen::http::{HttpGen, HttpGenConfig, HttpGenStats};
 use std::net::Ipv4Addr;
 use std::path::PathBuf;
+use std::sync::atomic::AtomicUsize;
+use std::sync::Arc;
+use std::time::Duration;
+
+/// Longest the first connection may take to open before the run is given up.
+const PROBE_LIMIT: Duration = Duration::from_secs(10);
 
 #[derive(Args)]
 pub struct GenHttpArgs {
@@ -89,6 +95,10 @@ pub fn run(a: GenHttpArgs) -> Result<(), String> {
     let opts = dataplane::Options { queues: Some(queues), ..opts };
     let host = a.host.clone().unwrap_or_else(|| a.dst.to_string());
     let limits = crate::tcp_limits();
+    // The clock starts when the first connection is up (its SYN may wait for address
+    // resolution, or a peer's TIME-WAIT); each engine counts down when it has asked and
+    // drained, and a server that never answers ends the run after PROBE_LIMIT more.
+    let running = Arc::new(AtomicUsize::new(queues as usize));
     let make = |q: u32| {
         let cfg = HttpGenConfig {
             local: opts.addr,
@@ -100,12 +110,15 @@ pub fn run(a: GenHttpArgs) -> Result<(), String> {
             keep_alive: !a.close,
             rate: a.rate / u64::from(queues) + u64::from(q < (a.rate % u64::from(queues)) as u32),
             duration_us: duration.as_micros() as u64,
+            drain_us: drain.as_micros() as u64,
         };
         let bufs = tcp::channel::Buffers::new(paths.len() + 16, 2048);
-        engine::ChannelService::client(HttpGen::new(cfg), tcp::Config::default(), limits, bufs)
+        let g = HttpGen::new(cfg).count_down_when_finished(running.clone());
+        engine::ChannelService::client(g, tcp::Config::default(), limits, bufs)
     };
     // Port 0: every TCP port of the address (the connections' ephemeral ports).
-    let out = dataplane::run(&opts, &[(wire::Protocol::TCP, 0)], make, Until::Elapsed(duration + drain), "gen http")?;
+    let until = Until::CountedDown(running.clone(), duration + drain + PROBE_LIMIT);
+    let out = dataplane::run(&opts, &[(wire::Protocol::TCP, 0)], make, until, "gen http")?;
     if let Some(p) = &a.dp.counters {
         dataplane::write_counters_json(&out, p)?;
     }

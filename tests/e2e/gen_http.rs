@@ -5,8 +5,11 @@ use crate::common::*;
 use crate::web::{demo_file, pattern, precopy_stat, web_stat, Root};
 use crate::web_diff::nginx;
 
-fn gen_http(net: &TestNet, dst: &str, extra: &[&str]) -> serde_json::Value {
+/// One generator run, from a client address of its own (`198.18.0.<host>`), so no run meets
+/// the connections an earlier one left in TIME-WAIT at the server.
+fn gen_http(net: &TestNet, host: u8, dst: &str, extra: &[&str]) -> serde_json::Value {
     let json = std::env::temp_dir().join(format!("sirocco-genhttp-{}.json", std::process::id()));
+    let addr = format!("198.18.0.{host}");
     let mut args = vec![
         "netns",
         "exec",
@@ -17,7 +20,7 @@ fn gen_http(net: &TestNet, dst: &str, extra: &[&str]) -> serde_json::Value {
         "--iface",
         &net.cli_if,
         "--addr",
-        CLIENT_OWN,
+        &addr,
         "--dst",
         dst,
         "--json",
@@ -57,17 +60,17 @@ fn gen_http_against_nginx_on_the_kernel_stack() {
     root.write("f.bin", &pattern(10_000, 3));
     let net = TestNet::new(1);
     let _ng = nginx(&net.srv_ns, root.path());
-    let keep = gen_http(&net, SERVER, &["--path", "/f.bin", "--conns", "8", "--duration", "2"]);
+    let keep = gen_http(&net, 20, SERVER, &["--path", "/f.bin", "--conns", "8", "--duration", "2"]);
     clean(&keep, 10_000, 8);
     // nginx closes a keep-alive connection after 1000 requests (keepalive_requests); the
     // generator honours its `Connection: close` and opens another.
     let again = n(&keep, "completed") / 1000;
     assert!(n(&keep, "opened") >= 8 && n(&keep, "opened") <= 8 + again + 8, "keep-alive: {keep}");
-    let close = gen_http(&net, SERVER, &["--path", "/f.bin", "--conns", "8", "--duration", "2", "--close"]);
+    let close = gen_http(&net, 21, SERVER, &["--path", "/f.bin", "--conns", "8", "--duration", "2", "--close"]);
     clean(&close, 10_000, 8);
     assert!(n(&close, "opened") >= n(&close, "completed"), "a connection per request: {close}");
     // Open loop: never more than the schedule asks for.
-    let open = gen_http(&net, SERVER, &["--path", "/f.bin", "--conns", "8", "--duration", "2", "--rate", "1000"]);
+    let open = gen_http(&net, 22, SERVER, &["--path", "/f.bin", "--conns", "8", "--duration", "2", "--rate", "1000"]);
     clean(&open, 10_000, 8);
     assert!(n(&open, "sent") <= 2000 && n(&open, "sent") >= 1000, "{open}");
 }
@@ -76,8 +79,9 @@ fn gen_http_against_nginx_on_the_kernel_stack() {
 fn gen_http_against_sirocco_web_counts_agree() {
     let net = TestNet::new(1);
     let s = net.start(&["web", "--iface", &net.srv_if, "--addr", SERVER_OWN]);
-    let keep = gen_http(&net, SERVER_OWN, &["--path", "/hello.txt", "--conns", "16", "--duration", "2"]);
-    let close = gen_http(&net, SERVER_OWN, &["--path", "/hello.txt", "--conns", "16", "--duration", "2", "--close"]);
+    let keep = gen_http(&net, 23, SERVER_OWN, &["--path", "/hello.txt", "--conns", "16", "--duration", "2"]);
+    let close =
+        gen_http(&net, 24, SERVER_OWN, &["--path", "/hello.txt", "--conns", "16", "--duration", "2", "--close"]);
     let (_, log) = stop_with_log(s);
     let size = demo_file("hello.txt").len() as u64;
     clean(&keep, size, 16);

@@ -15,6 +15,8 @@
 
 use crate::Histogram;
 use std::collections::VecDeque;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Arc;
 use tcp::channel::{Calls, Event, Events, Extent, Server};
 use tcp::{End, Handle};
 use wire::Ipv4Addr;
@@ -40,6 +42,8 @@ pub struct HttpGenConfig {
     pub rate: u64,
     /// How long to ask, in microseconds.
     pub duration_us: u64,
+    /// How long answers are waited for after that.
+    pub drain_us: u64,
 }
 
 /// Longest response head the generator reads.
@@ -127,6 +131,8 @@ pub struct HttpGen {
     /// others do not lose their SYNs to address resolution); the clock starts when it is up.
     probing: bool,
     done: bool,
+    /// Counted down once when asking and draining are over.
+    finish: Option<Arc<AtomicUsize>>,
     /// What was measured.
     pub stats: HttpGenStats,
 }
@@ -156,8 +162,15 @@ impl HttpGen {
             backlog: VecDeque::new(),
             probing: false,
             done: false,
+            finish: None,
             stats: HttpGenStats::default(),
         }
+    }
+
+    /// Counts `c` down by one once this generator has asked and drained.
+    pub fn count_down_when_finished(mut self, c: Arc<AtomicUsize>) -> HttpGen {
+        self.finish = Some(c);
+        self
     }
 
     /// True once asking is over.
@@ -429,6 +442,15 @@ impl Server for HttpGen {
                 }
                 Event::Knock { h, .. } => {
                     let _ = calls.reject(h);
+                }
+            }
+        }
+        if self.done {
+            if let (Some(start), true) = (self.start, self.finish.is_some()) {
+                if now.saturating_sub(start) >= self.cfg.duration_us + self.cfg.drain_us {
+                    if let Some(c) = self.finish.take() {
+                        c.fetch_sub(1, Ordering::SeqCst);
+                    }
                 }
             }
         }
