@@ -112,8 +112,19 @@ where
     let xcfg = XskConfig { force_copy: opts.force_copy, frames: base.frames + opts.extra_frames, ..base };
     let mut ports = Vec::new();
     for q in 0..queues {
-        let port = XskPort::open(ifc.index, q, xcfg)
-            .map_err(|e| format!("opening an AF_XDP socket on {} queue {q}: {e}", ifc.name))?;
+        // A socket the last process on this queue had is torn down by the kernel after that
+        // process exits; until then binding says EBUSY. Wait for it a bounded time.
+        let mut tries = 0;
+        let port = loop {
+            match XskPort::open(ifc.index, q, xcfg) {
+                // The port adds context to the error, so EBUSY shows in its text only.
+                Err(e) if e.to_string().ends_with(&format!("(os error {})", libc::EBUSY)) && tries < 30 => {
+                    tries += 1;
+                    std::thread::sleep(Duration::from_millis(100));
+                }
+                r => break r.map_err(|e| format!("opening an AF_XDP socket on {} queue {q}: {e}", ifc.name))?,
+            }
+        };
         filter.bind_queue(q, port.raw_fd()).map_err(|e| e.to_string())?;
         ports.push(port);
     }
