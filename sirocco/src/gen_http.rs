@@ -124,19 +124,7 @@ pub fn run(a: GenHttpArgs) -> Result<(), String> {
     }
     let mut s = HttpGenStats::default();
     for (_, svc) in &out.engines {
-        let g = &svc.server.stats;
-        s.sent += g.sent;
-        s.completed += g.completed;
-        s.ok += g.ok;
-        s.not_ok += g.not_ok;
-        s.body_bytes += g.body_bytes;
-        s.bytes += g.bytes;
-        s.opened += g.opened;
-        s.connect_failed += g.connect_failed;
-        s.broken += g.broken;
-        s.bad_responses += g.bad_responses;
-        s.behind += g.behind;
-        s.latency.merge(&g.latency);
+        s.merge(&svc.server.stats);
     }
     let secs = duration.as_secs_f64();
     let us = |q: f64| s.latency.quantile(q) as f64 / 1000.0;

@@ -115,6 +115,24 @@ pub struct HttpGenStats {
     pub last_us: u64,
 }
 
+impl HttpGenStats {
+    /// Adds another engine's counts and latencies.
+    pub fn merge(&mut self, g: &HttpGenStats) {
+        self.sent += g.sent;
+        self.completed += g.completed;
+        self.ok += g.ok;
+        self.not_ok += g.not_ok;
+        self.body_bytes += g.body_bytes;
+        self.bytes += g.bytes;
+        self.opened += g.opened;
+        self.connect_failed += g.connect_failed;
+        self.broken += g.broken;
+        self.bad_responses += g.bad_responses;
+        self.behind += g.behind;
+        self.latency.merge(&g.latency);
+    }
+}
+
 /// The generator of one engine.
 pub struct HttpGen {
     cfg: HttpGenConfig,

@@ -139,15 +139,11 @@ impl Port for MemPort {
     fn wait(&mut self, _timeout_ms: i32) {}
 
     fn pin(&mut self) -> Option<Frame> {
-        let addr = self.free_list.pop()?;
-        self.pins.pin(addr);
-        Some(Frame { addr, len: 0 })
+        self.pins.take(&mut self.free_list).map(|addr| Frame { addr, len: 0 })
     }
 
     fn unpin(&mut self, addr: u64) {
-        if self.pins.unpin(addr) {
-            self.free_list.push(addr);
-        }
+        self.pins.release(addr, &mut self.free_list);
     }
 
     fn returned(&mut self, each: &mut dyn FnMut(u64)) {

@@ -25,6 +25,20 @@ impl Pins {
         (i / 64, 1u64 << (i % 64))
     }
 
+    /// Takes a frame from `free` and pins it.
+    pub(crate) fn take(&mut self, free: &mut Vec<u64>) -> Option<u64> {
+        let addr = free.pop()?;
+        self.pin(addr);
+        Some(addr)
+    }
+
+    /// Unpins a frame the application holds and puts it on `free`.
+    pub(crate) fn release(&mut self, addr: u64, free: &mut Vec<u64>) {
+        if self.unpin(addr) {
+            free.push(addr);
+        }
+    }
+
     /// Marks the frame at `addr` (its start) pinned.
     pub(crate) fn pin(&mut self, addr: u64) {
         let (w, b) = self.at(addr);

@@ -430,15 +430,11 @@ impl Port for XskPort {
                 return None;
             }
         }
-        let addr = self.free_list.pop()?;
-        self.pins.pin(addr);
-        Some(Frame { addr, len: 0 })
+        self.pins.take(&mut self.free_list).map(|addr| Frame { addr, len: 0 })
     }
 
     fn unpin(&mut self, addr: u64) {
-        if self.pins.unpin(addr) {
-            self.free_list.push(addr);
-        }
+        self.pins.release(addr, &mut self.free_list);
     }
 
     fn returned(&mut self, each: &mut dyn FnMut(u64)) {
