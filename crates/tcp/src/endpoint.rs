@@ -673,7 +673,7 @@ impl<A: App> Endpoint<A> {
                 self.cookie_reply(&t, &cfg, seg, now);
                 return;
             }
-            let tcb = Tcb::accept(t, cfg, isn::isn(self.key, &t, now), now, seg);
+            let tcb = Tcb::accept(t, cfg, isn::isn(self.key, &t, now), isn::ts_offset(self.key, &t), now, seg);
             if let Some(idx) = self.alloc(t, tcb, None) {
                 self.slots[idx as usize].half_open = true;
                 if let Some(l) = self.listeners.get_mut(&t.local_port) {
@@ -690,7 +690,17 @@ impl<A: App> Endpoint<A> {
                     Some((_, tsecr)) => isn::options_from_ts(tsecr),
                     None => (None, false),
                 };
-                let tcb = Tcb::from_cookie(t, cfg, Seq(seg.ack.wrapping_sub(1)), now, seg, mss, wscale, sack);
+                let tcb = Tcb::from_cookie(
+                    t,
+                    cfg,
+                    Seq(seg.ack.wrapping_sub(1)),
+                    isn::ts_offset(self.key, &t),
+                    now,
+                    seg,
+                    mss,
+                    wscale,
+                    sack,
+                );
                 if let Some(idx) = self.alloc(t, tcb, None) {
                     self.env.stats.cookies_accepted += 1;
                     self.env.stats.established += 1;
@@ -792,7 +802,7 @@ impl<A: App> Endpoint<A> {
             let sack = cfg.sack && syn.options.sack_permitted;
             o.window_scale = ws;
             o.sack_permitted = sack;
-            o.timestamps = Some((isn::options_to_ts(ts_clock(c, now), peer_ws, sack), tsval));
+            o.timestamps = Some((isn::options_to_ts(ts_clock(isn::ts_offset(self.key, t), now), peer_ws, sack), tsval));
         }
         let r = TcpRepr {
             src_port: t.local_port,
@@ -851,7 +861,7 @@ impl<A: App> Endpoint<A> {
         let Some(t) = chosen else {
             return Err((ConnectError::NoPort, conn));
         };
-        let tcb = Tcb::connect(t, cfg, isn::isn(self.key, &t, now), now);
+        let tcb = Tcb::connect(t, cfg, isn::isn(self.key, &t, now), isn::ts_offset(self.key, &t), now);
         let idx = self.alloc(t, tcb, Some(conn)).expect("room checked above");
         self.queue_output(idx);
         self.sync_timer(idx);

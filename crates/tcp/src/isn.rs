@@ -18,6 +18,12 @@ pub fn isn(key: Key, t: &Tuple, now: Micros) -> Seq {
     Seq((hash(key, &tuple_bytes(t, 0)) as u32).wrapping_add((now / 4) as u32))
 }
 
+/// The secret offset of a tuple's timestamp clock ([`ts_clock`](crate::tcb::ts_clock)): the
+/// same for every incarnation of the tuple, unrelated across tuples.
+pub fn ts_offset(key: Key, t: &Tuple) -> u32 {
+    hash(key, &tuple_bytes(t, 0x7473_6f66)) as u32
+}
+
 /// MSS values a cookie can carry (3 bits); the peer's MSS is rounded down to one of them.
 const MSS_TABLE: [u16; 8] = [216, 536, 1220, 1360, 1400, 1440, 1452, 1460];
 /// A cookie's time slice: cookies stay valid for one to two slices.

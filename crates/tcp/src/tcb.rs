@@ -204,6 +204,8 @@ pub struct Tcb {
     sack_ok: bool,
     ts_ok: bool,
     ts_recent: u32,
+    /// Added to our millisecond clock in TSvals (see [`ts_clock`]).
+    ts_offset: u32,
     ts_recent_at: Micros,
     last_ack_sent: Seq,
 
@@ -233,10 +235,12 @@ pub struct Tcb {
     notes: Notes,
 }
 
-/// The timestamp clock of a connection with this ISN: milliseconds plus a per-connection
-/// offset, so the clock does not leak (RFC 7323 §7.1).
-pub fn ts_clock(iss: Seq, now: Micros) -> u32 {
-    ((now / 1000) as u32).wrapping_add(iss.0.rotate_left(13))
+/// The timestamp clock of a connection: milliseconds plus a secret offset for its addresses
+/// and ports ([`isn::ts_offset`](crate::isn::ts_offset)), so the clock does not leak (RFC
+/// 7323 §7.1) yet runs on across incarnations of one tuple: a new SYN to a tuple in TIME-WAIT
+/// must carry a newer TSval to reopen it (RFC 6191), or it waits out a SYN timeout.
+pub fn ts_clock(ts_offset: u32, now: Micros) -> u32 {
+    ((now / 1000) as u32).wrapping_add(ts_offset)
 }
 
 fn syn_options(cfg: &Config, peer: Option<&TcpOptions>, ts: Option<(u32, u32)>) -> TcpOptions {
@@ -255,13 +259,14 @@ fn syn_options(cfg: &Config, peer: Option<&TcpOptions>, ts: Option<(u32, u32)>) 
 }
 
 impl Tcb {
-    fn blank(tuple: Tuple, cfg: Config, iss: Seq, now: Micros, passive: bool) -> Tcb {
+    fn blank(tuple: Tuple, cfg: Config, iss: Seq, ts_offset: u32, now: Micros, passive: bool) -> Tcb {
         Tcb {
             tuple,
             state: State::Closed,
             cfg,
             passive,
             iss,
+            ts_offset,
             snd_una: iss,
             snd_nxt: iss,
             snd_max: iss,
@@ -318,15 +323,15 @@ impl Tcb {
     }
 
     /// Active open: SYN-SENT; the SYN goes out at the next [`poll`](Self::poll).
-    pub fn connect(tuple: Tuple, cfg: Config, iss: Seq, now: Micros) -> Tcb {
-        let mut t = Tcb::blank(tuple, cfg, iss, now, false);
+    pub fn connect(tuple: Tuple, cfg: Config, iss: Seq, ts_offset: u32, now: Micros) -> Tcb {
+        let mut t = Tcb::blank(tuple, cfg, iss, ts_offset, now, false);
         t.state = State::SynSent;
         t
     }
 
     /// Passive open from a SYN that a listener accepted: SYN-RECEIVED, SYN-ACK pending.
-    pub fn accept(tuple: Tuple, cfg: Config, iss: Seq, now: Micros, syn: &TcpRepr) -> Tcb {
-        let mut t = Tcb::blank(tuple, cfg, iss, now, true);
+    pub fn accept(tuple: Tuple, cfg: Config, iss: Seq, ts_offset: u32, now: Micros, syn: &TcpRepr) -> Tcb {
+        let mut t = Tcb::blank(tuple, cfg, iss, ts_offset, now, true);
         t.state = State::SynReceived;
         t.take_syn(syn, now);
         t
@@ -339,13 +344,14 @@ impl Tcb {
         tuple: Tuple,
         cfg: Config,
         iss: Seq,
+        ts_offset: u32,
         now: Micros,
         ack: &TcpRepr,
         mss: u16,
         wscale: Option<u8>,
         sack: bool,
     ) -> Tcb {
-        let mut t = Tcb::blank(tuple, cfg, iss, now, true);
+        let mut t = Tcb::blank(tuple, cfg, iss, ts_offset, now, true);
         let syn = TcpRepr {
             seq: ack.seq.wrapping_sub(1),
             flags: TcpFlags(TcpFlags::SYN),
@@ -1429,7 +1435,7 @@ impl Tcb {
     }
 
     fn ts_clock(&self, now: Micros) -> u32 {
-        ts_clock(self.iss, now)
+        ts_clock(self.ts_offset, now)
     }
 
     /// A header with ACK, window, timestamps and SACK blocks; records that an ACK went out.

@@ -422,3 +422,93 @@ fn connect_picks_source_ports_whose_replies_reach_its_own_queue() {
     }
     assert_eq!(ports.len(), 50);
 }
+
+/// Connects again as soon as the last connection is gone, always from the same port.
+#[derive(Default)]
+struct Redialer {
+    h: Option<Handle>,
+    established: u32,
+    tw_seen: Vec<usize>,
+    next_at: u64,
+    dialed_at: u64,
+    handshake_us: Vec<u64>,
+}
+
+impl Server for Redialer {
+    fn handle(&mut self, events: &Events<'_>, calls: &mut Calls<'_>) {
+        if self.h.is_none() && self.established < 40 && calls.now() >= self.next_at {
+            self.h = Some(calls.connect(0, A, B, PORT).unwrap());
+            self.dialed_at = calls.now();
+        }
+        for ev in events.iter() {
+            match ev {
+                Event::Connected { outcome, .. } => {
+                    assert!(outcome.is_ok(), "connect failed: {outcome:?}");
+                    self.established += 1;
+                    self.handshake_us.push(calls.now() - self.dialed_at);
+                }
+                Event::PeerClosed { h, .. } => calls.close(h).unwrap(),
+                Event::Dead { .. } => {
+                    self.h = None;
+                    // Gaps of 0.3-4 s: the ISN's clock moves on by up to a million.
+                    self.next_at = calls.now() + 300_000 + 97_000 * u64::from(self.established);
+                }
+                _ => {}
+            }
+        }
+    }
+}
+
+/// Accepts and closes at once: the server closes first, so TIME-WAIT stays on its side.
+struct Closer;
+
+impl Server for Closer {
+    fn handle(&mut self, events: &Events<'_>, calls: &mut Calls<'_>) {
+        for ev in events.iter() {
+            if let Event::Knock { h, .. } = ev {
+                calls.accept(h, 1).unwrap();
+                calls.close(h).unwrap();
+            }
+        }
+    }
+}
+
+#[test]
+fn a_new_syn_reopens_the_tuple_the_server_holds_in_time_wait() {
+    // One ephemeral port: every connection reuses the tuple the server still holds in
+    // TIME-WAIT (60 s). The reopening SYN must carry a newer TSval (RFC 6191), so the
+    // timestamp clock has to run on across incarnations of the tuple; were it drawn afresh
+    // per connection, about half the SYNs would be refused and wait out the 1 s SYN timeout.
+    let one_port = Limits { ephemeral: (40_000, 40_000), ..Limits::default() };
+    let mut c = Host {
+        ch: Channel::new(one_port, Buffers::new(8, 2048), Config::default(), 0),
+        srv: Redialer::default(),
+        held: Held(Vec::new()),
+    };
+    let mut s = Host::new(Closer, Some(Config { time_wait: 60_000_000, ..Config::default() }), 8);
+    let mut now = 0;
+    for _ in 0..200_000 {
+        now += 1000;
+        if c.srv.h.is_none() && c.srv.established < 40 && now >= c.srv.next_at {
+            c.srv.tw_seen.push(s.ch.endpoint().time_wait());
+        }
+        let mut wc = Wire::default();
+        let mut ws = Wire::default();
+        c.round(now, &mut wc);
+        s.round(now, &mut ws);
+        for (src, dst, seg) in wc.out {
+            s.input(now, src, dst, seg);
+        }
+        for (src, dst, seg) in ws.out {
+            c.input(now, src, dst, seg);
+        }
+        if c.srv.established == 40 && c.srv.h.is_none() {
+            break;
+        }
+    }
+    assert_eq!(c.srv.established, 40);
+    assert!(c.srv.tw_seen[1..].iter().all(|&n| n == 1), "the tuple was in TIME-WAIT: {:?}", c.srv.tw_seen);
+    assert_eq!(s.ch.endpoint().stats().established, 40);
+    // A round trip is 1-2 ms here; a refused SYN is sent again after a second.
+    assert!(c.srv.handshake_us.iter().all(|&us| us < 10_000), "handshakes (µs): {:?}", c.srv.handshake_us);
+}
