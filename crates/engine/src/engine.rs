@@ -74,6 +74,8 @@ enum Timer {
 }
 
 const PUBLISH_MS: u64 = 200;
+/// How long to wait for a full device queue before transmitting again.
+const TX_RETRY_US: u32 = 50;
 
 /// One engine: a port, the stack state, and the loop that drives them.
 pub struct Engine<P: Port> {
@@ -284,6 +286,12 @@ impl<P: Port> Engine<P> {
             let work = self.poll(now, app);
             if self.last_rx > 0 {
                 idle = 0;
+                continue;
+            }
+            if self.port.tx_blocked() {
+                // The device's queue is full (veth: the peer has not drained it yet): wait a
+                // moment, or for input, then transmit again.
+                self.port.wait_tx(TX_RETRY_US);
                 continue;
             }
             if work > 0 || app.busy() {

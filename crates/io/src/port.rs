@@ -35,6 +35,18 @@ pub trait Port {
     fn flush(&mut self);
     /// Sleeps until a frame may be ready to receive or `timeout_ms` passes.
     fn wait(&mut self, timeout_ms: i32);
+    /// True while frames wait on the TX ring because the device took nothing at the last
+    /// [`flush`](Port::flush) (its queue is full): kicking again at once would be a wasted
+    /// system call; [`wait_tx`](Port::wait_tx) instead.
+    fn tx_blocked(&mut self) -> bool {
+        false
+    }
+    /// Retries transmission after waiting until a frame may be ready to receive or
+    /// `timeout_us` passes.
+    fn wait_tx(&mut self, timeout_us: u32) {
+        let _ = timeout_us;
+        self.flush();
+    }
 
     /// Takes a free frame out of circulation for the caller to keep (a replica of prepared
     /// data). From then on, each time it is sent and completed, or freed, it comes back

@@ -14,6 +14,8 @@ pub const XDP_UMEM_REG: i32 = 4;
 pub const XDP_UMEM_FILL_RING: i32 = 5;
 pub const XDP_UMEM_COMPLETION_RING: i32 = 6;
 pub const XDP_STATISTICS: i32 = 7;
+/// Descriptors a copy-mode sendto may transmit (Linux 6.17+; 32 before, and by default).
+pub const XDP_MAX_TX_SKB_BUDGET: i32 = 9;
 
 pub const XDP_COPY: u16 = 1 << 1;
 pub const XDP_ZEROCOPY: u16 = 1 << 2;
@@ -209,6 +211,17 @@ pub fn poll_in(fd: RawFd, timeout_ms: i32) {
     let mut p = libc::pollfd { fd, events: libc::POLLIN, revents: 0 };
     // SAFETY: one valid pollfd.
     unsafe { libc::poll(&mut p, 1, timeout_ms) };
+}
+
+/// ppoll() on one descriptor for input, for at most `timeout_us` microseconds.
+pub fn ppoll_in(fd: RawFd, timeout_us: u32) {
+    let mut p = libc::pollfd { fd, events: libc::POLLIN, revents: 0 };
+    let ts = libc::timespec {
+        tv_sec: libc::time_t::from(timeout_us / 1_000_000),
+        tv_nsec: libc::c_long::from(timeout_us % 1_000_000) * 1000,
+    };
+    // SAFETY: one valid pollfd, a valid timespec, no signal mask.
+    unsafe { libc::ppoll(&mut p, 1, &ts, std::ptr::null()) };
 }
 
 /// The index of a network interface, or None if it does not exist.

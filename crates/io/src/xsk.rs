@@ -163,6 +163,12 @@ pub struct XskCounters {
     pub rx_wakeups: u64,
     /// poll() calls made while idle.
     pub polls: u64,
+    /// Kicks after which the kernel had taken nothing (the device was busy).
+    pub tx_stalled_kicks: u64,
+    /// Descriptors one copy-mode kick may transmit.
+    pub tx_budget: u32,
+    /// Short waits for a full device queue to drain.
+    pub tx_waits: u64,
 }
 
 /// The port's and the kernel's counters for one socket.
@@ -178,13 +184,16 @@ impl std::fmt::Display for XskStats {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         write!(
             f,
-            "af_xdp: kernel rx_dropped {} rx_ring_full {} fill_ring_empty {} rx_invalid {} tx_invalid {} | tx kicks {} kick errors {} polls {}",
+            "af_xdp: kernel rx_dropped {} rx_ring_full {} fill_ring_empty {} rx_invalid {} tx_invalid {} | tx kicks {} (budget {}, {} took nothing, {} waits) kick errors {} polls {}",
             self.kernel.rx_dropped,
             self.kernel.rx_ring_full,
             self.kernel.rx_fill_ring_empty_descs,
             self.kernel.rx_invalid_descs,
             self.kernel.tx_invalid_descs,
             self.port.tx_kicks,
+            self.port.tx_budget,
+            self.port.tx_stalled_kicks,
+            self.port.tx_waits,
             self.port.tx_kick_errors,
             self.port.polls
         )
@@ -206,6 +215,8 @@ pub struct XskPort {
     queue: u32,
     /// Frames the fill ring should hold when we can afford it.
     fill_target: u32,
+    /// The last kick left frames on the TX ring and the kernel took none of them.
+    tx_stalled: bool,
     counters: XskCounters,
 }
 
@@ -252,6 +263,15 @@ impl XskPort {
                 .map_err(|e| ctx(e, &format!("bind AF_XDP socket to queue {queue}")))?;
         }
 
+        // Copy mode transmits at most 32 descriptors per sendto unless told more (Linux 6.17+);
+        // a whole ring per kick saves a system call per 32 frames. Older kernels refuse the
+        // option and keep 32, which `flush` copes with by kicking again.
+        let tx_budget = if mode == BindMode::Copy && sys::set_opt(&fd, sys::XDP_MAX_TX_SKB_BUDGET, &ring_size).is_ok() {
+            ring_size
+        } else {
+            32
+        };
+
         let frames = umem.frames();
         let fs = umem.frame_size() as u64;
         let free_list: Vec<u64> = (0..frames as u64).rev().map(|i| i * fs).collect();
@@ -268,7 +288,8 @@ impl XskPort {
             queue,
             // Half the frames wait in the fill ring for RX; the other half serve TX.
             fill_target: ring_size.min(frames as u32 / 2),
-            counters: XskCounters::default(),
+            tx_stalled: false,
+            counters: XskCounters { tx_budget, ..XskCounters::default() },
         };
         port.refill();
         Ok(port)
@@ -392,13 +413,17 @@ impl Port for XskPort {
     }
 
     fn flush(&mut self) {
-        // Copy mode transmits at most a small batch per sendto (32 in current kernels), so keep
-        // kicking while the kernel takes entries, a bounded number of times.
+        // Copy mode transmits at most a budget of entries per sendto, so keep kicking while
+        // the kernel takes entries, a bounded number of times; a kick that took nothing means
+        // the device's queue is full (veth: its peer has not drained it), and kicking on would
+        // only burn system calls the peer's core needs time for.
+        self.tx_stalled = false;
         for _ in 0..16 {
             if self.tx.outstanding() == 0 || !self.tx.needs_wakeup() {
                 break;
             }
             self.counters.tx_kicks += 1;
+            let before = self.tx.outstanding();
             match sys::kick_tx(self.fd.as_raw_fd()) {
                 None => {}
                 Some(libc::EAGAIN | libc::EBUSY | libc::ENOBUFS) => {}
@@ -406,6 +431,11 @@ impl Port for XskPort {
                     self.counters.tx_kick_errors += 1;
                     break;
                 }
+            }
+            if self.tx.outstanding() == before {
+                self.counters.tx_stalled_kicks += 1;
+                self.tx_stalled = true;
+                break;
             }
         }
         self.reap_completions();
@@ -419,6 +449,17 @@ impl Port for XskPort {
     fn wait(&mut self, timeout_ms: i32) {
         self.counters.polls += 1;
         sys::poll_in(self.fd.as_raw_fd(), timeout_ms);
+    }
+
+    fn tx_blocked(&mut self) -> bool {
+        self.tx_stalled && self.tx.outstanding() > 0
+    }
+
+    fn wait_tx(&mut self, timeout_us: u32) {
+        // In copy mode poll() itself transmits, on entry and on waking.
+        self.counters.tx_waits += 1;
+        sys::ppoll_in(self.fd.as_raw_fd(), timeout_us);
+        self.flush();
     }
 
     fn pin(&mut self) -> Option<Frame> {
