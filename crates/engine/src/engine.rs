@@ -192,7 +192,9 @@ impl<P: Port> Engine<P> {
         // Replies first, so what the application originates cannot starve them of TX slots.
         self.transmit();
         let produced = {
-            let room = self.port.tx_room();
+            // Bounded by the free frames too: a segment TCP counts as sent but that finds no
+            // frame is lost and costs a retransmission.
+            let room = self.port.tx_room().min(self.port.free_frames());
             let mut out = Out {
                 port: &mut self.port,
                 stack: &mut self.stack,

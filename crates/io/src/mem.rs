@@ -110,6 +110,10 @@ impl Port for MemPort {
         self.free_list.pop().map(|addr| Frame { addr, len: 0 })
     }
 
+    fn free_frames(&mut self) -> usize {
+        self.free_list.len()
+    }
+
     fn free(&mut self, f: Frame) {
         let a = f.addr - f.addr % FRAME_SIZE as u64;
         if !self.pins.give_back(a) {

@@ -31,6 +31,8 @@ pub trait Port {
     fn send(&mut self, frames: &[Frame]) -> usize;
     /// Free TX slots right now (a bound on what [`Port::send`] will take).
     fn tx_room(&mut self) -> usize;
+    /// Frames [`Port::alloc`] can hand out right now.
+    fn free_frames(&mut self) -> usize;
     /// Kicks transmission, reaps completions and refills the receive side.
     fn flush(&mut self);
     /// Sleeps until a frame may be ready to receive or `timeout_ms` passes.

@@ -412,6 +412,13 @@ impl Port for XskPort {
         self.tx.free(self.tx.size) as usize
     }
 
+    fn free_frames(&mut self) -> usize {
+        if self.free_list.is_empty() {
+            self.reap_completions();
+        }
+        self.free_list.len()
+    }
+
     fn flush(&mut self) {
         // Copy mode transmits at most a budget of entries per sendto, so keep kicking while
         // the kernel takes entries, a bounded number of times; a kick that took nothing means
