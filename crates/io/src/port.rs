@@ -43,11 +43,10 @@ pub trait Port {
     fn tx_blocked(&mut self) -> bool {
         false
     }
-    /// Retries transmission after waiting until a frame may be ready to receive or
-    /// `timeout_us` passes.
+    /// Waits until a frame may be ready to receive or `timeout_us` passes; the next
+    /// [`flush`](Port::flush) transmits again.
     fn wait_tx(&mut self, timeout_us: u32) {
         let _ = timeout_us;
-        self.flush();
     }
 
     /// Takes a free frame out of circulation for the caller to keep (a replica of prepared

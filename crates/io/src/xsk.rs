@@ -463,10 +463,10 @@ impl Port for XskPort {
     }
 
     fn wait_tx(&mut self, timeout_us: u32) {
-        // In copy mode poll() itself transmits, on entry and on waking.
+        // In copy mode poll() itself transmits, on entry and on waking; the engine's next
+        // iteration flushes (kicks and reaps) as always.
         self.counters.tx_waits += 1;
         sys::ppoll_in(self.fd.as_raw_fd(), timeout_us);
-        self.flush();
     }
 
     fn pin(&mut self) -> Option<Frame> {
