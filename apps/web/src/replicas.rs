@@ -260,13 +260,18 @@ mod tests {
         Some((frame, bytes))
     }
 
-    #[test]
-    fn a_replica_in_flight_is_never_given_to_another_client() {
+    /// The demo site packetised, its first object held, and a 64-frame arena.
+    fn fixture() -> (Arc<Site>, Store, u32, Arena) {
         let site = Arc::new(Site::demo(5));
-        let mut st = Store::new(site, 1448, 1 << 30, 100);
+        let mut st = Store::new(site.clone(), 1448, 1 << 30, 100);
         st.preload();
         let slot = st.get(0).unwrap();
-        let mut a = Arena { mem: vec![0; 64 * 4096], next: 0, limit: 64, sent: Vec::new() };
+        (site, st, slot, Arena { mem: vec![0; 64 * 4096], next: 0, limit: 64, sent: Vec::new() })
+    }
+
+    #[test]
+    fn a_replica_in_flight_is_never_given_to_another_client() {
+        let (_, st, slot, mut a) = fixture();
         let mut reps = Replicas::new(8);
         let (f1, _) = send(&mut reps, &st, slot, 0, 1001, &mut a).unwrap();
         let (f2, _) = send(&mut reps, &st, slot, 0, 1002, &mut a).unwrap();
@@ -282,12 +287,8 @@ mod tests {
 
     #[test]
     fn stale_heads_are_copied_again_and_the_budget_bounds_frames() {
-        let site = Arc::new(Site::demo(5));
-        let mut st = Store::new(site, 1448, 1 << 30, 100);
-        st.preload();
-        let slot = st.get(0).unwrap();
+        let (_, mut st, slot, mut a) = fixture();
         st.put(slot);
-        let mut a = Arena { mem: vec![0; 64 * 4096], next: 0, limit: 64, sent: Vec::new() };
         let mut reps = Replicas::new(2);
         let (f, _) = send(&mut reps, &st, slot, 0, 1001, &mut a).unwrap();
         reps.back(&st, f);
@@ -302,11 +303,7 @@ mod tests {
 
     #[test]
     fn replicas_of_a_dropped_object_are_released() {
-        let site = Arc::new(Site::demo(5));
-        let mut st = Store::new(site.clone(), 1448, 1 << 30, 100);
-        st.preload();
-        let slot = st.get(0).unwrap();
-        let mut a = Arena { mem: vec![0; 64 * 4096], next: 0, limit: 64, sent: Vec::new() };
+        let (site, mut st, slot, mut a) = fixture();
         let mut reps = Replicas::new(8);
         let (idle, _) = send(&mut reps, &st, slot, 0, 1001, &mut a).unwrap();
         let (busy, _) = send(&mut reps, &st, slot, 0, 1002, &mut a).unwrap();
