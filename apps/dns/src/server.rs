@@ -6,9 +6,9 @@ use crate::message::sum_at;
 use crate::resolve::MAX_CHAIN;
 use dns::name::{wire_ends_with, Name};
 use dns::{class, rcode, rtype, Edns, KeyMode, QName, Query, QueryError, HEADER_LEN};
+use engine::published::Follower;
 use engine::{App, Datagram, Verdict};
-use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use wire::checksum;
 
 /// Largest UDP response sirocco sends (the DNS flag day 2020 size), whatever the client offers.
@@ -36,39 +36,9 @@ pub struct Response {
     pub sum: u16,
 }
 
-/// The catalog every engine serves, replaceable while they run (SIGHUP reload): a new one
-/// is published with a new generation, and each engine picks it up at its next loop
-/// iteration — between batches, never inside one.
-pub struct SharedCatalog {
-    generation: AtomicU64,
-    current: Mutex<Arc<Catalog>>,
-}
-
-impl SharedCatalog {
-    /// Starts with `c`.
-    pub fn new(c: Catalog) -> Arc<SharedCatalog> {
-        Arc::new(SharedCatalog { generation: AtomicU64::new(0), current: Mutex::new(Arc::new(c)) })
-    }
-
-    /// Publishes `c`; returns the catalog it replaces (whose last holder frees it).
-    pub fn replace(&self, c: Catalog) -> Arc<Catalog> {
-        let mut g = self.current.lock().unwrap_or_else(|e| e.into_inner());
-        let old = std::mem::replace(&mut *g, Arc::new(c));
-        self.generation.fetch_add(1, Ordering::Release);
-        old
-    }
-
-    /// The catalog now published and its generation.
-    pub fn current(&self) -> (Arc<Catalog>, u64) {
-        let g = self.current.lock().unwrap_or_else(|e| e.into_inner());
-        (Arc::clone(&g), self.generation.load(Ordering::Acquire))
-    }
-}
-
 /// The DNS server for one engine.
 pub struct DnsServer {
-    catalog: Arc<Catalog>,
-    shared: Option<(Arc<SharedCatalog>, u64)>,
+    catalog: Follower<Catalog>,
     port: u16,
     mode: KeyMode,
     /// Counters.
@@ -89,19 +59,13 @@ struct Body {
 impl DnsServer {
     /// Serves `catalog` on UDP `port`.
     pub fn new(catalog: Arc<Catalog>, port: u16) -> Self {
-        DnsServer { catalog, shared: None, port, mode: KeyMode::default(), stats: DnsStats::default() }
+        DnsServer::following(Follower::fixed(catalog), port)
     }
 
-    /// Serves what `shared` publishes, switching when it changes.
-    pub fn shared(shared: Arc<SharedCatalog>, port: u16) -> Self {
-        let (catalog, generation) = shared.current();
-        DnsServer {
-            catalog,
-            shared: Some((shared, generation)),
-            port,
-            mode: KeyMode::default(),
-            stats: DnsStats::default(),
-        }
+    /// Serves the catalog `catalog` follows, switching when a new one is published (between
+    /// batches: the engine calls `produce` once per loop iteration).
+    pub fn following(catalog: Follower<Catalog>, port: u16) -> Self {
+        DnsServer { catalog, port, mode: KeyMode::default(), stats: DnsStats::default() }
     }
 
     /// Keys question names as `mode` says.
@@ -110,18 +74,9 @@ impl DnsServer {
         self
     }
 
-    /// Switches to a newly published catalog, if there is one.
-    pub fn refresh(&mut self) {
-        if let Some((shared, seen)) = &mut self.shared {
-            if shared.generation.load(Ordering::Acquire) != *seen {
-                (self.catalog, *seen) = shared.current();
-            }
-        }
-    }
-
     /// The catalog served.
     pub fn catalog(&self) -> &Arc<Catalog> {
-        &self.catalog
+        self.catalog.get()
     }
 
     /// Builds the response to the message `buf[..len]` in place; None to stay silent.
@@ -160,7 +115,7 @@ impl DnsServer {
             return Some(self.finish(buf, q_end, refused, rd_cd, 1, q.edns));
         }
         // Borrowed, not cloned: an Arc clone per query would bounce its count between cores.
-        let catalog = &self.catalog;
+        let catalog = self.catalog.get();
         // The key: the copy (decompress mode) or the bytes in the query (wire mode).
         let copied = match &q.qname {
             QName::Copied(n) => Some(n),
@@ -333,7 +288,7 @@ impl App for DnsServer {
 
     fn produce(&mut self, _now_ns: u64, _out: &mut dyn engine::Originate) -> usize {
         // Called once per engine loop iteration: the place to switch catalogs.
-        self.refresh();
+        self.catalog.refresh();
         0
     }
 

@@ -10,6 +10,7 @@ pub mod arp_cache;
 pub mod channel_service;
 pub mod counters;
 pub mod engine;
+pub mod published;
 mod stack;
 pub mod tcp_service;
 pub use timer;

@@ -1,6 +1,23 @@
 //! ARP for IPv4 over Ethernet (RFC 826).
 
-use crate::{be16, put16, Error, Ipv4Addr, MacAddr, Result};
+use crate::{be16, put16, EtherType, Error, Ipv4Addr, MacAddr, Result};
+
+mod field {
+    use core::ops::Range;
+    pub const HTYPE: usize = 0;
+    pub const PTYPE: usize = 2;
+    pub const HLEN: usize = 4;
+    pub const PLEN: usize = 5;
+    pub const OPER: usize = 6;
+    pub const SHA: Range<usize> = 8..14;
+    pub const SPA: Range<usize> = 14..18;
+    pub const THA: Range<usize> = 18..24;
+    pub const TPA: Range<usize> = 24..28;
+}
+
+const HTYPE_ETHERNET: u16 = 1;
+const OPER_REQUEST: u16 = 1;
+const OPER_REPLY: u16 = 2;
 
 /// Length of an Ethernet/IPv4 ARP packet.
 pub const PACKET_LEN: usize = 28;
@@ -35,39 +52,39 @@ impl<T: AsRef<[u8]>> ArpPacket<T> {
 
     /// Hardware type (1 for Ethernet).
     pub fn hardware_type(&self) -> u16 {
-        be16(self.b(), 0)
+        be16(self.b(), field::HTYPE)
     }
     /// Protocol type (0x0800 for IPv4).
     pub fn protocol_type(&self) -> u16 {
-        be16(self.b(), 2)
+        be16(self.b(), field::PTYPE)
     }
     /// Hardware address length.
     pub fn hardware_len(&self) -> u8 {
-        self.b()[4]
+        self.b()[field::HLEN]
     }
     /// Protocol address length.
     pub fn protocol_len(&self) -> u8 {
-        self.b()[5]
+        self.b()[field::PLEN]
     }
     /// Raw operation code.
     pub fn operation(&self) -> u16 {
-        be16(self.b(), 6)
+        be16(self.b(), field::OPER)
     }
     /// Sender hardware address.
     pub fn sender_mac(&self) -> MacAddr {
-        MacAddr(self.b()[8..14].try_into().unwrap())
+        MacAddr(self.b()[field::SHA].try_into().unwrap())
     }
     /// Sender protocol address.
     pub fn sender_ip(&self) -> Ipv4Addr {
-        Ipv4Addr::from_bytes(&self.b()[14..18])
+        Ipv4Addr::from_bytes(&self.b()[field::SPA])
     }
     /// Target hardware address.
     pub fn target_mac(&self) -> MacAddr {
-        MacAddr(self.b()[18..24].try_into().unwrap())
+        MacAddr(self.b()[field::THA].try_into().unwrap())
     }
     /// Target protocol address.
     pub fn target_ip(&self) -> Ipv4Addr {
-        Ipv4Addr::from_bytes(&self.b()[24..28])
+        Ipv4Addr::from_bytes(&self.b()[field::TPA])
     }
 }
 
@@ -89,12 +106,12 @@ pub struct ArpRepr {
 impl ArpRepr {
     /// Validates and reads an ARP packet; anything but Ethernet/IPv4 request or reply is refused.
     pub fn parse<T: AsRef<[u8]>>(p: &ArpPacket<T>) -> Result<Self> {
-        if p.hardware_type() != 1 || p.protocol_type() != 0x0800 || p.hardware_len() != 6 || p.protocol_len() != 4 {
+        if p.hardware_type() != HTYPE_ETHERNET || p.protocol_type() != EtherType::IPV4 || p.hardware_len() != 6 || p.protocol_len() != 4 {
             return Err(Error::Unsupported);
         }
         let op = match p.operation() {
-            1 => ArpOp::Request,
-            2 => ArpOp::Reply,
+            OPER_REQUEST => ArpOp::Request,
+            OPER_REPLY => ArpOp::Reply,
             _ => return Err(Error::Malformed),
         };
         Ok(ArpRepr {
@@ -108,15 +125,15 @@ impl ArpRepr {
 
     /// Writes the packet to the start of `buf` (at least [`PACKET_LEN`] long).
     pub fn emit(&self, buf: &mut [u8]) {
-        put16(buf, 0, 1);
-        put16(buf, 2, 0x0800);
-        buf[4] = 6;
-        buf[5] = 4;
-        put16(buf, 6, if self.op == ArpOp::Request { 1 } else { 2 });
-        buf[8..14].copy_from_slice(&self.sender_mac.0);
-        buf[14..18].copy_from_slice(&self.sender_ip.0);
-        buf[18..24].copy_from_slice(&self.target_mac.0);
-        buf[24..28].copy_from_slice(&self.target_ip.0);
+        put16(buf, field::HTYPE, HTYPE_ETHERNET);
+        put16(buf, field::PTYPE, EtherType::IPV4);
+        buf[field::HLEN] = 6;
+        buf[field::PLEN] = 4;
+        put16(buf, field::OPER, if self.op == ArpOp::Request { OPER_REQUEST } else { OPER_REPLY });
+        buf[field::SHA].copy_from_slice(&self.sender_mac.0);
+        buf[field::SPA].copy_from_slice(&self.sender_ip.0);
+        buf[field::THA].copy_from_slice(&self.target_mac.0);
+        buf[field::TPA].copy_from_slice(&self.target_ip.0);
     }
 }
 

@@ -3,7 +3,7 @@
 //! Sums are carried as `u64` partial sums so that several pieces (pseudo-header, header,
 //! payload) can be added before one final fold.
 
-use crate::ipv4::Ipv4Addr;
+use crate::addr::Ipv4Addr;
 
 /// Adds `data` to a running one's-complement partial sum. Odd lengths are padded with a zero
 /// byte at the end, as RFC 1071 says; so only the last piece of a sum may have odd length.

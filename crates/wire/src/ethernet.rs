@@ -2,44 +2,7 @@
 
 use crate::{be16, put16, Error, Result};
 
-/// A 48-bit MAC address.
-#[derive(Clone, Copy, PartialEq, Eq, Hash, Default, PartialOrd, Ord)]
-pub struct MacAddr(pub [u8; 6]);
-
-impl MacAddr {
-    /// ff:ff:ff:ff:ff:ff.
-    pub const BROADCAST: MacAddr = MacAddr([0xff; 6]);
-    /// 00:00:00:00:00:00.
-    pub const ZERO: MacAddr = MacAddr([0; 6]);
-
-    /// True for group (multicast and broadcast) addresses.
-    pub fn is_multicast(&self) -> bool {
-        self.0[0] & 1 != 0
-    }
-
-    /// Parses `aa:bb:cc:dd:ee:ff`.
-    pub fn parse(s: &str) -> Option<MacAddr> {
-        let mut out = [0u8; 6];
-        let mut parts = s.split(':');
-        for b in &mut out {
-            *b = u8::from_str_radix(parts.next()?, 16).ok()?;
-        }
-        parts.next().is_none().then_some(MacAddr(out))
-    }
-}
-
-impl core::fmt::Debug for MacAddr {
-    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
-        core::fmt::Display::fmt(self, f)
-    }
-}
-
-impl core::fmt::Display for MacAddr {
-    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
-        let b = self.0;
-        write!(f, "{:02x}:{:02x}:{:02x}:{:02x}:{:02x}:{:02x}", b[0], b[1], b[2], b[3], b[4], b[5])
-    }
-}
+pub use crate::addr::MacAddr;
 
 /// EtherType values sirocco knows.
 pub struct EtherType;
@@ -156,9 +119,9 @@ impl<T: AsRef<[u8]> + AsMut<[u8]>> EthernetFrame<T> {
     pub fn swap_addrs(&mut self) {
         let b = self.buf.as_mut();
         let mut t = [0u8; 6];
-        t.copy_from_slice(&b[0..6]);
-        b.copy_within(6..12, 0);
-        b[6..12].copy_from_slice(&t);
+        t.copy_from_slice(&b[field::DST]);
+        b.copy_within(field::SRC, field::DST.start);
+        b[field::SRC].copy_from_slice(&t);
     }
 
     /// The bytes after the header, mutable.

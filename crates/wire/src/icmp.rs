@@ -3,6 +3,14 @@
 use crate::checksum;
 use crate::{be16, put16, Error, Result};
 
+mod field {
+    pub const TYPE: usize = 0;
+    pub const CODE: usize = 1;
+    pub const CHECKSUM: usize = 2;
+    pub const IDENT: usize = 4;
+    pub const SEQ: usize = 6;
+}
+
 /// Length of the echo header (type, code, checksum, identifier, sequence).
 pub const HEADER_LEN: usize = 8;
 
@@ -39,23 +47,23 @@ impl<T: AsRef<[u8]>> IcmpPacket<T> {
     }
     /// Message type.
     pub fn msg_type(&self) -> u8 {
-        self.b()[0]
+        self.b()[field::TYPE]
     }
     /// Message code.
     pub fn code(&self) -> u8 {
-        self.b()[1]
+        self.b()[field::CODE]
     }
     /// Checksum field.
     pub fn checksum(&self) -> u16 {
-        be16(self.b(), 2)
+        be16(self.b(), field::CHECKSUM)
     }
     /// Echo identifier.
     pub fn ident(&self) -> u16 {
-        be16(self.b(), 4)
+        be16(self.b(), field::IDENT)
     }
     /// Echo sequence number.
     pub fn seq(&self) -> u16 {
-        be16(self.b(), 6)
+        be16(self.b(), field::SEQ)
     }
     /// Echo data.
     pub fn data(&self) -> &[u8] {
@@ -72,11 +80,11 @@ impl<T: AsRef<[u8]> + AsMut<[u8]>> IcmpPacket<T> {
     /// checksum is updated incrementally rather than summed over the data again.
     pub fn echo_request_to_reply(&mut self) {
         let b = self.buf.as_mut();
-        let old = be16(b, 0);
-        b[0] = kind::ECHO_REPLY;
-        let new = be16(b, 0);
-        let c = checksum::update16(be16(b, 2), old, new);
-        put16(b, 2, c);
+        let old = be16(b, field::TYPE);
+        b[field::TYPE] = kind::ECHO_REPLY;
+        let new = be16(b, field::TYPE);
+        let c = checksum::update16(be16(b, field::CHECKSUM), old, new);
+        put16(b, field::CHECKSUM, c);
     }
 }
 
@@ -139,14 +147,14 @@ impl<'a> IcmpRepr<'a> {
             IcmpRepr::Other { .. } => return false,
         };
         let b = &mut buf[..HEADER_LEN + data.len()];
-        b[0] = t;
-        b[1] = 0;
-        put16(b, 2, 0);
-        put16(b, 4, ident);
-        put16(b, 6, seq);
+        b[field::TYPE] = t;
+        b[field::CODE] = 0;
+        put16(b, field::CHECKSUM, 0);
+        put16(b, field::IDENT, ident);
+        put16(b, field::SEQ, seq);
         b[HEADER_LEN..].copy_from_slice(data);
         let c = checksum::checksum(b);
-        put16(b, 2, c);
+        put16(b, field::CHECKSUM, c);
         true
     }
 }

@@ -3,52 +3,7 @@
 use crate::checksum;
 use crate::{be16, put16, Error, Result};
 
-/// An IPv4 address in network byte order.
-#[derive(Clone, Copy, PartialEq, Eq, Hash, Default, PartialOrd, Ord)]
-pub struct Ipv4Addr(pub [u8; 4]);
-
-impl Ipv4Addr {
-    /// 0.0.0.0
-    pub const UNSPECIFIED: Ipv4Addr = Ipv4Addr([0; 4]);
-
-    /// From the first four bytes of `b`.
-    pub fn from_bytes(b: &[u8]) -> Ipv4Addr {
-        Ipv4Addr([b[0], b[1], b[2], b[3]])
-    }
-    /// As a host-order integer.
-    pub fn to_u32(self) -> u32 {
-        u32::from_be_bytes(self.0)
-    }
-    /// From a host-order integer.
-    pub fn from_u32(v: u32) -> Ipv4Addr {
-        Ipv4Addr(v.to_be_bytes())
-    }
-}
-
-impl From<std::net::Ipv4Addr> for Ipv4Addr {
-    fn from(a: std::net::Ipv4Addr) -> Self {
-        Ipv4Addr(a.octets())
-    }
-}
-
-impl From<Ipv4Addr> for std::net::Ipv4Addr {
-    fn from(a: Ipv4Addr) -> Self {
-        std::net::Ipv4Addr::from(a.0)
-    }
-}
-
-impl core::fmt::Debug for Ipv4Addr {
-    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
-        core::fmt::Display::fmt(self, f)
-    }
-}
-
-impl core::fmt::Display for Ipv4Addr {
-    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
-        let b = self.0;
-        write!(f, "{}.{}.{}.{}", b[0], b[1], b[2], b[3])
-    }
-}
+pub use crate::addr::Ipv4Addr;
 
 /// IP protocol numbers sirocco knows.
 pub struct Protocol;
@@ -192,6 +147,13 @@ impl<T: AsRef<[u8]> + AsMut<[u8]>> Ipv4Packet<T> {
         self.bm()[field::TTL] = ttl;
         let new = be16(self.b(), field::TTL);
         let c = checksum::update16(self.checksum(), old, new);
+        put16(self.bm(), field::CHECKSUM, c);
+    }
+    /// Sets the total length, updating the checksum incrementally.
+    pub fn set_total_len(&mut self, len: u16) {
+        let old = self.total_len();
+        put16(self.bm(), field::LENGTH, len);
+        let c = checksum::update16(self.checksum(), old, len);
         put16(self.bm(), field::CHECKSUM, c);
     }
     /// Swaps source and destination; the checksum is unchanged (same words, other order).

@@ -5,6 +5,7 @@
 //! `parse` (which validates, so everything after it can trust the packet) and `emit`.
 //! Checksums are in [`checksum`], including RFC 1624 incremental updates.
 
+pub mod addr;
 pub mod arp;
 pub mod build;
 pub mod checksum;

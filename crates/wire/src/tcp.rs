@@ -4,6 +4,18 @@
 use crate::checksum;
 use crate::{be16, be32, put16, put32, Error, Ipv4Addr, Protocol, Result};
 
+mod field {
+    pub const SRC_PORT: usize = 0;
+    pub const DST_PORT: usize = 2;
+    pub const SEQ: usize = 4;
+    pub const ACK: usize = 8;
+    pub const DATA_OFF: usize = 12;
+    pub const FLAGS: usize = 13;
+    pub const WINDOW: usize = 14;
+    pub const CHECKSUM: usize = 16;
+    pub const URGENT: usize = 18;
+}
+
 /// Length of the header without options.
 pub const HEADER_LEN: usize = 20;
 /// Longest header (data offset 15).
@@ -70,39 +82,39 @@ impl<T: AsRef<[u8]>> TcpPacket<T> {
     }
     /// Source port.
     pub fn src_port(&self) -> u16 {
-        be16(self.b(), 0)
+        be16(self.b(), field::SRC_PORT)
     }
     /// Destination port.
     pub fn dst_port(&self) -> u16 {
-        be16(self.b(), 2)
+        be16(self.b(), field::DST_PORT)
     }
     /// Sequence number.
     pub fn seq(&self) -> u32 {
-        be32(self.b(), 4)
+        be32(self.b(), field::SEQ)
     }
     /// Acknowledgement number.
     pub fn ack(&self) -> u32 {
-        be32(self.b(), 8)
+        be32(self.b(), field::ACK)
     }
     /// Header length in bytes (data offset × 4).
     pub fn header_len(&self) -> usize {
-        usize::from(self.b()[12] >> 4) * 4
+        usize::from(self.b()[field::DATA_OFF] >> 4) * 4
     }
     /// Control flags.
     pub fn flags(&self) -> TcpFlags {
-        TcpFlags(self.b()[13])
+        TcpFlags(self.b()[field::FLAGS])
     }
     /// Window field (unscaled).
     pub fn window(&self) -> u16 {
-        be16(self.b(), 14)
+        be16(self.b(), field::WINDOW)
     }
     /// Checksum field.
     pub fn checksum(&self) -> u16 {
-        be16(self.b(), 16)
+        be16(self.b(), field::CHECKSUM)
     }
     /// Urgent pointer.
     pub fn urgent(&self) -> u16 {
-        be16(self.b(), 18)
+        be16(self.b(), field::URGENT)
     }
     /// Raw option bytes.
     pub fn options(&self) -> &[u8] {
@@ -127,42 +139,42 @@ impl<T: AsRef<[u8]> + AsMut<[u8]>> TcpPacket<T> {
     /// Sets the sequence number, updating the checksum incrementally.
     pub fn set_seq(&mut self, v: u32) {
         let old = self.seq();
-        put32(self.bm(), 4, v);
+        put32(self.bm(), field::SEQ, v);
         let c = checksum::update32(self.checksum(), old, v);
-        put16(self.bm(), 16, c);
+        put16(self.bm(), field::CHECKSUM, c);
     }
     /// Sets the acknowledgement number, updating the checksum incrementally.
     pub fn set_ack(&mut self, v: u32) {
         let old = self.ack();
-        put32(self.bm(), 8, v);
+        put32(self.bm(), field::ACK, v);
         let c = checksum::update32(self.checksum(), old, v);
-        put16(self.bm(), 16, c);
+        put16(self.bm(), field::CHECKSUM, c);
     }
     /// Sets the window, updating the checksum incrementally.
     pub fn set_window(&mut self, v: u16) {
         let old = self.window();
-        put16(self.bm(), 14, v);
+        put16(self.bm(), field::WINDOW, v);
         let c = checksum::update16(self.checksum(), old, v);
-        put16(self.bm(), 16, c);
+        put16(self.bm(), field::CHECKSUM, c);
     }
     /// Sets the destination port, updating the checksum incrementally.
     pub fn set_dst_port(&mut self, v: u16) {
         let old = self.dst_port();
-        put16(self.bm(), 2, v);
+        put16(self.bm(), field::DST_PORT, v);
         let c = checksum::update16(self.checksum(), old, v);
-        put16(self.bm(), 16, c);
+        put16(self.bm(), field::CHECKSUM, c);
     }
     /// Adjusts the checksum for a pseudo-header address change (e.g. a new destination).
     pub fn update_checksum_for_addr(&mut self, old: Ipv4Addr, new: Ipv4Addr) {
         let c = checksum::update32(self.checksum(), old.to_u32(), new.to_u32());
-        put16(self.bm(), 16, c);
+        put16(self.bm(), field::CHECKSUM, c);
     }
     /// Computes the checksum over the whole segment.
     pub fn fill_checksum(&mut self, src: Ipv4Addr, dst: Ipv4Addr) {
-        put16(self.bm(), 16, 0);
+        put16(self.bm(), field::CHECKSUM, 0);
         let len = self.b().len() as u16;
         let c = !checksum::fold(checksum::add(checksum::pseudo_header(src, dst, Protocol::TCP, len), self.b()));
-        put16(self.bm(), 16, c);
+        put16(self.bm(), field::CHECKSUM, c);
     }
 }
 
@@ -354,15 +366,15 @@ impl TcpRepr {
     pub fn emit(&self, buf: &mut [u8], src: Ipv4Addr, dst: Ipv4Addr) {
         let h = self.header_len();
         let b = &mut buf[..h + self.payload_len];
-        put16(b, 0, self.src_port);
-        put16(b, 2, self.dst_port);
-        put32(b, 4, self.seq);
-        put32(b, 8, self.ack);
-        b[12] = ((h / 4) as u8) << 4;
-        b[13] = self.flags.0;
-        put16(b, 14, self.window);
-        put16(b, 16, 0);
-        put16(b, 18, 0);
+        put16(b, field::SRC_PORT, self.src_port);
+        put16(b, field::DST_PORT, self.dst_port);
+        put32(b, field::SEQ, self.seq);
+        put32(b, field::ACK, self.ack);
+        b[field::DATA_OFF] = ((h / 4) as u8) << 4;
+        b[field::FLAGS] = self.flags.0;
+        put16(b, field::WINDOW, self.window);
+        put16(b, field::CHECKSUM, 0);
+        put16(b, field::URGENT, 0);
         let n = self.options.emit(&mut b[HEADER_LEN..h]);
         b[HEADER_LEN + n..h].fill(kind::EOL);
         TcpPacket::new_unchecked(b).fill_checksum(src, dst);

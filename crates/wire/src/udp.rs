@@ -3,6 +3,13 @@
 use crate::checksum;
 use crate::{be16, put16, Error, Ipv4Addr, Protocol, Result};
 
+mod field {
+    pub const SRC_PORT: usize = 0;
+    pub const DST_PORT: usize = 2;
+    pub const LENGTH: usize = 4;
+    pub const CHECKSUM: usize = 6;
+}
+
 /// Length of the UDP header.
 pub const HEADER_LEN: usize = 8;
 
@@ -20,7 +27,7 @@ impl<T: AsRef<[u8]>> UdpPacket<T> {
         if b.len() < HEADER_LEN {
             return Err(Error::Truncated);
         }
-        let len = usize::from(be16(b, 4));
+        let len = usize::from(be16(b, field::LENGTH));
         if len < HEADER_LEN {
             return Err(Error::BadLength);
         }
@@ -38,15 +45,15 @@ impl<T: AsRef<[u8]>> UdpPacket<T> {
     }
     /// Source port.
     pub fn src_port(&self) -> u16 {
-        be16(self.b(), 0)
+        be16(self.b(), field::SRC_PORT)
     }
     /// Destination port.
     pub fn dst_port(&self) -> u16 {
-        be16(self.b(), 2)
+        be16(self.b(), field::DST_PORT)
     }
     /// Length field (header + payload).
     pub fn len(&self) -> u16 {
-        be16(self.b(), 4)
+        be16(self.b(), field::LENGTH)
     }
     /// True if the length field says there is no payload.
     pub fn is_empty(&self) -> bool {
@@ -54,7 +61,7 @@ impl<T: AsRef<[u8]>> UdpPacket<T> {
     }
     /// Checksum field (0 means none was computed).
     pub fn checksum(&self) -> u16 {
-        be16(self.b(), 6)
+        be16(self.b(), field::CHECKSUM)
     }
     /// The payload, up to the length field.
     pub fn payload(&self) -> &[u8] {
@@ -75,13 +82,13 @@ impl<T: AsRef<[u8]> + AsMut<[u8]>> UdpPacket<T> {
     /// Swaps the ports; the checksum is unchanged (same words, other order).
     pub fn swap_ports(&mut self) {
         let b = self.buf.as_mut();
-        let (s, d) = (be16(b, 0), be16(b, 2));
-        put16(b, 0, d);
-        put16(b, 2, s);
+        let (s, d) = (be16(b, field::SRC_PORT), be16(b, field::DST_PORT));
+        put16(b, field::SRC_PORT, d);
+        put16(b, field::DST_PORT, s);
     }
     /// Sets the checksum field.
     pub fn set_checksum(&mut self, c: u16) {
-        put16(self.buf.as_mut(), 6, c);
+        put16(self.buf.as_mut(), field::CHECKSUM, c);
     }
     /// The payload, mutable.
     pub fn payload_mut(&mut self) -> &mut [u8] {
@@ -113,17 +120,36 @@ impl UdpRepr {
     /// Writes the header to `buf`, whose payload (after 8 bytes) must already hold the data,
     /// and fills the checksum over it.
     pub fn emit(&self, buf: &mut [u8], src: Ipv4Addr, dst: Ipv4Addr) {
+        let len = self.write_header(buf);
+        let sum = checksum::add(checksum::pseudo_header(src, dst, Protocol::UDP, len), &buf[..usize::from(len)]);
+        self.put_checksum(buf, sum);
+    }
+
+    /// As [`UdpRepr::emit`], for a payload whose one's-complement sum (folded, not
+    /// complemented) the caller already knows: only the header is read.
+    pub fn emit_summed(&self, buf: &mut [u8], src: Ipv4Addr, dst: Ipv4Addr, payload_sum: u16) {
+        let len = self.write_header(buf);
+        let pseudo = checksum::pseudo_header(src, dst, Protocol::UDP, len);
+        let sum = checksum::add(pseudo, &buf[..HEADER_LEN]) + u64::from(payload_sum);
+        self.put_checksum(buf, sum);
+    }
+
+    /// Ports and length, with a zero checksum; returns the length field.
+    fn write_header(&self, buf: &mut [u8]) -> u16 {
         let len = (HEADER_LEN + self.payload_len) as u16;
-        let b = &mut buf[..usize::from(len)];
-        put16(b, 0, self.src_port);
-        put16(b, 2, self.dst_port);
-        put16(b, 4, len);
-        put16(b, 6, 0);
-        let mut c = !checksum::fold(checksum::add(checksum::pseudo_header(src, dst, Protocol::UDP, len), b));
-        if c == 0 {
-            c = 0xffff; // zero means "no checksum" in UDP
-        }
-        put16(b, 6, c);
+        put16(buf, field::SRC_PORT, self.src_port);
+        put16(buf, field::DST_PORT, self.dst_port);
+        put16(buf, field::LENGTH, len);
+        put16(buf, field::CHECKSUM, 0);
+        len
+    }
+
+    fn put_checksum(&self, buf: &mut [u8], sum: u64) {
+        let c = match !checksum::fold(sum) {
+            0 => 0xffff, // zero means "no checksum" in UDP
+            c => c,
+        };
+        put16(buf, field::CHECKSUM, c);
     }
 }
 
@@ -172,6 +198,17 @@ mod tests {
     }
 
     proptest! {
+        #[test]
+        fn emit_summed_equals_emit(sp in any::<u16>(), dp in any::<u16>(), data in proptest::collection::vec(any::<u8>(), 0..1472)) {
+            let r = UdpRepr { src_port: sp, dst_port: dp, payload_len: data.len() };
+            let mut a = vec![0u8; HEADER_LEN + data.len()];
+            a[HEADER_LEN..].copy_from_slice(&data);
+            let mut b = a.clone();
+            r.emit(&mut a, S, D);
+            r.emit_summed(&mut b, S, D, checksum::fold(checksum::add(0, &data)));
+            prop_assert_eq!(a, b);
+        }
+
         #[test]
         fn emit_then_parse(sp in any::<u16>(), dp in any::<u16>(), data in proptest::collection::vec(any::<u8>(), 0..1472)) {
             let mut b = vec![0u8; 8 + data.len()];
