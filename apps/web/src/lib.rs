@@ -8,5 +8,5 @@ pub mod site;
 pub mod store;
 
 pub use server::{Settings, WebApp, WebStats};
-pub use service::{SharedSite, WebService};
+pub use service::WebService;
 pub use site::Site;

@@ -6,37 +6,12 @@
 use crate::server::{Settings, WebApp};
 use crate::site::Site;
 use crate::store::Store;
+use engine::published::Follower;
 use engine::{App, Originate, TcpService};
-use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Mutex};
 use std::time::{SystemTime, UNIX_EPOCH};
 use tcp::{Config, Limits};
 use wire::tcp::TcpRepr;
 use wire::Ipv4Addr;
-
-/// The site every engine serves, replaced on reload.
-#[derive(Clone)]
-pub struct SharedSite(Arc<(Mutex<Arc<Site>>, AtomicU64)>);
-
-impl SharedSite {
-    /// Shares `site`.
-    pub fn new(site: Site) -> SharedSite {
-        SharedSite(Arc::new((Mutex::new(Arc::new(site)), AtomicU64::new(0))))
-    }
-    /// Publishes a new site.
-    pub fn replace(&self, site: Site) {
-        *self.0 .0.lock().unwrap_or_else(|e| e.into_inner()) = Arc::new(site);
-        self.0 .1.fetch_add(1, Ordering::Release);
-    }
-    /// The current site and its generation.
-    pub fn current(&self) -> (Arc<Site>, u64) {
-        let g = self.0 .1.load(Ordering::Acquire);
-        (self.0 .0.lock().unwrap_or_else(|e| e.into_inner()).clone(), g)
-    }
-    fn generation(&self) -> u64 {
-        self.0 .1.load(Ordering::Relaxed)
-    }
-}
 
 fn wall_secs() -> u64 {
     SystemTime::now().duration_since(UNIX_EPOCH).map_or(0, |d| d.as_secs())
@@ -51,8 +26,7 @@ const CLOCK_MS: u64 = 100;
 pub struct WebService {
     /// TCP and the HTTP application.
     pub tcp: TcpService<WebApp>,
-    shared: SharedSite,
-    generation: u64,
+    site: Follower<Site>,
     last_clock_ms: u64,
     last_sweep_ms: u64,
     /// Sites switched to after a reload.
@@ -60,11 +34,11 @@ pub struct WebService {
 }
 
 impl WebService {
-    /// A server on `port` for `shared`, packetised for segments of `cfg.mss` less the
+    /// A server on `port` for the site `site` follows, packetised for segments of `cfg.mss` less the
     /// timestamp option, at most `cache_bytes` of packetised objects; with `precopy`, sent
     /// from replicas in at most that many pinned frames.
     pub fn new(
-        shared: SharedSite,
+        site: Follower<Site>,
         port: u16,
         cfg: Config,
         limits: Limits,
@@ -72,8 +46,7 @@ impl WebService {
         cache_bytes: u64,
         precopy: Option<usize>,
     ) -> Self {
-        let (site, generation) = shared.current();
-        let mut store = Store::new(site, u32::from(cfg.mss) - 12, cache_bytes, wall_secs());
+        let mut store = Store::new(site.get().clone(), u32::from(cfg.mss) - 12, cache_bytes, wall_secs());
         store.preload();
         let mut app = WebApp::new(store, settings);
         if let Some(frames) = precopy {
@@ -81,8 +54,7 @@ impl WebService {
         }
         WebService {
             tcp: TcpService::new(app, &[port], cfg, limits),
-            shared,
-            generation,
+            site,
             last_clock_ms: 0,
             last_sweep_ms: 0,
             reloads: 0,
@@ -93,10 +65,8 @@ impl WebService {
         if now_ms >= self.last_clock_ms + CLOCK_MS {
             self.last_clock_ms = now_ms;
             self.tcp.app.store.set_date(wall_secs());
-            if self.shared.generation() != self.generation {
-                let (site, g) = self.shared.current();
-                self.generation = g;
-                self.tcp.app.store.replace_site(site);
+            if self.site.refresh() {
+                self.tcp.app.store.replace_site(self.site.get().clone());
                 self.tcp.app.store.preload();
                 self.reloads += 1;
             }

@@ -8,7 +8,49 @@
 //! Sirocco can serve 198.18.0.1 (shared with the kernel) or 198.18.0.10 (its own: it answers
 //! ARP and ping); the generator can use 198.18.0.2 (shared) or 198.18.0.20 (its own).
 
+use clap::Subcommand;
 use std::process::Command;
+
+#[derive(Subcommand)]
+pub enum TestnetCmd {
+    /// Create namespaces NAME-srv and NAME-cli joined by veth NAME-s <-> NAME-c
+    /// (198.18.0.1/24 and 198.18.0.2/24).
+    Up {
+        /// Prefix of the names (1-12 letters or digits).
+        #[arg(long, default_value = "sx")]
+        name: String,
+        /// Queues per veth end.
+        #[arg(long, default_value_t = 1)]
+        queues: u32,
+        /// Apply the benchmark placement: GRO + threaded NAPI pinned per side, static neighbours.
+        #[arg(long)]
+        bench: bool,
+    },
+    /// Remove the test network.
+    Down {
+        /// Prefix of the names.
+        #[arg(long, default_value = "sx")]
+        name: String,
+    },
+}
+
+/// Runs `sirocco testnet up|down`.
+pub fn run(cmd: TestnetCmd) -> Result<(), String> {
+    match cmd {
+        TestnetCmd::Up { name, queues, bench } => {
+            io::iface::require_root().map_err(|e| e.to_string())?;
+            up(&name, queues, bench)?;
+            let n = names(&name);
+            println!(
+                "test network {name}: {} ({}, {SERVER_ADDR}) <-> {} ({}, {CLIENT_ADDR}), {queues} queue(s)",
+                n.srv_if, n.srv_ns, n.cli_if, n.cli_ns
+            );
+            println!("sirocco may also serve {SERVER_OWN_ADDR} (its own) on the server side, {CLIENT_OWN_ADDR} on the client side");
+            Ok(())
+        }
+        TestnetCmd::Down { name } => down(&name),
+    }
+}
 
 /// Kernel address of the server end.
 pub const SERVER_ADDR: &str = "198.18.0.1";
@@ -41,7 +83,7 @@ pub fn names(name: &str) -> Names {
     }
 }
 
-fn run(args: &[&str]) -> Result<(), String> {
+fn sh(args: &[&str]) -> Result<(), String> {
     let out = Command::new(args[0]).args(&args[1..]).output().map_err(|e| format!("cannot run {}: {e}", args[0]))?;
     if out.status.success() {
         Ok(())
@@ -53,7 +95,7 @@ fn run(args: &[&str]) -> Result<(), String> {
 fn ns(ns: &str, args: &[&str]) -> Result<(), String> {
     let mut v = vec!["ip", "netns", "exec", ns];
     v.extend_from_slice(args);
-    run(&v)
+    sh(&v)
 }
 
 /// Creates the network; with `bench`, also applies the placement of BENCHMARKING.md (GRO,
@@ -66,9 +108,9 @@ pub fn up(name: &str, queues: u32, bench: bool) -> Result<(), String> {
     let q = queues.max(1).to_string();
     let _ = down(name);
     let steps = || -> Result<(), String> {
-        run(&["ip", "netns", "add", &n.srv_ns])?;
-        run(&["ip", "netns", "add", &n.cli_ns])?;
-        run(&[
+        sh(&["ip", "netns", "add", &n.srv_ns])?;
+        sh(&["ip", "netns", "add", &n.cli_ns])?;
+        sh(&[
             "ip",
             "link",
             "add",
@@ -120,7 +162,7 @@ fn bench_placement(n: &Names) -> Result<(), String> {
     let ncpu = std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1);
     let (srv_cpu, cli_cpu) = if ncpu > 1 { ("1", "0") } else { ("0", "0") };
     for (ifn, cpu) in [(&n.srv_if, srv_cpu), (&n.cli_if, cli_cpu)] {
-        run(&["sh", "-c", &format!("for p in $(pgrep -f 'napi/{ifn}-'); do taskset -pc {cpu} $p >/dev/null; done")])?;
+        sh(&["sh", "-c", &format!("for p in $(pgrep -f 'napi/{ifn}-'); do taskset -pc {cpu} $p >/dev/null; done")])?;
     }
     let mac = |nsn: &str, ifn: &str| -> Result<String, String> {
         let out = Command::new("ip")
@@ -143,7 +185,7 @@ fn bench_placement(n: &Names) -> Result<(), String> {
 /// Removes the network (deleting a namespace removes its veth end, and so the pair).
 pub fn down(name: &str) -> Result<(), String> {
     let n = names(name);
-    let a = run(&["ip", "netns", "del", &n.srv_ns]);
-    let b = run(&["ip", "netns", "del", &n.cli_ns]);
+    let a = sh(&["ip", "netns", "del", &n.srv_ns]);
+    let b = sh(&["ip", "netns", "del", &n.cli_ns]);
     a.and(b)
 }

@@ -1,8 +1,12 @@
 //! `sirocco gen http`: HTTP/1.1 load on sirocco's own TCP (keep-alive or a connection per
 //! request, closed or open loop), with a latency histogram, as text and JSON.
 
-use crate::dataplane::{self, Until};
-use crate::DataplaneArgs;
+use super::gen_udp::share;
+use super::latency::Percentiles;
+use crate::dataplane::{self, report, DataplaneArgs, Until};
+use crate::serve::secs;
+use crate::tcp_limits::tcp_limits;
+use serde::Serialize;
 use clap::Args;
 use gen::http::{HttpGen, HttpGenConfig, HttpGenStats};
 use std::net::Ipv4Addr;
@@ -76,8 +80,8 @@ fn paths(a: &GenHttpArgs) -> Result<Vec<String>, String> {
 
 /// Runs the generator and prints its report.
 pub fn run(a: GenHttpArgs) -> Result<(), String> {
-    let duration = crate::secs(a.duration, "--duration")?;
-    let drain = crate::secs(a.drain, "--drain")?;
+    let duration = secs(a.duration, "--duration")?;
+    let drain = secs(a.drain, "--drain")?;
     if !(1..=60_000).contains(&a.conns) {
         return Err("--conns must be 1..60000".into());
     }
@@ -94,7 +98,7 @@ pub fn run(a: GenHttpArgs) -> Result<(), String> {
     let queues = opts.queues.unwrap_or(1).max(1);
     let opts = dataplane::Options { queues: Some(queues), ..opts };
     let host = a.host.clone().unwrap_or_else(|| a.dst.to_string());
-    let limits = crate::tcp_limits();
+    let limits = tcp_limits();
     // The clock starts when the first connection is up (its SYN may wait for address
     // resolution, or a peer's TIME-WAIT); each engine counts down when it has asked and
     // drained, and a server that never answers ends the run after PROBE_LIMIT more.
@@ -108,7 +112,7 @@ pub fn run(a: GenHttpArgs) -> Result<(), String> {
             paths: paths.clone(),
             conns: a.conns,
             keep_alive: !a.close,
-            rate: a.rate / u64::from(queues) + u64::from(q < (a.rate % u64::from(queues)) as u32),
+            rate: share(a.rate, queues, q),
             duration_us: duration.as_micros() as u64,
             drain_us: drain.as_micros() as u64,
         };
@@ -120,18 +124,18 @@ pub fn run(a: GenHttpArgs) -> Result<(), String> {
     let until = Until::CountedDown(running.clone(), duration + drain + PROBE_LIMIT);
     let out = dataplane::run(&opts, &[(wire::Protocol::TCP, 0)], make, until, "gen http")?;
     if let Some(p) = &a.dp.counters {
-        dataplane::write_counters_json(&out, p)?;
+        report::write_counters_json(&out, p)?;
     }
     let mut s = HttpGenStats::default();
-    for (_, svc) in &out.engines {
+    for svc in out.apps() {
         s.merge(&svc.server.stats);
     }
     let secs = duration.as_secs_f64();
-    let us = |q: f64| s.latency.quantile(q) as f64 / 1000.0;
+    let latency = Percentiles::of(&s.latency);
     let mode = if a.close { "a connection per request" } else { "keep-alive" };
     let lp = if a.rate == 0 { "closed loop".to_string() } else { format!("open loop at {} req/s", a.rate) };
     println!(
-        "gen http: {} engine(s), {} connection(s) each, {mode}, {lp}, {} path(s)\n  requests {} responses {} ({:.0} req/s): 2xx {} other {}; body {} bytes ({:.3} Gb/s incl. heads)\n  connections opened {} failed {} broken {}; bad responses {}; behind schedule {}\n  latency us: p50 {:.1} p90 {:.1} p99 {:.1} p99.9 {:.1} max {:.1}",
+        "gen http: {} engine(s), {} connection(s) each, {mode}, {lp}, {} path(s)\n  requests {} responses {} ({:.0} req/s): 2xx {} other {}; body {} bytes ({:.3} Gb/s incl. heads)\n  connections opened {} failed {} broken {}; bad responses {}; behind schedule {}\n  latency us: {}",
         out.engines.len(),
         a.conns,
         paths.len(),
@@ -147,41 +151,56 @@ pub fn run(a: GenHttpArgs) -> Result<(), String> {
         s.broken,
         s.bad_responses,
         s.behind,
-        us(0.5),
-        us(0.9),
-        us(0.99),
-        us(0.999),
-        s.latency.max() as f64 / 1000.0
+        latency.micros()
     );
     if let Some(path) = &a.json {
-        let j = format!(
-            "{{\"conns\":{},\"keep_alive\":{},\"rate\":{},\"secs\":{secs:.3},\"sent\":{},\"completed\":{},\"req_per_s\":{:.1},\"ok\":{},\"not_ok\":{},\"body_bytes\":{},\"bytes\":{},\"gbps\":{:.4},\"opened\":{},\"connect_failed\":{},\"broken\":{},\"bad_responses\":{},\"behind\":{},\"latency_ns\":{{\"p50\":{},\"p90\":{},\"p99\":{},\"p999\":{},\"max\":{}}}}}\n",
-            a.conns,
-            !a.close,
-            a.rate,
-            s.sent,
-            s.completed,
-            s.completed as f64 / secs,
-            s.ok,
-            s.not_ok,
-            s.body_bytes,
-            s.bytes,
-            s.bytes as f64 * 8.0 / secs / 1e9,
-            s.opened,
-            s.connect_failed,
-            s.broken,
-            s.bad_responses,
-            s.behind,
-            s.latency.quantile(0.5),
-            s.latency.quantile(0.9),
-            s.latency.quantile(0.99),
-            s.latency.quantile(0.999),
-            s.latency.max()
-        );
-        std::fs::write(path, j).map_err(|e| format!("{}: {e}", path.display()))?;
+        let j = ReportJson {
+            conns: a.conns,
+            keep_alive: !a.close,
+            rate: a.rate,
+            secs,
+            sent: s.sent,
+            completed: s.completed,
+            req_per_s: s.completed as f64 / secs,
+            ok: s.ok,
+            not_ok: s.not_ok,
+            body_bytes: s.body_bytes,
+            bytes: s.bytes,
+            gbps: s.bytes as f64 * 8.0 / secs / 1e9,
+            opened: s.opened,
+            connect_failed: s.connect_failed,
+            broken: s.broken,
+            bad_responses: s.bad_responses,
+            behind: s.behind,
+            latency_ns: latency,
+        };
+        report::write_json(path, &j)?;
     }
     if s.completed == 0 {
         return Err("no response completed (is the server up and listening?)".into());
     }
     Ok(())
+}
+
+/// The report as JSON.
+#[derive(Serialize)]
+struct ReportJson {
+    conns: usize,
+    keep_alive: bool,
+    rate: u64,
+    secs: f64,
+    sent: u64,
+    completed: u64,
+    req_per_s: f64,
+    ok: u64,
+    not_ok: u64,
+    body_bytes: u64,
+    bytes: u64,
+    gbps: f64,
+    opened: u64,
+    connect_failed: u64,
+    broken: u64,
+    bad_responses: u64,
+    behind: u64,
+    latency_ns: Percentiles,
 }

@@ -1,0 +1,280 @@
+//! The receive path: one frame through Ethernet, ARP, IPv4, ICMP echo, UDP and TCP demux.
+//! Replies are built in the receive buffer itself (no allocation, no copy); TCP segments go
+//! to the application's TCP service as views of the frame. Each frame's fate is the return
+//! value: a reply to send from the same buffer, a frame to keep for the application, or done.
+
+use crate::app::{App, Datagram, Verdict};
+use crate::arp_cache::Lookup;
+use crate::config::TTL;
+use crate::counters::Drop;
+use crate::node::Node;
+use wire::arp::{self, ArpOp, ArpPacket, ArpRepr};
+use wire::ethernet::{EtherType, EthernetFrame, MacAddr};
+use wire::icmp::{kind, IcmpPacket};
+use wire::ipv4::{Ipv4Packet, Ipv4Repr, Protocol};
+use wire::tcp::{TcpFlags, TcpPacket, TcpRepr};
+use wire::udp::{self, UdpPacket, UdpRepr};
+use wire::Error;
+
+/// What became of a received frame.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Received {
+    /// The frame now holds a reply of this many bytes: send it.
+    Reply(usize),
+    /// The application reads the TCP payload at `at..at + len` until its `produce` returns:
+    /// keep the frame until then.
+    Hold {
+        /// Offset of the payload in the frame.
+        at: u16,
+        /// Payload length.
+        len: u16,
+    },
+    /// Consumed or dropped (and counted): the frame can be reused.
+    Done,
+}
+
+/// A set of ports, one bit each.
+pub(crate) struct PortSet(Box<[u64; 1024]>);
+
+impl PortSet {
+    pub(crate) fn new() -> PortSet {
+        PortSet(Box::new([0; 1024]))
+    }
+
+    pub(crate) fn insert(&mut self, port: u16) {
+        self.0[usize::from(port) / 64] |= 1 << (port % 64);
+    }
+
+    #[inline]
+    fn contains(&self, port: u16) -> bool {
+        self.0[usize::from(port) / 64] & (1 << (port % 64)) != 0
+    }
+}
+
+/// The ports the application serves, by protocol.
+pub(crate) struct Served {
+    pub(crate) udp: PortSet,
+    pub(crate) tcp: PortSet,
+}
+
+/// One received frame on its way through the layers.
+pub(crate) struct Rx<'a, A: App + ?Sized> {
+    pub(crate) node: &'a mut Node,
+    pub(crate) served: &'a Served,
+    pub(crate) app: &'a mut A,
+    pub(crate) now_ns: u64,
+    /// The id the application gets for this frame's TCP payload if it holds it.
+    pub(crate) view: u32,
+}
+
+impl<A: App + ?Sized> Rx<'_, A> {
+    /// Processes the frame `buf[..len]` in place.
+    #[inline]
+    pub(crate) fn frame(mut self, buf: &mut [u8], len: usize) -> Received {
+        let Ok(eth) = EthernetFrame::new_checked(&buf[..len]) else {
+            return self.dropped(Drop::EthTruncated);
+        };
+        let (dst, hl, et) = (eth.dst_addr(), eth.header_len(), eth.ethertype());
+        let ours = dst == self.node.cfg.mac;
+        if !ours && dst != MacAddr::BROADCAST {
+            return self.dropped(Drop::EthNotForUs);
+        }
+        match et {
+            EtherType::IPV4 if ours => self.ipv4(buf, hl, len),
+            EtherType::ARP => self.arp(buf, hl, len),
+            EtherType::IPV4 => self.dropped(Drop::EthNotForUs),
+            _ => self.dropped(Drop::EthUnknownType),
+        }
+    }
+
+    #[inline]
+    fn dropped(&mut self, why: Drop) -> Received {
+        self.node.counters.drop(why);
+        Received::Done
+    }
+
+    fn arp(&mut self, buf: &mut [u8], hl: usize, len: usize) -> Received {
+        let Ok(repr) = ArpPacket::new_checked(&buf[hl..len]).and_then(|p| ArpRepr::parse(&p)) else {
+            return self.dropped(Drop::ArpMalformed);
+        };
+        let now_ms = self.now_ns / 1_000_000;
+        let node = &mut *self.node;
+        if repr.target_ip != node.cfg.addr || !node.cfg.owns_alone {
+            node.arp.update_if_present(repr.sender_ip, repr.sender_mac, now_ms);
+            return self.dropped(Drop::ArpNotForUs);
+        }
+        node.arp.insert(repr.sender_ip, repr.sender_mac, now_ms);
+        if repr.op != ArpOp::Request {
+            return Received::Done; // a reply to our request: learned above
+        }
+        let reply = ArpRepr {
+            op: ArpOp::Reply,
+            sender_mac: node.cfg.mac,
+            sender_ip: node.cfg.addr,
+            target_mac: repr.sender_mac,
+            target_ip: repr.sender_ip,
+        };
+        let mut eth = EthernetFrame::new_unchecked(&mut buf[..]);
+        eth.set_dst_addr(repr.sender_mac);
+        eth.set_src_addr(node.cfg.mac);
+        reply.emit(&mut buf[hl..]);
+        node.counters.arp_replies += 1;
+        // Keep the received length: Linux pads ARP to the 60-byte minimum and so do we.
+        Received::Reply(len.max(hl + arp::PACKET_LEN))
+    }
+
+    #[inline]
+    fn ipv4(&mut self, buf: &mut [u8], hl: usize, len: usize) -> Received {
+        let ip = match Ipv4Packet::new_checked(&buf[hl..len]) {
+            Ok(p) => p,
+            Err(Error::Truncated) => return self.dropped(Drop::Ipv4Truncated),
+            Err(_) => return self.dropped(Drop::Ipv4BadLength),
+        };
+        let repr = match Ipv4Repr::parse(&ip) {
+            Ok(r) => r,
+            Err(Error::BadChecksum) => return self.dropped(Drop::Ipv4BadChecksum),
+            Err(Error::Fragment) => return self.dropped(Drop::Ipv4Fragment),
+            Err(_) => return self.dropped(Drop::Ipv4BadVersion),
+        };
+        if repr.dst != self.node.cfg.addr {
+            return self.dropped(Drop::Ipv4NotForUs);
+        }
+        let l4 = hl + ip.header_len();
+        let at = L4 { hl, l4, end: l4 + repr.payload_len, src: repr.src, dst: repr.dst };
+        match repr.protocol {
+            Protocol::UDP => self.udp(buf, at),
+            Protocol::ICMP if self.node.cfg.owns_alone => self.icmp(buf, at),
+            Protocol::TCP => self.tcp(buf, at),
+            _ => self.dropped(Drop::Ipv4UnknownProtocol),
+        }
+    }
+
+    /// Hands a TCP segment to the application's TCP service; the frame is released after,
+    /// or held while the application reads it.
+    fn tcp(&mut self, buf: &mut [u8], at: L4) -> Received {
+        let Ok(p) = TcpPacket::new_checked(&buf[at.l4..at.end]) else {
+            return self.dropped(Drop::TcpMalformed);
+        };
+        if !self.served.tcp.contains(p.dst_port()) {
+            return self.dropped(Drop::TcpNotServed);
+        }
+        let Ok(repr) = TcpRepr::parse(&p, at.src, at.dst) else {
+            return self.dropped(Drop::TcpMalformed);
+        };
+        let mac = EthernetFrame::new_unchecked(&buf[..]).src_addr();
+        self.learn_peer(at.src, mac, repr.flags.has(TcpFlags::SYN));
+        self.node.counters.tcp_delivered += 1;
+        let payload = p.payload();
+        self.app.tcp(self.now_ns, at.src, at.dst, &repr, payload, self.view);
+        if self.app.holds_tcp_frames() {
+            let len = payload.len();
+            Received::Hold { at: (at.end - len) as u16, len: len as u16 }
+        } else {
+            Received::Done
+        }
+    }
+
+    /// Replies go to the MAC a segment came from: learn it (shared-address mode has no ARP of
+    /// its own, the kernel may never have talked to this peer, and with several queues the
+    /// answer to this engine's ARP request may reach another engine). A SYN only fills a free
+    /// slot: a flood forges source addresses by the thousand and must neither redirect nor
+    /// push out the real peers, which are learnt from their ACKs.
+    fn learn_peer(&mut self, src: wire::Ipv4Addr, mac: MacAddr, syn: bool) {
+        let now_ms = self.now_ns / 1_000_000;
+        let arp = &mut self.node.arp;
+        match arp.lookup(src, now_ms) {
+            Lookup::Known(m) if m == mac => {}
+            Lookup::Known(_) if syn => {}
+            _ if syn => arp.insert_if_room(src, mac, now_ms),
+            _ => arp.insert(src, mac, now_ms),
+        }
+    }
+
+    /// Turns the headers of a received IPv4 frame around: MACs, addresses, fresh TTL.
+    #[inline]
+    fn turn_around(buf: &mut [u8], hl: usize) {
+        EthernetFrame::new_unchecked(&mut buf[..]).swap_addrs();
+        let mut ip = Ipv4Packet::new_unchecked(&mut buf[hl..]);
+        ip.swap_addrs();
+        ip.set_ttl(TTL);
+    }
+
+    fn icmp(&mut self, buf: &mut [u8], at: L4) -> Received {
+        let Ok(p) = IcmpPacket::new_checked(&buf[at.l4..at.end]) else {
+            return self.dropped(Drop::IcmpMalformed);
+        };
+        if !p.verify_checksum() {
+            return self.dropped(Drop::IcmpMalformed);
+        }
+        if p.msg_type() != kind::ECHO_REQUEST || p.code() != 0 {
+            return self.dropped(Drop::IcmpIgnored);
+        }
+        IcmpPacket::new_unchecked(&mut buf[at.l4..at.end]).echo_request_to_reply();
+        Self::turn_around(buf, at.hl);
+        self.node.counters.icmp_echo += 1;
+        Received::Reply(at.end)
+    }
+
+    #[inline]
+    fn udp(&mut self, buf: &mut [u8], at: L4) -> Received {
+        let Ok(u) = UdpPacket::new_checked(&buf[at.l4..at.end]) else {
+            return self.dropped(Drop::UdpMalformed);
+        };
+        let Ok(repr) = UdpRepr::parse(&u, at.src, at.dst) else {
+            return self.dropped(Drop::UdpBadChecksum);
+        };
+        if !self.served.udp.contains(repr.dst_port) {
+            return self.dropped(Drop::UdpNoHandler);
+        }
+        self.node.counters.udp_delivered += 1;
+        let payload = at.l4 + udp::HEADER_LEN;
+        // Replies may grow up to the MTU (and the buffer).
+        let limit = (at.hl + self.node.cfg.mtu).min(buf.len());
+        let d = Datagram {
+            src: at.src,
+            src_port: repr.src_port,
+            dst_port: repr.dst_port,
+            buf: &mut buf[payload..limit],
+            len: repr.payload_len,
+        };
+        let (n, known_sum) = match self.app.udp(self.now_ns, d) {
+            Verdict::Consume => {
+                self.node.counters.udp_consumed += 1;
+                return Received::Done;
+            }
+            Verdict::Drop => return self.dropped(Drop::UdpHandlerDropped),
+            Verdict::Echo => {
+                Self::turn_around(buf, at.hl);
+                UdpPacket::new_unchecked(&mut buf[at.l4..at.end]).swap_ports();
+                self.node.counters.udp_replies += 1;
+                return Received::Reply(at.end);
+            }
+            Verdict::ReplySummed { len, sum } if len <= limit - payload => (len, Some(sum)),
+            Verdict::Reply(n) | Verdict::ReplySummed { len: n, .. } => (n.min(limit - payload), None),
+        };
+        Self::turn_around(buf, at.hl);
+        let mut ip = Ipv4Packet::new_unchecked(&mut buf[at.hl..]);
+        ip.set_total_len((at.l4 - at.hl + udp::HEADER_LEN + n) as u16);
+        let reply = UdpRepr { src_port: repr.dst_port, dst_port: repr.src_port, payload_len: n };
+        let u = &mut buf[at.l4..payload + n];
+        match known_sum {
+            Some(sum) => reply.emit_summed(u, at.dst, at.src, sum),
+            None => reply.emit(u, at.dst, at.src),
+        }
+        self.node.counters.udp_replies += 1;
+        Received::Reply(payload + n)
+    }
+}
+
+/// Where a packet's transport header lies in its frame, and its addresses.
+#[derive(Clone, Copy)]
+struct L4 {
+    /// Start of the IPv4 header.
+    hl: usize,
+    /// Start of the transport header.
+    l4: usize,
+    /// End of the IPv4 packet (Ethernet padding excluded).
+    end: usize,
+    src: wire::Ipv4Addr,
+    dst: wire::Ipv4Addr,
+}

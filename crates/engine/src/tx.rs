@@ -1,0 +1,239 @@
+//! The transmit path: the frames of an iteration on their way to the TX ring, and the
+//! [`Originate`] the application builds its own frames through (UDP datagrams, TCP segments,
+//! segments in pinned frames). Every originated frame's link and IPv4 headers are written
+//! here, through `wire`'s builders, and only when a TX slot and a frame are free.
+
+use crate::app::{Originate, SendError};
+use crate::arp_cache::Lookup;
+use crate::config::TTL;
+use crate::counters::Drop;
+use crate::node::Node;
+use io::pcap::CaptureTap;
+use io::{Frame, Port};
+use wire::build::{self, Ipv4Frame, UdpFrame, IPV4_PAYLOAD_AT, UDP_HEADERS};
+use wire::ethernet::{self, MacAddr};
+use wire::ipv4::{self, Ipv4Addr, Protocol};
+
+/// Frames ready for the TX ring, in order.
+pub(crate) struct TxQueue {
+    frames: Vec<Frame>,
+}
+
+impl TxQueue {
+    pub(crate) fn with_capacity(n: usize) -> TxQueue {
+        TxQueue { frames: Vec::with_capacity(n) }
+    }
+
+    #[inline]
+    pub(crate) fn push(&mut self, f: Frame) {
+        self.frames.push(f);
+    }
+
+    pub(crate) fn len(&self) -> usize {
+        self.frames.len()
+    }
+
+    /// Puts the queued frames on the TX ring (after the impairment and the capture);
+    /// frames the ring has no room for are freed and counted.
+    pub(crate) fn flush<P: Port>(&mut self, port: &mut P, node: &mut Node, tap: Option<&CaptureTap>) {
+        if self.frames.is_empty() {
+            return;
+        }
+        if node.cfg.loss_ppm > 0 {
+            let mut i = 0;
+            while i < self.frames.len() {
+                if node.impaired() {
+                    port.free(self.frames.swap_remove(i));
+                    node.counters.drop(Drop::Impaired);
+                } else {
+                    i += 1;
+                }
+            }
+        }
+        if let Some(tap) = tap {
+            for f in &self.frames {
+                if !tap.offer(port.data(*f)) {
+                    node.counters.capture_dropped += 1;
+                }
+            }
+        }
+        let sent = port.send(&self.frames);
+        let c = &mut node.counters;
+        for f in &self.frames[..sent] {
+            c.tx_bytes += u64::from(f.len);
+        }
+        c.tx_packets += sent as u64;
+        for &f in &self.frames[sent..] {
+            port.free(f);
+            c.drop(Drop::TxRingFull);
+        }
+        self.frames.clear();
+    }
+}
+
+/// The engine's [`Originate`] for one iteration: room is what the TX ring and the free frames
+/// allowed when the application was called.
+pub(crate) struct Out<'a, P: Port> {
+    pub(crate) port: &'a mut P,
+    pub(crate) node: &'a mut Node,
+    pub(crate) tx: &'a mut TxQueue,
+    pub(crate) room: usize,
+    pub(crate) now_ms: u64,
+    /// Frames kept for the application this iteration, with their TCP payload's place.
+    pub(crate) held: &'a [(Frame, u16, u16)],
+}
+
+impl<P: Port> Out<'_, P> {
+    #[inline]
+    fn full(&self) -> bool {
+        self.room <= self.tx.len()
+    }
+
+    /// The next hop's MAC for `dst`: from the cache, the kernel's neighbour table (shared
+    /// address), or an ARP request of our own (owned address), in which case the caller waits.
+    fn resolve(&mut self, dst: Ipv4Addr) -> Result<MacAddr, SendError> {
+        match self.node.arp.lookup(dst, self.now_ms) {
+            Lookup::Known(m) => return Ok(m),
+            Lookup::Pending => return Err(SendError::Unresolved),
+            Lookup::Unknown => {}
+        }
+        if !self.node.cfg.owns_alone {
+            if let Some(m) = io::iface::kernel_neighbour(&self.node.cfg.iface, dst) {
+                self.node.arp.insert(dst, m, self.now_ms);
+                return Ok(m);
+            }
+            self.node.arp.mark_pending(dst, self.now_ms);
+            return Err(SendError::Unresolved);
+        }
+        if self.full() {
+            return Err(SendError::Full);
+        }
+        let Some(f) = self.port.alloc() else {
+            return Err(SendError::Full);
+        };
+        let len = build::arp_request(self.port.data_mut(f), self.node.cfg.mac, self.node.cfg.addr, dst);
+        self.tx.push(Frame { addr: f.addr, len: len as u32 });
+        self.node.counters.arp_requests += 1;
+        self.node.arp.mark_pending(dst, self.now_ms);
+        Err(SendError::Unresolved)
+    }
+
+    /// Room, length and next hop for a TCP segment of `len` bytes to `dst`.
+    fn tcp_check(&mut self, dst: Ipv4Addr, len: usize) -> Result<MacAddr, SendError> {
+        if self.full() {
+            return Err(SendError::Full);
+        }
+        if len > self.node.cfg.mtu - ipv4::HEADER_LEN {
+            return Err(SendError::TooLong);
+        }
+        self.resolve(dst).inspect_err(|_| self.node.counters.drop(Drop::ArpUnresolved))
+    }
+
+    /// Has `write` fill the segment in the frame at `addr`, writes the link and IPv4 headers
+    /// in front of it and queues it.
+    fn tcp_frame(
+        &mut self,
+        addr: u64,
+        mac: MacAddr,
+        dst: Ipv4Addr,
+        len: usize,
+        write: &mut dyn FnMut(&mut [u8]),
+    ) -> Result<(), SendError> {
+        let hdr = Ipv4Frame { src_mac: self.node.cfg.mac, dst_mac: mac, src: self.node.cfg.addr, dst, protocol: Protocol::TCP };
+        let buf = self.port.data_mut(Frame { addr, len: 0 });
+        if buf.len() < IPV4_PAYLOAD_AT + len {
+            self.port.free(Frame { addr, len: 0 });
+            return Err(SendError::TooLong);
+        }
+        write(&mut buf[IPV4_PAYLOAD_AT..IPV4_PAYLOAD_AT + len]);
+        let n = hdr.emit(buf, len, self.node.next_ident(), TTL);
+        self.tx.push(Frame { addr, len: n as u32 });
+        self.node.counters.tcp_sent += 1;
+        Ok(())
+    }
+}
+
+impl<P: Port> Originate for Out<'_, P> {
+    fn view(&self, view: u32) -> &[u8] {
+        match self.held.get(view as usize) {
+            Some(&(f, at, len)) => &self.port.data(f)[usize::from(at)..usize::from(at) + usize::from(len)],
+            None => &[],
+        }
+    }
+
+    fn room(&mut self) -> usize {
+        self.room.saturating_sub(self.tx.len())
+    }
+
+    fn udp(
+        &mut self,
+        dst: Ipv4Addr,
+        dst_port: u16,
+        src_port: u16,
+        fill: &mut dyn FnMut(&mut [u8]) -> usize,
+    ) -> Result<(), SendError> {
+        if self.full() {
+            return Err(SendError::Full);
+        }
+        let mac = self.resolve(dst)?;
+        let Some(f) = self.port.alloc() else {
+            self.node.counters.drop(Drop::NoBuffer);
+            return Err(SendError::Full);
+        };
+        let (src_mac, src, mtu) = (self.node.cfg.mac, self.node.cfg.addr, self.node.cfg.mtu);
+        let buf = self.port.data_mut(f);
+        let max = (ethernet::HEADER_LEN + mtu).min(buf.len()) - UDP_HEADERS;
+        let n = fill(&mut buf[UDP_HEADERS..UDP_HEADERS + max]);
+        if n > max {
+            self.port.free(f);
+            return Err(SendError::TooLong);
+        }
+        let ident = self.node.next_ident();
+        let buf = self.port.data_mut(f);
+        let len = UdpFrame { src_mac, dst_mac: mac, src, dst, src_port, dst_port }.emit(buf, n, ident, TTL);
+        self.tx.push(Frame { addr: f.addr, len: len as u32 });
+        Ok(())
+    }
+
+    fn tcp(&mut self, dst: Ipv4Addr, len: usize, write: &mut dyn FnMut(&mut [u8])) -> Result<(), SendError> {
+        let mac = self.tcp_check(dst, len)?;
+        let Some(f) = self.port.alloc() else {
+            self.node.counters.drop(Drop::NoBuffer);
+            return Err(SendError::Full);
+        };
+        self.tcp_frame(f.addr, mac, dst, len, write)
+    }
+
+    fn pin(&mut self) -> Option<u64> {
+        self.port.pin().map(|f| f.addr)
+    }
+
+    fn unpin(&mut self, frame: u64) {
+        self.port.unpin(frame);
+    }
+
+    fn returned(&mut self, each: &mut dyn FnMut(u64)) {
+        self.port.returned(each);
+    }
+
+    fn pinned_segment(&mut self, frame: u64) -> &mut [u8] {
+        &mut self.port.data_mut(Frame { addr: frame, len: 0 })[IPV4_PAYLOAD_AT..]
+    }
+
+    fn tcp_pinned(
+        &mut self,
+        dst: Ipv4Addr,
+        frame: u64,
+        len: usize,
+        write: &mut dyn FnMut(&mut [u8]),
+    ) -> Result<(), SendError> {
+        match self.tcp_check(dst, len) {
+            Ok(mac) => self.tcp_frame(frame, mac, dst, len, write),
+            Err(e) => {
+                // Back to the application through `returned`, like a sent one.
+                self.port.free(Frame { addr: frame, len: 0 });
+                Err(e)
+            }
+        }
+    }
+}

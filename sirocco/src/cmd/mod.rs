@@ -1,0 +1,10 @@
+//! One file per command: its options, its application, its summary. The shared steps live in
+//! `serve` (servers) and `dataplane` (everything that runs engines).
+
+pub mod dns;
+pub mod echo;
+pub mod gen_http;
+pub mod gen_udp;
+mod latency;
+pub mod testnet;
+pub mod web;

@@ -1,0 +1,188 @@
+//! `sirocco web`: the static web server (Sandstorm) on a directory or the built-in demo site;
+//! SIGHUP reloads the tree.
+
+use crate::serve::{secs, Defaults, ServeArgs};
+use crate::tcp_limits::tcp_limits;
+use clap::Args;
+use engine::published::Published;
+use serde::Deserialize;
+use std::path::{Path, PathBuf};
+use std::time::{Instant, SystemTime, UNIX_EPOCH};
+use web::{Settings, Site};
+use wire::Protocol;
+
+/// The web server's options; each has a config-file key of the same name (`_` for `-`).
+#[derive(Args, Deserialize, Default)]
+pub struct WebOptions {
+    /// Directory to serve (in the config file: relative to it) [default: the built-in demo
+    /// site].
+    #[arg(long, value_name = "DIR")]
+    pub root: Option<PathBuf>,
+    /// Bytes of packetised responses each engine keeps. A tree that fits is packetised at
+    /// start; a larger one on first request, least recently used evicted [default: 1 GiB].
+    #[arg(long, value_name = "N")]
+    pub cache_bytes: Option<u64>,
+    /// Seconds a request head may take to arrive (slowloris) [default: 10].
+    #[arg(long, value_name = "SECS")]
+    pub header_timeout: Option<f64>,
+    /// Seconds an idle keep-alive connection is kept, and a peer that takes no data waited
+    /// for [default: 60].
+    #[arg(long, value_name = "SECS")]
+    pub idle_timeout: Option<f64>,
+    /// Requests served on one connection before it is closed [default: 10000].
+    #[arg(long, value_name = "N")]
+    pub max_requests: Option<u32>,
+    /// Connections per engine (all TCP states) [default: 65536].
+    #[arg(long, value_name = "N")]
+    pub max_conns: Option<usize>,
+    /// How a prepared segment gets into a TX frame [default: precopy].
+    #[arg(long, value_enum)]
+    pub mode: Option<Mode>,
+    /// Pre-copy mode: frames each engine may pin for replicas (4 KB each); past them,
+    /// segments are copied from their masters [default: 16384].
+    #[arg(long, value_name = "N")]
+    pub replica_frames: Option<usize>,
+}
+
+#[derive(Args)]
+pub struct WebArgs {
+    #[command(flatten)]
+    pub serve: ServeArgs,
+    #[command(flatten)]
+    pub web: WebOptions,
+}
+
+/// How a prepared segment gets into a TX frame (the thesis's two modes).
+#[derive(clap::ValueEnum, Deserialize, Clone, Copy, PartialEq, Eq, Debug)]
+#[serde(rename_all = "lowercase")]
+pub enum Mode {
+    /// Replicas kept in pinned frames, rewritten in place; one is reused only after the
+    /// kernel completed its transmission.
+    Precopy,
+    /// The master copied into a fresh frame per send.
+    Memcpy,
+}
+
+impl WebOptions {
+    /// The command line's options over the config file's.
+    fn or(self, file: WebOptions, config: Option<&Path>) -> WebOptions {
+        WebOptions {
+            root: self.root.or(file.root.map(|r| crate::serve::relative_to(config, &r))),
+            cache_bytes: self.cache_bytes.or(file.cache_bytes),
+            header_timeout: self.header_timeout.or(file.header_timeout),
+            idle_timeout: self.idle_timeout.or(file.idle_timeout),
+            max_requests: self.max_requests.or(file.max_requests),
+            max_conns: self.max_conns.or(file.max_conns),
+            mode: self.mode.or(file.mode),
+            replica_frames: self.replica_frames.or(file.replica_frames),
+        }
+    }
+}
+
+fn load(root: Option<&Path>, cache: u64) -> Result<Site, String> {
+    match root {
+        Some(r) => Site::load(r, cache),
+        None => Ok(Site::demo(SystemTime::now().duration_since(UNIX_EPOCH).map_or(0, |d| d.as_secs()))),
+    }
+}
+
+fn millis(s: f64, what: &str) -> Result<u64, String> {
+    Ok(secs(s, what)?.as_millis() as u64)
+}
+
+/// Runs the web server.
+pub fn run(a: WebArgs) -> Result<(), String> {
+    let mut s = a.serve.setup::<WebOptions>(Defaults { port: 80, idle_spins: 0 })?;
+    let o = a.web.or(std::mem::take(&mut s.own), s.config.as_deref());
+    let cache = o.cache_bytes.unwrap_or(1 << 30);
+    let settings = Settings {
+        header_timeout_ms: millis(o.header_timeout.unwrap_or(10.0), "--header-timeout")?,
+        idle_timeout_ms: millis(o.idle_timeout.unwrap_or(60.0), "--idle-timeout")?,
+        max_requests: o.max_requests.unwrap_or(10_000).max(1),
+    };
+    let max_conns = o.max_conns.unwrap_or(65_536);
+    if max_conns == 0 {
+        return Err("--max-conns must be at least 1".into());
+    }
+    let mode = o.mode.unwrap_or(Mode::Precopy);
+    let replica_frames = o.replica_frames.unwrap_or(16_384);
+    if mode == Mode::Precopy && !(1..=1 << 20).contains(&replica_frames) {
+        return Err("--replica-frames must be 1..1048576".into());
+    }
+    let precopy = (mode == Mode::Precopy).then_some(replica_frames);
+    s.opts.extra_frames = precopy.unwrap_or(0);
+    let root = o.root;
+    let t = Instant::now();
+    let site = load(root.as_deref(), cache)?;
+    let what = match &root {
+        Some(r) => format!("root {}", r.display()),
+        None => "the built-in demo site".to_string(),
+    };
+    eprintln!(
+        "sirocco: {} files, {} bytes from {what}{} in {:.2} s{}",
+        site.len(),
+        site.bytes,
+        if site.bytes > cache { " (larger than --cache-bytes: packetised on first request)" } else { "" },
+        t.elapsed().as_secs_f64(),
+        if site.skipped > 0 {
+            format!("; {} entries skipped (outside the root, special or unreadable)", site.skipped)
+        } else {
+            String::new()
+        }
+    );
+    let published = Published::new(site);
+    let reload = {
+        let published = published.clone();
+        move || {
+            let site = load(root.as_deref(), cache)?;
+            let loaded = format!("{} files, {} bytes", site.len(), site.bytes);
+            Ok((loaded, published.publish(site)))
+        }
+    };
+    let (port, cfg) = (s.port, tcp::Config::default());
+    let limits = tcp::Limits { max_conns, ..tcp_limits() };
+    let make = |_| web::WebService::new(published.follow(), port, cfg, limits, settings, cache, precopy);
+    let out = s.run(&format!("web on port {port}"), &[(Protocol::TCP, port)], make, Some(("tree", Box::new(reload))))?;
+    for (q, svc) in out.apps().enumerate() {
+        let (st, store, tcp) = (&svc.tcp.app.stats, &svc.tcp.app.store.stats, svc.tcp.ep.stats());
+        let statuses: Vec<String> = st.status.iter().map(|(k, v)| format!("{k}:{v}")).collect();
+        println!(
+            "engine {q} web: accepted {} requests {} [{}]; responses prepared {} formatted {}; segments ready {} built {} ({} bytes); \
+             packetised {} objects ({} segments), evicted {}, heads refreshed {}, read on demand {}; \
+             timeouts header {} idle {} send {}; reloads {}; tcp retransmits {} resets out {}",
+            st.accepted,
+            st.requests,
+            statuses.join(" "),
+            st.prepared_responses,
+            st.formatted_responses,
+            st.ready_segments.get(),
+            st.built_segments.get(),
+            st.built_bytes.get(),
+            store.packetised,
+            store.segments_built,
+            store.evicted,
+            store.heads_refreshed,
+            store.read_on_demand,
+            st.header_timeouts,
+            st.idle_timeouts,
+            st.send_timeouts,
+            svc.reloads,
+            tcp.retransmits,
+            tcp.resets_out
+        );
+        match svc.tcp.app.replicas() {
+            Some(r) => println!(
+                "engine {q} precopy: replica sends {} made {} refreshed {} fallbacks {} released {}; pinned {} of {} frames",
+                r.stats.sends,
+                r.stats.made,
+                r.stats.refreshed,
+                r.stats.fallbacks,
+                r.stats.released,
+                r.pinned(),
+                r.budget()
+            ),
+            None => println!("engine {q} memcpy: every ready segment copied from its master"),
+        }
+    }
+    Ok(())
+}

@@ -1,0 +1,159 @@
+//! The engine threads: spawned one per queue, pinned to their CPUs, watched until it is time
+//! to stop, then joined and their counters and applications collected.
+
+use super::open::Opened;
+use super::{Options, Outcome, Until};
+use crate::signals;
+use engine::{App, Counters, Engine, EngineConfig};
+use io::filter::Filter;
+use io::iface;
+use io::pcap::Capture;
+use io::xsk::XskStats;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
+
+/// What an engine thread returns: its counters, its application, whether it was pinned, and
+/// its socket's statistics.
+type Finished<A> = (Counters, A, bool, XskStats);
+
+/// The engines while they run.
+pub(super) struct Running<A> {
+    filter: Filter,
+    capture: Option<Capture>,
+    stop: Arc<AtomicBool>,
+    epoch: Instant,
+    handles: Vec<JoinHandle<Finished<A>>>,
+    snapshots: Vec<Arc<Mutex<Counters>>>,
+}
+
+/// Starts an engine thread per opened queue, each running `make_app(queue)`.
+pub(super) fn spawn<A, F>(opened: Opened, opts: &Options, mut make_app: F) -> Result<Running<A>, String>
+where
+    A: App + Send + 'static,
+    F: FnMut(u32) -> A,
+{
+    let Opened { ifc, owns_alone, filter, ports } = opened;
+    let (capture, tap) = match &opts.pcap {
+        Some(p) => {
+            let (c, t) = Capture::create(p).map_err(|e| format!("cannot create capture file: {e}"))?;
+            (Some(c), Some(t))
+        }
+        None => (None, None),
+    };
+    let stop = Arc::new(AtomicBool::new(false));
+    let epoch = Instant::now();
+    let ncpu = iface::cpus();
+    let mut running = Running { filter, capture, stop, epoch, handles: Vec::new(), snapshots: Vec::new() };
+    for (q, port) in ports.into_iter().enumerate() {
+        let mut app = make_app(q as u32);
+        let mut ecfg = EngineConfig::new(opts.addr, ifc.mac, owns_alone, &ifc.name);
+        ecfg.mtu = ifc.mtu;
+        ecfg.batch = opts.batch;
+        ecfg.idle_spins = opts.idle_spins;
+        ecfg.loss_ppm = opts.loss_ppm;
+        let cpu = opts.cpus.as_ref().and_then(|c| c.get(q).copied()).unwrap_or(q % ncpu);
+        let snap = Arc::new(Mutex::new(Counters::default()));
+        running.snapshots.push(snap.clone());
+        let (stop, tap) = (running.stop.clone(), tap.clone());
+        let h = std::thread::Builder::new()
+            .name(format!("sirocco-q{q}"))
+            .spawn(move || {
+                let pinned = iface::pin_thread(cpu).is_ok();
+                let mut engine = Engine::new(port, ecfg, &app);
+                engine.set_epoch(epoch);
+                engine.set_snapshot(snap);
+                if let Some(t) = tap {
+                    engine.set_capture(t);
+                }
+                engine.run(&mut app, &stop);
+                let xsk = engine.port().stats();
+                (*engine.counters(), app, pinned, xsk)
+            });
+        match h {
+            Ok(h) => running.handles.push(h),
+            Err(e) => {
+                // Stop the ones already started before the filter goes.
+                running.stop.store(true, Ordering::SeqCst);
+                let _ = running.collect(true);
+                return Err(format!("cannot start engine thread: {e}"));
+            }
+        }
+    }
+    Ok(running)
+}
+
+impl<A> Running<A> {
+    /// Waits until `until`, a stop signal, or an engine thread ending; prints per-engine
+    /// rates every second with `--stats`.
+    pub(super) fn watch(&self, opts: &Options, until: Until) {
+        let (deadline, count) = match until {
+            Until::Signal => (None, None),
+            Until::Elapsed(d) => (Some(self.epoch + d), None),
+            Until::CountedDown(c, d) => (Some(self.epoch + d), Some(c)),
+        };
+        let mut last_print = Instant::now();
+        let mut last: Vec<Counters> = vec![Counters::default(); self.snapshots.len()];
+        while !signals::stop_requested()
+            && deadline.is_none_or(|d| Instant::now() < d)
+            && !self.handles.iter().any(|h| h.is_finished())
+            && count.as_ref().is_none_or(|c| c.load(Ordering::SeqCst) > 0)
+        {
+            std::thread::sleep(Duration::from_millis(20));
+            if opts.stats && last_print.elapsed() >= Duration::from_secs(1) {
+                let dt = last_print.elapsed().as_secs_f64();
+                last_print = Instant::now();
+                for (q, s) in self.snapshots.iter().enumerate() {
+                    let c = *s.lock().unwrap_or_else(|e| e.into_inner());
+                    print_rates(q, &c, &last[q], dt);
+                    last[q] = c;
+                }
+            }
+        }
+    }
+
+    /// Stops the engines, joins them, detaches the filter and finishes the capture.
+    pub(super) fn collect(self, quiet: bool) -> Result<Outcome<A>, String> {
+        self.stop.store(true, Ordering::SeqCst);
+        let mut engines = Vec::new();
+        let mut xsk = Vec::new();
+        let mut failed = false;
+        for h in self.handles {
+            match h.join() {
+                Ok((c, app, pinned, x)) => {
+                    xsk.push(x);
+                    if !pinned && !quiet {
+                        eprintln!("sirocco: warning: an engine could not be pinned to its CPU");
+                    }
+                    engines.push((c, app));
+                }
+                Err(_) => failed = true,
+            }
+        }
+        let filter_verdicts = self.filter.verdicts();
+        self.filter.detach();
+        let captured = match self.capture {
+            Some(c) => Some(c.finish().map_err(|e| format!("writing the capture: {e}"))?),
+            None => None,
+        };
+        if failed {
+            return Err("an engine thread failed".into());
+        }
+        Ok(Outcome { engines, xsk, filter_verdicts, captured })
+    }
+}
+
+fn print_rates(q: usize, c: &Counters, last: &Counters, dt: f64) {
+    let mean_batch = if c.batches > last.batches {
+        (c.rx_packets - last.rx_packets) as f64 / (c.batches - last.batches) as f64
+    } else {
+        0.0
+    };
+    println!(
+        "q{q}: rx {:.0} pps tx {:.0} pps, drops {}, mean batch {mean_batch:.1}",
+        (c.rx_packets - last.rx_packets) as f64 / dt,
+        (c.tx_packets - last.tx_packets) as f64 / dt,
+        c.total_drops(),
+    );
+}

@@ -1,0 +1,102 @@
+//! Sets up a dataplane on an interface and runs one engine per queue: the control-plane
+//! steps every command shares, each in its own module — [`open`] (privilege, interface,
+//! filter, grants, sockets), [`engines`] (spawn the pinned engine threads, watch them until
+//! it is time to stop, collect what they return) and [`report`] (counters as text and JSON).
+
+mod args;
+mod engines;
+mod open;
+pub mod report;
+
+pub use args::DataplaneArgs;
+
+use engine::{App, Counters};
+use std::path::PathBuf;
+use std::sync::atomic::AtomicUsize;
+use std::sync::Arc;
+use std::time::Duration;
+use wire::Ipv4Addr;
+
+/// Options every dataplane command takes.
+#[derive(Debug, Clone)]
+pub struct Options {
+    /// Interface name.
+    pub iface: String,
+    /// Address served.
+    pub addr: Ipv4Addr,
+    /// Queues to serve (default: all of the interface's).
+    pub queues: Option<u32>,
+    /// Receive batch bound.
+    pub batch: usize,
+    /// Print counters every second.
+    pub stats: bool,
+    /// Write a pcap of what the dataplane receives and sends.
+    pub pcap: Option<PathBuf>,
+    /// CPUs to pin engines to, in queue order (default: queue i on CPU i mod #CPUs).
+    pub cpus: Option<Vec<usize>>,
+    /// Force AF_XDP copy mode.
+    pub force_copy: bool,
+    /// Print nothing but errors while running.
+    pub quiet: bool,
+    /// Empty receives an engine yields through before sleeping in poll().
+    pub idle_spins: u32,
+    /// Frames dropped on purpose, per million, each way (a testing aid).
+    pub loss_ppm: u32,
+    /// Frames added to each UMEM beyond what RX and TX need (pinned by the application).
+    pub extra_frames: usize,
+}
+
+/// What the engines return when they stop.
+pub struct Outcome<A> {
+    /// Per-engine counters and application state, in queue order.
+    pub engines: Vec<(Counters, A)>,
+    /// Per-socket kernel statistics (drops for a full RX ring or an empty fill ring).
+    pub xsk: Vec<io::xsk::XskStats>,
+    /// Packets the XDP filter redirected to sirocco and passed to the kernel.
+    pub filter_verdicts: (u64, u64),
+    /// Frames written to the capture.
+    pub captured: Option<u64>,
+}
+
+impl<A> Outcome<A> {
+    /// Counters summed over engines.
+    pub fn total(&self) -> Counters {
+        let mut t = Counters::default();
+        for (c, _) in &self.engines {
+            t.add(c);
+        }
+        t
+    }
+
+    /// The applications, in queue order.
+    pub fn apps(&self) -> impl Iterator<Item = &A> {
+        self.engines.iter().map(|(_, a)| a)
+    }
+}
+
+/// When to stop (besides SIGINT/SIGTERM).
+pub enum Until {
+    /// Only on a signal.
+    Signal,
+    /// After this long, or earlier on a signal.
+    Elapsed(Duration),
+    /// When the counter reaches zero (the applications count themselves down when they are
+    /// finished), after at most this long, or earlier on a signal.
+    CountedDown(Arc<AtomicUsize>, Duration),
+}
+
+/// A protocol/port pair to grant on the served address (port 0: all ports).
+pub type Grant = (u8, u16);
+
+/// Sets up the interface and runs `make_app(queue)` on one engine per queue until `until`.
+pub fn run<A, F>(opts: &Options, grants: &[Grant], make_app: F, until: Until, what: &str) -> Result<Outcome<A>, String>
+where
+    A: App + Send + 'static,
+    F: FnMut(u32) -> A,
+{
+    let opened = open::open(opts, grants, what)?;
+    // From here on, returning drops the filter, which detaches it: no error leaves it behind.
+    let running = engines::spawn(opened, opts, make_app)?;
+    running.watch(opts, until);
+    running.collect(opts.quiet)
+}

@@ -1,0 +1,77 @@
+//! The first step: check privilege and the interface, attach the XDP filter, grant the
+//! flows, and open one AF_XDP socket per queue bound to it.
+
+use super::{Grant, Options};
+use io::filter::{AttachMode, Filter};
+use io::iface::{self, Interface};
+use io::xsk::{BindMode, XskConfig, XskPort};
+use std::time::Duration;
+
+/// An interface ready to serve: the filter attached (detached when this is dropped) and a
+/// socket per queue.
+pub(super) struct Opened {
+    pub(super) ifc: Interface,
+    pub(super) owns_alone: bool,
+    pub(super) filter: Filter,
+    pub(super) ports: Vec<XskPort>,
+}
+
+pub(super) fn open(opts: &Options, grants: &[Grant], what: &str) -> Result<Opened, String> {
+    iface::require_root().map_err(|e| e.to_string())?;
+    let ifc = Interface::lookup(&opts.iface).map_err(|e| e.to_string())?;
+    let queues = opts.queues.unwrap_or(ifc.rx_queues);
+    if queues == 0 || queues > ifc.rx_queues {
+        return Err(format!("{} has {} receive queue(s); cannot serve {queues}", ifc.name, ifc.rx_queues));
+    }
+    let owns_alone = !ifc.kernel_has(opts.addr).map_err(|e| format!("reading addresses of {}: {e}", ifc.name))?;
+
+    let mut filter = Filter::attach(&ifc.name, ifc.index).map_err(|e| e.to_string())?;
+    if owns_alone {
+        filter.own_alone(opts.addr).map_err(|e| e.to_string())?;
+    }
+    for &(proto, port) in grants {
+        filter.grant(opts.addr, proto, port).map_err(|e| e.to_string())?;
+    }
+    let base = XskConfig::default();
+    let xcfg = XskConfig { force_copy: opts.force_copy, frames: base.frames + opts.extra_frames, ..base };
+    let mut ports = Vec::new();
+    for q in 0..queues {
+        let port = open_socket(&ifc, q, xcfg)?;
+        filter.bind_queue(q, port.raw_fd()).map_err(|e| e.to_string())?;
+        ports.push(port);
+    }
+    if !opts.quiet {
+        let mode = ports.first().map(|p| p.mode()).unwrap_or(BindMode::Copy);
+        eprintln!(
+            "sirocco: {what} on {} {} ({}), {queues} queue(s), AF_XDP {} mode, XDP filter in {} mode, UMEM on {}",
+            ifc.name,
+            opts.addr,
+            if owns_alone {
+                "address owned by sirocco: it answers ARP and ping"
+            } else {
+                "address shared with the kernel"
+            },
+            if mode == BindMode::ZeroCopy { "zero-copy" } else { "copy" },
+            if filter.mode() == AttachMode::Driver { "driver" } else { "generic" },
+            if ports.iter().all(|p| p.hugepages()) { "hugepages" } else { "ordinary pages" },
+        );
+    }
+    Ok(Opened { ifc, owns_alone, filter, ports })
+}
+
+/// Opens the socket of queue `q`. A socket the last process on this queue had is torn down
+/// by the kernel after that process exits; until then binding says EBUSY: wait for it a
+/// bounded time.
+fn open_socket(ifc: &Interface, q: u32, xcfg: XskConfig) -> Result<XskPort, String> {
+    let mut tries = 0;
+    loop {
+        match XskPort::open(ifc.index, q, xcfg) {
+            // The port adds context to the error, so EBUSY shows in its text only.
+            Err(e) if e.to_string().ends_with(&format!("(os error {})", libc::EBUSY)) && tries < 30 => {
+                tries += 1;
+                std::thread::sleep(Duration::from_millis(100));
+            }
+            r => return r.map_err(|e| format!("opening an AF_XDP socket on {} queue {q}: {e}", ifc.name)),
+        }
+    }
+}
