@@ -30,6 +30,7 @@ pub fn take_reload() -> bool {
     RELOAD.swap(false, Ordering::SeqCst)
 }
 
+#[allow(unsafe_code)] // sigaction: the one system call the CLI makes itself
 fn set_handler(sigs: &[libc::c_int], handler: extern "C" fn(libc::c_int)) {
     for &sig in sigs {
         // SAFETY: sigaction with a handler that only stores to an atomic; the struct is

@@ -1,5 +1,8 @@
 //! End-to-end tests: sirocco against the Linux kernel's own stack and real tools, in network
 //! namespaces joined by veth, using 198.18.0.0/15 addresses only. They need root.
+// The tests reach the kernel directly (setns, raw sockets, signals, rlimits): the one place
+// outside the dataplane's own kernel boundary where unsafe is allowed.
+#![allow(unsafe_code)]
 
 mod common;
 

@@ -7,7 +7,7 @@ use crate::resolve::MAX_CHAIN;
 use dns::name::{wire_ends_with, Name};
 use dns::{class, rcode, rtype, Edns, KeyMode, QName, Query, QueryError, HEADER_LEN};
 use engine::published::Follower;
-use engine::{App, Datagram, Verdict};
+use engine::{Datagram, Service, Verdict};
 use std::sync::Arc;
 use wire::checksum;
 
@@ -281,7 +281,7 @@ fn assemble(
     b
 }
 
-impl App for DnsServer {
+impl Service for DnsServer {
     fn udp_ports(&self) -> Vec<u16> {
         vec![self.port]
     }

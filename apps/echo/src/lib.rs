@@ -6,7 +6,7 @@
 mod channel;
 
 pub use channel::ChannelEcho;
-use engine::{App, Datagram, Verdict};
+use engine::{Datagram, Service, Verdict};
 
 /// The echo application for one engine.
 #[derive(Debug, Clone)]
@@ -23,7 +23,7 @@ impl UdpEcho {
     }
 }
 
-impl App for UdpEcho {
+impl Service for UdpEcho {
     fn udp_ports(&self) -> Vec<u16> {
         vec![self.port]
     }

@@ -8,7 +8,7 @@
 pub mod histogram;
 pub mod http;
 
-use engine::{App, Datagram, Originate, SendError, Verdict};
+use engine::{Datagram, Originate, SendError, Service, Verdict};
 pub use histogram::Histogram;
 use wire::Ipv4Addr;
 
@@ -95,7 +95,7 @@ impl UdpGen {
     }
 }
 
-impl App for UdpGen {
+impl Service for UdpGen {
     fn udp_ports(&self) -> Vec<u16> {
         self.ports().collect()
     }

@@ -103,7 +103,7 @@ impl Replicas {
         slot: u32,
         k: u64,
         close: bool,
-        arena: &mut dyn tcp::Replicas,
+        arena: &mut dyn tcp::PinnedFrames,
     ) -> Option<u64> {
         let o = store.obj(slot);
         let inc = store.incarnation(slot);
@@ -217,7 +217,7 @@ mod tests {
         sent: Vec<(u64, Vec<u8>)>,
     }
 
-    impl tcp::Replicas for Arena {
+    impl tcp::PinnedFrames for Arena {
         fn pin(&mut self) -> Option<u64> {
             (self.next < self.limit).then(|| {
                 self.next += 1;
@@ -251,7 +251,7 @@ mod tests {
         let (src, dst) = (Ipv4Addr([198, 18, 0, 10]), Ipv4Addr([198, 18, 0, 2]));
         let f = reps.take(st, slot, k, false, a)?;
         let r = repr(port, u32::from(port) * 1000 + k as u32, st.obj(slot).seg_len(k) as usize);
-        tcp::Replicas::send(a, dst, f, segment::HEADER + r.payload_len, &mut |s| segment::rewrite(s, &r, src, dst));
+        tcp::PinnedFrames::send(a, dst, f, segment::HEADER + r.payload_len, &mut |s| segment::rewrite(s, &r, src, dst));
         let (frame, bytes) = a.sent.last().cloned().unwrap();
         // What the memcpy path would have sent for the same client.
         let mut want = vec![0; bytes.len()];

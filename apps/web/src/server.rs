@@ -5,7 +5,7 @@
 //! responses (errors, 304, HEAD, ranges) are formatted per request and sent the ordinary way.
 
 use crate::conn::{Body, Conn, MAX_QUEUED};
-use crate::replicas::Replicas as ReplicaPool;
+use crate::replicas::Replicas;
 use crate::segment;
 use crate::site::Lookup;
 use crate::store::Store;
@@ -13,7 +13,7 @@ use http::range::Ranged;
 use http::response::{self, ContentRange, Head};
 use http::{Method, Parsed, Request};
 use std::cell::Cell;
-use tcp::{Ctl, End, Handle, Replicas, SegOut};
+use tcp::{Ctl, End, Handle, PinnedFrames, SegOut};
 use wire::Ipv4Addr;
 
 /// Per-connection limits and timeouts.
@@ -73,7 +73,7 @@ pub struct WebApp {
     pub stats: WebStats,
     /// Engine clock in milliseconds (set by the service before each call into TCP).
     pub now_ms: u64,
-    replicas: Option<ReplicaPool>,
+    replicas: Option<Replicas>,
     path: Vec<u8>,
     look: Vec<u8>,
 }
@@ -98,7 +98,7 @@ impl WebApp {
     /// Serves prepared segments from replicas in at most `frames` pinned frames of the TX
     /// arena (pre-copy mode) instead of copying each from its master (memcpy mode).
     pub fn precopy(mut self, frames: usize) -> WebApp {
-        self.replicas = Some(ReplicaPool::new(frames));
+        self.replicas = Some(Replicas::new(frames));
         self
     }
 
@@ -367,7 +367,7 @@ impl WebApp {
     }
 
     /// Pre-copy mode's replicas, if on.
-    pub fn replicas(&self) -> Option<&ReplicaPool> {
+    pub fn replicas(&self) -> Option<&Replicas> {
         self.replicas.as_ref()
     }
 
@@ -506,7 +506,7 @@ impl tcp::App for WebApp {
         seg: &SegOut,
         local: Ipv4Addr,
         remote: Ipv4Addr,
-        arena: &mut dyn Replicas,
+        arena: &mut dyn PinnedFrames,
     ) -> bool {
         if self.replicas.is_none() {
             return false;

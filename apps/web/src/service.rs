@@ -7,7 +7,7 @@ use crate::server::{Settings, WebApp};
 use crate::site::Site;
 use crate::store::Store;
 use engine::published::Follower;
-use engine::{App, Originate, TcpService};
+use engine::{Originate, Service, TcpService};
 use std::time::{SystemTime, UNIX_EPOCH};
 use tcp::{Config, Limits};
 use wire::tcp::TcpRepr;
@@ -90,7 +90,7 @@ impl WebService {
     }
 }
 
-impl App for WebService {
+impl Service for WebService {
     fn tcp_ports(&self) -> Vec<u16> {
         self.tcp.tcp_ports()
     }

@@ -3,7 +3,7 @@
 //! them as one batch in `produce`, with `recv` views pointing into those frames; the segments
 //! its calls cause are then built straight into TX frames.
 
-use crate::app::{App, Originate};
+use crate::service::{Originate, Service};
 use crate::tcp_service::{micros, Tx};
 use tcp::channel::{Buffers, Channel, Server, Views};
 use tcp::{Config, Limits};
@@ -54,7 +54,7 @@ impl<S: Server> ChannelService<S> {
     }
 }
 
-impl<S: Server> App for ChannelService<S> {
+impl<S: Server> Service for ChannelService<S> {
     fn tcp_ports(&self) -> Vec<u16> {
         self.ports.clone()
     }

@@ -5,7 +5,7 @@ use std::fmt;
 /// Why the engine dropped a frame.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 #[repr(usize)]
-pub enum Drop {
+pub enum DropReason {
     /// Shorter than an Ethernet header.
     EthTruncated,
     /// Destination MAC neither ours nor broadcast.
@@ -57,64 +57,64 @@ pub enum Drop {
 }
 
 /// Number of drop reasons.
-pub const DROP_REASONS: usize = Drop::Impaired as usize + 1;
+pub const DROP_REASONS: usize = DropReason::Impaired as usize + 1;
 
-impl Drop {
+impl DropReason {
     /// Every reason, in counter order.
-    pub const ALL: [Drop; DROP_REASONS] = [
-        Drop::EthTruncated,
-        Drop::EthNotForUs,
-        Drop::EthUnknownType,
-        Drop::ArpMalformed,
-        Drop::ArpNotForUs,
-        Drop::Ipv4Truncated,
-        Drop::Ipv4BadLength,
-        Drop::Ipv4BadChecksum,
-        Drop::Ipv4BadVersion,
-        Drop::Ipv4Fragment,
-        Drop::Ipv4NotForUs,
-        Drop::Ipv4UnknownProtocol,
-        Drop::IcmpMalformed,
-        Drop::IcmpIgnored,
-        Drop::UdpMalformed,
-        Drop::UdpBadChecksum,
-        Drop::UdpNoHandler,
-        Drop::UdpHandlerDropped,
-        Drop::TcpNotServed,
-        Drop::TcpMalformed,
-        Drop::TxRingFull,
-        Drop::NoBuffer,
-        Drop::ArpUnresolved,
-        Drop::Impaired,
+    pub const ALL: [DropReason; DROP_REASONS] = [
+        DropReason::EthTruncated,
+        DropReason::EthNotForUs,
+        DropReason::EthUnknownType,
+        DropReason::ArpMalformed,
+        DropReason::ArpNotForUs,
+        DropReason::Ipv4Truncated,
+        DropReason::Ipv4BadLength,
+        DropReason::Ipv4BadChecksum,
+        DropReason::Ipv4BadVersion,
+        DropReason::Ipv4Fragment,
+        DropReason::Ipv4NotForUs,
+        DropReason::Ipv4UnknownProtocol,
+        DropReason::IcmpMalformed,
+        DropReason::IcmpIgnored,
+        DropReason::UdpMalformed,
+        DropReason::UdpBadChecksum,
+        DropReason::UdpNoHandler,
+        DropReason::UdpHandlerDropped,
+        DropReason::TcpNotServed,
+        DropReason::TcpMalformed,
+        DropReason::TxRingFull,
+        DropReason::NoBuffer,
+        DropReason::ArpUnresolved,
+        DropReason::Impaired,
     ];
 
     /// A short name for reports.
     pub fn name(self) -> &'static str {
         match self {
-            Drop::EthTruncated => "eth_truncated",
-            Drop::EthNotForUs => "eth_not_for_us",
-            Drop::EthUnknownType => "eth_unknown_type",
-            Drop::ArpMalformed => "arp_malformed",
-            Drop::ArpNotForUs => "arp_not_for_us",
-            Drop::Ipv4Truncated => "ipv4_truncated",
-            Drop::Ipv4BadLength => "ipv4_bad_length",
-            Drop::Ipv4BadChecksum => "ipv4_bad_checksum",
-            Drop::Ipv4BadVersion => "ipv4_bad_version",
-            Drop::Ipv4Fragment => "ipv4_fragment",
-            Drop::Ipv4NotForUs => "ipv4_not_for_us",
-            Drop::Ipv4UnknownProtocol => "ipv4_unknown_protocol",
-            Drop::IcmpMalformed => "icmp_malformed",
-            Drop::IcmpIgnored => "icmp_ignored",
-            Drop::UdpMalformed => "udp_malformed",
-            Drop::UdpBadChecksum => "udp_bad_checksum",
-            Drop::UdpNoHandler => "udp_no_handler",
-            Drop::UdpHandlerDropped => "udp_handler_dropped",
-            Drop::TcpNotServed => "tcp_not_served",
-            Drop::TcpMalformed => "tcp_malformed",
-            Drop::TxRingFull => "tx_ring_full",
-            Drop::NoBuffer => "no_buffer",
-            Drop::ArpUnresolved => "arp_unresolved",
-            Drop::Impaired => "impaired",
+            DropReason::EthTruncated => "eth_truncated",
+            DropReason::EthNotForUs => "eth_not_for_us",
+            DropReason::EthUnknownType => "eth_unknown_type",
+            DropReason::ArpMalformed => "arp_malformed",
+            DropReason::ArpNotForUs => "arp_not_for_us",
+            DropReason::Ipv4Truncated => "ipv4_truncated",
+            DropReason::Ipv4BadLength => "ipv4_bad_length",
+            DropReason::Ipv4BadChecksum => "ipv4_bad_checksum",
+            DropReason::Ipv4BadVersion => "ipv4_bad_version",
+            DropReason::Ipv4Fragment => "ipv4_fragment",
+            DropReason::Ipv4NotForUs => "ipv4_not_for_us",
+            DropReason::Ipv4UnknownProtocol => "ipv4_unknown_protocol",
+            DropReason::IcmpMalformed => "icmp_malformed",
+            DropReason::IcmpIgnored => "icmp_ignored",
+            DropReason::UdpMalformed => "udp_malformed",
+            DropReason::UdpBadChecksum => "udp_bad_checksum",
+            DropReason::UdpNoHandler => "udp_no_handler",
+            DropReason::UdpHandlerDropped => "udp_handler_dropped",
+            DropReason::TcpNotServed => "tcp_not_served",
+            DropReason::TcpMalformed => "tcp_malformed",
+            DropReason::TxRingFull => "tx_ring_full",
+            DropReason::NoBuffer => "no_buffer",
+            DropReason::ArpUnresolved => "arp_unresolved",
+            DropReason::Impaired => "impaired",
         }
     }
 }
@@ -161,19 +161,19 @@ pub struct Counters {
     pub tcp_sent: u64,
     /// Frames that could not be captured because the pcap writer lagged.
     pub capture_dropped: u64,
-    /// Drops by reason, indexed by [`Drop`].
+    /// Drops by reason, indexed by [`DropReason`].
     pub drops: [u64; DROP_REASONS],
 }
 
 impl Counters {
     /// Counts a drop.
     #[inline]
-    pub fn drop(&mut self, why: Drop) {
+    pub fn count_drop(&mut self, why: DropReason) {
         self.drops[why as usize] += 1;
     }
 
     /// Count for one reason.
-    pub fn dropped(&self, why: Drop) -> u64 {
+    pub fn dropped(&self, why: DropReason) -> u64 {
         self.drops[why as usize]
     }
 
@@ -241,7 +241,7 @@ impl Counters {
         for (i, lo) in [1, 2, 4, 8, 16, 32, 64, 128].iter().enumerate() {
             v.push((format!("batch_{lo}"), self.batch_hist[i]));
         }
-        for d in Drop::ALL {
+        for d in DropReason::ALL {
             if self.dropped(d) > 0 {
                 v.push((format!("drop_{}", d.name()), self.dropped(d)));
             }
@@ -285,7 +285,7 @@ impl fmt::Display for Counters {
             self.udp_replies,
             self.udp_consumed
         )?;
-        let drops: Vec<String> = Drop::ALL
+        let drops: Vec<String> = DropReason::ALL
             .iter()
             .filter(|d| self.dropped(**d) > 0)
             .map(|d| format!("{} {}", d.name(), self.dropped(*d)))
@@ -313,11 +313,11 @@ mod tests {
 
     #[test]
     fn names_are_distinct() {
-        let mut names: Vec<_> = Drop::ALL.iter().map(|d| d.name()).collect();
+        let mut names: Vec<_> = DropReason::ALL.iter().map(|d| d.name()).collect();
         names.sort();
         names.dedup();
         assert_eq!(names.len(), DROP_REASONS);
-        for (i, d) in Drop::ALL.iter().enumerate() {
+        for (i, d) in DropReason::ALL.iter().enumerate() {
             assert_eq!(*d as usize, i);
         }
     }

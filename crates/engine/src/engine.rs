@@ -2,11 +2,11 @@
 //! path and the application, transmit the replies, let the application originate, run the
 //! timers, kick TX; sleep only when there is nothing to do.
 
-use crate::app::App;
 use crate::config::{EngineConfig, IdlePolicy};
-use crate::counters::{Counters, Drop};
+use crate::counters::{Counters, DropReason};
 use crate::node::Node;
 use crate::rx::{PortSet, Received, Rx, Served};
+use crate::service::Service;
 use crate::tx::{Out, TxQueue};
 use io::pcap::CaptureTap;
 use io::{Frame, Port};
@@ -43,7 +43,7 @@ pub struct Engine<P: Port> {
 
 impl<P: Port> Engine<P> {
     /// An engine on `port` serving the UDP and TCP ports `app` asks for.
-    pub fn new<A: App + ?Sized>(port: P, cfg: EngineConfig, app: &A) -> Self {
+    pub fn new<A: Service + ?Sized>(port: P, cfg: EngineConfig, app: &A) -> Self {
         let batch = cfg.batch.max(1);
         let mut served = Served { udp: PortSet::new(), tcp: PortSet::new() };
         for p in app.udp_ports() {
@@ -101,7 +101,7 @@ impl<P: Port> Engine<P> {
 
     /// One loop iteration at time `now_ns` (nanoseconds on any monotonic clock). Returns the
     /// frames received plus frames the application originated: 0 means idle.
-    pub fn poll<A: App + ?Sized>(&mut self, now_ns: u64, app: &mut A) -> usize {
+    pub fn poll<A: Service + ?Sized>(&mut self, now_ns: u64, app: &mut A) -> usize {
         let n = self.receive(now_ns, app);
         // Replies first, so what the application originates cannot starve them of TX slots.
         self.tx.flush(&mut self.port, &mut self.node, self.tap.as_ref());
@@ -130,7 +130,7 @@ impl<P: Port> Engine<P> {
 
     /// Takes a batch from RX and runs each frame through the receive path; returns how many
     /// frames it took.
-    fn receive<A: App + ?Sized>(&mut self, now_ns: u64, app: &mut A) -> usize {
+    fn receive<A: Service + ?Sized>(&mut self, now_ns: u64, app: &mut A) -> usize {
         self.node.counters.loops += 1;
         let n = self.port.recv(&mut self.rx);
         self.last_rx = n;
@@ -140,7 +140,7 @@ impl<P: Port> Engine<P> {
         for &f in &self.rx[..n] {
             if self.node.impaired() {
                 self.port.free(f);
-                self.node.counters.drop(Drop::Impaired);
+                self.node.counters.count_drop(DropReason::Impaired);
                 continue;
             }
             let c = &mut self.node.counters;
@@ -151,13 +151,8 @@ impl<P: Port> Engine<P> {
                     c.capture_dropped += 1;
                 }
             }
-            let rx = Rx {
-                node: &mut self.node,
-                served: &self.served,
-                app: &mut *app,
-                now_ns,
-                view: self.held.len() as u32,
-            };
+            let rx =
+                Rx { node: &mut self.node, served: &self.served, app: &mut *app, now_ns, view: self.held.len() as u32 };
             match rx.frame(self.port.data_mut(f), f.len as usize) {
                 Received::Reply(len) => self.tx.push(Frame { addr: f.addr, len: len as u32 }),
                 Received::Hold { at, len } => self.held.push((f, at, len)),
@@ -184,7 +179,7 @@ impl<P: Port> Engine<P> {
 
     /// Runs until `stop` is set: busy-polls while frames arrive; after an empty receive it
     /// yields (or spins) up to `idle_spins` times, then sleeps in poll() until a frame arrives.
-    pub fn run<A: App + ?Sized>(&mut self, app: &mut A, stop: &AtomicBool) {
+    pub fn run<A: Service + ?Sized>(&mut self, app: &mut A, stop: &AtomicBool) {
         let mut idle = 0u32;
         while !stop.load(Ordering::Relaxed) {
             let now = self.started.elapsed().as_nanos() as u64;

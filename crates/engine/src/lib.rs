@@ -6,7 +6,6 @@
 //! application originate through the transmit path ([`tx`]), run timers, kick TX. The engine
 //! never waits to fill a batch; when there is no work it sleeps in poll().
 
-pub mod app;
 pub mod arp_cache;
 pub mod channel_service;
 pub mod config;
@@ -15,13 +14,14 @@ pub mod engine;
 mod node;
 pub mod published;
 mod rx;
+pub mod service;
 pub mod tcp_service;
 mod tx;
 pub use timer;
 
-pub use app::{App, Datagram, Originate, SendError, Verdict};
 pub use channel_service::ChannelService;
 pub use config::{EngineConfig, IdlePolicy};
-pub use counters::{Counters, Drop};
+pub use counters::{Counters, DropReason};
 pub use engine::Engine;
+pub use service::{Datagram, Originate, SendError, Service, Verdict};
 pub use tcp_service::TcpService;

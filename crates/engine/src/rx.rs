@@ -3,11 +3,11 @@
 //! to the application's TCP service as views of the frame. Each frame's fate is the return
 //! value: a reply to send from the same buffer, a frame to keep for the application, or done.
 
-use crate::app::{App, Datagram, Verdict};
 use crate::arp_cache::Lookup;
 use crate::config::TTL;
-use crate::counters::Drop;
+use crate::counters::DropReason;
 use crate::node::Node;
+use crate::service::{Datagram, Service, Verdict};
 use wire::arp::{self, ArpOp, ArpPacket, ArpRepr};
 use wire::ethernet::{EtherType, EthernetFrame, MacAddr};
 use wire::icmp::{kind, IcmpPacket};
@@ -58,7 +58,7 @@ pub(crate) struct Served {
 }
 
 /// One received frame on its way through the layers.
-pub(crate) struct Rx<'a, A: App + ?Sized> {
+pub(crate) struct Rx<'a, A: Service + ?Sized> {
     pub(crate) node: &'a mut Node,
     pub(crate) served: &'a Served,
     pub(crate) app: &'a mut A,
@@ -67,41 +67,41 @@ pub(crate) struct Rx<'a, A: App + ?Sized> {
     pub(crate) view: u32,
 }
 
-impl<A: App + ?Sized> Rx<'_, A> {
+impl<A: Service + ?Sized> Rx<'_, A> {
     /// Processes the frame `buf[..len]` in place.
     #[inline]
     pub(crate) fn frame(mut self, buf: &mut [u8], len: usize) -> Received {
         let Ok(eth) = EthernetFrame::new_checked(&buf[..len]) else {
-            return self.dropped(Drop::EthTruncated);
+            return self.dropped(DropReason::EthTruncated);
         };
         let (dst, hl, et) = (eth.dst_addr(), eth.header_len(), eth.ethertype());
         let ours = dst == self.node.cfg.mac;
         if !ours && dst != MacAddr::BROADCAST {
-            return self.dropped(Drop::EthNotForUs);
+            return self.dropped(DropReason::EthNotForUs);
         }
         match et {
             EtherType::IPV4 if ours => self.ipv4(buf, hl, len),
             EtherType::ARP => self.arp(buf, hl, len),
-            EtherType::IPV4 => self.dropped(Drop::EthNotForUs),
-            _ => self.dropped(Drop::EthUnknownType),
+            EtherType::IPV4 => self.dropped(DropReason::EthNotForUs),
+            _ => self.dropped(DropReason::EthUnknownType),
         }
     }
 
     #[inline]
-    fn dropped(&mut self, why: Drop) -> Received {
-        self.node.counters.drop(why);
+    fn dropped(&mut self, why: DropReason) -> Received {
+        self.node.counters.count_drop(why);
         Received::Done
     }
 
     fn arp(&mut self, buf: &mut [u8], hl: usize, len: usize) -> Received {
         let Ok(repr) = ArpPacket::new_checked(&buf[hl..len]).and_then(|p| ArpRepr::parse(&p)) else {
-            return self.dropped(Drop::ArpMalformed);
+            return self.dropped(DropReason::ArpMalformed);
         };
         let now_ms = self.now_ns / 1_000_000;
         let node = &mut *self.node;
         if repr.target_ip != node.cfg.addr || !node.cfg.owns_alone {
             node.arp.update_if_present(repr.sender_ip, repr.sender_mac, now_ms);
-            return self.dropped(Drop::ArpNotForUs);
+            return self.dropped(DropReason::ArpNotForUs);
         }
         node.arp.insert(repr.sender_ip, repr.sender_mac, now_ms);
         if repr.op != ArpOp::Request {
@@ -127,17 +127,17 @@ impl<A: App + ?Sized> Rx<'_, A> {
     fn ipv4(&mut self, buf: &mut [u8], hl: usize, len: usize) -> Received {
         let ip = match Ipv4Packet::new_checked(&buf[hl..len]) {
             Ok(p) => p,
-            Err(Error::Truncated) => return self.dropped(Drop::Ipv4Truncated),
-            Err(_) => return self.dropped(Drop::Ipv4BadLength),
+            Err(Error::Truncated) => return self.dropped(DropReason::Ipv4Truncated),
+            Err(_) => return self.dropped(DropReason::Ipv4BadLength),
         };
         let repr = match Ipv4Repr::parse(&ip) {
             Ok(r) => r,
-            Err(Error::BadChecksum) => return self.dropped(Drop::Ipv4BadChecksum),
-            Err(Error::Fragment) => return self.dropped(Drop::Ipv4Fragment),
-            Err(_) => return self.dropped(Drop::Ipv4BadVersion),
+            Err(Error::BadChecksum) => return self.dropped(DropReason::Ipv4BadChecksum),
+            Err(Error::Fragment) => return self.dropped(DropReason::Ipv4Fragment),
+            Err(_) => return self.dropped(DropReason::Ipv4BadVersion),
         };
         if repr.dst != self.node.cfg.addr {
-            return self.dropped(Drop::Ipv4NotForUs);
+            return self.dropped(DropReason::Ipv4NotForUs);
         }
         let l4 = hl + ip.header_len();
         let at = L4 { hl, l4, end: l4 + repr.payload_len, src: repr.src, dst: repr.dst };
@@ -145,7 +145,7 @@ impl<A: App + ?Sized> Rx<'_, A> {
             Protocol::UDP => self.udp(buf, at),
             Protocol::ICMP if self.node.cfg.owns_alone => self.icmp(buf, at),
             Protocol::TCP => self.tcp(buf, at),
-            _ => self.dropped(Drop::Ipv4UnknownProtocol),
+            _ => self.dropped(DropReason::Ipv4UnknownProtocol),
         }
     }
 
@@ -153,13 +153,13 @@ impl<A: App + ?Sized> Rx<'_, A> {
     /// or held while the application reads it.
     fn tcp(&mut self, buf: &mut [u8], at: L4) -> Received {
         let Ok(p) = TcpPacket::new_checked(&buf[at.l4..at.end]) else {
-            return self.dropped(Drop::TcpMalformed);
+            return self.dropped(DropReason::TcpMalformed);
         };
         if !self.served.tcp.contains(p.dst_port()) {
-            return self.dropped(Drop::TcpNotServed);
+            return self.dropped(DropReason::TcpNotServed);
         }
         let Ok(repr) = TcpRepr::parse(&p, at.src, at.dst) else {
-            return self.dropped(Drop::TcpMalformed);
+            return self.dropped(DropReason::TcpMalformed);
         };
         let mac = EthernetFrame::new_unchecked(&buf[..]).src_addr();
         self.learn_peer(at.src, mac, repr.flags.has(TcpFlags::SYN));
@@ -201,13 +201,13 @@ impl<A: App + ?Sized> Rx<'_, A> {
 
     fn icmp(&mut self, buf: &mut [u8], at: L4) -> Received {
         let Ok(p) = IcmpPacket::new_checked(&buf[at.l4..at.end]) else {
-            return self.dropped(Drop::IcmpMalformed);
+            return self.dropped(DropReason::IcmpMalformed);
         };
         if !p.verify_checksum() {
-            return self.dropped(Drop::IcmpMalformed);
+            return self.dropped(DropReason::IcmpMalformed);
         }
         if p.msg_type() != kind::ECHO_REQUEST || p.code() != 0 {
-            return self.dropped(Drop::IcmpIgnored);
+            return self.dropped(DropReason::IcmpIgnored);
         }
         IcmpPacket::new_unchecked(&mut buf[at.l4..at.end]).echo_request_to_reply();
         Self::turn_around(buf, at.hl);
@@ -218,13 +218,13 @@ impl<A: App + ?Sized> Rx<'_, A> {
     #[inline]
     fn udp(&mut self, buf: &mut [u8], at: L4) -> Received {
         let Ok(u) = UdpPacket::new_checked(&buf[at.l4..at.end]) else {
-            return self.dropped(Drop::UdpMalformed);
+            return self.dropped(DropReason::UdpMalformed);
         };
         let Ok(repr) = UdpRepr::parse(&u, at.src, at.dst) else {
-            return self.dropped(Drop::UdpBadChecksum);
+            return self.dropped(DropReason::UdpBadChecksum);
         };
         if !self.served.udp.contains(repr.dst_port) {
-            return self.dropped(Drop::UdpNoHandler);
+            return self.dropped(DropReason::UdpNoHandler);
         }
         self.node.counters.udp_delivered += 1;
         let payload = at.l4 + udp::HEADER_LEN;
@@ -242,7 +242,7 @@ impl<A: App + ?Sized> Rx<'_, A> {
                 self.node.counters.udp_consumed += 1;
                 return Received::Done;
             }
-            Verdict::Drop => return self.dropped(Drop::UdpHandlerDropped),
+            Verdict::Drop => return self.dropped(DropReason::UdpHandlerDropped),
             Verdict::Echo => {
                 Self::turn_around(buf, at.hl);
                 UdpPacket::new_unchecked(&mut buf[at.l4..at.end]).swap_ports();

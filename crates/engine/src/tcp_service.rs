@@ -2,7 +2,7 @@
 //! come in from the stack as views of the receive frames; output is built straight into TX
 //! frames when the engine lets the application originate, so the TX ring stays the only queue.
 
-use crate::app::{App, Originate, SendError};
+use crate::service::{Originate, SendError, Service};
 use tcp::{Config, Endpoint, Limits, Micros};
 use wire::tcp::TcpRepr;
 use wire::Ipv4Addr;
@@ -36,12 +36,12 @@ impl tcp::Output for Tx<'_> {
         self.account(r);
     }
 
-    fn replicas(&mut self) -> Option<&mut dyn tcp::Replicas> {
+    fn replicas(&mut self) -> Option<&mut dyn tcp::PinnedFrames> {
         Some(self)
     }
 }
 
-impl tcp::Replicas for Tx<'_> {
+impl tcp::PinnedFrames for Tx<'_> {
     fn pin(&mut self) -> Option<u64> {
         self.out.pin()
     }
@@ -89,7 +89,7 @@ impl<T: tcp::App> TcpService<T> {
     }
 }
 
-impl<T: tcp::App> App for TcpService<T> {
+impl<T: tcp::App> Service for TcpService<T> {
     fn tcp_ports(&self) -> Vec<u16> {
         self.ports.clone()
     }

@@ -3,11 +3,11 @@
 //! segments in pinned frames). Every originated frame's link and IPv4 headers are written
 //! here, through `wire`'s builders, and only when a TX slot and a frame are free.
 
-use crate::app::{Originate, SendError};
 use crate::arp_cache::Lookup;
 use crate::config::TTL;
-use crate::counters::Drop;
+use crate::counters::DropReason;
 use crate::node::Node;
+use crate::service::{Originate, SendError};
 use io::pcap::CaptureTap;
 use io::{Frame, Port};
 use wire::build::{self, Ipv4Frame, UdpFrame, IPV4_PAYLOAD_AT, UDP_HEADERS};
@@ -44,7 +44,7 @@ impl TxQueue {
             while i < self.frames.len() {
                 if node.impaired() {
                     port.free(self.frames.swap_remove(i));
-                    node.counters.drop(Drop::Impaired);
+                    node.counters.count_drop(DropReason::Impaired);
                 } else {
                     i += 1;
                 }
@@ -65,7 +65,7 @@ impl TxQueue {
         c.tx_packets += sent as u64;
         for &f in &self.frames[sent..] {
             port.free(f);
-            c.drop(Drop::TxRingFull);
+            c.count_drop(DropReason::TxRingFull);
         }
         self.frames.clear();
     }
@@ -126,7 +126,7 @@ impl<P: Port> Out<'_, P> {
         if len > self.node.cfg.mtu - ipv4::HEADER_LEN {
             return Err(SendError::TooLong);
         }
-        self.resolve(dst).inspect_err(|_| self.node.counters.drop(Drop::ArpUnresolved))
+        self.resolve(dst).inspect_err(|_| self.node.counters.count_drop(DropReason::ArpUnresolved))
     }
 
     /// Has `write` fill the segment in the frame at `addr`, writes the link and IPv4 headers
@@ -139,7 +139,13 @@ impl<P: Port> Out<'_, P> {
         len: usize,
         write: &mut dyn FnMut(&mut [u8]),
     ) -> Result<(), SendError> {
-        let hdr = Ipv4Frame { src_mac: self.node.cfg.mac, dst_mac: mac, src: self.node.cfg.addr, dst, protocol: Protocol::TCP };
+        let hdr = Ipv4Frame {
+            src_mac: self.node.cfg.mac,
+            dst_mac: mac,
+            src: self.node.cfg.addr,
+            dst,
+            protocol: Protocol::TCP,
+        };
         let buf = self.port.data_mut(Frame { addr, len: 0 });
         if buf.len() < IPV4_PAYLOAD_AT + len {
             self.port.free(Frame { addr, len: 0 });
@@ -177,7 +183,7 @@ impl<P: Port> Originate for Out<'_, P> {
         }
         let mac = self.resolve(dst)?;
         let Some(f) = self.port.alloc() else {
-            self.node.counters.drop(Drop::NoBuffer);
+            self.node.counters.count_drop(DropReason::NoBuffer);
             return Err(SendError::Full);
         };
         let (src_mac, src, mtu) = (self.node.cfg.mac, self.node.cfg.addr, self.node.cfg.mtu);
@@ -198,7 +204,7 @@ impl<P: Port> Originate for Out<'_, P> {
     fn tcp(&mut self, dst: Ipv4Addr, len: usize, write: &mut dyn FnMut(&mut [u8])) -> Result<(), SendError> {
         let mac = self.tcp_check(dst, len)?;
         let Some(f) = self.port.alloc() else {
-            self.node.counters.drop(Drop::NoBuffer);
+            self.node.counters.count_drop(DropReason::NoBuffer);
             return Err(SendError::Full);
         };
         self.tcp_frame(f.addr, mac, dst, len, write)

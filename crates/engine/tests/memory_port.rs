@@ -1,7 +1,7 @@
 //! The engine driven through the in-memory port: exact frames in, exact frames out.
 
 use io::mem::{MemPort, Wire};
-use sirocco_engine::{App, Counters, Datagram, Drop, Engine, EngineConfig, Verdict};
+use sirocco_engine::{Counters, Datagram, DropReason, Engine, EngineConfig, Service, Verdict};
 use wire::arp::{ArpOp, ArpPacket, ArpRepr};
 use wire::build::UdpFrame;
 use wire::ethernet::{EtherType, EthernetFrame, EthernetRepr, MacAddr};
@@ -15,7 +15,7 @@ const US: Ipv4Addr = Ipv4Addr([198, 18, 0, 10]);
 const PEER: Ipv4Addr = Ipv4Addr([198, 18, 0, 2]);
 
 struct Echo;
-impl App for Echo {
+impl Service for Echo {
     fn udp_ports(&self) -> Vec<u16> {
         vec![7]
     }
@@ -26,7 +26,7 @@ impl App for Echo {
 
 /// Answers "<payload> back" through `Verdict::Reply`, to exercise length and checksum fixing.
 struct Upper;
-impl App for Upper {
+impl Service for Upper {
     fn udp_ports(&self) -> Vec<u16> {
         vec![9]
     }
@@ -42,7 +42,7 @@ impl App for Upper {
 struct Summed {
     lie: bool,
 }
-impl App for Summed {
+impl Service for Summed {
     fn udp_ports(&self) -> Vec<u16> {
         vec![9]
     }
@@ -54,7 +54,7 @@ impl App for Summed {
     }
 }
 
-fn engine<A: App>(app: &A, owns_alone: bool) -> (Engine<MemPort>, Wire) {
+fn engine<A: Service>(app: &A, owns_alone: bool) -> (Engine<MemPort>, Wire) {
     let (port, wire) = MemPort::with_wire(64);
     (Engine::new(port, EngineConfig::new(US, US_MAC, owns_alone, "mem0"), app), wire)
 }
@@ -63,7 +63,7 @@ fn udp_frame(dst_port: u16, payload: &[u8]) -> Vec<u8> {
     UdpFrame { src_mac: PEER_MAC, dst_mac: US_MAC, src: PEER, dst: US, src_port: 40000, dst_port }.to_vec(payload)
 }
 
-fn run<A: App>(e: &mut Engine<MemPort>, app: &mut A) {
+fn run<A: Service>(e: &mut Engine<MemPort>, app: &mut A) {
     for t in 0..4 {
         e.poll(t * 1000, app);
     }
@@ -176,16 +176,16 @@ fn arp_and_ping_answered_only_when_owned_alone() {
     wire.inject(&ping);
     run(&mut e, &mut Echo);
     assert!(wire.take_sent().is_empty());
-    assert_eq!(e.counters().dropped(Drop::ArpNotForUs), 1);
-    assert_eq!(e.counters().dropped(Drop::Ipv4UnknownProtocol), 1);
+    assert_eq!(e.counters().dropped(DropReason::ArpNotForUs), 1);
+    assert_eq!(e.counters().dropped(DropReason::Ipv4UnknownProtocol), 1);
 }
 
 /// Every malformed case, the counter it must land in, and nothing sent.
 #[test]
 fn malformed_frames_are_counted_and_dropped() {
     let good = udp_frame(7, b"0123456789");
-    let mut cases: Vec<(&str, Vec<u8>, Drop)> = vec![];
-    cases.push(("runt", good[..10].to_vec(), Drop::EthTruncated));
+    let mut cases: Vec<(&str, Vec<u8>, DropReason)> = vec![];
+    cases.push(("runt", good[..10].to_vec(), DropReason::EthTruncated));
     cases.push((
         "vlan tag cut",
         {
@@ -193,68 +193,68 @@ fn malformed_frames_are_counted_and_dropped() {
             b.extend_from_slice(&[0x81, 0x00, 0x00]);
             b
         },
-        Drop::EthTruncated,
+        DropReason::EthTruncated,
     ));
     let mut b = good.clone();
     b[0..6].copy_from_slice(&[2, 9, 9, 9, 9, 9]);
-    cases.push(("other mac", b, Drop::EthNotForUs));
+    cases.push(("other mac", b, DropReason::EthNotForUs));
     let mut b = good.clone();
     b[12..14].copy_from_slice(&0x86ddu16.to_be_bytes());
-    cases.push(("ipv6", b, Drop::EthUnknownType));
+    cases.push(("ipv6", b, DropReason::EthUnknownType));
     let mut b = good.clone();
     b[12..14].copy_from_slice(&0x88ccu16.to_be_bytes());
-    cases.push(("lldp", b, Drop::EthUnknownType));
-    cases.push(("ip cut", good[..30].to_vec(), Drop::Ipv4Truncated));
+    cases.push(("lldp", b, DropReason::EthUnknownType));
+    cases.push(("ip cut", good[..30].to_vec(), DropReason::Ipv4Truncated));
     let mut b = good.clone();
     b[14] = 0x44;
     ip_fix(&mut b);
-    cases.push(("ihl 4", b, Drop::Ipv4BadLength));
+    cases.push(("ihl 4", b, DropReason::Ipv4BadLength));
     let mut b = good.clone();
     b[16..18].copy_from_slice(&500u16.to_be_bytes());
     ip_fix(&mut b);
-    cases.push(("total length past frame", b, Drop::Ipv4Truncated));
+    cases.push(("total length past frame", b, DropReason::Ipv4Truncated));
     let mut b = good.clone();
     b[16..18].copy_from_slice(&10u16.to_be_bytes());
     ip_fix(&mut b);
-    cases.push(("total length below header", b, Drop::Ipv4BadLength));
+    cases.push(("total length below header", b, DropReason::Ipv4BadLength));
     let mut b = good.clone();
     b[14] = 0x65;
     ip_fix(&mut b);
-    cases.push(("version 6 in ipv4 frame", b, Drop::Ipv4BadVersion));
+    cases.push(("version 6 in ipv4 frame", b, DropReason::Ipv4BadVersion));
     let mut b = good.clone();
     b[24] ^= 0x55;
-    cases.push(("ip checksum", b, Drop::Ipv4BadChecksum));
+    cases.push(("ip checksum", b, DropReason::Ipv4BadChecksum));
     let mut b = good.clone();
     b[20] = 0x20; // MF
     ip_fix(&mut b);
-    cases.push(("first fragment", b, Drop::Ipv4Fragment));
+    cases.push(("first fragment", b, DropReason::Ipv4Fragment));
     let mut b = good.clone();
     b[20] = 0x00;
     b[21] = 0x10; // offset 128
     ip_fix(&mut b);
-    cases.push(("later fragment", b, Drop::Ipv4Fragment));
+    cases.push(("later fragment", b, DropReason::Ipv4Fragment));
     let mut b = good.clone();
     b[30..34].copy_from_slice(&[198, 18, 0, 99]);
     ip_fix(&mut b);
-    cases.push(("other ip", b, Drop::Ipv4NotForUs));
+    cases.push(("other ip", b, DropReason::Ipv4NotForUs));
     let mut b = good.clone();
     b[23] = 47; // GRE
     ip_fix(&mut b);
-    cases.push(("gre", b, Drop::Ipv4UnknownProtocol));
+    cases.push(("gre", b, DropReason::Ipv4UnknownProtocol));
     let mut b = good.clone();
     b[38..40].copy_from_slice(&100u16.to_be_bytes());
-    cases.push(("udp length past ip", b, Drop::UdpMalformed));
+    cases.push(("udp length past ip", b, DropReason::UdpMalformed));
     let mut b = good.clone();
     b[38..40].copy_from_slice(&3u16.to_be_bytes());
-    cases.push(("udp length below header", b, Drop::UdpMalformed));
+    cases.push(("udp length below header", b, DropReason::UdpMalformed));
     let mut b = good.clone();
     b[45] ^= 1;
-    cases.push(("udp checksum", b, Drop::UdpBadChecksum));
-    cases.push(("no handler", udp_frame(8, b"x"), Drop::UdpNoHandler));
+    cases.push(("udp checksum", b, DropReason::UdpBadChecksum));
+    cases.push(("no handler", udp_frame(8, b"x"), DropReason::UdpNoHandler));
     let mut b = good.clone();
     b[23] = 6;
     ip_fix(&mut b);
-    cases.push(("tcp shorter than its header", b, Drop::TcpMalformed));
+    cases.push(("tcp shorter than its header", b, DropReason::TcpMalformed));
     // A well-formed SYN to a port no TCP service listens on.
     let mut b = good[..34].to_vec();
     b.resize(54, 0);
@@ -274,15 +274,15 @@ fn malformed_frames_are_counted_and_dropped() {
     b[23] = 6;
     b[16..18].copy_from_slice(&40u16.to_be_bytes());
     ip_fix(&mut b);
-    cases.push(("tcp to a port not served", b, Drop::TcpNotServed));
+    cases.push(("tcp to a port not served", b, DropReason::TcpNotServed));
     let mut b = vec![0u8; 60];
     EthernetRepr { src: PEER_MAC, dst: MacAddr::BROADCAST, vlan: None, ethertype: EtherType::ARP }.emit(&mut b);
     b[14..16].copy_from_slice(&6u16.to_be_bytes()); // hardware type 6
-    cases.push(("arp not ethernet", b, Drop::ArpMalformed));
+    cases.push(("arp not ethernet", b, DropReason::ArpMalformed));
     cases.push((
         "arp cut",
         good[..14 + 20].iter().copied().enumerate().map(|(i, v)| if i == 13 { 6 } else { v }).collect(),
-        Drop::ArpMalformed,
+        DropReason::ArpMalformed,
     ));
 
     for (name, frame, why) in cases {
@@ -370,7 +370,7 @@ fn memory_port_frees_buffers_when_ring_full() {
 struct Burst {
     sent: u64,
 }
-impl App for Burst {
+impl Service for Burst {
     fn produce(&mut self, _now_ns: u64, out: &mut dyn sirocco_engine::Originate) -> usize {
         let mut n = 0;
         while out.room() > 0 && n < 1000 {
@@ -404,5 +404,5 @@ fn room_never_promises_more_frames_than_are_free() {
         srv.poll(t * 1000, &mut Echo);
     }
     assert!(burst.sent > 16, "sent {}", burst.sent);
-    assert_eq!(cli.counters().dropped(Drop::NoBuffer), 0);
+    assert_eq!(cli.counters().dropped(DropReason::NoBuffer), 0);
 }

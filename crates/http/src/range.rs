@@ -8,7 +8,12 @@ pub enum Ranged {
     /// header that does not parse — RFC 9110 §14.2 lets a server ignore Range).
     Full,
     /// Serve bytes `first..=last`.
-    Part { first: u64, last: u64 },
+    Part {
+        /// First byte.
+        first: u64,
+        /// Last byte (inclusive).
+        last: u64,
+    },
     /// No range overlaps the representation: 416.
     Unsatisfiable,
 }

@@ -73,11 +73,17 @@ pub struct XdpDesc {
 #[repr(C)]
 #[derive(Default, Clone, Copy, Debug)]
 pub struct XdpStatistics {
+    /// Frames dropped for reasons other than the two below (e.g. no UMEM room).
     pub rx_dropped: u64,
+    /// Frames with an invalid RX descriptor.
     pub rx_invalid_descs: u64,
+    /// Invalid TX descriptors.
     pub tx_invalid_descs: u64,
+    /// Frames dropped because the RX ring was full.
     pub rx_ring_full: u64,
+    /// Times the fill ring was empty when a frame arrived.
     pub rx_fill_ring_empty_descs: u64,
+    /// Times the TX ring was empty when the kernel looked.
     pub tx_ring_empty_descs: u64,
 }
 

@@ -135,7 +135,7 @@ pub trait App {
         seg: &SegOut,
         local: Ipv4Addr,
         remote: Ipv4Addr,
-        r: &mut dyn Replicas,
+        r: &mut dyn PinnedFrames,
     ) -> bool {
         let _ = (c, seg, local, remote, r);
         false
@@ -143,7 +143,7 @@ pub trait App {
 }
 
 /// The TX arena, for applications that keep replicas of prepared segments in it.
-pub trait Replicas {
+pub trait PinnedFrames {
     /// A frame taken out of circulation for the application, or None (none free, or the
     /// output cannot pin). It comes back to the application after each transmission.
     fn pin(&mut self) -> Option<u64>;
@@ -162,7 +162,7 @@ pub trait Output {
     /// `write` fills the buffer. Only called when `room() > 0`.
     fn send(&mut self, local: Ipv4Addr, remote: Ipv4Addr, len: usize, write: &mut dyn FnMut(&mut [u8]));
     /// The TX arena for replicas, if this output has one.
-    fn replicas(&mut self) -> Option<&mut dyn Replicas> {
+    fn replicas(&mut self) -> Option<&mut dyn PinnedFrames> {
         None
     }
 }

@@ -1,6 +1,6 @@
 //! ARP for IPv4 over Ethernet (RFC 826).
 
-use crate::{be16, put16, EtherType, Error, Ipv4Addr, MacAddr, Result};
+use crate::{be16, put16, Error, EtherType, Ipv4Addr, MacAddr, Result};
 
 mod field {
     use core::ops::Range;
@@ -106,7 +106,11 @@ pub struct ArpRepr {
 impl ArpRepr {
     /// Validates and reads an ARP packet; anything but Ethernet/IPv4 request or reply is refused.
     pub fn parse<T: AsRef<[u8]>>(p: &ArpPacket<T>) -> Result<Self> {
-        if p.hardware_type() != HTYPE_ETHERNET || p.protocol_type() != EtherType::IPV4 || p.hardware_len() != 6 || p.protocol_len() != 4 {
+        if p.hardware_type() != HTYPE_ETHERNET
+            || p.protocol_type() != EtherType::IPV4
+            || p.hardware_len() != 6
+            || p.protocol_len() != 4
+        {
             return Err(Error::Unsupported);
         }
         let op = match p.operation() {

@@ -70,7 +70,13 @@ impl UdpFrame {
     /// Writes the headers in front of a payload of `payload_len` bytes already at
     /// `buf[UDP_HEADERS..]`, with full checksums; returns the frame length.
     pub fn emit(&self, buf: &mut [u8], payload_len: usize, ident: u16, ttl: u8) -> usize {
-        let ip = Ipv4Frame { src_mac: self.src_mac, dst_mac: self.dst_mac, src: self.src, dst: self.dst, protocol: Protocol::UDP };
+        let ip = Ipv4Frame {
+            src_mac: self.src_mac,
+            dst_mac: self.dst_mac,
+            src: self.src,
+            dst: self.dst,
+            protocol: Protocol::UDP,
+        };
         ip.emit(buf, udp::HEADER_LEN + payload_len, ident, ttl);
         UdpRepr { src_port: self.src_port, dst_port: self.dst_port, payload_len }.emit(
             &mut buf[IPV4_PAYLOAD_AT..],

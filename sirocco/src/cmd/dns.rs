@@ -53,11 +53,8 @@ struct ZoneSpec {
 
 /// The zones to serve: the config's (files relative to it), then the command line's.
 fn zone_specs(config: Option<&Path>, own: &DnsConfig, cli: &[String]) -> Vec<ZoneSpec> {
-    let mut v: Vec<ZoneSpec> = own
-        .zone
-        .iter()
-        .map(|z| ZoneSpec { origin: z.name.clone(), file: relative_to(config, &z.file) })
-        .collect();
+    let mut v: Vec<ZoneSpec> =
+        own.zone.iter().map(|z| ZoneSpec { origin: z.name.clone(), file: relative_to(config, &z.file) }).collect();
     for spec in cli {
         let (origin, file) = match spec.split_once('=') {
             Some((n, f)) => (Some(n.to_string()), f),
@@ -125,7 +122,8 @@ pub fn run(a: DnsArgs) -> Result<(), String> {
     };
     let port = s.port;
     let make = |_| dns_server::DnsServer::following(catalog.follow(), port).with_key_mode(mode);
-    let out = s.run(&format!("dns on port {port}"), &[(Protocol::UDP, port)], make, Some(("zones", Box::new(reload))))?;
+    let out =
+        s.run(&format!("dns on port {port}"), &[(Protocol::UDP, port)], make, Some(("zones", Box::new(reload))))?;
     let mut rc = [0u64; 8];
     let (mut tc, mut dropped) = (0, 0);
     for d in out.apps() {

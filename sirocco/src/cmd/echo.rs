@@ -84,7 +84,8 @@ pub fn run(a: EchoArgs) -> Result<(), String> {
             print_channel_echo(&out);
         }
         TcpMode::Echo => {
-            let out = s.run(&format!("tcp echo on port {port}"), &grants, |_| svc(echo::TcpEcho::default(), port), None)?;
+            let out =
+                s.run(&format!("tcp echo on port {port}"), &grants, |_| svc(echo::TcpEcho::default(), port), None)?;
             print_tcp(&out, |e| format!("accepted {} closed {} echoed {} bytes", e.accepted, e.closed, e.echoed));
         }
         TcpMode::Discard => {

@@ -148,7 +148,7 @@ impl Report {
             unresolved: 0,
             send_secs: 0.0,
             rtt: Histogram::default(),
-            tx_ring_full: out.total().dropped(engine::Drop::TxRingFull),
+            tx_ring_full: out.total().dropped(engine::DropReason::TxRingFull),
             engines: out.engines.len(),
         };
         let (mut first, mut last) = (u64::MAX, 0);

@@ -142,7 +142,8 @@ pub fn run(a: WebArgs) -> Result<(), String> {
     let (port, cfg) = (s.port, tcp::Config::default());
     let limits = tcp::Limits { max_conns, ..tcp_limits() };
     let make = |_| web::WebService::new(published.follow(), port, cfg, limits, settings, cache, precopy);
-    let out = s.run(&format!("web on port {port}"), &[(Protocol::TCP, port)], make, Some(("tree", Box::new(reload))))?;
+    let out =
+        s.run(&format!("web on port {port}"), &[(Protocol::TCP, port)], make, Some(("tree", Box::new(reload))))?;
     for (q, svc) in out.apps().enumerate() {
         let (st, store, tcp) = (&svc.tcp.app.stats, &svc.tcp.app.store.stats, svc.tcp.ep.stats());
         let statuses: Vec<String> = st.status.iter().map(|(k, v)| format!("{k}:{v}")).collect();

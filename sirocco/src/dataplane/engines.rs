@@ -4,7 +4,7 @@
 use super::open::Opened;
 use super::{Options, Outcome, Until};
 use crate::signals;
-use engine::{App, Counters, Engine, EngineConfig};
+use engine::{Counters, Engine, EngineConfig, Service};
 use io::filter::Filter;
 use io::iface;
 use io::pcap::Capture;
@@ -31,7 +31,7 @@ pub(super) struct Running<A> {
 /// Starts an engine thread per opened queue, each running `make_app(queue)`.
 pub(super) fn spawn<A, F>(opened: Opened, opts: &Options, mut make_app: F) -> Result<Running<A>, String>
 where
-    A: App + Send + 'static,
+    A: Service + Send + 'static,
     F: FnMut(u32) -> A,
 {
     let Opened { ifc, owns_alone, filter, ports } = opened;
@@ -57,20 +57,18 @@ where
         let snap = Arc::new(Mutex::new(Counters::default()));
         running.snapshots.push(snap.clone());
         let (stop, tap) = (running.stop.clone(), tap.clone());
-        let h = std::thread::Builder::new()
-            .name(format!("sirocco-q{q}"))
-            .spawn(move || {
-                let pinned = iface::pin_thread(cpu).is_ok();
-                let mut engine = Engine::new(port, ecfg, &app);
-                engine.set_epoch(epoch);
-                engine.set_snapshot(snap);
-                if let Some(t) = tap {
-                    engine.set_capture(t);
-                }
-                engine.run(&mut app, &stop);
-                let xsk = engine.port().stats();
-                (*engine.counters(), app, pinned, xsk)
-            });
+        let h = std::thread::Builder::new().name(format!("sirocco-q{q}")).spawn(move || {
+            let pinned = iface::pin_thread(cpu).is_ok();
+            let mut engine = Engine::new(port, ecfg, &app);
+            engine.set_epoch(epoch);
+            engine.set_snapshot(snap);
+            if let Some(t) = tap {
+                engine.set_capture(t);
+            }
+            engine.run(&mut app, &stop);
+            let xsk = engine.port().stats();
+            (*engine.counters(), app, pinned, xsk)
+        });
         match h {
             Ok(h) => running.handles.push(h),
             Err(e) => {

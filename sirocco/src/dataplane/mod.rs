@@ -10,7 +10,7 @@ pub mod report;
 
 pub use args::DataplaneArgs;
 
-use engine::{App, Counters};
+use engine::{Counters, Service};
 use std::path::PathBuf;
 use std::sync::atomic::AtomicUsize;
 use std::sync::Arc;
@@ -91,7 +91,7 @@ pub type Grant = (u8, u16);
 /// Sets up the interface and runs `make_app(queue)` on one engine per queue until `until`.
 pub fn run<A, F>(opts: &Options, grants: &[Grant], make_app: F, until: Until, what: &str) -> Result<Outcome<A>, String>
 where
-    A: App + Send + 'static,
+    A: Service + Send + 'static,
     F: FnMut(u32) -> A,
 {
     let opened = open::open(opts, grants, what)?;

@@ -49,7 +49,10 @@ fn parse<C: DeserializeOwned>(text: &str) -> Result<File<C>, (usize, String)> {
         if !common_keys.contains(&name) && !own_keys.contains(&name) {
             let mut expected: Vec<&str> = common_keys.iter().chain(own_keys).copied().collect();
             expected.sort_unstable();
-            return Err((line_of(k.span().start), format!("unknown key `{name}`, expected one of: {}", expected.join(", "))));
+            return Err((
+                line_of(k.span().start),
+                format!("unknown key `{name}`, expected one of: {}", expected.join(", ")),
+            ));
         }
     }
     Ok(File { common: toml::from_str(text).map_err(err)?, own: toml::from_str(text).map_err(err)? })

@@ -8,7 +8,7 @@ pub mod reload;
 
 use crate::dataplane::{self, report, DataplaneArgs, Grant, Options, Outcome, Until};
 use clap::Args;
-use engine::App;
+use engine::Service;
 use reload::{ReloadFn, Reloader};
 use serde::de::DeserializeOwned;
 use std::path::{Path, PathBuf};
@@ -89,7 +89,7 @@ impl<C> Serve<C> {
         reload: Option<(&'static str, ReloadFn)>,
     ) -> Result<Outcome<A>, String>
     where
-        A: App + Send + 'static,
+        A: Service + Send + 'static,
         F: FnMut(u32) -> A,
     {
         let reloader = reload.map(|(state, f)| Reloader::start(state, f)).transpose()?;

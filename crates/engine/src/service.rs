@@ -44,14 +44,14 @@ pub enum Verdict {
 }
 
 /// An application served by an engine.
-pub trait App {
+pub trait Service {
     /// UDP ports this application serves on the engine's address (none by default: a TCP-only
     /// application).
     fn udp_ports(&self) -> Vec<u16> {
         Vec::new()
     }
 
-    /// Handles one datagram to one of [`App::udp_ports`].
+    /// Handles one datagram to one of [`Service::udp_ports`].
     fn udp(&mut self, _now_ns: u64, _d: Datagram<'_>) -> Verdict {
         Verdict::Drop
     }
@@ -72,9 +72,9 @@ pub trait App {
         Vec::new()
     }
 
-    /// One TCP segment to one of [`App::tcp_ports`], checksum verified; `payload` is a view of
-    /// the receive buffer, valid for this call — or, when [`App::holds_tcp_frames`], until
-    /// [`App::produce`] of this iteration returns, as `out.view(view)`.
+    /// One TCP segment to one of [`Service::tcp_ports`], checksum verified; `payload` is a view of
+    /// the receive buffer, valid for this call — or, when [`Service::holds_tcp_frames`], until
+    /// [`Service::produce`] of this iteration returns, as `out.view(view)`.
     fn tcp(&mut self, now_ns: u64, src: Ipv4Addr, dst: Ipv4Addr, seg: &TcpRepr, payload: &[u8], view: u32) {
         let _ = (now_ns, src, dst, seg, payload, view);
     }
@@ -122,7 +122,7 @@ pub trait Originate {
     fn tcp(&mut self, dst: Ipv4Addr, len: usize, write: &mut dyn FnMut(&mut [u8])) -> Result<(), SendError>;
 
     /// The payload of the TCP segment this iteration handed over as `view` (for applications
-    /// that [hold the frames](App::holds_tcp_frames); empty otherwise).
+    /// that [hold the frames](Service::holds_tcp_frames); empty otherwise).
     fn view(&self, view: u32) -> &[u8];
 
     /// Pins a free frame for the application to keep (see [`io::Port::pin`]); None if none
