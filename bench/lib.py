@@ -1,7 +1,7 @@
 """Helpers shared by the benchmarks: commands in namespaces, CPU accounting from /proc, a
 cpuset that holds a server (and every thread it makes) on the server core, medians."""
 
-import os, signal, statistics, subprocess
+import json, os, platform, signal, statistics, subprocess, time
 
 SRV_CPU, GEN_CPU = 1, 0
 
@@ -92,3 +92,40 @@ class Cpuset:
             os.rmdir(self.path)
         except OSError:
             pass
+
+
+OUT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "results")
+
+
+def fmt(v, f="{:.0f}"):
+    """A number for a table, or a dash when there is none."""
+    return f.format(v) if v is not None else "–"
+
+
+def run_meta(**extra):
+    """What every results file records about the run: date, kernel, CPUs, and the run's own."""
+    return {"date": time.strftime("%Y-%m-%d"), "kernel": platform.release(), "cpus": os.cpu_count(), **extra}
+
+
+def save(name, meta, lines, **data):
+    """Writes results/NAME.json ({"meta": .., **data}) and results/NAME.md (the lines), and
+    prints the lines."""
+    os.makedirs(OUT, exist_ok=True)
+    with open(os.path.join(OUT, f"{name}.json"), "w") as f:
+        json.dump({"meta": meta, **data}, f, indent=1)
+    with open(os.path.join(OUT, f"{name}.md"), "w") as f:
+        f.write("\n".join(lines) + "\n")
+    print("\n".join(lines))
+
+
+def plot(draw):
+    """Calls draw(plt) with matplotlib's pyplot on a file backend; draw saves its figures
+    under OUT. Without matplotlib, says so and draws nothing."""
+    try:
+        import matplotlib
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError:
+        print("bench: matplotlib missing, no plot (apt-get install python3-matplotlib)")
+        return
+    draw(plt)

@@ -15,10 +15,9 @@ measured. Writes bench/results/dns.{json,md,png}."""
 import json, os, platform, random, re, signal, subprocess, sys, time
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
-from lib import sh, ns, cpu_busy, proc_cpu, median_of, Cpuset, SRV_CPU, GEN_CPU  # noqa: E402
+from lib import sh, ns, cpu_busy, proc_cpu, median_of, Cpuset, SRV_CPU, GEN_CPU, OUT, fmt, run_meta, save, plot  # noqa: E402
 
 ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
-OUT = os.path.join(ROOT, "bench", "results")
 WORK = os.path.join(ROOT, "target", "bench", "dns")
 SIROCCO = os.path.join(ROOT, "target", "release", "sirocco")
 NET = "bd"
@@ -232,13 +231,10 @@ def best(entry):
 
 
 def write(results):
-    os.makedirs(OUT, exist_ok=True)
-    stamp = time.strftime("%Y-%m-%d")
-    meta = {"date": stamp, "kernel": platform.release(), "cpus": os.cpu_count(), "secs": SECS, "reps": REPS,
-            "rates": RATES, "placement": "servers in a cpuset on CPU 1 with the server veth's NAPI thread; kxdpgun on CPU 0",
-            "knot": sh("knotd", "--version", check=False).stdout.strip(), "nsd": sh("nsd", "-v", check=False).stderr.strip()}
-    with open(os.path.join(OUT, "dns.json"), "w") as f:
-        json.dump({"meta": meta, "results": results}, f, indent=1)
+    meta = run_meta(secs=SECS, reps=REPS,
+            rates=RATES, placement="servers in a cpuset on CPU 1 with the server veth's NAPI thread; kxdpgun on CPU 0",
+            knot=sh("knotd", "--version", check=False).stdout.strip(), nsd=sh("nsd", "-v", check=False).stderr.strip())
+    stamp = meta["date"]
     lines = [f"# Authoritative DNS over UDP ({stamp}, kernel {meta['kernel']})", "",
              f"Median of {REPS} runs of {SECS:.0f} s per point; best point over offered rates {RATES} per server. "
              "Each server confined to CPU 1 (with the server veth's NAPI thread), kxdpgun on CPU 0.", "",
@@ -261,13 +257,8 @@ def write(results):
         if s and e:
             lines.append(f"- {n} names, sirocco dns / sirocco echo (same engine, same load): "
                          f"**{s['answers_ps'] / e['answers_ps'] * 100:.0f}%** of the echo's replies/s")
-    with open(os.path.join(OUT, "dns.md"), "w") as f:
-        f.write("\n".join(lines) + "\n")
-    print("\n".join(lines))
-    try:
-        import matplotlib
-        matplotlib.use("Agg")
-        import matplotlib.pyplot as plt
+    save("dns", meta, lines, results=results)
+    def draw(plt):
         fig, axes = plt.subplots(1, len(results), figsize=(4.5 * len(results), 4), squeeze=False)
         for ax, (n, per) in zip(axes[0], results.items()):
             for kind, e in per.items():
@@ -280,8 +271,8 @@ def write(results):
             ax.legend()
         fig.tight_layout()
         fig.savefig(os.path.join(OUT, "dns.png"), dpi=110)
-    except ImportError:
-        print("bench: matplotlib missing, no plot (apt-get install python3-matplotlib)")
+
+    plot(draw)
 
 
 if __name__ == "__main__":

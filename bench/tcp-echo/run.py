@@ -14,11 +14,10 @@ markdown table and a plot to bench/results/."""
 import json, os, platform, subprocess, sys, time
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
-from lib import sh, ns, cpu_busy, proc_cpu, median_of, stop_process, SRV_CPU, GEN_CPU  # noqa: E402
+from lib import sh, ns, cpu_busy, proc_cpu, median_of, stop_process, SRV_CPU, GEN_CPU, OUT, fmt, run_meta, save, plot  # noqa: E402
 
 ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
 HERE = os.path.dirname(os.path.abspath(__file__))
-OUT = os.path.join(ROOT, "bench", "results")
 BUILD = os.path.join(ROOT, "target", "bench")
 SIROCCO = os.path.join(ROOT, "target", "release", "sirocco")
 NET = "bt"
@@ -120,17 +119,10 @@ def main():
     write(results)
 
 
-def fmt(v, f="{:.0f}"):
-    return f.format(v) if v is not None else "–"
-
-
 def write(results):
-    os.makedirs(OUT, exist_ok=True)
-    stamp = time.strftime("%Y-%m-%d")
-    meta = {"date": stamp, "kernel": platform.release(), "cpus": os.cpu_count(), "secs": SECS, "reps": REPS,
-            "placement": "server CPU 1, client CPU 0, threaded NAPI pinned per side"}
-    with open(os.path.join(OUT, "tcp-echo.json"), "w") as f:
-        json.dump({"meta": meta, "results": results}, f, indent=1)
+    meta = run_meta(secs=SECS, reps=REPS,
+            placement="server CPU 1, client CPU 0, threaded NAPI pinned per side")
+    stamp = meta["date"]
     lines = [f"# TCP echo ({stamp}, kernel {meta['kernel']})", "",
              f"Median of {REPS} runs of {SECS:.0f} s per point. Server on CPU 1, `echo_client` on CPU 0. "
              "Round trips 'inf': the connections last the whole run. CPU: the server process's own "
@@ -153,13 +145,8 @@ def write(results):
             lines.append(f"| {s['size']} | {s['conns']} | {s['rounds'] or 'inf'} | {ratio('msgs_per_s')} | "
                          f"{ratio('msgs_per_core_cpu_s')} | {ratio('msgs_per_proc_cpu_s')} | {ratio('conns_per_core_cpu_s')} | "
                          f"{fmt(s['p99_us'])} vs {fmt(e['p99_us'])} |")
-    with open(os.path.join(OUT, "tcp-echo.md"), "w") as f:
-        f.write("\n".join(lines) + "\n")
-    print("\n".join(lines))
-    try:
-        import matplotlib
-        matplotlib.use("Agg")
-        import matplotlib.pyplot as plt
+    save("tcp-echo", meta, lines, results=results)
+    def draw(plt):
         fig, (a1, a2) = plt.subplots(1, 2, figsize=(12, 4.5))
         labels = [f"{p['size']}B/{p['conns']}c/{p['rounds'] or 'inf'}" for p in (s_pts or e_pts)]
         xs = range(len(labels))
@@ -176,8 +163,8 @@ def write(results):
         a2.set_yscale("log")
         fig.tight_layout()
         fig.savefig(os.path.join(OUT, "tcp-echo.png"), dpi=110)
-    except ImportError:
-        print("bench: matplotlib missing, no plot (apt-get install python3-matplotlib)")
+
+    plot(draw)
 
 
 if __name__ == "__main__":

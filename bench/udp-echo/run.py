@@ -11,11 +11,10 @@ table and a plot to bench/results/."""
 import json, os, platform, subprocess, sys, time
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
-from lib import sh, ns, cpu_busy, proc_cpu, median_of, stop_process, SRV_CPU, GEN_CPU  # noqa: E402
+from lib import sh, ns, cpu_busy, proc_cpu, median_of, stop_process, SRV_CPU, GEN_CPU, OUT, fmt, run_meta, save, plot  # noqa: E402
 
 ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
 HERE = os.path.dirname(os.path.abspath(__file__))
-OUT = os.path.join(ROOT, "bench", "results")
 SIROCCO = os.path.join(ROOT, "target", "release", "sirocco")
 NET = "bx"
 SRV_NS, CLI_NS, SRV_IF, CLI_IF = f"{NET}-srv", f"{NET}-cli", f"{NET}-s", f"{NET}-c"
@@ -126,12 +125,9 @@ def main():
 
 
 def write(results):
-    os.makedirs(OUT, exist_ok=True)
-    stamp = time.strftime("%Y-%m-%d")
-    meta = {"date": stamp, "kernel": platform.release(), "cpus": os.cpu_count(), "secs": SECS, "reps": REPS,
-            "payload_bytes": SIZE, "placement": "server CPU 1, generator CPU 0, threaded NAPI pinned per side"}
-    with open(os.path.join(OUT, "udp-echo.json"), "w") as f:
-        json.dump({"meta": meta, "results": results}, f, indent=1)
+    meta = run_meta(secs=SECS, reps=REPS,
+            payload_bytes=SIZE, placement="server CPU 1, generator CPU 0, threaded NAPI pinned per side")
+    stamp = meta["date"]
 
     def sat(kind):
         pts = results.get(kind) or []
@@ -157,13 +153,8 @@ def write(results):
         if x:
             lines.append(f"- sirocco / XDP_TX bounce replies/s: **{s['replies_pps'] / x['replies_pps'] * 100:.0f}%** "
                          f"({x['replies_pps']:.0f} replies/s for the bounce)")
-    with open(os.path.join(OUT, "udp-echo.md"), "w") as f:
-        f.write("\n".join(lines) + "\n")
-    print("\n".join(lines))
-    try:
-        import matplotlib
-        matplotlib.use("Agg")
-        import matplotlib.pyplot as plt
+    save("udp-echo", meta, lines, results=results)
+    def draw(plt):
         fig, (a1, a2) = plt.subplots(1, 2, figsize=(11, 4))
         for kind, pts in results.items():
             xs = [p["tx_pps"] / 1e3 for p in pts]
@@ -180,8 +171,8 @@ def write(results):
             a.legend()
         fig.tight_layout()
         fig.savefig(os.path.join(OUT, "udp-echo.png"), dpi=110)
-    except ImportError:
-        print("bench: matplotlib missing, no plot (apt-get install python3-matplotlib)")
+
+    plot(draw)
 
 
 if __name__ == "__main__":

@@ -18,10 +18,9 @@ Writes bench/results/web.{json,md,png}."""
 import json, os, platform, random, shutil, subprocess, sys, time
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
-from lib import sh, ns, cpu_busy, median_of, stop_process, Cpuset, SRV_CPU, GEN_CPU  # noqa: E402
+from lib import sh, ns, cpu_busy, median_of, stop_process, Cpuset, SRV_CPU, GEN_CPU, OUT, fmt, run_meta, save, plot  # noqa: E402
 
 ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
-OUT = os.path.join(ROOT, "bench", "results")
 SIROCCO = os.path.join(ROOT, "target", "release", "sirocco")
 NET = "bw"
 SRV_NS, CLI_NS, SRV_IF, CLI_IF = f"{NET}-srv", f"{NET}-cli", f"{NET}-s", f"{NET}-c"
@@ -189,17 +188,10 @@ def main():
     write(results, check, mix)
 
 
-def fmt(v, f="{:.0f}"):
-    return f.format(v) if v is not None else "–"
-
-
 def write(results, check, mix):
-    os.makedirs(OUT, exist_ok=True)
-    stamp = time.strftime("%Y-%m-%d")
-    meta = {"date": stamp, "kernel": platform.release(), "cpus": os.cpu_count(), "secs": SECS, "reps": REPS,
-            "conns": CONNS, "mix": mix, "placement": "server CPU 1 (cpuset), gen http CPU 0, threaded NAPI pinned per side"}
-    with open(os.path.join(OUT, "web.json"), "w") as f:
-        json.dump({"meta": meta, "results": results, "wrk_check": check}, f, indent=1)
+    meta = run_meta(secs=SECS, reps=REPS,
+            conns=CONNS, mix=mix, placement="server CPU 1 (cpuset), gen http CPU 0, threaded NAPI pinned per side")
+    stamp = meta["date"]
     lines = [f"# Static web: sirocco web (pre-copy, memcpy) vs nginx ({stamp}, kernel {meta['kernel']})", "",
              f"Median of {REPS} run(s) of {SECS:.0f} s per point. Server on CPU 1, `sirocco gen http` (closed loop) on "
              "CPU 0. nginx: 1 worker, sendfile, access_log off, keepalive_requests 10000. 'core CPU-s': the server "
@@ -233,13 +225,8 @@ def write(results, check, mix):
                   f"| server | wrk req/s | gen http req/s ({CONNS} conns) |", "|---|---|---|"]
         for k, c in check.items():
             lines.append(f"| {k} | {fmt(c.get('wrk_req_per_s'))} | {fmt(c.get('gen_req_per_s'))} |")
-    with open(os.path.join(OUT, "web.md"), "w") as f:
-        f.write("\n".join(lines) + "\n")
-    print("\n".join(lines))
-    try:
-        import matplotlib
-        matplotlib.use("Agg")
-        import matplotlib.pyplot as plt
+    save("web", meta, lines, results=results, wrk_check=check)
+    def draw(plt):
         fig, axes = plt.subplots(2, 3, figsize=(15, 8))
         for row, close in enumerate((False, True)):
             for kind, pts in results.items():
@@ -270,8 +257,8 @@ def write(results, check, mix):
             a[1].set_yscale("log")
             fig.tight_layout()
             fig.savefig(os.path.join(OUT, "web-conns.png"), dpi=100)
-    except ImportError:
-        print("bench: matplotlib missing, no plot (apt-get install python3-matplotlib)")
+
+    plot(draw)
 
 
 if __name__ == "__main__":
