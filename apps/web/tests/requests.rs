@@ -2,11 +2,11 @@
 //! the connection's response stream comes out as bytes, and each response is taken apart
 //! and checked against RFC 9110/9112 — conditionals, ranges, HEAD, pipelining, errors.
 
-use std::sync::Arc;
-use tcp::App as _;
 use sirocco_web::conn::Conn;
 use sirocco_web::store::Store;
 use sirocco_web::{Settings, Site, WebApp};
+use std::sync::Arc;
+use tcp::App as _;
 
 /// The demo site's files carry this modification time.
 const MTIME: u64 = 1_000_000;
@@ -183,7 +183,10 @@ fn http_1_0_and_connection_close_end_the_connection() {
     let r = exchange(&mut a, b"GET /hello.txt HTTP/1.0\r\n\r\n").remove(0);
     assert_eq!(r.status, 200);
     assert_eq!(r.header("Connection"), Some("close"));
-    let rs = exchange(&mut a, b"GET /hello.txt HTTP/1.1\r\nHost: t\r\nConnection: close\r\n\r\nGET / HTTP/1.1\r\nHost: t\r\n\r\n");
+    let rs = exchange(
+        &mut a,
+        b"GET /hello.txt HTTP/1.1\r\nHost: t\r\nConnection: close\r\n\r\nGET / HTTP/1.1\r\nHost: t\r\n\r\n",
+    );
     assert_eq!(rs.len(), 1, "nothing after a response that closes");
     assert_eq!(rs[0].header("Connection"), Some("close"));
 }
