@@ -10,6 +10,14 @@ pub struct Nginx(Child, std::path::PathBuf);
 
 impl Drop for Nginx {
     fn drop(&mut self) {
+        // SIGTERM first: nginx's fast shutdown; a SIGKILL only if it has not gone in 5 s.
+        // It runs as one process (master_process off), so no worker can be left behind.
+        // SAFETY: a signal to our own child, which has not been waited for yet.
+        unsafe { libc::kill(self.0.id() as i32, libc::SIGTERM) };
+        let t = Instant::now();
+        while t.elapsed() < Duration::from_secs(5) && matches!(self.0.try_wait(), Ok(None)) {
+            std::thread::sleep(Duration::from_millis(20));
+        }
         let _ = self.0.kill();
         let _ = self.0.wait();
         let _ = std::fs::remove_dir_all(&self.1);
@@ -21,7 +29,7 @@ pub fn nginx(ns: &str, root: &str) -> Nginx {
     let _ = std::fs::remove_dir_all(&dir);
     std::fs::create_dir_all(&dir).unwrap();
     let conf = format!(
-        "worker_processes 1;\ndaemon off;\npid {d}/nginx.pid;\nerror_log {d}/error.log;\n\
+        "master_process off;\ndaemon off;\npid {d}/nginx.pid;\nerror_log {d}/error.log;\n\
          events {{ worker_connections 1024; }}\n\
          http {{\n include /etc/nginx/mime.types;\n default_type application/octet-stream;\n access_log off;\n\
          sendfile on;\n server_tokens off;\n client_body_temp_path {d};\n proxy_temp_path {d};\n fastcgi_temp_path {d};\n\
