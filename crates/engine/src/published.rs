@@ -89,11 +89,6 @@ impl<T: Send + Sync + 'static> Follower<T> {
         (self.current, self.seen) = self.published.current();
         true
     }
-
-    /// Whether a newer value is published than the one followed (without switching).
-    pub fn is_stale(&self) -> bool {
-        self.published.0.generation.load(Ordering::Relaxed) != self.seen
-    }
 }
 
 /// A value replaced by [`Published::publish`]: kept until every engine has switched, then
@@ -119,7 +114,6 @@ mod tests {
         let mut b = p.follow();
         assert!(!a.refresh());
         let mut old = p.publish(String::from("two"));
-        assert!(a.is_stale());
         assert_eq!(a.get().as_str(), "one", "nothing changes until the follower asks");
         assert!(!old.try_free(), "both followers still hold it");
         assert!(a.refresh());

@@ -1,10 +1,8 @@
 //! `sirocco gen http`: HTTP/1.1 load on sirocco's own TCP (keep-alive or a connection per
 //! request, closed or open loop), with a latency histogram, as text and JSON.
 
-use super::gen_udp::share;
-use super::latency::Percentiles;
+use super::load::{share, LoadArgs, Percentiles};
 use crate::dataplane::{self, report, DataplaneArgs, Until};
-use crate::serve::secs;
 use crate::tcp_limits::tcp_limits;
 use clap::Args;
 use gen::http::{HttpGen, HttpGenConfig, HttpGenStats};
@@ -47,15 +45,8 @@ pub struct GenHttpArgs {
     /// asks again as soon as it has its answer.
     #[arg(long, default_value_t = 0)]
     pub rate: u64,
-    /// Seconds to ask.
-    #[arg(long, default_value_t = 5.0)]
-    pub duration: f64,
-    /// Seconds left for answers after asking stops.
-    #[arg(long, default_value_t = 0.5)]
-    pub drain: f64,
-    /// Also write the report as JSON to this file.
-    #[arg(long, value_name = "FILE")]
-    pub json: Option<PathBuf>,
+    #[command(flatten)]
+    pub load: LoadArgs,
 }
 
 fn paths(a: &GenHttpArgs) -> Result<Vec<String>, String> {
@@ -80,8 +71,7 @@ fn paths(a: &GenHttpArgs) -> Result<Vec<String>, String> {
 
 /// Runs the generator and prints its report.
 pub fn run(a: GenHttpArgs) -> Result<(), String> {
-    let duration = secs(a.duration, "--duration")?;
-    let drain = secs(a.drain, "--drain")?;
+    let (duration, drain) = a.load.times()?;
     if !(1..=60_000).contains(&a.conns) {
         return Err("--conns must be 1..60000".into());
     }
@@ -153,7 +143,7 @@ pub fn run(a: GenHttpArgs) -> Result<(), String> {
         s.behind,
         latency.micros()
     );
-    if let Some(path) = &a.json {
+    if let Some(path) = &a.load.json {
         let j = ReportJson {
             conns: a.conns,
             keep_alive: !a.close,

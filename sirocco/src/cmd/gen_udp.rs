@@ -1,14 +1,12 @@
 //! `sirocco gen udp`: open-loop UDP load at a target rate, with the achieved rates, loss and
 //! round-trip latency percentiles (timestamps travel in the payload), as text and JSON.
 
-use super::latency::Percentiles;
+use super::load::{share, LoadArgs, Percentiles};
 use crate::dataplane::{self, report, DataplaneArgs, Options, Outcome, Until};
-use crate::serve::secs;
 use clap::Args;
 use gen::{Histogram, UdpGen};
 use serde::Serialize;
 use std::net::Ipv4Addr;
-use std::path::PathBuf;
 use std::time::Duration;
 use wire::Protocol;
 
@@ -34,26 +32,13 @@ pub struct GenUdpArgs {
     /// First source port.
     #[arg(long, default_value_t = 40000, value_parser = clap::value_parser!(u16).range(1024..))]
     pub src_port: u16,
-    /// Seconds to send.
-    #[arg(long, default_value_t = 5.0)]
-    pub duration: f64,
-    /// Seconds to wait for late replies after sending stops.
-    #[arg(long, default_value_t = 0.5)]
-    pub drain: f64,
-    /// Also write the report as JSON to this file.
-    #[arg(long, value_name = "FILE")]
-    pub json: Option<PathBuf>,
-}
-
-/// `rate` split over `queues` engines, the remainder to the first ones.
-pub fn share(rate: u64, queues: u32, q: u32) -> u64 {
-    rate / u64::from(queues) + u64::from(u64::from(q) < rate % u64::from(queues))
+    #[command(flatten)]
+    pub load: LoadArgs,
 }
 
 /// Runs the generator and prints its report.
 pub fn run(a: GenUdpArgs) -> Result<(), String> {
-    let duration = secs(a.duration, "--duration")?;
-    let drain = secs(a.drain, "--drain")?;
+    let (duration, drain) = a.load.times()?;
     if u32::from(a.src_port) + u32::from(a.flows) > 65536 {
         return Err("--src-port + --flows must stay below 65536".into());
     }
@@ -81,7 +66,7 @@ pub fn run(a: GenUdpArgs) -> Result<(), String> {
     for (q, x) in out.xsk.iter().enumerate() {
         println!("  q{q} {x}");
     }
-    if let Some(path) = &a.json {
+    if let Some(path) = &a.load.json {
         report::write_json(path, &r.json())?;
     }
     if r.sent == 0 {

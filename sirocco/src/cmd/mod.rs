@@ -5,6 +5,6 @@ pub mod dns;
 pub mod echo;
 pub mod gen_http;
 pub mod gen_udp;
-mod latency;
+mod load;
 pub mod testnet;
 pub mod web;
