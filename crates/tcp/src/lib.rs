@@ -27,4 +27,4 @@ pub use endpoint::{App, ConnectError, Ctl, Endpoint, Handle, Limits, Output, Pin
 pub use rtt::Micros;
 pub use seq::Seq;
 pub use stats::Stats;
-pub use tcb::{End, Env, Notes, SegOut, State, Tcb, Tuple};
+pub use tcb::{End, Env, Negotiated, Notes, Numbers, SegOut, State, Tcb, Tuple};

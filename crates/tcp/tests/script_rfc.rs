@@ -4,7 +4,7 @@ mod script;
 
 use script::{Script, Seg, PEER_ISN};
 use tcp::endpoint::Limits;
-use tcp::tcb::{End, State};
+use tcp::tcb::{End, Negotiated, State};
 use tcp::{CcKind, Config};
 use wire::tcp::TcpFlags;
 
@@ -41,7 +41,7 @@ fn passive_open_negotiates_what_both_offer() {
     assert_eq!(sa.win, 65_535, "the SYN-ACK window is never scaled");
     let t = s.ep.tcb(s.app.accepted[0]).unwrap();
     assert_eq!(t.state(), State::Established);
-    assert_eq!(t.negotiated(), (true, true, true));
+    assert_eq!(t.negotiated(), Negotiated { wscale: true, sack: true, ts: true });
     assert_eq!(t.smss(), 1448, "MSS less the timestamp option");
 }
 
@@ -53,7 +53,7 @@ fn options_the_peer_did_not_offer_stay_off() {
     assert!(!sa.opts.sack_permitted);
     assert_eq!(sa.opts.timestamps, None);
     let t = s.ep.tcb(s.app.accepted[0]).unwrap();
-    assert_eq!(t.negotiated(), (false, false, false));
+    assert_eq!(t.negotiated(), Negotiated::default());
     assert_eq!(t.smss(), 536);
     // Without window scaling the peer's window is taken as is (8192 bytes); the initial
     // congestion window (RFC 6928: 10 segments of 536) is the smaller limit here.
@@ -485,7 +485,7 @@ fn syn_cookies_when_the_backlog_is_full() {
     assert_eq!(s.ep.stats().cookies_accepted, 1);
     assert_eq!(s.ep.len(), 2);
     let h = *s.app.accepted.last().unwrap();
-    assert_eq!(s.ep.tcb(h).unwrap().negotiated(), (true, true, true));
+    assert_eq!(s.ep.tcb(h).unwrap().negotiated(), Negotiated { wscale: true, sack: true, ts: true });
     assert_eq!(s.ep.conn_mut(h).unwrap().got.len(), 10, "data on the cookie ACK is delivered");
 }
 

@@ -1,0 +1,458 @@
+//! Input: one segment through RFC 9293's checks (sequence, PAWS, RST, SYN, ACK), data
+//! delivered in order or kept for reassembly, the FIN, and the ACK field's effects.
+
+use wire::tcp::{TcpFlags, TcpRepr};
+
+use super::{End, Env, Reset, State, Tcb, PAWS_IDLE};
+use crate::rtt::Micros;
+use crate::seq::Seq;
+
+impl Tcb {
+    /// Processes one segment addressed to this connection. In-order data goes to `deliver`,
+    /// which returns how many of those bytes the application is already done with.
+    pub fn on_segment(
+        &mut self,
+        env: &mut Env,
+        now: Micros,
+        seg: &TcpRepr,
+        payload: &[u8],
+        deliver: &mut dyn FnMut(&[u8]) -> u32,
+    ) {
+        let f = seg.flags;
+        match self.state {
+            State::Closed => return,
+            State::SynSent => {
+                self.on_syn_sent(env, now, seg, payload, deliver);
+                self.arm(now);
+                return;
+            }
+            _ => {}
+        }
+        self.timers.last_rx = now;
+        self.timers.probes = 0;
+        self.timers.keepalive = None;
+        if self.state == State::FinWait2 {
+            // FIN-WAIT-2 times out only while the peer is silent: it may still be sending.
+            self.timers.end = Some(now + self.cfg.fin_wait2);
+        }
+
+        // A retransmitted SYN while our SYN-ACK is outstanding: send the SYN-ACK again.
+        if self.state == State::SynReceived
+            && f.has(TcpFlags::SYN)
+            && !f.has(TcpFlags::ACK)
+            && Seq(seg.seq) == self.rcv.irs
+        {
+            self.snd.nxt = self.snd.iss;
+            return;
+        }
+
+        // PAWS (RFC 7323 §5): an old timestamp marks an old duplicate.
+        if self.opts.ts && !f.has(TcpFlags::RST) {
+            if let Some((tsval, _)) = seg.options.timestamps {
+                if (tsval.wrapping_sub(self.ts.recent) as i32) < 0 && now.saturating_sub(self.ts.recent_at) < PAWS_IDLE
+                {
+                    env.stats.paws_dropped += 1;
+                    self.due.ack = true;
+                    return;
+                }
+            }
+        }
+
+        // Sequence acceptability (RFC 9293 §3.10.7.4, first check).
+        let seq0 = Seq(seg.seq);
+        let seg_len = payload.len() as u32 + u32::from(f.has(TcpFlags::SYN)) + u32::from(f.has(TcpFlags::FIN));
+        let wnd = self.rcv_wnd();
+        let in_wnd = |s: Seq| s.in_range(self.rcv.nxt, self.rcv.nxt + wnd);
+        let acceptable = match (seg_len, wnd) {
+            (0, 0) => seq0 == self.rcv.nxt,
+            (0, _) => in_wnd(seq0),
+            (_, 0) => seq0 == self.rcv.nxt, // zero window: take the control bits, not the data
+            _ => in_wnd(seq0) || in_wnd(seq0 + seg_len - 1),
+        };
+        if !acceptable {
+            env.stats.out_of_window += 1;
+            if !f.has(TcpFlags::RST) {
+                self.due.ack = true;
+                if self.state == State::TimeWait && f.has(TcpFlags::FIN) {
+                    self.timers.end = Some(now + self.cfg.time_wait);
+                }
+            }
+            return;
+        }
+
+        // RST (RFC 5961 §3): only the exact next sequence number resets; others in the window
+        // get a challenge ACK.
+        if f.has(TcpFlags::RST) {
+            if seq0 == self.rcv.nxt {
+                env.stats.resets_in += 1;
+                let why = if self.state == State::SynReceived && !self.passive { End::Refused } else { End::Reset };
+                self.finish(why);
+            } else if env.allow_challenge(now) {
+                self.due.ack = true;
+            }
+            return;
+        }
+
+        // A SYN in a synchronized state (RFC 5961 §4): challenge ACK, drop.
+        if f.has(TcpFlags::SYN) {
+            if env.allow_challenge(now) {
+                self.due.ack = true;
+            }
+            return;
+        }
+
+        if !f.has(TcpFlags::ACK) {
+            return;
+        }
+
+        // TS.Recent (RFC 7323 §4.3) from segments that cover the last ACK we sent.
+        if self.opts.ts {
+            if let Some((tsval, _)) = seg.options.timestamps {
+                if seq0 <= self.rcv.last_ack_sent && (tsval.wrapping_sub(self.ts.recent) as i32) >= 0 {
+                    self.ts.recent = tsval;
+                    self.ts.recent_at = now;
+                }
+            }
+        }
+
+        if !self.on_ack(env, now, seg, payload.len()) {
+            return;
+        }
+        if self.state == State::Closed {
+            return;
+        }
+
+        // Trim to the window: drop what we already have and what does not fit.
+        let mut seq = seq0;
+        let mut data = payload;
+        let mut fin = f.has(TcpFlags::FIN);
+        if seq < self.rcv.nxt {
+            let dup = self.rcv.nxt.since(seq) as usize;
+            if dup > data.len() {
+                fin = false; // the FIN too is old (FIN seq < rcv_nxt)
+                data = &[];
+            } else {
+                data = &data[dup..];
+            }
+            seq = self.rcv.nxt;
+        }
+        let wnd = self.rcv_wnd();
+        if data.len() as u32 > wnd.saturating_sub(seq.since(self.rcv.nxt)) {
+            data = &data[..wnd.saturating_sub(seq.since(self.rcv.nxt)) as usize];
+            fin = false;
+            self.due.ack = true; // tell the sender where the window ends
+            env.stats.out_of_window += 1;
+        }
+
+        if matches!(self.state, State::Established | State::FinWait1 | State::FinWait2) && !data.is_empty() {
+            if self.rcv.fin {
+                // Data after the peer's FIN cannot be; ignore it.
+            } else if seq == self.rcv.nxt {
+                self.take_data(data, deliver);
+                if !self.rcv.ooo.is_empty() {
+                    self.pull_ooo(env, deliver);
+                    self.due.ack = true; // a hole filled: tell the sender at once (RFC 5681 §4.2)
+                }
+                self.rcv.unacked += data.len() as u32;
+                if self.rcv.unacked >= 2 * u32::from(self.cfg.mss) {
+                    self.due.ack = true;
+                } else if self.timers.delack.is_none() {
+                    self.timers.delack = Some(now + self.cfg.delayed_ack);
+                }
+            } else {
+                if self.rcv.ooo.store(&mut env.pool, self.rcv.nxt, seq, data) {
+                    env.stats.ooo_kept += 1;
+                } else {
+                    env.stats.ooo_dropped += 1;
+                }
+                self.due.ack = true; // duplicate ACK with SACK blocks, at once (RFC 5681 §4.2)
+            }
+        }
+
+        if fin {
+            let at = seq + data.len() as u32;
+            if at == self.rcv.nxt {
+                self.take_fin(now);
+            } else if at > self.rcv.nxt {
+                self.rcv.fin_at = Some(at); // reached once the hole before it fills
+                self.due.ack = true;
+            }
+        }
+        self.arm(now);
+    }
+
+    pub(super) fn take_data(&mut self, data: &[u8], deliver: &mut dyn FnMut(&[u8]) -> u32) {
+        self.rcv.nxt = self.rcv.nxt + data.len() as u32;
+        self.rcv.held += data.len() as u32;
+        let done = deliver(data).min(data.len() as u32);
+        self.rcv.held -= done;
+    }
+
+    pub(super) fn pull_ooo(&mut self, env: &mut Env, deliver: &mut dyn FnMut(&[u8]) -> u32) {
+        let mut held = 0u32;
+        let mut done = 0u32;
+        if let Some(end) = self.rcv.ooo.take_ready(self.rcv.nxt, |d| {
+            held += d.len() as u32;
+            done += deliver(d).min(d.len() as u32);
+        }) {
+            self.rcv.nxt = end;
+        }
+        self.rcv.held += held - done;
+        self.rcv.ooo.release(&mut env.pool, false);
+        if self.rcv.fin_at == Some(self.rcv.nxt) {
+            self.take_fin(self.timers.last_rx);
+        }
+    }
+
+    pub(super) fn take_fin(&mut self, now: Micros) {
+        if self.rcv.fin {
+            if self.state == State::TimeWait {
+                self.timers.end = Some(now + self.cfg.time_wait);
+            }
+            self.due.ack = true;
+            return;
+        }
+        self.rcv.fin = true;
+        self.rcv.fin_at = None;
+        self.rcv.nxt = self.rcv.nxt + 1;
+        self.due.ack = true;
+        self.notes.peer_fin = true;
+        match self.state {
+            State::SynReceived | State::Established => self.state = State::CloseWait,
+            State::FinWait1 => {
+                if self.fin_acked() {
+                    self.enter_time_wait(now);
+                } else {
+                    self.state = State::Closing;
+                }
+            }
+            State::FinWait2 => self.enter_time_wait(now),
+            _ => {}
+        }
+    }
+
+    pub(super) fn fin_acked(&self) -> bool {
+        self.snd.fin_seq.is_some_and(|f| self.snd.una > f)
+    }
+
+    pub(super) fn on_syn_sent(
+        &mut self,
+        env: &mut Env,
+        now: Micros,
+        seg: &TcpRepr,
+        payload: &[u8],
+        deliver: &mut dyn FnMut(&[u8]) -> u32,
+    ) {
+        let f = seg.flags;
+        let ack = Seq(seg.ack);
+        if f.has(TcpFlags::ACK) && (ack <= self.snd.iss || ack > self.snd.max) {
+            if !f.has(TcpFlags::RST) {
+                self.due.rst = Some(Reset { seq: ack, ack: None });
+            }
+            return;
+        }
+        if f.has(TcpFlags::RST) {
+            if f.has(TcpFlags::ACK) {
+                env.stats.resets_in += 1;
+                self.finish(End::Refused);
+            }
+            return;
+        }
+        if !f.has(TcpFlags::SYN) {
+            return;
+        }
+        self.timers.last_rx = now;
+        self.take_syn(seg, now);
+        if f.has(TcpFlags::ACK) {
+            self.snd.una = ack;
+            self.snd.wnd = u32::from(seg.window); // SYN-ACK windows are unscaled too
+            self.snd.max_wnd = self.snd.wnd;
+            self.snd.wl2 = ack;
+            self.timers.rtx = None;
+            self.timers.retries = 0;
+            if let Some(p) = self.rtt_probe.take() {
+                if ack >= p.seq {
+                    self.rtt.sample(now - p.sent);
+                }
+            }
+            self.state = State::Established;
+            self.notes.established = true;
+            env.stats.established += 1;
+            self.due.ack = true;
+            if !payload.is_empty() {
+                let room = self.rcv_wnd_for_syn();
+                let data = &payload[..payload.len().min(room as usize)];
+                self.take_data(data, deliver);
+            }
+            if f.has(TcpFlags::FIN) {
+                self.take_fin(now);
+            }
+        } else {
+            // Simultaneous open: SYN-RECEIVED, and our SYN goes out again as a SYN-ACK.
+            self.state = State::SynReceived;
+            self.snd.nxt = self.snd.iss;
+            self.timers.rtx = None;
+        }
+    }
+
+    pub(super) fn rcv_wnd_for_syn(&self) -> u32 {
+        self.cfg.rcv_buf.min(65_535)
+    }
+
+    /// The ACK field (RFC 9293 §3.10.7.4 fifth check, RFC 5961 §5). Returns false when the
+    /// segment is to be dropped.
+    pub(super) fn on_ack(&mut self, env: &mut Env, now: Micros, seg: &TcpRepr, data_len: usize) -> bool {
+        let ack = Seq(seg.ack);
+        if self.state == State::SynReceived {
+            if ack > self.snd.una && ack <= self.snd.max {
+                self.state = State::Established;
+                self.notes.established = true;
+                env.stats.established += 1;
+                if self.snd.closing {
+                    self.state = State::FinWait1;
+                }
+                self.snd.wnd = u32::from(seg.window) << self.snd.wscale;
+                self.snd.max_wnd = self.snd.max_wnd.max(self.snd.wnd);
+                self.snd.wl1 = Seq(seg.seq);
+                self.snd.wl2 = ack;
+            } else {
+                self.due.rst = Some(Reset { seq: ack, ack: None });
+                return false;
+            }
+        }
+        if ack > self.snd.max {
+            self.due.ack = true; // acknowledges something never sent
+            return false;
+        }
+        if ack < self.snd.una - self.snd.max_wnd.max(1) {
+            if env.allow_challenge(now) {
+                self.due.ack = true;
+            }
+            return false;
+        }
+
+        let wnd = u32::from(seg.window) << self.snd.wscale;
+        let new_sack = self.opts.sack && self.take_sack_blocks(seg);
+        if ack > self.snd.una {
+            let tsecr = if self.opts.ts { seg.options.timestamps.map(|t| t.1) } else { None };
+            self.on_new_ack(env, now, ack, tsecr);
+        } else if ack == self.snd.una
+            && data_len == 0
+            && !seg.flags.has(TcpFlags::SYN)
+            && !seg.flags.has(TcpFlags::FIN)
+            && self.snd.max > self.snd.una
+            && (wnd == self.snd.wnd || new_sack)
+        {
+            self.on_dup_ack(env);
+        }
+
+        // Window update (RFC 9293: SND.WL1 < SEG.SEQ or (= and SND.WL2 =< SEG.ACK)).
+        let seq = Seq(seg.seq);
+        if self.snd.wl1 < seq || (self.snd.wl1 == seq && self.snd.wl2 <= ack) {
+            if wnd > self.snd.wnd {
+                self.notes.window_opened = true;
+            }
+            self.snd.wnd = wnd;
+            self.snd.max_wnd = self.snd.max_wnd.max(wnd);
+            self.snd.wl1 = seq;
+            self.snd.wl2 = ack;
+        }
+
+        match self.state {
+            State::FinWait1 if self.fin_acked() => {
+                self.state = State::FinWait2;
+                self.timers.end = Some(now + self.cfg.fin_wait2);
+            }
+            State::Closing if self.fin_acked() => self.enter_time_wait(now),
+            State::LastAck if self.fin_acked() => {
+                self.finish(End::Closed);
+                return false;
+            }
+            _ => {}
+        }
+        true
+    }
+
+    pub(super) fn take_sack_blocks(&mut self, seg: &TcpRepr) -> bool {
+        let mut news = false;
+        for &(l, r) in seg.options.sack_blocks.iter().flatten() {
+            let (l, r) = (Seq(l), Seq(r));
+            // Only blocks inside what is outstanding (RFC 2018 leaves validation to us).
+            if l < r && l >= self.snd.una && r <= self.snd.max {
+                let before = self.rec.sacked.covered(l, r);
+                if before < r.since(l) && self.rec.sacked.insert(l, r) {
+                    news = true;
+                }
+            }
+        }
+        news
+    }
+
+    pub(super) fn on_new_ack(&mut self, env: &mut Env, now: Micros, ack: Seq, tsecr: Option<u32>) {
+        let mut acked = ack.since(self.snd.una);
+        if self.snd.una == self.snd.iss {
+            acked -= 1; // the SYN
+        }
+        if let Some(f) = self.snd.fin_seq {
+            if ack > f {
+                acked -= 1; // the FIN
+            }
+        }
+        let flight_before = self.flight();
+        self.snd.una_off += u64::from(acked);
+        self.notes.acked += u64::from(acked);
+        self.snd.una = ack;
+        if self.snd.nxt < ack {
+            self.snd.nxt = ack;
+        }
+        self.timers.retries = 0;
+        self.rec.sacked.remove_below(ack);
+        if self.rec.high_rxt < ack {
+            self.rec.high_rxt = ack;
+        }
+        if let Some(p) = self.rtt_probe {
+            if ack >= p.seq {
+                self.rtt.sample(now.saturating_sub(p.sent));
+                self.rtt_probe = None;
+            }
+        } else if let Some(echo) = tsecr.filter(|&e| e != 0 && (e.wrapping_sub(self.ts.last_rtx) as i32) >= 0) {
+            // RFC 7323 §4: the echoed timestamp names the transmission being acknowledged,
+            // retransmissions included, so it gives a sample where Karn's rule gives none.
+            // An echo older than the last retransmission is skipped: it comes from a peer
+            // that got the original while its ACK was lost, and would count the whole
+            // timeout as path delay.
+            let ms = self.ts_clock(now).wrapping_sub(echo);
+            if ms < 60_000 {
+                self.rtt.sample(u64::from(ms) * 1000);
+            }
+        }
+        self.rtt.progress();
+        self.rec.dupacks = 0;
+        match self.rec.point {
+            Some(point) if ack >= point => {
+                self.rec.point = None;
+                self.rec.rtx_una = false;
+                if self.opts.sack {
+                    self.cc.set_cwnd(self.cc.ssthresh());
+                } else {
+                    self.cc.on_recovery_exit(self.flight());
+                }
+            }
+            Some(_) if !self.opts.sack => {
+                // NewReno partial ACK (RFC 6582 §3.2 step 3): retransmit the next hole,
+                // deflate by what was acknowledged, keep one segment of the new data.
+                self.rec.rtx_una = true;
+                let c = self.cc.cwnd().saturating_sub(acked);
+                let c = if acked >= self.snd.mss { c + self.snd.mss } else { c };
+                self.cc.set_cwnd(c);
+            }
+            Some(_) => {}
+            None => self.cc.on_ack(acked, now, self.rtt.srtt().unwrap_or(0), flight_before),
+        }
+        // Restart the timer for what remains outstanding (RFC 6298 §5.3).
+        self.timers.rtx = if self.snd.max > self.snd.una { Some(now + self.rtt.rto()) } else { None };
+        if self.opts.sack && self.rec.point.is_none() && self.sack_loss() {
+            self.enter_recovery(env);
+        }
+    }
+}

@@ -1,0 +1,749 @@
+//! One connection: the RFC 9293 state machine with MSS, window scaling, timestamps and PAWS
+//! (RFC 7323), SACK (RFC 2018) with SACK-based recovery (RFC 6675), NewReno (RFC 6582), the
+//! RFC 6298 timer, delayed ACKs, window probes, keep-alive and RFC 5961's checks.
+//!
+//! There is no send buffer. The connection knows only how far its source reaches (`src_end`,
+//! a stream offset) and asks its caller to fill each segment it emits from the source at the
+//! offset it names, so retransmissions are regenerated from the source. In-order received data
+//! is handed to a callback as a read-only view of the frame (or of the reassembly ring); the
+//! window stays closed by what the application holds until it says it is done.
+//!
+//! Sans-IO: every call takes the time; output is pulled with [`Tcb::poll`].
+
+use wire::tcp::{TcpFlags, TcpOptions, TcpRepr};
+use wire::Ipv4Addr;
+
+use crate::cc::Congestion;
+use crate::config::Config;
+use crate::ranges::Ranges;
+use crate::reasm::{OooPool, Reassembly};
+use crate::rtt::{Micros, Rtt};
+use crate::seq::Seq;
+use crate::stats::Stats;
+
+mod input;
+mod output;
+mod recovery;
+mod timers;
+
+/// A connection's addresses, from this side's point of view.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Tuple {
+    /// This side's address.
+    pub local: Ipv4Addr,
+    /// The peer's address.
+    pub remote: Ipv4Addr,
+    /// This side's port.
+    pub local_port: u16,
+    /// The peer's port.
+    pub remote_port: u16,
+}
+
+impl Tuple {
+    /// The 12 bytes that identify the connection.
+    pub fn bytes(&self) -> [u8; 12] {
+        let mut b = [0u8; 12];
+        b[..4].copy_from_slice(&self.local.0);
+        b[4..8].copy_from_slice(&self.remote.0);
+        b[8..10].copy_from_slice(&self.local_port.to_be_bytes());
+        b[10..].copy_from_slice(&self.remote_port.to_be_bytes());
+        b
+    }
+}
+
+// By hand: the derived Hash adds length prefixes that a small keyed hasher would have to
+// buffer; one 12-byte write is all the table needs.
+impl std::hash::Hash for Tuple {
+    fn hash<H: std::hash::Hasher>(&self, state: &mut H) {
+        state.write(&self.bytes());
+    }
+}
+
+/// RFC 9293 states (LISTEN belongs to listeners, not connections).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum State {
+    /// Our SYN sent, waiting for the peer's.
+    SynSent,
+    /// SYN received and SYN-ACK sent.
+    SynReceived,
+    /// Open both ways.
+    Established,
+    /// We closed; our FIN not yet acknowledged.
+    FinWait1,
+    /// Our FIN acknowledged; waiting for the peer's.
+    FinWait2,
+    /// The peer closed; we may still send.
+    CloseWait,
+    /// Both closed at once; our FIN not yet acknowledged.
+    Closing,
+    /// The peer closed first, then we did; waiting for the ACK of our FIN.
+    LastAck,
+    /// Both directions done; waiting 2·MSL for stray segments.
+    TimeWait,
+    /// Gone.
+    Closed,
+}
+
+/// Why a connection ended (for the application).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum End {
+    /// Both sides closed and everything was acknowledged.
+    Closed,
+    /// The peer reset the connection.
+    Reset,
+    /// The peer refused the connection (RST in reply to our SYN).
+    Refused,
+    /// Retransmissions, probes or FIN-WAIT-2 ran out of time.
+    TimedOut,
+    /// This side aborted it.
+    Aborted,
+}
+
+/// Shared state the connections of one endpoint use.
+pub struct Env {
+    /// Reassembly buffers.
+    pub pool: OooPool,
+    /// Counters.
+    pub stats: Stats,
+    challenge_window: Micros,
+    challenge_left: u32,
+    challenge_per_sec: u32,
+}
+
+impl Env {
+    /// `ooo_buffers` reassembly buffers for windows up to `window`; at most `challenge_per_sec`
+    /// challenge ACKs a second (RFC 5961 §7).
+    pub fn new(ooo_buffers: usize, window: u32, challenge_per_sec: u32) -> Env {
+        Env {
+            pool: OooPool::new(ooo_buffers, window as usize),
+            stats: Stats::default(),
+            challenge_window: 0,
+            challenge_left: challenge_per_sec,
+            challenge_per_sec,
+        }
+    }
+
+    fn allow_challenge(&mut self, now: Micros) -> bool {
+        if now >= self.challenge_window + 1_000_000 {
+            self.challenge_window = now;
+            self.challenge_left = self.challenge_per_sec;
+        }
+        if self.challenge_left == 0 {
+            self.stats.challenge_limited += 1;
+            return false;
+        }
+        self.challenge_left -= 1;
+        self.stats.challenge_acks += 1;
+        true
+    }
+}
+
+/// A segment the connection wants sent: the header, and `repr.payload_len` bytes to be
+/// filled from the source starting at stream offset `data_off`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct SegOut {
+    /// Header (ports, numbers, flags, window, options) and payload length.
+    pub repr: TcpRepr,
+    /// Source offset of the first payload byte.
+    pub data_off: u64,
+}
+
+/// What happened to a connection during one call, for the endpoint to pass on.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Notes {
+    /// The connection became established.
+    pub established: bool,
+    /// Source bytes newly acknowledged.
+    pub acked: u64,
+    /// The peer's receive window grew (an application waiting for room may send more).
+    pub window_opened: bool,
+    /// The peer will send nothing more.
+    pub peer_fin: bool,
+    /// The connection ended for the application (it may linger in TIME-WAIT).
+    pub end: Option<End>,
+}
+
+const DUP_THRESH: u32 = 3;
+/// TSval older than this is not held against PAWS (RFC 7323 §5.5: 24 days).
+const PAWS_IDLE: Micros = 24 * 24 * 3600 * 1_000_000;
+/// RFC 9293's default MSS when the peer sends none.
+const DEFAULT_MSS: u16 = 536;
+/// SACK blocks remembered from the peer.
+const SCOREBOARD: usize = 16;
+
+/// The transmission control block.
+pub struct Tcb {
+    tuple: Tuple,
+    state: State,
+    cfg: Config,
+    passive: bool,
+    snd: Send,
+    rcv: Receive,
+    opts: Negotiated,
+    ts: Timestamps,
+    due: Due,
+    timers: Timers,
+    rtt: Rtt,
+    rtt_probe: Option<RttProbe>,
+    cc: Congestion,
+    rec: Recovery,
+    notes: Notes,
+}
+
+/// The send side: sequence space, the peer's window, segment size and the source.
+struct Send {
+    iss: Seq,
+    una: Seq,
+    nxt: Seq,
+    /// Highest sequence number sent (SND.NXT goes back after a timeout; this does not).
+    max: Seq,
+    /// The stream offset of SND.UNA.
+    una_off: u64,
+    wnd: u32,
+    max_wnd: u32,
+    wl1: Seq,
+    wl2: Seq,
+    wscale: u8,
+    /// Payload bytes per segment: the least of both MSSs and the path's, less options.
+    mss: u32,
+    peer_mss: u16,
+    path_mss: u16,
+    /// The stream offset the source reaches.
+    src_end: u64,
+    /// The application closed: a FIN follows the last source byte.
+    closing: bool,
+    fin_seq: Option<Seq>,
+}
+
+/// The receive side.
+struct Receive {
+    irs: Seq,
+    nxt: Seq,
+    /// The right edge of the window advertised so far (never moves left).
+    adv: Seq,
+    wscale: u8,
+    /// Delivered bytes the application has not released: they keep the window shut.
+    held: u32,
+    /// Bytes received since the last ACK went out (two full segments force one).
+    unacked: u32,
+    /// Where the peer's FIN sits while a hole before it is still open.
+    fin_at: Option<Seq>,
+    fin: bool,
+    ooo: Reassembly,
+    last_ack_sent: Seq,
+}
+
+/// Options both SYNs agreed on.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Negotiated {
+    /// Window scaling (RFC 7323 §2).
+    pub wscale: bool,
+    /// SACK (RFC 2018).
+    pub sack: bool,
+    /// Timestamps (RFC 7323 §3).
+    pub ts: bool,
+}
+
+/// RFC 7323 timestamp state.
+struct Timestamps {
+    /// TS.Recent: the TSval to echo.
+    recent: u32,
+    recent_at: Micros,
+    /// Added to our millisecond clock in TSvals (see [`ts_clock`]).
+    offset: u32,
+    /// Our TSval when we last retransmitted: older echoes give no RTT sample.
+    last_rtx: u32,
+}
+
+/// Control segments owed to the peer, sent at the next poll.
+#[derive(Default)]
+struct Due {
+    ack: bool,
+    /// A window or keep-alive probe.
+    probe: bool,
+    rst: Option<Reset>,
+}
+
+/// A reset to send: its sequence number and, if it acknowledges, what.
+#[derive(Clone, Copy)]
+struct Reset {
+    seq: Seq,
+    ack: Option<Seq>,
+}
+
+/// Deadlines (absent when not armed) and what the timers count.
+struct Timers {
+    rtx: Option<Micros>,
+    delack: Option<Micros>,
+    persist: Option<Micros>,
+    keepalive: Option<Micros>,
+    /// TIME-WAIT's or FIN-WAIT-2's end.
+    end: Option<Micros>,
+    /// Retransmission timeouts in a row.
+    retries: u32,
+    /// Window or keep-alive probes unanswered.
+    probes: u32,
+    last_rx: Micros,
+}
+
+/// The segment being timed for an RTT sample: acknowledging `seq` ends it.
+#[derive(Clone, Copy)]
+struct RttProbe {
+    seq: Seq,
+    sent: Micros,
+}
+
+/// Loss recovery: duplicate ACKs, the SACK scoreboard, NewReno and RFC 6675 state.
+struct Recovery {
+    dupacks: u32,
+    /// In recovery until this is acknowledged.
+    point: Option<Seq>,
+    last_recover: Seq,
+    /// HighRxt: the highest byte retransmitted in this recovery.
+    high_rxt: Seq,
+    /// SND.UNA's segment is to be resent at once.
+    rtx_una: bool,
+    sacked: Ranges<SCOREBOARD>,
+}
+
+/// The sequence space at a glance (for tests and diagnostics).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Numbers {
+    /// SND.UNA.
+    pub snd_una: Seq,
+    /// SND.NXT.
+    pub snd_nxt: Seq,
+    /// RCV.NXT.
+    pub rcv_nxt: Seq,
+}
+
+/// The timestamp clock of a connection: milliseconds plus a secret offset for its addresses
+/// and ports ([`isn::ts_offset`](crate::isn::ts_offset)), so the clock does not leak (RFC
+/// 7323 §7.1) yet runs on across incarnations of one tuple: a new SYN to a tuple in TIME-WAIT
+/// must carry a newer TSval to reopen it (RFC 6191), or it waits out a SYN timeout.
+pub fn ts_clock(ts_offset: u32, now: Micros) -> u32 {
+    ((now / 1000) as u32).wrapping_add(ts_offset)
+}
+
+fn syn_options(cfg: &Config, peer: Option<&TcpOptions>, ts: Option<(u32, u32)>) -> TcpOptions {
+    let mut o = TcpOptions { mss: Some(cfg.mss), ..TcpOptions::default() };
+    let offered = |f: fn(&TcpOptions) -> bool| peer.is_none_or(f);
+    if cfg.window_scale && offered(|p| p.window_scale.is_some()) {
+        o.window_scale = Some(cfg.rcv_wscale());
+    }
+    if cfg.sack && offered(|p| p.sack_permitted) {
+        o.sack_permitted = true;
+    }
+    if cfg.timestamps && offered(|p| p.timestamps.is_some()) {
+        o.timestamps = ts;
+    }
+    o
+}
+
+impl Tcb {
+    fn blank(tuple: Tuple, cfg: Config, iss: Seq, ts_offset: u32, now: Micros, passive: bool) -> Tcb {
+        Tcb {
+            tuple,
+            state: State::Closed,
+            cfg,
+            passive,
+            snd: Send {
+                iss,
+                una: iss,
+                nxt: iss,
+                max: iss,
+                una_off: 0,
+                wnd: 0,
+                max_wnd: 0,
+                wl1: Seq(0),
+                wl2: Seq(0),
+                wscale: 0,
+                mss: u32::from(DEFAULT_MSS.min(cfg.mss)),
+                peer_mss: DEFAULT_MSS,
+                path_mss: cfg.mss,
+                src_end: 0,
+                closing: false,
+                fin_seq: None,
+            },
+            rcv: Receive {
+                irs: Seq(0),
+                nxt: Seq(0),
+                adv: Seq(0),
+                wscale: 0,
+                held: 0,
+                unacked: 0,
+                fin_at: None,
+                fin: false,
+                ooo: Reassembly::default(),
+                last_ack_sent: Seq(0),
+            },
+            opts: Negotiated::default(),
+            ts: Timestamps { recent: 0, recent_at: now, offset: ts_offset, last_rtx: 0 },
+            due: Due::default(),
+            timers: Timers {
+                rtx: None,
+                delack: None,
+                persist: None,
+                keepalive: None,
+                end: None,
+                retries: 0,
+                probes: 0,
+                last_rx: now,
+            },
+            rtt: Rtt::new(cfg.rto_initial, cfg.rto_min, cfg.rto_max),
+            rtt_probe: None,
+            cc: Congestion::new(cfg.cc, u32::from(DEFAULT_MSS)),
+            rec: Recovery {
+                dupacks: 0,
+                point: None,
+                last_recover: iss,
+                high_rxt: iss,
+                rtx_una: false,
+                sacked: Ranges::default(),
+            },
+            notes: Notes::default(),
+        }
+    }
+
+    /// Active open: SYN-SENT; the SYN goes out at the next [`poll`](Self::poll).
+    pub fn connect(tuple: Tuple, cfg: Config, iss: Seq, ts_offset: u32, now: Micros) -> Tcb {
+        let mut t = Tcb::blank(tuple, cfg, iss, ts_offset, now, false);
+        t.state = State::SynSent;
+        t
+    }
+
+    /// Passive open from a SYN that a listener accepted: SYN-RECEIVED, SYN-ACK pending.
+    pub fn accept(tuple: Tuple, cfg: Config, iss: Seq, ts_offset: u32, now: Micros, syn: &TcpRepr) -> Tcb {
+        let mut t = Tcb::blank(tuple, cfg, iss, ts_offset, now, true);
+        t.state = State::SynReceived;
+        t.take_syn(syn, now);
+        t
+    }
+
+    /// A connection rebuilt from a valid SYN cookie: ESTABLISHED at once. `mss`, `wscale`
+    /// and `sack` are what the cookie encoded of the peer's SYN; `ack` is the completing ACK.
+    #[allow(clippy::too_many_arguments)]
+    pub fn from_cookie(
+        tuple: Tuple,
+        cfg: Config,
+        iss: Seq,
+        ts_offset: u32,
+        now: Micros,
+        ack: &TcpRepr,
+        mss: u16,
+        wscale: Option<u8>,
+        sack: bool,
+    ) -> Tcb {
+        let mut t = Tcb::blank(tuple, cfg, iss, ts_offset, now, true);
+        let syn = TcpRepr {
+            seq: ack.seq.wrapping_sub(1),
+            flags: TcpFlags(TcpFlags::SYN),
+            window: ack.window,
+            options: TcpOptions {
+                mss: Some(mss),
+                window_scale: wscale,
+                sack_permitted: sack,
+                timestamps: ack.options.timestamps,
+                ..TcpOptions::default()
+            },
+            ..*ack
+        };
+        t.take_syn(&syn, now);
+        t.snd.nxt = iss + 1;
+        t.snd.max = iss + 1;
+        t.snd.una = iss + 1;
+        t.rcv.adv = t.rcv.nxt + t.cfg.rcv_buf.min(65_535);
+        t.snd.wnd = u32::from(ack.window) << t.snd.wscale;
+        t.snd.max_wnd = t.snd.wnd;
+        t.snd.wl1 = Seq(ack.seq);
+        t.snd.wl2 = Seq(ack.ack);
+        t.state = State::Established;
+        t.notes.established = true;
+        t
+    }
+
+    /// Reads the peer's SYN: its sequence number and the options both sides agree on.
+    fn take_syn(&mut self, syn: &TcpRepr, now: Micros) {
+        self.rcv.irs = Seq(syn.seq);
+        self.rcv.nxt = self.rcv.irs + 1;
+        self.rcv.adv = self.rcv.nxt;
+        self.rcv.last_ack_sent = self.rcv.nxt;
+        self.snd.peer_mss = syn.options.mss.unwrap_or(DEFAULT_MSS).max(64);
+        let ours_ws = self.cfg.window_scale;
+        if let (true, Some(ws)) = (ours_ws, syn.options.window_scale) {
+            self.opts.wscale = true;
+            self.snd.wscale = ws.min(14);
+            self.rcv.wscale = self.cfg.rcv_wscale();
+        }
+        self.opts.sack = self.cfg.sack && syn.options.sack_permitted;
+        if let (true, Some((tsval, _))) = (self.cfg.timestamps, syn.options.timestamps) {
+            self.opts.ts = true;
+            self.ts.recent = tsval;
+            self.ts.recent_at = now;
+        }
+        // The window in a SYN is never scaled.
+        self.snd.wnd = u32::from(syn.window);
+        self.snd.max_wnd = self.snd.wnd;
+        self.snd.wl1 = Seq(syn.seq);
+        self.update_smss();
+        self.cc = Congestion::new(self.cfg.cc, self.snd.mss);
+    }
+
+    fn update_smss(&mut self) {
+        let opts = if self.opts.ts { 12 } else { 0 };
+        self.snd.mss =
+            u32::from(self.snd.peer_mss.min(self.cfg.mss).min(self.snd.path_mss)).saturating_sub(opts).max(32);
+        self.cc.set_smss(self.snd.mss);
+    }
+
+    /// The addresses.
+    pub fn tuple(&self) -> &Tuple {
+        &self.tuple
+    }
+
+    /// The current state.
+    pub fn state(&self) -> State {
+        self.state
+    }
+
+    /// True once SYNs were exchanged (data may flow).
+    pub fn is_synchronized(&self) -> bool {
+        !matches!(self.state, State::SynSent | State::SynReceived | State::Closed)
+    }
+
+    /// Opened by a listener.
+    pub fn is_passive(&self) -> bool {
+        self.passive
+    }
+
+    /// Payload bytes per segment.
+    pub fn smss(&self) -> u32 {
+        self.snd.mss
+    }
+
+    /// Congestion window in bytes.
+    pub fn cwnd(&self) -> u32 {
+        self.cc.cwnd()
+    }
+
+    /// The peer's receive window in bytes.
+    pub fn snd_wnd(&self) -> u32 {
+        self.snd.wnd
+    }
+
+    /// Stream offset up to which the peer acknowledged our data.
+    pub fn acked_offset(&self) -> u64 {
+        self.snd.una_off
+    }
+
+    /// True once the application closed its side (the source can grow no more).
+    pub fn is_closing(&self) -> bool {
+        self.snd.closing
+            || !matches!(self.state, State::SynSent | State::SynReceived | State::Established | State::CloseWait)
+    }
+
+    /// Bytes the source may grow by now without going past the peer's window.
+    pub fn send_room(&self) -> u64 {
+        (self.snd.una_off + u64::from(self.snd.wnd)).saturating_sub(self.snd.src_end)
+    }
+
+    /// Source bytes not yet acknowledged.
+    pub fn unacked(&self) -> u64 {
+        self.snd.src_end - self.snd.una_off
+    }
+
+    /// Bytes delivered to the application and not yet released with `recv_done`.
+    pub fn held(&self) -> u32 {
+        self.rcv.held
+    }
+
+    /// Smoothed RTT.
+    pub fn srtt(&self) -> Option<Micros> {
+        self.rtt.srtt()
+    }
+
+    /// Current retransmission timeout (with backoff).
+    pub fn rto(&self) -> Micros {
+        self.rtt.rto()
+    }
+
+    /// True while a reassembly buffer is held.
+    pub fn holds_ooo(&self) -> bool {
+        !self.rcv.ooo.is_empty()
+    }
+
+    /// Options both sides agreed on.
+    pub fn negotiated(&self) -> Negotiated {
+        self.opts
+    }
+
+    /// The segment sequence space.
+    pub fn numbers(&self) -> Numbers {
+        Numbers { snd_una: self.snd.una, snd_nxt: self.snd.nxt, rcv_nxt: self.rcv.nxt }
+    }
+
+    /// True if something happened that [`take_notes`](Self::take_notes) would report.
+    pub fn has_notes(&self) -> bool {
+        self.notes != Notes::default()
+    }
+
+    /// Takes what happened since the last call.
+    pub fn take_notes(&mut self) -> Notes {
+        std::mem::take(&mut self.notes)
+    }
+
+    /// The source now reaches `end` (a stream offset, never decreasing).
+    pub fn set_source_end(&mut self, end: u64) {
+        if !self.snd.closing && end > self.snd.src_end {
+            self.snd.src_end = end;
+        }
+    }
+
+    /// Where the source reaches.
+    pub fn source_end(&self) -> u64 {
+        self.snd.src_end
+    }
+
+    /// The application has finished with `n` received bytes: the window reopens.
+    pub fn recv_done(&mut self, n: u32) {
+        self.rcv.held = self.rcv.held.saturating_sub(n);
+        // Send a window update when the advertised window fell below half and at least a
+        // segment's worth opened; otherwise the next ACK carries it.
+        let adv = self.rcv_wnd();
+        let step = (self.cfg.rcv_buf / 2).min(self.cfg.mss.into()).max(1);
+        if self.is_synchronized() && !self.rcv.fin && adv < self.cfg.rcv_buf / 2 && self.room() >= adv + step {
+            self.due.ack = true;
+        }
+    }
+
+    /// True if the connection has something to send now (data, control or an ACK).
+    pub fn wants_output(&self) -> bool {
+        match self.state {
+            State::Closed => return self.due.rst.is_some(),
+            State::TimeWait => return self.due.ack,
+            _ => {}
+        }
+        self.due.ack
+            || self.due.probe
+            || self.due.rst.is_some()
+            || self.rec.rtx_una
+            || self.snd.nxt == self.snd.iss
+            || self.data_left() > 0
+            || (self.snd.closing && self.snd.fin_seq.is_none_or(|f| self.snd.nxt <= f))
+            || self.rec.point.is_some()
+    }
+
+    /// Half-close: FIN after the last source byte. Idempotent.
+    pub fn close(&mut self) {
+        match self.state {
+            State::SynSent => self.finish(End::Closed),
+            State::SynReceived | State::Established => {
+                self.snd.closing = true;
+                if self.state == State::Established {
+                    self.state = State::FinWait1;
+                }
+            }
+            State::CloseWait => {
+                self.snd.closing = true;
+                self.state = State::LastAck;
+            }
+            _ => {}
+        }
+    }
+
+    /// Abort: RST to the peer (in synchronized states) and gone.
+    pub fn abort(&mut self) {
+        if matches!(self.state, State::Closed | State::TimeWait) {
+            return;
+        }
+        if self.state != State::SynSent {
+            self.due.rst = Some(Reset { seq: self.snd.nxt.max(self.snd.una), ack: Some(self.rcv.nxt) });
+        }
+        self.finish(End::Aborted);
+    }
+
+    /// A smaller path MTU was learned (ICMP fragmentation needed): later segments, and
+    /// retransmissions, are cut to fit. `mtu` is the IP MTU.
+    pub fn set_path_mtu(&mut self, mtu: u16) {
+        let mss = mtu.saturating_sub(40).max(68);
+        if mss < self.snd.path_mss {
+            self.snd.path_mss = mss;
+            self.update_smss();
+            if self.snd.nxt > self.snd.una {
+                // What was in flight at the old size is lost; resend it at the new one.
+                self.snd.nxt = self.snd.una;
+            }
+        }
+    }
+
+    fn finish(&mut self, why: End) {
+        if self.notes.end.is_none() && !matches!(self.state, State::Closed | State::TimeWait) {
+            self.notes.end = Some(why);
+        }
+        self.state = State::Closed;
+        self.timers.rtx = None;
+        self.timers.persist = None;
+        self.timers.keepalive = None;
+        self.timers.delack = None;
+        self.timers.end = None;
+    }
+
+    fn enter_time_wait(&mut self, now: Micros) {
+        if self.notes.end.is_none() {
+            self.notes.end = Some(End::Closed);
+        }
+        self.state = State::TimeWait;
+        self.timers.rtx = None;
+        self.timers.persist = None;
+        self.timers.keepalive = None;
+        self.timers.end = Some(now + self.cfg.time_wait);
+    }
+
+    /// A SYN for this tuple while in TIME-WAIT may start a new connection if it is clearly
+    /// newer: a higher sequence number, or with timestamps a newer TSval (RFC 6191).
+    pub fn accepts_reopen(&self, syn: &TcpRepr) -> bool {
+        if self.state != State::TimeWait {
+            return false;
+        }
+        match (self.opts.ts, syn.options.timestamps) {
+            (true, Some((tsval, _))) => (tsval.wrapping_sub(self.ts.recent) as i32) > 0,
+            _ => Seq(syn.seq) > self.rcv.nxt,
+        }
+    }
+
+    /// Releases resources the connection holds in the shared environment.
+    pub fn release(&mut self, env: &mut Env) {
+        self.rcv.ooo.release(&mut env.pool, true);
+    }
+
+    fn room(&self) -> u32 {
+        self.cfg.rcv_buf.saturating_sub(self.rcv.held)
+    }
+
+    fn rcv_wnd(&self) -> u32 {
+        if self.rcv.adv > self.rcv.nxt {
+            self.rcv.adv.since(self.rcv.nxt)
+        } else {
+            0
+        }
+    }
+
+    /// The window field for an outgoing segment; moves the advertised right edge, which never
+    /// moves left (RFC 9293 §3.8.6.2.2) and moves right in steps worth sending (receiver SWS
+    /// avoidance).
+    fn window_field(&mut self) -> u16 {
+        let ws = if self.opts.wscale { self.rcv.wscale } else { 0 };
+        let cap = 65_535u32 << ws;
+        let edge = self.rcv.nxt + self.room().min(cap);
+        let adv = self.rcv.adv.max(self.rcv.nxt);
+        let step = (self.cfg.rcv_buf / 2).min(self.cfg.mss.into()).max(1);
+        let adv = if edge > adv && (edge.since(adv) >= step || edge.since(self.rcv.nxt) >= self.room().min(cap)) {
+            edge
+        } else {
+            adv
+        };
+        let field = adv.since(self.rcv.nxt).div_ceil(1 << ws).min(65_535);
+        self.rcv.adv = self.rcv.adv.max(self.rcv.nxt + (field << ws));
+        field as u16
+    }
+}

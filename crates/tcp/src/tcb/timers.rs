@@ -1,0 +1,121 @@
+//! Timers: retransmission (RFC 6298), delayed ACK, window probes, keep-alive, TIME-WAIT and
+//! FIN-WAIT-2; which of them run is recomputed after every event.
+
+use super::{End, Env, State, Tcb};
+use crate::rtt::Micros;
+
+impl Tcb {
+    /// The earliest time [`on_timer`](Self::on_timer) has something to do.
+    pub fn deadline(&self) -> Option<Micros> {
+        [self.timers.rtx, self.timers.delack, self.timers.persist, self.timers.keepalive, self.timers.end]
+            .into_iter()
+            .flatten()
+            .min()
+    }
+
+    /// Runs what is due at `now`.
+    pub fn on_timer(&mut self, env: &mut Env, now: Micros) {
+        if self.timers.end.is_some_and(|t| t <= now) {
+            let tw = self.state == State::TimeWait;
+            if !tw {
+                env.stats.timeouts += 1;
+            }
+            self.finish(if tw { End::Closed } else { End::TimedOut });
+            return;
+        }
+        if self.timers.delack.is_some_and(|t| t <= now) {
+            self.timers.delack = None;
+            self.due.ack = true;
+        }
+        if self.timers.rtx.is_some_and(|t| t <= now) {
+            self.on_rto(env, now);
+            if self.state == State::Closed {
+                return;
+            }
+        }
+        if self.timers.persist.is_some_and(|t| t <= now) {
+            self.timers.persist = None;
+            self.timers.probes += 1;
+            if self.timers.probes > self.cfg.retries {
+                env.stats.timeouts += 1;
+                self.finish(End::TimedOut);
+                return;
+            }
+            self.due.probe = true;
+        }
+        if self.timers.keepalive.is_some_and(|t| t <= now) {
+            self.timers.keepalive = None;
+            let ka = self.cfg.keepalive.expect("keep-alive armed only when configured");
+            if self.timers.probes >= ka.count {
+                env.stats.timeouts += 1;
+                self.finish(End::TimedOut);
+                return;
+            }
+            self.timers.probes += 1;
+            self.due.probe = true;
+            self.timers.keepalive = Some(now + ka.interval);
+        }
+        self.arm(now);
+    }
+
+    pub(super) fn on_rto(&mut self, env: &mut Env, now: Micros) {
+        self.timers.rtx = None;
+        let outstanding = self.snd.max > self.snd.una || matches!(self.state, State::SynSent | State::SynReceived);
+        if !outstanding {
+            return;
+        }
+        self.timers.retries += 1;
+        let limit = if self.is_synchronized() { self.cfg.retries } else { self.cfg.syn_retries };
+        if self.timers.retries > limit {
+            env.stats.timeouts += 1;
+            self.finish(End::TimedOut);
+            return;
+        }
+        env.stats.rtos += 1;
+        let first = self.rtt.backoffs() == 0;
+        self.rtt.back_off();
+        let flight = self.flight();
+        if self.is_synchronized() {
+            self.cc.on_rto(flight, first);
+        }
+        self.rec.point = None;
+        self.rec.last_recover = self.snd.max;
+        self.rec.dupacks = 0;
+        self.rec.rtx_una = false;
+        // The peer may have dropped what it SACKed (RFC 2018 §8): start again from SND.UNA.
+        self.rec.sacked.clear();
+        self.rec.high_rxt = self.snd.una;
+        self.snd.nxt = self.snd.una;
+        self.rtt_probe = None;
+        self.timers.rtx = Some(now + self.rtt.rto());
+    }
+
+    /// Recomputes which timers run.
+    pub(super) fn arm(&mut self, now: Micros) {
+        if matches!(self.state, State::Closed | State::TimeWait) {
+            return;
+        }
+        let outstanding = self.snd.max > self.snd.una || matches!(self.state, State::SynSent | State::SynReceived);
+        if !outstanding {
+            self.timers.rtx = None;
+        } else if self.timers.rtx.is_none() && self.snd.nxt > self.snd.una {
+            self.timers.rtx = Some(now + self.rtt.rto());
+        }
+        // Window probes: data waits, the window is shut, nothing in flight to bring an update.
+        let waiting = self.is_synchronized() && !outstanding && self.has_data_beyond_window();
+        if !waiting {
+            self.timers.persist = None;
+        } else if self.timers.persist.is_none() {
+            let backoff = self.rtt.rto().saturating_mul(1 << self.timers.probes.min(10)).min(self.cfg.rto_max);
+            self.timers.persist = Some(now + backoff);
+        }
+        match self.cfg.keepalive {
+            Some(ka) if self.is_synchronized() && !outstanding && !waiting => {
+                if self.timers.keepalive.is_none() {
+                    self.timers.keepalive = Some(self.timers.last_rx + ka.idle);
+                }
+            }
+            _ => self.timers.keepalive = None,
+        }
+    }
+}
