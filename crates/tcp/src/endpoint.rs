@@ -686,21 +686,9 @@ impl<A: App> Endpoint<A> {
         }
         if f.has(TcpFlags::ACK) && !f.has(TcpFlags::SYN) {
             if let Some(mss) = isn::check_cookie(self.key, &t, seg.seq, seg.ack, now) {
-                let (wscale, sack) = match seg.options.timestamps {
-                    Some((_, tsecr)) => isn::options_from_ts(tsecr),
-                    None => (None, false),
-                };
-                let tcb = Tcb::from_cookie(
-                    t,
-                    cfg,
-                    Seq(seg.ack.wrapping_sub(1)),
-                    isn::ts_offset(self.key, &t),
-                    now,
-                    seg,
-                    mss,
-                    wscale,
-                    sack,
-                );
+                let syn = isn::CookieSyn::recall(mss, seg.options.timestamps.map(|t| t.1));
+                let iss = Seq(seg.ack.wrapping_sub(1));
+                let tcb = Tcb::from_cookie(t, cfg, iss, isn::ts_offset(self.key, &t), now, seg, syn);
                 if let Some(idx) = self.alloc(t, tcb, None) {
                     self.env.stats.cookies_accepted += 1;
                     self.env.stats.established += 1;

@@ -29,17 +29,6 @@ const MSS_TABLE: [u16; 8] = [216, 536, 1220, 1360, 1400, 1440, 1452, 1460];
 /// A cookie's time slice: cookies stay valid for one to two slices.
 const SLICE: Micros = 64_000_000;
 
-/// What a cookie remembers of the SYN.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct CookieSyn {
-    /// The peer's MSS, rounded down to the table.
-    pub mss: u16,
-    /// The peer's window scale, if it sent one and timestamps carry it.
-    pub wscale: Option<u8>,
-    /// SACK permitted (only when timestamps carry it).
-    pub sack: bool,
-}
-
 fn mac(key: Key, t: &Tuple, peer_isn: u32, slice: u32, mss_idx: u32) -> u32 {
     let mut b = [0u8; 24];
     b[..16].copy_from_slice(&tuple_bytes(t, peer_isn));
@@ -75,10 +64,29 @@ pub fn options_to_ts(tsval: u32, wscale: Option<u8>, sack: bool) -> u32 {
     (tsval.wrapping_sub(64) & !0x3f) | ws | (u32::from(sack) << 4)
 }
 
-/// Reads back what [`options_to_ts`] stored.
-pub fn options_from_ts(tsecr: u32) -> (Option<u8>, bool) {
-    let ws = (tsecr & 15) as u8;
-    ((ws != 15).then_some(ws), tsecr & 16 != 0)
+/// What a valid cookie recalls of the peer's SYN.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct CookieSyn {
+    /// The peer's MSS, rounded down to the cookie's table.
+    pub mss: u16,
+    /// The peer's window scale, if it offered one (known only with timestamps).
+    pub wscale: Option<u8>,
+    /// The peer offered SACK (known only with timestamps).
+    pub sack: bool,
+}
+
+impl CookieSyn {
+    /// The MSS from [`check_cookie`], and window scale and SACK read back from the TSecr that
+    /// echoes what [`options_to_ts`] stored; without timestamps, neither.
+    pub fn recall(mss: u16, tsecr: Option<u32>) -> CookieSyn {
+        match tsecr {
+            Some(e) => {
+                let ws = (e & 15) as u8;
+                CookieSyn { mss, wscale: (ws != 15).then_some(ws), sack: e & 16 != 0 }
+            }
+            None => CookieSyn { mss, wscale: None, sack: false },
+        }
+    }
 }
 
 #[cfg(test)]
@@ -121,7 +129,7 @@ mod tests {
         for ws in [None, Some(0), Some(7), Some(14)] {
             for sack in [false, true] {
                 let ts = options_to_ts(0xdead_beef, ws, sack);
-                assert_eq!(options_from_ts(ts), (ws, sack));
+                assert_eq!(CookieSyn::recall(1460, Some(ts)), CookieSyn { mss: 1460, wscale: ws, sack });
                 assert!(ts < 0xdead_beef && ts > 0xdead_beef - 128);
             }
         }

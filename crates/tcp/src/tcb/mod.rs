@@ -15,6 +15,7 @@ use wire::Ipv4Addr;
 
 use crate::cc::Congestion;
 use crate::config::Config;
+use crate::isn::CookieSyn;
 use crate::ranges::Ranges;
 use crate::reasm::{OooPool, Reassembly};
 use crate::rtt::{Micros, Rtt};
@@ -420,9 +421,8 @@ impl Tcb {
         t
     }
 
-    /// A connection rebuilt from a valid SYN cookie: ESTABLISHED at once. `mss`, `wscale`
-    /// and `sack` are what the cookie encoded of the peer's SYN; `ack` is the completing ACK.
-    #[allow(clippy::too_many_arguments)]
+    /// A connection rebuilt from a valid SYN cookie: ESTABLISHED at once. `cookie` is what
+    /// the cookie recalls of the peer's SYN; `ack` is the completing ACK.
     pub fn from_cookie(
         tuple: Tuple,
         cfg: Config,
@@ -430,9 +430,7 @@ impl Tcb {
         ts_offset: u32,
         now: Micros,
         ack: &TcpRepr,
-        mss: u16,
-        wscale: Option<u8>,
-        sack: bool,
+        cookie: CookieSyn,
     ) -> Tcb {
         let mut t = Tcb::blank(tuple, cfg, iss, ts_offset, now, true);
         let syn = TcpRepr {
@@ -440,9 +438,9 @@ impl Tcb {
             flags: TcpFlags(TcpFlags::SYN),
             window: ack.window,
             options: TcpOptions {
-                mss: Some(mss),
-                window_scale: wscale,
-                sack_permitted: sack,
+                mss: Some(cookie.mss),
+                window_scale: cookie.wscale,
+                sack_permitted: cookie.sack,
                 timestamps: ack.options.timestamps,
                 ..TcpOptions::default()
             },
