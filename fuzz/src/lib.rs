@@ -101,7 +101,7 @@ pub fn web_server(data: &[u8]) {
     };
     WEB.with(|w| {
         let mut app = w.borrow_mut();
-        let mut c = web::conn::Conn::new(0);
+        let mut c = web::conn::Conn::new(tcp::Instant::ZERO);
         app.take(&mut c, &data[..cut]);
         app.take(&mut c, &data[cut..]);
         let mut stream = vec![0u8; c.end as usize];
@@ -363,9 +363,9 @@ impl tcp::App for EchoApp {
 pub fn tcp_endpoint(data: &[u8]) {
     use tcp::{Config, Endpoint, Limits};
     let limits = Limits { max_conns: 8, syn_backlog: 2, ooo_buffers: 2, max_time_wait: 2, ..Limits::default() };
-    let mut ep: Endpoint<EchoApp> = Endpoint::new(limits, 0);
+    let mut ep: Endpoint<EchoApp> = Endpoint::new(limits, tcp::Instant::ZERO);
     let mut app = EchoApp;
-    ep.listen(80, Config { rcv_buf: 8192, time_wait: 2_000_000, ..Config::default() });
+    ep.listen(80, Config { rcv_buf: 8192, time_wait: tcp::Duration::from_secs(2), ..Config::default() });
     let mut out = TcpOut(Vec::new());
     let syn = TcpRepr {
         src_port: 40000,
@@ -377,13 +377,13 @@ pub fn tcp_endpoint(data: &[u8]) {
         options: TcpOptions { mss: Some(1000), sack_permitted: true, timestamps: Some((1, 0)), ..Default::default() },
         payload_len: 0,
     };
-    ep.input(&mut app, 0, A, B, &syn, &[]);
-    ep.output(&mut app, 0, &mut out);
+    ep.input(&mut app, tcp::Instant::ZERO, A, B, &syn, &[]);
+    ep.output(&mut app, tcp::Instant::ZERO, &mut out);
     let iss = out.0.last().map_or(0, |b| TcpPacket::new_unchecked(&b[..]).seq());
-    let mut now = 0u64;
+    let mut now = tcp::Instant::ZERO;
     for rec in data.chunks(48) {
         let (dt, seg) = rec.split_first().unwrap_or((&0, &[]));
-        now += u64::from(*dt) * 1000;
+        now += tcp::Duration::from_millis(u64::from(*dt));
         let mut b = seg.to_vec();
         if let Ok(mut p) = TcpPacket::new_checked(&mut b[..]) {
             p.set_seq(p.seq().wrapping_add(1000));
@@ -402,7 +402,7 @@ pub fn tcp_endpoint(data: &[u8]) {
     }
     // Time heals: everything that is not open waits out its timers and goes.
     for _ in 0..200 {
-        now += 1_000_000;
+        now += tcp::Duration::from_secs(1);
         ep.advance(&mut app, now);
         ep.output(&mut app, now, &mut out);
         out.0.clear();
@@ -419,7 +419,7 @@ pub fn engine_frame(data: &[u8]) {
     let mac = wire::MacAddr([0x02, 0, 0, 0, 0, 0x01]);
     let mut e = Engine::new(port, EngineConfig::new(B, mac, true, "fuzz0"), &app);
     wire.inject(data);
-    e.poll(0, &mut app);
+    e.poll(tcp::Instant::ZERO, &mut app);
     let c = e.counters();
     let out = wire.take_sent();
     assert_eq!(c.rx_packets, 1);

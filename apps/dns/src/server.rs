@@ -286,13 +286,13 @@ impl Service for DnsServer {
         vec![self.port]
     }
 
-    fn produce(&mut self, _now_ns: u64, _out: &mut dyn engine::Originate) -> usize {
+    fn produce(&mut self, _now: engine::Instant, _out: &mut dyn engine::Originate) -> usize {
         // Called once per engine loop iteration: the place to switch catalogs.
         self.catalog.refresh();
         0
     }
 
-    fn udp(&mut self, _now_ns: u64, d: Datagram<'_>) -> Verdict {
+    fn udp(&mut self, _now: engine::Instant, d: Datagram<'_>) -> Verdict {
         match self.respond(d.buf, d.len) {
             Some(r) => Verdict::ReplySummed { len: r.len, sum: r.sum },
             None => Verdict::Drop,

@@ -29,7 +29,7 @@ impl Service for UdpEcho {
     }
 
     #[inline]
-    fn udp(&mut self, _now_ns: u64, _d: Datagram<'_>) -> Verdict {
+    fn udp(&mut self, _now: engine::Instant, _d: Datagram<'_>) -> Verdict {
         self.echoed += 1;
         Verdict::Echo
     }

@@ -18,7 +18,7 @@ use std::collections::VecDeque;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use tcp::channel::{Calls, Event, Events, Extent, Server};
-use tcp::{End, Handle};
+use tcp::{Duration, End, Handle, Instant};
 use wire::Ipv4Addr;
 
 /// What to ask for.
@@ -40,10 +40,10 @@ pub struct HttpGenConfig {
     pub keep_alive: bool,
     /// Requests per second (open loop); 0 for closed loop.
     pub rate: u64,
-    /// How long to ask, in microseconds.
-    pub duration_us: u64,
+    /// How long to ask.
+    pub duration: Duration,
     /// How long answers are waited for after that.
-    pub drain_us: u64,
+    pub drain: Duration,
 }
 
 /// Longest response head the generator reads.
@@ -70,8 +70,8 @@ enum Phase {
 struct Conn {
     h: Option<Handle>,
     phase: Phase,
-    /// When the latency of the current request started (µs, engine clock).
-    since: u64,
+    /// When the latency of the current request started.
+    since: Instant,
     /// Request bytes still to send.
     unsent: Option<Extent>,
     head: Vec<u8>,
@@ -109,10 +109,6 @@ pub struct HttpGenStats {
     pub behind: u64,
     /// Latency of complete responses (ns).
     pub latency: Histogram,
-    /// Engine time of the first request and the last response (µs).
-    pub first_us: u64,
-    /// See `first_us`.
-    pub last_us: u64,
 }
 
 impl HttpGenStats {
@@ -140,11 +136,11 @@ pub struct HttpGen {
     conns: Vec<Conn>,
     /// Connections without a request, by index.
     idle: VecDeque<u32>,
-    start: Option<u64>,
+    start: Option<Instant>,
     issued: u64,
     next_path: usize,
     /// Open loop: due times of requests waiting for a connection.
-    backlog: VecDeque<u64>,
+    backlog: VecDeque<Instant>,
     /// The first connection is opening alone (it resolves the server's address, so the
     /// others do not lose their SYNs to address resolution); the clock starts when it is up.
     probing: bool,
@@ -162,7 +158,7 @@ impl HttpGen {
             .map(|_| Conn {
                 h: None,
                 phase: Phase::Down,
-                since: 0,
+                since: Instant::ZERO,
                 unsent: None,
                 head: Vec::new(),
                 served: 0,
@@ -221,7 +217,7 @@ impl HttpGen {
         Ok(())
     }
 
-    fn open(&mut self, i: u32, now: u64, calls: &mut Calls<'_>) {
+    fn open(&mut self, i: u32, now: Instant, calls: &mut Calls<'_>) {
         let c = &mut self.conns[i as usize];
         match calls.connect(u64::from(i), self.cfg.local, self.cfg.dst, self.cfg.port) {
             Ok(h) => {
@@ -240,7 +236,7 @@ impl HttpGen {
     }
 
     /// Sends the next request on connection `i`; latency runs from `since`.
-    fn ask(&mut self, i: u32, since: u64, calls: &mut Calls<'_>) {
+    fn ask(&mut self, i: u32, since: Instant, calls: &mut Calls<'_>) {
         let e = self.reqs[self.next_path];
         self.next_path = (self.next_path + 1) % self.reqs.len();
         let c = &mut self.conns[i as usize];
@@ -262,10 +258,9 @@ impl HttpGen {
         }
     }
 
-    fn complete(&mut self, i: u32, now: u64, calls: &mut Calls<'_>) {
+    fn complete(&mut self, i: u32, now: Instant, calls: &mut Calls<'_>) {
         self.stats.completed += 1;
-        self.stats.latency.record(now.saturating_sub(self.conns[i as usize].since) * 1000);
-        self.stats.last_us = now;
+        self.stats.latency.record(now.since(self.conns[i as usize].since).as_nanos());
         let c = &mut self.conns[i as usize];
         c.served += 1;
         if self.cfg.keep_alive && !c.last {
@@ -278,7 +273,7 @@ impl HttpGen {
     }
 
     /// Reads response bytes on connection `i`.
-    fn read(&mut self, i: u32, mut data: &[u8], now: u64, calls: &mut Calls<'_>) {
+    fn read(&mut self, i: u32, mut data: &[u8], now: Instant, calls: &mut Calls<'_>) {
         self.stats.bytes += data.len() as u64;
         while !data.is_empty() {
             let c = &mut self.conns[i as usize];
@@ -334,18 +329,18 @@ impl HttpGen {
         }
     }
 
-    fn due(&mut self, now: u64) {
+    fn due(&mut self, now: Instant) {
         let start = self.start.unwrap_or(now);
-        let elapsed = now - start;
-        let due = (u128::from(elapsed) * u128::from(self.cfg.rate) / 1_000_000) as u64;
+        let elapsed = now.since(start).as_nanos();
+        let due = (u128::from(elapsed) * u128::from(self.cfg.rate) / 1_000_000_000) as u64;
         while self.issued < due {
             if self.backlog.len() as u64 >= MAX_BACKLOG {
                 self.stats.behind += due - self.issued;
                 self.issued = due;
                 break;
             }
-            // When it was due, in µs from the start.
-            let at = start + self.issued * 1_000_000 / self.cfg.rate;
+            let at = start
+                + Duration::from_nanos((u128::from(self.issued) * 1_000_000_000 / u128::from(self.cfg.rate)) as u64);
             self.backlog.push_back(at);
             self.issued += 1;
         }
@@ -405,7 +400,6 @@ impl Server for HttpGen {
                     if self.probing && outcome.is_ok() {
                         self.probing = false;
                         self.start = Some(now);
-                        self.stats.first_us = now;
                         for j in 1..self.conns.len() as u32 {
                             self.open(j, now, calls);
                         }
@@ -465,7 +459,7 @@ impl Server for HttpGen {
         }
         if self.done {
             if let (Some(start), true) = (self.start, self.finish.is_some()) {
-                if now.saturating_sub(start) >= self.cfg.duration_us + self.cfg.drain_us {
+                if now.since(start) >= self.cfg.duration + self.cfg.drain {
                     if let Some(c) = self.finish.take() {
                         c.fetch_sub(1, Ordering::SeqCst);
                     }
@@ -479,7 +473,7 @@ impl Server for HttpGen {
             return;
         }
         let Some(start) = self.start else { return };
-        if now.saturating_sub(start) >= self.cfg.duration_us {
+        if now.since(start) >= self.cfg.duration {
             // Finished: close every connection, so none is left open at the server to
             // collide with a later run's ports.
             self.done = true;

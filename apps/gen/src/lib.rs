@@ -8,7 +8,7 @@
 pub mod histogram;
 pub mod http;
 
-use engine::{Datagram, Originate, SendError, Service, Verdict};
+use engine::{Datagram, Duration, Instant, Originate, SendError, Service, Verdict};
 pub use histogram::Histogram;
 use wire::Ipv4Addr;
 
@@ -35,14 +35,14 @@ pub struct GenConfig {
     pub flows: u16,
     /// First source port.
     pub src_port_base: u16,
-    /// How long to send, in nanoseconds.
-    pub duration_ns: u64,
+    /// How long to send.
+    pub duration: Duration,
 }
 
 /// The generator of one engine and what it measured.
 pub struct UdpGen {
     cfg: GenConfig,
-    start: Option<u64>,
+    start: Option<Instant>,
     /// Datagrams queued for sending.
     pub sent: u64,
     /// Sends the schedule wanted but the generator could not make in time.
@@ -53,10 +53,10 @@ pub struct UdpGen {
     pub foreign: u64,
     /// Round-trip times of matched replies (ns).
     pub rtt: Histogram,
-    /// Time the first datagram was sent and the last, in ns on the engine clock.
-    pub first_send: u64,
-    /// See `first_send`.
-    pub last_send: u64,
+    /// When the first datagram was sent, on the engine clock.
+    pub first_send: Instant,
+    /// When the last was.
+    pub last_send: Instant,
     /// Times a send waited for address resolution.
     pub unresolved: u64,
     seq: u64,
@@ -76,8 +76,8 @@ impl UdpGen {
             received: 0,
             foreign: 0,
             rtt: Histogram::default(),
-            first_send: 0,
-            last_send: 0,
+            first_send: Instant::ZERO,
+            last_send: Instant::ZERO,
             unresolved: 0,
             seq: 0,
             done: false,
@@ -100,32 +100,33 @@ impl Service for UdpGen {
         self.ports().collect()
     }
 
-    fn udp(&mut self, now_ns: u64, d: Datagram<'_>) -> Verdict {
+    fn udp(&mut self, now: Instant, d: Datagram<'_>) -> Verdict {
         let p = &d.buf[..d.len];
         if d.len != self.cfg.size || p[16..20] != MAGIC || d.src != self.cfg.dst || d.src_port != self.cfg.dst_port {
             self.foreign += 1;
             return Verdict::Consume;
         }
-        let ts = u64::from_le_bytes(p[0..8].try_into().unwrap());
-        self.rtt.record(now_ns.saturating_sub(ts));
+        // The send time the request carries, as nanoseconds on this engine's clock.
+        let sent = Instant::from_nanos(u64::from_le_bytes(p[0..8].try_into().unwrap()));
+        self.rtt.record(now.since(sent).as_nanos());
         self.received += 1;
         Verdict::Consume
     }
 
-    fn produce(&mut self, now_ns: u64, out: &mut dyn Originate) -> usize {
+    fn produce(&mut self, now: Instant, out: &mut dyn Originate) -> usize {
         if self.done {
             return 0;
         }
-        let start = *self.start.get_or_insert(now_ns);
-        let elapsed = now_ns - start;
-        if elapsed >= self.cfg.duration_ns {
+        let start = *self.start.get_or_insert(now);
+        let elapsed = now.since(start);
+        if elapsed >= self.cfg.duration {
             self.done = true;
             return 0;
         }
         let owed = if self.cfg.rate == 0 {
             BURST as u64
         } else {
-            let due = (u128::from(elapsed) * u128::from(self.cfg.rate) / 1_000_000_000) as u64;
+            let due = (u128::from(elapsed.as_nanos()) * u128::from(self.cfg.rate) / 1_000_000_000) as u64;
             let mut owed = due.saturating_sub(self.sent + self.behind);
             if owed > MAX_BACKLOG {
                 self.behind += owed - MAX_BACKLOG;
@@ -147,7 +148,7 @@ impl Service for UdpGen {
             let seq = self.seq;
             let src_port = self.cfg.src_port_base + (seq % u64::from(self.cfg.flows)) as u16;
             let mut fill = |b: &mut [u8]| {
-                b[0..8].copy_from_slice(&now_ns.to_le_bytes());
+                b[0..8].copy_from_slice(&now.as_nanos().to_le_bytes());
                 b[8..16].copy_from_slice(&seq.to_le_bytes());
                 b[16..20].copy_from_slice(&MAGIC);
                 b[20..size].fill(0x5a);
@@ -167,9 +168,9 @@ impl Service for UdpGen {
         }
         if made > 0 {
             if self.sent == 0 {
-                self.first_send = now_ns;
+                self.first_send = now;
             }
-            self.last_send = now_ns;
+            self.last_send = now;
             self.sent += made as u64;
         }
         made

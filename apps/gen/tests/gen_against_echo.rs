@@ -1,7 +1,7 @@
 //! The generator and the echo server on two engines joined by the in-memory port pair,
 //! driven by a virtual clock: ARP resolution, open-loop sending, matching and RTTs.
 
-use engine::{Engine, EngineConfig};
+use engine::{Duration, Engine, EngineConfig, Instant};
 use io::mem::MemPort;
 use sirocco_echo::UdpEcho;
 use sirocco_gen::{GenConfig, UdpGen};
@@ -21,14 +21,14 @@ fn generator_gets_every_echo_back() {
         size: 100,
         flows: 8,
         src_port_base: 40000,
-        duration_ns: 2_000_000,
+        duration: Duration::from_millis(2),
     });
     let mut srv = Engine::new(a, EngineConfig::new(SRV, MacAddr([2, 0, 0, 0, 0, 1]), true, "m0"), &echo);
     let mut cli = Engine::new(b, EngineConfig::new(CLI, MacAddr([2, 0, 0, 0, 0, 2]), true, "m1"), &gen);
     // Virtual time: 1 µs per step, bounded.
-    let mut now = 0u64;
+    let mut now = Instant::ZERO;
     for _ in 0..10_000 {
-        now += 1_000;
+        now += Duration::from_micros(1);
         cli.poll(now, &mut gen);
         srv.poll(now, &mut echo);
         if gen.finished() && gen.received == gen.sent {

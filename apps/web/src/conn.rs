@@ -2,6 +2,7 @@
 //! and its deadlines.
 
 use std::collections::VecDeque;
+use tcp::Instant;
 
 /// Where a response's bytes come from.
 #[derive(Debug, Clone, Copy)]
@@ -65,12 +66,12 @@ pub struct Conn {
     /// No more requests are read (close after the responses).
     pub closing: bool,
     /// When the connection is given up if nothing changes (milliseconds, engine clock).
-    pub deadline: u64,
+    pub deadline: Instant,
 }
 
 impl Conn {
     /// A new connection.
-    pub fn new(deadline: u64) -> Conn {
+    pub fn new(deadline: Instant) -> Conn {
         Conn {
             resps: VecDeque::with_capacity(MAX_QUEUED),
             end: 0,

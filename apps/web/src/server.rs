@@ -13,24 +13,28 @@ use http::range::Ranged;
 use http::response::{self, ContentRange, Head};
 use http::{Method, Parsed, Request};
 use std::cell::Cell;
-use tcp::{Ctl, End, Handle, PinnedFrames, SegOut};
+use tcp::{Ctl, Duration, End, Handle, Instant, PinnedFrames, SegOut};
 use wire::Ipv4Addr;
 
 /// Per-connection limits and timeouts.
 #[derive(Debug, Clone, Copy)]
 pub struct Settings {
     /// A request head must be complete this long after its first byte (slowloris).
-    pub header_timeout_ms: u64,
+    pub header_timeout: Duration,
     /// An idle keep-alive connection, or one whose peer stops taking data, is closed after
     /// this long.
-    pub idle_timeout_ms: u64,
+    pub idle_timeout: Duration,
     /// Requests served on one connection before it is closed.
     pub max_requests: u32,
 }
 
 impl Default for Settings {
     fn default() -> Self {
-        Settings { header_timeout_ms: 10_000, idle_timeout_ms: 60_000, max_requests: 10_000 }
+        Settings {
+            header_timeout: Duration::from_secs(10),
+            idle_timeout: Duration::from_secs(60),
+            max_requests: 10_000,
+        }
     }
 }
 
@@ -71,8 +75,8 @@ pub struct WebApp {
     pub settings: Settings,
     /// Counters.
     pub stats: WebStats,
-    /// Engine clock in milliseconds (set by the service before each call into TCP).
-    pub now_ms: u64,
+    /// The engine's clock (set by the service before each call into TCP).
+    pub now: Instant,
     replicas: Option<Replicas>,
     path: Vec<u8>,
     look: Vec<u8>,
@@ -88,7 +92,7 @@ impl WebApp {
             store,
             settings,
             stats: WebStats::default(),
-            now_ms: 0,
+            now: Instant::ZERO,
             replicas: None,
             path: Vec::new(),
             look: Vec::new(),
@@ -293,9 +297,9 @@ impl WebApp {
             c.partial = Vec::new();
         }
         if !c.partial.is_empty() && !was_partial && c.resps.is_empty() {
-            c.deadline = self.now_ms + self.settings.header_timeout_ms;
+            c.deadline = self.now + self.settings.header_timeout;
         } else if c.partial.is_empty() {
-            c.deadline = self.now_ms + self.settings.idle_timeout_ms;
+            c.deadline = self.now + self.settings.idle_timeout;
         }
     }
 
@@ -309,7 +313,7 @@ impl WebApp {
     /// A connection past its deadline: 408 and close if a head is incomplete, close if idle,
     /// reset if the peer stopped taking data. Returns true to reset.
     pub fn expire(&mut self, c: &mut Conn) -> Option<bool> {
-        if self.now_ms < c.deadline {
+        if self.now < c.deadline {
             return None;
         }
         if c.resps.is_empty() && !c.closing {
@@ -321,7 +325,7 @@ impl WebApp {
                 self.error(c, 408, false, false);
             }
             c.closing = true;
-            c.deadline = self.now_ms + self.settings.idle_timeout_ms;
+            c.deadline = self.now + self.settings.idle_timeout;
             return Some(false);
         }
         self.stats.send_timeouts += 1;
@@ -388,7 +392,7 @@ impl tcp::App for WebApp {
 
     fn accept(&mut self, _h: Handle, _port: u16, _remote: (Ipv4Addr, u16)) -> Option<Conn> {
         self.stats.accepted += 1;
-        Some(Conn::new(self.now_ms + self.settings.header_timeout_ms))
+        Some(Conn::new(self.now + self.settings.header_timeout))
     }
 
     fn recv(&mut self, _h: Handle, c: &mut Conn, data: &[u8], ctl: &mut Ctl) {
@@ -417,7 +421,7 @@ impl tcp::App for WebApp {
         }
         c.compact_scratch();
         if c.partial.is_empty() {
-            c.deadline = self.now_ms + self.settings.idle_timeout_ms;
+            c.deadline = self.now + self.settings.idle_timeout;
         } else if !c.closing {
             // Requests that waited for room in the queue.
             let closing = c.closing;

@@ -9,7 +9,7 @@ use crate::store::Store;
 use engine::published::Follower;
 use engine::{Originate, Service, TcpService};
 use std::time::{SystemTime, UNIX_EPOCH};
-use tcp::{Config, Limits};
+use tcp::{Config, Duration, Instant, Limits};
 use wire::tcp::TcpRepr;
 use wire::Ipv4Addr;
 
@@ -18,17 +18,17 @@ fn wall_secs() -> u64 {
 }
 
 /// How connections are swept for deadlines.
-const SWEEP_MS: u64 = 500;
+const SWEEP: Duration = Duration::from_millis(500);
 /// How often the wall clock is read.
-const CLOCK_MS: u64 = 100;
+const CLOCK: Duration = Duration::from_millis(100);
 
 /// The web server of one engine.
 pub struct WebService {
     /// TCP and the HTTP application.
     pub tcp: TcpService<WebApp>,
     site: Follower<Site>,
-    last_clock_ms: u64,
-    last_sweep_ms: u64,
+    last_clock: Instant,
+    last_sweep: Instant,
     /// Sites switched to after a reload.
     pub reloads: u64,
 }
@@ -55,15 +55,15 @@ impl WebService {
         WebService {
             tcp: TcpService::new(app, &[port], cfg, limits),
             site,
-            last_clock_ms: 0,
-            last_sweep_ms: 0,
+            last_clock: Instant::ZERO,
+            last_sweep: Instant::ZERO,
             reloads: 0,
         }
     }
 
-    fn housekeeping(&mut self, now_ms: u64) {
-        if now_ms >= self.last_clock_ms + CLOCK_MS {
-            self.last_clock_ms = now_ms;
+    fn housekeeping(&mut self, now: Instant) {
+        if now >= self.last_clock + CLOCK {
+            self.last_clock = now;
             self.tcp.app.store.set_date(wall_secs());
             if self.site.refresh() {
                 self.tcp.app.store.replace_site(self.site.get().clone());
@@ -71,8 +71,8 @@ impl WebService {
                 self.reloads += 1;
             }
         }
-        if now_ms >= self.last_sweep_ms + SWEEP_MS {
-            self.last_sweep_ms = now_ms;
+        if now >= self.last_sweep + SWEEP {
+            self.last_sweep = now;
             let ep = &mut self.tcp.ep;
             let app = &mut self.tcp.app;
             for h in ep.handles() {
@@ -96,24 +96,23 @@ impl Service for WebService {
     }
 
     #[inline]
-    fn tcp(&mut self, now_ns: u64, src: Ipv4Addr, dst: Ipv4Addr, seg: &TcpRepr, payload: &[u8], view: u32) {
-        self.tcp.app.now_ms = now_ns / 1_000_000;
-        self.tcp.tcp(now_ns, src, dst, seg, payload, view);
+    fn tcp(&mut self, now: Instant, src: Ipv4Addr, dst: Ipv4Addr, seg: &TcpRepr, payload: &[u8], view: u32) {
+        self.tcp.app.now = now;
+        self.tcp.tcp(now, src, dst, seg, payload, view);
     }
 
-    fn produce(&mut self, now_ns: u64, out: &mut dyn Originate) -> usize {
-        let now_ms = now_ns / 1_000_000;
-        self.tcp.app.now_ms = now_ms;
-        self.housekeeping(now_ms);
+    fn produce(&mut self, now: Instant, out: &mut dyn Originate) -> usize {
+        self.tcp.app.now = now;
+        self.housekeeping(now);
         self.tcp.app.tend_replicas(out);
-        self.tcp.produce(now_ns, out)
+        self.tcp.produce(now, out)
     }
 
     fn busy(&self) -> bool {
         self.tcp.busy()
     }
 
-    fn idle_wait_ms(&self) -> u32 {
-        self.tcp.idle_wait_ms().min(SWEEP_MS as u32)
+    fn idle_wait(&self) -> Duration {
+        self.tcp.idle_wait().min(SWEEP)
     }
 }

@@ -34,7 +34,7 @@ impl Response {
 /// Sends `requests` on one connection and returns every response on its stream, split by
 /// the response boundaries the connection records.
 fn exchange(app: &mut WebApp, requests: &[u8]) -> Vec<Response> {
-    let mut c = Conn::new(0);
+    let mut c = Conn::new(tcp::Instant::ZERO);
     app.take(&mut c, requests);
     let mut stream = vec![0u8; c.end as usize];
     if !stream.is_empty() {

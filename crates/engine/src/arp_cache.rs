@@ -1,5 +1,6 @@
 //! A bounded ARP cache for addresses sirocco sends to first (when it owns its address alone).
 
+use timer::{Duration, Instant};
 use wire::{Ipv4Addr, MacAddr};
 
 /// What the cache knows of a neighbour.
@@ -17,24 +18,25 @@ pub enum Lookup {
 struct Entry {
     ip: Ipv4Addr,
     mac: Option<MacAddr>,
-    /// Time (ms) after which the entry is stale (resolved) or the request may be repeated.
-    expires: u64,
+    /// When the entry goes stale (resolved) or the request may be repeated.
+    expires: Instant,
 }
 
 /// Fixed-size, direct-mapped-with-probing table; when full, the oldest entry in the probe
 /// window is replaced.
 pub struct ArpCache {
     slots: Vec<Option<Entry>>,
-    ttl_ms: u64,
-    retry_ms: u64,
+    ttl: Duration,
+    retry: Duration,
 }
 
 const PROBE: usize = 4;
 
 impl ArpCache {
-    /// A cache of `capacity` entries (power of two) keeping resolutions for `ttl_ms`.
-    pub fn new(capacity: usize, ttl_ms: u64, retry_ms: u64) -> Self {
-        ArpCache { slots: vec![None; capacity.next_power_of_two().max(PROBE)], ttl_ms, retry_ms }
+    /// A cache of `capacity` entries (power of two) keeping resolutions for `ttl` and
+    /// repeating an unanswered request after `retry`.
+    pub fn new(capacity: usize, ttl: Duration, retry: Duration) -> Self {
+        ArpCache { slots: vec![None; capacity.next_power_of_two().max(PROBE)], ttl, retry }
     }
 
     fn home(&self, ip: Ipv4Addr) -> usize {
@@ -53,12 +55,12 @@ impl ArpCache {
         let h = self.home(ip);
         let window = (0..PROBE).map(|i| (h + i) & (self.slots.len() - 1));
         window.clone().find(|&s| self.slots[s].is_none()).unwrap_or_else(|| {
-            window.min_by_key(|&s| self.slots[s].map(|e| e.expires).unwrap_or(0)).expect("window not empty")
+            window.min_by_key(|&s| self.slots[s].map_or(Instant::ZERO, |e| e.expires)).expect("window not empty")
         })
     }
 
-    /// What is known of `ip` at time `now` (ms).
-    pub fn lookup(&self, ip: Ipv4Addr, now: u64) -> Lookup {
+    /// What is known of `ip` at `now`.
+    pub fn lookup(&self, ip: Ipv4Addr, now: Instant) -> Lookup {
         match self.find(ip).and_then(|s| self.slots[s]) {
             Some(Entry { mac: Some(m), expires, .. }) if now < expires => Lookup::Known(m),
             Some(Entry { mac: None, expires, .. }) if now < expires => Lookup::Pending,
@@ -67,20 +69,20 @@ impl ArpCache {
     }
 
     /// Records that a request for `ip` was sent at `now`.
-    pub fn mark_pending(&mut self, ip: Ipv4Addr, now: u64) {
+    pub fn mark_pending(&mut self, ip: Ipv4Addr, now: Instant) {
         let s = self.place(ip);
-        self.slots[s] = Some(Entry { ip, mac: None, expires: now + self.retry_ms });
+        self.slots[s] = Some(Entry { ip, mac: None, expires: now + self.retry });
     }
 
     /// Records a resolution (from a reply, or a request's sender fields).
-    pub fn insert(&mut self, ip: Ipv4Addr, mac: MacAddr, now: u64) {
+    pub fn insert(&mut self, ip: Ipv4Addr, mac: MacAddr, now: Instant) {
         let s = self.place(ip);
-        self.slots[s] = Some(Entry { ip, mac: Some(mac), expires: now + self.ttl_ms });
+        self.slots[s] = Some(Entry { ip, mac: Some(mac), expires: now + self.ttl });
     }
 
     /// Records a resolution only into a free or expired slot, never pushing out another
     /// entry (for hints a sender can forge, such as a SYN's source MAC).
-    pub fn insert_if_room(&mut self, ip: Ipv4Addr, mac: MacAddr, now: u64) {
+    pub fn insert_if_room(&mut self, ip: Ipv4Addr, mac: MacAddr, now: Instant) {
         if self.find(ip).is_some() {
             return self.insert(ip, mac, now);
         }
@@ -89,15 +91,15 @@ impl ArpCache {
             .map(|i| (h + i) & (self.slots.len() - 1))
             .find(|&s| self.slots[s].is_none_or(|e| now >= e.expires));
         if let Some(s) = free {
-            self.slots[s] = Some(Entry { ip, mac: Some(mac), expires: now + self.ttl_ms });
+            self.slots[s] = Some(Entry { ip, mac: Some(mac), expires: now + self.ttl });
         }
     }
 
     /// Refreshes `ip` only if it is already cached (RFC 826's merge rule for requests not
     /// addressed to us would add it; we only update, to keep the table ours).
-    pub fn update_if_present(&mut self, ip: Ipv4Addr, mac: MacAddr, now: u64) {
+    pub fn update_if_present(&mut self, ip: Ipv4Addr, mac: MacAddr, now: Instant) {
         if let Some(s) = self.find(ip) {
-            self.slots[s] = Some(Entry { ip, mac: Some(mac), expires: now + self.ttl_ms });
+            self.slots[s] = Some(Entry { ip, mac: Some(mac), expires: now + self.ttl });
         }
     }
 }
@@ -106,39 +108,45 @@ impl ArpCache {
 mod tests {
     use super::*;
 
+    const MS: fn(u64) -> Instant = Instant::from_millis;
+
+    fn cache(capacity: usize) -> ArpCache {
+        ArpCache::new(capacity, Duration::from_secs(1), Duration::from_millis(100))
+    }
+
     #[test]
     fn hints_never_push_out_entries() {
-        let mut c = ArpCache::new(4, 1000, 100);
+        let mut c = cache(4);
         let mac = MacAddr([2, 0, 0, 0, 0, 1]);
         let real = Ipv4Addr([198, 18, 0, 1]);
-        c.insert(real, mac, 0);
+        c.insert(real, mac, MS(0));
         for i in 0..200u8 {
-            c.insert_if_room(Ipv4Addr([198, 19, i, 7]), MacAddr([2, 0, 0, 0, 1, i]), 1);
+            c.insert_if_room(Ipv4Addr([198, 19, i, 7]), MacAddr([2, 0, 0, 0, 1, i]), MS(1));
         }
-        assert_eq!(c.lookup(real, 2), Lookup::Known(mac));
+        assert_eq!(c.lookup(real, MS(2)), Lookup::Known(mac));
     }
 
     #[test]
     fn lifecycle() {
-        let mut c = ArpCache::new(8, 1000, 100);
+        let mut c = cache(8);
         let ip = Ipv4Addr([198, 18, 0, 1]);
         let mac = MacAddr([2, 0, 0, 0, 0, 1]);
-        assert_eq!(c.lookup(ip, 0), Lookup::Unknown);
-        c.mark_pending(ip, 0);
-        assert_eq!(c.lookup(ip, 50), Lookup::Pending);
-        assert_eq!(c.lookup(ip, 100), Lookup::Unknown, "retry after the retry interval");
-        c.insert(ip, mac, 100);
-        assert_eq!(c.lookup(ip, 500), Lookup::Known(mac));
-        assert_eq!(c.lookup(ip, 1100), Lookup::Unknown, "expired");
+        assert_eq!(c.lookup(ip, MS(0)), Lookup::Unknown);
+        c.mark_pending(ip, MS(0));
+        assert_eq!(c.lookup(ip, MS(50)), Lookup::Pending);
+        assert_eq!(c.lookup(ip, MS(100)), Lookup::Unknown, "retry after the retry interval");
+        c.insert(ip, mac, MS(100));
+        assert_eq!(c.lookup(ip, MS(500)), Lookup::Known(mac));
+        assert_eq!(c.lookup(ip, MS(1100)), Lookup::Unknown, "expired");
     }
 
     #[test]
     fn bounded_when_full() {
-        let mut c = ArpCache::new(4, 1000, 100);
+        let mut c = cache(4);
         for i in 0..100u8 {
-            c.insert(Ipv4Addr([198, 18, 1, i]), MacAddr([2, 0, 0, 0, 0, i]), u64::from(i));
+            c.insert(Ipv4Addr([198, 18, 1, i]), MacAddr([2, 0, 0, 0, 0, i]), MS(u64::from(i)));
         }
         assert_eq!(c.slots.len(), 4);
-        assert_eq!(c.lookup(Ipv4Addr([198, 18, 1, 99]), 100), Lookup::Known(MacAddr([2, 0, 0, 0, 0, 99])));
+        assert_eq!(c.lookup(Ipv4Addr([198, 18, 1, 99]), MS(100)), Lookup::Known(MacAddr([2, 0, 0, 0, 0, 99])));
     }
 }

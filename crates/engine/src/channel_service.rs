@@ -4,9 +4,10 @@
 //! its calls cause are then built straight into TX frames.
 
 use crate::service::{Originate, Service};
-use crate::tcp_service::{micros, Tx};
+use crate::tcp_service::Tx;
 use tcp::channel::{Buffers, Channel, Server, Views};
 use tcp::{Config, Limits};
+use timer::{Duration, Instant};
 use wire::tcp::TcpRepr;
 use wire::Ipv4Addr;
 
@@ -32,7 +33,7 @@ impl Views for HeldViews<'_> {
 impl<S: Server> ChannelService<S> {
     /// Listens on each of `ports` with `cfg`; the application sends from `bufs`.
     pub fn new(server: S, ports: &[u16], cfg: Config, limits: Limits, bufs: Buffers) -> Self {
-        let mut ch = Channel::new(limits, bufs, cfg, 0);
+        let mut ch = Channel::new(limits, bufs, cfg, Instant::ZERO);
         for &p in ports {
             ch.listen(p, cfg);
         }
@@ -60,16 +61,15 @@ impl<S: Server> Service for ChannelService<S> {
     }
 
     #[inline]
-    fn tcp(&mut self, now_ns: u64, src: Ipv4Addr, dst: Ipv4Addr, seg: &TcpRepr, payload: &[u8], view: u32) {
-        self.ch.input(micros(now_ns), src, dst, seg, payload, view);
+    fn tcp(&mut self, now: Instant, src: Ipv4Addr, dst: Ipv4Addr, seg: &TcpRepr, payload: &[u8], view: u32) {
+        self.ch.input(now, src, dst, seg, payload, view);
     }
 
     fn holds_tcp_frames(&self) -> bool {
         true
     }
 
-    fn produce(&mut self, now_ns: u64, out: &mut dyn Originate) -> usize {
-        let now = micros(now_ns);
+    fn produce(&mut self, now: Instant, out: &mut dyn Originate) -> usize {
         self.ch.advance(now);
         let mut sent = 0;
         // Sending can raise events (an acknowledgement noted while a connection was polled);
@@ -92,11 +92,11 @@ impl<S: Server> Service for ChannelService<S> {
         self.ch.endpoint().has_output() || self.ch.has_events()
     }
 
-    fn idle_wait_ms(&self) -> u32 {
+    fn idle_wait(&self) -> Duration {
         if self.ch.endpoint().is_empty() {
-            100
+            Duration::from_millis(100)
         } else {
-            5
+            Duration::from_millis(5)
         }
     }
 }

@@ -12,15 +12,15 @@ use io::pcap::CaptureTap;
 use io::{Frame, Port};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
-use std::time::Instant;
-use timer::TimerWheel;
+use std::time;
+use timer::{Duration, Instant, TimerWheel};
 
 #[derive(Clone, Copy)]
 enum Timer {
     PublishCounters,
 }
 
-const PUBLISH_MS: u64 = 200;
+const PUBLISH: Duration = Duration::from_millis(200);
 /// How long to wait for a full device queue before transmitting again.
 const TX_RETRY_US: u32 = 50;
 
@@ -34,7 +34,7 @@ pub struct Engine<P: Port> {
     timers: TimerWheel<Timer>,
     tap: Option<CaptureTap>,
     snapshot: Option<Arc<Mutex<Counters>>>,
-    started: Instant,
+    started: time::Instant,
     last_rx: usize,
     /// Frames kept for the application until `produce` returns, with their TCP payload's
     /// place.
@@ -53,7 +53,7 @@ impl<P: Port> Engine<P> {
             served.tcp.insert(p);
         }
         let mut timers = TimerWheel::new(1024, 64, 0);
-        timers.schedule(PUBLISH_MS, Timer::PublishCounters);
+        timers.schedule(PUBLISH.as_millis(), Timer::PublishCounters);
         Engine {
             port,
             node: Node::new(cfg),
@@ -63,7 +63,7 @@ impl<P: Port> Engine<P> {
             timers,
             tap: None,
             snapshot: None,
-            started: Instant::now(),
+            started: time::Instant::now(),
             last_rx: 0,
             held: Vec::with_capacity(batch),
         }
@@ -80,7 +80,7 @@ impl<P: Port> Engine<P> {
     }
 
     /// Sets the clock origin, so several engines (and their applications) share one time base.
-    pub fn set_epoch(&mut self, epoch: Instant) {
+    pub fn set_epoch(&mut self, epoch: time::Instant) {
         self.started = epoch;
     }
 
@@ -99,38 +99,32 @@ impl<P: Port> Engine<P> {
         &mut self.port
     }
 
-    /// One loop iteration at time `now_ns` (nanoseconds on any monotonic clock). Returns the
-    /// frames received plus frames the application originated: 0 means idle.
-    pub fn poll<A: Service + ?Sized>(&mut self, now_ns: u64, app: &mut A) -> usize {
-        let n = self.receive(now_ns, app);
+    /// One loop iteration at `now` (on any monotonic clock). Returns the frames received
+    /// plus frames the application originated: 0 means idle.
+    pub fn poll<A: Service + ?Sized>(&mut self, now: Instant, app: &mut A) -> usize {
+        let n = self.receive(now, app);
         // Replies first, so what the application originates cannot starve them of TX slots.
         self.tx.flush(&mut self.port, &mut self.node, self.tap.as_ref());
         let produced = {
             // Bounded by the free frames too: a segment TCP counts as sent but that finds no
             // frame is lost and costs a retransmission.
             let room = self.port.tx_room().min(self.port.free_frames());
-            let mut out = Out {
-                port: &mut self.port,
-                node: &mut self.node,
-                tx: &mut self.tx,
-                room,
-                now_ms: now_ns / 1_000_000,
-                held: &self.held,
-            };
-            app.produce(now_ns, &mut out)
+            let mut out =
+                Out { port: &mut self.port, node: &mut self.node, tx: &mut self.tx, room, now, held: &self.held };
+            app.produce(now, &mut out)
         };
         for (f, _, _) in self.held.drain(..) {
             self.port.free(f);
         }
         self.tx.flush(&mut self.port, &mut self.node, self.tap.as_ref());
-        self.run_timers(now_ns / 1_000_000);
+        self.run_timers(now);
         self.port.flush();
         n + produced
     }
 
     /// Takes a batch from RX and runs each frame through the receive path; returns how many
     /// frames it took.
-    fn receive<A: Service + ?Sized>(&mut self, now_ns: u64, app: &mut A) -> usize {
+    fn receive<A: Service + ?Sized>(&mut self, now: Instant, app: &mut A) -> usize {
         self.node.counters.loops += 1;
         let n = self.port.recv(&mut self.rx);
         self.last_rx = n;
@@ -152,7 +146,7 @@ impl<P: Port> Engine<P> {
                 }
             }
             let rx =
-                Rx { node: &mut self.node, served: &self.served, app: &mut *app, now_ns, view: self.held.len() as u32 };
+                Rx { node: &mut self.node, served: &self.served, app: &mut *app, now, view: self.held.len() as u32 };
             match rx.frame(self.port.data_mut(f), f.len as usize) {
                 Received::Reply(len) => self.tx.push(Frame { addr: f.addr, len: len as u32 }),
                 Received::Hold { at, len } => self.held.push((f, at, len)),
@@ -162,7 +156,9 @@ impl<P: Port> Engine<P> {
         n
     }
 
-    fn run_timers(&mut self, now_ms: u64) {
+    fn run_timers(&mut self, now: Instant) {
+        // The wheel's ticks are milliseconds.
+        let now_ms = now.as_millis();
         let mut publish = false;
         self.timers.advance(now_ms, |t| match t {
             Timer::PublishCounters => publish = true,
@@ -173,7 +169,7 @@ impl<P: Port> Engine<P> {
                     *g = self.node.counters;
                 }
             }
-            self.timers.schedule(now_ms + PUBLISH_MS, Timer::PublishCounters);
+            self.timers.schedule(now_ms + PUBLISH.as_millis(), Timer::PublishCounters);
         }
     }
 
@@ -182,7 +178,7 @@ impl<P: Port> Engine<P> {
     pub fn run<A: Service + ?Sized>(&mut self, app: &mut A, stop: &AtomicBool) {
         let mut idle = 0u32;
         while !stop.load(Ordering::Relaxed) {
-            let now = self.started.elapsed().as_nanos() as u64;
+            let now = Instant::ZERO + Duration::from(self.started.elapsed());
             let work = self.poll(now, app);
             if self.last_rx > 0 {
                 idle = 0;
@@ -207,7 +203,7 @@ impl<P: Port> Engine<P> {
             }
             idle = 0;
             self.node.counters.sleeps += 1;
-            self.port.wait(app.idle_wait_ms().clamp(1, 100) as i32);
+            self.port.wait(app.idle_wait().as_millis().clamp(1, 100) as i32);
         }
         if let Some(s) = &self.snapshot {
             if let Ok(mut g) = s.lock() {

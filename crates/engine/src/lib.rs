@@ -18,6 +18,7 @@ pub mod service;
 pub mod tcp_service;
 mod tx;
 pub use timer;
+pub use timer::{Duration, Instant};
 
 pub use channel_service::ChannelService;
 pub use config::{EngineConfig, IdlePolicy};

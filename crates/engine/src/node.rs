@@ -1,6 +1,8 @@
 //! What the receive and transmit paths share: the engine's identity on the link (its
 //! configuration), its neighbours, its counters, and the loss impairment.
 
+use timer::Duration;
+
 use crate::arp_cache::ArpCache;
 use crate::config::EngineConfig;
 use crate::counters::Counters;
@@ -20,7 +22,7 @@ impl Node {
         Node {
             cfg,
             counters: Counters::default(),
-            arp: ArpCache::new(1024, 60_000, 1_000),
+            arp: ArpCache::new(1024, Duration::from_secs(60), Duration::from_secs(1)),
             ip_ident: 0,
             rng: 0x9e37_79b9_7f4a_7c15,
         }

@@ -8,6 +8,7 @@ use crate::config::TTL;
 use crate::counters::DropReason;
 use crate::node::Node;
 use crate::service::{Datagram, Service, Verdict};
+use timer::Instant;
 use wire::arp::{self, ArpOp, ArpPacket, ArpRepr};
 use wire::ethernet::{EtherType, EthernetFrame, MacAddr};
 use wire::icmp::{kind, IcmpPacket};
@@ -62,7 +63,7 @@ pub(crate) struct Rx<'a, A: Service + ?Sized> {
     pub(crate) node: &'a mut Node,
     pub(crate) served: &'a Served,
     pub(crate) app: &'a mut A,
-    pub(crate) now_ns: u64,
+    pub(crate) now: Instant,
     /// The id the application gets for this frame's TCP payload if it holds it.
     pub(crate) view: u32,
 }
@@ -97,13 +98,13 @@ impl<A: Service + ?Sized> Rx<'_, A> {
         let Ok(repr) = ArpPacket::new_checked(&buf[hl..len]).and_then(|p| ArpRepr::parse(&p)) else {
             return self.dropped(DropReason::ArpMalformed);
         };
-        let now_ms = self.now_ns / 1_000_000;
+        let now = self.now;
         let node = &mut *self.node;
         if repr.target_ip != node.cfg.addr || !node.cfg.owns_alone {
-            node.arp.update_if_present(repr.sender_ip, repr.sender_mac, now_ms);
+            node.arp.update_if_present(repr.sender_ip, repr.sender_mac, now);
             return self.dropped(DropReason::ArpNotForUs);
         }
-        node.arp.insert(repr.sender_ip, repr.sender_mac, now_ms);
+        node.arp.insert(repr.sender_ip, repr.sender_mac, now);
         if repr.op != ArpOp::Request {
             return Received::Done; // a reply to our request: learned above
         }
@@ -165,7 +166,7 @@ impl<A: Service + ?Sized> Rx<'_, A> {
         self.learn_peer(at.src, mac, repr.flags.has(TcpFlags::SYN));
         self.node.counters.tcp_delivered += 1;
         let payload = p.payload();
-        self.app.tcp(self.now_ns, at.src, at.dst, &repr, payload, self.view);
+        self.app.tcp(self.now, at.src, at.dst, &repr, payload, self.view);
         if self.app.holds_tcp_frames() {
             let len = payload.len();
             Received::Hold { at: (at.end - len) as u16, len: len as u16 }
@@ -180,13 +181,13 @@ impl<A: Service + ?Sized> Rx<'_, A> {
     /// slot: a flood forges source addresses by the thousand and must neither redirect nor
     /// push out the real peers, which are learnt from their ACKs.
     fn learn_peer(&mut self, src: wire::Ipv4Addr, mac: MacAddr, syn: bool) {
-        let now_ms = self.now_ns / 1_000_000;
+        let now = self.now;
         let arp = &mut self.node.arp;
-        match arp.lookup(src, now_ms) {
+        match arp.lookup(src, now) {
             Lookup::Known(m) if m == mac => {}
             Lookup::Known(_) if syn => {}
-            _ if syn => arp.insert_if_room(src, mac, now_ms),
-            _ => arp.insert(src, mac, now_ms),
+            _ if syn => arp.insert_if_room(src, mac, now),
+            _ => arp.insert(src, mac, now),
         }
     }
 
@@ -237,7 +238,7 @@ impl<A: Service + ?Sized> Rx<'_, A> {
             buf: &mut buf[payload..limit],
             len: repr.payload_len,
         };
-        let (n, known_sum) = match self.app.udp(self.now_ns, d) {
+        let (n, known_sum) = match self.app.udp(self.now, d) {
             Verdict::Consume => {
                 self.node.counters.udp_consumed += 1;
                 return Received::Done;

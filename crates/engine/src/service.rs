@@ -1,6 +1,7 @@
 //! The level-1 application interface: UDP handlers that answer in place, and a producer hook
 //! for applications that originate traffic (the load generator).
 
+use timer::{Duration, Instant};
 use wire::tcp::TcpRepr;
 use wire::Ipv4Addr;
 
@@ -52,13 +53,13 @@ pub trait Service {
     }
 
     /// Handles one datagram to one of [`Service::udp_ports`].
-    fn udp(&mut self, _now_ns: u64, _d: Datagram<'_>) -> Verdict {
+    fn udp(&mut self, _now: Instant, _d: Datagram<'_>) -> Verdict {
         Verdict::Drop
     }
 
     /// Called once per loop iteration to originate frames through `out`; returns how many it
     /// queued (0 when idle, so the engine may sleep).
-    fn produce(&mut self, _now_ns: u64, _out: &mut dyn Originate) -> usize {
+    fn produce(&mut self, _now: Instant, _out: &mut dyn Originate) -> usize {
         0
     }
 
@@ -75,8 +76,8 @@ pub trait Service {
     /// One TCP segment to one of [`Service::tcp_ports`], checksum verified; `payload` is a view of
     /// the receive buffer, valid for this call — or, when [`Service::holds_tcp_frames`], until
     /// [`Service::produce`] of this iteration returns, as `out.view(view)`.
-    fn tcp(&mut self, now_ns: u64, src: Ipv4Addr, dst: Ipv4Addr, seg: &TcpRepr, payload: &[u8], view: u32) {
-        let _ = (now_ns, src, dst, seg, payload, view);
+    fn tcp(&mut self, now: Instant, src: Ipv4Addr, dst: Ipv4Addr, seg: &TcpRepr, payload: &[u8], view: u32) {
+        let _ = (now, src, dst, seg, payload, view);
     }
 
     /// True if the engine should keep the frames of TCP segments until `produce` returns (an
@@ -85,10 +86,10 @@ pub trait Service {
         false
     }
 
-    /// Longest the engine may sleep in poll() when idle, in milliseconds (timers due sooner
-    /// need an earlier wake-up).
-    fn idle_wait_ms(&self) -> u32 {
-        100
+    /// Longest the engine may sleep in poll() when idle (timers due sooner need an earlier
+    /// wake-up); the engine sleeps whole milliseconds, at most 100.
+    fn idle_wait(&self) -> Duration {
+        Duration::from_millis(100)
     }
 }
 

@@ -3,7 +3,8 @@
 //! frames when the engine lets the application originate, so the TX ring stays the only queue.
 
 use crate::service::{Originate, SendError, Service};
-use tcp::{Config, Endpoint, Limits, Micros};
+use tcp::{Config, Endpoint, Limits};
+use timer::{Duration, Instant};
 use wire::tcp::TcpRepr;
 use wire::Ipv4Addr;
 
@@ -69,14 +70,10 @@ impl Tx<'_> {
     }
 }
 
-pub(crate) fn micros(now_ns: u64) -> Micros {
-    now_ns / 1000
-}
-
 impl<T: tcp::App> TcpService<T> {
     /// Listens on each of `ports` with `cfg`.
     pub fn new(app: T, ports: &[u16], cfg: Config, limits: Limits) -> Self {
-        let mut ep = Endpoint::new(limits, 0);
+        let mut ep = Endpoint::new(limits, Instant::ZERO);
         for &p in ports {
             ep.listen(p, cfg);
         }
@@ -95,12 +92,11 @@ impl<T: tcp::App> Service for TcpService<T> {
     }
 
     #[inline]
-    fn tcp(&mut self, now_ns: u64, src: Ipv4Addr, dst: Ipv4Addr, seg: &TcpRepr, payload: &[u8], _view: u32) {
-        self.ep.input(&mut self.app, micros(now_ns), src, dst, seg, payload);
+    fn tcp(&mut self, now: Instant, src: Ipv4Addr, dst: Ipv4Addr, seg: &TcpRepr, payload: &[u8], _view: u32) {
+        self.ep.input(&mut self.app, now, src, dst, seg, payload);
     }
 
-    fn produce(&mut self, now_ns: u64, out: &mut dyn Originate) -> usize {
-        let now = micros(now_ns);
+    fn produce(&mut self, now: Instant, out: &mut dyn Originate) -> usize {
         self.ep.advance(&mut self.app, now);
         let room = out.room();
         let mut tx = Tx { out, room, sent: 0, unresolved: &mut self.unresolved };
@@ -112,12 +108,12 @@ impl<T: tcp::App> Service for TcpService<T> {
         self.ep.has_output()
     }
 
-    fn idle_wait_ms(&self) -> u32 {
+    fn idle_wait(&self) -> Duration {
         // Connections have timers (delayed ACKs, retransmissions) finer than the default.
         if self.ep.is_empty() {
-            100
+            Duration::from_millis(100)
         } else {
-            5
+            Duration::from_millis(5)
         }
     }
 }

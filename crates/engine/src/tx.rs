@@ -10,6 +10,7 @@ use crate::node::Node;
 use crate::service::{Originate, SendError};
 use io::pcap::CaptureTap;
 use io::{Frame, Port};
+use timer::Instant;
 use wire::build::{self, Ipv4Frame, UdpFrame, IPV4_PAYLOAD_AT, UDP_HEADERS};
 use wire::ethernet::{self, MacAddr};
 use wire::ipv4::{self, Ipv4Addr, Protocol};
@@ -78,7 +79,7 @@ pub(crate) struct Out<'a, P: Port> {
     pub(crate) node: &'a mut Node,
     pub(crate) tx: &'a mut TxQueue,
     pub(crate) room: usize,
-    pub(crate) now_ms: u64,
+    pub(crate) now: Instant,
     /// Frames kept for the application this iteration, with their TCP payload's place.
     pub(crate) held: &'a [(Frame, u16, u16)],
 }
@@ -92,17 +93,17 @@ impl<P: Port> Out<'_, P> {
     /// The next hop's MAC for `dst`: from the cache, the kernel's neighbour table (shared
     /// address), or an ARP request of our own (owned address), in which case the caller waits.
     fn resolve(&mut self, dst: Ipv4Addr) -> Result<MacAddr, SendError> {
-        match self.node.arp.lookup(dst, self.now_ms) {
+        match self.node.arp.lookup(dst, self.now) {
             Lookup::Known(m) => return Ok(m),
             Lookup::Pending => return Err(SendError::Unresolved),
             Lookup::Unknown => {}
         }
         if !self.node.cfg.owns_alone {
             if let Some(m) = io::iface::kernel_neighbour(&self.node.cfg.iface, dst) {
-                self.node.arp.insert(dst, m, self.now_ms);
+                self.node.arp.insert(dst, m, self.now);
                 return Ok(m);
             }
-            self.node.arp.mark_pending(dst, self.now_ms);
+            self.node.arp.mark_pending(dst, self.now);
             return Err(SendError::Unresolved);
         }
         if self.full() {
@@ -114,7 +115,7 @@ impl<P: Port> Out<'_, P> {
         let len = build::arp_request(self.port.data_mut(f), self.node.cfg.mac, self.node.cfg.addr, dst);
         self.tx.push(Frame { addr: f.addr, len: len as u32 });
         self.node.counters.arp_requests += 1;
-        self.node.arp.mark_pending(dst, self.now_ms);
+        self.node.arp.mark_pending(dst, self.now);
         Err(SendError::Unresolved)
     }
 

@@ -1,7 +1,7 @@
 //! The engine driven through the in-memory port: exact frames in, exact frames out.
 
 use io::mem::{MemPort, Wire};
-use sirocco_engine::{Counters, Datagram, DropReason, Engine, EngineConfig, Service, Verdict};
+use sirocco_engine::{Counters, Datagram, DropReason, Engine, EngineConfig, Instant, Service, Verdict};
 use wire::arp::{ArpOp, ArpPacket, ArpRepr};
 use wire::build::UdpFrame;
 use wire::ethernet::{EtherType, EthernetFrame, EthernetRepr, MacAddr};
@@ -19,7 +19,7 @@ impl Service for Echo {
     fn udp_ports(&self) -> Vec<u16> {
         vec![7]
     }
-    fn udp(&mut self, _: u64, _: Datagram<'_>) -> Verdict {
+    fn udp(&mut self, _: Instant, _: Datagram<'_>) -> Verdict {
         Verdict::Echo
     }
 }
@@ -30,7 +30,7 @@ impl Service for Upper {
     fn udp_ports(&self) -> Vec<u16> {
         vec![9]
     }
-    fn udp(&mut self, _: u64, d: Datagram<'_>) -> Verdict {
+    fn udp(&mut self, _: Instant, d: Datagram<'_>) -> Verdict {
         let n = d.len;
         d.buf[n..n + 5].copy_from_slice(b" back");
         Verdict::Reply(n + 5)
@@ -46,7 +46,7 @@ impl Service for Summed {
     fn udp_ports(&self) -> Vec<u16> {
         vec![9]
     }
-    fn udp(&mut self, _: u64, d: Datagram<'_>) -> Verdict {
+    fn udp(&mut self, _: Instant, d: Datagram<'_>) -> Verdict {
         let n = d.len;
         d.buf[n..n + 5].copy_from_slice(b" back");
         let sum = wire::checksum::fold(wire::checksum::add(0, &d.buf[..n + 5]));
@@ -65,7 +65,7 @@ fn udp_frame(dst_port: u16, payload: &[u8]) -> Vec<u8> {
 
 fn run<A: Service>(e: &mut Engine<MemPort>, app: &mut A) {
     for t in 0..4 {
-        e.poll(t * 1000, app);
+        e.poll(Instant::from_micros(t), app);
     }
 }
 
@@ -342,7 +342,7 @@ fn random_garbage_never_panics_and_is_always_counted() {
         }
         wire.inject(&f);
         injected += 1;
-        e.poll(injected, &mut Echo);
+        e.poll(Instant::from_nanos(injected), &mut Echo);
         wire.take_sent();
     }
     let c = e.counters();
@@ -360,7 +360,7 @@ fn memory_port_frees_buffers_when_ring_full() {
         wire.inject(&udp_frame(7, b"x"));
     }
     for t in 0..10 {
-        e.poll(t, &mut Echo);
+        e.poll(Instant::from_nanos(t), &mut Echo);
     }
     assert_eq!(wire.take_sent().len(), 10);
     assert_eq!(e.port().free_frames(), 4, "every buffer is back after the replies left");
@@ -371,7 +371,7 @@ struct Burst {
     sent: u64,
 }
 impl Service for Burst {
-    fn produce(&mut self, _now_ns: u64, out: &mut dyn sirocco_engine::Originate) -> usize {
+    fn produce(&mut self, _now: Instant, out: &mut dyn sirocco_engine::Originate) -> usize {
         let mut n = 0;
         while out.room() > 0 && n < 1000 {
             if out
@@ -400,8 +400,8 @@ fn room_never_promises_more_frames_than_are_free() {
     let mut burst = Burst { sent: 0 };
     let mut cli = Engine::new(b, EngineConfig::new(PEER, PEER_MAC, true, "m1"), &burst);
     for t in 0..50 {
-        cli.poll(t * 1000, &mut burst);
-        srv.poll(t * 1000, &mut Echo);
+        cli.poll(Instant::from_micros(t), &mut burst);
+        srv.poll(Instant::from_micros(t), &mut Echo);
     }
     assert!(burst.sent > 16, "sent {}", burst.sent);
     assert_eq!(cli.counters().dropped(DropReason::NoBuffer), 0);

@@ -5,10 +5,10 @@
 //!
 //! `cargo run --release -p sirocco-tcp --example table_cost [N...]`
 
-use std::time::Instant;
+use std::time;
 
 use tcp::endpoint::{App, Ctl, Endpoint, Handle, Limits, Output, Source};
-use tcp::{Config, End};
+use tcp::{Config, Duration, End, Instant};
 use wire::tcp::{TcpFlags, TcpOptions, TcpPacket, TcpRepr};
 use wire::Ipv4Addr;
 
@@ -75,16 +75,16 @@ fn seg(port: u16, seq: u32, ack: u32, flags: u8, len: usize) -> TcpRepr {
 
 fn run(n: usize) -> f64 {
     let limits = Limits { max_conns: n + 16, syn_backlog: n as u32 + 16, max_time_wait: 16, ..Limits::default() };
-    let mut ep: Endpoint<Sink> = Endpoint::new(limits, 0);
+    let mut ep: Endpoint<Sink> = Endpoint::new(limits, Instant::ZERO);
     let mut app = Sink;
     ep.listen(80, Config { timestamps: false, ..Config::default() });
     let mut out = Out { isn: Vec::new(), sent: 0 };
     let mut isn = vec![0u32; n];
     for i in 0..n {
         let (ip, port) = peer(i);
-        ep.input(&mut app, 0, ip, US, &seg(port, 1000, 0, TcpFlags::SYN, 0), &[]);
+        ep.input(&mut app, Instant::ZERO, ip, US, &seg(port, 1000, 0, TcpFlags::SYN, 0), &[]);
         if i % 200 == 199 || i == n - 1 {
-            ep.output(&mut app, 0, &mut out);
+            ep.output(&mut app, Instant::ZERO, &mut out);
             for (p, ip, s) in out.isn.drain(..) {
                 let idx = (usize::from(ip.0[2]) - 1) * 50_000 + usize::from(p) - 10_000;
                 isn[idx] = s;
@@ -93,16 +93,16 @@ fn run(n: usize) -> f64 {
     }
     for (i, &s) in isn.iter().enumerate() {
         let (ip, port) = peer(i);
-        ep.input(&mut app, 1, ip, US, &seg(port, 1001, s.wrapping_add(1), TcpFlags::ACK, 0), &[]);
+        ep.input(&mut app, Instant::from_micros(1), ip, US, &seg(port, 1001, s.wrapping_add(1), TcpFlags::ACK, 0), &[]);
     }
-    ep.output(&mut app, 1, &mut out);
+    ep.output(&mut app, Instant::from_micros(1), &mut out);
     assert_eq!(ep.len(), n, "all established");
     let payload = [0x5au8; 64];
     let mut next = vec![1001u32; n];
     let rounds = 2_000_000usize;
     let mut x = 0x2545_f491u64;
-    let t0 = Instant::now();
-    let mut now = 2_000u64;
+    let t0 = time::Instant::now();
+    let mut now = Instant::from_millis(2);
     for r in 0..rounds {
         x ^= x << 13;
         x ^= x >> 7;
@@ -113,7 +113,7 @@ fn run(n: usize) -> f64 {
         next[i] = next[i].wrapping_add(64);
         ep.input(&mut app, now, ip, US, &s, &payload);
         if r % 64 == 63 {
-            now += 10; // a batch of 64 every 10 µs
+            now += Duration::from_micros(10); // a batch of 64 every 10 µs
             ep.advance(&mut app, now);
             ep.output(&mut app, now, &mut out);
         }

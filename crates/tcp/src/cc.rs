@@ -2,7 +2,7 @@
 //! connect. Windows are in bytes; the loss-recovery machinery (fast retransmit, SACK recovery)
 //! lives in the connection and calls these hooks.
 
-use crate::rtt::Micros;
+use timer::{Duration, Instant};
 
 /// Which algorithm a connection uses.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -23,7 +23,7 @@ struct Cubic {
     /// Window before the last reduction, in segments.
     w_max: f64,
     /// Start of the current avoidance epoch (None until the first ACK after a reduction).
-    epoch: Option<Micros>,
+    epoch: Option<Instant>,
     k: f64,
     /// The Reno-friendly estimate, in segments.
     w_est: f64,
@@ -74,7 +74,7 @@ impl Congestion {
 
     /// New data was acknowledged outside loss recovery. `flight` is what was outstanding
     /// before this ACK, so an application-limited sender does not inflate its window.
-    pub fn on_ack(&mut self, acked: u32, now: Micros, srtt: Micros, flight: u32) {
+    pub fn on_ack(&mut self, acked: u32, now: Instant, srtt: Duration, flight: u32) {
         if flight < self.cwnd / 2 && self.cwnd > 2 * self.smss {
             return; // application-limited (RFC 7661's idea, simplified): keep the window
         }
@@ -97,7 +97,7 @@ impl Congestion {
         }
     }
 
-    fn cubic_avoid(&mut self, acked: u32, now: Micros, srtt: Micros) {
+    fn cubic_avoid(&mut self, acked: u32, now: Instant, srtt: Duration) {
         let smss = f64::from(self.smss);
         let cwnd = f64::from(self.cwnd) / smss;
         let c = &mut self.cubic;
@@ -108,7 +108,7 @@ impl Congestion {
             c.w_est = cwnd;
             now
         });
-        let t = (now.saturating_sub(start) + srtt) as f64 / 1e6;
+        let t = (now.since(start) + srtt).as_secs_f64();
         let target = (C * (t - c.k).powi(3) + c.w_max).clamp(cwnd, 1.5 * cwnd);
         let segs = f64::from(acked) / smss;
         // RFC 9438 §4.3: the Reno-friendly region with alpha = 3(1-beta)/(1+beta).
@@ -172,13 +172,13 @@ mod tests {
     fn initial_window_and_slow_start() {
         let mut c = Congestion::new(CcKind::NewReno, 1460);
         assert_eq!(c.cwnd(), 14600);
-        c.on_ack(1460, 0, 10_000, c.cwnd());
+        c.on_ack(1460, Instant::ZERO, Duration::from_millis(10), c.cwnd());
         assert_eq!(c.cwnd(), 16060);
         let w = c.on_loss(20_000);
         assert_eq!(w, 10_000);
         // Avoidance: one segment per window of bytes acknowledged.
         for _ in 0..7 {
-            c.on_ack(1460, 0, 10_000, c.cwnd());
+            c.on_ack(1460, Instant::ZERO, Duration::from_millis(10), c.cwnd());
         }
         assert_eq!(c.cwnd(), 10_000 + 1460);
         c.on_rto(11_460, true);
@@ -190,11 +190,11 @@ mod tests {
         let mut c = Congestion::new(CcKind::Cubic, 1000);
         c.on_loss(100_000);
         assert_eq!(c.cwnd(), 70_000);
-        let mut now = 0;
+        let mut now = Instant::ZERO;
         for _ in 0..2000 {
-            now += 1_000;
+            now += Duration::from_millis(1);
             let w = c.cwnd();
-            c.on_ack(1000, now, 20_000, w);
+            c.on_ack(1000, now, Duration::from_millis(20), w);
         }
         // After two seconds CUBIC is past K (≈4.2 s for W_max 100) only partly: between the
         // reduced window and W_max, and growing.

@@ -1,15 +1,15 @@
 //! Per-connection settings, chosen per listener (passive open) or per connect (active open).
 
 use crate::cc::CcKind;
-use crate::rtt::Micros;
+use timer::Duration;
 
 /// Keep-alive probing (RFC 9293 §3.8.4): off unless configured.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct KeepAlive {
     /// Idle time before the first probe.
-    pub idle: Micros,
+    pub idle: Duration,
     /// Time between unanswered probes.
-    pub interval: Micros,
+    pub interval: Duration,
     /// Unanswered probes before the connection is declared dead.
     pub count: u32,
 }
@@ -30,17 +30,17 @@ pub struct Config {
     /// Congestion control algorithm.
     pub cc: CcKind,
     /// Initial retransmission timeout (RFC 6298 §2.1: 1 s).
-    pub rto_initial: Micros,
+    pub rto_initial: Duration,
     /// Lower bound of the RTO (RFC 6298 says 1 s; Linux uses 200 ms).
-    pub rto_min: Micros,
+    pub rto_min: Duration,
     /// Upper bound of the RTO.
-    pub rto_max: Micros,
+    pub rto_max: Duration,
     /// Delayed-ACK timeout (RFC 9293 asks for less than 0.5 s).
-    pub delayed_ack: Micros,
+    pub delayed_ack: Duration,
     /// Time in TIME-WAIT (2·MSL).
-    pub time_wait: Micros,
+    pub time_wait: Duration,
     /// Time FIN-WAIT-2 waits for the peer's FIN while the peer sends nothing.
-    pub fin_wait2: Micros,
+    pub fin_wait2: Duration,
     /// Retransmissions of SYN or SYN-ACK before giving up.
     pub syn_retries: u32,
     /// Retransmissions of data or FIN (or unanswered window probes) before giving up.
@@ -58,12 +58,12 @@ impl Default for Config {
             sack: true,
             timestamps: true,
             cc: CcKind::Cubic,
-            rto_initial: 1_000_000,
-            rto_min: 200_000,
-            rto_max: 60_000_000,
-            delayed_ack: 40_000,
-            time_wait: 60_000_000,
-            fin_wait2: 60_000_000,
+            rto_initial: Duration::from_secs(1),
+            rto_min: Duration::from_millis(200),
+            rto_max: Duration::from_secs(60),
+            delayed_ack: Duration::from_millis(40),
+            time_wait: Duration::from_secs(60),
+            fin_wait2: Duration::from_secs(60),
             syn_retries: 6,
             retries: 15,
             keepalive: None,

@@ -17,11 +17,11 @@ use wire::Ipv4Addr;
 
 use crate::config::Config;
 use crate::isn;
-use crate::rtt::Micros;
 use crate::seq::Seq;
 use crate::siphash::{self, Key};
 use crate::stats::Stats;
 use crate::tcb::{ts_clock, End, Env, SegOut, State, Tcb, Tuple};
+use timer::{Duration, Instant};
 
 /// Where a connection's outgoing bytes come from. Nothing is copied into a send buffer: the
 /// stack asks for the bytes at an offset each time it (re)transmits.
@@ -278,11 +278,11 @@ const STATELESS: usize = 256;
 
 /// How long after the last cookie an ACK for no connection is dropped instead of reset (two
 /// cookie lifetimes).
-const COOKIE_QUIET: Micros = 128_000_000;
+const COOKIE_QUIET: Duration = Duration::from_secs(128);
 
-/// Timer ticks are milliseconds.
-fn tick(t: Micros) -> u64 {
-    t.div_ceil(1000)
+/// Timer ticks are milliseconds: a deadline's tick is the first at or after it.
+fn tick(t: Instant) -> u64 {
+    t.as_nanos().div_ceil(1_000_000)
 }
 
 /// A TCP endpoint: all connections of one engine.
@@ -298,14 +298,14 @@ pub struct Endpoint<A: App> {
     fired: Vec<(u32, u32)>,
     queue: VecDeque<(u32, u32)>,
     stateless: VecDeque<(Tuple, TcpRepr)>,
-    last_cookie: Option<Micros>,
+    last_cookie: Option<Instant>,
     time_wait: usize,
     next_port: u16,
 }
 
 impl<A: App> Endpoint<A> {
     /// An endpoint with everything preallocated for `limits.max_conns` connections.
-    pub fn new(limits: Limits, now: Micros) -> Self {
+    pub fn new(limits: Limits, now: Instant) -> Self {
         let key = Key(limits.secret);
         let n = limits.max_conns;
         Endpoint {
@@ -631,7 +631,7 @@ impl<A: App> Endpoint<A> {
     pub fn input(
         &mut self,
         app: &mut A,
-        now: Micros,
+        now: Instant,
         remote: Ipv4Addr,
         local: Ipv4Addr,
         seg: &TcpRepr,
@@ -704,7 +704,7 @@ impl<A: App> Endpoint<A> {
             // While cookies are out, an ACK that does not validate may be a later segment of
             // a cookie connection whose first ACK was lost (only SEQ = ISN + 1 carries the
             // proof): drop it quietly, the peer resends from ISN + 1. A reset would kill it.
-            if self.last_cookie.is_some_and(|t| now.saturating_sub(t) < COOKIE_QUIET) {
+            if self.last_cookie.is_some_and(|t| now.since(t) < COOKIE_QUIET) {
                 self.env.stats.cookies_invalid += 1;
                 return;
             }
@@ -713,7 +713,7 @@ impl<A: App> Endpoint<A> {
         self.reset_reply(&t, seg, payload.len());
     }
 
-    fn segment_to(&mut self, app: &mut A, idx: u32, now: Micros, seg: &TcpRepr, payload: &[u8]) {
+    fn segment_to(&mut self, app: &mut A, idx: u32, now: Instant, seg: &TcpRepr, payload: &[u8]) {
         let gen = self.slots[idx as usize].gen;
         let h = Handle { idx, gen };
         let s = &mut self.slots[idx as usize];
@@ -779,7 +779,7 @@ impl<A: App> Endpoint<A> {
         self.send_stateless(t, r);
     }
 
-    fn cookie_reply(&mut self, t: &Tuple, cfg: &Config, syn: &TcpRepr, now: Micros) {
+    fn cookie_reply(&mut self, t: &Tuple, cfg: &Config, syn: &TcpRepr, now: Instant) {
         let peer_mss = syn.options.mss.unwrap_or(536);
         let c = isn::cookie(self.key, t, syn.seq, peer_mss.min(cfg.mss), now);
         let mut o = TcpOptions { mss: Some(cfg.mss), ..TcpOptions::default() };
@@ -823,7 +823,7 @@ impl<A: App> Endpoint<A> {
     #[allow(clippy::too_many_arguments)]
     pub fn connect(
         &mut self,
-        now: Micros,
+        now: Instant,
         local: Ipv4Addr,
         remote: Ipv4Addr,
         port: u16,
@@ -859,7 +859,7 @@ impl<A: App> Endpoint<A> {
     // ---- output and time -------------------------------------------------------------------
 
     /// Sends what queued connections have to send, while the TX ring has room.
-    pub fn output(&mut self, app: &mut A, now: Micros, out: &mut impl Output) {
+    pub fn output(&mut self, app: &mut A, now: Instant, out: &mut impl Output) {
         self.connections_output(app, now, out);
         // Connectionless replies get what room is left: under a SYN flood the cookies must not
         // starve the connections that exist.
@@ -872,7 +872,7 @@ impl<A: App> Endpoint<A> {
         }
     }
 
-    fn connections_output(&mut self, app: &mut A, now: Micros, out: &mut impl Output) {
+    fn connections_output(&mut self, app: &mut A, now: Instant, out: &mut impl Output) {
         while out.room() > 0 {
             let Some(&(idx, gen)) = self.queue.front() else {
                 break;
@@ -942,9 +942,9 @@ impl<A: App> Endpoint<A> {
     }
 
     /// Runs the timers due at `now`.
-    pub fn advance(&mut self, app: &mut A, now: Micros) {
+    pub fn advance(&mut self, app: &mut A, now: Instant) {
         let fired = &mut self.fired;
-        self.wheel.advance(now / 1000, |t| fired.push(t));
+        self.wheel.advance(now.as_millis(), |t| fired.push(t));
         let mut i = 0;
         while i < self.fired.len() {
             let (idx, gen) = self.fired[i];
@@ -966,8 +966,8 @@ impl<A: App> Endpoint<A> {
     }
 
     /// The earliest time `advance` has work (for sleeping; scans, so not per packet).
-    pub fn next_deadline(&self) -> Option<Micros> {
-        self.wheel.next_deadline().map(|t| t * 1000)
+    pub fn next_deadline(&self) -> Option<Instant> {
+        self.wheel.next_deadline().map(Instant::from_millis)
     }
 
     /// True if some connection (or a connectionless reply) waits to send.

@@ -1,10 +1,10 @@
 //! Initial sequence numbers (RFC 6528) and SYN cookies (RFC 4987), both keyed hashes of the
 //! connection's addresses.
 
-use crate::rtt::Micros;
 use crate::seq::Seq;
 use crate::siphash::{hash, Key};
 use crate::tcb::Tuple;
+use timer::{Duration, Instant};
 
 fn tuple_bytes(t: &Tuple, extra: u32) -> [u8; 16] {
     let mut b = [0u8; 16];
@@ -14,8 +14,8 @@ fn tuple_bytes(t: &Tuple, extra: u32) -> [u8; 16] {
 }
 
 /// RFC 6528: ISN = M + F(localip, localport, remoteip, remoteport, secretkey), M a 4 µs clock.
-pub fn isn(key: Key, t: &Tuple, now: Micros) -> Seq {
-    Seq((hash(key, &tuple_bytes(t, 0)) as u32).wrapping_add((now / 4) as u32))
+pub fn isn(key: Key, t: &Tuple, now: Instant) -> Seq {
+    Seq((hash(key, &tuple_bytes(t, 0)) as u32).wrapping_add((now.as_micros() / 4) as u32))
 }
 
 /// The secret offset of a tuple's timestamp clock ([`ts_clock`](crate::tcb::ts_clock)): the
@@ -27,7 +27,11 @@ pub fn ts_offset(key: Key, t: &Tuple) -> u32 {
 /// MSS values a cookie can carry (3 bits); the peer's MSS is rounded down to one of them.
 const MSS_TABLE: [u16; 8] = [216, 536, 1220, 1360, 1400, 1440, 1452, 1460];
 /// A cookie's time slice: cookies stay valid for one to two slices.
-const SLICE: Micros = 64_000_000;
+const SLICE: Duration = Duration::from_secs(64);
+
+fn slice(now: Instant) -> u32 {
+    (now.as_nanos() / SLICE.as_nanos()) as u32
+}
 
 fn mac(key: Key, t: &Tuple, peer_isn: u32, slice: u32, mss_idx: u32) -> u32 {
     let mut b = [0u8; 24];
@@ -39,17 +43,17 @@ fn mac(key: Key, t: &Tuple, peer_isn: u32, slice: u32, mss_idx: u32) -> u32 {
 
 /// The cookie to use as our ISN in the SYN-ACK: 5 bits of time slice, 3 of MSS index and a
 /// 24-bit MAC over the addresses, the peer's ISN, the slice and the index.
-pub fn cookie(key: Key, t: &Tuple, peer_isn: u32, mss: u16, now: Micros) -> Seq {
-    let slice = (now / SLICE) as u32;
+pub fn cookie(key: Key, t: &Tuple, peer_isn: u32, mss: u16, now: Instant) -> Seq {
+    let slice = slice(now);
     let idx = MSS_TABLE.iter().rposition(|&m| m <= mss).unwrap_or(0) as u32;
     Seq(((slice & 31) << 27) | (idx << 24) | mac(key, t, peer_isn, slice, idx))
 }
 
 /// Checks the ACK completing a cookie handshake: `ack` acknowledges cookie + 1 and `seq` is
 /// the peer's ISN + 1. Returns the peer's MSS, or None if the cookie is forged or stale.
-pub fn check_cookie(key: Key, t: &Tuple, seq: u32, ack: u32, now: Micros) -> Option<u16> {
+pub fn check_cookie(key: Key, t: &Tuple, seq: u32, ack: u32, now: Instant) -> Option<u16> {
     let c = ack.wrapping_sub(1);
-    let now_slice = (now / SLICE) as u32;
+    let now_slice = slice(now);
     let idx = (c >> 24) & 7;
     // The slice the cookie was made in: now's or the one before.
     let slice = (0..2).map(|back| now_slice.wrapping_sub(back)).find(|s| s & 31 == c >> 27)?;
@@ -102,26 +106,30 @@ mod tests {
         remote_port: 40000,
     };
 
+    const US: fn(u64) -> Instant = Instant::from_micros;
+
     #[test]
     fn isn_moves_with_time_and_differs_per_tuple() {
-        let a = isn(K, &T, 0);
-        assert_eq!(isn(K, &T, 4_000).since(a), 1000);
+        let a = isn(K, &T, Instant::ZERO);
+        assert_eq!(isn(K, &T, US(4_000)).since(a), 1000);
         let other = Tuple { remote_port: 40001, ..T };
-        assert_ne!(isn(K, &other, 0), a);
+        assert_ne!(isn(K, &other, Instant::ZERO), a);
     }
 
     #[test]
     fn cookies_validate_within_two_slices_only() {
-        let c = cookie(K, &T, 1000, 1460, 10_000_000);
-        assert_eq!(check_cookie(K, &T, 1001, c.0 + 1, 20_000_000), Some(1460));
-        assert_eq!(check_cookie(K, &T, 1001, c.0 + 1, 10_000_000 + SLICE), Some(1460));
-        assert_eq!(check_cookie(K, &T, 1001, c.0 + 1, 10_000_000 + 3 * SLICE), None, "stale");
-        assert_eq!(check_cookie(K, &T, 1002, c.0 + 1, 20_000_000), None, "other peer ISN");
-        assert_eq!(check_cookie(K, &T, 1001, c.0 + 2, 20_000_000), None, "forged");
+        let made = US(10_000_000);
+        let c = cookie(K, &T, 1000, 1460, made);
+        let later = US(20_000_000);
+        assert_eq!(check_cookie(K, &T, 1001, c.0 + 1, later), Some(1460));
+        assert_eq!(check_cookie(K, &T, 1001, c.0 + 1, made + SLICE), Some(1460));
+        assert_eq!(check_cookie(K, &T, 1001, c.0 + 1, made + SLICE * 3), None, "stale");
+        assert_eq!(check_cookie(K, &T, 1002, c.0 + 1, later), None, "other peer ISN");
+        assert_eq!(check_cookie(K, &T, 1001, c.0 + 2, later), None, "forged");
         let other = Tuple { remote_port: 40001, ..T };
-        assert_eq!(check_cookie(K, &other, 1001, c.0 + 1, 20_000_000), None, "other tuple");
-        let small = cookie(K, &T, 1000, 1300, 0);
-        assert_eq!(check_cookie(K, &T, 1001, small.0 + 1, 0), Some(1220));
+        assert_eq!(check_cookie(K, &other, 1001, c.0 + 1, later), None, "other tuple");
+        let small = cookie(K, &T, 1000, 1300, Instant::ZERO);
+        assert_eq!(check_cookie(K, &T, 1001, small.0 + 1, Instant::ZERO), Some(1220));
     }
 
     #[test]

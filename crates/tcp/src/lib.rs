@@ -24,7 +24,7 @@ pub use cc::CcKind;
 pub use channel::{Calls, Channel, Event, Events, Server};
 pub use config::{Config, KeepAlive};
 pub use endpoint::{App, ConnectError, Ctl, Endpoint, Handle, Limits, Output, PinnedFrames, Source};
-pub use rtt::Micros;
 pub use seq::Seq;
 pub use stats::Stats;
 pub use tcb::{End, Env, Negotiated, Notes, Numbers, SegOut, State, Tcb, Tuple};
+pub use timer::{Duration, Instant};

@@ -8,7 +8,7 @@ use std::collections::HashMap;
 use tcp::channel::{Buffers, CallError, Calls, Channel, Event, Events, Extent, Server, Views};
 use tcp::endpoint::{Handle, Limits, Output};
 use tcp::tcb::End;
-use tcp::Config;
+use tcp::{Config, Duration, Instant};
 use wire::tcp::{TcpPacket, TcpRepr};
 use wire::Ipv4Addr;
 
@@ -56,15 +56,15 @@ struct Host<S: Server> {
 impl<S: Server> Host<S> {
     fn new(srv: S, listen: Option<Config>, bufs: usize) -> Self {
         // Short TIME-WAIT, so a run ends with both tables empty.
-        let connect = Config { time_wait: 100_000, ..Config::default() };
-        let mut ch = Channel::new(Limits::default(), Buffers::new(bufs, 2048), connect, 0);
+        let connect = Config { time_wait: Duration::from_millis(100), ..Config::default() };
+        let mut ch = Channel::new(Limits::default(), Buffers::new(bufs, 2048), connect, Instant::ZERO);
         if let Some(cfg) = listen {
             ch.listen(PORT, cfg);
         }
         Host { ch, srv, held: Held(Vec::new()) }
     }
 
-    fn input(&mut self, now: u64, src: Ipv4Addr, dst: Ipv4Addr, seg: Vec<u8>) {
+    fn input(&mut self, now: Instant, src: Ipv4Addr, dst: Ipv4Addr, seg: Vec<u8>) {
         let p = TcpPacket::new_checked(&seg[..]).expect("well-formed");
         let repr = TcpRepr::parse(&p, src, dst).expect("valid");
         let at = seg.len() - repr.payload_len;
@@ -73,7 +73,7 @@ impl<S: Server> Host<S> {
         self.held.0.push((seg, at));
     }
 
-    fn round(&mut self, now: u64, wire: &mut Wire) {
+    fn round(&mut self, now: Instant, wire: &mut Wire) {
         self.ch.advance(now);
         self.ch.dispatch(&mut self.srv, now, &self.held);
         self.held.0.clear();
@@ -82,7 +82,7 @@ impl<S: Server> Host<S> {
 }
 
 /// Runs both hosts until `done` or the round limit; 1 ms per round.
-fn run<C: Server, S: Server>(c: &mut Host<C>, s: &mut Host<S>, rounds: u64, done: impl Fn(&C) -> bool) -> u64 {
+fn run<C: Server, S: Server>(c: &mut Host<C>, s: &mut Host<S>, rounds: u64, done: impl Fn(&C) -> bool) -> Instant {
     run_with(c, s, rounds, false, done)
 }
 
@@ -93,10 +93,10 @@ fn run_with<C: Server, S: Server>(
     rounds: u64,
     reorder: bool,
     done: impl Fn(&C) -> bool,
-) -> u64 {
-    let mut now = 0;
+) -> Instant {
+    let mut now = Instant::ZERO;
     for _ in 0..rounds {
-        now += 1000;
+        now += Duration::from_millis(1);
         let mut wc = Wire::default();
         let mut ws = Wire::default();
         c.round(now, &mut wc);
@@ -412,7 +412,7 @@ fn connect_picks_source_ports_whose_replies_reach_its_own_queue() {
     let rss = Rss::new(&key, &table).unwrap();
     let mut c = Host::new(Opener { n: 50, handles: Vec::new() }, None, 8);
     c.ch.set_rss(rss.clone(), 2);
-    c.round(1000, &mut Wire::default());
+    c.round(Instant::from_millis(1), &mut Wire::default());
     assert_eq!(c.srv.handles.len(), 50);
     let mut ports = std::collections::HashSet::new();
     for &h in &c.srv.handles {
@@ -429,9 +429,9 @@ struct Redialer {
     h: Option<Handle>,
     established: u32,
     tw_seen: Vec<usize>,
-    next_at: u64,
-    dialed_at: u64,
-    handshake_us: Vec<u64>,
+    next_at: Instant,
+    dialed_at: Instant,
+    handshakes: Vec<Duration>,
 }
 
 impl Server for Redialer {
@@ -445,13 +445,13 @@ impl Server for Redialer {
                 Event::Connected { outcome, .. } => {
                     assert!(outcome.is_ok(), "connect failed: {outcome:?}");
                     self.established += 1;
-                    self.handshake_us.push(calls.now() - self.dialed_at);
+                    self.handshakes.push(calls.now() - self.dialed_at);
                 }
                 Event::PeerClosed { h, .. } => calls.close(h).unwrap(),
                 Event::Dead { .. } => {
                     self.h = None;
                     // Gaps of 0.3-4 s: the ISN's clock moves on by up to a million.
-                    self.next_at = calls.now() + 300_000 + 97_000 * u64::from(self.established);
+                    self.next_at = calls.now() + Duration::from_millis(300 + 97 * u64::from(self.established));
                 }
                 _ => {}
             }
@@ -481,14 +481,14 @@ fn a_new_syn_reopens_the_tuple_the_server_holds_in_time_wait() {
     // per connection, about half the SYNs would be refused and wait out the 1 s SYN timeout.
     let one_port = Limits { ephemeral: (40_000, 40_000), ..Limits::default() };
     let mut c = Host {
-        ch: Channel::new(one_port, Buffers::new(8, 2048), Config::default(), 0),
+        ch: Channel::new(one_port, Buffers::new(8, 2048), Config::default(), Instant::ZERO),
         srv: Redialer::default(),
         held: Held(Vec::new()),
     };
-    let mut s = Host::new(Closer, Some(Config { time_wait: 60_000_000, ..Config::default() }), 8);
-    let mut now = 0;
+    let mut s = Host::new(Closer, Some(Config { time_wait: Duration::from_secs(60), ..Config::default() }), 8);
+    let mut now = Instant::ZERO;
     for _ in 0..200_000 {
-        now += 1000;
+        now += Duration::from_millis(1);
         if c.srv.h.is_none() && c.srv.established < 40 && now >= c.srv.next_at {
             c.srv.tw_seen.push(s.ch.endpoint().time_wait());
         }
@@ -510,5 +510,5 @@ fn a_new_syn_reopens_the_tuple_the_server_holds_in_time_wait() {
     assert!(c.srv.tw_seen[1..].iter().all(|&n| n == 1), "the tuple was in TIME-WAIT: {:?}", c.srv.tw_seen);
     assert_eq!(s.ch.endpoint().stats().established, 40);
     // A round trip is 1-2 ms here; a refused SYN is sent again after a second.
-    assert!(c.srv.handshake_us.iter().all(|&us| us < 10_000), "handshakes (µs): {:?}", c.srv.handshake_us);
+    assert!(c.srv.handshakes.iter().all(|&d| d < Duration::from_millis(10)), "handshakes: {:?}", c.srv.handshakes);
 }

@@ -5,7 +5,7 @@ mod script;
 use script::{Script, Seg, PEER_ISN};
 use tcp::endpoint::Limits;
 use tcp::tcb::{End, Negotiated, State};
-use tcp::{CcKind, Config};
+use tcp::{CcKind, Config, Duration};
 use wire::tcp::TcpFlags;
 
 const SYN: u8 = TcpFlags::SYN;
@@ -26,7 +26,7 @@ fn server_app_data(s: &mut Script, n: usize) {
     let h = s.app.accepted[0];
     s.ep.conn_mut(h).expect("conn").out.extend((0..n).map(|i| i as u8));
     s.ep.kick(h);
-    let now = s.now / 1000;
+    let now = s.ms();
     s.at(now);
 }
 
@@ -318,22 +318,22 @@ fn sack_recovery_retransmits_only_the_holes() {
 
 #[test]
 fn rto_doubles_on_each_expiry() {
-    let mut s = Script::server(Config { rto_min: 200_000, ..cfg() });
+    let mut s = Script::server(Config { rto_min: Duration::from_millis(200), ..cfg() });
     s.inject(Seg::syn(0).mss(1460));
     s.expect(SYN | ACK, 0, 1, 0);
     s.at(100);
     s.inject(Seg::ack(1, 1)); // RTT sample 100 ms: RTO = 100 + 4·50 = 300 ms
     server_app_data(&mut s, 100);
     s.expect(ACK | PSH, 1, 1, 100);
-    let t0 = s.now / 1000;
+    let t0 = s.ms();
     let mut times = Vec::new();
     for _ in 0..4 {
         loop {
-            let now = s.now / 1000 + 1;
+            let now = s.ms() + 1;
             s.at(now);
             if let Some(x) = s.try_next() {
                 assert_eq!((x.seq, x.payload.len()), (1, 100));
-                times.push(s.now / 1000 - t0);
+                times.push(s.ms() - t0);
                 break;
             }
         }
@@ -357,7 +357,7 @@ fn zero_window_is_probed_and_reopens() {
     // A probe (an old sequence number, no data) after the RTO; the peer answers, still 0.
     let mut probes = 0;
     for ms in 1..=3000 {
-        let t = s.now / 1000 + 1;
+        let t = s.ms() + 1;
         s.at(t);
         if let Some(p) = s.try_next() {
             assert_eq!((p.flags, p.seq, p.payload.len()), (ACK, 3000, 0), "probe at {ms}");
@@ -401,7 +401,7 @@ fn receive_window_closes_while_the_app_holds_data_and_reopens() {
 
 #[test]
 fn time_wait_acks_a_retransmitted_fin_and_expires() {
-    let mut s = Script::server(Config { time_wait: 2_000_000, ..cfg() });
+    let mut s = Script::server(Config { time_wait: Duration::from_secs(2), ..cfg() });
     s.handshake(Seg::syn(0).mss(1460));
     let h = s.app.accepted[0];
     s.ep.close(h);
@@ -537,7 +537,7 @@ fn refused_accept_resets_the_connection() {
 
 #[test]
 fn keepalive_probes_then_times_out() {
-    let ka = tcp::KeepAlive { idle: 1_000_000, interval: 500_000, count: 2 };
+    let ka = tcp::KeepAlive { idle: Duration::from_secs(1), interval: Duration::from_millis(500), count: 2 };
     let mut s = Script::server(Config { keepalive: Some(ka), ..cfg() });
     s.handshake(Seg::syn(0).mss(1460));
     s.at(999);

@@ -12,7 +12,11 @@ use sim::rng::Rng;
 use sim::stream::Spec;
 use tcp::endpoint::Limits;
 use tcp::tcb::End;
-use tcp::{CcKind, Config};
+use tcp::{CcKind, Config, Duration, Instant};
+
+const US: fn(u64) -> Duration = Duration::from_micros;
+const MS: fn(u64) -> Duration = Duration::from_millis;
+const SECS: fn(u64) -> Duration = Duration::from_secs;
 
 fn config(r: &mut Rng) -> Config {
     Config {
@@ -24,9 +28,9 @@ fn config(r: &mut Rng) -> Config {
         cc: if r.chance(0.5) { CcKind::Cubic } else { CcKind::NewReno },
         syn_retries: 14,
         retries: 30,
-        rto_max: 8_000_000,
-        time_wait: 60_000_000,
-        fin_wait2: 600_000_000,
+        rto_max: SECS(8),
+        time_wait: SECS(60),
+        fin_wait2: SECS(600),
         ..Config::default()
     }
 }
@@ -51,11 +55,11 @@ fn run(seed: u64, trace: bool) -> Result<String, String> {
     sim.tx_room = r.range(1, 64) as usize;
     let lossy = r.chance(0.8);
     let link = Link {
-        delay: r.range(100, 50_000),
+        delay: US(r.range(100, 50_000)),
         loss: if lossy { [0.0, 0.01, 0.05, 0.1, 0.2, 0.3][r.range(0, 5) as usize] } else { 0.0 },
         dup: if r.chance(0.3) { 0.05 } else { 0.0 },
         reorder: if r.chance(0.4) { 0.2 } else { 0.0 },
-        jitter: r.range(1, 30_000),
+        jitter: US(r.range(1, 30_000)),
         corrupt: if r.chance(0.2) { 0.01 } else { 0.0 },
         bandwidth: if r.chance(0.5) { r.range(1, 100) * 1_000_000 } else { 0 },
         ..Link::default()
@@ -71,12 +75,14 @@ fn run(seed: u64, trace: bool) -> Result<String, String> {
         let cfg = config(&mut r);
         sim.connect(from, server, 80, cfg, spec);
     }
-    let mtu_drop = r.chance(0.2).then(|| (r.range(1_000, 2_000_000), [1280u16, 576][r.range(0, 1) as usize]));
+    let mtu_drop = r
+        .chance(0.2)
+        .then(|| (Instant::from_micros(r.range(1_000, 2_000_000)), [1280u16, 576][r.range(0, 1) as usize]));
     let everyone_done = |s: &Sim| {
         let clients: usize = s.hosts[..server].iter().map(|h| h.app.finished.len()).sum();
         clients == conns as usize && s.hosts[server].app.finished.len() == conns as usize
     };
-    let limit = 3_600_000_000;
+    let limit = Instant::ZERO + SECS(3600);
     if let Some((at, mtu)) = mtu_drop {
         sim.run_until(at, everyone_done);
         for row in &mut sim.links {
@@ -87,7 +93,7 @@ fn run(seed: u64, trace: bool) -> Result<String, String> {
     }
     if !sim.run_until(limit, everyone_done) {
         let done: Vec<_> = sim.hosts.iter().map(|h| h.app.finished.len()).collect();
-        return Err(format!("stall: finished per host {done:?} of {conns} at {} s", sim.now / 1_000_000));
+        return Err(format!("stall: finished per host {done:?} of {conns} at {}", sim.now));
     }
     for (i, h) in sim.hosts.iter().enumerate() {
         if let Some(e) = h.app.errors.first() {
@@ -101,7 +107,7 @@ fn run(seed: u64, trace: bool) -> Result<String, String> {
     }
     // TIME-WAIT and the rest drain; then nothing may remain.
     let finish_at = sim.now;
-    sim.run_until(sim.now + 70_000_000, |_| false);
+    sim.run_until(sim.now + SECS(70), |_| false);
     for (i, h) in sim.hosts.iter().enumerate() {
         let ep = &h.ep;
         if !ep.is_empty() || ep.timers() != 0 || ep.ooo_in_use() != 0 || ep.time_wait() != 0 {
@@ -118,7 +124,7 @@ fn run(seed: u64, trace: bool) -> Result<String, String> {
     Ok(format!(
         "{conns} conns, loss {:.2}, done at {:.1} s, net {:?}, server {:?}",
         link.loss,
-        finish_at as f64 / 1e6,
+        finish_at.since(Instant::ZERO).as_secs_f64(),
         sim.net,
         s
     ))
@@ -158,17 +164,17 @@ fn many_seeds() {
 
 fn two_hosts(seed: u64, cfg: Config) -> Sim {
     let mut sim = Sim::new(seed, 2, Limits::default(), 0.0);
-    sim.set_links(Link { delay: 10_000, ..Link::default() });
+    sim.set_links(Link { delay: MS(10), ..Link::default() });
     sim.hosts[1].ep.listen(80, cfg);
     sim
 }
 
 #[test]
 fn a_dead_link_times_out_both_ends_when_the_retries_run_out() {
-    let cfg = Config { retries: 5, rto_min: 200_000, rto_max: 60_000_000, ..Config::default() };
+    let cfg = Config { retries: 5, rto_min: MS(200), rto_max: SECS(60), ..Config::default() };
     let mut sim = two_hosts(1, cfg);
     sim.connect(0, 1, 80, cfg, Spec { id: 1, up: 10_000_000, down: 10_000_000 });
-    sim.run_until(500_000, |_| false);
+    sim.run_until(Instant::ZERO + MS(500), |_| false);
     assert!(sim.hosts[1].ep.stats().established == 1);
     for row in &mut sim.links {
         for l in row.iter_mut() {
@@ -177,7 +183,7 @@ fn a_dead_link_times_out_both_ends_when_the_retries_run_out() {
     }
     let died = sim.now;
     let both = |s: &Sim| s.hosts.iter().all(|h| h.app.finished.len() == 1);
-    assert!(sim.run_until(3_600_000_000, both), "both ends give up");
+    assert!(sim.run_until(Instant::ZERO + SECS(3600), both), "both ends give up");
     for h in &sim.hosts {
         assert_eq!(h.app.finished[0].end, End::TimedOut);
         assert!(h.ep.is_empty() && h.ep.timers() == 0 && h.ep.ooo_in_use() == 0);
@@ -185,7 +191,7 @@ fn a_dead_link_times_out_both_ends_when_the_retries_run_out() {
     // RTO ≥ 200 ms doubling over 6 expiries (the last one gives up): at least 0.2·(2^6 − 1)
     // seconds after the link died, and well within the 60 s cap per step.
     let took = sim.now - died;
-    assert!((200_000 * 63..6 * 60_000_000).contains(&took), "gave up after {took} µs");
+    assert!((MS(200) * 63..SECS(60) * 6).contains(&took), "gave up after {took}");
 }
 
 #[test]
@@ -193,7 +199,7 @@ fn a_syn_flood_does_not_stop_legitimate_clients() {
     use wire::tcp::{TcpFlags, TcpOptions, TcpRepr};
     let cfg = Config::default();
     let mut sim = Sim::new(7, 2, Limits { syn_backlog: 32, ..Limits::default() }, 0.0);
-    sim.set_links(Link { delay: 1_000, ..Link::default() });
+    sim.set_links(Link { delay: MS(1), ..Link::default() });
     sim.hosts[1].ep.listen(80, cfg);
     let mut r = Rng::new(99);
     let mut started = 0u32;
@@ -218,11 +224,11 @@ fn a_syn_flood_does_not_stop_legitimate_clients() {
             sim.connect(0, 1, 80, cfg, Spec { id: started, up: 2000, down: 2000 });
             started += 1;
         }
-        let t = sim.now + 1_000;
+        let t = sim.now + MS(1);
         sim.run_until(t, |_| false);
     }
     let all = |s: &Sim| s.hosts[0].app.finished.len() == started as usize;
-    assert!(sim.run_until(sim.now + 120_000_000, all), "every legitimate client finished");
+    assert!(sim.run_until(sim.now + SECS(120), all), "every legitimate client finished");
     for f in &sim.hosts[0].app.finished {
         assert_eq!((f.end, f.rx_complete), (End::Closed, true), "stream {}", f.id);
     }
@@ -235,7 +241,7 @@ fn a_syn_flood_does_not_stop_legitimate_clients() {
 fn a_thousand_concurrent_connections() {
     let cfg = Config { rcv_buf: 16_384, ..Config::default() };
     let mut sim = Sim::new(11, 3, Limits::default(), 0.0);
-    sim.set_links(Link { delay: 2_000, loss: 0.01, reorder: 0.1, jitter: 3_000, ..Link::default() });
+    sim.set_links(Link { delay: MS(2), loss: 0.01, reorder: 0.1, jitter: MS(3), ..Link::default() });
     sim.hosts[2].ep.listen(80, cfg);
     for id in 0..1000u32 {
         sim.connect((id % 2) as usize, 2, 80, cfg, Spec { id, up: 100 + id * 7, down: 5000 - id * 3 });
@@ -243,12 +249,12 @@ fn a_thousand_concurrent_connections() {
     let all = |s: &Sim| {
         s.hosts[2].app.finished.len() == 1000 && s.hosts[0].app.finished.len() + s.hosts[1].app.finished.len() == 1000
     };
-    assert!(sim.run_until(600_000_000, all));
+    assert!(sim.run_until(Instant::ZERO + SECS(600), all));
     for h in &sim.hosts {
         assert!(h.app.errors.is_empty(), "{:?}", h.app.errors.first());
         assert!(h.app.finished.iter().all(|f| f.end == End::Closed && f.rx_complete));
     }
-    sim.run_until(sim.now + 70_000_000, |_| false);
+    sim.run_until(sim.now + SECS(70), |_| false);
     for h in &sim.hosts {
         assert!(h.ep.is_empty() && h.ep.timers() == 0, "drained");
     }

@@ -1,7 +1,11 @@
 //! A hashed timer wheel with a fixed node pool: scheduling and cancelling never allocate.
 //!
 //! Time is in ticks supplied by the caller (the engine passes milliseconds), so the wheel is
-//! sans-IO and the simulator can drive it with a virtual clock.
+//! sans-IO and the simulator can drive it with a virtual clock. [`clock`] holds the time types
+//! the whole data path uses.
+
+pub mod clock;
+pub use clock::{Duration, Instant};
 
 /// Handle of a scheduled timer, valid until it fires or is cancelled.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -103,8 +103,8 @@ pub fn run(a: GenHttpArgs) -> Result<(), String> {
             conns: a.conns,
             keep_alive: !a.close,
             rate: share(a.rate, queues, q),
-            duration_us: duration.as_micros() as u64,
-            drain_us: drain.as_micros() as u64,
+            duration: duration.into(),
+            drain: drain.into(),
         };
         let bufs = tcp::channel::Buffers::new(paths.len() + 16, 2048);
         let g = HttpGen::new(cfg).count_down_when_finished(running.clone());

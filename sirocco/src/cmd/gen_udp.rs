@@ -54,7 +54,7 @@ pub fn run(a: GenUdpArgs) -> Result<(), String> {
         size: usize::from(a.size),
         flows: a.flows,
         src_port_base: a.src_port,
-        duration_ns: duration.as_nanos() as u64,
+        duration: duration.into(),
     };
     let out =
         dataplane::run(&opts, &grants, |q| gen::UdpGen::new(cfg(q)), Until::Elapsed(duration + drain), "gen udp")?;
@@ -136,7 +136,7 @@ impl Report {
             tx_ring_full: out.total().dropped(engine::DropReason::TxRingFull),
             engines: out.engines.len(),
         };
-        let (mut first, mut last) = (u64::MAX, 0);
+        let (mut first, mut last) = (engine::Instant::from_nanos(u64::MAX), engine::Instant::ZERO);
         for g in out.apps() {
             r.sent += g.sent;
             r.received += g.received;
@@ -149,7 +149,7 @@ impl Report {
                 last = last.max(g.last_send);
             }
         }
-        r.send_secs = if last > first { (last - first) as f64 / 1e9 } else { duration.as_secs_f64() };
+        r.send_secs = if last > first { last.since(first).as_secs_f64() } else { duration.as_secs_f64() };
         r
     }
 

@@ -86,8 +86,8 @@ fn load(root: Option<&Path>, cache: u64) -> Result<Site, String> {
     }
 }
 
-fn millis(s: f64, what: &str) -> Result<u64, String> {
-    Ok(secs(s, what)?.as_millis() as u64)
+fn span(s: f64, what: &str) -> Result<engine::Duration, String> {
+    Ok(secs(s, what)?.into())
 }
 
 /// Runs the web server.
@@ -96,8 +96,8 @@ pub fn run(a: WebArgs) -> Result<(), String> {
     let o = a.web.or(std::mem::take(&mut s.own), s.config.as_deref());
     let cache = o.cache_bytes.unwrap_or(1 << 30);
     let settings = Settings {
-        header_timeout_ms: millis(o.header_timeout.unwrap_or(10.0), "--header-timeout")?,
-        idle_timeout_ms: millis(o.idle_timeout.unwrap_or(60.0), "--idle-timeout")?,
+        header_timeout: span(o.header_timeout.unwrap_or(10.0), "--header-timeout")?,
+        idle_timeout: span(o.idle_timeout.unwrap_or(60.0), "--idle-timeout")?,
         max_requests: o.max_requests.unwrap_or(10_000).max(1),
     };
     let max_conns = o.max_conns.unwrap_or(65_536);

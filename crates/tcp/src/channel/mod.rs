@@ -29,9 +29,9 @@ pub use hub::{ChannelConn, Hub, MAX_EXTENTS};
 use crate::config::Config;
 use crate::endpoint::{ConnectError, Endpoint, Handle, Limits, Output};
 use crate::rss::Rss;
-use crate::rtt::Micros;
 use crate::tcb::End;
 use hub::{Kind, Raw, Where};
+use timer::Instant;
 
 /// An event of a batch. `cookie` is what the application bound at `accept` or `connect` (an
 /// `accept` made while handling a knock applies to the rest of that batch).
@@ -215,14 +215,14 @@ pub struct Calls<'a> {
     ep: &'a mut Endpoint<Hub>,
     hub: &'a mut Hub,
     stats: &'a mut ChannelStats,
-    now: Micros,
+    now: Instant,
     cfg: Config,
     rss: Option<&'a (Rss, u16)>,
 }
 
 impl Calls<'_> {
-    /// The engine's clock now (µs), for applications that time what they do.
-    pub fn now(&self) -> Micros {
+    /// The engine's clock now, for applications that time what they do.
+    pub fn now(&self) -> Instant {
         self.now
     }
 
@@ -358,7 +358,7 @@ pub struct Channel {
 
 impl Channel {
     /// A channel whose applications send from `bufs`; `connect_cfg` is used for active opens.
-    pub fn new(limits: Limits, bufs: Buffers, connect_cfg: Config, now: Micros) -> Channel {
+    pub fn new(limits: Limits, bufs: Buffers, connect_cfg: Config, now: Instant) -> Channel {
         Channel {
             ep: Endpoint::new(limits, now),
             hub: Hub::new(bufs),
@@ -398,19 +398,19 @@ impl Channel {
 
     /// Takes one segment; `payload` must stay readable as `views.view(id)` until the next
     /// [`dispatch`](Self::dispatch) returns.
-    pub fn input(&mut self, now: Micros, remote: Ipv4Addr, local: Ipv4Addr, seg: &TcpRepr, payload: &[u8], id: u32) {
+    pub fn input(&mut self, now: Instant, remote: Ipv4Addr, local: Ipv4Addr, seg: &TcpRepr, payload: &[u8], id: u32) {
         self.hub.seg = Some((id, payload.as_ptr() as usize, payload.len()));
         self.ep.input(&mut self.hub, now, remote, local, seg, payload);
         self.hub.seg = None;
     }
 
     /// Runs the timers due at `now`.
-    pub fn advance(&mut self, now: Micros) {
+    pub fn advance(&mut self, now: Instant) {
         self.ep.advance(&mut self.hub, now);
     }
 
     /// Hands the batch gathered since the last dispatch to `server`.
-    pub fn dispatch<S: Server + ?Sized>(&mut self, server: &mut S, now: Micros, views: &dyn Views) {
+    pub fn dispatch<S: Server + ?Sized>(&mut self, server: &mut S, now: Instant, views: &dyn Views) {
         std::mem::swap(&mut self.cur, &mut self.hub.next);
         std::mem::swap(&mut self.cur_arena, &mut self.hub.arena);
         for r in self.cur.iter_mut() {
@@ -453,7 +453,7 @@ impl Channel {
     }
 
     /// Sends what connections have to send, while `out` has room.
-    pub fn output(&mut self, now: Micros, out: &mut impl Output) {
+    pub fn output(&mut self, now: Instant, out: &mut impl Output) {
         self.ep.output(&mut self.hub, now, out);
     }
 

@@ -4,8 +4,8 @@
 use wire::tcp::{TcpFlags, TcpRepr};
 
 use super::{End, Env, Reset, State, Tcb, PAWS_IDLE};
-use crate::rtt::Micros;
 use crate::seq::Seq;
+use timer::{Duration, Instant};
 
 impl Tcb {
     /// Processes one segment addressed to this connection. In-order data goes to `deliver`,
@@ -13,7 +13,7 @@ impl Tcb {
     pub fn on_segment(
         &mut self,
         env: &mut Env,
-        now: Micros,
+        now: Instant,
         seg: &TcpRepr,
         payload: &[u8],
         deliver: &mut dyn FnMut(&[u8]) -> u32,
@@ -49,8 +49,7 @@ impl Tcb {
         // PAWS (RFC 7323 §5): an old timestamp marks an old duplicate.
         if self.opts.ts && !f.has(TcpFlags::RST) {
             if let Some((tsval, _)) = seg.options.timestamps {
-                if (tsval.wrapping_sub(self.ts.recent) as i32) < 0 && now.saturating_sub(self.ts.recent_at) < PAWS_IDLE
-                {
+                if (tsval.wrapping_sub(self.ts.recent) as i32) < 0 && now.since(self.ts.recent_at) < PAWS_IDLE {
                     env.stats.paws_dropped += 1;
                     self.due.ack = true;
                     return;
@@ -204,7 +203,7 @@ impl Tcb {
         }
     }
 
-    pub(super) fn take_fin(&mut self, now: Micros) {
+    pub(super) fn take_fin(&mut self, now: Instant) {
         if self.rcv.fin {
             if self.state == State::TimeWait {
                 self.timers.end = Some(now + self.cfg.time_wait);
@@ -238,7 +237,7 @@ impl Tcb {
     pub(super) fn on_syn_sent(
         &mut self,
         env: &mut Env,
-        now: Micros,
+        now: Instant,
         seg: &TcpRepr,
         payload: &[u8],
         deliver: &mut dyn FnMut(&[u8]) -> u32,
@@ -301,7 +300,7 @@ impl Tcb {
 
     /// The ACK field (RFC 9293 §3.10.7.4 fifth check, RFC 5961 §5). Returns false when the
     /// segment is to be dropped.
-    pub(super) fn on_ack(&mut self, env: &mut Env, now: Micros, seg: &TcpRepr, data_len: usize) -> bool {
+    pub(super) fn on_ack(&mut self, env: &mut Env, now: Instant, seg: &TcpRepr, data_len: usize) -> bool {
         let ack = Seq(seg.ack);
         if self.state == State::SynReceived {
             if ack > self.snd.una && ack <= self.snd.max {
@@ -388,7 +387,7 @@ impl Tcb {
         news
     }
 
-    pub(super) fn on_new_ack(&mut self, env: &mut Env, now: Micros, ack: Seq, tsecr: Option<u32>) {
+    pub(super) fn on_new_ack(&mut self, env: &mut Env, now: Instant, ack: Seq, tsecr: Option<u32>) {
         let mut acked = ack.since(self.snd.una);
         if self.snd.una == self.snd.iss {
             acked -= 1; // the SYN
@@ -412,7 +411,7 @@ impl Tcb {
         }
         if let Some(p) = self.rtt_probe {
             if ack >= p.seq {
-                self.rtt.sample(now.saturating_sub(p.sent));
+                self.rtt.sample(now.since(p.sent));
                 self.rtt_probe = None;
             }
         } else if let Some(echo) = tsecr.filter(|&e| e != 0 && (e.wrapping_sub(self.ts.last_rtx) as i32) >= 0) {
@@ -423,7 +422,7 @@ impl Tcb {
             // timeout as path delay.
             let ms = self.ts_clock(now).wrapping_sub(echo);
             if ms < 60_000 {
-                self.rtt.sample(u64::from(ms) * 1000);
+                self.rtt.sample(Duration::from_millis(u64::from(ms)));
             }
         }
         self.rtt.progress();
@@ -447,7 +446,7 @@ impl Tcb {
                 self.cc.set_cwnd(c);
             }
             Some(_) => {}
-            None => self.cc.on_ack(acked, now, self.rtt.srtt().unwrap_or(0), flight_before),
+            None => self.cc.on_ack(acked, now, self.rtt.srtt().unwrap_or(Duration::ZERO), flight_before),
         }
         // Restart the timer for what remains outstanding (RFC 6298 §5.3).
         self.timers.rtx = if self.snd.max > self.snd.una { Some(now + self.rtt.rto()) } else { None };

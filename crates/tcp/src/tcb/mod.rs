@@ -18,9 +18,10 @@ use crate::config::Config;
 use crate::isn::CookieSyn;
 use crate::ranges::Ranges;
 use crate::reasm::{OooPool, Reassembly};
-use crate::rtt::{Micros, Rtt};
+use crate::rtt::Rtt;
 use crate::seq::Seq;
 use crate::stats::Stats;
+use timer::{Duration, Instant};
 
 mod input;
 mod output;
@@ -106,7 +107,7 @@ pub struct Env {
     pub pool: OooPool,
     /// Counters.
     pub stats: Stats,
-    challenge_window: Micros,
+    challenge_window: Instant,
     challenge_left: u32,
     challenge_per_sec: u32,
 }
@@ -118,14 +119,14 @@ impl Env {
         Env {
             pool: OooPool::new(ooo_buffers, window as usize),
             stats: Stats::default(),
-            challenge_window: 0,
+            challenge_window: Instant::ZERO,
             challenge_left: challenge_per_sec,
             challenge_per_sec,
         }
     }
 
-    fn allow_challenge(&mut self, now: Micros) -> bool {
-        if now >= self.challenge_window + 1_000_000 {
+    fn allow_challenge(&mut self, now: Instant) -> bool {
+        if now >= self.challenge_window + Duration::from_secs(1) {
             self.challenge_window = now;
             self.challenge_left = self.challenge_per_sec;
         }
@@ -166,7 +167,7 @@ pub struct Notes {
 
 const DUP_THRESH: u32 = 3;
 /// TSval older than this is not held against PAWS (RFC 7323 §5.5: 24 days).
-const PAWS_IDLE: Micros = 24 * 24 * 3600 * 1_000_000;
+const PAWS_IDLE: Duration = Duration::from_secs(24 * 24 * 3600);
 /// RFC 9293's default MSS when the peer sends none.
 const DEFAULT_MSS: u16 = 536;
 /// SACK blocks remembered from the peer.
@@ -249,7 +250,7 @@ pub struct Negotiated {
 struct Timestamps {
     /// TS.Recent: the TSval to echo.
     recent: u32,
-    recent_at: Micros,
+    recent_at: Instant,
     /// Added to our millisecond clock in TSvals (see [`ts_clock`]).
     offset: u32,
     /// Our TSval when we last retransmitted: older echoes give no RTT sample.
@@ -274,24 +275,24 @@ struct Reset {
 
 /// Deadlines (absent when not armed) and what the timers count.
 struct Timers {
-    rtx: Option<Micros>,
-    delack: Option<Micros>,
-    persist: Option<Micros>,
-    keepalive: Option<Micros>,
+    rtx: Option<Instant>,
+    delack: Option<Instant>,
+    persist: Option<Instant>,
+    keepalive: Option<Instant>,
     /// TIME-WAIT's or FIN-WAIT-2's end.
-    end: Option<Micros>,
+    end: Option<Instant>,
     /// Retransmission timeouts in a row.
     retries: u32,
     /// Window or keep-alive probes unanswered.
     probes: u32,
-    last_rx: Micros,
+    last_rx: Instant,
 }
 
 /// The segment being timed for an RTT sample: acknowledging `seq` ends it.
 #[derive(Clone, Copy)]
 struct RttProbe {
     seq: Seq,
-    sent: Micros,
+    sent: Instant,
 }
 
 /// Loss recovery: duplicate ACKs, the SACK scoreboard, NewReno and RFC 6675 state.
@@ -322,8 +323,8 @@ pub struct Numbers {
 /// and ports ([`isn::ts_offset`](crate::isn::ts_offset)), so the clock does not leak (RFC
 /// 7323 §7.1) yet runs on across incarnations of one tuple: a new SYN to a tuple in TIME-WAIT
 /// must carry a newer TSval to reopen it (RFC 6191), or it waits out a SYN timeout.
-pub fn ts_clock(ts_offset: u32, now: Micros) -> u32 {
-    ((now / 1000) as u32).wrapping_add(ts_offset)
+pub fn ts_clock(ts_offset: u32, now: Instant) -> u32 {
+    (now.as_millis() as u32).wrapping_add(ts_offset)
 }
 
 fn syn_options(cfg: &Config, peer: Option<&TcpOptions>, ts: Option<(u32, u32)>) -> TcpOptions {
@@ -342,7 +343,7 @@ fn syn_options(cfg: &Config, peer: Option<&TcpOptions>, ts: Option<(u32, u32)>) 
 }
 
 impl Tcb {
-    fn blank(tuple: Tuple, cfg: Config, iss: Seq, ts_offset: u32, now: Micros, passive: bool) -> Tcb {
+    fn blank(tuple: Tuple, cfg: Config, iss: Seq, ts_offset: u32, now: Instant, passive: bool) -> Tcb {
         Tcb {
             tuple,
             state: State::Closed,
@@ -407,14 +408,14 @@ impl Tcb {
     }
 
     /// Active open: SYN-SENT; the SYN goes out at the next [`poll`](Self::poll).
-    pub fn connect(tuple: Tuple, cfg: Config, iss: Seq, ts_offset: u32, now: Micros) -> Tcb {
+    pub fn connect(tuple: Tuple, cfg: Config, iss: Seq, ts_offset: u32, now: Instant) -> Tcb {
         let mut t = Tcb::blank(tuple, cfg, iss, ts_offset, now, false);
         t.state = State::SynSent;
         t
     }
 
     /// Passive open from a SYN that a listener accepted: SYN-RECEIVED, SYN-ACK pending.
-    pub fn accept(tuple: Tuple, cfg: Config, iss: Seq, ts_offset: u32, now: Micros, syn: &TcpRepr) -> Tcb {
+    pub fn accept(tuple: Tuple, cfg: Config, iss: Seq, ts_offset: u32, now: Instant, syn: &TcpRepr) -> Tcb {
         let mut t = Tcb::blank(tuple, cfg, iss, ts_offset, now, true);
         t.state = State::SynReceived;
         t.take_syn(syn, now);
@@ -428,7 +429,7 @@ impl Tcb {
         cfg: Config,
         iss: Seq,
         ts_offset: u32,
-        now: Micros,
+        now: Instant,
         ack: &TcpRepr,
         cookie: CookieSyn,
     ) -> Tcb {
@@ -461,7 +462,7 @@ impl Tcb {
     }
 
     /// Reads the peer's SYN: its sequence number and the options both sides agree on.
-    fn take_syn(&mut self, syn: &TcpRepr, now: Micros) {
+    fn take_syn(&mut self, syn: &TcpRepr, now: Instant) {
         self.rcv.irs = Seq(syn.seq);
         self.rcv.nxt = self.rcv.irs + 1;
         self.rcv.adv = self.rcv.nxt;
@@ -556,12 +557,12 @@ impl Tcb {
     }
 
     /// Smoothed RTT.
-    pub fn srtt(&self) -> Option<Micros> {
+    pub fn srtt(&self) -> Option<Duration> {
         self.rtt.srtt()
     }
 
     /// Current retransmission timeout (with backoff).
-    pub fn rto(&self) -> Micros {
+    pub fn rto(&self) -> Duration {
         self.rtt.rto()
     }
 
@@ -686,7 +687,7 @@ impl Tcb {
         self.timers.end = None;
     }
 
-    fn enter_time_wait(&mut self, now: Micros) {
+    fn enter_time_wait(&mut self, now: Instant) {
         if self.notes.end.is_none() {
             self.notes.end = Some(End::Closed);
         }

@@ -4,8 +4,8 @@
 use wire::tcp::{TcpFlags, TcpOptions, TcpRepr};
 
 use super::{syn_options, ts_clock, Env, Reset, RttProbe, SegOut, State, Tcb};
-use crate::rtt::Micros;
 use crate::seq::Seq;
+use timer::Instant;
 
 impl Tcb {
     pub(super) fn data_left(&self) -> u64 {
@@ -21,14 +21,14 @@ impl Tcb {
 
     /// The next segment to send, if any. Call until it returns None (or the TX ring is full:
     /// whatever was not taken is offered again at the next call).
-    pub fn poll(&mut self, env: &mut Env, now: Micros) -> Option<SegOut> {
+    pub fn poll(&mut self, env: &mut Env, now: Instant) -> Option<SegOut> {
         self.poll_cut(env, now, &|_| u32::MAX)
     }
 
     /// As [`Tcb::poll`], with no data segment crossing a boundary of the source: `cut(off)` is
     /// the most bytes a segment starting at stream offset `off` may carry. A source made of
     /// ready frames (Sandstorm) gives each frame's end, so every segment is one whole frame.
-    pub fn poll_cut(&mut self, env: &mut Env, now: Micros, cut: &dyn Fn(u64) -> u32) -> Option<SegOut> {
+    pub fn poll_cut(&mut self, env: &mut Env, now: Instant, cut: &dyn Fn(u64) -> u32) -> Option<SegOut> {
         let out = self.next_segment(env, now, cut);
         if let Some(s) = &out {
             env.stats.segs_out += 1;
@@ -41,7 +41,7 @@ impl Tcb {
         out
     }
 
-    pub(super) fn next_segment(&mut self, env: &mut Env, now: Micros, cut: &dyn Fn(u64) -> u32) -> Option<SegOut> {
+    pub(super) fn next_segment(&mut self, env: &mut Env, now: Instant, cut: &dyn Fn(u64) -> u32) -> Option<SegOut> {
         if let Some(r) = self.due.rst.take() {
             return Some(self.rst(r));
         }
@@ -95,7 +95,7 @@ impl Tcb {
         }
     }
 
-    pub(super) fn syn(&mut self, now: Micros, ack: bool) -> SegOut {
+    pub(super) fn syn(&mut self, now: Instant, ack: bool) -> SegOut {
         let ts = Some((self.ts_clock(now), if ack { self.ts.recent } else { 0 }));
         let options = if ack {
             let peer = TcpOptions {
@@ -138,12 +138,12 @@ impl Tcb {
         }
     }
 
-    pub(super) fn ts_clock(&self, now: Micros) -> u32 {
+    pub(super) fn ts_clock(&self, now: Instant) -> u32 {
         ts_clock(self.ts.offset, now)
     }
 
     /// A header with ACK, window, timestamps and SACK blocks; records that an ACK went out.
-    pub(super) fn header(&mut self, now: Micros, seq: Seq, flags: u8, len: u32) -> TcpRepr {
+    pub(super) fn header(&mut self, now: Instant, seq: Seq, flags: u8, len: u32) -> TcpRepr {
         let mut options = TcpOptions::default();
         if self.opts.ts {
             options.timestamps = Some((self.ts_clock(now), self.ts.recent));
@@ -188,14 +188,14 @@ impl Tcb {
         }
     }
 
-    pub(super) fn pure_ack(&mut self, now: Micros, seq: Seq) -> SegOut {
+    pub(super) fn pure_ack(&mut self, now: Instant, seq: Seq) -> SegOut {
         SegOut { repr: self.header(now, seq, 0, 0), data_off: 0 }
     }
 
     /// A segment of data (and FIN) starting at `seq` ≥ SND.UNA, at most `max` data bytes.
     pub(super) fn data_segment(
         &mut self,
-        now: Micros,
+        now: Instant,
         seq: Seq,
         max: u32,
         rtx: bool,
@@ -245,7 +245,7 @@ impl Tcb {
         }
     }
 
-    pub(super) fn new_data(&mut self, now: Micros, cut: &dyn Fn(u64) -> u32) -> Option<SegOut> {
+    pub(super) fn new_data(&mut self, now: Instant, cut: &dyn Fn(u64) -> u32) -> Option<SegOut> {
         let left = self.data_left();
         let fin_due = self.snd.closing && self.snd.fin_seq.is_none_or(|f| self.snd.nxt <= f);
         if left == 0 && !fin_due {

@@ -2,8 +2,8 @@
 //! its pipe and IsLost, and the retransmission it chooses.
 
 use super::{Env, SegOut, Tcb, DUP_THRESH};
-use crate::rtt::Micros;
 use crate::seq::Seq;
+use timer::Instant;
 
 impl Tcb {
     pub(super) fn on_dup_ack(&mut self, env: &mut Env) {
@@ -79,7 +79,7 @@ impl Tcb {
         }
     }
 
-    pub(super) fn retransmission(&mut self, env: &mut Env, now: Micros, cut: &dyn Fn(u64) -> u32) -> Option<SegOut> {
+    pub(super) fn retransmission(&mut self, env: &mut Env, now: Instant, cut: &dyn Fn(u64) -> u32) -> Option<SegOut> {
         if self.rec.rtx_una {
             self.rec.rtx_una = false;
             let seq = self.snd.una;

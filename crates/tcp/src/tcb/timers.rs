@@ -2,11 +2,11 @@
 //! FIN-WAIT-2; which of them run is recomputed after every event.
 
 use super::{End, Env, State, Tcb};
-use crate::rtt::Micros;
+use timer::Instant;
 
 impl Tcb {
     /// The earliest time [`on_timer`](Self::on_timer) has something to do.
-    pub fn deadline(&self) -> Option<Micros> {
+    pub fn deadline(&self) -> Option<Instant> {
         [self.timers.rtx, self.timers.delack, self.timers.persist, self.timers.keepalive, self.timers.end]
             .into_iter()
             .flatten()
@@ -14,7 +14,7 @@ impl Tcb {
     }
 
     /// Runs what is due at `now`.
-    pub fn on_timer(&mut self, env: &mut Env, now: Micros) {
+    pub fn on_timer(&mut self, env: &mut Env, now: Instant) {
         if self.timers.end.is_some_and(|t| t <= now) {
             let tw = self.state == State::TimeWait;
             if !tw {
@@ -58,7 +58,7 @@ impl Tcb {
         self.arm(now);
     }
 
-    pub(super) fn on_rto(&mut self, env: &mut Env, now: Micros) {
+    pub(super) fn on_rto(&mut self, env: &mut Env, now: Instant) {
         self.timers.rtx = None;
         let outstanding = self.snd.max > self.snd.una || matches!(self.state, State::SynSent | State::SynReceived);
         if !outstanding {
@@ -91,7 +91,7 @@ impl Tcb {
     }
 
     /// Recomputes which timers run.
-    pub(super) fn arm(&mut self, now: Micros) {
+    pub(super) fn arm(&mut self, now: Instant) {
         if matches!(self.state, State::Closed | State::TimeWait) {
             return;
         }

@@ -7,7 +7,7 @@ use std::collections::VecDeque;
 
 use tcp::endpoint::{App, Ctl, Endpoint, Handle, Limits, Output, Source};
 use tcp::tcb::End;
-use tcp::{Config, Micros};
+use tcp::{Config, Duration, Instant};
 use wire::tcp::{TcpFlags, TcpOptions, TcpPacket, TcpRepr};
 use wire::Ipv4Addr;
 
@@ -180,7 +180,7 @@ impl Output for Collect {
 pub struct Script {
     pub ep: Endpoint<ScriptApp>,
     pub app: ScriptApp,
-    pub now: Micros,
+    pub now: Instant,
     sent: VecDeque<Sent>,
     our_isn: Option<u32>,
     pub peer_port: u16,
@@ -194,12 +194,12 @@ impl Script {
     }
 
     pub fn server_with(cfg: Config, limits: Limits) -> Script {
-        let mut ep = Endpoint::new(limits, 0);
+        let mut ep = Endpoint::new(limits, Instant::ZERO);
         ep.listen(PORT, cfg);
         Script {
             ep,
             app: ScriptApp::default(),
-            now: 0,
+            now: Instant::ZERO,
             sent: VecDeque::new(),
             our_isn: None,
             peer_port: PEER_PORT,
@@ -212,7 +212,7 @@ impl Script {
         let mut s = Script::server(cfg);
         s.ep.unlisten(PORT);
         let conn = Conn { out: data.to_vec(), got: Vec::new() };
-        let h = s.ep.connect(0, US, PEER, PORT, cfg, conn, |_| true).ok().expect("connect");
+        let h = s.ep.connect(Instant::ZERO, US, PEER, PORT, cfg, conn, |_| true).ok().expect("connect");
         s.peer_port = s.ep.tcb(h).expect("live").tuple().local_port;
         s.handle = Some(h);
         s.pump();
@@ -246,13 +246,18 @@ impl Script {
         }
     }
 
+    /// The clock in whole milliseconds.
+    pub fn ms(&self) -> u64 {
+        self.now.as_millis()
+    }
+
     /// Moves the clock to `ms` milliseconds, running timers and output.
     pub fn at(&mut self, ms: u64) {
-        let t = ms * 1000;
+        let t = Instant::from_millis(ms);
         assert!(t >= self.now, "time runs forward");
         // Step through each millisecond so timers fire when due, not at the end.
         while self.now < t {
-            self.now = (self.now + 1000).min(t);
+            self.now = (self.now + Duration::from_millis(1)).min(t);
             self.pump();
         }
         self.pump();
@@ -284,7 +289,7 @@ impl Script {
 
     /// The next segment sirocco sent; panics if there is none.
     pub fn next(&mut self) -> Sent {
-        self.try_next().unwrap_or_else(|| panic!("at {} µs: expected a segment, none sent", self.now))
+        self.try_next().unwrap_or_else(|| panic!("at {}: expected a segment, none sent", self.now))
     }
 
     /// The next segment sirocco sent, if any.
@@ -295,14 +300,14 @@ impl Script {
     /// Checks the next segment's flags, relative seq and ack, and payload length.
     pub fn expect(&mut self, flags: u8, seq: u32, ack: u32, len: usize) -> Sent {
         let s = self.next();
-        assert_eq!((s.flags, s.seq, s.ack, s.payload.len()), (flags, seq, ack, len), "at {} µs: got {s:?}", self.now);
+        assert_eq!((s.flags, s.seq, s.ack, s.payload.len()), (flags, seq, ack, len), "at {}: got {s:?}", self.now);
         s
     }
 
     /// Nothing was sent.
     pub fn expect_none(&mut self) {
         if let Some(s) = self.sent.pop_front() {
-            panic!("at {} µs: expected silence, got {s:?}", self.now);
+            panic!("at {}: expected silence, got {s:?}", self.now);
         }
     }
 

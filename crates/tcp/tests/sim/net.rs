@@ -5,7 +5,7 @@ use std::cmp::Reverse;
 use std::collections::BinaryHeap;
 
 use tcp::endpoint::{Endpoint, Limits, Output};
-use tcp::{Config, Micros};
+use tcp::{Config, Duration, Instant};
 use wire::tcp::{TcpPacket, TcpRepr};
 use wire::Ipv4Addr;
 
@@ -15,17 +15,17 @@ use super::stream::{Spec, StreamApp};
 /// One direction of a path.
 #[derive(Debug, Clone, Copy)]
 pub struct Link {
-    pub delay: Micros,
+    pub delay: Duration,
     pub loss: f64,
     pub dup: f64,
     /// Probability that a packet is held back by up to `jitter` (reordering).
     pub reorder: f64,
-    pub jitter: Micros,
+    pub jitter: Duration,
     pub corrupt: f64,
     /// Bits per second; 0 is unlimited.
     pub bandwidth: u64,
     /// Packets queued beyond this much time are tail-dropped.
-    pub queue_limit: Micros,
+    pub queue_limit: Duration,
     /// IP MTU: larger packets are dropped with an ICMP "fragmentation needed".
     pub mtu: u16,
     /// Everything is lost (a link that died).
@@ -35,14 +35,14 @@ pub struct Link {
 impl Default for Link {
     fn default() -> Self {
         Link {
-            delay: 5_000,
+            delay: Duration::from_millis(5),
             loss: 0.0,
             dup: 0.0,
             reorder: 0.0,
-            jitter: 0,
+            jitter: Duration::ZERO,
             corrupt: 0.0,
             bandwidth: 0,
-            queue_limit: 200_000,
+            queue_limit: Duration::from_millis(200),
             mtu: 1500,
             down: false,
         }
@@ -74,12 +74,12 @@ pub struct NetStats {
 }
 
 pub struct Sim {
-    pub now: Micros,
+    pub now: Instant,
     pub hosts: Vec<Host>,
     /// links[from][to]
     pub links: Vec<Vec<Link>>,
-    busy: Vec<Vec<Micros>>,
-    events: BinaryHeap<Reverse<(Micros, u64, usize)>>,
+    busy: Vec<Vec<Instant>>,
+    events: BinaryHeap<Reverse<(Instant, u64, usize)>>,
     store: Vec<Option<Event>>,
     free: Vec<usize>,
     n: u64,
@@ -120,15 +120,15 @@ impl Sim {
             .map(|i| {
                 let mut l = limits;
                 l.secret = [rng.next(), rng.next()];
-                Host { addr: addr(i), ep: Endpoint::new(l, 0), app: StreamApp::new(rng.next(), hold) }
+                Host { addr: addr(i), ep: Endpoint::new(l, Instant::ZERO), app: StreamApp::new(rng.next(), hold) }
             })
             .collect::<Vec<_>>();
         let n = hosts.len();
         Sim {
-            now: 0,
+            now: Instant::ZERO,
             hosts,
             links: vec![vec![Link::default(); n]; n],
-            busy: vec![vec![0; n]; n],
+            busy: vec![vec![Instant::ZERO; n]; n],
             events: BinaryHeap::new(),
             store: Vec::new(),
             free: Vec::new(),
@@ -152,7 +152,7 @@ impl Sim {
         self.hosts.iter().position(|h| h.addr == a)
     }
 
-    fn push(&mut self, at: Micros, e: Event) {
+    fn push(&mut self, at: Instant, e: Event) {
         let i = match self.free.pop() {
             Some(i) => {
                 self.store[i] = Some(e);
@@ -207,7 +207,8 @@ impl Sim {
             return;
         }
         let mut at = self.now;
-        if let Some(serialize) = ((bytes.len() as u64 + 20) * 8 * 1_000_000).checked_div(l.bandwidth) {
+        if let Some(us) = ((bytes.len() as u64 + 20) * 8 * 1_000_000).checked_div(l.bandwidth) {
+            let serialize = Duration::from_micros(us);
             let start = self.busy[from][to].max(self.now);
             if start - self.now > l.queue_limit {
                 self.net.queue_drops += 1;
@@ -220,7 +221,7 @@ impl Sim {
         at += l.delay;
         if self.rng.chance(l.reorder) {
             self.net.reordered += 1;
-            at += self.rng.range(1, l.jitter.max(1));
+            at += Duration::from_micros(self.rng.range(1, l.jitter.as_micros().max(1)));
         }
         if self.rng.chance(l.corrupt) {
             self.net.corrupted += 1;
@@ -229,7 +230,7 @@ impl Sim {
         }
         if self.rng.chance(l.dup) {
             self.net.dups += 1;
-            let extra = self.rng.range(0, l.jitter.max(1));
+            let extra = Duration::from_micros(self.rng.range(0, l.jitter.as_micros().max(1)));
             self.push(at + extra, Event::Packet { to, src, dst, bytes: bytes.clone() });
         }
         self.push(at, Event::Packet { to, src, dst, bytes });
@@ -302,14 +303,14 @@ impl Sim {
     }
 
     /// The next time something happens, if anything is pending.
-    pub fn next_time(&self) -> Option<Micros> {
+    pub fn next_time(&self) -> Option<Instant> {
         let mut t = self.events.peek().map(|Reverse((at, _, _))| *at);
         for h in &self.hosts {
             if h.ep.has_output() {
                 return Some(self.now);
             }
             for d in [h.ep.next_deadline(), h.app.next_release()].into_iter().flatten() {
-                t = Some(t.map_or(d, |x: Micros| x.min(d)));
+                t = Some(t.map_or(d, |x: Instant| x.min(d)));
             }
         }
         t
@@ -317,7 +318,7 @@ impl Sim {
 
     /// Runs until `done` holds, nothing is pending, or the clock passes `until`. Returns
     /// false on a stall (the time ran out with `done` still false).
-    pub fn run_until(&mut self, until: Micros, mut done: impl FnMut(&Sim) -> bool) -> bool {
+    pub fn run_until(&mut self, until: Instant, mut done: impl FnMut(&Sim) -> bool) -> bool {
         let mut steps = 0u64;
         loop {
             if done(self) {

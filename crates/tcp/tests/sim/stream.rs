@@ -6,7 +6,7 @@ use std::collections::HashMap;
 
 use tcp::endpoint::{App, Ctl, Handle, Source};
 use tcp::tcb::End;
-use tcp::Micros;
+use tcp::{Duration, Instant};
 use wire::Ipv4Addr;
 
 use super::rng::{mix, Rng};
@@ -73,9 +73,9 @@ pub struct StreamApp {
     pub rng: Rng,
     /// Probability that a delivery is held back (a slow reader) instead of released at once.
     pub hold: f64,
-    pub max_hold: Micros,
-    pub held: Vec<(Handle, u32, Micros)>,
-    pub now: Micros,
+    pub max_hold: Duration,
+    pub held: Vec<(Handle, u32, Instant)>,
+    pub now: Instant,
     pub finished: Vec<Finished>,
     pub errors: Vec<String>,
     pub accepts: u32,
@@ -88,9 +88,9 @@ impl StreamApp {
         StreamApp {
             rng: Rng::new(seed),
             hold,
-            max_hold: 200_000,
+            max_hold: Duration::from_millis(200),
             held: Vec::new(),
-            now: 0,
+            now: Instant::ZERO,
             finished: Vec::new(),
             errors: Vec::new(),
             accepts: 0,
@@ -104,7 +104,7 @@ impl StreamApp {
     }
 
     /// Held bytes due by `now`.
-    pub fn due(&mut self, now: Micros) -> Vec<(Handle, u32)> {
+    pub fn due(&mut self, now: Instant) -> Vec<(Handle, u32)> {
         let mut out = Vec::new();
         self.held.retain(|&(h, n, at)| {
             if at <= now {
@@ -117,7 +117,7 @@ impl StreamApp {
         out
     }
 
-    pub fn next_release(&self) -> Option<Micros> {
+    pub fn next_release(&self) -> Option<Instant> {
         self.held.iter().map(|x| x.2).min()
     }
 }
@@ -169,7 +169,7 @@ impl App for StreamApp {
             c.rx_got += 1;
         }
         if self.rng.chance(self.hold) {
-            let at = self.now + self.rng.range(1, self.max_hold);
+            let at = self.now + Duration::from_micros(self.rng.range(1, self.max_hold.as_micros()));
             self.held.push((h, data.len() as u32, at));
         } else {
             ctl.recv_done(data.len() as u32);
