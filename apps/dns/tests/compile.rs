@@ -6,10 +6,10 @@
 use std::path::Path;
 use std::sync::Arc;
 
+use dns_server::{zone, Catalog, CompiledZone, DnsServer};
 use domain::base::iana::Rcode;
 use domain::base::{Message, ParsedName};
 use domain::rdata::AllRecordData;
-use dns_server::{zone, Catalog, CompiledZone, DnsServer};
 
 const ZONE: &str = r#"
 $ORIGIN example.
@@ -223,11 +223,7 @@ fn a_dname_rewrites_names_below_it() {
     assert_eq!((a.rcode, a.aa), (Rcode::NOERROR, true));
     assert_eq!(
         a.answer,
-        [
-            "old.example. dname new.example.",
-            "x.old.example. cname x.new.example.",
-            "x.new.example. a 198.18.0.9"
-        ]
+        ["old.example. dname new.example.", "x.old.example. cname x.new.example.", "x.new.example. a 198.18.0.9"]
     );
     let a = ask(&mut s, "y.old.example.", A);
     assert_eq!(a.rcode, Rcode::NXDOMAIN, "the rewritten name does not exist");

@@ -80,6 +80,13 @@ impl<T: tcp::App> TcpService<T> {
         TcpService { ep, app, ports: ports.to_vec(), unresolved: 0 }
     }
 
+    /// A client: no listening port; segments to the ephemeral ports of `limits` (where the
+    /// connections it opens with `ep.connect` start) come to it.
+    pub fn client(app: T, limits: Limits) -> Self {
+        let (lo, hi) = limits.ephemeral;
+        TcpService { ep: Endpoint::new(limits, Instant::ZERO), app, ports: (lo..=hi).collect(), unresolved: 0 }
+    }
+
     /// Segments not sent because the next hop's MAC was unknown.
     pub fn unresolved(&self) -> u64 {
         self.unresolved

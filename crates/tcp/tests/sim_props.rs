@@ -5,11 +5,11 @@
 //! stream sizes. `SIM_SEEDS` sets how many seeds run (default 1000); `SIM_SEED` runs one
 //! seed (with a packet trace if `SIM_TRACE` is set).
 
-mod sim;
+mod endpoints;
 
-use sim::net::{Link, Sim};
-use sim::rng::Rng;
+use endpoints::Sim;
 use sim::stream::Spec;
+use sim::{Link, Rng};
 use tcp::endpoint::Limits;
 use tcp::tcb::End;
 use tcp::{CcKind, Config, Duration, Instant};
@@ -50,7 +50,7 @@ fn run(seed: u64, trace: bool) -> Result<String, String> {
     let hosts = r.range(2, 3) as usize;
     let limits = Limits { ooo_buffers: r.range(1, 8) as usize, ..Limits::default() };
     let hold = if r.chance(0.3) { 0.3 } else { 0.0 };
-    let mut sim = Sim::new(r.next(), hosts, limits, hold);
+    let mut sim = Sim::new(r.next_u64(), hosts, limits, hold);
     sim.trace = trace;
     sim.tx_room = r.range(1, 64) as usize;
     let lossy = r.chance(0.8);
@@ -85,11 +85,7 @@ fn run(seed: u64, trace: bool) -> Result<String, String> {
     let limit = Instant::ZERO + SECS(3600);
     if let Some((at, mtu)) = mtu_drop {
         sim.run_until(at, everyone_done);
-        for row in &mut sim.links {
-            for l in row.iter_mut() {
-                l.mtu = mtu;
-            }
-        }
+        sim.set_all(|l| l.mtu = mtu);
     }
     if !sim.run_until(limit, everyone_done) {
         let done: Vec<_> = sim.hosts.iter().map(|h| h.app.finished.len()).collect();
@@ -125,7 +121,7 @@ fn run(seed: u64, trace: bool) -> Result<String, String> {
         "{conns} conns, loss {:.2}, done at {:.1} s, net {:?}, server {:?}",
         link.loss,
         finish_at.since(Instant::ZERO).as_secs_f64(),
-        sim.net,
+        sim.net(),
         s
     ))
 }
@@ -176,11 +172,7 @@ fn a_dead_link_times_out_both_ends_when_the_retries_run_out() {
     sim.connect(0, 1, 80, cfg, Spec { id: 1, up: 10_000_000, down: 10_000_000 });
     sim.run_until(Instant::ZERO + MS(500), |_| false);
     assert!(sim.hosts[1].ep.stats().established == 1);
-    for row in &mut sim.links {
-        for l in row.iter_mut() {
-            l.down = true;
-        }
-    }
+    sim.set_all(|l| l.down = true);
     let died = sim.now;
     let both = |s: &Sim| s.hosts.iter().all(|h| h.app.finished.len() == 1);
     assert!(sim.run_until(Instant::ZERO + SECS(3600), both), "both ends give up");
@@ -210,7 +202,7 @@ fn a_syn_flood_does_not_stop_legitimate_clients() {
             let syn = TcpRepr {
                 src_port: r.range(1024, 65_535) as u16,
                 dst_port: 80,
-                seq: r.next() as u32,
+                seq: r.next_u64() as u32,
                 ack: 0,
                 flags: TcpFlags(TcpFlags::SYN),
                 window: 65_535,

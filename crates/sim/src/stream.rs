@@ -11,8 +11,10 @@ use wire::Ipv4Addr;
 
 use super::rng::{mix, Rng};
 
+/// Bytes of the header that opens every stream: its length, the length asked back, its id.
 pub const HDR: u64 = 16;
 
+/// The byte at payload offset `off` of stream `id`.
 pub fn byte(id: u32, off: u64) -> u8 {
     (mix((u64::from(id) << 40) ^ (off / 8)) >> ((off % 8) * 8)) as u8
 }
@@ -20,11 +22,15 @@ pub fn byte(id: u32, off: u64) -> u8 {
 /// What a client asks for.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Spec {
+    /// Stream id (checked by both ends).
     pub id: u32,
+    /// Payload bytes the client sends.
     pub up: u32,
+    /// Payload bytes the server sends back.
     pub down: u32,
 }
 
+/// One connection's streams, both ways.
 #[derive(Debug, Default)]
 pub struct Conn {
     /// What this side sends: (id, payload length, the other length for the header).
@@ -32,7 +38,9 @@ pub struct Conn {
     rx_hdr: [u8; 16],
     rx_got: u64,
     rx_expect: Option<(u32, u32)>,
+    /// What a client asked for (None on the server side).
     pub spec: Option<Spec>,
+    /// The peer closed its side.
     pub peer_fin: bool,
 }
 
@@ -61,29 +69,46 @@ impl Source for Conn {
     }
 }
 
+/// A connection that ended.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Finished {
+    /// Its stream id (`u32::MAX` if no header arrived).
     pub id: u32,
+    /// This side opened it.
     pub client: bool,
+    /// How it ended.
     pub end: End,
+    /// Every byte the peer announced arrived, then its FIN.
     pub rx_complete: bool,
 }
 
+/// The application: servers answer each stream with the length its header asks for; every
+/// received byte is checked against [`byte`].
 pub struct StreamApp {
+    /// Draws the slow reader's choices.
     pub rng: Rng,
     /// Probability that a delivery is held back (a slow reader) instead of released at once.
     pub hold: f64,
+    /// Longest a delivery is held.
     pub max_hold: Duration,
+    /// Deliveries held: connection, bytes, when they are released.
     pub held: Vec<(Handle, u32, Instant)>,
+    /// The clock (set by the driver before each call).
     pub now: Instant,
+    /// Connections that ended.
     pub finished: Vec<Finished>,
+    /// Every wrong byte, length or id seen.
     pub errors: Vec<String>,
+    /// Connections accepted.
     pub accepts: u32,
+    /// Refuse connections instead.
     pub refuse: bool,
+    /// Stream id per live connection.
     pub ids: HashMap<Handle, u32>,
 }
 
 impl StreamApp {
+    /// An application whose deliveries are held with probability `hold`.
     pub fn new(seed: u64, hold: f64) -> StreamApp {
         StreamApp {
             rng: Rng::new(seed),
@@ -99,6 +124,7 @@ impl StreamApp {
         }
     }
 
+    /// The state of a client connection that sends `spec`.
     pub fn client_conn(spec: Spec) -> Conn {
         Conn { send: Some((spec.id, spec.up, spec.down)), spec: Some(spec), ..Conn::default() }
     }
@@ -117,6 +143,7 @@ impl StreamApp {
         out
     }
 
+    /// When the next held delivery is released.
     pub fn next_release(&self) -> Option<Instant> {
         self.held.iter().map(|x| x.2).min()
     }
