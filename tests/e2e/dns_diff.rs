@@ -99,20 +99,10 @@ struct Q {
     edns: Option<u16>,
 }
 
-fn wire_name(name: &str) -> Vec<u8> {
-    let mut w = Vec::new();
-    for l in name.trim_end_matches('.').split('.').filter(|l| !l.is_empty()) {
-        w.push(l.len() as u8);
-        w.extend_from_slice(l.as_bytes());
-    }
-    w.push(0);
-    w
-}
-
 fn query(id: u16, q: &Q) -> Vec<u8> {
     let mut m = id.to_be_bytes().to_vec();
     m.extend([0, 0, 0, 1, 0, 0, 0, 0, 0, u8::from(q.edns.is_some())]);
-    m.extend(wire_name(&q.name));
+    m.extend(dns::name::wire_from_text(&q.name).expect("a valid name"));
     m.extend(q.qtype.to_be_bytes());
     m.extend(q.qclass.to_be_bytes());
     if let Some(size) = q.edns {

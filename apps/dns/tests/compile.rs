@@ -41,16 +41,6 @@ fn server(zones: &[&str]) -> DnsServer {
     DnsServer::new(Arc::new(Catalog::new(zones.iter().map(|t| compiled(t)).collect())), 53)
 }
 
-fn wire(name: &str) -> Vec<u8> {
-    let mut w = Vec::new();
-    for l in name.trim_end_matches('.').split('.').filter(|l| !l.is_empty()) {
-        w.push(l.len() as u8);
-        w.extend_from_slice(l.as_bytes());
-    }
-    w.push(0);
-    w
-}
-
 /// A response read back: header bits and each section as `owner TYPE data` lines.
 #[derive(Debug)]
 struct Answer {
@@ -76,7 +66,7 @@ fn lines(section: domain::base::RecordSection<'_, Vec<u8>>) -> Vec<String> {
 
 fn ask(s: &mut DnsServer, name: &str, qtype: u16) -> Answer {
     let mut q = vec![0x12, 0x34, 0, 0, 0, 1, 0, 0, 0, 0, 0, 1];
-    q.extend(wire(name));
+    q.extend(dns::name::wire_from_text(name).expect("a valid name"));
     q.extend(qtype.to_be_bytes());
     q.extend([0, 1]);
     // EDNS, 4096-byte buffer: nothing here is truncated.

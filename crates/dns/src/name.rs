@@ -18,6 +18,27 @@ pub enum NameError {
     BadPointer,
 }
 
+/// The wire form of a name written as text (`www.example.` or `www.example`), letter case
+/// kept; no escapes. Empty labels (but the root's) and labels over 63 bytes are refused.
+pub fn wire_from_text(text: &str) -> Result<Vec<u8>, NameError> {
+    let mut w = Vec::with_capacity(text.len() + 2);
+    let body = text.strip_suffix('.').unwrap_or(text);
+    if !body.is_empty() {
+        for label in body.split('.') {
+            if label.is_empty() || label.len() > 63 {
+                return Err(NameError::BadLabel);
+            }
+            w.push(label.len() as u8);
+            w.extend_from_slice(label.as_bytes());
+        }
+    }
+    w.push(0);
+    if w.len() > MAX_NAME {
+        return Err(NameError::TooLong);
+    }
+    Ok(w)
+}
+
 /// A name copied out of a message, decompressed and lowercased, in a fixed buffer.
 #[derive(Clone)]
 pub struct Name {
@@ -264,6 +285,18 @@ impl std::fmt::Display for Name {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn names_from_text_keep_their_case_and_respect_the_limits() {
+        assert_eq!(wire_from_text("WwW.example.").unwrap(), b"\x03WwW\x07example\x00");
+        assert_eq!(wire_from_text("www.example").unwrap(), b"\x03www\x07example\x00");
+        assert_eq!(wire_from_text(".").unwrap(), b"\x00");
+        assert_eq!(wire_from_text("").unwrap(), b"\x00");
+        assert_eq!(wire_from_text("a..b"), Err(NameError::BadLabel));
+        assert_eq!(wire_from_text(&"x".repeat(64)), Err(NameError::BadLabel));
+        let long = vec!["x".repeat(63); 4].join(".");
+        assert_eq!(wire_from_text(&long), Err(NameError::TooLong));
+    }
 
     fn wire(s: &str) -> Vec<u8> {
         let mut v = vec![];

@@ -21,39 +21,49 @@ const NS_PER_US: u64 = 1_000;
 const NS_PER_MS: u64 = 1_000_000;
 const NS_PER_S: u64 = 1_000_000_000;
 
+/// The unit conversions both types share: whole steps, saturating at the extremes.
+macro_rules! units {
+    ($t:ident, $what:literal) => {
+        impl $t {
+            #[doc = concat!("`ns` nanoseconds", $what, ".")]
+            pub const fn from_nanos(ns: u64) -> $t {
+                $t(ns)
+            }
+
+            #[doc = concat!("`us` microseconds", $what, ".")]
+            pub const fn from_micros(us: u64) -> $t {
+                $t(us.saturating_mul(NS_PER_US))
+            }
+
+            #[doc = concat!("`ms` milliseconds", $what, ".")]
+            pub const fn from_millis(ms: u64) -> $t {
+                $t(ms.saturating_mul(NS_PER_MS))
+            }
+
+            #[doc = concat!("Nanoseconds", $what, ".")]
+            pub const fn as_nanos(self) -> u64 {
+                self.0
+            }
+
+            #[doc = concat!("Whole microseconds", $what, ".")]
+            pub const fn as_micros(self) -> u64 {
+                self.0 / NS_PER_US
+            }
+
+            #[doc = concat!("Whole milliseconds", $what, ".")]
+            pub const fn as_millis(self) -> u64 {
+                self.0 / NS_PER_MS
+            }
+        }
+    };
+}
+
+units!(Instant, " after the epoch");
+units!(Duration, "");
+
 impl Instant {
     /// The clock's epoch.
     pub const ZERO: Instant = Instant(0);
-
-    /// `ns` nanoseconds after the epoch.
-    pub const fn from_nanos(ns: u64) -> Instant {
-        Instant(ns)
-    }
-
-    /// `us` microseconds after the epoch.
-    pub const fn from_micros(us: u64) -> Instant {
-        Instant(us.saturating_mul(NS_PER_US))
-    }
-
-    /// `ms` milliseconds after the epoch.
-    pub const fn from_millis(ms: u64) -> Instant {
-        Instant(ms.saturating_mul(NS_PER_MS))
-    }
-
-    /// Nanoseconds since the epoch.
-    pub const fn as_nanos(self) -> u64 {
-        self.0
-    }
-
-    /// Whole microseconds since the epoch.
-    pub const fn as_micros(self) -> u64 {
-        self.0 / NS_PER_US
-    }
-
-    /// Whole milliseconds since the epoch.
-    pub const fn as_millis(self) -> u64 {
-        self.0 / NS_PER_MS
-    }
 
     /// The time from `earlier` to this instant, zero if `earlier` is later.
     pub const fn since(self, earlier: Instant) -> Duration {
@@ -72,39 +82,9 @@ impl Duration {
     /// The longest span: a deadline this far away never comes.
     pub const MAX: Duration = Duration(u64::MAX);
 
-    /// `ns` nanoseconds.
-    pub const fn from_nanos(ns: u64) -> Duration {
-        Duration(ns)
-    }
-
-    /// `us` microseconds.
-    pub const fn from_micros(us: u64) -> Duration {
-        Duration(us.saturating_mul(NS_PER_US))
-    }
-
-    /// `ms` milliseconds.
-    pub const fn from_millis(ms: u64) -> Duration {
-        Duration(ms.saturating_mul(NS_PER_MS))
-    }
-
     /// `s` seconds.
     pub const fn from_secs(s: u64) -> Duration {
         Duration(s.saturating_mul(NS_PER_S))
-    }
-
-    /// Nanoseconds.
-    pub const fn as_nanos(self) -> u64 {
-        self.0
-    }
-
-    /// Whole microseconds.
-    pub const fn as_micros(self) -> u64 {
-        self.0 / NS_PER_US
-    }
-
-    /// Whole milliseconds.
-    pub const fn as_millis(self) -> u64 {
-        self.0 / NS_PER_MS
     }
 
     /// Seconds, with the fraction.
