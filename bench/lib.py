@@ -1,7 +1,7 @@
 """Helpers shared by the benchmarks: commands in namespaces, CPU accounting from /proc, a
 cpuset that holds a server (and every thread it makes) on the server core, medians."""
 
-import json, os, platform, signal, statistics, subprocess, time
+import json, os, platform, signal, statistics, subprocess, sys, time
 
 SRV_CPU, GEN_CPU = 1, 0
 
@@ -94,7 +94,20 @@ class Cpuset:
             pass
 
 
-OUT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "results")
+# BENCH_OUT sends a run's files elsewhere (an A/B check), leaving the published results alone.
+OUT = os.environ.get("BENCH_OUT") or os.path.join(os.path.dirname(os.path.abspath(__file__)), "results")
+
+
+def server_kind(kind, default_bin):
+    """A/B runs: a server kind with the suffix "@base" (SERVERS=sirocco,sirocco@base) runs the
+    sirocco binary BASE_BIN names, built from another commit, with the same arguments; load
+    generators stay this build's. Returns (the kind without the suffix, the binary)."""
+    name, _, which = kind.partition("@")
+    if which == "":
+        return name, default_bin
+    if which != "base" or not os.environ.get("BASE_BIN"):
+        sys.exit(f"bench: server '{kind}': only '@base' is known, and it needs BASE_BIN=path/to/sirocco")
+    return name, os.environ["BASE_BIN"]
 
 
 def fmt(v, f="{:.0f}"):

@@ -14,7 +14,7 @@ markdown table and a plot to bench/results/."""
 import json, os, platform, subprocess, sys, time
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
-from lib import sh, ns, cpu_busy, proc_cpu, median_of, stop_process, SRV_CPU, GEN_CPU, OUT, fmt, run_meta, save, plot  # noqa: E402
+from lib import sh, ns, cpu_busy, proc_cpu, median_of, stop_process, server_kind, SRV_CPU, GEN_CPU, OUT, fmt, run_meta, save, plot  # noqa: E402
 
 ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -33,11 +33,12 @@ SIROCCO_ARGS = os.environ.get("SIROCCO_ARGS", "").split()
 
 class Server:
     def __init__(self, kind):
-        self.kind, self.proc = kind, None
+        self.proc = None
+        self.kind, self.bin = server_kind(kind, SIROCCO)
 
     def start(self):
         if self.kind == "sirocco":
-            argv = [SIROCCO, "echo", "--proto", "tcp", "--iface", SRV_IF, "--addr", SERVER_ADDR, "--queues", "1",
+            argv = [self.bin, "echo", "--proto", "tcp", "--iface", SRV_IF, "--addr", SERVER_ADDR, "--queues", "1",
                     "--cpus", str(SRV_CPU)] + SIROCCO_ARGS
         else:
             argv = [os.path.join(BUILD, "epoll_echo"), SERVER_ADDR, "7"]

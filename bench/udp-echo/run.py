@@ -11,7 +11,7 @@ table and a plot to bench/results/."""
 import json, os, platform, subprocess, sys, time
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
-from lib import sh, ns, cpu_busy, proc_cpu, median_of, stop_process, SRV_CPU, GEN_CPU, OUT, fmt, run_meta, save, plot  # noqa: E402
+from lib import sh, ns, cpu_busy, proc_cpu, median_of, stop_process, server_kind, SRV_CPU, GEN_CPU, OUT, fmt, run_meta, save, plot  # noqa: E402
 
 ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -28,12 +28,13 @@ SERVERS = os.environ.get("SERVERS", "sirocco,kernel,xdp_tx").split(",")
 
 class Server:
     def __init__(self, kind):
-        self.kind, self.proc = kind, None
+        self.proc = None
+        self.kind, self.bin = server_kind(kind, SIROCCO)
 
     def start(self):
         if self.kind == "sirocco":
             self.proc = subprocess.Popen(
-                ["ip", "netns", "exec", SRV_NS, "taskset", "-c", str(SRV_CPU), SIROCCO, "echo", "--iface", SRV_IF,
+                ["ip", "netns", "exec", SRV_NS, "taskset", "-c", str(SRV_CPU), self.bin, "echo", "--iface", SRV_IF,
                  "--addr", SERVER_ADDR, "--queues", "1", "--cpus", str(SRV_CPU)],
                 stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
         elif self.kind == "kernel":

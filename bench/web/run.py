@@ -18,7 +18,7 @@ Writes bench/results/web.{json,md,png}."""
 import json, os, platform, random, shutil, subprocess, sys, time
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
-from lib import sh, ns, cpu_busy, median_of, stop_process, Cpuset, SRV_CPU, GEN_CPU, OUT, fmt, run_meta, save, plot  # noqa: E402
+from lib import sh, ns, cpu_busy, median_of, stop_process, server_kind, Cpuset, SRV_CPU, GEN_CPU, OUT, fmt, run_meta, save, plot  # noqa: E402
 
 ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
 SIROCCO = os.path.join(ROOT, "target", "release", "sirocco")
@@ -63,8 +63,9 @@ def make_root():
 
 class Server:
     def __init__(self, kind):
-        self.kind, self.proc, self.cs = kind, None, None
-        self.addr = KERNEL_ADDR if kind == "nginx" else OWN_ADDR
+        self.proc, self.cs = None, None
+        self.kind, self.bin = server_kind(kind, SIROCCO)
+        self.addr = KERNEL_ADDR if self.kind == "nginx" else OWN_ADDR
 
     def start(self):
         self.cs = CPUSET
@@ -83,7 +84,7 @@ class Server:
                 f.write(conf)
             argv = ["nginx", "-c", f"{d}/nginx.conf"]
         else:
-            argv = [SIROCCO, "web", "--iface", SRV_IF, "--addr", OWN_ADDR, "--queues", "1", "--cpus", str(SRV_CPU),
+            argv = [self.bin, "web", "--iface", SRV_IF, "--addr", OWN_ADDR, "--queues", "1", "--cpus", str(SRV_CPU),
                     "--root", DOCROOT, "--mode", self.kind]
         self.proc = subprocess.Popen(self.cs.wrap(["ip", "netns", "exec", SRV_NS] + argv),
                                      stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
