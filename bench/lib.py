@@ -4,6 +4,12 @@ cpuset that holds a server (and every thread it makes) on the server core, media
 import json, os, platform, signal, statistics, subprocess, sys, time
 
 SRV_CPU, GEN_CPU = 1, 0
+ROOT = os.path.abspath(os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+SIROCCO = os.path.join(ROOT, "target", "release", "sirocco")
+BUILD = os.path.join(ROOT, "target", "bench")
+# Every point is the median of REPS runs of SECS seconds.
+SECS = float(os.environ.get("SECS", "10"))
+REPS = int(os.environ.get("REPS", "3"))
 
 
 def sh(*args, check=True, **kw):
@@ -46,6 +52,53 @@ def stop_process(proc, timeout=10):
     except subprocess.TimeoutExpired:
         proc.kill()
         proc.wait()
+
+
+def env_list(name, default, conv=str):
+    """A comma-separated list from the environment (empty items dropped)."""
+    return [conv(x) for x in os.environ.get(name, default).split(",") if x]
+
+
+def preflight():
+    """Root, two CPUs (server on one, load on the other), and this tree's sirocco built."""
+    if os.geteuid() != 0:
+        sys.exit("bench: needs root")
+    if os.cpu_count() < 2:
+        sys.exit("bench: needs 2 CPUs (server on CPU 1, load on CPU 0)")
+    os.makedirs(BUILD, exist_ok=True)
+    sh("cargo", "build", "--release", "-q", "-p", "sirocco", cwd=ROOT)
+
+
+class Testnet:
+    """The benchmark's two namespaces joined by veth (`sirocco testnet up --bench`), as a
+    context: up on entry (after clearing a stale one), down on exit, even on failure."""
+
+    def __init__(self, name):
+        self.name = name
+        self.srv_ns, self.cli_ns, self.srv_if, self.cli_if = f"{name}-srv", f"{name}-cli", f"{name}-s", f"{name}-c"
+
+    def __enter__(self):
+        sh(SIROCCO, "testnet", "down", "--name", self.name, check=False)
+        sh(SIROCCO, "testnet", "up", "--name", self.name, "--queues", "1", "--bench")
+        return self
+
+    def __exit__(self, *_):
+        sh(SIROCCO, "testnet", "down", "--name", self.name, check=False)
+
+
+def fresh_runs(make_server, run, show):
+    """REPS runs of one point, each on a freshly started server: start, run(server), stop.
+    show(rep, result, what stop() returned) reports each run. Returns the results."""
+    runs = []
+    for rep in range(REPS):
+        srv = make_server()
+        srv.start()
+        try:
+            runs.append(run(srv))
+        finally:
+            said = srv.stop()
+        show(rep, runs[-1], said)
+    return runs
 
 
 def median_of(runs, key):
@@ -129,6 +182,15 @@ def save(name, meta, lines, **data):
     with open(os.path.join(OUT, f"{name}.md"), "w") as f:
         f.write("\n".join(lines) + "\n")
     print("\n".join(lines))
+
+
+def finish(fig, axes, name, dpi=110, grid="both", legend_size=None):
+    """Grid and legend on each of `axes`, then the figure saved as OUT/NAME.png."""
+    for a in axes:
+        a.grid(alpha=0.3, axis=grid)
+        a.legend(fontsize=legend_size)
+    fig.tight_layout()
+    fig.savefig(os.path.join(OUT, f"{name}.png"), dpi=dpi)
 
 
 def plot(draw):

@@ -15,19 +15,16 @@ measured. Writes bench/results/dns.{json,md,png}."""
 import json, os, platform, random, re, signal, subprocess, sys, time
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
-from lib import sh, ns, cpu_busy, proc_cpu, median_of, Cpuset, SRV_CPU, GEN_CPU, OUT, fmt, run_meta, save, plot  # noqa: E402
+from lib import (sh, ns, cpu_busy, proc_cpu, median_of, env_list, preflight, Testnet, Cpuset,  # noqa: E402
+                 SIROCCO, BUILD, SECS, REPS, SRV_CPU, GEN_CPU, fmt, run_meta, save, plot, finish)
 
-ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
-WORK = os.path.join(ROOT, "target", "bench", "dns")
-SIROCCO = os.path.join(ROOT, "target", "release", "sirocco")
-NET = "bd"
-SRV_NS, CLI_NS, SRV_IF, CLI_IF = f"{NET}-srv", f"{NET}-cli", f"{NET}-s", f"{NET}-c"
+WORK = os.path.join(BUILD, "dns")
+NET = Testnet("bd")
+SRV_NS, CLI_NS, SRV_IF, CLI_IF = NET.srv_ns, NET.cli_ns, NET.srv_if, NET.cli_if
 SERVER_ADDR = "198.18.0.1"
-SECS = float(os.environ.get("SECS", "10"))
-REPS = int(os.environ.get("REPS", "3"))
-RATES = [int(r) for r in os.environ.get("RATES", "250000,400000,1000000").split(",")]
-ZONES = [int(z) for z in os.environ.get("ZONES", "10,10000,1000000").split(",")]
-SERVERS = os.environ.get("SERVERS", "sirocco,sirocco-decompress,sirocco-echo,knot-xdp,nsd").split(",")
+RATES = env_list("RATES", "250000,400000,1000000", int)
+ZONES = env_list("ZONES", "10,10000,1000000", int)
+SERVERS = env_list("SERVERS", "sirocco,sirocco-decompress,sirocco-echo,knot-xdp,nsd")
 ORIGIN = "bench.test"
 
 
@@ -185,45 +182,44 @@ def one_run(srv, qpath, rate):
 
 
 def main():
-    if os.geteuid() != 0:
-        sys.exit("bench: needs root")
-    if os.cpu_count() < 2:
-        sys.exit("bench: needs 2 CPUs (server on CPU 1, generator on CPU 0)")
+    preflight()
     os.makedirs(WORK, exist_ok=True)
-    sh("cargo", "build", "--release", "-q", "-p", "sirocco", cwd=ROOT)
-    sh(SIROCCO, "testnet", "down", "--name", NET, check=False)
-    sh(SIROCCO, "testnet", "up", "--name", NET, "--queues", "1", "--bench")
     cpuset = Cpuset("sirocco-bench-server", SRV_CPU)
     results = {}
     try:
-        for n in ZONES:
-            zpath, qpath, sample = zone_and_queries(n)
-            for kind in SERVERS:
-                if kind == "sirocco-echo" and n != ZONES[0]:
-                    continue  # the echo does not read the zone
-                srv = Server(kind, zpath, cpuset)
-                t = time.time()
-                srv.start()
-                load_s = time.time() - t
-                try:
-                    right, total = check_sample(sample) if kind != "sirocco-echo" else (0, 0)
-                    points = []
-                    for rate in RATES:
-                        runs = [one_run(srv, qpath, rate) for _ in range(REPS)]
-                        p = {k: median_of(runs, k) for k in runs[0] if k not in ("rcodes",)}
-                        p["offered_qps"], p["runs"] = rate, runs
-                        points.append(p)
-                        print(f"{kind:9} {n:>8} names, offered {rate:>8}: {p['answers_ps']:>9.0f} answers/s "
-                              f"({p['answered'] * 100:.0f}% answered), core {p['core_s_per_m'] or 0:.2f} s/M, "
-                              f"process {p['proc_s_per_m'] or 0:.2f} s/M", flush=True)
-                finally:
-                    srv.stop()
-                results.setdefault(str(n), {})[kind] = {"load_s": load_s, "sample_right": right, "sample": total,
-                                                        "points": points}
+        with NET:
+            run_all(cpuset, results)
     finally:
-        sh(SIROCCO, "testnet", "down", "--name", NET, check=False)
         cpuset.remove()
     write(results)
+
+
+def run_all(cpuset, results):
+    """Every zone size, every server, every offered rate; one server start per zone and kind."""
+    for n in ZONES:
+        zpath, qpath, sample = zone_and_queries(n)
+        for kind in SERVERS:
+            if kind == "sirocco-echo" and n != ZONES[0]:
+                continue  # the echo does not read the zone
+            srv = Server(kind, zpath, cpuset)
+            t = time.time()
+            srv.start()
+            load_s = time.time() - t
+            try:
+                right, total = check_sample(sample) if kind != "sirocco-echo" else (0, 0)
+                points = []
+                for rate in RATES:
+                    runs = [one_run(srv, qpath, rate) for _ in range(REPS)]
+                    p = {k: median_of(runs, k) for k in runs[0] if k not in ("rcodes",)}
+                    p["offered_qps"], p["runs"] = rate, runs
+                    points.append(p)
+                    print(f"{kind:9} {n:>8} names, offered {rate:>8}: {p['answers_ps']:>9.0f} answers/s "
+                          f"({p['answered'] * 100:.0f}% answered), core {p['core_s_per_m'] or 0:.2f} s/M, "
+                          f"process {p['proc_s_per_m'] or 0:.2f} s/M", flush=True)
+            finally:
+                srv.stop()
+            results.setdefault(str(n), {})[kind] = {"load_s": load_s, "sample_right": right, "sample": total,
+                                                    "points": points}
 
 
 def best(entry):
@@ -267,10 +263,7 @@ def write(results):
             ax.set_title(f"{n} names")
             ax.set_xlabel("offered (k queries/s, as sent)")
             ax.set_ylabel("answers (k/s)")
-            ax.grid(alpha=0.3)
-            ax.legend()
-        fig.tight_layout()
-        fig.savefig(os.path.join(OUT, "dns.png"), dpi=110)
+        finish(fig, axes[0], "dns")
 
     plot(draw)
 

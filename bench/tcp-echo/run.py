@@ -14,20 +14,16 @@ markdown table and a plot to bench/results/."""
 import json, os, platform, subprocess, sys, time
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
-from lib import sh, ns, cpu_busy, proc_cpu, median_of, stop_process, server_kind, SRV_CPU, GEN_CPU, OUT, fmt, run_meta, save, plot  # noqa: E402
+from lib import (sh, ns, cpu_busy, proc_cpu, median_of, stop_process, server_kind, env_list, preflight, fresh_runs,  # noqa: E402
+                 Testnet, SIROCCO, BUILD, SECS, REPS, SRV_CPU, GEN_CPU, fmt, run_meta, save, plot, finish)
 
-ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
 HERE = os.path.dirname(os.path.abspath(__file__))
-BUILD = os.path.join(ROOT, "target", "bench")
-SIROCCO = os.path.join(ROOT, "target", "release", "sirocco")
-NET = "bt"
-SRV_NS, CLI_NS, SRV_IF, CLI_IF = f"{NET}-srv", f"{NET}-cli", f"{NET}-s", f"{NET}-c"
+NET = Testnet("bt")
+SRV_NS, CLI_NS, SRV_IF, CLI_IF = NET.srv_ns, NET.cli_ns, NET.srv_if, NET.cli_if
 SERVER_ADDR = "198.18.0.1"
-SECS = float(os.environ.get("SECS", "10"))
-REPS = int(os.environ.get("REPS", "3"))
 DEFAULT_POINTS = "64:1:0,64:100:0,64:1000:0,1024:100:0,8192:100:0,64:10000:0,64:50:16,64:50:1"
-POINTS = [tuple(int(x) for x in p.split(":")) for p in os.environ.get("POINTS", DEFAULT_POINTS).split(",")]
-SERVERS = os.environ.get("SERVERS", "sirocco,epoll").split(",")
+POINTS = env_list("POINTS", DEFAULT_POINTS, lambda p: tuple(int(x) for x in p.split(":")))
+SERVERS = env_list("SERVERS", "sirocco,epoll")
 SIROCCO_ARGS = os.environ.get("SIROCCO_ARGS", "").split()
 
 
@@ -79,44 +75,29 @@ def one_run(server, size, conns, rounds):
 
 
 def build():
-    os.makedirs(BUILD, exist_ok=True)
-    sh("cargo", "build", "--release", "-q", "-p", "sirocco", cwd=ROOT)
+    preflight()
     for prog in ("epoll_echo", "echo_client"):
         sh("gcc", "-O2", "-Wall", "-o", os.path.join(BUILD, prog), os.path.join(HERE, f"{prog}.c"))
 
 
 def main():
-    if os.geteuid() != 0:
-        sys.exit("bench: needs root")
-    if os.cpu_count() < 2:
-        sys.exit("bench: needs 2 CPUs (server on CPU 1, clients on CPU 0)")
     build()
-    sh(SIROCCO, "testnet", "up", "--name", NET, "--queues", "1", "--bench")
-    # Many short connections from one client address: let the client reuse TIME-WAIT ports.
-    ns(CLI_NS, "sysctl", "-qw", "net.ipv4.tcp_tw_reuse=1", "net.ipv4.ip_local_port_range=1024 65000")
     results = {}
-    try:
+    with NET:
+        # Many short connections from one client address: let the client reuse TIME-WAIT ports.
+        ns(CLI_NS, "sysctl", "-qw", "net.ipv4.tcp_tw_reuse=1", "net.ipv4.ip_local_port_range=1024 65000")
         for kind in SERVERS:
             results[kind] = []
             for (size, conns, rounds) in POINTS:
-                runs = []
-                for rep in range(REPS):
-                    srv = Server(kind)
-                    srv.start()
-                    try:
-                        runs.append(one_run(srv, size, conns, rounds))
-                    finally:
-                        srv.stop()
-                    r = runs[-1]
+                def show(rep, r, _):
                     print(f"{kind:7} {size:>5} B {conns:>5} conns {rounds or 'inf':>4} rt rep {rep}: "
                           f"{r['msgs_per_s']:>9.0f} msgs/s {r['conns_per_s']:>7.0f} conns/s "
                           f"p50 {r['p50_us']:.0f} p99 {r['p99_us']:.0f} us, "
                           f"{r['msgs_per_core_cpu_s'] or 0:.0f} msgs per core CPU-s", flush=True)
+                runs = fresh_runs(lambda: Server(kind), lambda srv: one_run(srv, size, conns, rounds), show)
                 point = {k: median_of(runs, k) for k in runs[0]}
                 point.update({"size": size, "conns": conns, "rounds": rounds, "runs": runs})
                 results[kind].append(point)
-    finally:
-        sh(SIROCCO, "testnet", "down", "--name", NET, check=False)
     write(results)
 
 
@@ -159,11 +140,8 @@ def write(results):
             a.set_xticks([x + w / 2 for x in xs])
             a.set_xticklabels(labels, rotation=45, ha="right", fontsize=8)
             a.set_title(t)
-            a.grid(alpha=0.3, axis="y")
-            a.legend()
         a2.set_yscale("log")
-        fig.tight_layout()
-        fig.savefig(os.path.join(OUT, "tcp-echo.png"), dpi=110)
+        finish(fig, (a1, a2), "tcp-echo", grid="y")
 
     plot(draw)
 

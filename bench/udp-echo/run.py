@@ -11,19 +11,16 @@ table and a plot to bench/results/."""
 import json, os, platform, subprocess, sys, time
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
-from lib import sh, ns, cpu_busy, proc_cpu, median_of, stop_process, server_kind, SRV_CPU, GEN_CPU, OUT, fmt, run_meta, save, plot  # noqa: E402
+from lib import (sh, ns, cpu_busy, proc_cpu, median_of, stop_process, server_kind, env_list, preflight, fresh_runs,  # noqa: E402
+                 Testnet, SIROCCO, BUILD, SECS, REPS, SRV_CPU, GEN_CPU, fmt, run_meta, save, plot, finish)
 
-ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
 HERE = os.path.dirname(os.path.abspath(__file__))
-SIROCCO = os.path.join(ROOT, "target", "release", "sirocco")
-NET = "bx"
-SRV_NS, CLI_NS, SRV_IF, CLI_IF = f"{NET}-srv", f"{NET}-cli", f"{NET}-s", f"{NET}-c"
+NET = Testnet("bx")
+SRV_NS, CLI_NS, SRV_IF, CLI_IF = NET.srv_ns, NET.cli_ns, NET.srv_if, NET.cli_if
 SERVER_ADDR, CLIENT_ADDR = "198.18.0.1", "198.18.0.2"
-SECS = float(os.environ.get("SECS", "10"))
-REPS = int(os.environ.get("REPS", "3"))
-RATES = [int(r) for r in os.environ.get("RATES", "100000,200000,400000,600000,800000,0").split(",")]
+RATES = env_list("RATES", "100000,200000,400000,600000,800000,0", int)
 SIZE = int(os.environ.get("SIZE", "64"))
-SERVERS = os.environ.get("SERVERS", "sirocco,kernel,xdp_tx").split(",")
+SERVERS = env_list("SERVERS", "sirocco,kernel,xdp_tx")
 
 
 class Server:
@@ -39,10 +36,10 @@ class Server:
                 stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
         elif self.kind == "kernel":
             self.proc = subprocess.Popen(
-                ["ip", "netns", "exec", SRV_NS, "taskset", "-c", str(SRV_CPU), os.path.join(OUT_BUILD, "kecho"),
+                ["ip", "netns", "exec", SRV_NS, "taskset", "-c", str(SRV_CPU), os.path.join(BUILD, "kecho"),
                  SERVER_ADDR, "7"], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
         elif self.kind == "xdp_tx":
-            ns(SRV_NS, "ip", "link", "set", "dev", SRV_IF, "xdpdrv", "obj", os.path.join(OUT_BUILD, "bounce.o"), "sec", "xdp")
+            ns(SRV_NS, "ip", "link", "set", "dev", SRV_IF, "xdpdrv", "obj", os.path.join(BUILD, "bounce.o"), "sec", "xdp")
         time.sleep(1.0)
         if self.proc and self.proc.poll() is not None:
             raise RuntimeError(f"{self.kind} did not start: {self.proc.stderr.read()}")
@@ -82,46 +79,29 @@ def one_run(server, rate):
 
 
 def build():
-    global OUT_BUILD
-    OUT_BUILD = os.path.join(ROOT, "target", "bench")
-    os.makedirs(OUT_BUILD, exist_ok=True)
-    sh("cargo", "build", "--release", "-q", "-p", "sirocco", cwd=ROOT)
-    sh("gcc", "-O2", "-Wall", "-o", os.path.join(OUT_BUILD, "kecho"), os.path.join(HERE, "kecho.c"))
+    preflight()
+    sh("gcc", "-O2", "-Wall", "-o", os.path.join(BUILD, "kecho"), os.path.join(HERE, "kecho.c"))
     arch = platform.machine().replace("aarch64", "aarch64")
     sh("clang", "-O2", "-g", "-target", "bpf", f"-I/usr/include/{arch}-linux-gnu", "-c", os.path.join(HERE, "bounce.c"),
-       "-o", os.path.join(OUT_BUILD, "bounce.o"))
+       "-o", os.path.join(BUILD, "bounce.o"))
 
 
 def main():
-    if os.geteuid() != 0:
-        sys.exit("bench: needs root")
-    if os.cpu_count() < 2:
-        sys.exit("bench: needs 2 CPUs (server on CPU 1, generator on CPU 0)")
     build()
-    sh(SIROCCO, "testnet", "up", "--name", NET, "--queues", "1", "--bench")
     results = {}
-    try:
+    with NET:
         for kind in SERVERS:
             results[kind] = []
             for rate in RATES:
-                runs = []
-                for rep in range(REPS):
-                    srv = Server(kind)
-                    srv.start()
-                    try:
-                        runs.append(one_run(srv, rate))
-                    finally:
-                        srv.stop()
-                    r = runs[-1]
+                def show(rep, r, _):
                     print(f"{kind:8} offered {rate or 'max':>7} rep {rep}: {r['replies_pps']:>10.0f} replies/s, "
                           f"core {r['core_us_per_reply'] or 0:.2f} us/reply, p50 {r['p50_us']:.0f} us p99 {r['p99_us']:.0f} us",
                           flush=True)
+                runs = fresh_runs(lambda: Server(kind), lambda srv: one_run(srv, rate), show)
                 point = {k: median_of(runs, k) for k in runs[0] if k != "offered_pps"}
                 point["offered_pps"] = rate
                 point["runs"] = runs
                 results[kind].append(point)
-    finally:
-        sh(SIROCCO, "testnet", "down", "--name", NET, check=False)
     write(results)
 
 
@@ -167,11 +147,7 @@ def write(results):
         a2.set_xlabel("offered (k datagrams/s)")
         a2.set_ylabel("p99 round trip (µs)")
         a2.set_yscale("log")
-        for a in (a1, a2):
-            a.grid(alpha=0.3)
-            a.legend()
-        fig.tight_layout()
-        fig.savefig(os.path.join(OUT, "udp-echo.png"), dpi=110)
+        finish(fig, (a1, a2), "udp-echo")
 
     plot(draw)
 

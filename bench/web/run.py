@@ -18,19 +18,16 @@ Writes bench/results/web.{json,md,png}."""
 import json, os, platform, random, shutil, subprocess, sys, time
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
-from lib import sh, ns, cpu_busy, median_of, stop_process, server_kind, Cpuset, SRV_CPU, GEN_CPU, OUT, fmt, run_meta, save, plot  # noqa: E402
+from lib import (sh, ns, cpu_busy, median_of, stop_process, server_kind, env_list, preflight, fresh_runs,  # noqa: E402
+                 Testnet, Cpuset, SIROCCO, SECS, REPS, SRV_CPU, GEN_CPU, fmt, run_meta, save, plot, finish)
 
-ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
-SIROCCO = os.path.join(ROOT, "target", "release", "sirocco")
-NET = "bw"
-SRV_NS, CLI_NS, SRV_IF, CLI_IF = f"{NET}-srv", f"{NET}-cli", f"{NET}-s", f"{NET}-c"
+NET = Testnet("bw")
+SRV_NS, CLI_NS, SRV_IF, CLI_IF = NET.srv_ns, NET.cli_ns, NET.srv_if, NET.cli_if
 KERNEL_ADDR, OWN_ADDR = "198.18.0.1", "198.18.0.10"
-SECS = float(os.environ.get("SECS", "10"))
-REPS = int(os.environ.get("REPS", "3"))
 CONNS = int(os.environ.get("CONNS", "100"))
-SIZES = [s for s in os.environ.get("SIZES", "1k,4k,16k,64k,256k,1m,mix").split(",") if s]
-SWEEP = [int(c) for c in os.environ.get("SWEEP", "1,10,100,1000").split(",") if c]
-SERVERS = os.environ.get("SERVERS", "precopy,memcpy,nginx").split(",")
+SIZES = env_list("SIZES", "1k,4k,16k,64k,256k,1m,mix")
+SWEEP = env_list("SWEEP", "1,10,100,1000", int)
+SERVERS = env_list("SERVERS", "precopy,memcpy,nginx")
 DOCROOT = "/tmp/sirocco-bench-web"
 BYTES = {"1k": 1024, "4k": 4096, "16k": 16384, "64k": 65536, "256k": 262144, "1m": 1 << 20}
 client_seq = 0
@@ -139,52 +136,41 @@ def wrk(server, path):
 
 
 def main():
-    if os.geteuid() != 0:
-        sys.exit("bench: needs root")
-    if os.cpu_count() < 2:
-        sys.exit("bench: needs 2 CPUs (server on CPU 1, clients on CPU 0)")
-    sh("cargo", "build", "--release", "-q", "-p", "sirocco", cwd=ROOT)
+    preflight()
     mix = make_root()
     global CPUSET
     CPUSET = Cpuset("sirocco-bench-web", SRV_CPU)
-    sh(SIROCCO, "testnet", "up", "--name", NET, "--queues", "1", "--bench")
-    ns(SRV_NS, "sysctl", "-qw", "net.core.somaxconn=4096", "net.ipv4.tcp_max_syn_backlog=8192")
     points = [(s, CONNS, close) for close in (False, True) for s in SIZES]
     points += [("1k", c, False) for c in SWEEP if c != CONNS]
     results = {k: [] for k in SERVERS}
     check = {}
     try:
-        for kind in SERVERS:
-            for (size, conns, close) in points:
-                paths = os.path.join(DOCROOT, "mix.paths") if size == "mix" else f"/{size}.bin"
-                runs = []
-                for rep in range(REPS):
-                    srv = Server(kind)
-                    srv.start()
-                    try:
-                        runs.append(gen(srv, paths, conns, close))
-                    finally:
-                        log = srv.stop()
-                    r = runs[-1]
-                    print(f"{kind:8} {size:>5} {conns:>5} conns {'close' if close else 'keep '} rep {rep}: "
-                          f"{r['req_per_s']:>9.0f} req/s {r['gbps']:6.2f} Gb/s p99 {r['p99_us']:8.0f} us "
-                          f"{r['req_per_core_cpu_s'] or 0:>9.0f} req/core-CPU-s errors {r['errors']}", flush=True)
-                    if kind != "nginx" and rep == 0 and size == "1k" and conns == CONNS and not close:
-                        print("   " + "\n   ".join(l for l in log.splitlines() if l.startswith("engine 0 ")), flush=True)
-                point = {k: median_of(runs, k) for k in runs[0]}
-                point.update({"size": size, "conns": conns, "close": close, "runs": runs})
-                results[kind].append(point)
-            srv = Server(kind)
-            srv.start()
-            try:
-                check[kind] = {"wrk_req_per_s": wrk(srv, "/1k.bin")}
-            finally:
-                srv.stop()
-            check[kind]["gen_req_per_s"] = next((p["req_per_s"] for p in results[kind]
-                                                 if p["size"] == "1k" and p["conns"] == CONNS and not p["close"]), None)
-            print(f"{kind}: wrk -c{CONNS} 1k keep-alive {check[kind]['wrk_req_per_s']} req/s", flush=True)
+        with NET:
+            ns(SRV_NS, "sysctl", "-qw", "net.core.somaxconn=4096", "net.ipv4.tcp_max_syn_backlog=8192")
+            for kind in SERVERS:
+                for (size, conns, close) in points:
+                    paths = os.path.join(DOCROOT, "mix.paths") if size == "mix" else f"/{size}.bin"
+
+                    def show(rep, r, log):
+                        print(f"{kind:8} {size:>5} {conns:>5} conns {'close' if close else 'keep '} rep {rep}: "
+                              f"{r['req_per_s']:>9.0f} req/s {r['gbps']:6.2f} Gb/s p99 {r['p99_us']:8.0f} us "
+                              f"{r['req_per_core_cpu_s'] or 0:>9.0f} req/core-CPU-s errors {r['errors']}", flush=True)
+                        if kind != "nginx" and rep == 0 and size == "1k" and conns == CONNS and not close:
+                            print("   " + "\n   ".join(l for l in log.splitlines() if l.startswith("engine 0 ")), flush=True)
+                    runs = fresh_runs(lambda: Server(kind), lambda srv: gen(srv, paths, conns, close), show)
+                    point = {k: median_of(runs, k) for k in runs[0]}
+                    point.update({"size": size, "conns": conns, "close": close, "runs": runs})
+                    results[kind].append(point)
+                srv = Server(kind)
+                srv.start()
+                try:
+                    check[kind] = {"wrk_req_per_s": wrk(srv, "/1k.bin")}
+                finally:
+                    srv.stop()
+                check[kind]["gen_req_per_s"] = next((p["req_per_s"] for p in results[kind]
+                                                     if p["size"] == "1k" and p["conns"] == CONNS and not p["close"]), None)
+                print(f"{kind}: wrk -c{CONNS} 1k keep-alive {check[kind]['wrk_req_per_s']} req/s", flush=True)
     finally:
-        sh(SIROCCO, "testnet", "down", "--name", NET, check=False)
         CPUSET.remove()
     write(results, check, mix)
 
@@ -239,11 +225,8 @@ def write(results, check, mix):
             what = "one request per connection" if close else "keep-alive"
             for a, t in zip(axes[row], ("k requests per server-core CPU-s", "Gb/s", "p99 latency (µs)")):
                 a.set_title(f"{t} — {what}", fontsize=9)
-                a.grid(alpha=0.3)
-                a.legend(fontsize=8)
             axes[row][2].set_yscale("log")
-        fig.tight_layout()
-        fig.savefig(os.path.join(OUT, "web.png"), dpi=100)
+        finish(fig, [a for row in axes for a in row], "web", dpi=100, legend_size=8)
         if SWEEP:
             fig, a = plt.subplots(1, 2, figsize=(10, 4))
             for kind, pts in results.items():
@@ -253,11 +236,8 @@ def write(results, check, mix):
             for ax, t in zip(a, ("k req per core CPU-s vs connections (1 KB)", "p99 µs vs connections (1 KB)")):
                 ax.set_xscale("log")
                 ax.set_title(t, fontsize=9)
-                ax.grid(alpha=0.3)
-                ax.legend(fontsize=8)
             a[1].set_yscale("log")
-            fig.tight_layout()
-            fig.savefig(os.path.join(OUT, "web-conns.png"), dpi=100)
+            finish(fig, a, "web-conns", dpi=100, legend_size=8)
 
     plot(draw)
 
