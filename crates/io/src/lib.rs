@@ -6,6 +6,8 @@
 //! - [`mem::MemPort`]: an in-memory pair with the same interface, for tests.
 //! - [`filter::Filter`]: the XDP program that redirects only granted flows to sirocco.
 //! - [`iface`]: interface facts from the kernel (index, MAC, addresses, queues, neighbours).
+//! - [`storage::StoragePort`]: storage queues — io_uring with O_DIRECT into registered buffers,
+//!   reaped by the engine's loop (the diskmap of the Atlas thesis).
 
 pub mod filter;
 pub mod iface;
@@ -14,6 +16,7 @@ pub mod pcap;
 mod pins;
 pub mod port;
 pub mod sched;
+pub mod storage;
 mod sys;
 pub mod umem;
 pub mod xsk;
