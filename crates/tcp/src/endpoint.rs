@@ -112,7 +112,11 @@ pub trait App {
     }
     /// The most bytes a segment starting at stream offset `off` of `c` may carry. An
     /// application that keeps its bytes as ready-made segments (Sandstorm) returns the end of
-    /// the one at `off`, so segments always line up with them. No limit by default.
+    /// the one at `off`, so segments always line up with them; one that reads its bytes from
+    /// disk as the window opens (Atlas) returns how many it holds at `off`, and 0 while they
+    /// are being read — nothing is sent from `off` then, and the application kicks the
+    /// connection ([`Endpoint::kick`]) when the read completes. No limit by
+    /// default.
     fn seg_limit(&self, c: &Self::Conn, off: u64) -> u32 {
         let _ = (c, off);
         u32::MAX

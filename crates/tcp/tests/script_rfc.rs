@@ -553,3 +553,74 @@ fn keepalive_probes_then_times_out() {
     assert_eq!(s.app.ended, vec![End::TimedOut]);
     assert!(s.ep.is_empty());
 }
+
+/// Queues `n` bytes of which the source holds only the first `ready` (Atlas: the rest is
+/// still being read from disk).
+fn data_partly_read(s: &mut Script, n: usize, ready: u64) {
+    let h = s.app.accepted[0];
+    let c = s.ep.conn_mut(h).expect("conn");
+    c.out.extend((0..n).map(|i| i as u8));
+    c.ready = Some(ready);
+    s.ep.kick(h);
+    let now = s.ms();
+    s.at(now);
+}
+
+fn source_holds(s: &mut Script, ready: u64) {
+    let h = s.app.accepted[0];
+    s.ep.conn_mut(h).expect("conn").ready = Some(ready);
+    s.ep.kick(h);
+    let now = s.ms();
+    s.at(now);
+}
+
+#[test]
+fn nothing_is_sent_from_bytes_the_source_is_still_reading() {
+    let mut s = established_sender(false, CcKind::NewReno);
+    data_partly_read(&mut s, 5000, 2500);
+    s.expect(ACK, 1, 1, 1000);
+    s.expect(ACK, 1001, 1, 1000);
+    s.expect(ACK, 2001, 1, 500);
+    s.expect_none();
+    source_holds(&mut s, 5000);
+    s.expect(ACK, 2501, 1, 1000);
+    s.expect(ACK, 3501, 1, 1000);
+    s.expect(ACK | PSH, 4501, 1, 500);
+    s.expect_none();
+}
+
+#[test]
+fn a_timeout_retransmission_waits_for_the_source_to_read_again() {
+    let mut s = established_sender(false, CcKind::NewReno);
+    data_partly_read(&mut s, 3000, 3000);
+    for i in 0..3 {
+        s.expect(if i == 2 { ACK | PSH } else { ACK }, 1 + 1000 * i, 1, 1000);
+    }
+    // Everything was sent once; the source let its buffers go (it re-reads to retransmit).
+    source_holds(&mut s, 0);
+    let t = s.ms();
+    s.at(t + 1500);
+    s.expect_none();
+    assert!(s.ep.stats().rtos >= 1, "the timer fired (and backed off while nothing could go)");
+    // The read completes: the retransmission goes at once.
+    source_holds(&mut s, 3000);
+    s.expect(ACK, 1, 1, 1000);
+}
+
+#[test]
+fn a_fast_retransmission_stays_owed_until_the_bytes_are_back() {
+    let mut s = established_sender(false, CcKind::NewReno);
+    data_partly_read(&mut s, 10_000, 10_000);
+    for i in 0..10 {
+        s.expect(if i == 9 { ACK | PSH } else { ACK }, 1 + 1000 * i, 1, 1000);
+    }
+    source_holds(&mut s, 0);
+    s.inject(Seg::ack(1, 1001));
+    s.inject(Seg::ack(1, 1001));
+    s.inject(Seg::ack(1, 1001));
+    s.inject(Seg::ack(1, 1001));
+    s.expect_none();
+    assert_eq!(s.ep.stats().fast_recoveries, 1);
+    source_holds(&mut s, 10_000);
+    s.expect(ACK, 1001, 1, 1000);
+}

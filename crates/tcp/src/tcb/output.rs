@@ -27,7 +27,9 @@ impl Tcb {
 
     /// As [`Tcb::poll`], with no data segment crossing a boundary of the source: `cut(off)` is
     /// the most bytes a segment starting at stream offset `off` may carry. A source made of
-    /// ready frames (Sandstorm) gives each frame's end, so every segment is one whole frame.
+    /// ready frames (Sandstorm) gives each frame's end, so every segment is one whole frame; a
+    /// source read from disk (Atlas) gives what it holds at `off`, 0 while a read is under way,
+    /// and no data is sent from there (first transmission or retransmission) until it has.
     pub fn poll_cut(&mut self, env: &mut Env, now: Instant, cut: &dyn Fn(u64) -> u32) -> Option<SegOut> {
         let out = self.next_segment(env, now, cut);
         if let Some(s) = &out {
@@ -203,8 +205,9 @@ impl Tcb {
     ) -> Option<SegOut> {
         let off = self.snd.una_off + u64::from(seq.since(self.snd.una));
         let avail = self.snd.src_end.saturating_sub(off);
-        // SACK blocks take room from the payload so the packet still fits the MSS.
-        let max = max.min(self.snd.mss.saturating_sub(self.sack_option_len()).max(1)).min(cut(off).max(1));
+        // SACK blocks take room from the payload so the packet still fits the MSS. A cut of 0
+        // means the source has no bytes at `off` yet (a disk read is under way): no data.
+        let max = max.min(self.snd.mss.saturating_sub(self.sack_option_len()).max(1)).min(cut(off));
         let len = u64::from(max).min(avail) as u32;
         let fin = self.snd.closing && off + u64::from(len) == self.snd.src_end;
         if len == 0 && !fin {
@@ -255,8 +258,9 @@ impl Tcb {
         let cwnd_room = self.cc.cwnd().saturating_sub(flight);
         let room = self.usable_window().min(cwnd_room);
         let off = self.snd.una_off + u64::from(self.snd.nxt.since(self.snd.una));
-        // A full segment is an MSS, or less where the source has a boundary.
-        let full = self.snd.mss.min(cut(off).max(1));
+        // A full segment is an MSS, or less where the source has a boundary (0: nothing
+        // there yet; the application kicks the connection when there is).
+        let full = self.snd.mss.min(cut(off));
         let len = u64::from(room.min(full)).min(left) as u32;
         if left > 0 && len == 0 {
             return None;

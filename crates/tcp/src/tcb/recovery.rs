@@ -81,6 +81,10 @@ impl Tcb {
 
     pub(super) fn retransmission(&mut self, env: &mut Env, now: Instant, cut: &dyn Fn(u64) -> u32) -> Option<SegOut> {
         if self.rec.rtx_una {
+            if cut(self.snd.una_off) == 0 && self.snd.una_off < self.snd.src_end {
+                // The source is fetching those bytes again: the retransmission stays owed.
+                return None;
+            }
             self.rec.rtx_una = false;
             let seq = self.snd.una;
             let max = if self.opts.sack { self.unsacked_run(seq) } else { self.snd.mss };

@@ -22,6 +22,8 @@ pub const PEER_ISN: u32 = 1_000_000;
 pub struct Conn {
     pub out: Vec<u8>,
     pub got: Vec<u8>,
+    /// The source holds `out` only up to here (a disk read stands for the rest); None: all.
+    pub ready: Option<u64>,
 }
 
 impl Source for Conn {
@@ -29,6 +31,14 @@ impl Source for Conn {
         self.out.len() as u64
     }
     fn fill(&self, off: u64, dst: &mut [u8]) {
+        if let Some(r) = self.ready {
+            assert!(
+                off + dst.len() as u64 <= r,
+                "filled {}..{} but the source holds up to {r}",
+                off,
+                off + dst.len() as u64
+            );
+        }
         let o = off as usize;
         dst.copy_from_slice(&self.out[o..o + dst.len()]);
     }
@@ -75,6 +85,9 @@ impl App for ScriptApp {
     }
     fn closed(&mut self, _h: Handle, _c: Conn, end: End) {
         self.ended.push(end);
+    }
+    fn seg_limit(&self, c: &Conn, off: u64) -> u32 {
+        c.ready.map_or(u32::MAX, |r| r.saturating_sub(off).min(u64::from(u32::MAX)) as u32)
     }
 }
 
@@ -211,7 +224,7 @@ impl Script {
     pub fn client(cfg: Config, data: &[u8]) -> Script {
         let mut s = Script::server(cfg);
         s.ep.unlisten(PORT);
-        let conn = Conn { out: data.to_vec(), got: Vec::new() };
+        let conn = Conn { out: data.to_vec(), ..Conn::default() };
         let h = s.ep.connect(Instant::ZERO, US, PEER, PORT, cfg, conn, |_| true).ok().expect("connect");
         s.peer_port = s.ep.tcb(h).expect("live").tuple().local_port;
         s.handle = Some(h);
