@@ -5,6 +5,7 @@
 
 pub mod conn;
 pub mod demo;
+pub mod fetch;
 pub mod replicas;
 pub mod segment;
 pub mod server;

@@ -1,0 +1,357 @@
+//! Atlas's just-in-time reads for one connection: the parts of its stream that come from
+//! files (spans), and the chunks of them read so far. Nothing is read ahead of the window:
+//! a read is planned only up to the edge the peer's windows allow (acknowledged offset plus
+//! the smaller of the congestion and receive windows), in reads of at least `min_read` bytes
+//! (10 × MSS) unless the span or the window ends sooner. Chunks are held until every byte in
+//! them is acknowledged, so a retransmission copies from memory.
+//!
+//! O_DIRECT wants whole blocks: a read covers the aligned range around the wanted bytes and
+//! the chunk remembers where in its buffer they start.
+
+use std::collections::VecDeque;
+
+use io::storage::{align_range, Buf, BufferPool, Completion, FileId, StoragePort, SubmitError, DIRECT_ALIGN};
+
+/// A part of the connection's stream that is a file's bytes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Span {
+    /// Stream offset of its first byte.
+    pub start: u64,
+    /// Its length.
+    pub len: u64,
+    /// The file.
+    pub file: FileId,
+    /// File offset of its first byte.
+    pub file_off: u64,
+}
+
+/// Bytes read and held.
+#[derive(Debug)]
+struct Chunk {
+    /// Stream offset of the first held byte.
+    start: u64,
+    /// Bytes held.
+    len: u32,
+    /// Where they start in the buffer.
+    skip: u32,
+    buf: Buf,
+}
+
+/// A read planned for the connection.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Plan {
+    /// The file.
+    pub file: FileId,
+    /// Aligned file offset and length to read.
+    pub file_off: u64,
+    /// See `file_off`.
+    pub read_len: u32,
+    /// Stream offset of the first wanted byte, and how many are wanted.
+    pub start: u64,
+    /// See `start`.
+    pub len: u32,
+    /// Where the wanted bytes start in what is read.
+    pub skip: u32,
+}
+
+/// Why no read was started.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Wait {
+    /// Nothing to read now (all read, a read in flight, or the window does not allow it).
+    Nothing,
+    /// The buffer pool is empty: try again when a buffer comes back.
+    NoBuffer,
+    /// The storage port has as many requests as it takes.
+    Busy,
+}
+
+/// One connection's file-backed bytes.
+#[derive(Debug, Default)]
+pub struct Fetch {
+    spans: VecDeque<Span>,
+    chunks: VecDeque<Chunk>,
+    /// Stream offset up to which bytes are held or being read.
+    next: u64,
+    /// A read is in flight (one at a time per connection).
+    reading: bool,
+}
+
+impl Fetch {
+    /// Adds a span (spans come in stream order).
+    pub fn push(&mut self, s: Span) {
+        debug_assert!(self.spans.back().is_none_or(|b| b.start + b.len <= s.start));
+        if self.spans.is_empty() && self.chunks.is_empty() && !self.reading {
+            self.next = s.start;
+        }
+        if s.len > 0 {
+            self.spans.push_back(s);
+        }
+    }
+
+    /// True while a read is in flight.
+    pub fn reading(&self) -> bool {
+        self.reading
+    }
+
+    /// True if nothing is held, read, or left to read.
+    pub fn is_empty(&self) -> bool {
+        self.spans.is_empty() && self.chunks.is_empty() && !self.reading
+    }
+
+    /// Bytes held contiguously from stream offset `off` (0 if they are not read yet).
+    pub fn held_at(&self, off: u64) -> u64 {
+        let i = self.chunks.partition_point(|c| c.start + u64::from(c.len) <= off);
+        let mut at = off;
+        for c in self.chunks.range(i..) {
+            if c.start > at {
+                break;
+            }
+            at = c.start + u64::from(c.len);
+        }
+        at - off
+    }
+
+    /// Copies the held bytes at `off .. off + dst.len()` into `dst`. Panics if some are not
+    /// held ([`Fetch::held_at`] says how many are).
+    pub fn copy(&self, pool: &BufferPool, off: u64, dst: &mut [u8]) {
+        let i = self.chunks.partition_point(|c| c.start + u64::from(c.len) <= off);
+        let mut done = 0;
+        for c in self.chunks.range(i..) {
+            if done == dst.len() {
+                break;
+            }
+            let at = off + done as u64;
+            assert!(c.start <= at, "bytes at {at} are not held");
+            let from = (at - c.start) as usize;
+            let n = (c.len as usize - from).min(dst.len() - done);
+            let src = &pool.get(&c.buf)[c.skip as usize + from..c.skip as usize + from + n];
+            dst[done..done + n].copy_from_slice(src);
+            done += n;
+        }
+        assert_eq!(done, dst.len(), "bytes at {} are not held", off + done as u64);
+    }
+
+    /// The peer acknowledged everything before `acked`: chunks and spans wholly below it go
+    /// (buffers back to `pool`).
+    pub fn acked(&mut self, pool: &mut BufferPool, acked: u64) {
+        while self.chunks.front().is_some_and(|c| c.start + u64::from(c.len) <= acked) {
+            pool.free(self.chunks.pop_front().expect("checked").buf);
+        }
+        while self.spans.front().is_some_and(|s| s.start + s.len <= acked && s.start + s.len <= self.next) {
+            self.spans.pop_front();
+        }
+    }
+
+    /// The next read, if the window reaches bytes not yet held: from `next` up to the edge
+    /// the windows allow (`acked + window`), within one span, at most `max_read` bytes once
+    /// widened to blocks. It waits for the window to allow `min_read` bytes — a read of a
+    /// few hundred bytes costs about what 16 KiB does — unless the span ends sooner or
+    /// everything read so far is acknowledged (a small window would otherwise never read).
+    pub fn plan(&self, acked: u64, window: u64, min_read: u32, max_read: u32) -> Option<Plan> {
+        if self.reading {
+            return None;
+        }
+        let s = self.spans.iter().find(|s| s.start + s.len > self.next)?;
+        let start = self.next.max(s.start);
+        let span_left = s.start + s.len - start;
+        let reach = (acked + window).saturating_sub(start);
+        let want = span_left.min(reach);
+        let drained = acked >= self.next;
+        if want == 0 || (want < u64::from(min_read) && want < span_left && !drained) {
+            return None;
+        }
+        let file_at = s.file_off + (start - s.start);
+        // Widened to blocks at both ends, the read must still fit a buffer.
+        let room = u64::from(max_read).saturating_sub(file_at % DIRECT_ALIGN as u64 + DIRECT_ALIGN as u64);
+        let len = want.min(room.max(1));
+        let (file_off, read_len, skip) = align_range(file_at, len);
+        Some(Plan { file: s.file, file_off, read_len: read_len as u32, start, len: len as u32, skip: skip as u32 })
+    }
+
+    /// Plans and starts the next read on `port` (with `cookie` for its completion).
+    pub fn start(
+        &mut self,
+        port: &mut StoragePort,
+        acked: u64,
+        window: u64,
+        min_read: u32,
+        cookie: u64,
+    ) -> Result<Plan, Wait> {
+        let max_read = port.pool_ref().buf_size() as u32;
+        let p = self.plan(acked, window, min_read, max_read).ok_or(Wait::Nothing)?;
+        let buf = port.pool().alloc().ok_or(Wait::NoBuffer)?;
+        match port.read(p.file, p.file_off, p.read_len, buf, cookie) {
+            Ok(()) => {
+                self.reading = true;
+                self.next = p.start + u64::from(p.len);
+                Ok(p)
+            }
+            Err((buf, e)) => {
+                port.pool().free(buf);
+                Err(match e {
+                    SubmitError::Busy => Wait::Busy,
+                    // A plan is always aligned and fits a buffer; a closed file has nothing.
+                    _ => Wait::Nothing,
+                })
+            }
+        }
+    }
+
+    /// The read `p` completed with `c`: its bytes are held, or, if it failed or came back
+    /// short (the file shrank), Err with the error number and the buffer is returned.
+    pub fn complete(&mut self, pool: &mut BufferPool, p: Plan, c: Completion) -> Result<(), i32> {
+        self.reading = false;
+        let buf = c.buf.expect("a read has a buffer");
+        let got = match c.result {
+            Ok(n) => n,
+            Err(e) => {
+                pool.free(buf);
+                return Err(e);
+            }
+        };
+        if got < p.skip + p.len {
+            pool.free(buf);
+            return Err(EIO);
+        }
+        self.chunks.push_back(Chunk { start: p.start, len: p.len, skip: p.skip, buf });
+        Ok(())
+    }
+
+    /// Gives every buffer back (the connection ended). A read in flight keeps its buffer
+    /// until it completes; the caller frees it then.
+    pub fn release(&mut self, pool: &mut BufferPool) {
+        for c in self.chunks.drain(..) {
+            pool.free(c.buf);
+        }
+        self.spans.clear();
+    }
+}
+
+/// The error a read that came back short reports (the file shrank under the server).
+const EIO: i32 = 5;
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use io::storage::StorageConfig;
+    use std::path::PathBuf;
+
+    fn file(name: &str, data: &[u8]) -> PathBuf {
+        let d = std::env::temp_dir().join(format!("sirocco-fetch-{}", std::process::id()));
+        // The target directory is on the build's file system (ext4 here); /tmp may be tmpfs.
+        let d = std::env::var_os("CARGO_TARGET_TMPDIR").map_or(d, |t| PathBuf::from(t).join("fetch"));
+        std::fs::create_dir_all(&d).unwrap();
+        let p = d.join(name);
+        std::fs::write(&p, data).unwrap();
+        p
+    }
+
+    fn pattern(n: usize) -> Vec<u8> {
+        (0..n).map(|i| (i * 7 + i / 4096) as u8).collect()
+    }
+
+    fn port() -> StoragePort {
+        StoragePort::new(StorageConfig { buffers: 4, buf_size: 64 << 10, max_part: 64 << 10, ..Default::default() })
+            .unwrap()
+    }
+
+    fn finish(f: &mut Fetch, port: &mut StoragePort, p: Plan) {
+        let mut got = None;
+        for _ in 0..1000 {
+            port.submit();
+            port.reap(|c| got = Some(c));
+            if got.is_some() {
+                break;
+            }
+            port.wait();
+        }
+        let pool = port.pool();
+        f.complete(pool, p, got.expect("completed")).unwrap();
+    }
+
+    #[test]
+    fn reads_follow_the_window_and_serve_any_offset_held() {
+        let data = pattern(300_000);
+        let mut port = port();
+        let (fid, _) = port.open(&file("w", &data), false).unwrap();
+        let mut f = Fetch::default();
+        // A 200-byte head first (not from the file), then a body from file offset 5000.
+        f.push(Span { start: 200, len: 250_000, file: fid, file_off: 5000 });
+        let min = 14_480;
+        assert_eq!(f.plan(0, 1200, min, 65_536), None, "the window allows less than a full read");
+        let p = f.start(&mut port, 0, 40_200, min, 1).unwrap();
+        assert_eq!((p.start, p.len), (200, 40_000));
+        assert_eq!(p.file_off % 4096, 0);
+        assert_eq!(f.held_at(200), 0, "not read yet");
+        assert_eq!(f.start(&mut port, 0, 300_000, min, 2), Err(Wait::Nothing), "one read at a time");
+        finish(&mut f, &mut port, p);
+        assert_eq!(f.held_at(200), 40_000);
+        assert_eq!(f.held_at(30_200), 10_000);
+        let mut out = vec![0; 1448];
+        f.copy(port.pool_ref(), 10_200, &mut out);
+        assert_eq!(out, data[15_000..15_000 + 1448]);
+        // The window moves on: the next read starts where the last one ended.
+        let p2 = f.start(&mut port, 0, 100_200, min, 3).unwrap();
+        // 60 000 bytes are allowed; widened to blocks they would not fit a 64 KiB buffer.
+        assert_eq!((p2.start, p2.len, p2.read_len), (40_200, 57_400, 61_440));
+        finish(&mut f, &mut port, p2);
+        let mut out = vec![0; 3000];
+        f.copy(port.pool_ref(), 39_000, &mut out);
+        assert_eq!(out, data[5000 + 38_800..5000 + 38_800 + 3000], "across two chunks");
+        // Acknowledged bytes give their buffers back.
+        let free = port.pool_ref().free_count();
+        f.acked(port.pool(), 40_200);
+        assert_eq!(port.pool_ref().free_count(), free + 1);
+        assert_eq!(f.held_at(200), 0);
+        f.release(port.pool());
+        assert_eq!(port.pool_ref().free_count(), 4);
+    }
+
+    #[test]
+    fn a_short_span_is_read_whole_and_the_end_of_the_file_is_fine() {
+        let data = pattern(10_000);
+        let mut port = port();
+        let (fid, _) = port.open(&file("s", &data), false).unwrap();
+        let mut f = Fetch::default();
+        f.push(Span { start: 0, len: 3000, file: fid, file_off: 7000 });
+        let p = f.start(&mut port, 0, 100_000, 14_480, 1).unwrap_or_else(|w| panic!("{w:?}"));
+        assert_eq!(p.len, 3000, "smaller than a full read, but the whole span");
+        finish(&mut f, &mut port, p);
+        let mut out = vec![0; 3000];
+        f.copy(port.pool_ref(), 0, &mut out);
+        assert_eq!(out, data[7000..]);
+        assert!(f.plan(0, 1 << 20, 14_480, 65_536).is_none(), "all read");
+    }
+
+    #[test]
+    fn an_empty_pool_makes_the_connection_wait() {
+        let data = pattern(1 << 20);
+        let mut port = port();
+        let (fid, _) = port.open(&file("p", &data), false).unwrap();
+        let held: Vec<Buf> = std::iter::from_fn(|| port.pool().alloc()).collect();
+        let mut f = Fetch::default();
+        f.push(Span { start: 0, len: 1 << 20, file: fid, file_off: 0 });
+        assert_eq!(f.start(&mut port, 0, 1 << 20, 14_480, 1), Err(Wait::NoBuffer));
+        assert!(!f.reading());
+        for b in held {
+            port.pool().free(b);
+        }
+        assert!(f.start(&mut port, 0, 1 << 20, 14_480, 1).is_ok());
+    }
+
+    #[test]
+    fn a_small_window_reads_small_once_everything_is_acknowledged() {
+        let data = pattern(100_000);
+        let mut port = port();
+        let (fid, _) = port.open(&file("k", &data), false).unwrap();
+        let mut f = Fetch::default();
+        f.push(Span { start: 0, len: 100_000, file: fid, file_off: 0 });
+        let p = f.start(&mut port, 0, 20_000, 14_480, 1).unwrap();
+        finish(&mut f, &mut port, p);
+        // The peer's window shrinks to 4 000 bytes: nothing while unacknowledged bytes are
+        // held, a small read once they are acknowledged.
+        assert_eq!(f.plan(10_000, 4000, 14_480, 65_536), None);
+        let p = f.plan(20_000, 4000, 14_480, 65_536).expect("drained: read what the window allows");
+        assert_eq!((p.start, p.len), (20_000, 4000));
+    }
+}
