@@ -16,6 +16,7 @@ mod gen;
 mod gen_http;
 mod lifecycle;
 mod malformed;
+mod stream;
 mod tcp;
 mod web;
 mod web_diff;

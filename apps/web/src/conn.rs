@@ -1,6 +1,8 @@
 //! One HTTP connection: the responses queued on its stream, the partial request it holds,
 //! and its deadlines.
 
+use crate::fetch::{Fetch, Plan};
+use io::storage::FileId;
 use std::collections::VecDeque;
 use tcp::Instant;
 
@@ -20,6 +22,16 @@ pub enum Body {
     Bytes {
         /// Offset in the scratch.
         at: u32,
+    },
+    /// Stream mode: a formatted head in the scratch, then file bytes read from disk as the
+    /// window opens (the connection's [`Fetch`] holds them).
+    Disk {
+        /// Head offset in the scratch.
+        at: u32,
+        /// Head length.
+        head: u32,
+        /// The file (open on the engine's storage port).
+        file: FileId,
     },
     /// A formatted head in the scratch, then body bytes of a store object from `from` (206).
     Range {
@@ -67,6 +79,10 @@ pub struct Conn {
     pub closing: bool,
     /// When the connection is given up if nothing changes (milliseconds, engine clock).
     pub deadline: Instant,
+    /// Stream mode: the file bytes of its responses, read as the window opens.
+    pub fetch: Fetch,
+    /// The read in flight for it, if any.
+    pub reading: Option<Plan>,
 }
 
 impl Conn {
@@ -81,6 +97,8 @@ impl Conn {
             requests: 0,
             closing: false,
             deadline,
+            fetch: Fetch::default(),
+            reading: None,
         }
     }
 
@@ -112,7 +130,7 @@ impl Conn {
             .resps
             .iter()
             .filter_map(|r| match r.body {
-                Body::Bytes { at } | Body::Range { at, .. } => Some(at),
+                Body::Bytes { at } | Body::Range { at, .. } | Body::Disk { at, .. } => Some(at),
                 Body::Ready { .. } => None,
             })
             .min();

@@ -12,6 +12,7 @@ pub mod server;
 pub mod service;
 pub mod site;
 pub mod store;
+pub mod streamer;
 
 pub use server::{Settings, WebApp, WebStats};
 pub use service::WebService;

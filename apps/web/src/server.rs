@@ -5,10 +5,12 @@
 //! responses (errors, 304, HEAD, ranges) are formatted per request and sent the ordinary way.
 
 use crate::conn::{Body, Conn, MAX_QUEUED};
+use crate::fetch::Span;
 use crate::replicas::Replicas;
 use crate::segment;
 use crate::site::Lookup;
 use crate::store::Store;
+use crate::streamer::Streamer;
 use http::range::Ranged;
 use http::response::{self, ContentRange, Head};
 use http::{Method, Parsed, Request};
@@ -78,6 +80,8 @@ pub struct WebApp {
     /// The engine's clock (set by the service before each call into TCP).
     pub now: Instant,
     replicas: Option<Replicas>,
+    /// Stream mode (Atlas): bodies read from disk as the window opens.
+    pub stream: Option<Streamer>,
     path: Vec<u8>,
     look: Vec<u8>,
 }
@@ -94,9 +98,16 @@ impl WebApp {
             stats: WebStats::default(),
             now: Instant::ZERO,
             replicas: None,
+            stream: None,
             path: Vec::new(),
             look: Vec::new(),
         }
+    }
+
+    /// Stream mode: response bodies come from disk through `s`, not from packetised objects.
+    pub fn streaming(mut self, s: Streamer) -> WebApp {
+        self.stream = Some(s);
+        self
     }
 
     /// Serves prepared segments from replicas in at most `frames` pinned frames of the TX
@@ -168,6 +179,9 @@ impl WebApp {
                 return self.formatted(c, h, true, head_only);
             }
         };
+        if self.stream.is_some() {
+            return self.answer_from_disk(c, req, keep, file);
+        }
         let Some(slot) = self.store.get(file) else {
             return self.error(c, 404, keep, head_only);
         };
@@ -234,6 +248,86 @@ impl WebApp {
                 self.count(200);
             }
         }
+    }
+
+    /// Stream mode: the connection has file bytes to read; the service looks at it.
+    fn want_read(&mut self, h: Handle, c: &Conn) {
+        if let Some(st) = self.stream.as_mut() {
+            if !c.fetch.is_empty() && c.reading.is_none() {
+                st.wanted.push(h);
+            }
+        }
+    }
+
+    /// Stream mode's answer for a file: the same conditionals, ranges and heads as from
+    /// packetised objects, with the body read from disk as the window opens.
+    fn answer_from_disk(&mut self, c: &mut Conn, req: &Request<'_>, keep: bool, file: u32) {
+        let head_only = req.method == Method::Head;
+        let site = self.store.site().clone();
+        let f = &site.files[file as usize];
+        let (mtime, len, date) = (f.mtime, f.size, self.store.date());
+        let not_modified = match (req.if_none_match, req.if_modified_since) {
+            (Some(v), _) => response::none_match(v, &f.etag),
+            (None, Some(v)) => http::date::parse(v).is_some_and(|t| mtime <= t),
+            _ => false,
+        };
+        if not_modified {
+            let mut h = Head::new(304, date, keep);
+            h.last_modified = Some(mtime);
+            h.etag = Some(&f.etag);
+            return self.formatted(c, h, false, true);
+        }
+        let if_range_ok = match req.if_range {
+            None => true,
+            Some(v) if v.first() == Some(&b'"') => v == f.etag.as_bytes(),
+            Some(v) => http::date::parse(v) == Some(mtime),
+        };
+        let ranged = match req.range {
+            Some(r) if req.method == Method::Get && if_range_ok => http::range::evaluate(r, len),
+            _ => Ranged::Full,
+        };
+        let (status, first, n) = match ranged {
+            Ranged::Unsatisfiable => {
+                let mut h = Head::new(416, date, keep);
+                h.content_range = Some(ContentRange::Unsatisfied(len));
+                return self.formatted(c, h, true, false);
+            }
+            Ranged::Part { first, last } => (206, first, last - first + 1),
+            Ranged::Full => (200, 0, len),
+        };
+        let mut h = Head::new(status, date, keep);
+        h.content_type = Some(f.content_type);
+        h.content_length = n;
+        h.last_modified = Some(mtime);
+        h.etag = Some(&f.etag);
+        h.accept_ranges = status == 200;
+        if status == 206 {
+            h.content_range = Some(ContentRange::Part { first, last: first + n - 1, total: len });
+        }
+        let at = c.scratch.len();
+        h.write(&mut c.scratch);
+        let head = (c.scratch.len() - at) as u32;
+        self.stats.formatted_responses += 1;
+        self.count(status);
+        if head_only || n == 0 {
+            c.push(u64::from(head), Body::Bytes { at: at as u32 });
+            return;
+        }
+        let st = self.stream.as_mut().expect("stream mode");
+        let opened = match &f.source {
+            Some(path) => st.open(path).map_err(|e| e.to_string()),
+            None => Err("built-in content has no file".to_string()),
+        };
+        let Ok(fid) = opened else {
+            // Gone or unreadable since the tree was loaded: the head is not sent yet.
+            c.scratch.truncate(at);
+            self.stats.formatted_responses -= 1;
+            *self.stats.status.get_mut(&status).expect("just counted") -= 1;
+            return self.error(c, 404, keep, false);
+        };
+        let start = c.end + u64::from(head);
+        c.push(u64::from(head) + n, Body::Disk { at: at as u32, head, file: fid });
+        c.fetch.push(Span { start, len: n, file: fid, file_off: first });
     }
 
     /// Answers the complete requests at the start of `buf`; returns the bytes used.
@@ -339,9 +433,24 @@ impl WebApp {
 
     fn release_all(&mut self, c: &mut Conn) {
         for r in c.resps.drain(..) {
-            if let Body::Ready { obj, .. } | Body::Range { obj, .. } = r.body {
-                self.store.put(obj);
+            self.release(r.body);
+        }
+        if let Some(st) = self.stream.as_mut() {
+            c.fetch.release(st.port.pool());
+            st.buffers_back();
+        }
+    }
+
+    /// What a response held (a store object, an open file) goes back.
+    fn release(&mut self, body: Body) {
+        match body {
+            Body::Ready { obj, .. } | Body::Range { obj, .. } => self.store.put(obj),
+            Body::Disk { file, .. } => {
+                if let Some(st) = self.stream.as_mut() {
+                    st.release(file);
+                }
             }
+            Body::Bytes { .. } => {}
         }
     }
 }
@@ -395,24 +504,33 @@ impl tcp::App for WebApp {
         Some(Conn::new(self.now + self.settings.header_timeout))
     }
 
-    fn recv(&mut self, _h: Handle, c: &mut Conn, data: &[u8], ctl: &mut Ctl) {
+    fn recv(&mut self, h: Handle, c: &mut Conn, data: &[u8], ctl: &mut Ctl) {
         ctl.recv_done(data.len() as u32);
         let closing = c.closing;
         self.take(c, data);
+        self.want_read(h, c);
         if c.closing && !closing {
             ctl.close();
         }
     }
 
-    fn sent(&mut self, _h: Handle, c: &mut Conn, acked: u64, ctl: &mut Ctl) {
+    fn sent(&mut self, h: Handle, c: &mut Conn, acked: u64, ctl: &mut Ctl) {
+        if let Some(st) = self.stream.as_mut() {
+            let free = st.port.pool_ref().free_count();
+            c.fetch.acked(st.port.pool(), acked);
+            if st.port.pool_ref().free_count() > free {
+                st.buffers_back();
+            }
+        }
+        // The window moved: more may be read.
+        self.want_read(h, c);
         let mut released = false;
         while let Some(r) = c.resps.front() {
             if r.start + r.len > acked {
                 break;
             }
-            if let Body::Ready { obj, .. } | Body::Range { obj, .. } = r.body {
-                self.store.put(obj);
-            }
+            let body = r.body;
+            self.release(body);
             c.resps.pop_front();
             released = true;
         }
@@ -460,6 +578,20 @@ impl tcp::App for WebApp {
                     let s = at as usize + pos as usize;
                     out.copy_from_slice(&c.scratch[s..s + n]);
                 }
+                Body::Disk { at, head, .. } => {
+                    let h = u64::from(head);
+                    let mut i = 0;
+                    if pos < h {
+                        let k = ((h - pos) as usize).min(n);
+                        let s = at as usize + pos as usize;
+                        out[..k].copy_from_slice(&c.scratch[s..s + k]);
+                        i = k;
+                    }
+                    if i < n {
+                        let pool = self.stream.as_ref().expect("stream mode").port.pool_ref();
+                        c.fetch.copy(pool, off + (done + i) as u64, &mut out[i..]);
+                    }
+                }
                 Body::Range { obj, at, head, from } => {
                     let h = u64::from(head);
                     let mut i = 0;
@@ -490,6 +622,11 @@ impl tcp::App for WebApp {
                 let p = u64::from(self.store.payload());
                 p - pos % p
             }
+            // The head, then what has been read from disk (0 while a read is under way).
+            Body::Disk { head, .. } if pos < u64::from(head) => {
+                u64::from(head) - pos + c.fetch.held_at(r.start + u64::from(head))
+            }
+            Body::Disk { .. } => c.fetch.held_at(off),
             _ => left,
         };
         lim.min(left).min(u64::from(u32::MAX)) as u32

@@ -3,9 +3,11 @@
 //! once a second), the switch to a reloaded site, and a sweep for connections past their
 //! deadlines.
 
+use crate::fetch::Wait;
 use crate::server::{Settings, WebApp};
 use crate::site::Site;
 use crate::store::Store;
+use crate::streamer;
 use engine::published::Follower;
 use engine::{Originate, Service, TcpService};
 use std::time::{SystemTime, UNIX_EPOCH};
@@ -61,6 +63,14 @@ impl WebService {
         }
     }
 
+    /// Stream mode (Atlas): response bodies are read from disk through `s` as each
+    /// connection's window opens. Make the service with a cache of 0 bytes: nothing is
+    /// packetised in this mode.
+    pub fn streaming(mut self, s: crate::streamer::Streamer) -> Self {
+        self.tcp.app.stream = Some(s);
+        self
+    }
+
     fn housekeeping(&mut self, now: Instant) {
         if now >= self.last_clock + CLOCK {
             self.last_clock = now;
@@ -90,6 +100,71 @@ impl WebService {
     }
 }
 
+impl WebService {
+    /// Stream mode, once per loop iteration: completed reads go to their connections (which
+    /// are kicked to send), connections whose window opened get their next read, and what was
+    /// queued goes to the kernel in one call.
+    fn stream(&mut self) {
+        let (ep, app) = (&mut self.tcp.ep, &mut self.tcp.app);
+        let Some(st) = app.stream.as_mut() else { return };
+        let mut done = std::mem::take(&mut st.done);
+        // Connections whose read failed are reset once the streamer is let go.
+        let mut failed = Vec::new();
+        st.port.reap(|c| done.push(c));
+        for c in done.drain(..) {
+            let h = streamer::handle(c.cookie);
+            let live = ep.conn_mut(h).and_then(|conn| conn.reading.take().map(|p| (conn, p)));
+            let Some((conn, plan)) = live else {
+                // The connection ended while its read was under way.
+                if let Some(b) = c.buf {
+                    st.port.pool().free(b);
+                    st.buffers_back();
+                }
+                continue;
+            };
+            match conn.fetch.complete(st.port.pool(), plan, c) {
+                Ok(()) => {
+                    st.wanted.push(h);
+                    ep.kick(h);
+                }
+                Err(_) => {
+                    st.stats.read_errors += 1;
+                    st.buffers_back();
+                    failed.push(h);
+                }
+            }
+        }
+        st.done = done;
+        let mut wanted = std::mem::take(&mut st.wanted);
+        for h in wanted.drain(..) {
+            let Some(t) = ep.tcb(h) else { continue };
+            let (acked, window, mss) = (t.acked_offset(), u64::from(t.cwnd().min(t.snd_wnd())), t.smss());
+            let Some(conn) = ep.conn_mut(h) else { continue };
+            if conn.reading.is_some() {
+                continue;
+            }
+            match conn.fetch.start(&mut st.port, acked, window, 10 * mss, streamer::cookie(h)) {
+                Ok(p) => {
+                    st.stats.reads += 1;
+                    st.stats.read_bytes += u64::from(p.len);
+                    conn.reading = Some(p);
+                }
+                Err(Wait::NoBuffer) => {
+                    st.stats.buffer_waits += 1;
+                    st.starved.push(h);
+                }
+                Err(Wait::Busy) => st.starved.push(h),
+                Err(Wait::Nothing) => {}
+            }
+        }
+        st.wanted = wanted;
+        st.port.submit();
+        for h in failed {
+            ep.abort(app, h);
+        }
+    }
+}
+
 impl Service for WebService {
     fn tcp_ports(&self) -> Vec<u16> {
         self.tcp.tcp_ports()
@@ -105,11 +180,13 @@ impl Service for WebService {
         self.tcp.app.now = now;
         self.housekeeping(now);
         self.tcp.app.tend_replicas(out);
+        self.stream();
         self.tcp.produce(now, out)
     }
 
     fn busy(&self) -> bool {
-        self.tcp.busy()
+        // Reads in flight complete without a packet to wake the engine: keep polling.
+        self.tcp.busy() || self.tcp.app.stream.as_ref().is_some_and(|s| s.port.in_flight() > 0)
     }
 
     fn idle_wait(&self) -> Duration {

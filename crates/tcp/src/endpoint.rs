@@ -72,6 +72,18 @@ impl Handle {
     pub fn index(&self) -> u32 {
         self.idx
     }
+
+    /// The handle as one number, to carry through an asynchronous request (a disk read's
+    /// cookie) and back with [`Handle::from_bits`]. A connection that ended meanwhile is
+    /// told apart by its generation: the endpoint no longer answers for it.
+    pub fn to_bits(self) -> u64 {
+        (u64::from(self.gen) << 32) | u64::from(self.idx)
+    }
+
+    /// The handle [`Handle::to_bits`] made.
+    pub fn from_bits(bits: u64) -> Handle {
+        Handle { idx: bits as u32, gen: (bits >> 32) as u32 }
+    }
 }
 
 /// The application (level 1): callbacks with the connection's own state, which is also its

@@ -5,9 +5,11 @@ use crate::serve::{secs, Defaults, ServeArgs};
 use crate::tcp_limits::tcp_limits;
 use clap::Args;
 use engine::published::Published;
+use io::storage::StorageConfig;
 use serde::Deserialize;
 use std::path::{Path, PathBuf};
 use std::time::{Instant, SystemTime, UNIX_EPOCH};
+use web::streamer::Streamer;
 use web::{Settings, Site};
 use wire::Protocol;
 
@@ -42,6 +44,10 @@ pub struct WebOptions {
     /// segments are copied from their masters [default: 16384].
     #[arg(long, value_name = "N")]
     pub replica_frames: Option<usize>,
+    /// Stream mode: MiB of read buffers per engine; connections wait for a buffer when all
+    /// are in use [default: 64].
+    #[arg(long, value_name = "MIB")]
+    pub stream_memory: Option<u64>,
 }
 
 #[derive(Args)]
@@ -61,6 +67,9 @@ pub enum Mode {
     Precopy,
     /// The master copied into a fresh frame per send.
     Memcpy,
+    /// Nothing packetised or cached: bodies read from disk (O_DIRECT, io_uring) as each
+    /// connection's window opens, held until acknowledged (Atlas).
+    Stream,
 }
 
 impl WebOptions {
@@ -75,6 +84,7 @@ impl WebOptions {
             max_conns: self.max_conns.or(file.max_conns),
             mode: self.mode.or(file.mode),
             replica_frames: self.replica_frames.or(file.replica_frames),
+            stream_memory: self.stream_memory.or(file.stream_memory),
         }
     }
 }
@@ -110,6 +120,12 @@ pub fn run(a: WebArgs) -> Result<(), String> {
         return Err("--replica-frames must be 1..1048576".into());
     }
     let precopy = (mode == Mode::Precopy).then_some(replica_frames);
+    let stream = (mode == Mode::Stream).then(|| stream_config(o.stream_memory.unwrap_or(64))).transpose()?;
+    // Stream mode reads every body from disk: nothing is packetised, nothing preloaded.
+    let cache = if stream.is_some() { 0 } else { cache };
+    if stream.is_some() && o.root.is_none() {
+        return Err("--mode stream serves files from disk: give --root DIR".into());
+    }
     s.opts.extra_frames = precopy.unwrap_or(0);
     let root = o.root;
     let t = Instant::now();
@@ -141,7 +157,22 @@ pub fn run(a: WebArgs) -> Result<(), String> {
     };
     let (port, cfg) = (s.port, tcp::Config::default());
     let limits = tcp::Limits { max_conns, ..tcp_limits() };
-    let make = |_| web::WebService::new(published.follow(), port, cfg, limits, settings, cache, precopy);
+    let mut first = match stream {
+        Some(cfg) => Some(first_streamer(cfg, published.follow().get())?),
+        None => None,
+    };
+    let make = |q| {
+        let svc = web::WebService::new(published.follow(), port, cfg, limits, settings, cache, precopy);
+        match stream {
+            Some(sc) => svc.streaming(first.take().map_or_else(|| engine_streamer(sc, q), Ok).unwrap_or_else(|e| {
+                // Only after the first engine's port was set up; nothing to tidy but the
+                // process (the XDP link goes with it).
+                eprintln!("sirocco: engine {q}: {e}");
+                std::process::exit(1)
+            })),
+            None => svc,
+        }
+    };
     let out =
         s.run(&format!("web on port {port}"), &[(Protocol::TCP, port)], make, Some(("tree", Box::new(reload))))?;
     for (q, svc) in out.apps().enumerate() {
@@ -182,8 +213,51 @@ pub fn run(a: WebArgs) -> Result<(), String> {
                 r.pinned(),
                 r.budget()
             ),
+            None if svc.tcp.app.stream.is_some() => {
+                let st = svc.tcp.app.stream.as_ref().expect("checked");
+                let (s, p) = (&st.stats, &st.port.stats);
+                println!(
+                    "engine {q} stream: reads {} ({} bytes wanted, {} read in {} transfers, {} continued), waits for a buffer {}, read errors {}, files opened {}",
+                    s.reads, s.read_bytes, p.bytes_read, p.parts, p.continued, s.buffer_waits, s.read_errors, s.opens
+                )
+            }
             None => println!("engine {q} memcpy: every ready segment copied from its master"),
         }
     }
     Ok(())
+}
+
+/// The storage port of a stream-mode engine: `mib` MiB of 256 KiB buffers.
+fn stream_config(mib: u64) -> Result<StorageConfig, String> {
+    if !(1..=65_536).contains(&mib) {
+        return Err("--stream-memory must be 1..65536 (MiB)".into());
+    }
+    let buf_size = 256 << 10;
+    Ok(StorageConfig {
+        buffers: (mib * (1 << 20) / buf_size as u64).max(1) as u32,
+        buf_size,
+        ..StorageConfig::default()
+    })
+}
+
+fn engine_streamer(cfg: StorageConfig, q: u32) -> Result<Streamer, String> {
+    Streamer::new(cfg).map_err(|e| format!("engine {q}: {e}"))
+}
+
+/// The first engine's streamer, made before anything runs so that what is missing (io_uring,
+/// O_DIRECT under the root) is one line at start; it reports what the kernel offers.
+fn first_streamer(cfg: StorageConfig, site: &Site) -> Result<Streamer, String> {
+    let mut st = Streamer::new(cfg).map_err(|e| e.to_string())?;
+    eprintln!(
+        "sirocco: stream mode: {}; {} buffers of {} KiB per engine{}",
+        st.port.features(),
+        cfg.buffers,
+        cfg.buf_size >> 10,
+        if st.port.pool_ref().hugepages() { " on hugepages" } else { "" }
+    );
+    if let Some(path) = site.files.iter().find_map(|f| f.source.as_deref()) {
+        let f = st.open(path).map_err(|e| e.to_string())?;
+        st.release(f);
+    }
+    Ok(st)
 }

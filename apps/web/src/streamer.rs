@@ -1,0 +1,101 @@
+//! Stream mode's per-engine state (Atlas): the storage port, the files open on it (one
+//! registration per file however many responses use it), and the connections that want a
+//! read looked at — when a response is queued, the window opens, a read completes or a
+//! buffer comes back. The engine loop drives it through [`crate::WebService`]: reap, plan
+//! reads, submit, once per iteration.
+
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+
+use io::storage::{Completion, FileId, StorageConfig, StorageError, StoragePort};
+use tcp::Handle;
+
+/// Counters.
+#[derive(Debug, Default, Clone, Copy)]
+pub struct StreamStats {
+    /// Reads started.
+    pub reads: u64,
+    /// Bytes those reads wanted.
+    pub read_bytes: u64,
+    /// Times a connection waited because every buffer was in use.
+    pub buffer_waits: u64,
+    /// Reads that failed (the connection is reset).
+    pub read_errors: u64,
+    /// Files opened on the port.
+    pub opens: u64,
+}
+
+/// One engine's streaming state.
+pub struct Streamer {
+    /// The storage queues.
+    pub port: StoragePort,
+    by_path: HashMap<PathBuf, FileId>,
+    refs: HashMap<FileId, (u32, PathBuf)>,
+    /// Connections to look at for a read.
+    pub wanted: Vec<Handle>,
+    /// Connections that found no free buffer.
+    pub starved: Vec<Handle>,
+    /// Completions reaped, waiting to be handed to their connections.
+    pub done: Vec<Completion>,
+    /// Counters.
+    pub stats: StreamStats,
+}
+
+impl Streamer {
+    /// A streamer on a new storage port.
+    pub fn new(cfg: StorageConfig) -> Result<Streamer, StorageError> {
+        Ok(Streamer {
+            port: StoragePort::new(cfg)?,
+            by_path: HashMap::new(),
+            refs: HashMap::new(),
+            wanted: Vec::new(),
+            starved: Vec::new(),
+            done: Vec::new(),
+            stats: StreamStats::default(),
+        })
+    }
+
+    /// The file at `path`, opened on the port if no response uses it yet; one more use.
+    pub fn open(&mut self, path: &Path) -> Result<FileId, StorageError> {
+        if let Some(&f) = self.by_path.get(path) {
+            self.refs.get_mut(&f).expect("open files are counted").0 += 1;
+            return Ok(f);
+        }
+        let (f, _) = self.port.open(path, false)?;
+        self.stats.opens += 1;
+        self.by_path.insert(path.to_path_buf(), f);
+        self.refs.insert(f, (1, path.to_path_buf()));
+        Ok(f)
+    }
+
+    /// One use of `f` fewer; closed when none is left.
+    pub fn release(&mut self, f: FileId) {
+        let Some(e) = self.refs.get_mut(&f) else { return };
+        e.0 -= 1;
+        if e.0 == 0 {
+            let (_, path) = self.refs.remove(&f).expect("present");
+            self.by_path.remove(&path);
+            self.port.close(f);
+        }
+    }
+
+    /// Files open now.
+    pub fn open_files(&self) -> usize {
+        self.refs.len()
+    }
+
+    /// A buffer came back: connections that waited for one are looked at again.
+    pub fn buffers_back(&mut self) {
+        self.wanted.append(&mut self.starved);
+    }
+}
+
+/// The cookie a read carries: the connection's handle.
+pub fn cookie(h: Handle) -> u64 {
+    h.to_bits()
+}
+
+/// The connection a read's cookie names (it may have ended since).
+pub fn handle(cookie: u64) -> Handle {
+    Handle::from_bits(cookie)
+}
