@@ -89,6 +89,29 @@ pub struct WebApp {
 /// Most request bytes held for a connection while a head is incomplete or waits its turn.
 const MAX_PARTIAL: usize = http::request::MAX_HEAD + 4096;
 
+/// What a request's conditionals and range make of a file with `etag`, `mtime` and `len`:
+/// None for 304 Not Modified (RFC 9110 §13.2.2: If-None-Match, else If-Modified-Since), else
+/// the part to send (a range only for GET, and only if If-Range still holds).
+fn choose(req: &Request<'_>, etag: &str, mtime: u64, len: u64) -> Option<Ranged> {
+    let not_modified = match (req.if_none_match, req.if_modified_since) {
+        (Some(v), _) => response::none_match(v, etag),
+        (None, Some(v)) => http::date::parse(v).is_some_and(|t| mtime <= t),
+        _ => false,
+    };
+    if not_modified {
+        return None;
+    }
+    let if_range_ok = match req.if_range {
+        None => true,
+        Some(v) if v.first() == Some(&b'"') => v == etag.as_bytes(),
+        Some(v) => http::date::parse(v) == Some(mtime),
+    };
+    Some(match req.range {
+        Some(r) if req.method == Method::Get && if_range_ok => http::range::evaluate(r, len),
+        _ => Ranged::Full,
+    })
+}
+
 impl WebApp {
     /// A server for `store`.
     pub fn new(store: Store, settings: Settings) -> WebApp {
@@ -188,28 +211,13 @@ impl WebApp {
         let o = self.store.obj(slot);
         let (mtime, len) = (o.mtime, o.body_len);
         let date = self.store.date();
-        // Conditionals (RFC 9110 §13.2.2): If-None-Match, else If-Modified-Since.
-        let not_modified = match (req.if_none_match, req.if_modified_since) {
-            (Some(v), _) => response::none_match(v, &o.etag),
-            (None, Some(v)) => http::date::parse(v).is_some_and(|t| mtime <= t),
-            _ => false,
-        };
-        if not_modified {
+        let Some(ranged) = choose(req, &o.etag, mtime, len) else {
             let etag = o.etag.clone();
             self.store.put(slot);
             let mut h = Head::new(304, date, keep);
             h.last_modified = Some(mtime);
             h.etag = Some(&etag);
             return self.formatted(c, h, false, true);
-        }
-        let if_range_ok = match req.if_range {
-            None => true,
-            Some(v) if v.first() == Some(&b'"') => v == o.etag.as_bytes(),
-            Some(v) => http::date::parse(v) == Some(mtime),
-        };
-        let ranged = match req.range {
-            Some(r) if req.method == Method::Get && if_range_ok => http::range::evaluate(r, len),
-            _ => Ranged::Full,
         };
         match ranged {
             Ranged::Unsatisfiable => {
@@ -266,25 +274,11 @@ impl WebApp {
         let site = self.store.site().clone();
         let f = &site.files[file as usize];
         let (mtime, len, date) = (f.mtime, f.size, self.store.date());
-        let not_modified = match (req.if_none_match, req.if_modified_since) {
-            (Some(v), _) => response::none_match(v, &f.etag),
-            (None, Some(v)) => http::date::parse(v).is_some_and(|t| mtime <= t),
-            _ => false,
-        };
-        if not_modified {
+        let Some(ranged) = choose(req, &f.etag, mtime, len) else {
             let mut h = Head::new(304, date, keep);
             h.last_modified = Some(mtime);
             h.etag = Some(&f.etag);
             return self.formatted(c, h, false, true);
-        }
-        let if_range_ok = match req.if_range {
-            None => true,
-            Some(v) if v.first() == Some(&b'"') => v == f.etag.as_bytes(),
-            Some(v) => http::date::parse(v) == Some(mtime),
-        };
-        let ranged = match req.range {
-            Some(r) if req.method == Method::Get && if_range_ok => http::range::evaluate(r, len),
-            _ => Ranged::Full,
         };
         let (status, first, n) = match ranged {
             Ranged::Unsatisfiable => {
