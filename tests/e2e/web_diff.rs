@@ -58,7 +58,17 @@ pub fn nginx(ns: &str, root: &str) -> Nginx {
 
 #[test]
 fn same_answers_as_nginx() {
-    let root = Root::new("diff");
+    diff_against_nginx("diff", &[]);
+}
+
+/// Stream mode (bodies read from disk as the window opens) answers as the packetised modes do.
+#[test]
+fn stream_mode_gives_the_same_answers_as_nginx() {
+    diff_against_nginx("diff-stream", &["--mode", "stream"]);
+}
+
+fn diff_against_nginx(tag: &str, mode: &[&str]) {
+    let root = Root::new(tag);
     root.write("index.html", b"<html><body>root index</body></html>\n");
     root.write("a b.txt", b"space in the name\n");
     root.write("style.css", b"body { color: red }\n");
@@ -72,7 +82,9 @@ fn same_answers_as_nginx() {
     root.write("noindex/file.txt", b"x\n");
     let net = TestNet::new(1);
     let _ng = nginx(&net.srv_ns, root.path());
-    let s = net.start(&["web", "--iface", &net.srv_if, "--addr", SERVER_OWN, "--root", root.path()]);
+    let mut args = vec!["web", "--iface", &net.srv_if, "--addr", SERVER_OWN, "--root", root.path()];
+    args.extend_from_slice(mode);
+    let s = net.start(&args);
 
     // An ETag and a date to ask with, from nginx.
     let first = get(&net.cli_ns, SERVER, 80, "GET /style.css HTTP/1.1\r\nHost: a\r\nConnection: close\r\n\r\n");
