@@ -518,6 +518,11 @@ impl tcp::App for WebApp {
         }
         // The window moved: more may be read.
         self.want_read(h, c);
+        if !c.resps.is_empty() {
+            // The peer is taking data: a long response (a video, a disk image) is not a
+            // stalled one, however long it takes.
+            c.deadline = self.now + self.settings.idle_timeout;
+        }
         let mut released = false;
         while let Some(r) = c.resps.front() {
             if r.start + r.len > acked {

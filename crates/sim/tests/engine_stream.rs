@@ -95,9 +95,20 @@ struct Case {
     range: Option<(u64, u64)>,
 }
 
-fn run(seed: u64, link: Link, cases: &[Case], files: &[(String, Vec<u8>)], dir: &Path) {
+fn run(seed: u64, link: Link, cases: &[Case], files: &[(String, Vec<u8>)], dir: &Path) -> web::streamer::StreamStats {
+    run_with(seed, link, cases, files, dir, 12)
+}
+
+fn run_with(
+    seed: u64,
+    link: Link,
+    cases: &[Case],
+    files: &[(String, Vec<u8>)],
+    dir: &Path,
+    buffers: u32,
+) -> web::streamer::StreamStats {
     let site = Site::load(dir, 0).unwrap();
-    let streamer = Streamer::new(StorageConfig { buffers: 12, buf_size: 128 << 10, ..Default::default() })
+    let streamer = Streamer::new(StorageConfig { buffers, buf_size: 128 << 10, ..Default::default() })
         .unwrap_or_else(|e| panic!("{e}"));
     let mut server = WebService::new(
         Follower::fixed(Arc::new(site)),
@@ -145,9 +156,10 @@ fn run(seed: u64, link: Link, cases: &[Case], files: &[(String, Vec<u8>)], dir: 
     }
     let st = server.tcp.app.stream.as_ref().unwrap();
     assert_eq!(st.port.in_flight(), 0);
-    assert_eq!(st.port.pool_ref().free_count(), 12, "every buffer back");
+    assert_eq!(st.port.pool_ref().free_count(), buffers as usize, "every buffer back");
     assert_eq!(st.open_files(), 0, "every file closed");
     assert!(st.stats.reads > 0 && st.stats.read_errors == 0, "{:?}", st.stats);
+    st.stats
 }
 
 fn every_file(files: &[(String, Vec<u8>)]) -> Vec<Case> {
@@ -178,4 +190,14 @@ fn every_byte_streams_from_disk_through_loss_and_reordering() {
         };
         run(seed, link, &every_file(&files), &files, &dir);
     }
+}
+
+#[test]
+fn two_hundred_streams_share_a_small_pool_by_waiting_for_buffers() {
+    let (dir, files) = root("many");
+    // 200 connections at once, each a file of up to 3 MB, through 6 buffers of 128 KiB.
+    let cases: Vec<Case> = (0..200).map(|i| Case { path: files[2 + i % 4].0.clone(), range: None }).collect();
+    let link = Link { delay: Duration::from_millis(2), loss: 0.005, ..Link::default() };
+    let stats = run_with(3, link, &cases, &files, &dir, 6);
+    assert!(stats.buffer_waits > 0, "the pool ran out and connections waited: {stats:?}");
 }
