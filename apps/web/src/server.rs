@@ -89,6 +89,19 @@ pub struct WebApp {
 /// Most request bytes held for a connection while a head is incomplete or waits its turn.
 const MAX_PARTIAL: usize = http::request::MAX_HEAD + 4096;
 
+/// Copies the part of a formatted head (at `at` in the scratch, `head` bytes) that falls in a
+/// segment starting `pos` bytes into the response; returns how many bytes that was.
+fn copy_head(c: &Conn, at: u32, head: u32, pos: u64, out: &mut [u8]) -> usize {
+    let h = u64::from(head);
+    if pos >= h {
+        return 0;
+    }
+    let k = ((h - pos) as usize).min(out.len());
+    let s = at as usize + pos as usize;
+    out[..k].copy_from_slice(&c.scratch[s..s + k]);
+    k
+}
+
 /// What a request's conditionals and range make of a file with `etag`, `mtime` and `len`:
 /// None for 304 Not Modified (RFC 9110 §13.2.2: If-None-Match, else If-Modified-Since), else
 /// the part to send (a range only for GET, and only if If-Range still holds).
@@ -578,30 +591,16 @@ impl tcp::App for WebApp {
                     out.copy_from_slice(&c.scratch[s..s + n]);
                 }
                 Body::Disk { at, head, .. } => {
-                    let h = u64::from(head);
-                    let mut i = 0;
-                    if pos < h {
-                        let k = ((h - pos) as usize).min(n);
-                        let s = at as usize + pos as usize;
-                        out[..k].copy_from_slice(&c.scratch[s..s + k]);
-                        i = k;
-                    }
+                    let i = copy_head(c, at, head, pos, out);
                     if i < n {
                         let pool = self.stream.as_ref().expect("stream mode").port.pool_ref();
                         c.fetch.copy(pool, off + (done + i) as u64, &mut out[i..]);
                     }
                 }
                 Body::Range { obj, at, head, from } => {
-                    let h = u64::from(head);
-                    let mut i = 0;
-                    if pos < h {
-                        let k = ((h - pos) as usize).min(n);
-                        let s = at as usize + pos as usize;
-                        out[..k].copy_from_slice(&c.scratch[s..s + k]);
-                        i = k;
-                    }
+                    let i = copy_head(c, at, head, pos, out);
                     if i < n {
-                        let b = pos + i as u64 - h;
+                        let b = pos + i as u64 - u64::from(head);
                         self.store.obj(obj).fill_body(from + b, &mut out[i..]);
                     }
                 }
