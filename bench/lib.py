@@ -101,6 +101,51 @@ def fresh_runs(make_server, run, show):
     return runs
 
 
+def nginx_argv(listen, root, work="/tmp/sirocco-bench-nginx"):
+    """nginx as the web benchmarks run it: one worker, sendfile, no access log, keep-alive
+    for 10 000 requests (sirocco's --max-requests default), a deep backlog. Writes its
+    configuration under `work` and returns the command line."""
+    os.makedirs(work, exist_ok=True)
+    conf = (f"worker_processes 1;\ndaemon off;\npid {work}/nginx.pid;\nerror_log {work}/error.log;\n"
+            "events { worker_connections 8192; }\n"
+            "http {\n include /etc/nginx/mime.types;\n default_type application/octet-stream;\n"
+            " access_log off;\n sendfile on;\n tcp_nopush on;\n server_tokens off;\n"
+            " keepalive_requests 10000;\n"
+            f" client_body_temp_path {work};\n proxy_temp_path {work};\n fastcgi_temp_path {work};\n"
+            f" uwsgi_temp_path {work};\n scgi_temp_path {work};\n"
+            f" server {{ listen {listen}:80 backlog=4096; root {root}; }}\n}}\n")
+    with open(f"{work}/nginx.conf", "w") as f:
+        f.write(conf)
+    return ["nginx", "-c", f"{work}/nginx.conf"]
+
+
+_client_seq = 0
+
+
+def gen_http(net, dst, paths, conns, close=False, batch=None):
+    """One `sirocco gen http` run of SECS seconds on GEN_CPU, from a fresh client address
+    each time (no run meets the TIME-WAIT connections the last one left at the server).
+    `paths` is one path or a file of paths (.paths). Returns its JSON report."""
+    global _client_seq
+    _client_seq += 1
+    addr = f"198.18.0.{20 + _client_seq % 200}"
+    j = f"/tmp/sirocco-bench-gen-{os.getpid()}.json"
+    argv = [SIROCCO, "gen", "http", "--iface", net.cli_if, "--addr", addr, "--dst", dst, "--queues", "1",
+            "--cpus", str(GEN_CPU), "--conns", str(conns), "--duration", str(SECS), "--json", j]
+    argv += ["--paths-file", paths] if paths.endswith(".paths") else ["--path", paths]
+    if close:
+        argv.append("--close")
+    if batch:
+        argv += ["--batch", str(batch)]
+    r = ns(net.cli_ns, *argv, check=False)
+    if r.returncode != 0:
+        raise RuntimeError(f"gen http failed: {r.stdout}{r.stderr}")
+    with open(j) as f:
+        g = json.load(f)
+    os.unlink(j)
+    return g
+
+
 def median_of(runs, key):
     vals = [r[key] for r in runs if r.get(key) is not None]
     return statistics.median(vals) if vals else None

@@ -18,7 +18,7 @@ Writes bench/results/web.{json,md,png}."""
 import json, os, platform, random, shutil, subprocess, sys, time
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
-from lib import (sh, ns, cpu_busy, median_of, stop_process, server_kind, env_list, preflight, fresh_runs,  # noqa: E402
+from lib import (sh, ns, cpu_busy, median_of, stop_process, server_kind, env_list, preflight, fresh_runs, nginx_argv, gen_http,  # noqa: E402
                  Testnet, Cpuset, SIROCCO, SECS, REPS, SRV_CPU, GEN_CPU, fmt, run_meta, save, plot, finish)
 
 NET = Testnet("bw")
@@ -30,7 +30,6 @@ SWEEP = env_list("SWEEP", "1,10,100,1000", int)
 SERVERS = env_list("SERVERS", "precopy,memcpy,nginx")
 DOCROOT = "/tmp/sirocco-bench-web"
 BYTES = {"1k": 1024, "4k": 4096, "16k": 16384, "64k": 65536, "256k": 262144, "1m": 1 << 20}
-client_seq = 0
 CPUSET = None
 
 
@@ -67,19 +66,7 @@ class Server:
     def start(self):
         self.cs = CPUSET
         if self.kind == "nginx":
-            d = "/tmp/sirocco-bench-nginx"
-            os.makedirs(d, exist_ok=True)
-            conf = (f"worker_processes 1;\ndaemon off;\npid {d}/nginx.pid;\nerror_log {d}/error.log;\n"
-                    "events { worker_connections 8192; }\n"
-                    "http {\n include /etc/nginx/mime.types;\n default_type application/octet-stream;\n"
-                    " access_log off;\n sendfile on;\n tcp_nopush on;\n server_tokens off;\n"
-                    " keepalive_requests 10000;\n"
-                    f" client_body_temp_path {d};\n proxy_temp_path {d};\n fastcgi_temp_path {d};\n"
-                    f" uwsgi_temp_path {d};\n scgi_temp_path {d};\n"
-                    f" server {{ listen {KERNEL_ADDR}:80 backlog=4096; root {DOCROOT}; }}\n}}\n")
-            with open(f"{d}/nginx.conf", "w") as f:
-                f.write(conf)
-            argv = ["nginx", "-c", f"{d}/nginx.conf"]
+            argv = nginx_argv(KERNEL_ADDR, DOCROOT)
         else:
             argv = [self.bin, "web", "--iface", SRV_IF, "--addr", OWN_ADDR, "--queues", "1", "--cpus", str(SRV_CPU),
                     "--root", DOCROOT, "--mode", self.kind]
@@ -95,29 +82,13 @@ class Server:
 
 
 def gen(server, paths, conns, close):
-    """One generator run; a fresh client address each time, so no run meets the TIME-WAIT
-    connections the last one left at the server."""
-    global client_seq
-    client_seq += 1
-    addr = f"198.18.0.{20 + client_seq % 200}"
-    j = f"/tmp/sirocco-bench-web-{os.getpid()}.json"
-    argv = [SIROCCO, "gen", "http", "--iface", CLI_IF, "--addr", addr, "--dst", server.addr, "--queues", "1",
-            "--cpus", str(GEN_CPU), "--conns", str(conns), "--duration", str(SECS), "--json", j]
-    argv += ["--paths-file", paths] if paths.endswith(".paths") else ["--path", paths]
-    if close:
-        argv.append("--close")
-    if paths.split("/")[-1] in ("64k.bin", "256k.bin", "1m.bin"):
-        # Receiving bulk, the generator's core drops frames from a full RX ring with the
-        # default batch of 64 (RTOs at the server, for every server alike); 256 keeps up.
-        argv += ["--batch", "256"]
+    """One generator run against `server`, with the server core's and process's CPU."""
+    # Receiving bulk, the generator's core drops frames from a full RX ring with the
+    # default batch of 64 (RTOs at the server, for every server alike); 256 keeps up.
+    bulk = paths.split("/")[-1] in ("64k.bin", "256k.bin", "1m.bin")
     b0, p0 = cpu_busy(SRV_CPU), server.cs.cpu()
-    r = ns(CLI_NS, *argv, check=False)
+    g = gen_http(NET, server.addr, paths, conns, close, batch=256 if bulk else None)
     b1, p1 = cpu_busy(SRV_CPU), server.cs.cpu()
-    if r.returncode != 0:
-        raise RuntimeError(f"gen http failed: {r.stdout}{r.stderr}")
-    with open(j) as f:
-        g = json.load(f)
-    os.unlink(j)
     bad = g["bad_responses"] + g["not_ok"] + g["broken"]
     done = g["completed"]
     return {"req_per_s": g["req_per_s"], "gbps": g["gbps"], "p50_us": g["latency_ns"]["p50"] / 1e3,

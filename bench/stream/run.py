@@ -1,0 +1,167 @@
+#!/usr/bin/env python3
+"""Streaming benchmark (Atlas, thesis ch. 4): `sirocco web --mode stream` (bodies read from
+disk with O_DIRECT as each window opens, no cache) against nginx (one worker, sendfile through
+the page cache), in one run, on the placement of BENCHMARKING.md (server on CPU 1 in a cpuset,
+`sirocco gen http` on CPU 0).
+
+The file set is FILES files of FILE_MB MiB, asked for in turn by CONNS connections (keep-alive,
+closed loop). Two cache states: `cold` — every file's pages dropped before each run (0 % hit
+while the run reads less than the set, which the report checks) — and `warm` — the set read
+into the page cache first (sirocco's O_DIRECT reads go to the disk either way). Reported per
+point: Gb/s, server-core CPU-seconds per GB sent (core busy time from /proc/stat: veth receive
+work, and for nginx the kernel's TCP and page cache, included), the share of the set read in a
+run, and sirocco's configured read-buffer bound. HTTPS is not measured yet (no TLS in sirocco).
+Writes bench/results/stream.{json,md,png}."""
+
+import os, sys, time
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+from lib import (cpu_busy, median_of, stop_process, server_kind, env_list, preflight, fresh_runs,  # noqa: E402
+                 nginx_argv, gen_http, Testnet, Cpuset, SIROCCO, BUILD, SECS, REPS, SRV_CPU, fmt, run_meta, save, plot,
+                 finish)
+import subprocess  # noqa: E402
+
+NET = Testnet("bs")
+KERNEL_ADDR, OWN_ADDR = "198.18.0.1", "198.18.0.10"
+FILES = int(os.environ.get("FILES", "64"))
+FILE_MB = int(os.environ.get("FILE_MB", "64"))
+CONNS = env_list("CONNS", "10,40", int)
+CACHE = env_list("CACHE", "cold,warm")
+SERVERS = env_list("SERVERS", "stream,nginx")
+STREAM_MIB = int(os.environ.get("STREAM_MIB", "256"))
+# On the build directory's file system (O_DIRECT needs a real one; /tmp may be tmpfs); kept
+# between runs, FILES × FILE_MB MiB.
+DOCROOT = os.path.join(BUILD, "stream-root")
+CPUSET = None
+
+
+def make_root():
+    """FILES files of FILE_MB MiB (kept between runs when already there), and the list of
+    their paths for the generator."""
+    os.makedirs(DOCROOT, exist_ok=True)
+    chunk = os.urandom(1 << 20)
+    for i in range(FILES):
+        p = os.path.join(DOCROOT, f"v{i:03}.bin")
+        if os.path.exists(p) and os.path.getsize(p) == FILE_MB << 20:
+            continue
+        with open(p, "wb") as f:
+            for k in range(FILE_MB):
+                f.write(chunk[k % 251:] + chunk[:k % 251])
+    with open(os.path.join(DOCROOT, "all.paths"), "w") as f:
+        f.writelines(f"/v{i:03}.bin\n" for i in range(FILES))
+
+
+def set_cache(state):
+    """Drops the set's pages (cold) or reads the set into the page cache (warm)."""
+    for i in range(FILES):
+        fd = os.open(os.path.join(DOCROOT, f"v{i:03}.bin"), os.O_RDONLY)
+        try:
+            if state == "cold":
+                os.fdatasync(fd)
+                os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)
+            else:
+                while os.read(fd, 1 << 22):
+                    pass
+        finally:
+            os.close(fd)
+
+
+class Server:
+    def __init__(self, kind):
+        self.proc = None
+        self.kind, self.bin = server_kind(kind, SIROCCO)
+        self.addr = KERNEL_ADDR if self.kind == "nginx" else OWN_ADDR
+
+    def start(self):
+        if self.kind == "nginx":
+            argv = nginx_argv(KERNEL_ADDR, DOCROOT)
+        else:
+            argv = [self.bin, "web", "--iface", NET.srv_if, "--addr", OWN_ADDR, "--queues", "1", "--cpus", str(SRV_CPU),
+                    "--root", DOCROOT, "--mode", "stream", "--stream-memory", str(STREAM_MIB)]
+        self.proc = subprocess.Popen(CPUSET.wrap(["ip", "netns", "exec", NET.srv_ns] + argv),
+                                     stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        time.sleep(1.5)
+        if self.proc.poll() is not None:
+            raise RuntimeError(f"{self.kind} did not start: {self.proc.stderr.read()}")
+
+    def stop(self):
+        stop_process(self.proc)
+        return self.proc.stdout.read() if self.proc.stdout else ""
+
+
+def one_run(server, conns, cache):
+    set_cache(cache)
+    b0 = cpu_busy(SRV_CPU)
+    g = gen_http(NET, server.addr, os.path.join(DOCROOT, "all.paths"), conns, batch=256)
+    core = cpu_busy(SRV_CPU) - b0
+    gbytes = g["gbps"] * SECS / 8
+    return {"gbps": g["gbps"], "req_per_s": g["req_per_s"], "errors": g["bad_responses"] + g["not_ok"] + g["broken"],
+            "core_busy_s": core, "core_s_per_gb": core / gbytes if gbytes else None,
+            "set_share": gbytes * 1e9 / (FILES * (FILE_MB << 20))}
+
+
+def main():
+    preflight()
+    make_root()
+    global CPUSET
+    CPUSET = Cpuset("sirocco-bench-stream", SRV_CPU)
+    results = {k: [] for k in SERVERS}
+    try:
+        with NET:
+            for kind in SERVERS:
+                for cache in CACHE:
+                    for conns in CONNS:
+                        def show(rep, r, _):
+                            print(f"{kind:7} {cache:4} {conns:>5} conns rep {rep}: {r['gbps']:6.2f} Gb/s "
+                                  f"{r['core_s_per_gb'] or 0:6.3f} core-s/GB, {r['set_share'] * 100:5.1f} % of the set, "
+                                  f"errors {r['errors']}", flush=True)
+                        runs = fresh_runs(lambda: Server(kind), lambda srv: one_run(srv, conns, cache), show)
+                        point = {k: median_of(runs, k) for k in runs[0]}
+                        point.update({"cache": cache, "conns": conns, "runs": runs})
+                        results[kind].append(point)
+    finally:
+        CPUSET.remove()
+    write(results)
+
+
+def write(results):
+    meta = run_meta(secs=SECS, reps=REPS, files=FILES, file_mb=FILE_MB, stream_mib=STREAM_MIB,
+                    placement="server CPU 1 (cpuset), gen http CPU 0, threaded NAPI pinned per side")
+    lines = [f"# Streaming large files: sirocco web --mode stream vs nginx sendfile ({meta['date']}, kernel {meta['kernel']})", "",
+             f"Median of {REPS} run(s) of {SECS:.0f} s per point. {FILES} files of {FILE_MB} MiB asked for in turn, "
+             f"keep-alive. cold: the set's pages dropped before each run; warm: the set read into the page cache first. "
+             f"sirocco's read buffers are bounded at {STREAM_MIB} MiB; it reads with O_DIRECT in both states. "
+             "'of the set': bytes sent in a run over the set's size (below 100 % a cold run never meets a cached page).", "",
+             "| server | cache | conns | Gb/s | server-core CPU-s per GB | of the set | errors |", "|---|---|---|---|---|---|---|"]
+    for kind, pts in results.items():
+        for p in pts:
+            lines.append(f"| {kind} | {p['cache']} | {p['conns']} | {fmt(p['gbps'], '{:.2f}')} | "
+                         f"{fmt(p['core_s_per_gb'], '{:.3f}')} | {fmt(p['set_share'] and p['set_share'] * 100, '{:.0f} %')} | "
+                         f"{fmt(p['errors'])} |")
+    s, n = results.get("stream"), results.get("nginx")
+    if s and n:
+        lines += ["", "## stream / nginx", "", "| cache | conns | Gb/s | GB per server-core CPU-s |", "|---|---|---|---|"]
+        for a, b in zip(s, n):
+            r1 = a["gbps"] / b["gbps"] if a["gbps"] and b["gbps"] else None
+            r2 = b["core_s_per_gb"] / a["core_s_per_gb"] if a["core_s_per_gb"] and b["core_s_per_gb"] else None
+            lines.append(f"| {a['cache']} | {a['conns']} | {fmt(r1, '{:.2f}×')} | {fmt(r2, '{:.2f}×')} |")
+    save("stream", meta, lines, results=results)
+
+    def draw(plt):
+        fig, axes = plt.subplots(1, 2, figsize=(11, 4))
+        for kind, pts in results.items():
+            for cache in CACHE:
+                sel = [p for p in pts if p["cache"] == cache]
+                xs = [p["conns"] for p in sel]
+                axes[0].plot(xs, [p["gbps"] or 0 for p in sel], "o-", label=f"{kind} {cache}")
+                axes[1].plot(xs, [p["core_s_per_gb"] or 0 for p in sel], "o-", label=f"{kind} {cache}")
+        for a, t in zip(axes, ("Gb/s", "server-core CPU-s per GB")):
+            a.set_xlabel("connections")
+            a.set_title(t)
+        finish(fig, axes, "stream")
+
+    plot(draw)
+
+
+if __name__ == "__main__":
+    main()
