@@ -241,7 +241,11 @@ pub struct Root(pub PathBuf);
 
 impl Root {
     pub fn new(tag: &str) -> Root {
-        let p = std::env::temp_dir().join(format!("sirocco-web-{tag}-{}", std::process::id()));
+        Root::under(&std::env::temp_dir(), tag)
+    }
+    /// A root under `base` (the build directory, for a file system that is surely not tmpfs).
+    pub fn under(base: &std::path::Path, tag: &str) -> Root {
+        let p = base.join(format!("sirocco-web-{tag}-{}", std::process::id()));
         let _ = std::fs::remove_dir_all(&p);
         std::fs::create_dir_all(&p).unwrap();
         Root(p)
