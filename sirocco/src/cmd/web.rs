@@ -164,7 +164,7 @@ pub fn run(a: WebArgs) -> Result<(), String> {
     let make = |q| {
         let svc = web::WebService::new(published.follow(), port, cfg, limits, settings, cache, precopy);
         match stream {
-            Some(sc) => svc.streaming(first.take().map_or_else(|| engine_streamer(sc, q), Ok).unwrap_or_else(|e| {
+            Some(sc) => svc.streaming(first.take().map_or_else(|| Streamer::new(sc), Ok).unwrap_or_else(|e| {
                 // Only after the first engine's port was set up; nothing to tidy but the
                 // process (the XDP link goes with it).
                 eprintln!("sirocco: engine {q}: {e}");
@@ -238,10 +238,6 @@ fn stream_config(mib: u64) -> Result<StorageConfig, String> {
         buf_size,
         ..StorageConfig::default()
     })
-}
-
-fn engine_streamer(cfg: StorageConfig, q: u32) -> Result<Streamer, String> {
-    Streamer::new(cfg).map_err(|e| format!("engine {q}: {e}"))
 }
 
 /// The first engine's streamer, made before anything runs so that what is missing (io_uring,
