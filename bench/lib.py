@@ -119,6 +119,36 @@ def nginx_argv(listen, root, work="/tmp/sirocco-bench-nginx"):
     return ["nginx", "-c", f"{work}/nginx.conf"]
 
 
+# Where the web benchmarks' servers listen: nginx on the kernel's address, sirocco on its own.
+KERNEL_ADDR, OWN_ADDR = "198.18.0.1", "198.18.0.10"
+
+
+class WebServer:
+    """One server of the web benchmarks, in `cpuset` on the test network `net`: nginx (kind
+    "nginx", see nginx_argv) or `sirocco web` with `args` (a kind with "@base" runs BASE_BIN)."""
+
+    def __init__(self, kind, net, cpuset, root, args):
+        self.proc, self.net, self.cs, self.root, self.args = None, net, cpuset, root, args
+        self.kind, self.bin = server_kind(kind, SIROCCO)
+        self.addr = KERNEL_ADDR if self.kind == "nginx" else OWN_ADDR
+
+    def start(self):
+        if self.kind == "nginx":
+            argv = nginx_argv(KERNEL_ADDR, self.root)
+        else:
+            argv = [self.bin, "web", "--iface", self.net.srv_if, "--addr", OWN_ADDR, "--queues", "1",
+                    "--cpus", str(SRV_CPU), "--root", self.root] + self.args
+        self.proc = subprocess.Popen(self.cs.wrap(["ip", "netns", "exec", self.net.srv_ns] + argv),
+                                     stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        time.sleep(1.5)
+        if self.proc.poll() is not None:
+            raise RuntimeError(f"{self.kind} did not start: {self.proc.stderr.read()}")
+
+    def stop(self):
+        stop_process(self.proc)
+        return self.proc.stdout.read() if self.proc.stdout else ""
+
+
 _client_seq = 0
 
 

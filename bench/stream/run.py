@@ -13,16 +13,13 @@ work, and for nginx the kernel's TCP and page cache, included), the share of the
 run, and sirocco's configured read-buffer bound. HTTPS is not measured yet (no TLS in sirocco).
 Writes bench/results/stream.{json,md,png}."""
 
-import os, sys, time
+import os, sys
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
-from lib import (cpu_busy, median_of, stop_process, server_kind, env_list, preflight, fresh_runs,  # noqa: E402
-                 nginx_argv, gen_http, Testnet, Cpuset, SIROCCO, BUILD, SECS, REPS, SRV_CPU, fmt, run_meta, save, plot,
-                 finish)
-import subprocess  # noqa: E402
+from lib import (cpu_busy, median_of, env_list, preflight, fresh_runs, WebServer, gen_http,  # noqa: E402
+                 Testnet, Cpuset, BUILD, SECS, REPS, SRV_CPU, fmt, run_meta, save, plot, finish)
 
 NET = Testnet("bs")
-KERNEL_ADDR, OWN_ADDR = "198.18.0.1", "198.18.0.10"
 FILES = int(os.environ.get("FILES", "64"))
 FILE_MB = int(os.environ.get("FILE_MB", "64"))
 CONNS = env_list("CONNS", "10,40", int)
@@ -66,27 +63,8 @@ def set_cache(state):
             os.close(fd)
 
 
-class Server:
-    def __init__(self, kind):
-        self.proc = None
-        self.kind, self.bin = server_kind(kind, SIROCCO)
-        self.addr = KERNEL_ADDR if self.kind == "nginx" else OWN_ADDR
-
-    def start(self):
-        if self.kind == "nginx":
-            argv = nginx_argv(KERNEL_ADDR, DOCROOT)
-        else:
-            argv = [self.bin, "web", "--iface", NET.srv_if, "--addr", OWN_ADDR, "--queues", "1", "--cpus", str(SRV_CPU),
-                    "--root", DOCROOT, "--mode", "stream", "--stream-memory", str(STREAM_MIB)]
-        self.proc = subprocess.Popen(CPUSET.wrap(["ip", "netns", "exec", NET.srv_ns] + argv),
-                                     stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-        time.sleep(1.5)
-        if self.proc.poll() is not None:
-            raise RuntimeError(f"{self.kind} did not start: {self.proc.stderr.read()}")
-
-    def stop(self):
-        stop_process(self.proc)
-        return self.proc.stdout.read() if self.proc.stdout else ""
+def server(kind):
+    return WebServer(kind, NET, CPUSET, DOCROOT, ["--mode", "stream", "--stream-memory", str(STREAM_MIB)])
 
 
 def one_run(server, conns, cache):
@@ -115,7 +93,7 @@ def main():
                             print(f"{kind:7} {cache:4} {conns:>5} conns rep {rep}: {r['gbps']:6.2f} Gb/s "
                                   f"{r['core_s_per_gb'] or 0:6.3f} core-s/GB, {r['set_share'] * 100:5.1f} % of the set, "
                                   f"errors {r['errors']}", flush=True)
-                        runs = fresh_runs(lambda: Server(kind), lambda srv: one_run(srv, conns, cache), show)
+                        runs = fresh_runs(lambda: server(kind), lambda srv: one_run(srv, conns, cache), show)
                         point = {k: median_of(runs, k) for k in runs[0]}
                         point.update({"cache": cache, "conns": conns, "runs": runs})
                         results[kind].append(point)

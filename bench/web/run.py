@@ -15,15 +15,14 @@ Points: file sizes 1 KB .. 1 MB and a Yahoo!-CDN-like mix (90 % under 25 KB), ke
 request per connection, at CONNS connections; and a concurrency sweep (1 .. 1000) at 1 KB.
 Writes bench/results/web.{json,md,png}."""
 
-import json, os, platform, random, shutil, subprocess, sys, time
+import os, random, shutil, sys
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
-from lib import (sh, ns, cpu_busy, median_of, stop_process, server_kind, env_list, preflight, fresh_runs, nginx_argv, gen_http,  # noqa: E402
-                 Testnet, Cpuset, SIROCCO, SECS, REPS, SRV_CPU, GEN_CPU, fmt, run_meta, save, plot, finish)
+from lib import (ns, cpu_busy, median_of, env_list, preflight, fresh_runs, WebServer, gen_http,  # noqa: E402
+                 Testnet, Cpuset, SECS, REPS, SRV_CPU, GEN_CPU, fmt, run_meta, save, plot, finish)
 
 NET = Testnet("bw")
 SRV_NS, CLI_NS, SRV_IF, CLI_IF = NET.srv_ns, NET.cli_ns, NET.srv_if, NET.cli_if
-KERNEL_ADDR, OWN_ADDR = "198.18.0.1", "198.18.0.10"
 CONNS = int(os.environ.get("CONNS", "100"))
 SIZES = env_list("SIZES", "1k,4k,16k,64k,256k,1m,mix")
 SWEEP = env_list("SWEEP", "1,10,100,1000", int)
@@ -57,28 +56,8 @@ def make_root():
             "median_bytes": sorted(sizes)[len(sizes) // 2], "max_bytes": max(sizes)}
 
 
-class Server:
-    def __init__(self, kind):
-        self.proc, self.cs = None, None
-        self.kind, self.bin = server_kind(kind, SIROCCO)
-        self.addr = KERNEL_ADDR if self.kind == "nginx" else OWN_ADDR
-
-    def start(self):
-        self.cs = CPUSET
-        if self.kind == "nginx":
-            argv = nginx_argv(KERNEL_ADDR, DOCROOT)
-        else:
-            argv = [self.bin, "web", "--iface", SRV_IF, "--addr", OWN_ADDR, "--queues", "1", "--cpus", str(SRV_CPU),
-                    "--root", DOCROOT, "--mode", self.kind]
-        self.proc = subprocess.Popen(self.cs.wrap(["ip", "netns", "exec", SRV_NS] + argv),
-                                     stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-        time.sleep(1.5)
-        if self.proc.poll() is not None:
-            raise RuntimeError(f"{self.kind} did not start: {self.proc.stderr.read()}")
-
-    def stop(self):
-        stop_process(self.proc)
-        return self.proc.stdout.read() if self.proc.stdout else ""
+def server(kind):
+    return WebServer(kind, NET, CPUSET, DOCROOT, ["--mode", kind.partition("@")[0]])
 
 
 def gen(server, paths, conns, close):
@@ -128,11 +107,11 @@ def main():
                               f"{r['req_per_core_cpu_s'] or 0:>9.0f} req/core-CPU-s errors {r['errors']}", flush=True)
                         if kind != "nginx" and rep == 0 and size == "1k" and conns == CONNS and not close:
                             print("   " + "\n   ".join(l for l in log.splitlines() if l.startswith("engine 0 ")), flush=True)
-                    runs = fresh_runs(lambda: Server(kind), lambda srv: gen(srv, paths, conns, close), show)
+                    runs = fresh_runs(lambda: server(kind), lambda srv: gen(srv, paths, conns, close), show)
                     point = {k: median_of(runs, k) for k in runs[0]}
                     point.update({"size": size, "conns": conns, "close": close, "runs": runs})
                     results[kind].append(point)
-                srv = Server(kind)
+                srv = server(kind)
                 srv.start()
                 try:
                     check[kind] = {"wrk_req_per_s": wrk(srv, "/1k.bin")}
