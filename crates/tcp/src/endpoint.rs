@@ -57,6 +57,15 @@ impl Ctl {
     pub fn abort(&mut self) {
         self.abort = true;
     }
+    /// Whether `close` was asked for (for a layer between TCP and its application, such as
+    /// TLS, that forwards what the application asked).
+    pub fn wants_close(&self) -> bool {
+        self.close
+    }
+    /// Whether `abort` was asked for.
+    pub fn wants_abort(&self) -> bool {
+        self.abort
+    }
 }
 
 /// A connection's handle: slab index and generation, so a stale handle never reaches a reused

@@ -1,0 +1,198 @@
+//! The handshake, run by rustls (unbuffered API) on the bytes TCP delivers. Records are
+//! handed to rustls one at a time, so when the client's Finished completes the handshake
+//! rustls has read nothing after it: the application data that follows (often in the same
+//! segment) is left for sirocco's record layer, and the traffic secrets come out with
+//! record numbers that match.
+
+use crate::config::TlsConfig;
+use crate::record::{self, content, Keys};
+use rustls::kernel::KernelConnection;
+use rustls::server::{ServerConnectionData, UnbufferedServerConnection};
+use rustls::unbuffered::{ConnectionState, EncodeError, UnbufferedStatus};
+
+/// Most handshake bytes held from the peer before the handshake is given up.
+pub const MAX_PENDING: usize = 64 * 1024;
+
+/// The application traffic keys, when the handshake is done.
+pub struct Established {
+    /// Keys to seal with.
+    pub tx: Keys,
+    /// Number of the first record sealed with them.
+    pub tx_seq: u64,
+    /// Keys to open with.
+    pub rx: Keys,
+    /// Number of the first record opened with them.
+    pub rx_seq: u64,
+    /// What derives the next keys on a KeyUpdate.
+    pub kernel: KernelConnection<ServerConnectionData>,
+    /// The suite's name (for logs and tests).
+    pub suite: &'static str,
+}
+
+/// What one step of the handshake came to.
+pub enum Step {
+    /// Waiting for more bytes from the peer.
+    More,
+    /// Done: the keys; the bytes after the client's Finished are the record layer's.
+    Done(Box<Established>),
+    /// Failed (the alert rustls wrote, if any, was appended to the output).
+    Failed(String),
+}
+
+/// One connection's handshake.
+pub struct Handshake {
+    conn: Option<UnbufferedServerConnection>,
+    /// Bytes at the front of the input already handed to rustls.
+    fed: usize,
+}
+
+enum Next {
+    Again,
+    Read,
+    Done,
+    Failed(String),
+}
+
+/// Appends what an `EncodeTlsData` holds to `out`.
+fn encode(
+    e: &mut rustls::unbuffered::EncodeTlsData<'_, ServerConnectionData>,
+    out: &mut Vec<u8>,
+) -> Result<(), String> {
+    let start = out.len();
+    let mut room = 2048;
+    for _ in 0..8 {
+        out.resize(start + room, 0);
+        match e.encode(&mut out[start..]) {
+            Ok(n) => {
+                out.truncate(start + n);
+                return Ok(());
+            }
+            Err(EncodeError::InsufficientSize(s)) => room = s.required_size,
+            Err(err) => {
+                out.truncate(start);
+                return Err(err.to_string());
+            }
+        }
+    }
+    out.truncate(start);
+    Err("handshake record does not fit".into())
+}
+
+impl Handshake {
+    /// A handshake under `cfg`.
+    pub fn new(cfg: &TlsConfig) -> Result<Handshake, rustls::Error> {
+        Ok(Handshake { conn: Some(UnbufferedServerConnection::new(cfg.rustls.clone())?), fed: 0 })
+    }
+
+    /// Runs the handshake on the peer's bytes in `input` (consumed from the front as rustls
+    /// is done with them); what is to be sent is appended to `out`.
+    pub fn advance(&mut self, input: &mut Vec<u8>, out: &mut Vec<u8>) -> Step {
+        if self.conn.is_none() {
+            return Step::Failed("handshake already over".into());
+        }
+        // Each pass hands rustls one more record (or, for bytes that are no record, all of
+        // them, so it refuses them with the right alert); bounded by the bytes held.
+        for _ in 0..input.len() + 2 {
+            let next = match record::parse_header(&input[self.fed..]) {
+                Some((t, len)) if (content::CHANGE_CIPHER_SPEC..=content::APPLICATION_DATA).contains(&t) => {
+                    if input.len() - self.fed < record::HEADER + len {
+                        if input.len() > MAX_PENDING {
+                            return self.fail(out, "handshake too long".into());
+                        }
+                        return Step::More;
+                    }
+                    self.fed + record::HEADER + len
+                }
+                Some(_) => input.len(),
+                None => return Step::More,
+            };
+            self.fed = next;
+            match self.process(input, out) {
+                Ok(true) => return self.finish(),
+                Ok(false) => {}
+                Err(e) => return self.fail(out, e),
+            }
+        }
+        Step::More
+    }
+
+    /// Drives rustls over the bytes fed so far; true once the handshake is complete.
+    fn process(&mut self, input: &mut Vec<u8>, out: &mut Vec<u8>) -> Result<bool, String> {
+        let conn = self.conn.as_mut().expect("live");
+        for _ in 0..64 {
+            let UnbufferedStatus { discard, state } = conn.process_tls_records(&mut input[..self.fed]);
+            let next = match state {
+                Ok(ConnectionState::EncodeTlsData(mut e)) => match encode(&mut e, out) {
+                    Ok(()) => Next::Again,
+                    Err(err) => Next::Failed(err),
+                },
+                Ok(ConnectionState::TransmitTlsData(t)) => {
+                    t.done();
+                    Next::Again
+                }
+                Ok(ConnectionState::BlockedHandshake) => Next::Read,
+                Ok(ConnectionState::WriteTraffic(_)) => Next::Done,
+                Ok(ConnectionState::ReadTraffic(_)) | Ok(ConnectionState::ReadEarlyData(_)) => {
+                    Next::Failed("application data before the handshake finished".into())
+                }
+                Ok(ConnectionState::PeerClosed) | Ok(ConnectionState::Closed) => {
+                    Next::Failed("peer closed during the handshake".into())
+                }
+                Ok(_) => Next::Failed("unexpected handshake state".into()),
+                Err(e) => Next::Failed(e.to_string()),
+            };
+            input.drain(..discard);
+            self.fed -= discard;
+            match next {
+                Next::Again => {}
+                Next::Read => return Ok(false),
+                // The server may write after its own Finished; the handshake is over only
+                // once the client's Finished is in.
+                Next::Done if conn.is_handshaking() => return Ok(false),
+                Next::Done => return Ok(true),
+                Next::Failed(e) => return Err(e),
+            }
+        }
+        Err("handshake made no progress".into())
+    }
+
+    /// Appends the alert rustls queued for its error, if any.
+    fn fail(&mut self, out: &mut Vec<u8>, why: String) -> Step {
+        if let Some(conn) = self.conn.as_mut() {
+            for _ in 0..4 {
+                let UnbufferedStatus { state, .. } = conn.process_tls_records(&mut []);
+                match state {
+                    Ok(ConnectionState::EncodeTlsData(mut e)) => {
+                        if encode(&mut e, out).is_err() {
+                            break;
+                        }
+                    }
+                    _ => break,
+                }
+            }
+        }
+        self.conn = None;
+        Step::Failed(why)
+    }
+
+    fn finish(&mut self) -> Step {
+        let conn = self.conn.take().expect("live");
+        let suite = conn.negotiated_cipher_suite().map_or("?", |s| s.suite().as_str().unwrap_or("?"));
+        let (secrets, kernel) = match conn.dangerous_into_kernel_connection() {
+            Ok(x) => x,
+            Err(e) => return Step::Failed(format!("cannot take the traffic keys: {e}")),
+        };
+        let (tx_seq, tx) = secrets.tx;
+        let (rx_seq, rx) = secrets.rx;
+        let (Some(tx), Some(rx)) = (Keys::from_secrets(&tx), Keys::from_secrets(&rx)) else {
+            return Step::Failed("negotiated a suite the record layer does not have".into());
+        };
+        Step::Done(Box::new(Established { tx, tx_seq, rx, rx_seq, kernel, suite }))
+    }
+
+    /// Bytes of the input that rustls has seen but not released (the record layer takes
+    /// over after them).
+    pub fn fed(&self) -> usize {
+        self.fed
+    }
+}

@@ -1,0 +1,302 @@
+//! Where every byte of a TLS connection's outgoing stream comes from. The stream is a list of
+//! runs: handshake bytes as rustls wrote them, control records (alerts, KeyUpdate), and the
+//! application's plaintext cut into records of a fixed content size from the run's start.
+//! A run is laid once, when its bytes are known, and never changes; so the record holding any
+//! stream offset, its number and its key follow from the offset alone, and a retransmission
+//! seals the same content under the same nonce into the same bytes.
+
+use crate::record::OVERHEAD;
+use std::collections::VecDeque;
+
+/// What a run holds.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Piece {
+    /// Bytes sent as they are (the handshake flight, or an alert rustls wrote).
+    Raw(Vec<u8>),
+    /// Application plaintext `plain .. plain + len` (offsets in the application's stream),
+    /// in records of the layout's record size.
+    App {
+        /// Its length.
+        len: u64,
+    },
+    /// One protected record of the layer's own: an alert or a KeyUpdate.
+    Control {
+        /// Inner content type.
+        inner: u8,
+        /// Content.
+        body: [u8; 5],
+        /// Content length.
+        len: u8,
+    },
+}
+
+/// A run of the stream.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Run {
+    /// Stream offset of its first byte.
+    pub start: u64,
+    /// Application-stream offset at its start.
+    pub plain: u64,
+    /// Number of its first record in its key epoch.
+    pub seq: u64,
+    /// Key epoch (0 for the first application traffic keys, +1 per KeyUpdate sent).
+    pub epoch: u32,
+    /// Its bytes.
+    pub piece: Piece,
+}
+
+/// The part of a run where a stream offset falls.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Spot<'a> {
+    /// Raw bytes; the offset is `at` bytes into them.
+    Raw {
+        /// The bytes.
+        bytes: &'a [u8],
+        /// Offset into them.
+        at: usize,
+    },
+    /// A protected record.
+    Record(Rec<'a>),
+}
+
+/// A protected record of the stream.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Rec<'a> {
+    /// Stream offset of its first byte.
+    pub start: u64,
+    /// Its content length (the record is `len + OVERHEAD` bytes).
+    pub len: usize,
+    /// Record number in its epoch.
+    pub seq: u64,
+    /// Key epoch.
+    pub epoch: u32,
+    /// Inner content type.
+    pub inner: u8,
+    /// Application data: its offset in the application's stream; None for a control
+    /// record, whose content is `body`.
+    pub plain: Option<u64>,
+    /// A control record's content.
+    pub body: &'a [u8],
+}
+
+impl Rec<'_> {
+    /// Stream offset one past its last byte.
+    pub fn end(&self) -> u64 {
+        self.start + (self.len + OVERHEAD) as u64
+    }
+}
+
+/// The runs not yet acknowledged.
+#[derive(Debug)]
+pub struct Layout {
+    runs: VecDeque<Run>,
+    record: u64,
+    end: u64,
+    plain_end: u64,
+    epoch: u32,
+    seq: u64,
+}
+
+impl Layout {
+    /// An empty stream whose application records carry `record` bytes of content (so that
+    /// with the overhead one record fills one full-sized segment).
+    pub fn new(record: usize) -> Layout {
+        assert!(record > 0 && record <= crate::record::MAX_PLAIN);
+        Layout { runs: VecDeque::new(), record: record as u64, end: 0, plain_end: 0, epoch: 0, seq: 0 }
+    }
+
+    /// Content bytes per application record.
+    pub fn record_size(&self) -> usize {
+        self.record as usize
+    }
+
+    /// Stream offset one past the last byte laid.
+    pub fn end(&self) -> u64 {
+        self.end
+    }
+
+    /// Application-stream offset one past the last plaintext laid.
+    pub fn plain_end(&self) -> u64 {
+        self.plain_end
+    }
+
+    /// The key epoch the next record is sealed in.
+    pub fn epoch(&self) -> u32 {
+        self.epoch
+    }
+
+    fn push(&mut self, piece: Piece, len: u64, records: u64) {
+        self.runs.push_back(Run { start: self.end, plain: self.plain_end, seq: self.seq, epoch: self.epoch, piece });
+        self.end += len;
+        self.seq += records;
+    }
+
+    /// Appends bytes sent as they are.
+    pub fn push_raw(&mut self, bytes: Vec<u8>) {
+        if !bytes.is_empty() {
+            let n = bytes.len() as u64;
+            self.push(Piece::Raw(bytes), n, 0);
+        }
+    }
+
+    /// Lays the application's plaintext up to `plain_end` in records.
+    pub fn push_app(&mut self, plain_end: u64) {
+        if plain_end <= self.plain_end {
+            return;
+        }
+        let len = plain_end - self.plain_end;
+        let records = len.div_ceil(self.record);
+        self.push(Piece::App { len }, len + records * OVERHEAD as u64, records);
+        self.plain_end = plain_end;
+    }
+
+    /// Appends one protected record of the layer's own (at most 5 bytes of content).
+    pub fn push_control(&mut self, inner: u8, content: &[u8]) {
+        let mut body = [0; 5];
+        body[..content.len()].copy_from_slice(content);
+        let len = content.len() as u8;
+        self.push(Piece::Control { inner, body, len }, (content.len() + OVERHEAD) as u64, 1);
+    }
+
+    /// The number of the next record laid (rustls says where its keys start).
+    pub fn set_seq(&mut self, seq: u64) {
+        self.seq = seq;
+    }
+
+    /// Records laid from now on use the next key epoch, numbered from 0.
+    pub fn next_epoch(&mut self) {
+        self.epoch += 1;
+        self.seq = 0;
+    }
+
+    /// Where stream offset `off` (below `end`) falls.
+    pub fn locate(&self, off: u64) -> Option<Spot<'_>> {
+        let i = self.runs.partition_point(|r| r.start <= off).checked_sub(1)?;
+        let r = &self.runs[i];
+        let at = off - r.start;
+        match &r.piece {
+            Piece::Raw(b) => (at < b.len() as u64).then_some(Spot::Raw { bytes: b, at: at as usize }),
+            Piece::Control { inner, body, len } => {
+                let rec = Rec {
+                    start: r.start,
+                    len: usize::from(*len),
+                    seq: r.seq,
+                    epoch: r.epoch,
+                    inner: *inner,
+                    plain: None,
+                    body: &body[..usize::from(*len)],
+                };
+                (off < rec.end()).then_some(Spot::Record(rec))
+            }
+            Piece::App { len } => {
+                let full = self.record + OVERHEAD as u64;
+                let k = at / full;
+                let first = k * self.record;
+                if first >= *len {
+                    return None;
+                }
+                Some(Spot::Record(Rec {
+                    start: r.start + k * full,
+                    len: (len - first).min(self.record) as usize,
+                    seq: r.seq + k,
+                    epoch: r.epoch,
+                    inner: crate::record::content::APPLICATION_DATA,
+                    plain: Some(r.plain + first),
+                    body: &[],
+                }))
+            }
+        }
+    }
+
+    /// The application-stream offset before which every byte lies in records wholly below
+    /// stream offset `acked` (what the application may let go of: a record is resent whole).
+    pub fn plain_acked(&self, acked: u64) -> u64 {
+        let i = self.runs.partition_point(|r| r.start <= acked);
+        let Some(r) = i.checked_sub(1).map(|i| &self.runs[i]) else {
+            return self.runs.front().map_or(self.plain_end, |r| r.plain);
+        };
+        match r.piece {
+            Piece::App { len } => {
+                let full = self.record + OVERHEAD as u64;
+                r.plain + ((acked - r.start) / full * self.record).min(len)
+            }
+            _ => r.plain,
+        }
+    }
+
+    /// Lets go of the runs wholly below stream offset `acked`; returns the oldest key epoch
+    /// still needed.
+    pub fn release(&mut self, acked: u64) -> u32 {
+        while self.runs.len() > 1 && self.runs[1].start <= acked {
+            self.runs.pop_front();
+        }
+        if let Some(r) = self.runs.front() {
+            let len = match &r.piece {
+                Piece::Raw(b) => b.len() as u64,
+                Piece::App { len } => len + len.div_ceil(self.record) * OVERHEAD as u64,
+                Piece::Control { len, .. } => u64::from(*len) + OVERHEAD as u64,
+            };
+            if r.start + len <= acked {
+                self.runs.pop_front();
+            }
+        }
+        self.runs.front().map_or(self.epoch, |r| r.epoch)
+    }
+
+    /// Runs held.
+    pub fn runs(&self) -> usize {
+        self.runs.len()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::record::content;
+
+    #[test]
+    fn records_follow_from_offsets() {
+        let mut l = Layout::new(100);
+        l.push_raw(vec![1; 50]);
+        l.push_app(250); // 100, 100, 50
+        l.push_control(content::ALERT, &[1, 0]);
+        assert_eq!(l.end(), 50 + 250 + 3 * 22 + 2 + 22);
+        assert_eq!(l.locate(49), Some(Spot::Raw { bytes: &[1; 50], at: 49 }));
+        let Some(Spot::Record(r)) = l.locate(50 + 122 + 5) else { panic!() };
+        assert_eq!((r.start, r.len, r.seq, r.plain), (172, 100, 1, Some(100)));
+        let Some(Spot::Record(r)) = l.locate(50 + 244) else { panic!() };
+        assert_eq!((r.len, r.seq, r.plain, r.end()), (50, 2, Some(200), 366));
+        let Some(Spot::Record(r)) = l.locate(366) else { panic!() };
+        assert_eq!((r.inner, r.seq, r.body), (content::ALERT, 3, &[1, 0][..]));
+        assert_eq!(l.locate(l.end()), None);
+    }
+
+    #[test]
+    fn only_whole_records_count_as_acknowledged_plaintext() {
+        let mut l = Layout::new(100);
+        l.push_raw(vec![0; 10]);
+        l.push_app(300);
+        assert_eq!(l.plain_acked(0), 0);
+        assert_eq!(l.plain_acked(10 + 121), 0);
+        assert_eq!(l.plain_acked(10 + 122), 100);
+        assert_eq!(l.plain_acked(10 + 3 * 122), 300);
+        l.release(10 + 122);
+        assert_eq!(l.runs(), 1);
+        l.release(10 + 3 * 122);
+        assert_eq!(l.runs(), 0);
+        assert_eq!(l.plain_acked(10 + 3 * 122), 300);
+    }
+
+    #[test]
+    fn a_key_update_starts_a_new_epoch_from_record_zero() {
+        let mut l = Layout::new(100);
+        l.push_app(10);
+        l.push_control(content::HANDSHAKE, &[24, 0, 0, 1, 0]);
+        l.next_epoch();
+        l.push_app(20);
+        let Some(Spot::Record(r)) = l.locate(l.end() - 1) else { panic!() };
+        assert_eq!((r.epoch, r.seq, r.plain), (1, 0, Some(10)));
+        assert_eq!(l.release(32), 0);
+        assert_eq!(l.release(l.end() - 1), 1);
+    }
+}

@@ -1,0 +1,371 @@
+//! One TLS connection's state: the handshake, then the record layer — opening what the
+//! peer sends (application data for the application, alerts and KeyUpdates handled here),
+//! and sealing the outgoing stream record by record, in the segment being written, from
+//! the [`Layout`].
+
+use crate::config::TlsConfig;
+use crate::handshake::{Established, Handshake, Step};
+use crate::layout::{Layout, Spot};
+use crate::record::{self, alert, content, Keys, OpenError, HEADER, OVERHEAD};
+use rustls::kernel::KernelConnection;
+use rustls::server::ServerConnectionData;
+use std::cell::RefCell;
+use std::ops::Range;
+
+/// Handshake message type of KeyUpdate (RFC 8446 §4.6.3).
+const KEY_UPDATE: u8 = 24;
+
+/// What the peer's bytes came to.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Poll {
+    /// Nothing more until more bytes arrive.
+    Idle,
+    /// The handshake just completed.
+    Established,
+    /// Application data at this range of [`Session::input`]; call [`Session::consumed`]
+    /// once it is taken.
+    Data(Range<usize>),
+    /// The peer sent close_notify: no more data will come.
+    PeerClosed,
+    /// The connection failed (an alert was laid); close it.
+    Failed(Failure),
+}
+
+/// Why a connection failed.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Failure {
+    /// The handshake (rustls's reason).
+    Handshake(String),
+    /// A record did not open, or broke the protocol; the alert sent.
+    Record(u8),
+    /// The peer sent a fatal alert.
+    PeerAlert(u8),
+}
+
+struct Open {
+    rx: Keys,
+    rx_seq: u64,
+    kernel: KernelConnection<ServerConnectionData>,
+}
+
+/// Counters one session reports to its server.
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
+pub struct Events {
+    /// KeyUpdates received.
+    pub key_updates_in: u64,
+    /// KeyUpdates sent.
+    pub key_updates_out: u64,
+}
+
+/// A TLS connection.
+pub struct Session {
+    handshake: Option<Handshake>,
+    open: Option<Open>,
+    /// Bytes from the peer not yet processed.
+    input: Vec<u8>,
+    /// A data record at the front of `input` being taken by the application.
+    held: usize,
+    /// The outgoing stream.
+    pub layout: Layout,
+    tx: Vec<(u32, Keys)>,
+    /// No more application data is laid (close_notify or a fatal alert was).
+    closed: bool,
+    peer_closed: bool,
+    /// The suite negotiated.
+    pub suite: &'static str,
+    /// Counters.
+    pub events: Events,
+}
+
+impl Session {
+    /// A connection under `cfg` whose application records carry `record` bytes of content.
+    pub fn new(cfg: &TlsConfig, record: usize) -> Result<Session, rustls::Error> {
+        Ok(Session {
+            handshake: Some(Handshake::new(cfg)?),
+            open: None,
+            input: Vec::new(),
+            held: 0,
+            layout: Layout::new(record),
+            tx: Vec::new(),
+            closed: false,
+            peer_closed: false,
+            suite: "",
+            events: Events::default(),
+        })
+    }
+
+    /// Whether the handshake is done.
+    pub fn established(&self) -> bool {
+        self.open.is_some()
+    }
+
+    /// Whether no more application data is laid.
+    pub fn closed(&self) -> bool {
+        self.closed
+    }
+
+    /// Bytes from the peer.
+    pub fn push(&mut self, data: &[u8]) {
+        self.input.extend_from_slice(data);
+    }
+
+    /// The peer's bytes (application data lies where [`Poll::Data`] says).
+    pub fn input(&self) -> &[u8] {
+        &self.input
+    }
+
+    /// The application took the data record [`Session::poll`] returned.
+    pub fn consumed(&mut self) {
+        self.input.drain(..self.held);
+        self.held = 0;
+    }
+
+    /// Lays the application's plaintext up to `plain_end` (once the keys exist).
+    pub fn sync(&mut self, plain_end: u64) {
+        if self.open.is_some() && !self.closed {
+            self.layout.push_app(plain_end);
+        }
+    }
+
+    /// Ends the stream: what the application queued up to `plain_end`, then close_notify.
+    pub fn close(&mut self, plain_end: u64) {
+        if self.closed {
+            return;
+        }
+        self.sync(plain_end);
+        if self.open.is_some() {
+            self.layout.push_control(content::ALERT, &[1, alert::CLOSE_NOTIFY]);
+        }
+        self.closed = true;
+    }
+
+    fn fatal(&mut self, desc: u8) -> Poll {
+        if !self.closed && self.open.is_some() {
+            self.layout.push_control(content::ALERT, &[2, desc]);
+        }
+        self.closed = true;
+        self.input = Vec::new();
+        Poll::Failed(Failure::Record(desc))
+    }
+
+    /// Processes the peer's bytes up to the next thing the caller must act on.
+    /// `plain_end` is the application's stream end (laid before a KeyUpdate reply).
+    pub fn poll(&mut self, plain_end: u64) -> Poll {
+        debug_assert_eq!(self.held, 0, "consumed() not called");
+        if let Some(hs) = self.handshake.as_mut() {
+            let mut out = Vec::new();
+            let step = hs.advance(&mut self.input, &mut out);
+            self.layout.push_raw(out);
+            return match step {
+                Step::More => Poll::Idle,
+                Step::Failed(why) => {
+                    self.handshake = None;
+                    self.closed = true;
+                    self.input = Vec::new();
+                    Poll::Failed(Failure::Handshake(why))
+                }
+                Step::Done(est) => {
+                    let fed = hs.fed();
+                    self.input.drain(..fed);
+                    self.handshake = None;
+                    self.start(*est);
+                    Poll::Established
+                }
+            };
+        }
+        if self.peer_closed || self.closed {
+            return Poll::Idle;
+        }
+        // Bounded by the records held: each pass consumes one or returns.
+        loop {
+            let Some((outer, len)) = record::parse_header(&self.input) else {
+                return Poll::Idle;
+            };
+            if len > record::MAX_CIPHER {
+                return self.fatal(alert::RECORD_OVERFLOW);
+            }
+            if outer != content::APPLICATION_DATA {
+                return self.fatal(alert::UNEXPECTED_MESSAGE);
+            }
+            let end = HEADER + len;
+            if self.input.len() < end {
+                return Poll::Idle;
+            }
+            let open = self.open.as_mut().expect("established");
+            let opened = open.rx.open(open.rx_seq, &mut self.input[..end]);
+            open.rx_seq += 1;
+            let (inner, range) = match opened {
+                Ok(x) => x,
+                Err(OpenError::BadMac) => return self.fatal(alert::BAD_RECORD_MAC),
+                Err(OpenError::Overflow) => return self.fatal(alert::RECORD_OVERFLOW),
+                Err(OpenError::NoContentType) => return self.fatal(alert::UNEXPECTED_MESSAGE),
+            };
+            match inner {
+                content::APPLICATION_DATA => {
+                    if range.is_empty() {
+                        self.input.drain(..end);
+                        continue;
+                    }
+                    self.held = end;
+                    return Poll::Data(range);
+                }
+                content::ALERT => {
+                    let a = self.input[range].to_vec();
+                    self.input.drain(..end);
+                    match a[..] {
+                        [_, alert::CLOSE_NOTIFY] => {
+                            self.peer_closed = true;
+                            return Poll::PeerClosed;
+                        }
+                        [_, alert::USER_CANCELED] => continue,
+                        [_, desc] => {
+                            self.closed = true;
+                            self.input = Vec::new();
+                            return Poll::Failed(Failure::PeerAlert(desc));
+                        }
+                        _ => return self.fatal(alert::DECODE_ERROR),
+                    }
+                }
+                content::HANDSHAKE => {
+                    let msg = self.input[range].to_vec();
+                    self.input.drain(..end);
+                    if let Err(desc) = self.handshake_message(&msg, plain_end) {
+                        return self.fatal(desc);
+                    }
+                }
+                _ => return self.fatal(alert::UNEXPECTED_MESSAGE),
+            }
+        }
+    }
+
+    fn start(&mut self, est: Established) {
+        self.layout.set_seq(est.tx_seq);
+        self.tx.push((self.layout.epoch(), est.tx));
+        self.suite = est.suite;
+        self.open = Some(Open { rx: est.rx, rx_seq: est.rx_seq, kernel: est.kernel });
+    }
+
+    /// Post-handshake messages: only KeyUpdate is valid from a client (no tickets, no
+    /// post-handshake authentication was offered).
+    fn handshake_message(&mut self, mut msg: &[u8], plain_end: u64) -> Result<(), u8> {
+        while !msg.is_empty() {
+            let [typ, a, b, c, ref rest @ ..] = *msg else {
+                return Err(alert::DECODE_ERROR);
+            };
+            let len = u32::from_be_bytes([0, a, b, c]) as usize;
+            if typ != KEY_UPDATE {
+                return Err(alert::UNEXPECTED_MESSAGE);
+            }
+            if len != 1 || rest.is_empty() {
+                return Err(alert::DECODE_ERROR);
+            }
+            let requested = match rest[0] {
+                0 => false,
+                1 => true,
+                _ => return Err(alert::ILLEGAL_PARAMETER),
+            };
+            msg = &rest[1..];
+            let open = self.open.as_mut().expect("established");
+            let (seq, secrets) = open.kernel.update_rx_secret().map_err(|_| alert::INTERNAL_ERROR)?;
+            open.rx = Keys::from_secrets(&secrets).ok_or(alert::INTERNAL_ERROR)?;
+            open.rx_seq = seq;
+            self.events.key_updates_in += 1;
+            if requested && !self.closed {
+                self.update_tx(plain_end)?;
+            }
+        }
+        Ok(())
+    }
+
+    /// Sends KeyUpdate(update_not_requested) under the current keys and seals what follows
+    /// under the next ones.
+    fn update_tx(&mut self, plain_end: u64) -> Result<(), u8> {
+        self.sync(plain_end);
+        self.layout.push_control(content::HANDSHAKE, &[KEY_UPDATE, 0, 0, 1, 0]);
+        let open = self.open.as_mut().expect("established");
+        let (seq, secrets) = open.kernel.update_tx_secret().map_err(|_| alert::INTERNAL_ERROR)?;
+        self.layout.next_epoch();
+        self.layout.set_seq(seq);
+        self.tx.push((self.layout.epoch(), Keys::from_secrets(&secrets).ok_or(alert::INTERNAL_ERROR)?));
+        self.events.key_updates_out += 1;
+        Ok(())
+    }
+
+    /// The peer acknowledged the stream below `acked`: the application-stream offset it may
+    /// let go of below (whole records only).
+    pub fn acked(&mut self, acked: u64) -> u64 {
+        let plain = self.layout.plain_acked(acked);
+        let oldest = self.layout.release(acked);
+        self.tx.retain(|(e, _)| *e >= oldest);
+        plain
+    }
+
+    /// The most a segment from stream offset `off` may carry: to the end of the record (or
+    /// raw bytes) there, or 0 while the application does not yet hold all of the record's
+    /// plaintext (`have(p)` is the application's own limit at its offset `p`).
+    pub fn seg_limit(&self, off: u64, have: &dyn Fn(u64) -> u32) -> u32 {
+        match self.layout.locate(off) {
+            None => u32::MAX,
+            Some(Spot::Raw { bytes, at }) => (bytes.len() - at) as u32,
+            Some(Spot::Record(rec)) => {
+                if let Some(p) = rec.plain {
+                    let mut got = 0u64;
+                    // Bounded: each step advances by at least one byte of the record.
+                    while got < rec.len as u64 {
+                        let n = have(p + got);
+                        if n == 0 {
+                            return 0;
+                        }
+                        got += u64::from(n);
+                    }
+                }
+                (rec.end() - off) as u32
+            }
+        }
+    }
+
+    /// Writes the stream's bytes at `off .. off + dst.len()`: a whole record is sealed in
+    /// place in `dst`; a part of one (a segment cut smaller than a record) is sealed in
+    /// `scratch` and copied. `fill(p, d)` writes the application's plaintext at `p`.
+    pub fn fill(&self, off: u64, dst: &mut [u8], scratch: &RefCell<Vec<u8>>, fill: &dyn Fn(u64, &mut [u8])) {
+        let mut done = 0;
+        while done < dst.len() {
+            let at = off + done as u64;
+            match self.layout.locate(at) {
+                Some(Spot::Raw { bytes, at }) => {
+                    let n = (bytes.len() - at).min(dst.len() - done);
+                    dst[done..done + n].copy_from_slice(&bytes[at..at + n]);
+                    done += n;
+                }
+                Some(Spot::Record(rec)) => {
+                    let whole = rec.len + OVERHEAD;
+                    let into = (at - rec.start) as usize;
+                    let n = (whole - into).min(dst.len() - done);
+                    if into == 0 && n == whole {
+                        self.seal(&rec, &mut dst[done..done + n], fill);
+                    } else {
+                        let mut s = scratch.borrow_mut();
+                        s.resize(whole, 0);
+                        self.seal(&rec, &mut s[..], fill);
+                        dst[done..done + n].copy_from_slice(&s[into..into + n]);
+                    }
+                    done += n;
+                }
+                None => {
+                    dst[done..].fill(0);
+                    return;
+                }
+            }
+        }
+    }
+
+    fn seal(&self, rec: &crate::layout::Rec<'_>, out: &mut [u8], fill: &dyn Fn(u64, &mut [u8])) {
+        let content = &mut out[HEADER..HEADER + rec.len];
+        match rec.plain {
+            Some(p) => fill(p, content),
+            None => content.copy_from_slice(rec.body),
+        }
+        let keys = &self.tx.iter().find(|(e, _)| *e == rec.epoch).expect("keys of a laid epoch are kept").1;
+        keys.seal(rec.seq, rec.inner, out);
+    }
+}

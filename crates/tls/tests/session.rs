@@ -1,0 +1,278 @@
+//! The session against rustls's own client, in memory: handshake, application data both
+//! ways, every suite, segments cut anywhere, KeyUpdate, close_notify, and bad input.
+
+use rustls::pki_types::pem::PemObject;
+use rustls::pki_types::{CertificateDer, PrivateKeyDer, ServerName};
+use rustls::{ClientConfig, ClientConnection, RootCertStore};
+use std::cell::RefCell;
+use std::io::{Read, Write};
+use std::path::PathBuf;
+use std::sync::Arc;
+use tls::record::{alert, content};
+use tls::session::Failure;
+use tls::{Poll, Session, TlsConfig};
+
+fn cert_dir() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/certs")
+}
+
+fn server_config() -> TlsConfig {
+    let d = cert_dir();
+    TlsConfig::from_pem_files(&d.join("server.pem"), &d.join("server.key"), &[b"http/1.1"]).unwrap()
+}
+
+fn client(suite: Option<rustls::SupportedCipherSuite>) -> ClientConnection {
+    let mut roots = RootCertStore::empty();
+    for c in CertificateDer::pem_file_iter(cert_dir().join("ca.pem")).unwrap() {
+        roots.add(c.unwrap()).unwrap();
+    }
+    let mut provider = rustls::crypto::ring::default_provider();
+    if let Some(s) = suite {
+        provider.cipher_suites = vec![s];
+    }
+    let mut cfg = ClientConfig::builder_with_provider(Arc::new(provider))
+        .with_protocol_versions(&[&rustls::version::TLS13])
+        .unwrap()
+        .with_root_certificates(roots)
+        .with_no_client_auth();
+    cfg.alpn_protocols = vec![b"http/1.1".to_vec()];
+    ClientConnection::new(Arc::new(cfg), ServerName::try_from("sirocco.test").unwrap()).unwrap()
+}
+
+/// The server side: a session and the application's plaintext stream (an echo, upper-cased).
+struct Server {
+    s: Session,
+    plain: Vec<u8>,
+    got: Vec<u8>,
+    sent: u64,
+    peer_closed: bool,
+    /// What the client read back.
+    echoed: Vec<u8>,
+    failed: Option<Failure>,
+    scratch: RefCell<Vec<u8>>,
+}
+
+impl Server {
+    fn new() -> Server {
+        Server {
+            s: Session::new(&server_config(), 1448 - 22).unwrap(),
+            plain: Vec::new(),
+            got: Vec::new(),
+            sent: 0,
+            peer_closed: false,
+            echoed: Vec::new(),
+            failed: None,
+            scratch: RefCell::new(Vec::new()),
+        }
+    }
+
+    fn take(&mut self, bytes: &[u8]) {
+        self.s.push(bytes);
+        for _ in 0..1000 {
+            match self.s.poll(self.plain.len() as u64) {
+                Poll::Idle => return,
+                Poll::Established => self.s.sync(self.plain.len() as u64),
+                Poll::Data(r) => {
+                    let d = self.s.input()[r].to_vec();
+                    self.got.extend_from_slice(&d);
+                    self.plain.extend(d.iter().map(u8::to_ascii_uppercase));
+                    self.s.consumed();
+                    self.s.sync(self.plain.len() as u64);
+                }
+                Poll::PeerClosed => {
+                    self.peer_closed = true;
+                    return;
+                }
+                Poll::Failed(f) => {
+                    self.failed = Some(f);
+                    return;
+                }
+            }
+        }
+        panic!("session did not settle");
+    }
+
+    /// The stream bytes from where the last call stopped, cut into segments of `cut` bytes.
+    fn output(&mut self, cut: usize) -> Vec<u8> {
+        let end = self.s.layout.end();
+        let mut out = Vec::new();
+        while self.sent < end {
+            let n = ((end - self.sent) as usize).min(cut);
+            let mut seg = vec![0; n];
+            let plain = &self.plain;
+            self.s.fill(self.sent, &mut seg, &self.scratch, &|p, d| {
+                d.copy_from_slice(&plain[p as usize..p as usize + d.len()]);
+            });
+            out.extend_from_slice(&seg);
+            self.sent += n as u64;
+        }
+        out
+    }
+}
+
+/// Moves bytes both ways until neither side has any; cuts server output at `cut`.
+fn exchange(c: &mut ClientConnection, s: &mut Server, cut: usize) {
+    for _ in 0..50 {
+        let mut to_server = Vec::new();
+        while c.wants_write() {
+            c.write_tls(&mut to_server).unwrap();
+        }
+        if !to_server.is_empty() {
+            s.take(&to_server);
+        }
+        let to_client = s.output(cut);
+        let mut rest = &to_client[..];
+        while !rest.is_empty() {
+            c.read_tls(&mut rest).unwrap();
+            c.process_new_packets().unwrap();
+            let got = read_all(c);
+            s.echoed.extend_from_slice(&got);
+        }
+        if to_server.is_empty() && to_client.is_empty() {
+            return;
+        }
+    }
+    panic!("no quiescence");
+}
+
+fn read_all(c: &mut ClientConnection) -> Vec<u8> {
+    let mut out = Vec::new();
+    let mut buf = [0u8; 4096];
+    loop {
+        match c.reader().read(&mut buf) {
+            Ok(0) => return out,
+            Ok(n) => out.extend_from_slice(&buf[..n]),
+            Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => return out,
+            Err(e) => panic!("{e}"),
+        }
+    }
+}
+
+#[test]
+fn every_suite_handshakes_and_carries_data_both_ways() {
+    for suite in rustls::crypto::ring::default_provider().cipher_suites {
+        if suite.version() != &rustls::version::TLS13 {
+            continue;
+        }
+        let mut c = client(Some(suite));
+        let mut s = Server::new();
+        // The request rides with the client's Finished, as curl sends it.
+        c.writer().write_all(b"get /index.html").unwrap();
+        exchange(&mut c, &mut s, 1448);
+        assert!(s.s.established(), "{suite:?}");
+        assert_eq!(c.alpn_protocol(), Some(&b"http/1.1"[..]));
+        assert_eq!(s.got, b"get /index.html");
+        assert_eq!(s.echoed, b"GET /INDEX.HTML", "{suite:?}");
+    }
+}
+
+#[test]
+fn large_streams_survive_any_segment_cut_and_reseal_identically() {
+    for cut in [1448, 1000, 700, 3000, 1] {
+        let mut c = client(None);
+        let mut s = Server::new();
+        exchange(&mut c, &mut s, 1448);
+        let msg: Vec<u8> = (0..50_000u32).map(|i| b'a' + (i % 26) as u8).collect();
+        c.writer().write_all(&msg).unwrap();
+        let start = s.sent;
+        exchange(&mut c, &mut s, cut);
+        let got = std::mem::take(&mut s.echoed);
+        assert_eq!(got.len(), msg.len(), "cut {cut}");
+        assert_eq!(got, msg.to_ascii_uppercase());
+        // Regenerating any range gives the same bytes (a retransmission).
+        let first = {
+            let mut v = vec![0; (s.sent - start) as usize];
+            let plain = &s.plain;
+            s.s.fill(start, &mut v, &s.scratch, &|p, d| d.copy_from_slice(&plain[p as usize..p as usize + d.len()]));
+            v
+        };
+        let mut again = vec![0; 2000];
+        let plain = &s.plain;
+        s.s.fill(start + 1234, &mut again, &s.scratch, &|p, d| {
+            d.copy_from_slice(&plain[p as usize..p as usize + d.len()])
+        });
+        assert_eq!(&again[..], &first[1234..3234]);
+    }
+}
+
+#[test]
+fn key_update_from_the_client_is_answered_and_data_still_flows() {
+    let mut c = client(None);
+    let mut s = Server::new();
+    exchange(&mut c, &mut s, 1448);
+    c.refresh_traffic_keys().unwrap();
+    c.writer().write_all(b"after update").unwrap();
+    exchange(&mut c, &mut s, 1448);
+    assert_eq!(s.got, b"after update");
+    assert_eq!(s.s.events.key_updates_in, 1);
+    assert_eq!(s.s.events.key_updates_out, 1, "update_requested is answered");
+    assert_eq!(s.echoed, b"AFTER UPDATE");
+    // And once more, to be sure the second epoch chains.
+    c.refresh_traffic_keys().unwrap();
+    c.writer().write_all(b"x").unwrap();
+    exchange(&mut c, &mut s, 1448);
+    assert_eq!(s.echoed, b"AFTER UPDATEX");
+    assert_eq!(s.s.events.key_updates_out, 2);
+}
+
+#[test]
+fn close_notify_both_ways() {
+    let mut c = client(None);
+    let mut s = Server::new();
+    c.writer().write_all(b"bye").unwrap();
+    exchange(&mut c, &mut s, 1448);
+    c.send_close_notify();
+    exchange(&mut c, &mut s, 1448);
+    assert!(s.peer_closed);
+    s.s.close(s.plain.len() as u64);
+    exchange(&mut c, &mut s, 1448);
+    assert_eq!(s.echoed, b"BYE");
+    let mut buf = [0u8; 16];
+    assert_eq!(c.reader().read(&mut buf).unwrap(), 0, "clean EOF: close_notify arrived");
+}
+
+#[test]
+fn plain_http_and_garbage_fail_the_handshake_with_an_alert() {
+    for junk in [&b"GET / HTTP/1.1\r\nHost: x\r\n\r\n"[..], &[22, 3, 1, 0, 4, 1, 0, 0, 0][..], &[0xff; 64][..]] {
+        let mut s = Server::new();
+        s.take(junk);
+        assert!(matches!(s.failed, Some(Failure::Handshake(_))), "{junk:?}: {:?}", s.failed);
+        let out = s.output(1448);
+        assert_eq!(out.first(), Some(&content::ALERT), "{junk:?}: an alert is sent");
+        assert!(s.s.closed());
+    }
+}
+
+#[test]
+fn a_tampered_record_ends_the_connection_with_bad_record_mac() {
+    let mut c = client(None);
+    let mut s = Server::new();
+    exchange(&mut c, &mut s, 1448);
+    c.writer().write_all(b"hello").unwrap();
+    let mut rec = Vec::new();
+    c.write_tls(&mut rec).unwrap();
+    let n = rec.len();
+    rec[n - 3] ^= 0x40;
+    s.take(&rec);
+    assert_eq!(s.failed, Some(Failure::Record(alert::BAD_RECORD_MAC)));
+    assert!(s.got.is_empty());
+    // The alert goes out protected; the client reads it as a fatal alert.
+    let out = s.output(1448);
+    c.read_tls(&mut &out[..]).unwrap();
+    let err = c.process_new_packets().unwrap_err();
+    assert!(err.to_string().contains("BadRecordMac"), "{err}");
+}
+
+#[test]
+fn bad_certificates_and_keys_get_one_line() {
+    let d = cert_dir();
+    let e = TlsConfig::from_pem_files(&d.join("server.key"), &d.join("server.key"), &[]).unwrap_err();
+    assert!(e.to_string().starts_with("certificate "), "{e}");
+    let e = TlsConfig::from_pem_files(&d.join("server.pem"), &d.join("server.pem"), &[]).unwrap_err();
+    assert!(e.to_string().starts_with("private key "), "{e}");
+    let e = TlsConfig::from_pem_files(&d.join("server.pem"), &d.join("ca.key"), &[]).unwrap_err();
+    assert!(!e.to_string().contains('\n'), "{e}");
+    let e = TlsConfig::from_pem_files(&d.join("missing.pem"), &d.join("server.key"), &[]).unwrap_err();
+    assert!(e.to_string().contains("missing.pem"), "{e}");
+    let _ = PrivateKeyDer::from_pem_file(d.join("server.key")).unwrap();
+}
