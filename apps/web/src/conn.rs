@@ -139,7 +139,7 @@ impl Conn {
             Some(m) if m > 0 && self.scratch.len() > 16 * 1024 => {
                 self.scratch.drain(..m as usize);
                 for r in &mut self.resps {
-                    if let Body::Bytes { at } | Body::Range { at, .. } = &mut r.body {
+                    if let Body::Bytes { at } | Body::Range { at, .. } | Body::Disk { at, .. } = &mut r.body {
                         *at -= m;
                     }
                 }

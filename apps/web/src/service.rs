@@ -12,6 +12,7 @@ use engine::published::Follower;
 use engine::{Originate, Service, TcpService};
 use std::time::{SystemTime, UNIX_EPOCH};
 use tcp::{Config, Duration, Instant, Limits};
+use tls::{Tls, TlsConfig};
 use wire::tcp::TcpRepr;
 use wire::Ipv4Addr;
 
@@ -26,8 +27,8 @@ const CLOCK: Duration = Duration::from_millis(100);
 
 /// The web server of one engine.
 pub struct WebService {
-    /// TCP and the HTTP application.
-    pub tcp: TcpService<WebApp>,
+    /// TCP and the HTTP application, with TLS on the TLS port if configured.
+    pub tcp: TcpService<Tls<WebApp>>,
     site: Follower<Site>,
     last_clock: Instant,
     last_sweep: Instant,
@@ -38,7 +39,9 @@ pub struct WebService {
 impl WebService {
     /// A server on `port` for the site `site` follows, packetised for segments of `cfg.mss` less the
     /// timestamp option, at most `cache_bytes` of packetised objects; with `precopy`, sent
-    /// from replicas in at most that many pinned frames.
+    /// from replicas in at most that many pinned frames; HTTPS too with `tls` (its
+    /// configuration and port), in TLS records that each fill such a segment.
+    #[allow(clippy::too_many_arguments)]
     pub fn new(
         site: Follower<Site>,
         port: u16,
@@ -47,15 +50,19 @@ impl WebService {
         settings: Settings,
         cache_bytes: u64,
         precopy: Option<usize>,
+        tls: Option<(TlsConfig, u16)>,
     ) -> Self {
-        let mut store = Store::new(site.get().clone(), u32::from(cfg.mss) - 12, cache_bytes, wall_secs());
+        let segment = u32::from(cfg.mss) - 12;
+        let mut store = Store::new(site.get().clone(), segment, cache_bytes, wall_secs());
         store.preload();
         let mut app = WebApp::new(store, settings);
         if let Some(frames) = precopy {
             app = app.precopy(frames);
         }
+        let mut ports = vec![port];
+        ports.extend(tls.as_ref().map(|t| t.1));
         WebService {
-            tcp: TcpService::new(app, &[port], cfg, limits),
+            tcp: TcpService::new(Tls::new(app, tls, segment as usize), &ports, cfg, limits),
             site,
             last_clock: Instant::ZERO,
             last_sweep: Instant::ZERO,
@@ -67,17 +74,28 @@ impl WebService {
     /// connection's window opens. Make the service with a cache of 0 bytes: nothing is
     /// packetised in this mode.
     pub fn streaming(mut self, s: crate::streamer::Streamer) -> Self {
-        self.tcp.app.stream = Some(s);
+        self.tcp.app.app.stream = Some(s);
         self
+    }
+
+    /// The HTTP application.
+    pub fn app(&self) -> &WebApp {
+        &self.tcp.app.app
+    }
+
+    /// The TLS layer's counters.
+    pub fn tls_stats(&self) -> &tls::TlsStats {
+        &self.tcp.app.stats
     }
 
     fn housekeeping(&mut self, now: Instant) {
         if now >= self.last_clock + CLOCK {
             self.last_clock = now;
-            self.tcp.app.store.set_date(wall_secs());
+            let app = &mut self.tcp.app.app;
+            app.store.set_date(wall_secs());
             if self.site.refresh() {
-                self.tcp.app.store.replace_site(self.site.get().clone());
-                self.tcp.app.store.preload();
+                app.store.replace_site(self.site.get().clone());
+                app.store.preload();
                 self.reloads += 1;
             }
         }
@@ -87,9 +105,11 @@ impl WebService {
             let app = &mut self.tcp.app;
             for h in ep.handles() {
                 let Some(c) = ep.conn_mut(h) else { continue };
-                match app.expire(c) {
+                match app.app.expire(&mut c.inner) {
                     None => {}
                     Some(false) => {
+                        // A 408 may have been queued: under TLS it is sealed, then close_notify.
+                        c.close();
                         ep.close(h);
                         ep.kick(h);
                     }
@@ -105,15 +125,15 @@ impl WebService {
     /// are kicked to send), connections whose window opened get their next read, and what was
     /// queued goes to the kernel in one call.
     fn stream(&mut self) {
-        let (ep, app) = (&mut self.tcp.ep, &mut self.tcp.app);
-        let Some(st) = app.stream.as_mut() else { return };
+        let (ep, tls) = (&mut self.tcp.ep, &mut self.tcp.app);
+        let Some(st) = tls.app.stream.as_mut() else { return };
         let mut done = std::mem::take(&mut st.done);
         // Connections whose read failed are reset once the streamer is let go.
         let mut failed = Vec::new();
         st.port.reap(|c| done.push(c));
         for c in done.drain(..) {
             let h = streamer::handle(c.cookie);
-            let live = ep.conn_mut(h).and_then(|conn| conn.reading.take().map(|p| (conn, p)));
+            let live = ep.conn_mut(h).and_then(|conn| conn.inner.reading.take().map(|p| (&mut conn.inner, p)));
             let Some((conn, plan)) = live else {
                 // The connection ended while its read was under way.
                 if let Some(b) = c.buf {
@@ -140,6 +160,9 @@ impl WebService {
             let Some(t) = ep.tcb(h) else { continue };
             let (acked, window, mss) = (t.acked_offset(), u64::from(t.cwnd().min(t.snd_wnd())), t.smss());
             let Some(conn) = ep.conn_mut(h) else { continue };
+            // Under TLS the application's offsets are plaintext ones.
+            let acked = conn.plain_acked(acked);
+            let conn = &mut conn.inner;
             if conn.reading.is_some() {
                 continue;
             }
@@ -160,7 +183,7 @@ impl WebService {
         st.wanted = wanted;
         st.port.submit();
         for h in failed {
-            ep.abort(app, h);
+            ep.abort(tls, h);
         }
     }
 }
@@ -172,21 +195,21 @@ impl Service for WebService {
 
     #[inline]
     fn tcp(&mut self, now: Instant, src: Ipv4Addr, dst: Ipv4Addr, seg: &TcpRepr, payload: &[u8], view: u32) {
-        self.tcp.app.now = now;
+        self.tcp.app.app.now = now;
         self.tcp.tcp(now, src, dst, seg, payload, view);
     }
 
     fn produce(&mut self, now: Instant, out: &mut dyn Originate) -> usize {
-        self.tcp.app.now = now;
+        self.tcp.app.app.now = now;
         self.housekeeping(now);
-        self.tcp.app.tend_replicas(out);
+        self.tcp.app.app.tend_replicas(out);
         self.stream();
         self.tcp.produce(now, out)
     }
 
     fn busy(&self) -> bool {
         // Reads in flight complete without a packet to wake the engine: keep polling.
-        self.tcp.busy() || self.tcp.app.stream.as_ref().is_some_and(|s| s.port.in_flight() > 0)
+        self.tcp.busy() || self.tcp.app.app.stream.as_ref().is_some_and(|s| s.port.in_flight() > 0)
     }
 
     fn idle_wait(&self) -> Duration {

@@ -118,6 +118,7 @@ fn run_with(
         Settings::default(),
         0,
         None,
+        None,
     )
     .streaming(streamer);
     let mut client = TcpService::client(Getter::default(), Limits::default());
@@ -154,7 +155,7 @@ fn run_with(
         assert_eq!(len, want.len() as u64, "seed {seed} {}", c.path);
         assert!(body == want, "seed {seed} {}: {} bytes, not the file's", c.path, body.len());
     }
-    let st = server.tcp.app.stream.as_ref().unwrap();
+    let st = server.app().stream.as_ref().unwrap();
     assert_eq!(st.port.in_flight(), 0);
     assert_eq!(st.port.pool_ref().free_count(), buffers as usize, "every buffer back");
     assert_eq!(st.open_files(), 0, "every file closed");

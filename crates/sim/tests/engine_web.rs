@@ -38,6 +38,7 @@ fn run(seed: u64, path: &str, precopy: Option<usize>) -> Outcome {
         Settings::default(),
         1 << 30,
         precopy,
+        None,
     );
     let cfg = HttpGenConfig {
         local: CLI,

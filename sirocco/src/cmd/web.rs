@@ -48,6 +48,16 @@ pub struct WebOptions {
     /// are in use [default: 64].
     #[arg(long, value_name = "MIB")]
     pub stream_memory: Option<u64>,
+    /// HTTPS (TLS 1.3) on --tls-port too: the certificate chain, PEM, leaf first (in the
+    /// config file: relative to it).
+    #[arg(long, value_name = "FILE", requires = "tls_key")]
+    pub tls_cert: Option<PathBuf>,
+    /// The certificate's private key, PEM (PKCS#8, PKCS#1 or SEC1).
+    #[arg(long, value_name = "FILE", requires = "tls_cert")]
+    pub tls_key: Option<PathBuf>,
+    /// Port for HTTPS [default: 443].
+    #[arg(long, value_name = "PORT")]
+    pub tls_port: Option<u16>,
 }
 
 #[derive(Args)]
@@ -85,6 +95,9 @@ impl WebOptions {
             mode: self.mode.or(file.mode),
             replica_frames: self.replica_frames.or(file.replica_frames),
             stream_memory: self.stream_memory.or(file.stream_memory),
+            tls_cert: self.tls_cert.or(file.tls_cert.map(|r| crate::serve::relative_to(config, &r))),
+            tls_key: self.tls_key.or(file.tls_key.map(|r| crate::serve::relative_to(config, &r))),
+            tls_port: self.tls_port.or(file.tls_port),
         }
     }
 }
@@ -127,6 +140,18 @@ pub fn run(a: WebArgs) -> Result<(), String> {
         return Err("--mode stream serves files from disk: give --root DIR".into());
     }
     s.opts.extra_frames = precopy.unwrap_or(0);
+    let tls = match (&o.tls_cert, &o.tls_key) {
+        (Some(cert), Some(key)) => {
+            let port = o.tls_port.unwrap_or(443);
+            if port == s.port {
+                return Err(format!("--tls-port {port} is also the HTTP port: give them different ports"));
+            }
+            Some((tls::TlsConfig::from_pem_files(cert, key, &[b"http/1.1"]).map_err(|e| e.to_string())?, port))
+        }
+        (None, None) if o.tls_port.is_some() => return Err("--tls-port needs --tls-cert and --tls-key".into()),
+        (None, None) => None,
+        _ => return Err("--tls-cert and --tls-key go together".into()),
+    };
     let root = o.root;
     let t = Instant::now();
     let site = load(root.as_deref(), cache)?;
@@ -162,7 +187,7 @@ pub fn run(a: WebArgs) -> Result<(), String> {
         None => None,
     };
     let make = |q| {
-        let svc = web::WebService::new(published.follow(), port, cfg, limits, settings, cache, precopy);
+        let svc = web::WebService::new(published.follow(), port, cfg, limits, settings, cache, precopy, tls.clone());
         match stream {
             Some(sc) => svc.streaming(first.take().map_or_else(|| Streamer::new(sc), Ok).unwrap_or_else(|e| {
                 // Only after the first engine's port was set up; nothing to tidy but the
@@ -173,10 +198,15 @@ pub fn run(a: WebArgs) -> Result<(), String> {
             None => svc,
         }
     };
-    let out =
-        s.run(&format!("web on port {port}"), &[(Protocol::TCP, port)], make, Some(("tree", Box::new(reload))))?;
+    let mut grants = vec![(Protocol::TCP, port)];
+    let mut what = format!("web on port {port}");
+    if let Some((_, p)) = &tls {
+        grants.push((Protocol::TCP, *p));
+        what = format!("{what}, HTTPS on port {p}");
+    }
+    let out = s.run(&what, &grants, make, Some(("tree", Box::new(reload))))?;
     for (q, svc) in out.apps().enumerate() {
-        let (st, store, tcp) = (&svc.tcp.app.stats, &svc.tcp.app.store.stats, svc.tcp.ep.stats());
+        let (st, store, tcp) = (&svc.app().stats, &svc.app().store.stats, svc.tcp.ep.stats());
         let statuses: Vec<String> = st.status.iter().map(|(k, v)| format!("{k}:{v}")).collect();
         println!(
             "engine {q} web: accepted {} requests {} [{}]; responses prepared {} formatted {}; segments ready {} built {} ({} bytes); \
@@ -202,7 +232,23 @@ pub fn run(a: WebArgs) -> Result<(), String> {
             tcp.retransmits,
             tcp.resets_out
         );
-        match svc.tcp.app.replicas() {
+        if tls.is_some() {
+            let t = svc.tls_stats();
+            println!(
+                "engine {q} tls: accepted {} handshakes {} failed {} record errors {} peer alerts {} close_notify in {} key updates {}; records sealed {} split {}{}",
+                t.accepted,
+                t.handshakes,
+                t.handshake_failures,
+                t.record_errors,
+                t.peer_alerts,
+                t.close_notify_in,
+                t.key_updates,
+                t.records_sealed.get(),
+                t.records_split.get(),
+                if t.last_failure.is_empty() { String::new() } else { format!("; last failure: {}", t.last_failure) }
+            );
+        }
+        match svc.app().replicas() {
             Some(r) => println!(
                 "engine {q} precopy: replica sends {} made {} refreshed {} fallbacks {} released {}; pinned {} of {} frames",
                 r.stats.sends,
@@ -213,8 +259,8 @@ pub fn run(a: WebArgs) -> Result<(), String> {
                 r.pinned(),
                 r.budget()
             ),
-            None if svc.tcp.app.stream.is_some() => {
-                let st = svc.tcp.app.stream.as_ref().expect("checked");
+            None if svc.app().stream.is_some() => {
+                let st = svc.app().stream.as_ref().expect("checked");
                 let (s, p) = (&st.stats, &st.port.stats);
                 println!(
                     "engine {q} stream: reads {} ({} bytes wanted, {} read in {} transfers, {} continued), waits for a buffer {}, read errors {}, files opened {}",
