@@ -18,5 +18,6 @@ mod lifecycle;
 mod malformed;
 mod stream;
 mod tcp;
+mod tls;
 mod web;
 mod web_diff;

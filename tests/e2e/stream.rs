@@ -8,7 +8,7 @@ use crate::common::{stop_with_log, TestNet, SERVER_OWN};
 use crate::web::{get, pattern, Root};
 
 /// Pages of `path` in the page cache (mincore over a mapping of the whole file).
-fn cached_pages(path: &std::path::Path) -> usize {
+pub fn cached_pages(path: &std::path::Path) -> usize {
     let f = std::fs::File::open(path).unwrap();
     let len = f.metadata().unwrap().len() as usize;
     if len == 0 {
@@ -27,7 +27,7 @@ fn cached_pages(path: &std::path::Path) -> usize {
 }
 
 /// Drops the file's pages (written moments ago) from the page cache.
-fn drop_cache(path: &std::path::Path) {
+pub fn drop_cache(path: &std::path::Path) {
     let f = std::fs::File::open(path).unwrap();
     f.sync_all().unwrap();
     // SAFETY: advice on a descriptor we own.

@@ -34,11 +34,21 @@ impl TxQueue {
         self.frames.len()
     }
 
-    /// Puts the queued frames on the TX ring (after the impairment and the capture);
+    /// Puts the queued frames on the TX ring (captured, then through the impairment);
     /// frames the ring has no room for are freed and counted.
     pub(crate) fn flush<P: Port>(&mut self, port: &mut P, node: &mut Node, tap: Option<&CaptureTap>) {
         if self.frames.is_empty() {
             return;
+        }
+        // Captured as sent, like tcpdump on a sending host: the impairment stands for loss on
+        // the wire beyond the interface, so a frame it drops is in the capture once and its
+        // retransmission again.
+        if let Some(tap) = tap {
+            for f in &self.frames {
+                if !tap.offer(port.data(*f)) {
+                    node.counters.capture_dropped += 1;
+                }
+            }
         }
         if node.cfg.loss_ppm > 0 {
             let mut i = 0;
@@ -48,13 +58,6 @@ impl TxQueue {
                     node.counters.count_drop(DropReason::Impaired);
                 } else {
                     i += 1;
-                }
-            }
-        }
-        if let Some(tap) = tap {
-            for f in &self.frames {
-                if !tap.offer(port.data(*f)) {
-                    node.counters.capture_dropped += 1;
                 }
             }
         }

@@ -7,7 +7,7 @@ openssl req -x509 -new -key ca.key -sha256 -days 36500 -subj "/CN=sirocco test C
   -addext "basicConstraints=critical,CA:TRUE" -addext "keyUsage=critical,keyCertSign,cRLSign"
 openssl ecparam -name prime256v1 -genkey -noout | openssl pkcs8 -topk8 -nocrypt -out server.key
 openssl req -new -key server.key -subj "/CN=sirocco.test" -out server.csr
-printf '%s\n' "subjectAltName=DNS:sirocco.test,DNS:localhost,IP:127.0.0.1,IP:198.18.0.1,IP:198.18.0.2,IP:198.18.1.1,IP:198.18.1.2" \
+printf '%s\n' "subjectAltName=DNS:sirocco.test,DNS:localhost,IP:127.0.0.1,IP:198.18.0.1,IP:198.18.0.2,IP:198.18.0.10,IP:198.18.0.20" \
   "basicConstraints=CA:FALSE" "keyUsage=critical,digitalSignature" "extendedKeyUsage=serverAuth" > ext.cnf
 openssl x509 -req -in server.csr -CA ca.pem -CAkey ca.key -CAcreateserial -days 36500 -sha256 \
   -extfile ext.cnf -out server.pem

@@ -1,0 +1,411 @@
+//! HTTPS (TLS 1.3 in sirocco's stack) against curl, wget, openssl s_client and a rustls
+//! client: every mode byte-exact, keep-alive, KeyUpdate, transfers under loss with every
+//! retransmitted record compared with its first transmission in a capture, the page cache
+//! left alone in stream mode, and bad input on the TLS port costing only its connection.
+
+use crate::common::*;
+use crate::stream::{cached_pages, drop_cache};
+use crate::web::{pattern, split_response, Root};
+use rustls::pki_types::pem::PemObject;
+use rustls::pki_types::{CertificateDer, ServerName};
+use std::collections::HashMap;
+use std::io::{Read, Write};
+use std::net::TcpStream;
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+pub fn certs() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../crates/tls/tests/certs")
+}
+
+pub fn cert_args() -> Vec<String> {
+    let d = certs();
+    vec![
+        "--tls-cert".into(),
+        d.join("server.pem").display().to_string(),
+        "--tls-key".into(),
+        d.join("server.key").display().to_string(),
+    ]
+}
+
+fn client_config() -> Arc<rustls::ClientConfig> {
+    let mut roots = rustls::RootCertStore::empty();
+    for c in CertificateDer::pem_file_iter(certs().join("ca.pem")).unwrap() {
+        roots.add(c.unwrap()).unwrap();
+    }
+    let mut cfg = rustls::ClientConfig::builder_with_provider(Arc::new(rustls::crypto::ring::default_provider()))
+        .with_safe_default_protocol_versions()
+        .unwrap()
+        .with_root_certificates(roots)
+        .with_no_client_auth();
+    cfg.alpn_protocols = vec![b"http/1.1".to_vec()];
+    Arc::new(cfg)
+}
+
+/// A TLS connection from the client namespace; `talk` runs on it there.
+pub fn with_tls<T: Send + 'static>(
+    ns: &str,
+    dst: &'static str,
+    port: u16,
+    talk: impl FnOnce(&mut rustls::StreamOwned<rustls::ClientConnection, TcpStream>) -> T + Send + 'static,
+) -> T {
+    in_netns(ns, move || {
+        let s = TcpStream::connect_timeout(&format!("{dst}:{port}").parse().unwrap(), Duration::from_secs(5))
+            .unwrap_or_else(|e| panic!("connect {dst}:{port}: {e}"));
+        s.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+        let c = rustls::ClientConnection::new(client_config(), ServerName::try_from("sirocco.test").unwrap()).unwrap();
+        let mut tls = rustls::StreamOwned::new(c, s);
+        talk(&mut tls)
+    })
+}
+
+/// Reads until the server ends the stream (close_notify, or a bare FIN, or 10 s).
+fn read_to_end(tls: &mut impl Read) -> Vec<u8> {
+    let mut out = Vec::new();
+    let mut b = [0u8; 65536];
+    let t = Instant::now();
+    while t.elapsed() < Duration::from_secs(10) {
+        match tls.read(&mut b) {
+            Ok(0) | Err(_) => break,
+            Ok(n) => out.extend_from_slice(&b[..n]),
+        }
+    }
+    out
+}
+
+/// `raw` over TLS; everything the server sends back.
+pub fn exchange_tls(ns: &str, dst: &'static str, port: u16, raw: Vec<u8>) -> Vec<u8> {
+    with_tls(ns, dst, port, move |tls| {
+        tls.write_all(&raw).unwrap();
+        tls.flush().unwrap();
+        read_to_end(tls)
+    })
+}
+
+/// curl over HTTPS with the test CA: (http code, bytes) of each URL path, on one connection.
+fn curl_https(net: &TestNet, paths: &[&str], out: &std::path::Path) -> Vec<(String, Vec<u8>)> {
+    let ca = certs().join("ca.pem");
+    let mut args: Vec<String> = vec![
+        "curl".into(),
+        "-sS".into(),
+        "--max-time".into(),
+        "60".into(),
+        "--cacert".into(),
+        ca.display().to_string(),
+        "--resolve".into(),
+        format!("sirocco.test:443:{SERVER_OWN}"),
+        "-w".into(),
+        "%{http_code} %{num_connects}\\n".into(),
+    ];
+    for (i, p) in paths.iter().enumerate() {
+        args.push(format!("https://sirocco.test{p}"));
+        args.push("-o".into());
+        args.push(out.join(format!("curl{i}")).display().to_string());
+    }
+    let a: Vec<&str> = args.iter().map(String::as_str).collect();
+    let o = net.exec(&net.cli_ns, &a);
+    assert!(o.status.success(), "curl: {}", String::from_utf8_lossy(&o.stderr));
+    let w = String::from_utf8_lossy(&o.stdout).into_owned();
+    let lines: Vec<&str> = w.lines().collect();
+    assert_eq!(lines.len(), paths.len(), "{w}");
+    // One connection for all: keep-alive works over TLS.
+    assert_eq!(lines.iter().filter(|l| l.ends_with(" 1")).count(), 1, "{w}");
+    (0..paths.len())
+        .map(|i| {
+            let f = out.join(format!("curl{i}"));
+            let body = std::fs::read(&f).unwrap_or_default();
+            let _ = std::fs::remove_file(&f);
+            (lines[i].split(' ').next().unwrap().to_string(), body)
+        })
+        .collect()
+}
+
+fn tls_stat(log: &str, key: &str) -> u64 {
+    let line = log.lines().find(|l| l.contains(" tls: ")).unwrap_or_else(|| panic!("no tls line in:\n{log}"));
+    let at = line.find(key).unwrap_or_else(|| panic!("{key} in {line}")) + key.len();
+    line[at..].trim_start().split(|c: char| !c.is_ascii_digit()).next().unwrap().parse().unwrap()
+}
+
+const SIZES: [usize; 8] = [0, 1, 1425, 1426, 1427, 4096, 100_003, 3 << 20];
+
+fn serve_every_size(mode: &str) {
+    let root = Root::under(std::path::Path::new(env!("CARGO_TARGET_TMPDIR")), &format!("tls-{mode}"));
+    for (i, n) in SIZES.iter().enumerate() {
+        root.write(&format!("f{i}.bin"), &pattern(*n, i as u64 + 3));
+    }
+    let net = TestNet::new(1);
+    let mut args: Vec<String> =
+        ["web", "--iface", &net.srv_if, "--addr", SERVER_OWN, "--root", root.path(), "--mode", mode]
+            .iter()
+            .map(|s| s.to_string())
+            .collect();
+    args.extend(cert_args());
+    let a: Vec<&str> = args.iter().map(String::as_str).collect();
+    let s = net.start(&a);
+    let paths: Vec<String> = (0..SIZES.len()).map(|i| format!("/f{i}.bin")).collect();
+    let p: Vec<&str> = paths.iter().map(String::as_str).collect();
+    for (i, (code, body)) in curl_https(&net, &p, &root.0).into_iter().enumerate() {
+        assert_eq!(code, "200", "{mode}: file {i}");
+        assert!(
+            body == pattern(SIZES[i], i as u64 + 3),
+            "{mode}: file {i}: {} of {} bytes differ",
+            body.len(),
+            SIZES[i]
+        );
+    }
+    // The same over plain HTTP on port 80 still works beside it.
+    let r =
+        crate::web::get(&net.cli_ns, SERVER_OWN, 80, "GET /f6.bin HTTP/1.1\r\nHost: a\r\nConnection: close\r\n\r\n");
+    assert!(r.status == 200 && r.body == pattern(SIZES[6], 9));
+    // wget, checking the certificate (it names the server's address) against the test CA.
+    let out = root.0.join("wget.out");
+    let url = format!("https://{SERVER_OWN}/f7.bin");
+    let ca = certs().join("ca.pem");
+    let o = net.exec(
+        &net.cli_ns,
+        &["wget", "-q", "-T", "30", "--ca-certificate", ca.to_str().unwrap(), "-O", out.to_str().unwrap(), &url],
+    );
+    assert!(o.status.success(), "wget: {}", String::from_utf8_lossy(&o.stderr));
+    assert!(std::fs::read(&out).unwrap() == pattern(SIZES[7], 10), "wget's download");
+    std::fs::remove_file(&out).unwrap();
+    // openssl s_client, verifying the chain and the address.
+    let o = net.exec(
+        &net.cli_ns,
+        &[
+            "sh",
+            "-c",
+            &format!(
+                "printf 'GET /f2.bin HTTP/1.1\\r\\nHost: a\\r\\nConnection: close\\r\\n\\r\\n' | \
+                 timeout 20 openssl s_client -connect {SERVER_OWN}:443 -CAfile {} -verify_ip {SERVER_OWN} \
+                 -verify_return_error -alpn http/1.1 -quiet -ign_eof",
+                ca.display()
+            ),
+        ],
+    );
+    assert!(o.status.success(), "s_client: {}", String::from_utf8_lossy(&o.stderr));
+    let (r, _) = split_response(&o.stdout, false).expect("a response through s_client");
+    assert!(r.status == 200 && r.body == pattern(SIZES[2], 5), "s_client's response");
+    let (_, log) = crate::common::stop_with_log(s);
+    assert_eq!(tls_stat(&log, "failed"), 0, "{log}");
+    assert_eq!(tls_stat(&log, "record errors"), 0, "{log}");
+    assert!(tls_stat(&log, "handshakes") >= 1, "{log}");
+}
+
+#[test]
+fn https_is_byte_exact_in_precopy_mode() {
+    serve_every_size("precopy");
+}
+
+#[test]
+fn https_is_byte_exact_in_memcpy_mode() {
+    serve_every_size("memcpy");
+}
+
+#[test]
+fn https_is_byte_exact_in_stream_mode() {
+    serve_every_size("stream");
+}
+
+/// The TCP payloads sirocco sent from `port` in a pcap it wrote: (client port, sequence
+/// number, payload), in capture order.
+fn sent_segments(pcap: &std::path::Path, port: u16) -> Vec<(u16, u32, Vec<u8>)> {
+    let b = std::fs::read(pcap).unwrap();
+    assert_eq!(&b[..4], &0xa1b2_c3d4u32.to_le_bytes(), "a little-endian pcap");
+    let mut out = Vec::new();
+    let mut at = 24;
+    // Bounded by the file: each record moves `at` forward by at least its header.
+    while at + 16 <= b.len() {
+        let incl = u32::from_le_bytes(b[at + 8..at + 12].try_into().unwrap()) as usize;
+        let f = &b[at + 16..(at + 16 + incl).min(b.len())];
+        at += 16 + incl;
+        // Ethernet, IPv4 (IHL), TCP from `port`.
+        if f.len() < 14 + 20 || f[12..14] != [8, 0] || f[14 + 9] != 6 {
+            continue;
+        }
+        let ihl = usize::from(f[14] & 15) * 4;
+        let total = usize::from(u16::from_be_bytes([f[16], f[17]]));
+        let t = &f[14 + ihl..14 + total];
+        if u16::from_be_bytes([t[0], t[1]]) != port {
+            continue;
+        }
+        let doff = usize::from(t[12] >> 4) * 4;
+        if t.len() > doff {
+            let seq = u32::from_be_bytes(t[4..8].try_into().unwrap());
+            out.push((u16::from_be_bytes([t[2], t[3]]), seq, t[doff..].to_vec()));
+        }
+    }
+    out
+}
+
+#[test]
+fn https_under_loss_is_intact_uncached_and_retransmits_identical_records() {
+    let root = Root::under(std::path::Path::new(env!("CARGO_TARGET_TMPDIR")), "tls-loss");
+    let n = 2 << 20;
+    root.write("big.bin", &pattern(n, 77));
+    let big = root.0.join("big.bin");
+    drop_cache(&big);
+    assert_eq!(cached_pages(&big), 0, "dropped before the test");
+    let pcap = root.0.join("tls.pcap");
+    let net = TestNet::new(1);
+    let mut args: Vec<String> = [
+        "web",
+        "--iface",
+        &net.srv_if,
+        "--addr",
+        SERVER_OWN,
+        "--root",
+        root.path(),
+        "--mode",
+        "stream",
+        "--stream-memory",
+        "4",
+        "--impair-loss",
+        "2",
+        "--pcap",
+        pcap.to_str().unwrap(),
+    ]
+    .iter()
+    .map(|s| s.to_string())
+    .collect();
+    args.extend(cert_args());
+    let a: Vec<&str> = args.iter().map(String::as_str).collect();
+    let s = net.start(&a);
+    for (code, body) in curl_https(&net, &["/big.bin", "/big.bin"], &root.0) {
+        assert_eq!(code, "200");
+        assert!(body == pattern(n, 77), "{} of {n} bytes, not the file's", body.len());
+    }
+    let (_, log) = crate::common::stop_with_log(s);
+    assert_eq!(cached_pages(&big), 0, "4 MiB streamed over TLS, none of it in the page cache");
+    // Every byte sent more than once was the same ciphertext each time.
+    let segs = sent_segments(&pcap, 443);
+    let _ = std::fs::remove_file(&pcap);
+    let mut seen: HashMap<(u16, u32), Vec<u8>> = HashMap::new();
+    let (mut again, mut bytes_again) = (0, 0);
+    for (conn, seq, payload) in segs {
+        match seen.get(&(conn, seq)) {
+            Some(first) => {
+                let k = first.len().min(payload.len());
+                assert!(first[..k] == payload[..k], "retransmission at seq {seq} differs from the first sending");
+                again += 1;
+                bytes_again += k;
+            }
+            None => {
+                seen.insert((conn, seq), payload);
+            }
+        }
+    }
+    eprintln!("{again} segments sent again ({bytes_again} bytes), each identical to the first sending");
+    assert!(again >= 10, "2 % loss over 4 MiB retransmits (saw {again}):\n{log}");
+    assert!(bytes_again > 10 * 1000, "{bytes_again}");
+    assert_eq!(tls_stat(&log, "record errors"), 0, "{log}");
+}
+
+#[test]
+fn bad_input_on_the_tls_port_costs_only_its_connection() {
+    let root = Root::new("tls-bad");
+    root.write("index.html", b"<p>hi</p>\n");
+    let net = TestNet::new(1);
+    let mut args: Vec<String> = ["web", "--iface", &net.srv_if, "--addr", SERVER_OWN, "--root", root.path()]
+        .iter()
+        .map(|s| s.to_string())
+        .collect();
+    args.extend(cert_args());
+    let a: Vec<&str> = args.iter().map(String::as_str).collect();
+    let s = net.start(&a);
+    // Plain HTTP on the TLS port: a TLS alert record (type 21), then the connection ends.
+    let r = crate::web::exchange(&net.cli_ns, SERVER_OWN, 443, b"GET / HTTP/1.1\r\nHost: a\r\n\r\n".to_vec());
+    assert_eq!(r.first(), Some(&21), "an alert: {r:?}");
+    // Garbage that looks like a handshake record, then random bytes.
+    let r = crate::web::exchange(&net.cli_ns, SERVER_OWN, 443, vec![22, 3, 1, 0, 6, 1, 0, 0, 2, 3, 3]);
+    assert!(r.is_empty() || r[0] == 21, "{r:?}");
+    let r = crate::web::exchange(&net.cli_ns, SERVER_OWN, 443, pattern(3000, 1));
+    assert!(r.is_empty() || r[0] == 21, "{r:?}");
+    // A ClientHello offering only TLS 1.2: refused with an alert (this server is TLS 1.3 only).
+    let o = net.exec(
+        &net.cli_ns,
+        &["sh", "-c", &format!("timeout 10 openssl s_client -connect {SERVER_OWN}:443 -tls1_2 < /dev/null")],
+    );
+    assert!(!o.status.success(), "TLS 1.2 is refused");
+    // A good client still gets its answer, on HTTPS and HTTP.
+    let raw =
+        exchange_tls(&net.cli_ns, SERVER_OWN, 443, b"GET / HTTP/1.1\r\nHost: a\r\nConnection: close\r\n\r\n".to_vec());
+    let (r, _) = split_response(&raw, false).expect("a response");
+    assert_eq!((r.status, &r.body[..]), (200, &b"<p>hi</p>\n"[..]));
+    let r = crate::web::get(&net.cli_ns, SERVER_OWN, 80, "GET / HTTP/1.1\r\nHost: a\r\nConnection: close\r\n\r\n");
+    assert_eq!(r.status, 200);
+    let (_, log) = crate::common::stop_with_log(s);
+    assert!(tls_stat(&log, "failed") >= 3, "{log}");
+    assert_eq!(tls_stat(&log, "handshakes"), 1, "{log}");
+}
+
+#[test]
+fn key_update_mid_connection_and_close_notify() {
+    let root = Root::new("tls-ku");
+    root.write("a.txt", &pattern(50_000, 4));
+    let net = TestNet::new(1);
+    let mut args: Vec<String> = ["web", "--iface", &net.srv_if, "--addr", SERVER_OWN, "--root", root.path()]
+        .iter()
+        .map(|s| s.to_string())
+        .collect();
+    args.extend(cert_args());
+    let a: Vec<&str> = args.iter().map(String::as_str).collect();
+    let s = net.start(&a);
+    let (first, rest, clean) = with_tls(&net.cli_ns, SERVER_OWN, 443, |tls| {
+        tls.write_all(b"GET /a.txt HTTP/1.1\r\nHost: a\r\n\r\n").unwrap();
+        let mut got = Vec::new();
+        let mut b = [0u8; 65536];
+        let t = Instant::now();
+        while split_response(&got, false).is_none() && t.elapsed() < Duration::from_secs(10) {
+            match tls.read(&mut b) {
+                Ok(0) | Err(_) => break,
+                Ok(n) => got.extend_from_slice(&b[..n]),
+            }
+        }
+        // Both sides move to new keys: the client asks the server to update too.
+        tls.conn.refresh_traffic_keys().unwrap();
+        tls.write_all(b"GET /a.txt HTTP/1.1\r\nHost: a\r\nConnection: close\r\n\r\n").unwrap();
+        let rest = read_to_end(tls);
+        // The server ended with close_notify: the stream ends cleanly, not by a bare FIN.
+        let mut tail = [0u8; 1];
+        let clean = matches!(tls.read(&mut tail), Ok(0));
+        (got, rest, clean)
+    });
+    let (r1, _) = split_response(&first, false).expect("first response");
+    let (r2, _) = split_response(&rest, false).expect("second response, after the KeyUpdate");
+    assert!(r1.status == 200 && r1.body == pattern(50_000, 4));
+    assert!(r2.status == 200 && r2.body == pattern(50_000, 4));
+    assert!(clean, "close_notify before the FIN");
+    let (_, log) = crate::common::stop_with_log(s);
+    assert_eq!(tls_stat(&log, "key updates"), 1, "{log}");
+    assert_eq!(tls_stat(&log, "record errors"), 0, "{log}");
+}
+
+#[test]
+fn bad_certificates_and_tls_options_are_one_line() {
+    let net = TestNet::new(1);
+    let d = certs();
+    let key = d.join("server.key").display().to_string();
+    let cert = d.join("server.pem").display().to_string();
+    for (args, needle) in [
+        (vec!["--tls-cert", &key, "--tls-key", &key], "certificate "),
+        (vec!["--tls-cert", &cert, "--tls-key", &cert], "private key "),
+        (vec!["--tls-cert", "/nonexistent.pem", "--tls-key", &key], "/nonexistent.pem"),
+        (vec!["--tls-cert", &cert, "--tls-key", &key, "--tls-port", "80"], "also the HTTP port"),
+    ] {
+        let mut a = vec![env!("CARGO_BIN_EXE_sirocco"), "web", "--iface", &net.srv_if, "--addr", SERVER_OWN];
+        a.extend(args);
+        let o = net.exec(&net.srv_ns, &a);
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert!(!o.status.success(), "{a:?}");
+        assert!(err.contains(needle), "{needle:?} in {err}");
+        assert_eq!(err.lines().count(), 1, "one line: {err}");
+        assert!(!net.server_has_xdp(), "nothing left attached");
+    }
+    let o = net.exec(
+        &net.srv_ns,
+        &[env!("CARGO_BIN_EXE_sirocco"), "web", "--iface", &net.srv_if, "--addr", SERVER_OWN, "--tls-cert", &cert],
+    );
+    assert!(!o.status.success());
+    assert!(String::from_utf8_lossy(&o.stderr).contains("--tls-key"));
+}
