@@ -122,7 +122,9 @@ fn main() {
     if targets.is_empty() {
         die(&format!("unknown target {which}"));
     }
-    panic::set_hook(Box::new(|_| {}));
+    if std::env::var_os("FUZZ_SHOW_PANICS").is_none() {
+        panic::set_hook(Box::new(|_| {}));
+    }
     let mut failed = false;
     for (name, f) in targets {
         if let Some(inp) = &input {

@@ -97,7 +97,7 @@ impl Handshake {
                 Some((t, len)) if (content::CHANGE_CIPHER_SPEC..=content::APPLICATION_DATA).contains(&t) => {
                     if input.len() - self.fed < record::HEADER + len {
                         if input.len() > MAX_PENDING {
-                            return self.fail(out, "handshake too long".into());
+                            return self.fail(input, out, "handshake too long".into());
                         }
                         return Step::More;
                     }
@@ -110,7 +110,7 @@ impl Handshake {
             match self.process(input, out) {
                 Ok(true) => return self.finish(),
                 Ok(false) => {}
-                Err(e) => return self.fail(out, e),
+                Err(e) => return self.fail(input, out, e),
             }
         }
         Step::More
@@ -156,19 +156,16 @@ impl Handshake {
         Err("handshake made no progress".into())
     }
 
-    /// Appends the alert rustls queued for its error, if any.
-    fn fail(&mut self, out: &mut Vec<u8>, why: String) -> Step {
+    /// Appends the alert rustls queued for its error, if any. rustls is given the same bytes
+    /// as before: its deframer may still point into them.
+    fn fail(&mut self, input: &mut [u8], out: &mut Vec<u8>, why: String) -> Step {
+        let fed = self.fed.min(input.len());
         if let Some(conn) = self.conn.as_mut() {
-            for _ in 0..4 {
-                let UnbufferedStatus { state, .. } = conn.process_tls_records(&mut []);
-                match state {
-                    Ok(ConnectionState::EncodeTlsData(mut e)) => {
-                        if encode(&mut e, out).is_err() {
-                            break;
-                        }
-                    }
-                    _ => break,
-                }
+            // Once only: the alert, if queued, comes first; a second call would parse the
+            // bytes again.
+            let UnbufferedStatus { state, .. } = conn.process_tls_records(&mut input[..fed]);
+            if let Ok(ConnectionState::EncodeTlsData(mut e)) = state {
+                let _ = encode(&mut e, out);
             }
         }
         self.conn = None;

@@ -45,7 +45,8 @@ pub enum Failure {
 struct Open {
     rx: Keys,
     rx_seq: u64,
-    kernel: KernelConnection<ServerConnectionData>,
+    /// What derives the next keys (None for a session made from bare keys).
+    kernel: Option<KernelConnection<ServerConnectionData>>,
 }
 
 /// Counters one session reports to its server.
@@ -242,7 +243,27 @@ impl Session {
         self.layout.set_seq(est.tx_seq);
         self.tx.push((self.layout.epoch(), est.tx));
         self.suite = est.suite;
-        self.open = Some(Open { rx: est.rx, rx_seq: est.rx_seq, kernel: est.kernel });
+        self.open = Some(Open { rx: est.rx, rx_seq: est.rx_seq, kernel: Some(est.kernel) });
+    }
+
+    /// A session whose handshake happened elsewhere, from bare traffic keys (tests and the
+    /// fuzz target of the record layer). It cannot derive new keys: a KeyUpdate ends it with
+    /// internal_error.
+    pub fn from_keys(tx: Keys, rx: Keys, record: usize) -> Session {
+        let mut layout = Layout::new(record);
+        layout.set_seq(0);
+        Session {
+            handshake: None,
+            open: Some(Open { rx, rx_seq: 0, kernel: None }),
+            input: Vec::new(),
+            held: 0,
+            layout,
+            tx: vec![(0, tx)],
+            closed: false,
+            peer_closed: false,
+            suite: "external",
+            events: Events::default(),
+        }
     }
 
     /// Post-handshake messages: only KeyUpdate is valid from a client (no tickets, no
@@ -266,7 +287,8 @@ impl Session {
             };
             msg = &rest[1..];
             let open = self.open.as_mut().expect("established");
-            let (seq, secrets) = open.kernel.update_rx_secret().map_err(|_| alert::INTERNAL_ERROR)?;
+            let kernel = open.kernel.as_mut().ok_or(alert::INTERNAL_ERROR)?;
+            let (seq, secrets) = kernel.update_rx_secret().map_err(|_| alert::INTERNAL_ERROR)?;
             open.rx = Keys::from_secrets(&secrets).ok_or(alert::INTERNAL_ERROR)?;
             open.rx_seq = seq;
             self.events.key_updates_in += 1;
@@ -283,7 +305,8 @@ impl Session {
         self.sync(plain_end);
         self.layout.push_control(content::HANDSHAKE, &[KEY_UPDATE, 0, 0, 1, 0]);
         let open = self.open.as_mut().expect("established");
-        let (seq, secrets) = open.kernel.update_tx_secret().map_err(|_| alert::INTERNAL_ERROR)?;
+        let kernel = open.kernel.as_mut().ok_or(alert::INTERNAL_ERROR)?;
+        let (seq, secrets) = kernel.update_tx_secret().map_err(|_| alert::INTERNAL_ERROR)?;
         self.layout.next_epoch();
         self.layout.set_seq(seq);
         self.tx.push((self.layout.epoch(), Keys::from_secrets(&secrets).ok_or(alert::INTERNAL_ERROR)?));
