@@ -101,10 +101,18 @@ def fresh_runs(make_server, run, show):
     return runs
 
 
-def nginx_argv(listen, root, work="/tmp/sirocco-bench-nginx"):
+# The test certificate and key (public test material) both servers use for HTTPS.
+CERTS = os.path.join(ROOT, "crates", "tls", "tests", "certs")
+
+
+def nginx_argv(listen, root, work="/tmp/sirocco-bench-nginx", tls=False):
     """nginx as the web benchmarks run it: one worker, sendfile, no access log, keep-alive
-    for 10 000 requests (sirocco's --max-requests default), a deep backlog. Writes its
-    configuration under `work` and returns the command line."""
+    for 10 000 requests (sirocco's --max-requests default), a deep backlog; with `tls`, HTTPS
+    on port 443 too (TLS 1.3, OpenSSL in user space: this kernel has no kernel TLS, so
+    sendfile does not apply there). Writes its configuration under `work` and returns the
+    command line."""
+    https = (f" listen {listen}:443 ssl backlog=4096; ssl_protocols TLSv1.3;"
+             f" ssl_certificate {CERTS}/server.pem; ssl_certificate_key {CERTS}/server.key;") if tls else ""
     os.makedirs(work, exist_ok=True)
     conf = (f"worker_processes 1;\ndaemon off;\npid {work}/nginx.pid;\nerror_log {work}/error.log;\n"
             "events { worker_connections 8192; }\n"
@@ -113,7 +121,7 @@ def nginx_argv(listen, root, work="/tmp/sirocco-bench-nginx"):
             " keepalive_requests 10000;\n"
             f" client_body_temp_path {work};\n proxy_temp_path {work};\n fastcgi_temp_path {work};\n"
             f" uwsgi_temp_path {work};\n scgi_temp_path {work};\n"
-            f" server {{ listen {listen}:80 backlog=4096; root {root}; }}\n}}\n")
+            f" server {{ listen {listen}:80 backlog=4096;{https} root {root}; }}\n}}\n")
     with open(f"{work}/nginx.conf", "w") as f:
         f.write(conf)
     return ["nginx", "-c", f"{work}/nginx.conf"]
@@ -127,17 +135,19 @@ class WebServer:
     """One server of the web benchmarks, in `cpuset` on the test network `net`: nginx (kind
     "nginx", see nginx_argv) or `sirocco web` with `args` (a kind with "@base" runs BASE_BIN)."""
 
-    def __init__(self, kind, net, cpuset, root, args):
-        self.proc, self.net, self.cs, self.root, self.args = None, net, cpuset, root, args
+    def __init__(self, kind, net, cpuset, root, args, tls=False):
+        self.proc, self.net, self.cs, self.root, self.args, self.tls = None, net, cpuset, root, args, tls
         self.kind, self.bin = server_kind(kind, SIROCCO)
         self.addr = KERNEL_ADDR if self.kind == "nginx" else OWN_ADDR
 
     def start(self):
         if self.kind == "nginx":
-            argv = nginx_argv(KERNEL_ADDR, self.root)
+            argv = nginx_argv(KERNEL_ADDR, self.root, tls=self.tls)
         else:
             argv = [self.bin, "web", "--iface", self.net.srv_if, "--addr", OWN_ADDR, "--queues", "1",
                     "--cpus", str(SRV_CPU), "--root", self.root] + self.args
+            if self.tls:
+                argv += ["--tls-cert", f"{CERTS}/server.pem", "--tls-key", f"{CERTS}/server.key"]
         self.proc = subprocess.Popen(self.cs.wrap(["ip", "netns", "exec", self.net.srv_ns] + argv),
                                      stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
         time.sleep(1.5)
@@ -174,6 +184,37 @@ def gen_http(net, dst, paths, conns, close=False, batch=None):
         g = json.load(f)
     os.unlink(j)
     return g
+
+
+def wrk(net, url, paths, conns):
+    """One wrk run of SECS seconds on GEN_CPU (the kernel's TCP in the client namespace, and
+    OpenSSL for https URLs), one thread, `conns` keep-alive connections asking for the paths
+    in the file `paths` in turn. Returns Gb/s (response bytes), requests/s and errors."""
+    lua = f"/tmp/sirocco-bench-wrk-{os.getpid()}.lua"
+    with open(lua, "w") as f:
+        f.write(f"""local paths = {{}}
+for l in io.lines("{paths}") do paths[#paths + 1] = l end
+local i = 0
+request = function()
+  i = i + 1
+  return wrk.format("GET", paths[(i % #paths) + 1])
+end
+done = function(s, lat, req)
+  local e = s.errors
+  io.write(string.format("RESULT %d %d %d %d\\n", s.bytes, s.requests, s.duration,
+    e.connect + e.read + e.write + e.status))
+end
+""")
+    secs = max(1, int(SECS))
+    r = ns(net.cli_ns, "taskset", "-c", str(GEN_CPU), "wrk", "-t1", f"-c{conns}", f"-d{secs}s", "--timeout", "60s",
+           "-s", lua, url, check=False)
+    os.unlink(lua)
+    line = next((l for l in r.stdout.splitlines() if l.startswith("RESULT ")), None)
+    if r.returncode != 0 or line is None:
+        raise RuntimeError(f"wrk failed: {r.stdout}{r.stderr}")
+    nbytes, reqs, dur_us, errors = (int(x) for x in line.split()[1:])
+    dur = dur_us / 1e6
+    return {"gbps": nbytes * 8 / dur / 1e9, "req_per_s": reqs / dur, "errors": errors}
 
 
 def median_of(runs, key):

@@ -10,13 +10,17 @@ while the run reads less than the set, which the report checks) — and `warm` �
 into the page cache first (sirocco's O_DIRECT reads go to the disk either way). Reported per
 point: Gb/s, server-core CPU-seconds per GB sent (core busy time from /proc/stat: veth receive
 work, and for nginx the kernel's TCP and page cache, included), the share of the set read in a
-run, and sirocco's configured read-buffer bound. HTTPS is not measured yet (no TLS in sirocco).
-Writes bench/results/stream.{json,md,png}."""
+run, and sirocco's configured read-buffer bound.
+
+PROTOS picks the protocols: `http` (load from `sirocco gen http`), `https` (wrk with OpenSSL on
+the kernel's TCP; sirocco with its own TLS 1.3 record layer, nginx with OpenSSL — no kernel TLS
+here) and `http-wrk` (plain HTTP from the same wrk, so that HTTPS and HTTP costs compare with
+one client). Writes bench/results/stream.{json,md,png}."""
 
 import os, sys
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
-from lib import (cpu_busy, median_of, env_list, preflight, fresh_runs, WebServer, gen_http,  # noqa: E402
+from lib import (cpu_busy, median_of, env_list, preflight, fresh_runs, WebServer, gen_http, wrk,  # noqa: E402
                  Testnet, Cpuset, BUILD, SECS, REPS, SRV_CPU, fmt, run_meta, save, plot, finish)
 
 NET = Testnet("bs")
@@ -25,6 +29,7 @@ FILE_MB = int(os.environ.get("FILE_MB", "64"))
 CONNS = env_list("CONNS", "10,40", int)
 CACHE = env_list("CACHE", "cold,warm")
 SERVERS = env_list("SERVERS", "stream,nginx")
+PROTOS = env_list("PROTOS", "http,https,http-wrk")
 STREAM_MIB = int(os.environ.get("STREAM_MIB", "256"))
 # On the build directory's file system (O_DIRECT needs a real one; /tmp may be tmpfs); kept
 # between runs, FILES × FILE_MB MiB.
@@ -63,17 +68,23 @@ def set_cache(state):
             os.close(fd)
 
 
-def server(kind):
-    return WebServer(kind, NET, CPUSET, DOCROOT, ["--mode", "stream", "--stream-memory", str(STREAM_MIB)])
+def server(kind, proto):
+    return WebServer(kind, NET, CPUSET, DOCROOT, ["--mode", "stream", "--stream-memory", str(STREAM_MIB)],
+                     tls=proto == "https")
 
 
-def one_run(server, conns, cache):
+def one_run(server, conns, cache, proto):
     set_cache(cache)
+    paths = os.path.join(DOCROOT, "all.paths")
     b0 = cpu_busy(SRV_CPU)
-    g = gen_http(NET, server.addr, os.path.join(DOCROOT, "all.paths"), conns, batch=256)
+    if proto == "http":
+        g = gen_http(NET, server.addr, paths, conns, batch=256)
+        g["errors"] = g["bad_responses"] + g["not_ok"] + g["broken"]
+    else:
+        g = wrk(NET, f"{'https' if proto == 'https' else 'http'}://{server.addr}", paths, conns)
     core = cpu_busy(SRV_CPU) - b0
     gbytes = g["gbps"] * SECS / 8
-    return {"gbps": g["gbps"], "req_per_s": g["req_per_s"], "errors": g["bad_responses"] + g["not_ok"] + g["broken"],
+    return {"gbps": g["gbps"], "req_per_s": g["req_per_s"], "errors": g["errors"],
             "core_busy_s": core, "core_s_per_gb": core / gbytes if gbytes else None,
             "set_share": gbytes * 1e9 / (FILES * (FILE_MB << 20))}
 
@@ -83,20 +94,22 @@ def main():
     make_root()
     global CPUSET
     CPUSET = Cpuset("sirocco-bench-stream", SRV_CPU)
-    results = {k: [] for k in SERVERS}
+    results = {f"{k} {p}": [] for p in PROTOS for k in SERVERS}
     try:
         with NET:
-            for kind in SERVERS:
-                for cache in CACHE:
-                    for conns in CONNS:
-                        def show(rep, r, _):
-                            print(f"{kind:7} {cache:4} {conns:>5} conns rep {rep}: {r['gbps']:6.2f} Gb/s "
-                                  f"{r['core_s_per_gb'] or 0:6.3f} core-s/GB, {r['set_share'] * 100:5.1f} % of the set, "
-                                  f"errors {r['errors']}", flush=True)
-                        runs = fresh_runs(lambda: server(kind), lambda srv: one_run(srv, conns, cache), show)
-                        point = {k: median_of(runs, k) for k in runs[0]}
-                        point.update({"cache": cache, "conns": conns, "runs": runs})
-                        results[kind].append(point)
+            for proto in PROTOS:
+                for kind in SERVERS:
+                    for cache in CACHE:
+                        for conns in CONNS:
+                            def show(rep, r, _):
+                                print(f"{kind:7} {proto:8} {cache:4} {conns:>5} conns rep {rep}: {r['gbps']:6.2f} Gb/s "
+                                      f"{r['core_s_per_gb'] or 0:6.3f} core-s/GB, {r['set_share'] * 100:5.1f} % of the set, "
+                                      f"errors {r['errors']}", flush=True)
+                            runs = fresh_runs(lambda: server(kind, proto), lambda srv: one_run(srv, conns, cache, proto),
+                                              show)
+                            point = {k: median_of(runs, k) for k in runs[0]}
+                            point.update({"cache": cache, "conns": conns, "runs": runs})
+                            results[f"{kind} {proto}"].append(point)
     finally:
         CPUSET.remove()
     write(results)
@@ -105,7 +118,7 @@ def main():
 def write(results):
     meta = run_meta(secs=SECS, reps=REPS, files=FILES, file_mb=FILE_MB, stream_mib=STREAM_MIB,
                     placement="server CPU 1 (cpuset), gen http CPU 0, threaded NAPI pinned per side")
-    lines = [f"# Streaming large files: sirocco web --mode stream vs nginx sendfile ({meta['date']}, kernel {meta['kernel']})", "",
+    lines = [f"# Streaming large files over HTTP and HTTPS: sirocco web --mode stream vs nginx ({meta['date']}, kernel {meta['kernel']})", "",
              f"Median of {REPS} run(s) of {SECS:.0f} s per point. {FILES} files of {FILE_MB} MiB asked for in turn, "
              f"keep-alive. cold: the set's pages dropped before each run; warm: the set read into the page cache first. "
              f"sirocco's read buffers are bounded at {STREAM_MIB} MiB; it reads with O_DIRECT in both states. "
@@ -116,17 +129,28 @@ def write(results):
             lines.append(f"| {kind} | {p['cache']} | {p['conns']} | {fmt(p['gbps'], '{:.2f}')} | "
                          f"{fmt(p['core_s_per_gb'], '{:.3f}')} | {fmt(p['set_share'] and p['set_share'] * 100, '{:.0f} %')} | "
                          f"{fmt(p['errors'])} |")
-    s, n = results.get("stream"), results.get("nginx")
-    if s and n:
-        lines += ["", "## stream / nginx", "", "| cache | conns | Gb/s | GB per server-core CPU-s |", "|---|---|---|---|"]
-        for a, b in zip(s, n):
+    def ratios(title, a_key, b_key, cost_label):
+        a_pts, b_pts = results.get(a_key), results.get(b_key)
+        if not (a_pts and b_pts):
+            return
+        nonlocal_lines.extend(["", f"## {title}", "", f"| cache | conns | Gb/s | {cost_label} |", "|---|---|---|---|"])
+        for a, b in zip(a_pts, b_pts):
             r1 = a["gbps"] / b["gbps"] if a["gbps"] and b["gbps"] else None
             r2 = b["core_s_per_gb"] / a["core_s_per_gb"] if a["core_s_per_gb"] and b["core_s_per_gb"] else None
-            lines.append(f"| {a['cache']} | {a['conns']} | {fmt(r1, '{:.2f}×')} | {fmt(r2, '{:.2f}×')} |")
+            nonlocal_lines.append(f"| {a['cache']} | {a['conns']} | {fmt(r1, '{:.2f}×')} | {fmt(r2, '{:.2f}×')} |")
+
+    nonlocal_lines = lines
+    for proto in PROTOS:
+        ratios(f"{proto}: stream / nginx", f"stream {proto}", f"nginx {proto}", "GB per server-core CPU-s")
+    # HTTPS against HTTP from the same client: the cost of TLS to each server.
+    ratios("sirocco: https / http (both from wrk)", "stream https", "stream http-wrk",
+           "GB per server-core CPU-s (https over http; 1/x is the cost factor)")
+    ratios("nginx: https / http (both from wrk)", "nginx https", "nginx http-wrk",
+           "GB per server-core CPU-s (https over http)")
     save("stream", meta, lines, results=results)
 
     def draw(plt):
-        fig, axes = plt.subplots(1, 2, figsize=(11, 4))
+        fig, axes = plt.subplots(1, 2, figsize=(12, 4.5))
         for kind, pts in results.items():
             for cache in CACHE:
                 sel = [p for p in pts if p["cache"] == cache]

@@ -129,8 +129,8 @@ fn tls_stat(log: &str, key: &str) -> u64 {
 
 const SIZES: [usize; 8] = [0, 1, 1425, 1426, 1427, 4096, 100_003, 3 << 20];
 
-fn serve_every_size(mode: &str) {
-    let root = Root::under(std::path::Path::new(env!("CARGO_TARGET_TMPDIR")), &format!("tls-{mode}"));
+fn serve_every_size(mode: &str, extra: &[&str]) {
+    let root = Root::under(std::path::Path::new(env!("CARGO_TARGET_TMPDIR")), &format!("tls-{mode}{}", extra.len()));
     for (i, n) in SIZES.iter().enumerate() {
         root.write(&format!("f{i}.bin"), &pattern(*n, i as u64 + 3));
     }
@@ -141,6 +141,7 @@ fn serve_every_size(mode: &str) {
             .map(|s| s.to_string())
             .collect();
     args.extend(cert_args());
+    args.extend(extra.iter().map(|s| s.to_string()));
     let a: Vec<&str> = args.iter().map(String::as_str).collect();
     let s = net.start(&a);
     let paths: Vec<String> = (0..SIZES.len()).map(|i| format!("/f{i}.bin")).collect();
@@ -194,17 +195,23 @@ fn serve_every_size(mode: &str) {
 
 #[test]
 fn https_is_byte_exact_in_precopy_mode() {
-    serve_every_size("precopy");
+    serve_every_size("precopy", &[]);
 }
 
 #[test]
 fn https_is_byte_exact_in_memcpy_mode() {
-    serve_every_size("memcpy");
+    serve_every_size("memcpy", &[]);
 }
 
 #[test]
 fn https_is_byte_exact_in_stream_mode() {
-    serve_every_size("stream");
+    serve_every_size("stream", &[]);
+}
+
+/// Records of one segment each, sealed in place in their TX frames.
+#[test]
+fn https_is_byte_exact_with_one_segment_records() {
+    serve_every_size("stream", &["--tls-record-segments", "1"]);
 }
 
 /// The TCP payloads sirocco sent from `port` in a pcap it wrote: (client port, sequence

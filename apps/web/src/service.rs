@@ -12,7 +12,7 @@ use engine::published::Follower;
 use engine::{Originate, Service, TcpService};
 use std::time::{SystemTime, UNIX_EPOCH};
 use tcp::{Config, Duration, Instant, Limits};
-use tls::{Tls, TlsConfig};
+use tls::{Listener, Tls};
 use wire::tcp::TcpRepr;
 use wire::Ipv4Addr;
 
@@ -40,7 +40,7 @@ impl WebService {
     /// A server on `port` for the site `site` follows, packetised for segments of `cfg.mss` less the
     /// timestamp option, at most `cache_bytes` of packetised objects; with `precopy`, sent
     /// from replicas in at most that many pinned frames; HTTPS too with `tls` (its
-    /// configuration and port), in TLS records that each fill such a segment.
+    /// configuration, port and record size in segments).
     #[allow(clippy::too_many_arguments)]
     pub fn new(
         site: Follower<Site>,
@@ -50,7 +50,7 @@ impl WebService {
         settings: Settings,
         cache_bytes: u64,
         precopy: Option<usize>,
-        tls: Option<(TlsConfig, u16)>,
+        tls: Option<Listener>,
     ) -> Self {
         let segment = u32::from(cfg.mss) - 12;
         let mut store = Store::new(site.get().clone(), segment, cache_bytes, wall_secs());
@@ -60,7 +60,7 @@ impl WebService {
             app = app.precopy(frames);
         }
         let mut ports = vec![port];
-        ports.extend(tls.as_ref().map(|t| t.1));
+        ports.extend(tls.as_ref().map(|t| t.port));
         WebService {
             tcp: TcpService::new(Tls::new(app, tls, segment as usize), &ports, cfg, limits),
             site,
@@ -160,8 +160,9 @@ impl WebService {
             let Some(t) = ep.tcb(h) else { continue };
             let (acked, window, mss) = (t.acked_offset(), u64::from(t.cwnd().min(t.snd_wnd())), t.smss());
             let Some(conn) = ep.conn_mut(h) else { continue };
-            // Under TLS the application's offsets are plaintext ones.
-            let acked = conn.plain_acked(acked);
+            // Under TLS the application's offsets are plaintext ones, and reads reach the end of
+            // the last record the window allows.
+            let (acked, window) = conn.plain_window(acked, window);
             let conn = &mut conn.inner;
             if conn.reading.is_some() {
                 continue;

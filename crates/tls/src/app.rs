@@ -7,7 +7,7 @@
 use crate::config::TlsConfig;
 use crate::record::OVERHEAD;
 use crate::session::{Failure, Poll, Session};
-use std::cell::{Cell, RefCell};
+use std::cell::Cell;
 use tcp::{App, Ctl, End, Handle, PinnedFrames, SegOut, Source};
 
 /// A connection: the application's state, and the TLS session if it came in on the TLS port.
@@ -31,6 +31,20 @@ impl<C: Source> Conn<C> {
     pub fn sync(&mut self) {
         if let Some(s) = self.tls.as_mut() {
             s.sync(self.inner.end());
+        }
+    }
+
+    /// What the windows allow, in the application's offsets: from the acknowledged `acked`
+    /// to `acked + window` of the stream becomes (plaintext acknowledged, plaintext to hold
+    /// from there) — under TLS rounded up to whole records, since a record is sent only
+    /// once all of its plaintext is at hand.
+    pub fn plain_window(&self, acked: u64, window: u64) -> (u64, u64) {
+        match &self.tls {
+            Some(s) => {
+                let from = s.layout.plain_acked(acked);
+                (from, s.layout.plain_reach(acked + window).saturating_sub(from))
+            }
+            None => (acked, window),
         }
     }
 
@@ -85,12 +99,22 @@ pub struct TlsStats {
     pub close_notify_in: u64,
     /// KeyUpdates received.
     pub key_updates: u64,
-    /// Records sealed (whole, in the segment).
+    /// Records sealed (in the segment when one holds a record, else into the connection's
+    /// record buffer; a retransmission may seal a record again).
     pub records_sealed: Cell<u64>,
-    /// Records sealed aside because a segment held only part of one.
-    pub records_split: Cell<u64>,
     /// The last handshake failure's reason (for logs).
     pub last_failure: String,
+}
+
+/// Where and how a server takes TLS.
+#[derive(Debug, Clone)]
+pub struct Listener {
+    /// Certificate, key and handshake settings.
+    pub config: TlsConfig,
+    /// The port whose connections are TLS.
+    pub port: u16,
+    /// Full segments one record fills (1 to 11; see [`Tls::new`]).
+    pub record_segments: usize,
 }
 
 /// The TLS layer around application `A`.
@@ -99,18 +123,26 @@ pub struct Tls<A: App> {
     pub app: A,
     config: Option<(TlsConfig, u16)>,
     record: usize,
-    scratch: RefCell<Vec<u8>>,
     /// Counters.
     pub stats: TlsStats,
 }
 
 impl<A: App> Tls<A> {
-    /// `app` with TLS on `port` under `config` (None: every connection is plain), records of
-    /// `segment - OVERHEAD` content bytes, so one record fills a segment of `segment` payload
-    /// bytes.
-    pub fn new(app: A, config: Option<(TlsConfig, u16)>, segment: usize) -> Tls<A> {
-        let record = segment.saturating_sub(OVERHEAD).clamp(64, crate::record::MAX_PLAIN);
-        Tls { app, config, record, scratch: RefCell::new(Vec::new()), stats: TlsStats::default() }
+    /// `app` with TLS as `listener` says (None: every connection is plain), in records
+    /// that fill `record_segments` full segments of `segment` payload bytes each (at most 16 KiB of
+    /// content). One segment per record seals each record in place in its TX frame but costs
+    /// the client a record (and, with OpenSSL, two reads) per 1.4 KB; 11 segments make records
+    /// of about 16 KB, as nginx sends, each sealed once and copied into its segments.
+    pub fn new(app: A, listener: Option<Listener>, segment: usize) -> Tls<A> {
+        let segments = listener.as_ref().map_or(1, |l| l.record_segments.max(1));
+        let record = (segment * segments).saturating_sub(OVERHEAD).clamp(64, crate::record::MAX_PLAIN);
+        let config = listener.map(|l| (l.config, l.port));
+        Tls { app, config, record, stats: TlsStats::default() }
+    }
+
+    /// Content bytes per record.
+    pub fn record_size(&self) -> usize {
+        self.record
     }
 
     /// The TLS port, if TLS is on.
@@ -255,10 +287,9 @@ impl<A: App> App for Tls<A> {
         match &c.tls {
             None => self.app.fill(&c.inner, off, dst),
             Some(s) => {
-                let whole = dst.len() == s.layout.record_size() + OVERHEAD;
-                s.fill(off, dst, &self.scratch, &|p, d| self.app.fill(&c.inner, p, d));
-                let n = if whole { &self.stats.records_sealed } else { &self.stats.records_split };
-                n.set(n.get() + 1);
+                let n = s.fill(off, dst, &|p, d| self.app.fill(&c.inner, p, d));
+                let r = &self.stats.records_sealed;
+                r.set(r.get() + u64::from(n));
             }
         }
     }

@@ -224,6 +224,19 @@ impl Layout {
         }
     }
 
+    /// The application-stream offset at the end of the record holding stream byte `edge - 1`:
+    /// how far the application's bytes must be at hand for everything the stream may carry
+    /// below `edge` to be sealed (a record goes out whole or not at all).
+    pub fn plain_reach(&self, edge: u64) -> u64 {
+        if edge >= self.end {
+            return self.plain_end;
+        }
+        match self.locate(edge.saturating_sub(1)) {
+            Some(Spot::Record(r)) => r.plain.map_or_else(|| self.plain_acked(edge), |p| p + r.len as u64),
+            _ => self.plain_acked(edge),
+        }
+    }
+
     /// Lets go of the runs wholly below stream offset `acked`; returns the oldest key epoch
     /// still needed.
     pub fn release(&mut self, acked: u64) -> u32 {
@@ -285,6 +298,19 @@ mod tests {
         l.release(10 + 3 * 122);
         assert_eq!(l.runs(), 0);
         assert_eq!(l.plain_acked(10 + 3 * 122), 300);
+    }
+
+    #[test]
+    fn reach_rounds_up_to_the_end_of_a_record() {
+        let mut l = Layout::new(100);
+        l.push_raw(vec![0; 10]);
+        l.push_app(250);
+        assert_eq!(l.plain_reach(10), 0);
+        assert_eq!(l.plain_reach(11), 100);
+        assert_eq!(l.plain_reach(10 + 122), 100);
+        assert_eq!(l.plain_reach(10 + 123), 200);
+        assert_eq!(l.plain_reach(l.end() - 1), 250);
+        assert_eq!(l.plain_reach(l.end() + 5000), 250);
     }
 
     #[test]

@@ -13,6 +13,6 @@ pub mod layout;
 pub mod record;
 pub mod session;
 
-pub use app::{Conn, Tls, TlsStats};
+pub use app::{Conn, Listener, Tls, TlsStats};
 pub use config::{ConfigError, TlsConfig};
 pub use session::{Poll, Session};

@@ -76,6 +76,16 @@ pub struct Session {
     pub suite: &'static str,
     /// Counters.
     pub events: Events,
+    /// The last record sealed whole (records larger than a segment).
+    sealed: RefCell<Sealed>,
+}
+
+/// A sealed record kept for the segments that carry it.
+#[derive(Default)]
+struct Sealed {
+    /// Stream offset of the record held.
+    start: Option<u64>,
+    bytes: Vec<u8>,
 }
 
 impl Session {
@@ -92,6 +102,7 @@ impl Session {
             peer_closed: false,
             suite: "",
             events: Events::default(),
+            sealed: RefCell::default(),
         })
     }
 
@@ -263,6 +274,7 @@ impl Session {
             peer_closed: false,
             suite: "external",
             events: Events::default(),
+            sealed: RefCell::default(),
         }
     }
 
@@ -320,6 +332,10 @@ impl Session {
         let plain = self.layout.plain_acked(acked);
         let oldest = self.layout.release(acked);
         self.tx.retain(|(e, _)| *e >= oldest);
+        if self.layout.runs() == 0 {
+            // Nothing left to send again: an idle keep-alive connection holds no ciphertext.
+            *self.sealed.borrow_mut() = Sealed::default();
+        }
         plain
     }
 
@@ -331,7 +347,9 @@ impl Session {
             None => u32::MAX,
             Some(Spot::Raw { bytes, at }) => (bytes.len() - at) as u32,
             Some(Spot::Record(rec)) => {
-                if let Some(p) = rec.plain {
+                // A record already sealed (its first segment went out) is at hand whole.
+                let sealed = self.sealed.borrow().start == Some(rec.start);
+                if let (Some(p), false) = (rec.plain, sealed) {
                     let mut got = 0u64;
                     // Bounded: each step advances by at least one byte of the record.
                     while got < rec.len as u64 {
@@ -347,11 +365,14 @@ impl Session {
         }
     }
 
-    /// Writes the stream's bytes at `off .. off + dst.len()`: a whole record is sealed in
-    /// place in `dst`; a part of one (a segment cut smaller than a record) is sealed in
-    /// `scratch` and copied. `fill(p, d)` writes the application's plaintext at `p`.
-    pub fn fill(&self, off: u64, dst: &mut [u8], scratch: &RefCell<Vec<u8>>, fill: &dyn Fn(u64, &mut [u8])) {
+    /// Writes the stream's bytes at `off .. off + dst.len()`. A record that the segment
+    /// holds whole is sealed in place in it; one that spans segments is sealed once into the
+    /// connection's record buffer, from which its segments are copied (sealed again only if
+    /// a retransmission asks for it after a later record took the buffer). `fill(p, d)`
+    /// writes the application's plaintext at `p`. Returns how many records were sealed.
+    pub fn fill(&self, off: u64, dst: &mut [u8], fill: &dyn Fn(u64, &mut [u8])) -> u32 {
         let mut done = 0;
+        let mut sealed = 0;
         while done < dst.len() {
             let at = off + done as u64;
             match self.layout.locate(at) {
@@ -366,20 +387,26 @@ impl Session {
                     let n = (whole - into).min(dst.len() - done);
                     if into == 0 && n == whole {
                         self.seal(&rec, &mut dst[done..done + n], fill);
+                        sealed += 1;
                     } else {
-                        let mut s = scratch.borrow_mut();
-                        s.resize(whole, 0);
-                        self.seal(&rec, &mut s[..], fill);
-                        dst[done..done + n].copy_from_slice(&s[into..into + n]);
+                        let mut b = self.sealed.borrow_mut();
+                        if b.start != Some(rec.start) {
+                            b.bytes.resize(whole, 0);
+                            self.seal(&rec, &mut b.bytes[..whole], fill);
+                            b.start = Some(rec.start);
+                            sealed += 1;
+                        }
+                        dst[done..done + n].copy_from_slice(&b.bytes[into..into + n]);
                     }
                     done += n;
                 }
                 None => {
                     dst[done..].fill(0);
-                    return;
+                    break;
                 }
             }
         }
+        sealed
     }
 
     fn seal(&self, rec: &crate::layout::Rec<'_>, out: &mut [u8], fill: &dyn Fn(u64, &mut [u8])) {
