@@ -24,9 +24,9 @@ from lib import (cpu_busy, median_of, env_list, preflight, fresh_runs, WebServer
                  Testnet, Cpuset, BUILD, SECS, REPS, SRV_CPU, fmt, run_meta, save, plot, finish)
 
 NET = Testnet("bs")
-FILES = int(os.environ.get("FILES", "64"))
-FILE_MB = int(os.environ.get("FILE_MB", "64"))
-CONNS = env_list("CONNS", "10,40", int)
+FILES = int(os.environ.get("FILES", "256"))
+FILE_MB = int(os.environ.get("FILE_MB", "16"))
+CONNS = env_list("CONNS", "50,200", int)
 CACHE = env_list("CACHE", "cold,warm")
 SERVERS = env_list("SERVERS", "stream,nginx")
 PROTOS = env_list("PROTOS", "http,https,http-wrk")
