@@ -416,3 +416,139 @@ fn bad_certificates_and_tls_options_are_one_line() {
     assert!(!o.status.success());
     assert!(String::from_utf8_lossy(&o.stderr).contains("--tls-key"));
 }
+
+/// A file whose every 4 KiB block says where it is (its index, repeated): any byte served
+/// from the wrong offset, past 4 GiB too, changes the digest.
+fn write_indexed(path: &std::path::Path, bytes: u64) {
+    let mut f = std::io::BufWriter::with_capacity(1 << 20, std::fs::File::create(path).unwrap());
+    let mut block = [0u8; 4096];
+    for i in 0..bytes.div_ceil(4096) {
+        for (k, c) in block.chunks_mut(8).enumerate() {
+            c.copy_from_slice(&(i ^ (k as u64) << 48).to_le_bytes());
+        }
+        let n = (bytes - i * 4096).min(4096) as usize;
+        f.write_all(&block[..n]).unwrap();
+    }
+    f.flush().unwrap();
+}
+
+fn sha256_of_file(path: &std::path::Path) -> String {
+    let o = std::process::Command::new("sha256sum").arg(path).output().unwrap();
+    String::from_utf8_lossy(&o.stdout).split(' ').next().unwrap().to_string()
+}
+
+/// Larger than 4 GiB: stream offsets and TCP sequence numbers wrap past 32 bits, and every
+/// byte is checked by SHA-256 over HTTPS; a range past 4 GiB over HTTP; nothing cached.
+#[test]
+fn a_file_over_four_gib_streams_intact_over_https() {
+    let root = Root::under(std::path::Path::new(env!("CARGO_TARGET_TMPDIR")), "tls-huge");
+    let big = root.0.join("huge.bin");
+    let size = (4u64 << 30) + 123_457;
+    write_indexed(&big, size);
+    let want = sha256_of_file(&big);
+    drop_cache(&big);
+    let net = TestNet::new(1);
+    let mut args: Vec<String> =
+        ["web", "--iface", &net.srv_if, "--addr", SERVER_OWN, "--root", root.path(), "--mode", "stream"]
+            .iter()
+            .map(|s| s.to_string())
+            .collect();
+    args.extend(cert_args());
+    let a: Vec<&str> = args.iter().map(String::as_str).collect();
+    let s = net.start(&a);
+    let ca = certs().join("ca.pem");
+    let o = net.exec(
+        &net.cli_ns,
+        &[
+            "sh",
+            "-c",
+            &format!(
+                "curl -sS --max-time 300 --cacert {} --resolve sirocco.test:443:{SERVER_OWN} \
+                 https://sirocco.test/huge.bin | sha256sum",
+                ca.display()
+            ),
+        ],
+    );
+    assert!(o.status.success(), "curl: {}", String::from_utf8_lossy(&o.stderr));
+    let got = String::from_utf8_lossy(&o.stdout).split(' ').next().unwrap().to_string();
+    assert_eq!(got, want, "SHA-256 of {size} bytes over HTTPS");
+    // The last 100 000 bytes, past 4 GiB, over HTTP.
+    let from = size - 100_000;
+    let r = crate::web::get(
+        &net.cli_ns,
+        SERVER_OWN,
+        80,
+        &format!("GET /huge.bin HTTP/1.1\r\nHost: a\r\nRange: bytes={from}-\r\nConnection: close\r\n\r\n"),
+    );
+    assert_eq!(r.status, 206);
+    let mut f = std::fs::File::open(&big).unwrap();
+    std::io::Seek::seek(&mut f, std::io::SeekFrom::Start(from)).unwrap();
+    let mut tail = Vec::new();
+    f.read_to_end(&mut tail).unwrap();
+    assert!(r.body == tail, "the range past 4 GiB");
+    let (_, log) = crate::common::stop_with_log(s);
+    assert_eq!(tls_stat(&log, "record errors"), 0, "{log}");
+    // Only the tail this test read itself (25 pages) may be cached.
+    assert!(cached_pages(&big) < 64, "4 GiB streamed, the file stays out of the page cache");
+    std::fs::remove_file(&big).unwrap();
+}
+
+/// Three hundred HTTPS transfers at once (curl --parallel: a connection and a handshake
+/// each), every body compared with the file.
+#[test]
+fn hundreds_of_concurrent_https_streams() {
+    let root = Root::under(std::path::Path::new(env!("CARGO_TARGET_TMPDIR")), "tls-many");
+    let data = pattern(300_007, 21);
+    root.write("f.bin", &data);
+    let out = root.0.join("out");
+    std::fs::create_dir_all(&out).unwrap();
+    let net = TestNet::new(1);
+    let mut args: Vec<String> = [
+        "web",
+        "--iface",
+        &net.srv_if,
+        "--addr",
+        SERVER_OWN,
+        "--root",
+        root.path(),
+        "--mode",
+        "stream",
+        "--stream-memory",
+        "8",
+    ]
+    .iter()
+    .map(|s| s.to_string())
+    .collect();
+    args.extend(cert_args());
+    let a: Vec<&str> = args.iter().map(String::as_str).collect();
+    let s = net.start(&a);
+    let ca = certs().join("ca.pem");
+    let o = net.exec(
+        &net.cli_ns,
+        &[
+            "curl",
+            "-sS",
+            "--max-time",
+            "120",
+            "--parallel",
+            "--parallel-max",
+            "300",
+            "--cacert",
+            ca.to_str().unwrap(),
+            "--resolve",
+            &format!("sirocco.test:443:{SERVER_OWN}"),
+            "-o",
+            &format!("{}/f_#1", out.display()),
+            "https://sirocco.test/f.bin?[1-300]",
+        ],
+    );
+    assert!(o.status.success(), "curl: {}", String::from_utf8_lossy(&o.stderr));
+    for i in 1..=300 {
+        let got = std::fs::read(out.join(format!("f_{i}"))).unwrap();
+        assert!(got == data, "transfer {i}: {} bytes, not the file's", got.len());
+    }
+    let (_, log) = crate::common::stop_with_log(s);
+    assert!(tls_stat(&log, "handshakes") >= 300, "{log}");
+    assert_eq!(tls_stat(&log, "failed"), 0, "{log}");
+    let _ = std::fs::remove_dir_all(&out);
+}

@@ -158,4 +158,7 @@ impl tcp::Source for Conn {
         // not own.
         dst.fill(0);
     }
+    fn boundary(&self, off: u64) -> u64 {
+        self.find(off).map_or(u64::MAX, |r| r.start + r.len)
+    }
 }

@@ -148,6 +148,20 @@ impl Fetch {
     /// few hundred bytes costs about what 16 KiB does — or half the window when that is
     /// smaller, unless the span ends sooner or everything read so far is acknowledged.
     pub fn plan(&self, acked: u64, window: u64, min_read: u32, max_read: u32) -> Option<Plan> {
+        self.plan_within(acked, window, min_read, max_read, &|p| p)
+    }
+
+    /// [`Fetch::plan`], with a read that the buffer cuts short ending at `floor(end)`
+    /// instead (the start of the TLS record the cut falls in), so that a record's plaintext
+    /// never waits on a second read while the first holds a buffer.
+    pub fn plan_within(
+        &self,
+        acked: u64,
+        window: u64,
+        min_read: u32,
+        max_read: u32,
+        floor: &dyn Fn(u64) -> u64,
+    ) -> Option<Plan> {
         if self.reading {
             return None;
         }
@@ -167,7 +181,13 @@ impl Fetch {
         let file_at = s.file_off + (start - s.start);
         // Widened to blocks at both ends, the read must still fit a buffer.
         let room = u64::from(max_read).saturating_sub(file_at % DIRECT_ALIGN as u64 + DIRECT_ALIGN as u64);
-        let len = want.min(room.max(1));
+        let mut len = want.min(room.max(1));
+        if len < want {
+            let end = floor(start + len);
+            if end > start {
+                len = end - start;
+            }
+        }
         let (file_off, read_len, skip) = align_range(file_at, len);
         Some(Plan { file: s.file, file_off, read_len: read_len as u32, start, len: len as u32, skip: skip as u32 })
     }
@@ -181,8 +201,21 @@ impl Fetch {
         min_read: u32,
         cookie: u64,
     ) -> Result<Plan, Wait> {
+        self.start_within(port, acked, window, min_read, cookie, &|p| p)
+    }
+
+    /// [`Fetch::start`] with reads cut short ending at `floor` (see [`Fetch::plan_within`]).
+    pub fn start_within(
+        &mut self,
+        port: &mut StoragePort,
+        acked: u64,
+        window: u64,
+        min_read: u32,
+        cookie: u64,
+        floor: &dyn Fn(u64) -> u64,
+    ) -> Result<Plan, Wait> {
         let max_read = port.pool_ref().buf_size() as u32;
-        let p = self.plan(acked, window, min_read, max_read).ok_or(Wait::Nothing)?;
+        let p = self.plan_within(acked, window, min_read, max_read, floor).ok_or(Wait::Nothing)?;
         let buf = port.pool().alloc().ok_or(Wait::NoBuffer)?;
         match port.read(p.file, p.file_off, p.read_len, buf, cookie) {
             Ok(()) => {

@@ -163,11 +163,12 @@ impl WebService {
             // Under TLS the application's offsets are plaintext ones, and reads reach the end of
             // the last record the window allows.
             let (acked, window) = conn.plain_window(acked, window);
-            let conn = &mut conn.inner;
+            let tls::Conn { inner: conn, tls: session } = conn;
             if conn.reading.is_some() {
                 continue;
             }
-            match conn.fetch.start(&mut st.port, acked, window, 10 * mss, streamer::cookie(h)) {
+            let floor = |p| session.as_ref().map_or(p, |s| s.layout.record_floor(p));
+            match conn.fetch.start_within(&mut st.port, acked, window, 10 * mss, streamer::cookie(h), &floor) {
                 Ok(p) => {
                     st.stats.reads += 1;
                     st.stats.read_bytes += u64::from(p.len);

@@ -34,6 +34,13 @@ pub trait Source {
     fn release(&mut self, off: u64) {
         let _ = off;
     }
+    /// The end of the message (a response) holding stream offset `off`, for a layer that
+    /// frames the stream: TLS cuts its records there, so no record needs bytes of two
+    /// messages. `u64::MAX` when the source does not say.
+    fn boundary(&self, off: u64) -> u64 {
+        let _ = off;
+        u64::MAX
+    }
 }
 
 /// What a callback asks of its connection, applied when it returns.

@@ -29,8 +29,9 @@ impl<C: Source> Conn<C> {
 
     /// The application queued bytes outside a TCP callback (a timeout answer): lays them.
     pub fn sync(&mut self) {
-        if let Some(s) = self.tls.as_mut() {
-            s.sync(self.inner.end());
+        let Conn { inner, tls } = self;
+        if let Some(s) = tls.as_mut() {
+            s.sync(inner.end(), &|p| inner.boundary(p));
         }
     }
 
@@ -51,8 +52,9 @@ impl<C: Source> Conn<C> {
     /// The application closes outside a TCP callback: lays what it queued, then close_notify.
     /// Call before [`tcp::Endpoint::close`].
     pub fn close(&mut self) {
-        if let Some(s) = self.tls.as_mut() {
-            s.close(self.inner.end());
+        let Conn { inner, tls } = self;
+        if let Some(s) = tls.as_mut() {
+            s.close(inner.end(), &|p| inner.boundary(p));
         }
     }
 }
@@ -157,12 +159,14 @@ impl<A: App> Tls<A> {
             ctl.abort();
             return;
         }
-        match c.tls.as_mut() {
+        let Conn { inner: app, tls } = c;
+        let boundary = |p| app.boundary(p);
+        match tls.as_mut() {
             Some(s) if inner.wants_close() => {
-                s.close(c.inner.end());
+                s.close(app.end(), &boundary);
                 ctl.close();
             }
-            Some(s) => s.sync(c.inner.end()),
+            Some(s) => s.sync(app.end(), &boundary),
             None if inner.wants_close() => ctl.close(),
             None => {}
         }
@@ -172,12 +176,14 @@ impl<A: App> Tls<A> {
     fn pump(&mut self, h: Handle, c: &mut Conn<A::Conn>, ctl: &mut Ctl) {
         // Bounded: each Data or Established consumes input; the rest return.
         for _ in 0..100_000 {
-            let s = c.tls.as_mut().expect("TLS connection");
-            match s.poll(c.inner.end()) {
+            let Conn { inner: app, tls } = &mut *c;
+            let s = tls.as_mut().expect("TLS connection");
+            let boundary = |p| app.boundary(p);
+            match s.poll(app.end(), &boundary) {
                 Poll::Idle => return,
                 Poll::Established => {
                     self.stats.handshakes += 1;
-                    s.sync(c.inner.end());
+                    s.sync(app.end(), &boundary);
                 }
                 Poll::Data(range) => {
                     let mut inner = Ctl::default();

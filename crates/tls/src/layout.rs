@@ -139,15 +139,30 @@ impl Layout {
         }
     }
 
-    /// Lays the application's plaintext up to `plain_end` in records.
-    pub fn push_app(&mut self, plain_end: u64) {
-        if plain_end <= self.plain_end {
-            return;
+    /// Lays the application's plaintext up to `plain_end` in records, starting a new run at
+    /// each message boundary `boundary(p)` names (the end of the message holding `p`), so no
+    /// record holds bytes of two messages.
+    pub fn push_app(&mut self, plain_end: u64, boundary: &dyn Fn(u64) -> u64) {
+        // Bounded: each pass lays at least one byte.
+        while self.plain_end < plain_end {
+            let b = boundary(self.plain_end);
+            let to = if b > self.plain_end { b.min(plain_end) } else { plain_end };
+            let len = to - self.plain_end;
+            let records = len.div_ceil(self.record);
+            self.push(Piece::App { len }, len + records * OVERHEAD as u64, records);
+            self.plain_end = to;
         }
-        let len = plain_end - self.plain_end;
-        let records = len.div_ceil(self.record);
-        self.push(Piece::App { len }, len + records * OVERHEAD as u64, records);
-        self.plain_end = plain_end;
+    }
+
+    /// The application-stream offset of the start of the record holding plaintext offset
+    /// `p` (for reads that should end on a record boundary); `p` itself outside the laid runs.
+    pub fn record_floor(&self, p: u64) -> u64 {
+        let i = self.runs.partition_point(|r| r.plain <= p);
+        let Some(r) = i.checked_sub(1).map(|i| &self.runs[i]) else { return p };
+        match r.piece {
+            Piece::App { len } if p < r.plain + len => r.plain + (p - r.plain) / self.record * self.record,
+            _ => p,
+        }
     }
 
     /// Appends one protected record of the layer's own (at most 5 bytes of content).
@@ -218,6 +233,10 @@ impl Layout {
         match r.piece {
             Piece::App { len } => {
                 let full = self.record + OVERHEAD as u64;
+                // The last record is usually shorter than the others.
+                if acked - r.start >= len + len.div_ceil(self.record) * OVERHEAD as u64 {
+                    return r.plain + len;
+                }
                 r.plain + ((acked - r.start) / full * self.record).min(len)
             }
             _ => r.plain,
@@ -271,7 +290,7 @@ mod tests {
     fn records_follow_from_offsets() {
         let mut l = Layout::new(100);
         l.push_raw(vec![1; 50]);
-        l.push_app(250); // 100, 100, 50
+        l.push_app(250, &|_| u64::MAX); // 100, 100, 50
         l.push_control(content::ALERT, &[1, 0]);
         assert_eq!(l.end(), 50 + 250 + 3 * 22 + 2 + 22);
         assert_eq!(l.locate(49), Some(Spot::Raw { bytes: &[1; 50], at: 49 }));
@@ -288,12 +307,17 @@ mod tests {
     fn only_whole_records_count_as_acknowledged_plaintext() {
         let mut l = Layout::new(100);
         l.push_raw(vec![0; 10]);
-        l.push_app(300);
+        l.push_app(300, &|_| u64::MAX);
         assert_eq!(l.plain_acked(0), 0);
         assert_eq!(l.plain_acked(10 + 121), 0);
         assert_eq!(l.plain_acked(10 + 122), 100);
         assert_eq!(l.plain_acked(10 + 3 * 122), 300);
         l.release(10 + 122);
+        // A last record shorter than the others counts once it is acknowledged whole.
+        let mut m = Layout::new(100);
+        m.push_app(150, &|_| u64::MAX);
+        assert_eq!(m.plain_acked(122 + 71), 100);
+        assert_eq!(m.plain_acked(122 + 72), 150);
         assert_eq!(l.runs(), 1);
         l.release(10 + 3 * 122);
         assert_eq!(l.runs(), 0);
@@ -301,10 +325,26 @@ mod tests {
     }
 
     #[test]
+    fn records_end_at_message_boundaries() {
+        let mut l = Layout::new(100);
+        // Two messages of 150 and 60 bytes laid at once: 100 + 50, then 60.
+        l.push_app(210, &|p| if p < 150 { 150 } else { 210 });
+        assert_eq!(l.runs(), 2);
+        let Some(Spot::Record(r)) = l.locate(122) else { panic!() };
+        assert_eq!((r.plain, r.len), (Some(100), 50));
+        let Some(Spot::Record(r)) = l.locate(122 + 72) else { panic!() };
+        assert_eq!((r.plain, r.len, r.seq), (Some(150), 60, 2));
+        assert_eq!(l.record_floor(149), 100);
+        assert_eq!(l.record_floor(150), 150);
+        assert_eq!(l.record_floor(209), 150);
+        assert_eq!(l.record_floor(500), 500);
+    }
+
+    #[test]
     fn reach_rounds_up_to_the_end_of_a_record() {
         let mut l = Layout::new(100);
         l.push_raw(vec![0; 10]);
-        l.push_app(250);
+        l.push_app(250, &|_| u64::MAX);
         assert_eq!(l.plain_reach(10), 0);
         assert_eq!(l.plain_reach(11), 100);
         assert_eq!(l.plain_reach(10 + 122), 100);
@@ -316,10 +356,10 @@ mod tests {
     #[test]
     fn a_key_update_starts_a_new_epoch_from_record_zero() {
         let mut l = Layout::new(100);
-        l.push_app(10);
+        l.push_app(10, &|_| u64::MAX);
         l.push_control(content::HANDSHAKE, &[24, 0, 0, 1, 0]);
         l.next_epoch();
-        l.push_app(20);
+        l.push_app(20, &|_| u64::MAX);
         let Some(Spot::Record(r)) = l.locate(l.end() - 1) else { panic!() };
         assert_eq!((r.epoch, r.seq, r.plain), (1, 0, Some(10)));
         assert_eq!(l.release(32), 0);

@@ -132,19 +132,20 @@ impl Session {
         self.held = 0;
     }
 
-    /// Lays the application's plaintext up to `plain_end` (once the keys exist).
-    pub fn sync(&mut self, plain_end: u64) {
+    /// Lays the application's plaintext up to `plain_end` (once the keys exist), cut at the
+    /// message boundaries `boundary` names (see [`Layout::push_app`]).
+    pub fn sync(&mut self, plain_end: u64, boundary: &dyn Fn(u64) -> u64) {
         if self.open.is_some() && !self.closed {
-            self.layout.push_app(plain_end);
+            self.layout.push_app(plain_end, boundary);
         }
     }
 
     /// Ends the stream: what the application queued up to `plain_end`, then close_notify.
-    pub fn close(&mut self, plain_end: u64) {
+    pub fn close(&mut self, plain_end: u64, boundary: &dyn Fn(u64) -> u64) {
         if self.closed {
             return;
         }
-        self.sync(plain_end);
+        self.sync(plain_end, boundary);
         if self.open.is_some() {
             self.layout.push_control(content::ALERT, &[1, alert::CLOSE_NOTIFY]);
         }
@@ -162,7 +163,7 @@ impl Session {
 
     /// Processes the peer's bytes up to the next thing the caller must act on.
     /// `plain_end` is the application's stream end (laid before a KeyUpdate reply).
-    pub fn poll(&mut self, plain_end: u64) -> Poll {
+    pub fn poll(&mut self, plain_end: u64, boundary: &dyn Fn(u64) -> u64) -> Poll {
         debug_assert_eq!(self.held, 0, "consumed() not called");
         if let Some(hs) = self.handshake.as_mut() {
             let mut out = Vec::new();
@@ -241,7 +242,7 @@ impl Session {
                 content::HANDSHAKE => {
                     let msg = self.input[range].to_vec();
                     self.input.drain(..end);
-                    if let Err(desc) = self.handshake_message(&msg, plain_end) {
+                    if let Err(desc) = self.handshake_message(&msg, plain_end, boundary) {
                         return self.fatal(desc);
                     }
                 }
@@ -280,7 +281,7 @@ impl Session {
 
     /// Post-handshake messages: only KeyUpdate is valid from a client (no tickets, no
     /// post-handshake authentication was offered).
-    fn handshake_message(&mut self, mut msg: &[u8], plain_end: u64) -> Result<(), u8> {
+    fn handshake_message(&mut self, mut msg: &[u8], plain_end: u64, boundary: &dyn Fn(u64) -> u64) -> Result<(), u8> {
         while !msg.is_empty() {
             let [typ, a, b, c, ref rest @ ..] = *msg else {
                 return Err(alert::DECODE_ERROR);
@@ -305,7 +306,7 @@ impl Session {
             open.rx_seq = seq;
             self.events.key_updates_in += 1;
             if requested && !self.closed {
-                self.update_tx(plain_end)?;
+                self.update_tx(plain_end, boundary)?;
             }
         }
         Ok(())
@@ -313,8 +314,8 @@ impl Session {
 
     /// Sends KeyUpdate(update_not_requested) under the current keys and seals what follows
     /// under the next ones.
-    fn update_tx(&mut self, plain_end: u64) -> Result<(), u8> {
-        self.sync(plain_end);
+    fn update_tx(&mut self, plain_end: u64, boundary: &dyn Fn(u64) -> u64) -> Result<(), u8> {
+        self.sync(plain_end, boundary);
         self.layout.push_control(content::HANDSHAKE, &[KEY_UPDATE, 0, 0, 1, 0]);
         let open = self.open.as_mut().expect("established");
         let kernel = open.kernel.as_mut().ok_or(alert::INTERNAL_ERROR)?;

@@ -70,15 +70,15 @@ impl Server {
     fn take(&mut self, bytes: &[u8]) {
         self.s.push(bytes);
         for _ in 0..1000 {
-            match self.s.poll(self.plain.len() as u64) {
+            match self.s.poll(self.plain.len() as u64, &|_| u64::MAX) {
                 Poll::Idle => return,
-                Poll::Established => self.s.sync(self.plain.len() as u64),
+                Poll::Established => self.s.sync(self.plain.len() as u64, &|_| u64::MAX),
                 Poll::Data(r) => {
                     let d = self.s.input()[r].to_vec();
                     self.got.extend_from_slice(&d);
                     self.plain.extend(d.iter().map(u8::to_ascii_uppercase));
                     self.s.consumed();
-                    self.s.sync(self.plain.len() as u64);
+                    self.s.sync(self.plain.len() as u64, &|_| u64::MAX);
                 }
                 Poll::PeerClosed => {
                     self.peer_closed = true;
@@ -224,7 +224,7 @@ fn close_notify_both_ways() {
     c.send_close_notify();
     exchange(&mut c, &mut s, 1448);
     assert!(s.peer_closed);
-    s.s.close(s.plain.len() as u64);
+    s.s.close(s.plain.len() as u64, &|_| u64::MAX);
     exchange(&mut c, &mut s, 1448);
     assert_eq!(s.echoed, b"BYE");
     let mut buf = [0u8; 16];
