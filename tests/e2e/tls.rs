@@ -5,7 +5,7 @@
 
 use crate::common::*;
 use crate::stream::{cached_pages, drop_cache};
-use crate::web::{pattern, split_response, Root};
+use crate::web::{pattern, read_until_closed, split_response, Root};
 use rustls::pki_types::pem::PemObject;
 use rustls::pki_types::{CertificateDer, ServerName};
 use std::collections::HashMap;
@@ -27,6 +27,15 @@ pub fn cert_args() -> Vec<String> {
         "--tls-key".into(),
         d.join("server.key").display().to_string(),
     ]
+}
+
+/// `sirocco web` on `root` with HTTPS (the test certificate) and `extra` options.
+fn start_https(net: &TestNet, root: &Root, extra: &[&str]) -> Sirocco {
+    let certs = cert_args();
+    let mut args = vec!["web", "--iface", &net.srv_if, "--addr", SERVER_OWN, "--root", root.path()];
+    args.extend_from_slice(extra);
+    args.extend(certs.iter().map(String::as_str));
+    net.start(&args)
 }
 
 fn client_config() -> Arc<rustls::ClientConfig> {
@@ -60,26 +69,12 @@ pub fn with_tls<T: Send + 'static>(
     })
 }
 
-/// Reads until the server ends the stream (close_notify, or a bare FIN, or 10 s).
-fn read_to_end(tls: &mut impl Read) -> Vec<u8> {
-    let mut out = Vec::new();
-    let mut b = [0u8; 65536];
-    let t = Instant::now();
-    while t.elapsed() < Duration::from_secs(10) {
-        match tls.read(&mut b) {
-            Ok(0) | Err(_) => break,
-            Ok(n) => out.extend_from_slice(&b[..n]),
-        }
-    }
-    out
-}
-
 /// `raw` over TLS; everything the server sends back.
 pub fn exchange_tls(ns: &str, dst: &'static str, port: u16, raw: Vec<u8>) -> Vec<u8> {
     with_tls(ns, dst, port, move |tls| {
         tls.write_all(&raw).unwrap();
         tls.flush().unwrap();
-        read_to_end(tls)
+        read_until_closed(tls)
     })
 }
 
@@ -135,15 +130,9 @@ fn serve_every_size(mode: &str, extra: &[&str]) {
         root.write(&format!("f{i}.bin"), &pattern(*n, i as u64 + 3));
     }
     let net = TestNet::new(1);
-    let mut args: Vec<String> =
-        ["web", "--iface", &net.srv_if, "--addr", SERVER_OWN, "--root", root.path(), "--mode", mode]
-            .iter()
-            .map(|s| s.to_string())
-            .collect();
-    args.extend(cert_args());
-    args.extend(extra.iter().map(|s| s.to_string()));
-    let a: Vec<&str> = args.iter().map(String::as_str).collect();
-    let s = net.start(&a);
+    let mut opts = vec!["--mode", mode];
+    opts.extend_from_slice(extra);
+    let s = start_https(&net, &root, &opts);
     let paths: Vec<String> = (0..SIZES.len()).map(|i| format!("/f{i}.bin")).collect();
     let p: Vec<&str> = paths.iter().map(String::as_str).collect();
     for (i, (code, body)) in curl_https(&net, &p, &root.0).into_iter().enumerate() {
@@ -255,29 +244,11 @@ fn https_under_loss_is_intact_uncached_and_retransmits_identical_records() {
     assert_eq!(cached_pages(&big), 0, "dropped before the test");
     let pcap = root.0.join("tls.pcap");
     let net = TestNet::new(1);
-    let mut args: Vec<String> = [
-        "web",
-        "--iface",
-        &net.srv_if,
-        "--addr",
-        SERVER_OWN,
-        "--root",
-        root.path(),
-        "--mode",
-        "stream",
-        "--stream-memory",
-        "4",
-        "--impair-loss",
-        "2",
-        "--pcap",
-        pcap.to_str().unwrap(),
-    ]
-    .iter()
-    .map(|s| s.to_string())
-    .collect();
-    args.extend(cert_args());
-    let a: Vec<&str> = args.iter().map(String::as_str).collect();
-    let s = net.start(&a);
+    let s = start_https(
+        &net,
+        &root,
+        &["--mode", "stream", "--stream-memory", "4", "--impair-loss", "2", "--pcap", pcap.to_str().unwrap()],
+    );
     for (code, body) in curl_https(&net, &["/big.bin", "/big.bin"], &root.0) {
         assert_eq!(code, "200");
         assert!(body == pattern(n, 77), "{} of {n} bytes, not the file's", body.len());
@@ -313,13 +284,7 @@ fn bad_input_on_the_tls_port_costs_only_its_connection() {
     let root = Root::new("tls-bad");
     root.write("index.html", b"<p>hi</p>\n");
     let net = TestNet::new(1);
-    let mut args: Vec<String> = ["web", "--iface", &net.srv_if, "--addr", SERVER_OWN, "--root", root.path()]
-        .iter()
-        .map(|s| s.to_string())
-        .collect();
-    args.extend(cert_args());
-    let a: Vec<&str> = args.iter().map(String::as_str).collect();
-    let s = net.start(&a);
+    let s = start_https(&net, &root, &[]);
     // Plain HTTP on the TLS port: a TLS alert record (type 21), then the connection ends.
     let r = crate::web::exchange(&net.cli_ns, SERVER_OWN, 443, b"GET / HTTP/1.1\r\nHost: a\r\n\r\n".to_vec());
     assert_eq!(r.first(), Some(&21), "an alert: {r:?}");
@@ -351,13 +316,7 @@ fn key_update_mid_connection_and_close_notify() {
     let root = Root::new("tls-ku");
     root.write("a.txt", &pattern(50_000, 4));
     let net = TestNet::new(1);
-    let mut args: Vec<String> = ["web", "--iface", &net.srv_if, "--addr", SERVER_OWN, "--root", root.path()]
-        .iter()
-        .map(|s| s.to_string())
-        .collect();
-    args.extend(cert_args());
-    let a: Vec<&str> = args.iter().map(String::as_str).collect();
-    let s = net.start(&a);
+    let s = start_https(&net, &root, &[]);
     let (first, rest, clean) = with_tls(&net.cli_ns, SERVER_OWN, 443, |tls| {
         tls.write_all(b"GET /a.txt HTTP/1.1\r\nHost: a\r\n\r\n").unwrap();
         let mut got = Vec::new();
@@ -372,7 +331,7 @@ fn key_update_mid_connection_and_close_notify() {
         // Both sides move to new keys: the client asks the server to update too.
         tls.conn.refresh_traffic_keys().unwrap();
         tls.write_all(b"GET /a.txt HTTP/1.1\r\nHost: a\r\nConnection: close\r\n\r\n").unwrap();
-        let rest = read_to_end(tls);
+        let rest = read_until_closed(tls);
         // The server ended with close_notify: the stream ends cleanly, not by a bare FIN.
         let mut tail = [0u8; 1];
         let clean = matches!(tls.read(&mut tail), Ok(0));
@@ -448,14 +407,7 @@ fn a_file_over_four_gib_streams_intact_over_https() {
     let want = sha256_of_file(&big);
     drop_cache(&big);
     let net = TestNet::new(1);
-    let mut args: Vec<String> =
-        ["web", "--iface", &net.srv_if, "--addr", SERVER_OWN, "--root", root.path(), "--mode", "stream"]
-            .iter()
-            .map(|s| s.to_string())
-            .collect();
-    args.extend(cert_args());
-    let a: Vec<&str> = args.iter().map(String::as_str).collect();
-    let s = net.start(&a);
+    let s = start_https(&net, &root, &["--mode", "stream"]);
     let ca = certs().join("ca.pem");
     let o = net.exec(
         &net.cli_ns,
@@ -503,25 +455,7 @@ fn hundreds_of_concurrent_https_streams() {
     let out = root.0.join("out");
     std::fs::create_dir_all(&out).unwrap();
     let net = TestNet::new(1);
-    let mut args: Vec<String> = [
-        "web",
-        "--iface",
-        &net.srv_if,
-        "--addr",
-        SERVER_OWN,
-        "--root",
-        root.path(),
-        "--mode",
-        "stream",
-        "--stream-memory",
-        "8",
-    ]
-    .iter()
-    .map(|s| s.to_string())
-    .collect();
-    args.extend(cert_args());
-    let a: Vec<&str> = args.iter().map(String::as_str).collect();
-    let s = net.start(&a);
+    let s = start_https(&net, &root, &["--mode", "stream", "--stream-memory", "8"]);
     let ca = certs().join("ca.pem");
     let o = net.exec(
         &net.cli_ns,

@@ -46,17 +46,22 @@ pub fn exchange(ns: &str, dst: &'static str, port: u16, raw: Vec<u8>) -> Vec<u8>
             .unwrap_or_else(|e| panic!("connect {dst}:{port}: {e}"));
         s.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
         s.write_all(&raw).unwrap();
-        let mut out = Vec::new();
-        let mut b = [0u8; 65536];
-        let t = Instant::now();
-        while t.elapsed() < Duration::from_secs(10) {
-            match s.read(&mut b) {
-                Ok(0) | Err(_) => break,
-                Ok(n) => out.extend_from_slice(&b[..n]),
-            }
-        }
-        out
+        read_until_closed(&mut s)
     })
+}
+
+/// Reads until the peer ends the stream, a read fails, or 10 s pass.
+pub fn read_until_closed(r: &mut impl Read) -> Vec<u8> {
+    let mut out = Vec::new();
+    let mut b = [0u8; 65536];
+    let t = Instant::now();
+    while t.elapsed() < Duration::from_secs(10) {
+        match r.read(&mut b) {
+            Ok(0) | Err(_) => break,
+            Ok(n) => out.extend_from_slice(&b[..n]),
+        }
+    }
+    out
 }
 
 /// One request with `Connection: close`, parsed.
