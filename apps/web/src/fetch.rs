@@ -254,6 +254,18 @@ impl Fetch {
         Ok(())
     }
 
+    /// The chunk the last completed read added: its stream offset, the bytes it holds, and
+    /// its buffer from its first byte to the buffer's end (room past the held bytes included),
+    /// for a layer that seals its records in place there (TLS).
+    pub fn last_chunk_mut<'a>(&mut self, pool: &'a mut BufferPool) -> Option<(u64, usize, &'a mut [u8])>
+    where
+        Self: 'a,
+    {
+        let c = self.chunks.back_mut()?;
+        let (start, len, skip) = (c.start, c.len as usize, c.skip as usize);
+        Some((start, len, &mut pool.get_mut(&mut c.buf)[skip..]))
+    }
+
     /// Gives every buffer back (the connection ended). A read in flight keeps its buffer
     /// until it completes; the caller frees it then.
     pub fn release(&mut self, pool: &mut BufferPool) {

@@ -133,8 +133,8 @@ impl WebService {
         st.port.reap(|c| done.push(c));
         for c in done.drain(..) {
             let h = streamer::handle(c.cookie);
-            let live = ep.conn_mut(h).and_then(|conn| conn.inner.reading.take().map(|p| (&mut conn.inner, p)));
-            let Some((conn, plan)) = live else {
+            let live = ep.conn_mut(h).and_then(|conn| conn.inner.reading.take().map(|p| (conn, p)));
+            let Some((tls::Conn { inner: conn, tls: session }, plan)) = live else {
                 // The connection ended while its read was under way.
                 if let Some(b) = c.buf {
                     st.port.pool().free(b);
@@ -144,6 +144,13 @@ impl WebService {
             };
             match conn.fetch.complete(st.port.pool(), plan, c) {
                 Ok(()) => {
+                    // Under TLS, the records the read completed are sealed in its buffer now,
+                    // while the bytes are warm (Atlas), and later sent from it as they are.
+                    if let Some(s) = session.as_mut() {
+                        if let Some((start, len, bytes)) = conn.fetch.last_chunk_mut(st.port.pool()) {
+                            tls.stats.records_in_place += u64::from(s.seal_within(start, len, bytes));
+                        }
+                    }
                     st.wanted.push(h);
                     ep.kick(h);
                 }

@@ -101,9 +101,12 @@ pub struct TlsStats {
     pub close_notify_in: u64,
     /// KeyUpdates received.
     pub key_updates: u64,
-    /// Records sealed (in the segment when one holds a record, else into the connection's
-    /// record buffer; a retransmission may seal a record again).
+    /// Records sealed as they were sent (in the segment when one holds a record, else into
+    /// the connection's record buffer; a retransmission may seal a record again).
     pub records_sealed: Cell<u64>,
+    /// Records sealed in place in the application's buffer when its read completed (stream
+    /// mode), sent from there as they are, retransmissions included.
+    pub records_in_place: u64,
     /// The last handshake failure's reason (for logs).
     pub last_failure: String,
 }

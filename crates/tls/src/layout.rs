@@ -154,6 +154,45 @@ impl Layout {
         }
     }
 
+    /// Calls `f` for every application-data record whose plaintext lies wholly in the
+    /// application's offsets `from .. to`, in order.
+    pub fn records_within(&self, from: u64, to: u64, f: &mut dyn FnMut(Rec<'_>)) {
+        let full = self.record + OVERHEAD as u64;
+        let first = self.runs.partition_point(|r| r.plain + self.app_len(r) <= from);
+        for r in self.runs.range(first..) {
+            let Piece::App { len } = r.piece else { continue };
+            if r.plain >= to {
+                break;
+            }
+            // Bounded by the run's records.
+            let mut k = from.saturating_sub(r.plain).div_ceil(self.record);
+            while k * self.record < len {
+                let p = r.plain + k * self.record;
+                let n = (len - k * self.record).min(self.record);
+                if p + n > to {
+                    return;
+                }
+                f(Rec {
+                    start: r.start + k * full,
+                    len: n as usize,
+                    seq: r.seq + k,
+                    epoch: r.epoch,
+                    inner: crate::record::content::APPLICATION_DATA,
+                    plain: Some(p),
+                    body: &[],
+                });
+                k += 1;
+            }
+        }
+    }
+
+    fn app_len(&self, r: &Run) -> u64 {
+        match r.piece {
+            Piece::App { len } => len,
+            _ => 0,
+        }
+    }
+
     /// The application-stream offset of the start of the record holding plaintext offset
     /// `p` (for reads that should end on a record boundary); `p` itself outside the laid runs.
     pub fn record_floor(&self, p: u64) -> u64 {
@@ -338,6 +377,18 @@ mod tests {
         assert_eq!(l.record_floor(150), 150);
         assert_eq!(l.record_floor(209), 150);
         assert_eq!(l.record_floor(500), 500);
+    }
+
+    #[test]
+    fn records_within_a_range_of_plaintext() {
+        let mut l = Layout::new(100);
+        l.push_raw(vec![0; 10]);
+        l.push_app(150, &|p| if p < 150 { 150 } else { u64::MAX });
+        l.push_app(400, &|_| u64::MAX);
+        let mut got = Vec::new();
+        l.records_within(50, 360, &mut |r| got.push((r.plain.unwrap(), r.len, r.seq)));
+        // [0,100) starts before 50; [100,150) ends its run; [150,250), [250,350) fit; [350,400) does not.
+        assert_eq!(got, vec![(100, 50, 1), (150, 100, 2), (250, 100, 3)]);
     }
 
     #[test]

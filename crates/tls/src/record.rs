@@ -126,6 +126,26 @@ impl Keys {
         tag.copy_from_slice(t.as_ref());
     }
 
+    /// Protects record `seq`'s content in place where it lies (in the application's own
+    /// buffer, between other records' content): `content` is the record's content and one
+    /// more byte, which is borrowed for the inner type and given back. Returns the encrypted
+    /// inner type and the tag, which follow the content on the wire.
+    pub fn seal_content(&self, seq: u64, inner_type: u8, content: &mut [u8]) -> [u8; 1 + TAG] {
+        let plain = content.len() - 1;
+        let aad = Aad::from(protected_header(plain));
+        let kept = content[plain];
+        content[plain] = inner_type;
+        let t = self
+            .key
+            .seal_in_place_separate_tag(self.nonce(seq), aad, content)
+            .expect("record content is far below the AEAD's limit");
+        let mut trailer = [0u8; 1 + TAG];
+        trailer[0] = content[plain];
+        trailer[1..].copy_from_slice(t.as_ref());
+        content[plain] = kept;
+        trailer
+    }
+
     /// Opens protected record `seq` (header included) in place: its inner type and where its
     /// content lies in `rec`.
     pub fn open(&self, seq: u64, rec: &mut [u8]) -> Result<(u8, std::ops::Range<usize>), OpenError> {
@@ -170,6 +190,21 @@ mod tests {
         assert_eq!(k.open(6, &mut rec.clone()), Err(OpenError::BadMac));
         rec[HEADER + 2] ^= 1;
         assert_eq!(k.open(5, &mut rec), Err(OpenError::BadMac));
+    }
+
+    #[test]
+    fn sealing_in_the_content_gives_the_same_record() {
+        let k = keys();
+        let msg: Vec<u8> = (0..300u32).map(|i| i as u8).collect();
+        let mut rec = vec![0; msg.len() + OVERHEAD];
+        rec[HEADER..HEADER + msg.len()].copy_from_slice(&msg);
+        k.seal(9, content::APPLICATION_DATA, &mut rec);
+        // The same content amid other bytes: the byte after it is borrowed and given back.
+        let mut buf = [&[0xaa; 7][..], &msg, &[0x55; 3]].concat();
+        let trailer = k.seal_content(9, content::APPLICATION_DATA, &mut buf[7..7 + msg.len() + 1]);
+        assert_eq!(buf[7 + msg.len()], 0x55, "the borrowed byte is back");
+        let rebuilt = [&protected_header(msg.len())[..], &buf[7..7 + msg.len()], &trailer].concat();
+        assert_eq!(rebuilt, rec);
     }
 
     #[test]

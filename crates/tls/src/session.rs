@@ -10,6 +10,7 @@ use crate::record::{self, alert, content, Keys, OpenError, HEADER, OVERHEAD};
 use rustls::kernel::KernelConnection;
 use rustls::server::ServerConnectionData;
 use std::cell::RefCell;
+use std::collections::VecDeque;
 use std::ops::Range;
 
 /// Handshake message type of KeyUpdate (RFC 8446 §4.6.3).
@@ -78,6 +79,9 @@ pub struct Session {
     pub events: Events,
     /// The last record sealed whole (records larger than a segment).
     sealed: RefCell<Sealed>,
+    /// Records sealed in place in the application's buffer when its bytes arrived (stream
+    /// offsets of the record's start and end, its encrypted inner type and tag), in order.
+    in_place: VecDeque<(u64, u64, [u8; 1 + record::TAG])>,
 }
 
 /// A sealed record kept for the segments that carry it.
@@ -103,6 +107,7 @@ impl Session {
             suite: "",
             events: Events::default(),
             sealed: RefCell::default(),
+            in_place: VecDeque::new(),
         })
     }
 
@@ -276,6 +281,7 @@ impl Session {
             suite: "external",
             events: Events::default(),
             sealed: RefCell::default(),
+            in_place: VecDeque::new(),
         }
     }
 
@@ -327,13 +333,51 @@ impl Session {
         Ok(())
     }
 
+    /// The application's bytes at its offsets `start .. start + len` have just been read into
+    /// `bytes` (which may run on past them, into room the buffer has to spare): the records
+    /// lying wholly in them are sealed there in place, at once — Atlas's encryption at read
+    /// completion — so their segments are later copied out as they are, once, like plain
+    /// ones. The buffer must stay the application's until those records are acknowledged
+    /// and be sent from as it is (it now holds their ciphertext). Returns the records sealed.
+    pub fn seal_within(&mut self, start: u64, len: usize, bytes: &mut [u8]) -> u32 {
+        if self.open.is_none() {
+            return 0;
+        }
+        let mut recs = Vec::new();
+        self.layout
+            .records_within(start, start + len as u64, &mut |r| recs.push((r.start, r.plain, r.len, r.seq, r.epoch)));
+        let mut n = 0;
+        for (rstart, plain, rlen, seq, epoch) in recs {
+            let at = (plain.expect("application data") - start) as usize;
+            // The byte after the content is borrowed for the inner type: it must exist.
+            if at + rlen >= bytes.len() || self.in_place.back().is_some_and(|(s, _, _)| *s >= rstart) {
+                continue;
+            }
+            let keys = &self.tx.iter().find(|(e, _)| *e == epoch).expect("keys of a laid epoch are kept").1;
+            let trailer = keys.seal_content(seq, content::APPLICATION_DATA, &mut bytes[at..at + rlen + 1]);
+            self.in_place.push_back((rstart, rstart + (rlen + OVERHEAD) as u64, trailer));
+            n += 1;
+        }
+        n
+    }
+
+    /// The trailer of a record sealed in place, if it was.
+    fn sealed_in_place(&self, rec_start: u64) -> Option<&[u8; 1 + record::TAG]> {
+        let i = self.in_place.partition_point(|(s, _, _)| *s < rec_start);
+        self.in_place.get(i).filter(|(s, _, _)| *s == rec_start).map(|(_, _, t)| t)
+    }
+
     /// The peer acknowledged the stream below `acked`: the application-stream offset it may
     /// let go of below (whole records only).
     pub fn acked(&mut self, acked: u64) -> u64 {
         let plain = self.layout.plain_acked(acked);
         let oldest = self.layout.release(acked);
         self.tx.retain(|(e, _)| *e >= oldest);
+        while self.in_place.front().is_some_and(|(_, end, _)| *end <= acked) {
+            self.in_place.pop_front();
+        }
         if self.layout.runs() == 0 {
+            self.in_place.clear();
             // Nothing left to send again: an idle keep-alive connection holds no ciphertext.
             *self.sealed.borrow_mut() = Sealed::default();
         }
@@ -349,7 +393,7 @@ impl Session {
             Some(Spot::Raw { bytes, at }) => (bytes.len() - at) as u32,
             Some(Spot::Record(rec)) => {
                 // A record already sealed (its first segment went out) is at hand whole.
-                let sealed = self.sealed.borrow().start == Some(rec.start);
+                let sealed = self.sealed.borrow().start == Some(rec.start) || self.sealed_in_place(rec.start).is_some();
                 if let (Some(p), false) = (rec.plain, sealed) {
                     let mut got = 0u64;
                     // Bounded: each step advances by at least one byte of the record.
@@ -386,7 +430,30 @@ impl Session {
                     let whole = rec.len + OVERHEAD;
                     let into = (at - rec.start) as usize;
                     let n = (whole - into).min(dst.len() - done);
-                    if into == 0 && n == whole {
+                    if let Some(trailer) = self.sealed_in_place(rec.start) {
+                        // Header, the ciphertext where the application holds it, the trailer.
+                        let out = &mut dst[done..done + n];
+                        let header = record::protected_header(rec.len);
+                        let body = HEADER + rec.len;
+                        let mut i = 0;
+                        while i < n {
+                            let x = into + i;
+                            let k = if x < HEADER {
+                                let k = (HEADER - x).min(n - i);
+                                out[i..i + k].copy_from_slice(&header[x..x + k]);
+                                k
+                            } else if x < body {
+                                let k = (body - x).min(n - i);
+                                fill(rec.plain.expect("application data") + (x - HEADER) as u64, &mut out[i..i + k]);
+                                k
+                            } else {
+                                let k = n - i;
+                                out[i..].copy_from_slice(&trailer[x - body..x - body + k]);
+                                k
+                            };
+                            i += k;
+                        }
+                    } else if into == 0 && n == whole {
                         self.seal(&rec, &mut dst[done..done + n], fill);
                         sealed += 1;
                     } else {

@@ -93,6 +93,11 @@ impl Server {
         panic!("session did not settle");
     }
 
+    /// The application offset of the first plaintext not yet sent.
+    fn sent_plain(&self) -> u64 {
+        self.s.layout.plain_acked(self.sent)
+    }
+
     /// The stream bytes from where the last call stopped, cut into segments of `cut` bytes.
     fn output(&mut self, cut: usize) -> Vec<u8> {
         let end = self.s.layout.end();
@@ -275,4 +280,51 @@ fn bad_certificates_and_keys_get_one_line() {
     let e = TlsConfig::from_pem_files(&d.join("missing.pem"), &d.join("server.key"), &[]).unwrap_err();
     assert!(e.to_string().contains("missing.pem"), "{e}");
     let _ = PrivateKeyDer::from_pem_file(d.join("server.key")).unwrap();
+}
+
+#[test]
+fn records_sealed_in_place_in_the_applications_buffer_read_back_as_the_same_stream() {
+    for record in [1426, 15906] {
+        let mut c = client(None);
+        let mut s = Server::with_record(record);
+        exchange(&mut c, &mut s, 1448);
+        let msg: Vec<u8> = (0..60_000u32).map(|i| (i * 7 % 251) as u8).collect();
+        c.writer().write_all(&msg).unwrap();
+        // Take the request in, but send nothing yet: the response's plaintext is then sealed
+        // in place in a copy of it (with a spare byte), as stream mode does at read completion.
+        let mut up = Vec::new();
+        while c.wants_write() {
+            c.write_tls(&mut up).unwrap();
+        }
+        s.take(&up);
+        let from = s.sent_plain();
+        let mut buf = s.plain[from as usize..].to_vec();
+        buf.push(0xee);
+        let n = s.s.seal_within(from, buf.len() - 1, &mut buf);
+        assert!(n >= 3, "{n} records sealed in place");
+        assert_eq!(buf.last(), Some(&0xee), "the spare byte is given back");
+        // What goes out reads from the sealed buffer where the records were sealed.
+        let start = s.sent;
+        let end = s.s.layout.end();
+        let mut out = vec![0u8; (end - start) as usize];
+        let (plain, sealed) = (&s.plain, &buf);
+        let mut at = 0;
+        while at < out.len() {
+            let k = (out.len() - at).min(1448);
+            s.s.fill(start + at as u64, &mut out[at..at + k], &|p, d| {
+                let src = if p >= from { &sealed[(p - from) as usize..] } else { &plain[p as usize..] };
+                d.copy_from_slice(&src[..d.len()]);
+            });
+            at += k;
+        }
+        s.sent = end;
+        let mut rest = &out[..];
+        let mut got = Vec::new();
+        while !rest.is_empty() {
+            c.read_tls(&mut rest).unwrap();
+            c.process_new_packets().unwrap();
+            got.extend(read_all(&mut c));
+        }
+        assert_eq!(got, msg.to_ascii_uppercase(), "record size {record}");
+    }
 }

@@ -246,7 +246,7 @@ pub fn run(a: WebArgs) -> Result<(), String> {
         if tls.is_some() {
             let t = svc.tls_stats();
             println!(
-                "engine {q} tls: accepted {} handshakes {} failed {} record errors {} peer alerts {} close_notify in {} key updates {}; records sealed {}{}",
+                "engine {q} tls: accepted {} handshakes {} failed {} record errors {} peer alerts {} close_notify in {} key updates {}; records sealed at send {} in place {}{}",
                 t.accepted,
                 t.handshakes,
                 t.handshake_failures,
@@ -255,6 +255,7 @@ pub fn run(a: WebArgs) -> Result<(), String> {
                 t.close_notify_in,
                 t.key_updates,
                 t.records_sealed.get(),
+                t.records_in_place,
                 if t.last_failure.is_empty() { String::new() } else { format!("; last failure: {}", t.last_failure) }
             );
         }
