@@ -274,8 +274,10 @@ pub fn run(a: WebArgs) -> Result<(), String> {
                 let st = svc.app().stream.as_ref().expect("checked");
                 let (s, p) = (&st.stats, &st.port.stats);
                 println!(
-                    "engine {q} stream: reads {} ({} bytes wanted, {} read in {} transfers, {} continued), waits for a buffer {}, read errors {}, files opened {}",
-                    s.reads, s.read_bytes, p.bytes_read, p.parts, p.continued, s.buffer_waits, s.read_errors, s.opens
+                    "engine {q} stream: reads {} ({} bytes wanted, {} read in {} transfers, {} continued), waits for a buffer {}, read errors {}, files opened {}, peak buffers in use {} of {} ({} KiB)",
+                    s.reads, s.read_bytes, p.bytes_read, p.parts, p.continued, s.buffer_waits, s.read_errors, s.opens,
+                    st.port.pool_ref().peak_in_use(), st.port.pool_ref().count(),
+                    u64::from(st.port.pool_ref().peak_in_use()) * st.port.pool_ref().buf_size() as u64 / 1024
                 )
             }
             None => println!("engine {q} memcpy: every ready segment copied from its master"),

@@ -29,6 +29,8 @@ pub struct BufferPool {
     buf_size: usize,
     count: u32,
     free: Vec<u32>,
+    /// Fewest buffers free at any time so far.
+    low: u32,
     hugepages: bool,
 }
 
@@ -46,7 +48,7 @@ impl BufferPool {
         }
         let len = (count as usize).checked_mul(buf_size).ok_or(io::ErrorKind::InvalidInput)?.next_multiple_of(2 << 20);
         let (ptr, hugepages) = sys::mmap_anon(len)?;
-        Ok(BufferPool { ptr, len, buf_size, count, free: (0..count).rev().collect(), hugepages })
+        Ok(BufferPool { ptr, len, buf_size, count, free: (0..count).rev().collect(), low: count, hugepages })
     }
 
     /// Size of one buffer.
@@ -71,7 +73,14 @@ impl BufferPool {
 
     /// A free buffer, if any.
     pub fn alloc(&mut self) -> Option<Buf> {
-        self.free.pop().map(|index| Buf { index })
+        let b = self.free.pop().map(|index| Buf { index });
+        self.low = self.low.min(self.free.len() as u32);
+        b
+    }
+
+    /// Most buffers in use at once so far.
+    pub fn peak_in_use(&self) -> u32 {
+        self.count - self.low
     }
 
     /// Gives `b` back.
