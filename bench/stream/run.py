@@ -31,6 +31,7 @@ CACHE = env_list("CACHE", "cold,warm")
 SERVERS = env_list("SERVERS", "stream,nginx")
 PROTOS = env_list("PROTOS", "http,https,http-wrk")
 STREAM_MIB = int(os.environ.get("STREAM_MIB", "256"))
+STREAM_BUF_KIB = int(os.environ.get("STREAM_BUF_KIB", "256"))
 # On the build directory's file system (O_DIRECT needs a real one; /tmp may be tmpfs); kept
 # between runs, FILES × FILE_MB MiB.
 DOCROOT = os.path.join(BUILD, "stream-root")
@@ -69,7 +70,8 @@ def set_cache(state):
 
 
 def server(kind, proto):
-    return WebServer(kind, NET, CPUSET, DOCROOT, ["--mode", "stream", "--stream-memory", str(STREAM_MIB)],
+    return WebServer(kind, NET, CPUSET, DOCROOT, ["--mode", "stream", "--stream-memory", str(STREAM_MIB),
+                                                  "--stream-buffer", str(STREAM_BUF_KIB)],
                      tls=proto == "https")
 
 

@@ -48,6 +48,11 @@ pub struct WebOptions {
     /// are in use [default: 64].
     #[arg(long, value_name = "MIB")]
     pub stream_memory: Option<u64>,
+    /// Stream mode: KiB per read buffer (a read is at most one buffer; 4 to 1024, a multiple
+    /// of 4). Smaller buffers let more connections hold their next read in the same memory
+    /// [default: 256].
+    #[arg(long, value_name = "KIB")]
+    pub stream_buffer: Option<u32>,
     /// HTTPS (TLS 1.3) on --tls-port too: the certificate chain, PEM, leaf first (in the
     /// config file: relative to it).
     #[arg(long, value_name = "FILE", requires = "tls_key")]
@@ -100,6 +105,7 @@ impl WebOptions {
             mode: self.mode.or(file.mode),
             replica_frames: self.replica_frames.or(file.replica_frames),
             stream_memory: self.stream_memory.or(file.stream_memory),
+            stream_buffer: self.stream_buffer.or(file.stream_buffer),
             tls_cert: self.tls_cert.or(file.tls_cert.map(|r| crate::serve::relative_to(config, &r))),
             tls_key: self.tls_key.or(file.tls_key.map(|r| crate::serve::relative_to(config, &r))),
             tls_port: self.tls_port.or(file.tls_port),
@@ -139,7 +145,9 @@ pub fn run(a: WebArgs) -> Result<(), String> {
         return Err("--replica-frames must be 1..1048576".into());
     }
     let precopy = (mode == Mode::Precopy).then_some(replica_frames);
-    let stream = (mode == Mode::Stream).then(|| stream_config(o.stream_memory.unwrap_or(64))).transpose()?;
+    let stream = (mode == Mode::Stream)
+        .then(|| stream_config(o.stream_memory.unwrap_or(64), o.stream_buffer.unwrap_or(256)))
+        .transpose()?;
     // Stream mode reads every body from disk: nothing is packetised, nothing preloaded.
     let cache = if stream.is_some() { 0 } else { cache };
     if stream.is_some() && o.root.is_none() {
@@ -286,17 +294,23 @@ pub fn run(a: WebArgs) -> Result<(), String> {
     Ok(())
 }
 
-/// The storage port of a stream-mode engine: `mib` MiB of 256 KiB buffers.
-fn stream_config(mib: u64) -> Result<StorageConfig, String> {
+/// The storage port of a stream-mode engine: `mib` MiB of `kib` KiB buffers.
+fn stream_config(mib: u64, kib: u32) -> Result<StorageConfig, String> {
     if !(1..=65_536).contains(&mib) {
         return Err("--stream-memory must be 1..65536 (MiB)".into());
     }
-    let buf_size = 256 << 10;
-    Ok(StorageConfig {
-        buffers: (mib * (1 << 20) / buf_size as u64).max(1) as u32,
-        buf_size,
-        ..StorageConfig::default()
-    })
+    if !(4..=1024).contains(&kib) || kib % 4 != 0 {
+        return Err("--stream-buffer must be 4..1024 KiB, a multiple of 4".into());
+    }
+    let buf_size = kib as usize * 1024;
+    let buffers = (mib * (1 << 20) / buf_size as u64).max(1);
+    // io_uring registers at most 2^14 buffers (IORING_MAX_REG_BUFFERS).
+    if buffers > 1 << 14 {
+        return Err(format!(
+            "--stream-memory {mib} MiB in {kib} KiB buffers is {buffers} buffers; io_uring registers at most 16384: use larger buffers or less memory"
+        ));
+    }
+    Ok(StorageConfig { buffers: buffers as u32, buf_size, ..StorageConfig::default() })
 }
 
 /// The first engine's streamer, made before anything runs so that what is missing (io_uring,
