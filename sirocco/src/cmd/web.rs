@@ -299,7 +299,7 @@ fn stream_config(mib: u64, kib: u32) -> Result<StorageConfig, String> {
     if !(1..=65_536).contains(&mib) {
         return Err("--stream-memory must be 1..65536 (MiB)".into());
     }
-    if !(4..=1024).contains(&kib) || kib % 4 != 0 {
+    if !(4..=1024).contains(&kib) || !kib.is_multiple_of(4) {
         return Err("--stream-buffer must be 4..1024 KiB, a multiple of 4".into());
     }
     let buf_size = kib as usize * 1024;
