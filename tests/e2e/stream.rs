@@ -123,3 +123,39 @@ fn stream_mode_needs_a_root_on_a_file_system_with_o_direct() {
     assert!(err.contains("--mode stream serves files from disk: give --root DIR"), "{err}");
     assert_eq!(err.lines().count(), 1, "one line: {err}");
 }
+
+#[test]
+fn bad_stream_buffer_sizes_are_one_line() {
+    let net = TestNet::new(1);
+    let root = Root::under(std::path::Path::new(env!("CARGO_TARGET_TMPDIR")), "stream-opts");
+    root.write("a.bin", b"a");
+    for (buf, mem, needle) in [
+        ("3", "64", "--stream-buffer must be 4..1024 KiB"),
+        ("6", "64", "a multiple of 4"),
+        ("4", "65536", "io_uring registers at most 16384"),
+    ] {
+        let o = net.exec(
+            &net.srv_ns,
+            &[
+                env!("CARGO_BIN_EXE_sirocco"),
+                "web",
+                "--iface",
+                &net.srv_if,
+                "--addr",
+                SERVER_OWN,
+                "--root",
+                root.path(),
+                "--mode",
+                "stream",
+                "--stream-buffer",
+                buf,
+                "--stream-memory",
+                mem,
+            ],
+        );
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert!(!o.status.success(), "{buf} KiB");
+        assert!(err.contains(needle), "{needle:?} in {err}");
+        assert_eq!(err.lines().count(), 1, "one line: {err}");
+    }
+}
