@@ -164,20 +164,45 @@ def write(results):
     save("stream", meta, lines, results=results)
 
     def draw(plt):
-        fig, axes = plt.subplots(1, 2, figsize=(12, 4.5))
-        for kind, pts in results.items():
-            for cache in CACHE:
-                sel = [p for p in pts if p["cache"] == cache]
-                xs = [p["conns"] for p in sel]
-                axes[0].plot(xs, [p["gbps"] or 0 for p in sel], "o-", label=f"{kind} {cache}")
-                axes[1].plot(xs, [p["core_s_per_gb"] or 0 for p in sel], "o-", label=f"{kind} {cache}")
-        for a, t in zip(axes, ("Gb/s", "server-core CPU-s per GB")):
-            a.set_xlabel("connections")
-            a.set_title(t)
-        finish(fig, axes, "stream")
+        # One row per protocol: Gb/s and CPU per GB; colour = server, line = cache state.
+        protos = [p for p in PROTOS if any(k.endswith(" " + p) for k in results)]
+        fig, axes = plt.subplots(len(protos), 2, figsize=(12, 3.6 * len(protos)), squeeze=False)
+        colour = {"stream": "tab:blue", "nginx": "tab:red"}
+        for row, proto in zip(axes, protos):
+            for kind, pts in results.items():
+                server, _, p = kind.partition(" ")
+                if p != proto:
+                    continue
+                for cache in CACHE:
+                    sel = [q for q in pts if q["cache"] == cache]
+                    xs = [q["conns"] for q in sel]
+                    style = dict(color=colour.get(server.split("@")[0], "tab:gray"), marker="o",
+                                 linestyle="-" if cache == "cold" else "--", label=f"{server} {cache}")
+                    row[0].plot(xs, [q["gbps"] or 0 for q in sel], **style)
+                    row[1].plot(xs, [q["core_s_per_gb"] or 0 for q in sel], **style)
+            for a, t in zip(row, ("Gb/s", "server-core CPU-s per GB (lower is better)")):
+                a.set_xscale("log")
+                ticks = sorted({q["conns"] for pts in results.values() for q in pts})
+                a.set_xticks(ticks, [str(t) for t in ticks])
+                a.minorticks_off()
+                a.set_xlabel("concurrent streams")
+                a.set_title(f"{proto}: {t}")
+                a.set_ylim(bottom=0)
+        finish(fig, [a for row in axes for a in row], "stream")
 
     plot(draw)
 
 
 if __name__ == "__main__":
-    main()
+    if sys.argv[1:] == ["--replot"]:
+        # Rewrites the report and plot from the last run's JSON (no measurement).
+        import json
+        from lib import OUT  # noqa: E402
+        with open(os.path.join(OUT, "stream.json")) as f:
+            saved = json.load(f)
+        PROTOS = [p for p in PROTOS if any(k.endswith(" " + p) for k in saved["results"])]
+        m = saved["meta"]
+        SECS, REPS, FILES, FILE_MB, STREAM_MIB = m["secs"], m["reps"], m["files"], m["file_mb"], m["stream_mib"]
+        write(saved["results"])
+    else:
+        main()
