@@ -19,22 +19,6 @@ pub struct Conn<C> {
 }
 
 impl<C: Source> Conn<C> {
-    /// The application-stream offset acknowledged (for plain connections, `acked` itself).
-    pub fn plain_acked(&self, acked: u64) -> u64 {
-        match &self.tls {
-            Some(s) => s.layout.plain_acked(acked),
-            None => acked,
-        }
-    }
-
-    /// The application queued bytes outside a TCP callback (a timeout answer): lays them.
-    pub fn sync(&mut self) {
-        let Conn { inner, tls } = self;
-        if let Some(s) = tls.as_mut() {
-            s.sync(inner.end(), &|p| inner.boundary(p));
-        }
-    }
-
     /// What the windows allow, in the application's offsets: from the acknowledged `acked`
     /// to `acked + window` of the stream becomes (plaintext acknowledged, plaintext to hold
     /// from there) — under TLS rounded up to whole records, since a record is sent only
@@ -49,7 +33,8 @@ impl<C: Source> Conn<C> {
         }
     }
 
-    /// The application closes outside a TCP callback: lays what it queued, then close_notify.
+    /// The application closes outside a TCP callback (a timeout answer): lays what it queued,
+    /// then close_notify.
     /// Call before [`tcp::Endpoint::close`].
     pub fn close(&mut self) {
         let Conn { inner, tls } = self;
@@ -143,16 +128,6 @@ impl<A: App> Tls<A> {
         let record = (segment * segments).saturating_sub(OVERHEAD).clamp(64, crate::record::MAX_PLAIN);
         let config = listener.map(|l| (l.config, l.port));
         Tls { app, config, record, stats: TlsStats::default() }
-    }
-
-    /// Content bytes per record.
-    pub fn record_size(&self) -> usize {
-        self.record
-    }
-
-    /// The TLS port, if TLS is on.
-    pub fn port(&self) -> Option<u16> {
-        self.config.as_ref().map(|c| c.1)
     }
 
     /// Applies what the application asked in `inner` to the TLS connection: a close lays

@@ -105,11 +105,6 @@ impl Layout {
         Layout { runs: VecDeque::new(), record: record as u64, end: 0, plain_end: 0, epoch: 0, seq: 0 }
     }
 
-    /// Content bytes per application record.
-    pub fn record_size(&self) -> usize {
-        self.record as usize
-    }
-
     /// Stream offset one past the last byte laid.
     pub fn end(&self) -> u64 {
         self.end

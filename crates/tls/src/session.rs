@@ -228,20 +228,23 @@ impl Session {
                     return Poll::Data(range);
                 }
                 content::ALERT => {
-                    let a = self.input[range].to_vec();
+                    let a = match self.input[range] {
+                        [level, desc] => Some([level, desc]),
+                        _ => None,
+                    };
                     self.input.drain(..end);
-                    match a[..] {
-                        [_, alert::CLOSE_NOTIFY] => {
+                    match a {
+                        Some([_, alert::CLOSE_NOTIFY]) => {
                             self.peer_closed = true;
                             return Poll::PeerClosed;
                         }
-                        [_, alert::USER_CANCELED] => continue,
-                        [_, desc] => {
+                        Some([_, alert::USER_CANCELED]) => continue,
+                        Some([_, desc]) => {
                             self.closed = true;
                             self.input = Vec::new();
                             return Poll::Failed(Failure::PeerAlert(desc));
                         }
-                        _ => return self.fatal(alert::DECODE_ERROR),
+                        None => return self.fatal(alert::DECODE_ERROR),
                     }
                 }
                 content::HANDSHAKE => {
@@ -343,21 +346,20 @@ impl Session {
         if self.open.is_none() {
             return 0;
         }
-        let mut recs = Vec::new();
-        self.layout
-            .records_within(start, start + len as u64, &mut |r| recs.push((r.start, r.plain, r.len, r.seq, r.epoch)));
+        // Sealed as the layout names them: no list of records is built per read.
+        let Session { layout, tx, in_place, .. } = self;
         let mut n = 0;
-        for (rstart, plain, rlen, seq, epoch) in recs {
-            let at = (plain.expect("application data") - start) as usize;
+        layout.records_within(start, start + len as u64, &mut |r| {
+            let at = (r.plain.expect("application data") - start) as usize;
             // The byte after the content is borrowed for the inner type: it must exist.
-            if at + rlen >= bytes.len() || self.in_place.back().is_some_and(|(s, _, _)| *s >= rstart) {
-                continue;
+            if at + r.len >= bytes.len() || in_place.back().is_some_and(|(s, _, _)| *s >= r.start) {
+                return;
             }
-            let keys = &self.tx.iter().find(|(e, _)| *e == epoch).expect("keys of a laid epoch are kept").1;
-            let trailer = keys.seal_content(seq, content::APPLICATION_DATA, &mut bytes[at..at + rlen + 1]);
-            self.in_place.push_back((rstart, rstart + (rlen + OVERHEAD) as u64, trailer));
+            let keys = &tx.iter().find(|(e, _)| *e == r.epoch).expect("keys of a laid epoch are kept").1;
+            let trailer = keys.seal_content(r.seq, content::APPLICATION_DATA, &mut bytes[at..at + r.len + 1]);
+            in_place.push_back((r.start, r.end(), trailer));
             n += 1;
-        }
+        });
         n
     }
 
