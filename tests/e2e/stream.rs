@@ -4,7 +4,7 @@
 
 use std::os::fd::AsRawFd;
 
-use crate::common::{stop_with_log, TestNet, SERVER_OWN};
+use crate::common::{stop_with_log, total, TestNet, SERVER_OWN};
 use crate::web::{get, pattern, Root};
 
 /// Pages of `path` in the page cache (mincore over a mapping of the whole file).
@@ -105,9 +105,10 @@ fn files_stream_from_disk_whole_and_uncached_under_loss() {
     // Conditionals and HEAD answer as in every other mode.
     let r = get(&net.cli_ns, SERVER_OWN, 80, "HEAD /f6.bin HTTP/1.1\r\nHost: a\r\nConnection: close\r\n\r\n");
     assert_eq!((r.status, r.body.len()), (200, 0));
-    let (_, log) = stop_with_log(s);
+    let (c, log) = stop_with_log(s);
     assert!(stat(&log, "reads") > 20, "{log}");
     assert_eq!(stat(&log, "read errors"), 0, "{log}");
+    assert!(total(&c, "tx_gathered") > 4000, "6 MiB sent from the read buffers without a copy: {log}");
     assert_eq!(cached_pages(&big), 0, "6 MiB streamed (and a 3 MB range), none of it in the page cache");
 }
 

@@ -253,8 +253,11 @@ fn https_under_loss_is_intact_uncached_and_retransmits_identical_records() {
         assert_eq!(code, "200");
         assert!(body == pattern(n, 77), "{} of {n} bytes, not the file's", body.len());
     }
-    let (_, log) = crate::common::stop_with_log(s);
+    let (c, log) = crate::common::stop_with_log(s);
     assert_eq!(cached_pages(&big), 0, "4 MiB streamed over TLS, none of it in the page cache");
+    // Sealed in place in the read buffers, and sent from there: no copy of the ciphertext.
+    let gathered = crate::common::total(&c, "tx_gathered");
+    assert!(gathered > 2000, "segments sent from the read buffers: {gathered}; log:\n{log}");
     // Every byte sent more than once was the same ciphertext each time.
     let segs = sent_segments(&pcap, 443);
     let _ = std::fs::remove_file(&pcap);

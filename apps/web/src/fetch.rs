@@ -3,7 +3,8 @@
 //! a read is planned only up to the edge the peer's windows allow (acknowledged offset plus
 //! the smaller of the congestion and receive windows), in reads of at least `min_read` bytes
 //! (10 × MSS) unless the span or the window ends sooner. Chunks are held until every byte in
-//! them is acknowledged, so a retransmission copies from memory.
+//! them is acknowledged, so a retransmission sends from memory; when the pool lives in the NIC
+//! port's arena, segments carry a chunk's bytes where the read put them, without a copy.
 //!
 //! O_DIRECT wants whole blocks: a read covers the aligned range around the wanted bytes and
 //! the chunk remembers where in its buffer they start.
@@ -131,11 +132,21 @@ impl Fetch {
         assert_eq!(done, dst.len(), "bytes at {} are not held", off + done as u64);
     }
 
-    /// The peer acknowledged everything before `acked`: chunks and spans wholly below it go
-    /// (buffers back to `pool`).
-    pub fn acked(&mut self, pool: &mut BufferPool, acked: u64) {
+    /// Where the held bytes at `off` are in the NIC port's arena, and how many follow there
+    /// contiguously; None if the pool does not live in the arena or `off` is not held.
+    pub fn placed(&self, pool: &BufferPool, off: u64) -> Option<(u64, u32)> {
+        let i = self.chunks.partition_point(|c| c.start + u64::from(c.len) <= off);
+        let c = self.chunks.get(i).filter(|c| c.start <= off)?;
+        let from = (off - c.start) as u32;
+        let addr = pool.arena_addr(&c.buf, (c.skip + from) as usize)?;
+        Some((addr, c.len - from))
+    }
+
+    /// The peer acknowledged everything before `acked`: chunks and spans wholly below it go,
+    /// their buffers to `retire` (a buffer may still be in a packet on its way out).
+    pub fn acked(&mut self, acked: u64, retire: &mut dyn FnMut(Buf)) {
         while self.chunks.front().is_some_and(|c| c.start + u64::from(c.len) <= acked) {
-            pool.free(self.chunks.pop_front().expect("checked").buf);
+            retire(self.chunks.pop_front().expect("checked").buf);
         }
         while self.spans.front().is_some_and(|s| s.start + s.len <= acked && s.start + s.len <= self.next) {
             self.spans.pop_front();
@@ -266,11 +277,11 @@ impl Fetch {
         Some((start, len, &mut pool.get_mut(&mut c.buf)[skip..]))
     }
 
-    /// Gives every buffer back (the connection ended). A read in flight keeps its buffer
-    /// until it completes; the caller frees it then.
-    pub fn release(&mut self, pool: &mut BufferPool) {
+    /// Gives every buffer to `retire` (the connection ended). A read in flight keeps its
+    /// buffer until it completes; the caller frees it then.
+    pub fn release(&mut self, retire: &mut dyn FnMut(Buf)) {
         for c in self.chunks.drain(..) {
-            pool.free(c.buf);
+            retire(c.buf);
         }
         self.spans.clear();
     }
@@ -349,10 +360,10 @@ mod tests {
         assert_eq!(out, data[5000 + 38_800..5000 + 38_800 + 3000], "across two chunks");
         // Acknowledged bytes give their buffers back.
         let free = port.pool_ref().free_count();
-        f.acked(port.pool(), 40_200);
+        f.acked(40_200, &mut |b| port.pool().free(b));
         assert_eq!(port.pool_ref().free_count(), free + 1);
         assert_eq!(f.held_at(200), 0);
-        f.release(port.pool());
+        f.release(&mut |b| port.pool().free(b));
         assert_eq!(port.pool_ref().free_count(), 4);
     }
 

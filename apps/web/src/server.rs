@@ -443,8 +443,7 @@ impl WebApp {
             self.release(r.body);
         }
         if let Some(st) = self.stream.as_mut() {
-            c.fetch.release(st.port.pool());
-            st.buffers_back();
+            c.fetch.release(&mut |b| st.retire(b));
         }
     }
 
@@ -523,11 +522,7 @@ impl tcp::App for WebApp {
 
     fn sent(&mut self, h: Handle, c: &mut Conn, acked: u64, ctl: &mut Ctl) {
         if let Some(st) = self.stream.as_mut() {
-            let free = st.port.pool_ref().free_count();
-            c.fetch.acked(st.port.pool(), acked);
-            if st.port.pool_ref().free_count() > free {
-                st.buffers_back();
-            }
+            c.fetch.acked(acked, &mut |b| st.retire(b));
         }
         // The window moved: more may be read.
         self.want_read(h, c);
@@ -606,6 +601,23 @@ impl tcp::App for WebApp {
                 }
             }
             done += n;
+        }
+    }
+
+    fn placed(&self, c: &Conn, off: u64, max: u32) -> tcp::Placed {
+        use tcp::Placed;
+        let (Some(st), Some(r)) = (self.stream.as_ref(), c.find(off)) else {
+            return Placed::Copy { len: max };
+        };
+        let pos = off - r.start;
+        let left = (r.len - pos).min(u64::from(max)) as u32;
+        match r.body {
+            Body::Disk { head, .. } if pos >= u64::from(head) => match c.fetch.placed(st.port.pool_ref(), off) {
+                Some((addr, n)) => Placed::Arena { addr, len: n.min(left) },
+                None => Placed::Copy { len: left },
+            },
+            Body::Disk { head, .. } => Placed::Copy { len: (u64::from(head) - pos).min(u64::from(left)) as u32 },
+            _ => Placed::Copy { len: left },
         }
     }
 

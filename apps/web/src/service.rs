@@ -124,9 +124,10 @@ impl WebService {
     /// Stream mode, once per loop iteration: completed reads go to their connections (which
     /// are kicked to send), connections whose window opened get their next read, and what was
     /// queued goes to the kernel in one call.
-    fn stream(&mut self) {
+    fn stream(&mut self, out: &dyn Originate) {
         let (ep, tls) = (&mut self.tcp.ep, &mut self.tcp.app);
         let Some(st) = tls.app.stream.as_mut() else { return };
+        st.tend(&|addr, len| out.region_busy(addr, len));
         let mut done = std::mem::take(&mut st.done);
         // Connections whose read failed are reset once the streamer is let go.
         let mut failed = Vec::new();
@@ -212,8 +213,16 @@ impl Service for WebService {
         self.tcp.app.app.now = now;
         self.housekeeping(now);
         self.tcp.app.app.tend_replicas(out);
-        self.stream();
+        self.stream(out);
         self.tcp.produce(now, out)
+    }
+
+    fn lend(&mut self, region: io::ArenaRegion) {
+        let Some(st) = self.tcp.app.app.stream.as_mut() else { return };
+        match st.relocate(&region) {
+            Ok(()) => self.tcp.lend(region),
+            Err(e) => eprintln!("sirocco: stream buffers stay outside the NIC port's memory, and are copied: {e}"),
+        }
     }
 
     fn busy(&self) -> bool {

@@ -7,7 +7,8 @@
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 
-use io::storage::{Completion, FileId, StorageConfig, StorageError, StoragePort};
+use io::storage::{Buf, Completion, FileId, StorageConfig, StorageError, StoragePort};
+use io::ArenaRegion;
 use tcp::Handle;
 
 /// Counters.
@@ -23,6 +24,8 @@ pub struct StreamStats {
     pub read_errors: u64,
     /// Files opened on the port.
     pub opens: u64,
+    /// Buffers given back later than acknowledged because a packet still carried them.
+    pub retire_waits: u64,
 }
 
 /// One engine's streaming state.
@@ -39,6 +42,11 @@ pub struct Streamer {
     pub done: Vec<Completion>,
     /// Counters.
     pub stats: StreamStats,
+    /// Buffers let go of, to be freed once no packet on its way out carries them.
+    retiring: Vec<Buf>,
+    cfg: StorageConfig,
+    /// The buffers live in the NIC port's arena: segments are sent from them as they are.
+    lent: bool,
 }
 
 impl Streamer {
@@ -52,7 +60,56 @@ impl Streamer {
             starved: Vec::new(),
             done: Vec::new(),
             stats: StreamStats::default(),
+            retiring: Vec::new(),
+            cfg,
+            lent: false,
         })
+    }
+
+    /// Moves the buffers into `region`, lent by the NIC port, so that what is read is sent
+    /// from where it lands (Atlas: no copy between disk and NIC). Done before any file is
+    /// open or read is made; on failure the buffers stay where they were (and are copied
+    /// from), and the reason is returned.
+    pub fn relocate(&mut self, region: &ArenaRegion) -> Result<(), StorageError> {
+        assert!(self.refs.is_empty() && self.port.in_flight() == 0, "relocated before use");
+        self.port = StoragePort::new_in(self.cfg, Some(region))?;
+        self.lent = true;
+        Ok(())
+    }
+
+    /// True if the buffers are in the NIC port's arena.
+    pub fn lent(&self) -> bool {
+        self.lent
+    }
+
+    /// A buffer no connection holds any more; freed by [`Streamer::tend`].
+    pub fn retire(&mut self, b: Buf) {
+        self.retiring.push(b);
+    }
+
+    /// Frees the retired buffers no packet carries any more (`busy(addr, len)` says if one
+    /// does); connections waiting for a buffer are looked at again if some came back.
+    pub fn tend(&mut self, busy: &dyn Fn(u64, usize) -> bool) {
+        if self.retiring.is_empty() {
+            return;
+        }
+        let size = self.port.pool_ref().buf_size();
+        let mut i = 0;
+        let mut freed = false;
+        while i < self.retiring.len() {
+            let b = &self.retiring[i];
+            if self.port.pool_ref().arena_addr(b, 0).is_some_and(|a| busy(a, size)) {
+                i += 1;
+                continue;
+            }
+            let b = self.retiring.swap_remove(i);
+            self.port.pool().free(b);
+            freed = true;
+        }
+        self.stats.retire_waits += self.retiring.len() as u64;
+        if freed {
+            self.buffers_back();
+        }
     }
 
     /// The file at `path`, opened on the port if no response uses it yet; one more use.
@@ -86,7 +143,10 @@ impl Streamer {
 
     /// A buffer came back: connections that waited for one are looked at again.
     pub fn buffers_back(&mut self) {
-        self.wanted.append(&mut self.starved);
+        // Those that waited go first: the connection that just gave a buffer back is often
+        // in `wanted` already, and would take it again every time.
+        self.starved.append(&mut self.wanted);
+        std::mem::swap(&mut self.starved, &mut self.wanted);
     }
 }
 

@@ -78,7 +78,7 @@ impl<S: Server> Service for ChannelService<S> {
         for _ in 0..4 {
             self.ch.dispatch(&mut self.server, now, &HeldViews(&*out));
             let room = out.room();
-            let mut tx = Tx { out: &mut *out, room, sent: 0, unresolved: &mut self.unresolved };
+            let mut tx = Tx { out: &mut *out, room, sent: 0, unresolved: &mut self.unresolved, gathers: false };
             self.ch.output(now, &mut tx);
             sent += tx.sent;
             if !self.ch.has_events() {

@@ -159,6 +159,9 @@ pub struct Counters {
     pub tcp_delivered: u64,
     /// TCP segments sent.
     pub tcp_sent: u64,
+    /// TCP segments of those sent gathered from several buffers, the payload where a disk
+    /// read put it.
+    pub tx_gathered: u64,
     /// Frames that could not be captured because the pcap writer lagged.
     pub capture_dropped: u64,
     /// Drops by reason, indexed by [`DropReason`].
@@ -211,6 +214,7 @@ impl Counters {
         self.udp_consumed += o.udp_consumed;
         self.tcp_delivered += o.tcp_delivered;
         self.tcp_sent += o.tcp_sent;
+        self.tx_gathered += o.tx_gathered;
         self.capture_dropped += o.capture_dropped;
         for i in 0..DROP_REASONS {
             self.drops[i] += o.drops[i];
@@ -236,6 +240,7 @@ impl Counters {
             ("udp_consumed".into(), self.udp_consumed),
             ("tcp_delivered".into(), self.tcp_delivered),
             ("tcp_sent".into(), self.tcp_sent),
+            ("tx_gathered".into(), self.tx_gathered),
             ("capture_dropped".into(), self.capture_dropped),
         ];
         for (i, lo) in [1, 2, 4, 8, 16, 32, 64, 128].iter().enumerate() {
@@ -255,8 +260,8 @@ impl fmt::Display for Counters {
         let mean = if self.batches > 0 { self.rx_packets as f64 / self.batches as f64 } else { 0.0 };
         writeln!(
             f,
-            "  rx {} pkts {} B | tx {} pkts {} B",
-            self.rx_packets, self.rx_bytes, self.tx_packets, self.tx_bytes
+            "  rx {} pkts {} B | tx {} pkts {} B | tcp segments sent {} ({} gathered: payload sent from a lent buffer)",
+            self.rx_packets, self.rx_bytes, self.tx_packets, self.tx_bytes, self.tcp_sent, self.tx_gathered
         )?;
         writeln!(
             f,

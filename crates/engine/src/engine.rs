@@ -39,6 +39,8 @@ pub struct Engine<P: Port> {
     /// Frames kept for the application until `produce` returns, with their TCP payload's
     /// place.
     held: Vec<(Frame, u16, u16)>,
+    /// The port's lent region (if any) was handed to the application.
+    lent: bool,
 }
 
 impl<P: Port> Engine<P> {
@@ -58,7 +60,7 @@ impl<P: Port> Engine<P> {
             port,
             node: Node::new(cfg),
             served,
-            rx: vec![Frame { addr: 0, len: 0 }; batch],
+            rx: vec![Frame::new(0, 0); batch],
             tx: TxQueue::with_capacity(batch * 2),
             timers,
             tap: None,
@@ -66,6 +68,7 @@ impl<P: Port> Engine<P> {
             started: time::Instant::now(),
             last_rx: 0,
             held: Vec::with_capacity(batch),
+            lent: false,
         }
     }
 
@@ -102,6 +105,12 @@ impl<P: Port> Engine<P> {
     /// One loop iteration at `now` (on any monotonic clock). Returns the frames received
     /// plus frames the application originated: 0 means idle.
     pub fn poll<A: Service + ?Sized>(&mut self, now: Instant, app: &mut A) -> usize {
+        if !self.lent {
+            self.lent = true;
+            if let Some(r) = self.port.region() {
+                app.lend(r);
+            }
+        }
         let n = self.receive(now, app);
         // Replies first, so what the application originates cannot starve them of TX slots.
         self.tx.flush(&mut self.port, &mut self.node, self.tap.as_ref());
@@ -148,7 +157,7 @@ impl<P: Port> Engine<P> {
             let rx =
                 Rx { node: &mut self.node, served: &self.served, app: &mut *app, now, view: self.held.len() as u32 };
             match rx.frame(self.port.data_mut(f), f.len as usize) {
-                Received::Reply(len) => self.tx.push(Frame { addr: f.addr, len: len as u32 }),
+                Received::Reply(len) => self.tx.push(Frame::new(f.addr, len as u32)),
                 Received::Hold { at, len } => self.held.push((f, at, len)),
                 Received::Done => self.port.free(f),
             }

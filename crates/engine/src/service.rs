@@ -86,6 +86,13 @@ pub trait Service {
         false
     }
 
+    /// The NIC port lends `region` of its arena (it was opened with some to lend): buffers
+    /// placed there can be sent as packet payload where they are
+    /// ([`Originate::tcp_gather`]). Called once, before the loop starts.
+    fn lend(&mut self, region: io::ArenaRegion) {
+        let _ = region;
+    }
+
     /// Longest the engine may sleep in poll() when idle (timers due sooner need an earlier
     /// wake-up); the engine sleeps whole milliseconds, at most 100.
     fn idle_wait(&self) -> Duration {
@@ -125,6 +132,27 @@ pub trait Originate {
     /// The payload of the TCP segment this iteration handed over as `view` (for applications
     /// that [hold the frames](Service::holds_tcp_frames); empty otherwise).
     fn view(&self, view: u32) -> &[u8];
+
+    /// Builds an IPv4 packet carrying a TCP segment gathered from pieces: a header of
+    /// `header_len` bytes, then the payload `runs`, those in the lent region sent from where
+    /// they are. See [`tcp::Gather::send`] for `fill` and `header`.
+    fn tcp_gather(
+        &mut self,
+        dst: Ipv4Addr,
+        header_len: usize,
+        runs: &[tcp::Placed],
+        fill: &mut dyn FnMut(u64, &mut [u8]),
+        header: &mut dyn FnMut(&mut [u8], u64),
+    ) -> Result<(), SendError> {
+        let _ = (dst, header_len, runs, fill, header);
+        Err(SendError::Full)
+    }
+    /// True while a packet carrying lent bytes that start in `addr .. addr + len` is not yet
+    /// transmitted (see [`io::Port::region_busy`]).
+    fn region_busy(&self, addr: u64, len: usize) -> bool {
+        let _ = (addr, len);
+        false
+    }
 
     /// Pins a free frame for the application to keep (see [`io::Port::pin`]); None if none
     /// is free or the port cannot pin.

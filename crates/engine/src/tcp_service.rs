@@ -16,6 +16,7 @@ pub struct TcpService<T: tcp::App> {
     pub app: T,
     ports: Vec<u16>,
     unresolved: u64,
+    lent: bool,
 }
 
 /// The engine's TX as the endpoint's [`tcp::Output`], bounded by the room the engine reported
@@ -25,6 +26,8 @@ pub(crate) struct Tx<'a> {
     pub(crate) room: usize,
     pub(crate) sent: usize,
     pub(crate) unresolved: &'a mut u64,
+    /// The port lent a region, so segments may be gathered from it.
+    pub(crate) gathers: bool,
 }
 
 impl tcp::Output for Tx<'_> {
@@ -39,6 +42,30 @@ impl tcp::Output for Tx<'_> {
 
     fn replicas(&mut self) -> Option<&mut dyn tcp::PinnedFrames> {
         Some(self)
+    }
+
+    fn gather(&mut self) -> Option<&mut dyn tcp::Gather> {
+        self.gathers.then_some(self)
+    }
+}
+
+impl tcp::Gather for Tx<'_> {
+    fn send(
+        &mut self,
+        _local: Ipv4Addr,
+        remote: Ipv4Addr,
+        header_len: usize,
+        runs: &[tcp::Placed],
+        fill: &mut dyn FnMut(u64, &mut [u8]),
+        header: &mut dyn FnMut(&mut [u8], u64),
+    ) -> bool {
+        match self.out.tcp_gather(remote, header_len, runs, fill, header) {
+            Err(SendError::Full) => false,
+            r => {
+                self.account(r);
+                true
+            }
+        }
     }
 }
 
@@ -77,14 +104,20 @@ impl<T: tcp::App> TcpService<T> {
         for &p in ports {
             ep.listen(p, cfg);
         }
-        TcpService { ep, app, ports: ports.to_vec(), unresolved: 0 }
+        TcpService { ep, app, ports: ports.to_vec(), unresolved: 0, lent: false }
     }
 
     /// A client: no listening port; segments to the ephemeral ports of `limits` (where the
     /// connections it opens with `ep.connect` start) come to it.
     pub fn client(app: T, limits: Limits) -> Self {
         let (lo, hi) = limits.ephemeral;
-        TcpService { ep: Endpoint::new(limits, Instant::ZERO), app, ports: (lo..=hi).collect(), unresolved: 0 }
+        TcpService {
+            ep: Endpoint::new(limits, Instant::ZERO),
+            app,
+            ports: (lo..=hi).collect(),
+            unresolved: 0,
+            lent: false,
+        }
     }
 
     /// Segments not sent because the next hop's MAC was unknown.
@@ -106,13 +139,17 @@ impl<T: tcp::App> Service for TcpService<T> {
     fn produce(&mut self, now: Instant, out: &mut dyn Originate) -> usize {
         self.ep.advance(&mut self.app, now);
         let room = out.room();
-        let mut tx = Tx { out, room, sent: 0, unresolved: &mut self.unresolved };
+        let mut tx = Tx { out, room, sent: 0, unresolved: &mut self.unresolved, gathers: self.lent };
         self.ep.output(&mut self.app, now, &mut tx);
         tx.sent
     }
 
     fn busy(&self) -> bool {
         self.ep.has_output()
+    }
+
+    fn lend(&mut self, _region: io::ArenaRegion) {
+        self.lent = true;
     }
 
     fn idle_wait(&self) -> Duration {

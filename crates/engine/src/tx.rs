@@ -18,11 +18,13 @@ use wire::ipv4::{self, Ipv4Addr, Protocol};
 /// Frames ready for the TX ring, in order.
 pub(crate) struct TxQueue {
     frames: Vec<Frame>,
+    /// A gathered packet's bytes, put together for the capture.
+    joined: Vec<u8>,
 }
 
 impl TxQueue {
     pub(crate) fn with_capacity(n: usize) -> TxQueue {
-        TxQueue { frames: Vec::with_capacity(n) }
+        TxQueue { frames: Vec::with_capacity(n), joined: Vec::new() }
     }
 
     #[inline]
@@ -32,6 +34,10 @@ impl TxQueue {
 
     pub(crate) fn len(&self) -> usize {
         self.frames.len()
+    }
+
+    fn last_mut(&mut self) -> &mut Frame {
+        self.frames.last_mut().expect("a frame was queued")
     }
 
     /// Puts the queued frames on the TX ring (captured, then through the impairment);
@@ -45,31 +51,55 @@ impl TxQueue {
         // retransmission again.
         if let Some(tap) = tap {
             for f in &self.frames {
-                if !tap.offer(port.data(*f)) {
+                let bytes = if f.more || !self.joined.is_empty() {
+                    self.joined.extend_from_slice(port.data(*f));
+                    if f.more {
+                        continue;
+                    }
+                    &self.joined[..]
+                } else {
+                    port.data(*f)
+                };
+                if !tap.offer(bytes) {
                     node.counters.capture_dropped += 1;
                 }
+                self.joined.clear();
             }
         }
         if node.cfg.loss_ppm > 0 {
-            let mut i = 0;
-            while i < self.frames.len() {
-                if node.impaired() {
-                    port.free(self.frames.swap_remove(i));
-                    node.counters.count_drop(DropReason::Impaired);
+            // Whole packets, in order: a gathered packet's frames go together.
+            let (mut keep, mut start, mut lose) = (0, 0, None);
+            for i in 0..self.frames.len() {
+                let f = self.frames[i];
+                let lost = *lose.get_or_insert_with(|| node.impaired());
+                if lost {
+                    port.free(f);
                 } else {
-                    i += 1;
+                    self.frames[keep] = f;
+                    keep += 1;
+                }
+                if !f.more {
+                    if lost {
+                        node.counters.count_drop(DropReason::Impaired);
+                    }
+                    start = i + 1;
+                    lose = None;
                 }
             }
+            debug_assert_eq!(start, self.frames.len(), "a packet's last frame is queued with it");
+            self.frames.truncate(keep);
         }
         let sent = port.send(&self.frames);
         let c = &mut node.counters;
         for f in &self.frames[..sent] {
             c.tx_bytes += u64::from(f.len);
+            c.tx_packets += u64::from(!f.more);
         }
-        c.tx_packets += sent as u64;
         for &f in &self.frames[sent..] {
             port.free(f);
-            c.count_drop(DropReason::TxRingFull);
+            if !f.more {
+                c.count_drop(DropReason::TxRingFull);
+            }
         }
         self.frames.clear();
     }
@@ -116,7 +146,7 @@ impl<P: Port> Out<'_, P> {
             return Err(SendError::Full);
         };
         let len = build::arp_request(self.port.data_mut(f), self.node.cfg.mac, self.node.cfg.addr, dst);
-        self.tx.push(Frame { addr: f.addr, len: len as u32 });
+        self.tx.push(Frame::new(f.addr, len as u32));
         self.node.counters.arp_requests += 1;
         self.node.arp.mark_pending(dst, self.now);
         Err(SendError::Unresolved)
@@ -150,14 +180,14 @@ impl<P: Port> Out<'_, P> {
             dst,
             protocol: Protocol::TCP,
         };
-        let buf = self.port.data_mut(Frame { addr, len: 0 });
+        let buf = self.port.data_mut(Frame::new(addr, 0));
         if buf.len() < IPV4_PAYLOAD_AT + len {
-            self.port.free(Frame { addr, len: 0 });
+            self.port.free(Frame::new(addr, 0));
             return Err(SendError::TooLong);
         }
         write(&mut buf[IPV4_PAYLOAD_AT..IPV4_PAYLOAD_AT + len]);
         let n = hdr.emit(buf, len, self.node.next_ident(), TTL);
-        self.tx.push(Frame { addr, len: n as u32 });
+        self.tx.push(Frame::new(addr, n as u32));
         self.node.counters.tcp_sent += 1;
         Ok(())
     }
@@ -201,7 +231,7 @@ impl<P: Port> Originate for Out<'_, P> {
         let ident = self.node.next_ident();
         let buf = self.port.data_mut(f);
         let len = UdpFrame { src_mac, dst_mac: mac, src, dst, src_port, dst_port }.emit(buf, n, ident, TTL);
-        self.tx.push(Frame { addr: f.addr, len: len as u32 });
+        self.tx.push(Frame::new(f.addr, len as u32));
         Ok(())
     }
 
@@ -212,6 +242,71 @@ impl<P: Port> Originate for Out<'_, P> {
             return Err(SendError::Full);
         };
         self.tcp_frame(f.addr, mac, dst, len, write)
+    }
+
+    fn tcp_gather(
+        &mut self,
+        dst: Ipv4Addr,
+        header_len: usize,
+        runs: &[tcp::Placed],
+        fill: &mut dyn FnMut(u64, &mut [u8]),
+        header: &mut dyn FnMut(&mut [u8], u64),
+    ) -> Result<(), SendError> {
+        use tcp::Placed;
+        // The first frame holds the headers and the copied bytes before the first lent run;
+        // each lent run is a frame of its own, and so is each copied run after one.
+        let lead: usize = runs.iter().take_while(|r| matches!(r, Placed::Copy { .. })).map(|r| r.len() as usize).sum();
+        let pieces = 1 + runs.iter().skip_while(|r| matches!(r, Placed::Copy { .. })).count();
+        let payload: usize = runs.iter().map(|r| r.len() as usize).sum();
+        if self.room < self.tx.len() + pieces || self.port.free_frames() < pieces {
+            return Err(SendError::Full);
+        }
+        let mac = self.tcp_check(dst, header_len + payload)?;
+        let head = self.port.alloc().expect("counted above");
+        let (mut at, mut sum) = (0usize, 0u64);
+        let start = self.tx.len();
+        {
+            let buf = self.port.data_mut(head);
+            let seg = &mut buf[IPV4_PAYLOAD_AT..];
+            fill(0, &mut seg[header_len..header_len + lead]);
+            sum = wire::checksum::add_at(sum, &seg[header_len..header_len + lead], 0);
+        }
+        at += lead;
+        let head_len = IPV4_PAYLOAD_AT + header_len + lead;
+        self.tx.push(Frame { addr: head.addr, len: head_len as u32, more: true });
+        for r in runs.iter().skip_while(|r| matches!(r, Placed::Copy { .. })) {
+            let f = match *r {
+                Placed::Arena { addr, len } => Frame { addr, len, more: true },
+                Placed::Copy { len } => {
+                    let f = self.port.alloc().expect("counted above");
+                    fill(at as u64, &mut self.port.data_mut(f)[..len as usize]);
+                    Frame { addr: f.addr, len, more: true }
+                }
+            };
+            sum = wire::checksum::add_at(sum, self.port.data(f), at);
+            at += f.len as usize;
+            self.tx.push(f);
+        }
+        self.tx.last_mut().more = false;
+        let hdr = Ipv4Frame {
+            src_mac: self.node.cfg.mac,
+            dst_mac: mac,
+            src: self.node.cfg.addr,
+            dst,
+            protocol: Protocol::TCP,
+        };
+        let ident = self.node.next_ident();
+        let buf = self.port.data_mut(head);
+        header(&mut buf[IPV4_PAYLOAD_AT..IPV4_PAYLOAD_AT + header_len], sum);
+        hdr.emit(buf, header_len + payload, ident, TTL);
+        debug_assert_eq!(self.tx.len() - start, pieces);
+        self.node.counters.tcp_sent += 1;
+        self.node.counters.tx_gathered += 1;
+        Ok(())
+    }
+
+    fn region_busy(&self, addr: u64, len: usize) -> bool {
+        self.port.region_busy(addr, len)
     }
 
     fn pin(&mut self) -> Option<u64> {
@@ -227,7 +322,7 @@ impl<P: Port> Originate for Out<'_, P> {
     }
 
     fn pinned_segment(&mut self, frame: u64) -> &mut [u8] {
-        &mut self.port.data_mut(Frame { addr: frame, len: 0 })[IPV4_PAYLOAD_AT..]
+        &mut self.port.data_mut(Frame::new(frame, 0))[IPV4_PAYLOAD_AT..]
     }
 
     fn tcp_pinned(
@@ -241,7 +336,7 @@ impl<P: Port> Originate for Out<'_, P> {
             Ok(mac) => self.tcp_frame(frame, mac, dst, len, write),
             Err(e) => {
                 // Back to the application through `returned`, like a sent one.
-                self.port.free(Frame { addr: frame, len: 0 });
+                self.port.free(Frame::new(frame, 0));
                 Err(e)
             }
         }

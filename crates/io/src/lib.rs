@@ -9,6 +9,7 @@
 //! - [`storage::StoragePort`]: storage queues — io_uring with O_DIRECT into registered buffers,
 //!   reaped by the engine's loop (the diskmap of the Atlas thesis).
 
+pub mod arena;
 pub mod filter;
 pub mod iface;
 pub mod mem;
@@ -21,4 +22,5 @@ mod sys;
 pub mod umem;
 pub mod xsk;
 
+pub use arena::ArenaRegion;
 pub use port::{Frame, Port};

@@ -4,6 +4,7 @@
 //! into a queue the other end receives from. A test can also hold a [`Wire`] to inject frames
 //! and read what was sent.
 
+use crate::arena::{ArenaRegion, Mapping};
 use crate::pins::Pins;
 use crate::port::{Frame, Port};
 use std::collections::VecDeque;
@@ -20,6 +21,10 @@ pub struct MemPort {
     pins: Pins,
     inbox: Queue,
     outbox: Queue,
+    /// Lent bytes, at arena addresses from `arena.len()` on.
+    lent: Option<ArenaRegion>,
+    /// Part of a packet whose last frame has not been sent yet.
+    partial: Vec<u8>,
     /// Frames sent since creation.
     pub sent: u64,
 }
@@ -50,8 +55,32 @@ impl MemPort {
             pins: Pins::new(frames, FRAME_SIZE),
             inbox,
             outbox,
+            lent: None,
+            partial: Vec::new(),
             sent: 0,
         }
+    }
+
+    /// Lends `bytes` (rounded up to 2 MB) beyond the frames, as an AF_XDP port made with
+    /// `XskConfig::lend` does; packets may then be gathered from several frames.
+    pub fn lend(mut self, bytes: usize) -> std::io::Result<MemPort> {
+        let map = Mapping::new(bytes)?;
+        let len = map.len();
+        // The region's arena addresses continue after the frames: build it over a mapping
+        // whose offset 0 stands for arena address `arena.len()`.
+        self.lent = Some(ArenaRegion::with_addr(map, 0, len, self.arena.len() as u64));
+        Ok(self)
+    }
+
+    fn bytes(&self, addr: u64, len: usize) -> &[u8] {
+        match &self.lent {
+            Some(r) if addr >= r.addr() => r.slice(addr, len),
+            _ => &self.arena[addr as usize..addr as usize + len],
+        }
+    }
+
+    fn in_region(&self, addr: u64) -> bool {
+        self.lent.as_ref().is_some_and(|r| addr >= r.addr())
     }
 
     /// Two connected ends with `frames` buffers each.
@@ -87,14 +116,14 @@ impl Port for MemPort {
             let len = pkt.len().min(FRAME_SIZE);
             let a = addr as usize;
             self.arena[a..a + len].copy_from_slice(&pkt[..len]);
-            out[n] = Frame { addr, len: len as u32 };
+            out[n] = Frame::new(addr, len as u32);
             n += 1;
         }
         n
     }
 
     fn data(&self, f: Frame) -> &[u8] {
-        &self.arena[f.addr as usize..f.addr as usize + f.len as usize]
+        self.bytes(f.addr, f.len as usize)
     }
 
     fn data_mut(&mut self, f: Frame) -> &mut [u8] {
@@ -107,7 +136,7 @@ impl Port for MemPort {
     }
 
     fn alloc(&mut self) -> Option<Frame> {
-        self.free_list.pop().map(|addr| Frame { addr, len: 0 })
+        self.free_list.pop().map(|addr| Frame::new(addr, 0))
     }
 
     fn free_frames(&mut self) -> usize {
@@ -115,6 +144,9 @@ impl Port for MemPort {
     }
 
     fn free(&mut self, f: Frame) {
+        if self.in_region(f.addr) {
+            return;
+        }
         let a = f.addr - f.addr % FRAME_SIZE as u64;
         if !self.pins.give_back(a) {
             self.free_list.push(a);
@@ -122,16 +154,26 @@ impl Port for MemPort {
     }
 
     fn send(&mut self, frames: &[Frame]) -> usize {
-        let mut out = self.outbox.lock().unwrap();
+        let mut packet = std::mem::take(&mut self.partial);
         for f in frames {
-            out.push_back(self.arena[f.addr as usize..f.addr as usize + f.len as usize].to_vec());
-            let a = f.addr - f.addr % FRAME_SIZE as u64;
-            if !self.pins.give_back(a) {
-                self.free_list.push(a);
+            packet.extend_from_slice(self.bytes(f.addr, f.len as usize));
+            if !self.in_region(f.addr) {
+                let a = f.addr - f.addr % FRAME_SIZE as u64;
+                if !self.pins.give_back(a) {
+                    self.free_list.push(a);
+                }
+            }
+            if !f.more {
+                self.outbox.lock().unwrap().push_back(std::mem::take(&mut packet));
+                self.sent += 1;
             }
         }
-        self.sent += frames.len() as u64;
+        self.partial = packet;
         frames.len()
+    }
+
+    fn region(&self) -> Option<ArenaRegion> {
+        self.lent.clone()
     }
 
     fn tx_room(&mut self) -> usize {
@@ -143,7 +185,7 @@ impl Port for MemPort {
     fn wait(&mut self, _timeout_ms: i32) {}
 
     fn pin(&mut self) -> Option<Frame> {
-        self.pins.take(&mut self.free_list).map(|addr| Frame { addr, len: 0 })
+        self.pins.take(&mut self.free_list).map(|addr| Frame::new(addr, 0))
     }
 
     fn unpin(&mut self, addr: u64) {
@@ -166,11 +208,29 @@ mod tests {
         a.data_mut(f)[..3].copy_from_slice(b"abc");
         assert_eq!(a.send(&[Frame { len: 3, ..f }]), 1);
         assert_eq!(a.free_frames(), 4);
-        let mut got = [Frame { addr: 0, len: 0 }; 8];
+        let mut got = [Frame::new(0, 0); 8];
         assert_eq!(b.recv(&mut got), 1);
         assert_eq!(b.data(got[0]), b"abc");
         b.free(got[0]);
         assert_eq!(b.free_frames(), 4);
+    }
+
+    #[test]
+    fn a_packet_gathered_from_a_frame_and_lent_bytes_arrives_whole() {
+        let (a, wire) = MemPort::with_wire(4);
+        let mut a = a.lend(1).unwrap();
+        let r = a.region().expect("lent");
+        assert_eq!(r.addr(), 4 * FRAME_SIZE as u64, "lent addresses follow the frames");
+        let mut pool = crate::storage::BufferPool::in_region(&r, 2, 4096).unwrap();
+        let mut b = pool.alloc().unwrap();
+        pool.get_mut(&mut b)[..5].copy_from_slice(b"world");
+        let body = pool.arena_addr(&b, 0).unwrap();
+        let h = a.alloc().unwrap();
+        a.data_mut(h)[..6].copy_from_slice(b"hello ");
+        let frames = [Frame { addr: h.addr, len: 6, more: true }, Frame::new(body, 5)];
+        assert_eq!(a.send(&frames), 2);
+        assert_eq!(wire.take_sent(), vec![b"hello world".to_vec()]);
+        assert_eq!(a.free_frames(), 4, "the header frame is back; the lent bytes are not frames");
     }
 
     #[test]

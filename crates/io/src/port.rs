@@ -7,8 +7,19 @@
 pub struct Frame {
     /// Offset of the first byte in the arena.
     pub addr: u64,
-    /// Length of the packet in bytes.
+    /// Length of the packet in bytes (of this buffer's part of it, when `more`).
     pub len: u32,
+    /// The packet goes on in the next frame sent (a packet gathered from several buffers,
+    /// e.g. headers in a frame and the payload where the disk read put it).
+    pub more: bool,
+}
+
+impl Frame {
+    /// A whole packet (or an empty buffer) at `addr`.
+    #[inline]
+    pub const fn new(addr: u64, len: u32) -> Frame {
+        Frame { addr, len, more: false }
+    }
 }
 
 /// A source and sink of Ethernet frames, driven by one engine thread.
@@ -26,8 +37,11 @@ pub trait Port {
     fn alloc(&mut self) -> Option<Frame>;
     /// Returns a frame's buffer to the port.
     fn free(&mut self, f: Frame);
-    /// Queues frames for transmission; returns how many were taken (a prefix of `frames`).
-    /// The rest stay with the caller, who must send them later or free them.
+    /// Queues frames for transmission; returns how many were taken (a prefix of `frames`
+    /// that ends with a whole packet: a frame marked `more` is taken only with the rest of
+    /// its packet). The rest stay with the caller, who must send them later or free them.
+    /// Frames in the lent [`region`](Port::region) are never put on the free list: they are
+    /// the lender's until [`region_busy`](Port::region_busy) says they are back.
     fn send(&mut self, frames: &[Frame]) -> usize;
     /// Free TX slots right now (a bound on what [`Port::send`] will take).
     fn tx_room(&mut self) -> usize;
@@ -47,6 +61,18 @@ pub trait Port {
     /// [`flush`](Port::flush) transmits again.
     fn wait_tx(&mut self, timeout_us: u32) {
         let _ = timeout_us;
+    }
+
+    /// The part of the arena lent out for buffers that packets may carry as they are (the
+    /// storage port's), if the port was made with one.
+    fn region(&self) -> Option<crate::ArenaRegion> {
+        None
+    }
+    /// True while some packet carrying bytes of the lent region that start in
+    /// `addr .. addr + len` is queued for transmission or not yet completed.
+    fn region_busy(&self, addr: u64, len: usize) -> bool {
+        let _ = (addr, len);
+        false
     }
 
     /// Takes a free frame out of circulation for the caller to keep (a replica of prepared

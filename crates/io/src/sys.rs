@@ -20,6 +20,12 @@ pub const XDP_MAX_TX_SKB_BUDGET: i32 = 9;
 pub const XDP_COPY: u16 = 1 << 1;
 pub const XDP_ZEROCOPY: u16 = 1 << 2;
 pub const XDP_USE_NEED_WAKEUP: u16 = 1 << 3;
+pub const XDP_USE_SG: u16 = 1 << 4;
+pub const XDP_UMEM_UNALIGNED_CHUNK_FLAG: u32 = 1;
+/// `options` of a TX/RX descriptor: the packet goes on in the next descriptor.
+pub const XDP_PKT_CONTD: u32 = 1;
+/// In unaligned mode an RX address carries the data's offset in its top 16 bits.
+pub const XSK_UNALIGNED_BUF_OFFSET_SHIFT: u32 = 48;
 
 pub const XDP_RING_NEED_WAKEUP: u32 = 1;
 

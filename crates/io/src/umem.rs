@@ -1,37 +1,40 @@
-//! The UMEM: one contiguous buffer arena shared with the kernel, cut into equal chunks.
+//! The UMEM: one contiguous buffer arena shared with the kernel, cut into equal chunks, and
+//! optionally a second part lent to the storage port, whose buffers the TX ring can then
+//! carry as they are.
 
-use crate::sys;
+use crate::arena::{ArenaRegion, Mapping};
 use std::io;
+use std::sync::Arc;
 
 /// Default size of one frame buffer.
 pub const DEFAULT_FRAME_SIZE: usize = 4096;
 
-/// A page-aligned arena of `frames × frame_size` bytes, on 2 MB hugepages when the system has
-/// them reserved, else on ordinary pages.
+/// A page-aligned arena of `frames × frame_size` bytes (plus the lent part), on 2 MB
+/// hugepages when the system has them reserved, else on ordinary pages.
 pub struct Umem {
-    ptr: *mut u8,
-    len: usize,
+    map: Arc<Mapping>,
+    /// Bytes cut into frames (the lent part starts here).
+    frames_len: usize,
     frame_size: usize,
-    hugepages: bool,
+    lent: usize,
 }
 
-// SAFETY: the arena is plain memory owned by this value; it moves with its owner thread.
-unsafe impl Send for Umem {}
-
 impl Umem {
-    /// Allocates the arena. The size is rounded up to 2 MB so hugepages can back it.
-    pub fn new(frames: usize, frame_size: usize) -> io::Result<Umem> {
+    /// Allocates the arena: `frames` frames, then `lend` bytes (rounded up to 2 MB) for
+    /// [`Umem::region`].
+    pub fn new(frames: usize, frame_size: usize, lend: usize) -> io::Result<Umem> {
         if !frame_size.is_power_of_two() || !(2048..=4096).contains(&frame_size) {
             return Err(io::Error::new(io::ErrorKind::InvalidInput, "frame size must be 2048 or 4096"));
         }
-        let len = (frames * frame_size).next_multiple_of(2 << 20);
-        let (ptr, hugepages) = sys::mmap_anon(len)?;
-        Ok(Umem { ptr, len, frame_size, hugepages })
+        let frames_len = (frames * frame_size).next_multiple_of(2 << 20);
+        let lent = lend.next_multiple_of(2 << 20);
+        let map = Mapping::new(frames_len + lent)?;
+        Ok(Umem { map, frames_len, frame_size, lent })
     }
 
     /// Number of frames.
     pub fn frames(&self) -> usize {
-        self.len / self.frame_size
+        self.frames_len / self.frame_size
     }
     /// Size of one frame buffer.
     pub fn frame_size(&self) -> usize {
@@ -39,45 +42,53 @@ impl Umem {
     }
     /// True if the arena is on hugepages.
     pub fn hugepages(&self) -> bool {
-        self.hugepages
+        self.map.hugepages()
     }
     /// Start of the arena (for registration with the kernel).
     pub(crate) fn as_ptr(&self) -> *mut u8 {
-        self.ptr
+        self.map.ptr()
     }
-    /// Length of the arena in bytes.
+    /// Length in bytes, lent part included.
     pub fn len(&self) -> usize {
-        self.len
+        self.frames_len + self.lent
     }
     /// True if the arena is empty (never, once made).
     pub fn is_empty(&self) -> bool {
-        self.len == 0
+        self.len() == 0
+    }
+    /// The lent part, if any.
+    pub fn region(&self) -> Option<ArenaRegion> {
+        (self.lent > 0).then(|| ArenaRegion::new(self.map.clone(), self.frames_len, self.lent))
+    }
+    /// True if `addr` is in the lent part.
+    #[inline]
+    pub fn in_region(&self, addr: u64) -> bool {
+        addr as usize >= self.frames_len
+    }
+    /// Arena address where the lent part starts.
+    pub fn region_start(&self) -> u64 {
+        self.frames_len as u64
     }
 
     /// `len` bytes at `addr`. Panics if the range leaves the arena.
     pub fn slice(&self, addr: u64, len: usize) -> &[u8] {
         let a = addr as usize;
-        assert!(a.checked_add(len).is_some_and(|e| e <= self.len), "frame outside the UMEM");
+        assert!(a.checked_add(len).is_some_and(|e| e <= self.len()), "frame outside the UMEM");
         // SAFETY: the range is inside our live mapping (checked above); `&self` keeps it alive
         // and the kernel writes a frame only while it owns it, which the ring protocol excludes.
-        unsafe { std::slice::from_raw_parts(self.ptr.add(a), len) }
+        // Lent bytes are written by the storage port only while a read holds their buffer, and
+        // nobody transmits a buffer that is being read into.
+        unsafe { std::slice::from_raw_parts(self.map.ptr().add(a), len) }
     }
 
     /// The bytes from `addr` to the end of its frame, writable.
     pub fn slice_to_frame_end(&mut self, addr: u64) -> &mut [u8] {
         let a = addr as usize;
-        assert!(a < self.len, "frame outside the UMEM");
+        assert!(a < self.frames_len, "frame outside the UMEM's frames");
         // frame_size is a power of two (checked in `new`): mask instead of dividing per packet.
         let end = (a & !(self.frame_size - 1)) + self.frame_size;
-        // SAFETY: [a, end) is inside our mapping; `&mut self` gives exclusive access and the
-        // frame is owned by the engine (not the kernel) when this is called.
-        unsafe { std::slice::from_raw_parts_mut(self.ptr.add(a), end - a) }
-    }
-}
-
-impl Drop for Umem {
-    fn drop(&mut self) {
-        // SAFETY: our own mapping; the socket using it is closed before (field order in XskPort).
-        unsafe { sys::munmap(self.ptr, self.len) };
+        // SAFETY: [a, end) is inside our mapping's frames; `&mut self` gives exclusive access
+        // and the frame is owned by the engine (not the kernel) when this is called.
+        unsafe { std::slice::from_raw_parts_mut(self.map.ptr().add(a), end - a) }
     }
 }

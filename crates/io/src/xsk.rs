@@ -34,11 +34,20 @@ pub struct XskConfig {
     pub ring_size: u32,
     /// Force copy mode instead of trying zero-copy first.
     pub force_copy: bool,
+    /// Bytes of arena to lend out beyond the frames (see [`Port::region`]); packets then
+    /// may be gathered from several buffers (unaligned chunks, multi-buffer TX).
+    pub lend: usize,
 }
 
 impl Default for XskConfig {
     fn default() -> Self {
-        XskConfig { frames: 4096, frame_size: crate::umem::DEFAULT_FRAME_SIZE, ring_size: 2048, force_copy: false }
+        XskConfig {
+            frames: 4096,
+            frame_size: crate::umem::DEFAULT_FRAME_SIZE,
+            ring_size: 2048,
+            force_copy: false,
+            lend: 0,
+        }
     }
 }
 
@@ -218,7 +227,15 @@ pub struct XskPort {
     /// The last kick left frames on the TX ring and the kernel took none of them.
     tx_stalled: bool,
     counters: XskCounters,
+    /// The UMEM is in unaligned mode (RX addresses carry an offset in their top bits).
+    unaligned: bool,
+    /// Per 4 KiB page of the lent region: descriptors starting there that the kernel has not
+    /// completed.
+    in_flight: Vec<u16>,
 }
+
+/// Granule of the lent region's in-flight counts.
+const PAGE_SHIFT: u32 = 12;
 
 // SAFETY: the raw pointers point into mappings owned by this value; it is used by one thread
 // at a time (an engine), and moving it between threads is fine.
@@ -232,14 +249,20 @@ impl XskPort {
         if !ring_size.is_power_of_two() {
             return Err(io::Error::new(io::ErrorKind::InvalidInput, "ring size must be a power of two"));
         }
-        let umem = Umem::new(cfg.frames, cfg.frame_size)?;
+        let umem = Umem::new(cfg.frames, cfg.frame_size, cfg.lend)?;
         let fd = sys::xsk_socket().map_err(|e| ctx(e, "socket(AF_XDP)"))?;
+        // A packet whose payload is a slice of a lent buffer starts anywhere and may cross
+        // chunk boundaries: that takes unaligned chunks, and its headers being in another
+        // buffer takes multi-buffer packets (Linux 6.6+).
+        let gather = cfg.lend > 0;
         let reg = sys::UmemReg {
             addr: umem.as_ptr() as u64,
             len: umem.len() as u64,
             chunk_size: umem.frame_size() as u32,
+            flags: if gather { sys::XDP_UMEM_UNALIGNED_CHUNK_FLAG } else { 0 },
             ..Default::default()
         };
+        let sg = if gather { sys::XDP_USE_SG } else { 0 };
         sys::set_opt(&fd, sys::XDP_UMEM_REG, &reg).map_err(|e| ctx(e, "XDP_UMEM_REG"))?;
         sys::set_opt(&fd, sys::XDP_UMEM_FILL_RING, &ring_size)?;
         sys::set_opt(&fd, sys::XDP_UMEM_COMPLETION_RING, &ring_size)?;
@@ -255,12 +278,14 @@ impl XskPort {
         let zc = if cfg.force_copy {
             Err(io::Error::from_raw_os_error(libc::EOPNOTSUPP))
         } else {
-            sys::xsk_bind(&fd, ifindex, queue, sys::XDP_ZEROCOPY | sys::XDP_USE_NEED_WAKEUP)
+            sys::xsk_bind(&fd, ifindex, queue, sys::XDP_ZEROCOPY | sys::XDP_USE_NEED_WAKEUP | sg)
         };
         if zc.is_err() {
             mode = BindMode::Copy;
-            sys::xsk_bind(&fd, ifindex, queue, sys::XDP_COPY | sys::XDP_USE_NEED_WAKEUP)
-                .map_err(|e| ctx(e, &format!("bind AF_XDP socket to queue {queue}")))?;
+            sys::xsk_bind(&fd, ifindex, queue, sys::XDP_COPY | sys::XDP_USE_NEED_WAKEUP | sg).map_err(|e| {
+                let what = if gather { " with multi-buffer packets (Linux 6.6+)" } else { "" };
+                ctx(e, &format!("bind AF_XDP socket to queue {queue}{what}"))
+            })?;
         }
 
         // Copy mode transmits at most 32 descriptors per sendto unless told more (Linux 6.17+);
@@ -290,6 +315,8 @@ impl XskPort {
             fill_target: ring_size.min(frames as u32 / 2),
             tx_stalled: false,
             counters: XskCounters { tx_budget, ..XskCounters::default() },
+            unaligned: gather,
+            in_flight: vec![0; cfg.lend.next_multiple_of(2 << 20) >> PAGE_SHIFT],
         };
         port.refill();
         Ok(port)
@@ -329,12 +356,24 @@ impl XskPort {
         let n = self.comp.available(self.comp.size);
         for i in 0..n {
             let a = self.comp.read(i);
-            if !self.pins.give_back(a) {
-                self.free_list.push(a);
-            }
+            self.give_back(a);
         }
         if n > 0 {
             self.comp.release(n);
+        }
+    }
+
+    /// A frame the kernel or the engine is done with goes home: a pinned frame to its
+    /// pinner, a lent byte range to its lender (by lowering its in-flight count), any other to
+    /// the free list.
+    #[inline]
+    fn give_back(&mut self, a: u64) {
+        if self.umem.in_region(a) {
+            let page = ((a - self.umem.region_start()) >> PAGE_SHIFT) as usize;
+            debug_assert!(self.in_flight[page] > 0, "a lent range completed that was not sent");
+            self.in_flight[page] = self.in_flight[page].saturating_sub(1);
+        } else if !self.pins.give_back(a) {
+            self.free_list.push(a);
         }
     }
 
@@ -362,7 +401,13 @@ impl Port for XskPort {
         let n = self.rx.available(out.len() as u32);
         for (i, slot) in out.iter_mut().enumerate().take(n as usize) {
             let d = self.rx.read(i as u32);
-            *slot = Frame { addr: d.addr, len: d.len };
+            let addr = if self.unaligned {
+                (d.addr & ((1 << sys::XSK_UNALIGNED_BUF_OFFSET_SHIFT) - 1))
+                    + (d.addr >> sys::XSK_UNALIGNED_BUF_OFFSET_SHIFT)
+            } else {
+                d.addr
+            };
+            *slot = Frame::new(addr, d.len);
         }
         if n > 0 {
             self.rx.release(n);
@@ -386,21 +431,32 @@ impl Port for XskPort {
         if self.free_list.is_empty() {
             self.reap_completions();
         }
-        self.free_list.pop().map(|addr| Frame { addr, len: 0 })
+        self.free_list.pop().map(|addr| Frame::new(addr, 0))
     }
 
     fn free(&mut self, f: Frame) {
-        let fs = self.umem.frame_size() as u64;
-        let a = f.addr - f.addr % fs;
-        if !self.pins.give_back(a) {
-            self.free_list.push(a);
+        if self.umem.in_region(f.addr) {
+            // Lent bytes the engine did not send after all: never counted, nothing to return.
+            return;
         }
+        let fs = self.umem.frame_size() as u64;
+        self.give_back(f.addr - f.addr % fs);
     }
 
     fn send(&mut self, frames: &[Frame]) -> usize {
-        let n = self.tx.free(frames.len() as u32).min(frames.len() as u32);
+        let mut n = self.tx.free(frames.len() as u32).min(frames.len() as u32);
+        // Never a part of a packet: the kernel would wait for the rest, or take the next
+        // packet's first buffer for it.
+        while n > 0 && frames[n as usize - 1].more {
+            n -= 1;
+        }
+        let start = self.umem.region_start();
         for (i, f) in frames.iter().take(n as usize).enumerate() {
-            self.tx.write(i as u32, XdpDesc { addr: f.addr, len: f.len, options: 0 });
+            if self.umem.in_region(f.addr) {
+                self.in_flight[((f.addr - start) >> PAGE_SHIFT) as usize] += 1;
+            }
+            let options = if f.more { sys::XDP_PKT_CONTD } else { 0 };
+            self.tx.write(i as u32, XdpDesc { addr: f.addr, len: f.len, options });
         }
         if n > 0 {
             self.tx.submit(n);
@@ -469,6 +525,19 @@ impl Port for XskPort {
         sys::ppoll_in(self.fd.as_raw_fd(), timeout_us);
     }
 
+    fn region(&self) -> Option<crate::ArenaRegion> {
+        self.umem.region()
+    }
+
+    fn region_busy(&self, addr: u64, len: usize) -> bool {
+        let start = self.umem.region_start();
+        let (Some(a), Some(e)) = (addr.checked_sub(start), (addr + len as u64).checked_sub(start)) else {
+            return false;
+        };
+        let pages = (a >> PAGE_SHIFT) as usize..((e + (1 << PAGE_SHIFT) - 1) >> PAGE_SHIFT) as usize;
+        self.in_flight.get(pages).is_some_and(|p| p.iter().any(|&c| c > 0))
+    }
+
     fn pin(&mut self) -> Option<Frame> {
         // Never take the frames RX needs: pinning stops while the free list is below what
         // the fill ring should hold.
@@ -478,7 +547,7 @@ impl Port for XskPort {
                 return None;
             }
         }
-        self.pins.take(&mut self.free_list).map(|addr| Frame { addr, len: 0 })
+        self.pins.take(&mut self.free_list).map(|addr| Frame::new(addr, 0))
     }
 
     fn unpin(&mut self, addr: u64) {

@@ -67,8 +67,15 @@ impl EngineNet {
     /// Adds an engine with address `addr` serving `app`'s ports (the app itself is passed
     /// to each step); returns its index.
     pub fn add(&mut self, addr: Ipv4Addr, app: &dyn Service) -> usize {
+        self.add_lending(addr, app, 0)
+    }
+
+    /// As [`EngineNet::add`], with a port that lends `bytes` beyond its frames (as
+    /// `sirocco web --mode stream` opens its AF_XDP port): packets may be gathered.
+    pub fn add_lending(&mut self, addr: Ipv4Addr, app: &dyn Service, bytes: usize) -> usize {
         let i = self.net.add_host();
         let (port, wire) = MemPort::with_wire(FRAMES);
+        let port = if bytes > 0 { port.lend(bytes).expect("memory for the lent region") } else { port };
         let cfg = EngineConfig::new(addr, mac(i), true, &format!("sim{i}"));
         let engine = Engine::new(port, cfg, app);
         self.stations.push(Station { engine, wire, mac: mac(i), addr });
@@ -78,6 +85,11 @@ impl EngineNet {
     /// Makes every link `l`.
     pub fn set_links(&mut self, l: Link) {
         self.net.set_links(l);
+    }
+
+    /// Engine `i`'s counters.
+    pub fn counters(&self, i: usize) -> &engine::Counters {
+        self.stations[i].engine.counters()
     }
 
     /// What the links did.

@@ -96,7 +96,7 @@ struct Case {
 }
 
 fn run(seed: u64, link: Link, cases: &[Case], files: &[(String, Vec<u8>)], dir: &Path) -> web::streamer::StreamStats {
-    run_with(seed, link, cases, files, dir, 12)
+    run_with(seed, link, cases, files, dir, 12, true)
 }
 
 fn run_with(
@@ -106,6 +106,7 @@ fn run_with(
     files: &[(String, Vec<u8>)],
     dir: &Path,
     buffers: u32,
+    lend: bool,
 ) -> web::streamer::StreamStats {
     let site = Site::load(dir, 0).unwrap();
     let streamer = Streamer::new(StorageConfig { buffers, buf_size: 128 << 10, ..Default::default() })
@@ -123,7 +124,8 @@ fn run_with(
     .streaming(streamer);
     let mut client = TcpService::client(Getter::default(), Limits::default());
     let mut net = EngineNet::new(seed);
-    net.add(SRV, &server);
+    // Lent: the buffers live in the port's arena and segments carry them as they are.
+    let srv = net.add_lending(SRV, &server, if lend { buffers as usize * (128 << 10) } else { 0 });
     net.add(CLI, &client);
     net.set_links(link);
     for (id, c) in cases.iter().enumerate() {
@@ -137,6 +139,11 @@ fn run_with(
         assert!(net.now < limit, "seed {seed}: {} of {} finished", client.app.done.len(), cases.len());
         net.step(&mut [&mut server as &mut dyn Service, &mut client]);
     }
+    // Buffers let go of in the last step are freed by the next.
+    net.step(&mut [&mut server as &mut dyn Service, &mut client]);
+    let gathered = net.counters(srv).tx_gathered;
+    assert_eq!(gathered > 0, lend, "segments gathered from the read buffers: {gathered}");
+    assert_eq!(server.app().stream.as_ref().unwrap().lent(), lend);
     for (id, got, end) in &client.app.done {
         let c = &cases[*id];
         let data = &files.iter().find(|f| f.0 == c.path).unwrap().1;
@@ -177,6 +184,13 @@ fn every_byte_streams_from_disk_on_a_clean_path() {
 }
 
 #[test]
+fn every_byte_streams_from_disk_copied_when_the_port_lends_no_memory() {
+    let (dir, files) = root("copied");
+    let link = Link { delay: Duration::from_millis(1), loss: 0.01, ..Link::default() };
+    run_with(2, link, &every_file(&files), &files, &dir, 12, false);
+}
+
+#[test]
 fn every_byte_streams_from_disk_through_loss_and_reordering() {
     let (dir, files) = root("lossy");
     for seed in 0..6 {
@@ -199,6 +213,6 @@ fn two_hundred_streams_share_a_small_pool_by_waiting_for_buffers() {
     // 200 connections at once, each a file of up to 3 MB, through 6 buffers of 128 KiB.
     let cases: Vec<Case> = (0..200).map(|i| Case { path: files[2 + i % 4].0.clone(), range: None }).collect();
     let link = Link { delay: Duration::from_millis(2), loss: 0.005, ..Link::default() };
-    let stats = run_with(3, link, &cases, &files, &dir, 6);
+    let stats = run_with(3, link, &cases, &files, &dir, 6, true);
     assert!(stats.buffer_waits > 0, "the pool ran out and connections waited: {stats:?}");
 }

@@ -157,6 +157,13 @@ pub trait App {
         let _ = (c, seg, local, remote, buf);
         false
     }
+    /// Where the bytes of `c` from stream offset `off` are, at most `max` of them: in the TX
+    /// port's lent region, to be sent from there as they are (Atlas: a disk read's buffer
+    /// becomes the payload), or to be copied with [`App::fill`]. Copy by default.
+    fn placed(&self, c: &Self::Conn, off: u64, max: u32) -> Placed {
+        let _ = (c, off);
+        Placed::Copy { len: max }
+    }
     /// Sends a data segment from a replica the application keeps in the TX arena (Sandstorm's
     /// pre-copy): picks or makes a frame holding the segment's bytes and sends it through
     /// `r` with the header rewritten in place. True if sent that way (or lost like a dropped
@@ -172,6 +179,58 @@ pub trait App {
         let _ = (c, seg, local, remote, r);
         false
     }
+}
+
+/// Where a run of a connection's bytes is (see [`App::placed`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Placed {
+    /// `len` bytes at address `addr` of the TX port's lent region.
+    Arena {
+        /// Arena address of the first byte.
+        addr: u64,
+        /// How many.
+        len: u32,
+    },
+    /// `len` bytes that [`App::fill`] copies.
+    Copy {
+        /// How many.
+        len: u32,
+    },
+}
+
+impl Placed {
+    /// Bytes in the run.
+    pub fn len(&self) -> u32 {
+        match *self {
+            Placed::Arena { len, .. } | Placed::Copy { len } => len,
+        }
+    }
+    /// True if the run is empty.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+}
+
+/// Most runs one gathered segment is made of; a segment in more pieces is copied instead.
+pub const MAX_RUNS: usize = 8;
+
+/// A TX path that sends a segment gathered from several buffers.
+pub trait Gather {
+    /// Sends one segment from `local` to `remote`: a TCP header of `header_len` bytes, then
+    /// the payload in `runs`. `fill(at, buf)` copies the payload bytes from offset `at` on
+    /// into `buf` for each `Copy` run; then `header(buf, sum)` writes the header, given the
+    /// one's-complement sum of the payload (RFC 1071, unfolded) for its checksum. False if
+    /// the segment could not be sent this way (no room for its pieces): nothing was sent,
+    /// and the caller sends it the ordinary way.
+    fn send(
+        &mut self,
+        local: Ipv4Addr,
+        remote: Ipv4Addr,
+        header_len: usize,
+        runs: &[Placed],
+        fill: &mut dyn FnMut(u64, &mut [u8]),
+        header: &mut dyn FnMut(&mut [u8], u64),
+    ) -> bool;
 }
 
 /// The TX arena, for applications that keep replicas of prepared segments in it.
@@ -195,6 +254,10 @@ pub trait Output {
     fn send(&mut self, local: Ipv4Addr, remote: Ipv4Addr, len: usize, write: &mut dyn FnMut(&mut [u8]));
     /// The TX arena for replicas, if this output has one.
     fn replicas(&mut self) -> Option<&mut dyn PinnedFrames> {
+        None
+    }
+    /// The gathering TX path, if this output has a lent region to send from.
+    fn gather(&mut self) -> Option<&mut dyn Gather> {
         None
     }
 }
@@ -941,6 +1004,11 @@ impl<A: App> Endpoint<A> {
                     }
                 }
                 let app = &*app;
+                if let (true, Some(c), Some(g)) = (len > 0, conn, out.gather()) {
+                    if gather(app, c, &seg, &t, g) {
+                        continue;
+                    }
+                }
                 out.send(t.local, t.remote, h + len, &mut |buf| {
                     if len > 0 {
                         if let Some(c) = conn {
@@ -1006,6 +1074,45 @@ impl<A: App> Endpoint<A> {
     pub fn has_output(&self) -> bool {
         !self.queue.is_empty() || !self.stateless.is_empty()
     }
+}
+
+/// Sends `seg` gathered from where the application says its bytes are, if some are in the
+/// lent region; false to have it copied the ordinary way.
+fn gather<A: App>(app: &A, c: &A::Conn, seg: &SegOut, t: &Tuple, g: &mut dyn Gather) -> bool {
+    let end = seg.data_off + seg.repr.payload_len as u64;
+    let mut runs = [Placed::Copy { len: 0 }; MAX_RUNS];
+    let (mut n, mut off, mut arena) = (0, seg.data_off, false);
+    while off < end {
+        if n == MAX_RUNS {
+            return false;
+        }
+        let r = app.placed(c, off, (end - off) as u32);
+        if r.is_empty() {
+            return false;
+        }
+        arena |= matches!(r, Placed::Arena { .. });
+        // Adjacent copies are one copy.
+        match (n.checked_sub(1).map(|i| &mut runs[i]), r) {
+            (Some(Placed::Copy { len }), Placed::Copy { len: more }) => *len += more,
+            _ => {
+                runs[n] = r;
+                n += 1;
+            }
+        }
+        off += u64::from(r.len());
+    }
+    if !arena {
+        return false;
+    }
+    let data_off = seg.data_off;
+    g.send(
+        t.local,
+        t.remote,
+        seg.repr.header_len(),
+        &runs[..n],
+        &mut |at, buf| app.fill(c, data_off + at, buf),
+        &mut |buf, sum| seg.repr.emit_header(buf, t.local, t.remote, sum),
+    )
 }
 
 #[cfg(test)]

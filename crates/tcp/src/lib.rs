@@ -23,7 +23,7 @@ pub mod tcb;
 pub use cc::CcKind;
 pub use channel::{Calls, Channel, Event, Events, Server};
 pub use config::{Config, KeepAlive};
-pub use endpoint::{App, ConnectError, Ctl, Endpoint, Handle, Limits, Output, PinnedFrames, Source};
+pub use endpoint::{App, ConnectError, Ctl, Endpoint, Gather, Handle, Limits, Output, PinnedFrames, Placed, Source};
 pub use seq::Seq;
 pub use stats::Stats;
 pub use tcb::{End, Env, Negotiated, Notes, Numbers, SegOut, State, Tcb, Tuple};

@@ -278,6 +278,13 @@ impl<A: App> App for Tls<A> {
         }
     }
 
+    fn placed(&self, c: &Self::Conn, off: u64, max: u32) -> tcp::Placed {
+        match &c.tls {
+            None => self.app.placed(&c.inner, off, max),
+            Some(s) => s.placed(off, max, &|p, n| self.app.placed(&c.inner, p, n)),
+        }
+    }
+
     fn seg_limit(&self, c: &Self::Conn, off: u64) -> u32 {
         match &c.tls {
             None => self.app.seg_limit(&c.inner, off),

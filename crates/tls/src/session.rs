@@ -412,6 +412,34 @@ impl Session {
         }
     }
 
+    /// Where the stream's bytes from `off` are (at most `max`): the ciphertext of a record
+    /// sealed in place is where the application holds its plaintext (`placed(p, n)` says
+    /// where that is, perhaps in the TX port's lent region); headers, trailers and records
+    /// sealed at send are copied by [`Session::fill`].
+    pub fn placed(&self, off: u64, max: u32, placed: &dyn Fn(u64, u32) -> tcp::Placed) -> tcp::Placed {
+        use tcp::Placed;
+        let copy = |n: usize| Placed::Copy { len: (n as u32).min(max) };
+        match self.layout.locate(off) {
+            None => Placed::Copy { len: max },
+            Some(Spot::Raw { bytes, at }) => copy(bytes.len() - at),
+            Some(Spot::Record(rec)) => {
+                let into = (off - rec.start) as usize;
+                let body = HEADER + rec.len;
+                match (rec.plain, self.sealed_in_place(rec.start)) {
+                    (Some(p), Some(_)) if (HEADER..body).contains(&into) => {
+                        let k = ((body - into) as u32).min(max);
+                        match placed(p + (into - HEADER) as u64, k) {
+                            Placed::Arena { addr, len } => Placed::Arena { addr, len: len.min(k) },
+                            Placed::Copy { len } => Placed::Copy { len: len.min(k) },
+                        }
+                    }
+                    (Some(_), Some(_)) if into < HEADER => copy(HEADER - into),
+                    _ => copy(rec.len + OVERHEAD - into),
+                }
+            }
+        }
+    }
+
     /// Writes the stream's bytes at `off .. off + dst.len()`. A record that the segment
     /// holds whole is sealed in place in it; one that spans segments is sealed once into the
     /// connection's record buffer, from which its segments are copied (sealed again only if

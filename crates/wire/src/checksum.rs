@@ -27,6 +27,20 @@ pub fn add(mut acc: u64, data: &[u8]) -> u64 {
     acc
 }
 
+/// Adds `data`, which starts at byte `at` of what is being summed, to a partial sum: a
+/// payload gathered from pieces is summed piece by piece. A piece at an odd offset has its
+/// bytes in the other halves of the 16-bit words, so its sum is byte-swapped (RFC 1071
+/// §2(B)); any piece may then have odd length.
+#[inline]
+pub fn add_at(acc: u64, data: &[u8], at: usize) -> u64 {
+    let s = add(0, data);
+    if at.is_multiple_of(2) {
+        acc + s
+    } else {
+        acc + u64::from(fold(s).swap_bytes())
+    }
+}
+
 /// Folds a partial sum to 16 bits (without complementing).
 #[inline]
 pub fn fold(mut acc: u64) -> u16 {
@@ -129,6 +143,17 @@ mod tests {
     }
 
     proptest! {
+        #[test]
+        fn pieces_sum_to_the_whole(data in proptest::collection::vec(any::<u8>(), 0..3000),
+                                   cuts in proptest::collection::vec(any::<u16>(), 0..6)) {
+            let mut cuts: Vec<usize> = cuts.iter().map(|&c| c as usize % (data.len() + 1)).collect();
+            cuts.push(0);
+            cuts.push(data.len());
+            cuts.sort_unstable();
+            let sum = cuts.windows(2).fold(0, |acc, w| add_at(acc, &data[w[0]..w[1]], w[0]));
+            prop_assert_eq!(fold(sum), fold(add(0, &data)));
+        }
+
         #[test]
         fn fast_sum_equals_reference(data in proptest::collection::vec(any::<u8>(), 0..2000)) {
             prop_assert_eq!(checksum(&data), reference(&data));

@@ -379,6 +379,28 @@ impl TcpRepr {
         b[HEADER_LEN + n..h].fill(kind::EOL);
         TcpPacket::new_unchecked(b).fill_checksum(src, dst);
     }
+
+    /// Writes the header alone to `buf` (at least [`TcpRepr::header_len`] bytes) for a
+    /// payload kept elsewhere, whose one's-complement sum (unfolded, as [`checksum::add`]
+    /// gives it, taken from the payload's first byte) is `payload_sum`.
+    pub fn emit_header(&self, buf: &mut [u8], src: Ipv4Addr, dst: Ipv4Addr, payload_sum: u64) {
+        let h = self.header_len();
+        let mut whole = [0u8; 60];
+        let b = &mut whole[..h];
+        put16(b, field::SRC_PORT, self.src_port);
+        put16(b, field::DST_PORT, self.dst_port);
+        put32(b, field::SEQ, self.seq);
+        put32(b, field::ACK, self.ack);
+        b[field::DATA_OFF] = ((h / 4) as u8) << 4;
+        b[field::FLAGS] = self.flags.0;
+        put16(b, field::WINDOW, self.window);
+        let n = self.options.emit(&mut b[HEADER_LEN..h]);
+        b[HEADER_LEN + n..h].fill(kind::EOL);
+        let len = (h + self.payload_len) as u16;
+        let sum = checksum::add(checksum::pseudo_header(src, dst, Protocol::TCP, len) + payload_sum, b);
+        put16(b, field::CHECKSUM, !checksum::fold(sum));
+        buf[..h].copy_from_slice(b);
+    }
 }
 
 #[cfg(test)]
@@ -407,6 +429,32 @@ mod tests {
         assert_eq!(n, o.buffer_len());
         // Our layout differs from Linux's only in where the window scale goes; both parse alike.
         assert_eq!(TcpOptions::parse(&b[..n]).unwrap(), o);
+    }
+
+    #[test]
+    fn a_header_for_a_payload_kept_elsewhere_matches_the_whole_segment() {
+        let payload: Vec<u8> = (0..1337u32).map(|i| (i * 7 + 3) as u8).collect();
+        let repr = TcpRepr {
+            src_port: 443,
+            dst_port: 50_000,
+            seq: 0xdead_beef,
+            ack: 7,
+            flags: TcpFlags(TcpFlags::ACK | TcpFlags::PSH),
+            window: 512,
+            options: TcpOptions { timestamps: Some((1, 2)), ..TcpOptions::default() },
+            payload_len: payload.len(),
+        };
+        let h = repr.header_len();
+        let mut whole = vec![0u8; h + payload.len()];
+        whole[h..].copy_from_slice(&payload);
+        repr.emit(&mut whole, S, D);
+        // The payload summed in three pieces, two at odd offsets.
+        let sum = [0..5, 5..700, 700..payload.len()]
+            .into_iter()
+            .fold(0, |acc, r| checksum::add_at(acc, &payload[r.clone()], r.start));
+        let mut head = [0u8; 60];
+        repr.emit_header(&mut head, S, D, sum);
+        assert_eq!(head[..h], whole[..h]);
     }
 
     #[test]

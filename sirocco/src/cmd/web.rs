@@ -154,6 +154,8 @@ pub fn run(a: WebArgs) -> Result<(), String> {
         return Err("--mode stream serves files from disk: give --root DIR".into());
     }
     s.opts.extra_frames = precopy.unwrap_or(0);
+    // Stream mode's read buffers live in the UMEM, so segments carry them as they are.
+    s.opts.lend = stream.map_or(0, |c| c.buffers as usize * c.buf_size);
     let tls = match (&o.tls_cert, &o.tls_key) {
         (Some(cert), Some(key)) => {
             let port = o.tls_port.unwrap_or(443);

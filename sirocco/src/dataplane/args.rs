@@ -78,6 +78,7 @@ impl DataplaneArgs {
             idle_spins: self.idle_spins.unwrap_or(default_spins),
             loss_ppm: self.impair_loss.map_or(0, |p| (p * 10_000.0) as u32),
             extra_frames: 0,
+            lend: 0,
         })
     }
 }

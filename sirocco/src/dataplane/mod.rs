@@ -44,6 +44,8 @@ pub struct Options {
     pub loss_ppm: u32,
     /// Frames added to each UMEM beyond what RX and TX need (pinned by the application).
     pub extra_frames: usize,
+    /// Bytes of each UMEM lent to the application beyond its frames (stream buffers).
+    pub lend: usize,
 }
 
 /// What the engines return when they stop.

@@ -33,7 +33,8 @@ pub(super) fn open(opts: &Options, grants: &[Grant], what: &str) -> Result<Opene
         filter.grant(opts.addr, proto, port).map_err(|e| e.to_string())?;
     }
     let base = XskConfig::default();
-    let xcfg = XskConfig { force_copy: opts.force_copy, frames: base.frames + opts.extra_frames, ..base };
+    let xcfg =
+        XskConfig { force_copy: opts.force_copy, frames: base.frames + opts.extra_frames, lend: opts.lend, ..base };
     let mut ports = Vec::new();
     for q in 0..queues {
         let port = open_socket(&ifc, q, xcfg)?;

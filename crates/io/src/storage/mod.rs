@@ -184,6 +184,12 @@ impl StoragePort {
     /// Sets up the ring, the buffer pool (registered) and the file table. Fails with one
     /// line saying what is missing.
     pub fn new(cfg: StorageConfig) -> Result<StoragePort, StorageError> {
+        Self::new_in(cfg, None)
+    }
+
+    /// As [`StoragePort::new`], with the buffers in `region` (a NIC port's lent arena) when
+    /// given, so what is read can be transmitted without a copy.
+    pub fn new_in(cfg: StorageConfig, region: Option<&crate::ArenaRegion>) -> Result<StoragePort, StorageError> {
         let aligned = |n: usize| n > 0 && n.is_multiple_of(DIRECT_ALIGN);
         if !aligned(cfg.buf_size) || !aligned(cfg.max_part as usize) || cfg.entries == 0 || cfg.max_files == 0 {
             return Err(StorageError::Io(
@@ -203,7 +209,11 @@ impl StoragePort {
         if let Some(op) = features.missing() {
             return Err(StorageError::Unavailable(format!("the kernel lacks {op}")));
         }
-        let pool = BufferPool::new(cfg.buffers, cfg.buf_size).map_err(|e| StorageError::Io("buffer pool".into(), e))?;
+        let pool = match region {
+            Some(r) => BufferPool::in_region(r, cfg.buffers, cfg.buf_size),
+            None => BufferPool::new(cfg.buffers, cfg.buf_size),
+        }
+        .map_err(|e| StorageError::Io("buffer pool".into(), e))?;
         let iovecs: Vec<libc::iovec> = (0..pool.count())
             .map(|i| libc::iovec { iov_base: pool.addr(i).cast(), iov_len: pool.buf_size() })
             .collect();

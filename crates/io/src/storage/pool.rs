@@ -3,8 +3,9 @@
 //! alignment on any device. A buffer is a [`Buf`] token that is not `Clone`: handing it to a
 //! read moves it into the port, so nothing can touch memory the kernel is writing.
 
-use crate::sys;
+use crate::arena::{ArenaRegion, Mapping};
 use std::io;
+use std::sync::Arc;
 
 /// Alignment of O_DIRECT offsets, lengths and buffers that every Linux device accepts.
 pub const DIRECT_ALIGN: usize = 4096;
@@ -24,31 +25,70 @@ impl Buf {
 
 /// The arena and its free buffers.
 pub struct BufferPool {
+    /// Keeps the arena mapped while the pool (or anyone else using it) lives.
+    _map: Arc<Mapping>,
     ptr: *mut u8,
-    len: usize,
+    /// Arena address of the first buffer when the pool lives in a port's lent region.
+    arena_addr: Option<u64>,
     buf_size: usize,
     count: u32,
     free: Vec<u32>,
     /// Fewest buffers free at any time so far.
     low: u32,
-    hugepages: bool,
 }
 
-// SAFETY: the arena is plain memory owned by this value; it moves with its owner thread.
+// SAFETY: the buffers are plain memory this value hands out by token; it moves with its
+// owner thread.
 unsafe impl Send for BufferPool {}
 
 impl BufferPool {
     /// `count` buffers of `buf_size` bytes (a non-zero multiple of [`DIRECT_ALIGN`]).
     pub fn new(count: u32, buf_size: usize) -> io::Result<BufferPool> {
+        let len = Self::check(count, buf_size)?;
+        let map = Mapping::new(len)?;
+        let ptr = map.ptr();
+        Ok(Self::on(map, ptr, None, count, buf_size))
+    }
+
+    /// `count` buffers of `buf_size` bytes in `region`, a NIC port's lent arena, so a buffer
+    /// can be transmitted where it was read into ([`BufferPool::arena_addr`]).
+    pub fn in_region(region: &ArenaRegion, count: u32, buf_size: usize) -> io::Result<BufferPool> {
+        let len = Self::check(count, buf_size)?;
+        if len > region.len() || !(region.addr() as usize).is_multiple_of(DIRECT_ALIGN) {
+            return Err(io::Error::new(
+                io::ErrorKind::InvalidInput,
+                format!("storage buffers: {len} bytes do not fit the {} lent by the NIC port", region.len()),
+            ));
+        }
+        Ok(Self::on(region.mapping().clone(), region.ptr(), Some(region.addr()), count, buf_size))
+    }
+
+    fn check(count: u32, buf_size: usize) -> io::Result<usize> {
         if count == 0 || buf_size == 0 || !buf_size.is_multiple_of(DIRECT_ALIGN) {
             return Err(io::Error::new(
                 io::ErrorKind::InvalidInput,
                 format!("storage buffers: need at least one, of a multiple of {DIRECT_ALIGN} bytes"),
             ));
         }
-        let len = (count as usize).checked_mul(buf_size).ok_or(io::ErrorKind::InvalidInput)?.next_multiple_of(2 << 20);
-        let (ptr, hugepages) = sys::mmap_anon(len)?;
-        Ok(BufferPool { ptr, len, buf_size, count, free: (0..count).rev().collect(), low: count, hugepages })
+        Ok((count as usize).checked_mul(buf_size).ok_or(io::ErrorKind::InvalidInput)?)
+    }
+
+    fn on(map: Arc<Mapping>, ptr: *mut u8, arena_addr: Option<u64>, count: u32, buf_size: usize) -> BufferPool {
+        BufferPool { _map: map, ptr, arena_addr, buf_size, count, free: (0..count).rev().collect(), low: count }
+    }
+
+    /// Where byte `at` of buffer `b` is in the NIC port's arena, if the pool lives there.
+    #[inline]
+    pub fn arena_addr(&self, b: &Buf, at: usize) -> Option<u64> {
+        self.arena_addr.map(|a| a + (b.index as usize * self.buf_size + at) as u64)
+    }
+
+    /// The buffer holding arena address `addr` and where in it, if the pool lives in the
+    /// arena and `addr` is one of its bytes.
+    pub fn at_arena_addr(&self, addr: u64) -> Option<(u32, usize)> {
+        let rel = addr.checked_sub(self.arena_addr?)? as usize;
+        let i = rel / self.buf_size;
+        (i < self.count as usize).then_some((i as u32, rel % self.buf_size))
     }
 
     /// Size of one buffer.
@@ -68,7 +108,7 @@ impl BufferPool {
 
     /// True if the arena is on hugepages.
     pub fn hugepages(&self) -> bool {
-        self.hugepages
+        self._map.hugepages()
     }
 
     /// A free buffer, if any.
@@ -96,7 +136,10 @@ impl BufferPool {
         unsafe { std::slice::from_raw_parts(self.ptr.add(b.index as usize * self.buf_size), self.buf_size) }
     }
 
-    /// The whole buffer, writable.
+    /// The whole buffer, writable. When the pool lives in a NIC port's arena, the holder must
+    /// not write while a packet carrying the buffer's bytes is on the TX ring (the streaming
+    /// server seals in place before it first sends, and retires a buffer only once the port
+    /// says none of its bytes are in flight).
     pub fn get_mut(&mut self, b: &mut Buf) -> &mut [u8] {
         // SAFETY: as in `get`; `&mut self` and `&mut Buf` make this the only view.
         unsafe { std::slice::from_raw_parts_mut(self.ptr.add(b.index as usize * self.buf_size), self.buf_size) }
@@ -107,14 +150,6 @@ impl BufferPool {
         assert!(index < self.count, "buffer index outside the pool");
         // SAFETY: inside the arena (checked above).
         unsafe { self.ptr.add(index as usize * self.buf_size) }
-    }
-}
-
-impl Drop for BufferPool {
-    fn drop(&mut self) {
-        // SAFETY: our own mapping; the port that registered it drops its ring first (field
-        // order), so the kernel no longer refers to it.
-        unsafe { sys::munmap(self.ptr, self.len) };
     }
 }
 
