@@ -70,9 +70,12 @@ def set_cache(state):
 
 
 def server(kind, proto):
-    return WebServer(kind, NET, CPUSET, DOCROOT, ["--mode", "stream", "--stream-memory", str(STREAM_MIB),
-                                                  "--stream-buffer", str(STREAM_BUF_KIB)],
-                     tls=proto == "https")
+    # "copy": stream mode with each payload copied into a TX frame (--stream-copy), for the
+    # cost of the copy that sending from the read buffers saves.
+    args = ["--mode", "stream", "--stream-memory", str(STREAM_MIB), "--stream-buffer", str(STREAM_BUF_KIB)]
+    if kind.startswith("copy"):
+        kind, args = "stream" + kind[len("copy"):], args + ["--stream-copy"]
+    return WebServer(kind, NET, CPUSET, DOCROOT, args, tls=proto == "https")
 
 
 def one_run(server, conns, cache, proto):
@@ -156,6 +159,8 @@ def write(results):
     nonlocal_lines = lines
     for proto in PROTOS:
         ratios(f"{proto}: stream / nginx", f"stream {proto}", f"nginx {proto}", "GB per server-core CPU-s")
+        ratios(f"{proto}: stream (sent from the read buffers) / copy (copied into frames)", f"stream {proto}",
+               f"copy {proto}", "GB per server-core CPU-s")
     # HTTPS against HTTP from the same client: the cost of TLS to each server.
     ratios("sirocco: https / http (both from wrk)", "stream https", "stream http-wrk",
            "GB per server-core CPU-s (https over http; 1/x is the cost factor)")
@@ -167,7 +172,7 @@ def write(results):
         # One row per protocol: Gb/s and CPU per GB; colour = server, line = cache state.
         protos = [p for p in PROTOS if any(k.endswith(" " + p) for k in results)]
         fig, axes = plt.subplots(len(protos), 2, figsize=(12, 3.6 * len(protos)), squeeze=False)
-        colour = {"stream": "tab:blue", "nginx": "tab:red"}
+        colour = {"stream": "tab:blue", "copy": "tab:green", "nginx": "tab:red"}
         for row, proto in zip(axes, protos):
             for kind, pts in results.items():
                 server, _, p = kind.partition(" ")

@@ -109,7 +109,23 @@ fn files_stream_from_disk_whole_and_uncached_under_loss() {
     assert!(stat(&log, "reads") > 20, "{log}");
     assert_eq!(stat(&log, "read errors"), 0, "{log}");
     assert!(total(&c, "tx_gathered") > 4000, "6 MiB sent from the read buffers without a copy: {log}");
+    assert!(stat(&log, "read again for retransmissions") > 0, "2 % loss: sent bytes read again: {log}");
     assert_eq!(cached_pages(&big), 0, "6 MiB streamed (and a 3 MB range), none of it in the page cache");
+}
+
+#[test]
+fn stream_copy_sends_the_same_bytes_copied_into_frames() {
+    let root = Root::under(std::path::Path::new(env!("CARGO_TARGET_TMPDIR")), "stream-copy");
+    let n = 3 << 20;
+    root.write("c.bin", &pattern(n, 3));
+    let net = TestNet::new(1);
+    let args = ["web", "--iface", &net.srv_if, "--addr", SERVER_OWN, "--root", root.path(), "--mode", "stream"];
+    let s = net.start(&[&args[..], &["--stream-copy", "--impair-loss", "1"]].concat());
+    let r = get(&net.cli_ns, SERVER_OWN, 80, "GET /c.bin HTTP/1.1\r\nHost: a\r\nConnection: close\r\n\r\n");
+    assert!(r.status == 200 && r.body == pattern(n, 3), "{} of {n} bytes", r.body.len());
+    let (c, log) = stop_with_log(s);
+    assert_eq!(total(&c, "tx_gathered"), 0, "copied, not gathered: {log}");
+    assert!(log.contains("copied into frames"), "{log}");
 }
 
 #[test]

@@ -258,6 +258,12 @@ fn https_under_loss_is_intact_uncached_and_retransmits_identical_records() {
     // Sealed in place in the read buffers, and sent from there: no copy of the ciphertext.
     let gathered = crate::common::total(&c, "tx_gathered");
     assert!(gathered > 2000, "segments sent from the read buffers: {gathered}; log:\n{log}");
+    // Records let go of once sent are read and sealed again for a retransmission; the check
+    // below holds them to the same ciphertext.
+    let line = log.lines().find(|l| l.contains("read again for retransmissions")).expect("stream line");
+    let again: u64 =
+        line.split("read again for retransmissions ").nth(1).unwrap().split(' ').next().unwrap().parse().unwrap();
+    assert!(again > 0, "{line}");
     // Every byte sent more than once was the same ciphertext each time.
     let segs = sent_segments(&pcap, 443);
     let _ = std::fs::remove_file(&pcap);

@@ -36,6 +36,8 @@ struct Chunk {
     /// Where they start in the buffer.
     skip: u32,
     buf: Buf,
+    /// Read again for a retransmission.
+    again: bool,
 }
 
 /// A read planned for the connection.
@@ -53,6 +55,27 @@ pub struct Plan {
     pub len: u32,
     /// Where the wanted bytes start in what is read.
     pub skip: u32,
+    /// The bytes were read before and let go of (a retransmission wants them).
+    pub again: bool,
+}
+
+impl Plan {
+    /// The read of up to `want` bytes of span `s` from stream offset `start`: widened to
+    /// blocks at both ends, it must still fit a buffer of `max_read` bytes; cut short, it
+    /// ends at `floor(end)` when that is past `start`.
+    fn of(s: &Span, start: u64, want: u64, max_read: u32, floor: &dyn Fn(u64) -> u64, again: bool) -> Plan {
+        let file_at = s.file_off + (start - s.start);
+        let room = u64::from(max_read).saturating_sub(file_at % DIRECT_ALIGN as u64 + DIRECT_ALIGN as u64);
+        let mut len = want.min(room.max(1));
+        if len < want {
+            let end = floor(start + len);
+            if end > start {
+                len = end - start;
+            }
+        }
+        let (file_off, read_len, skip) = align_range(file_at, len);
+        Plan { file: s.file, file_off, read_len: read_len as u32, start, len: len as u32, skip: skip as u32, again }
+    }
 }
 
 /// Why no read was started.
@@ -75,6 +98,11 @@ pub struct Fetch {
     next: u64,
     /// A read is in flight (one at a time per connection).
     reading: bool,
+    /// Bytes sent and let go of that TCP wants to send again from here: the next read
+    /// fetches them (Atlas re-reads a retransmission from disk).
+    rewind: Option<u64>,
+    /// Stream offset of the chunk the last completed read added.
+    last: u64,
 }
 
 impl Fetch {
@@ -97,6 +125,38 @@ impl Fetch {
     /// True if nothing is held, read, or left to read.
     pub fn is_empty(&self) -> bool {
         self.spans.is_empty() && self.chunks.is_empty() && !self.reading
+    }
+
+    /// TCP wants to send from `off` and nothing is held there: true if those bytes were read
+    /// before and let go of, so the next read fetches them again.
+    /// `off` may be held in part (the start of a TLS record whose end was let go of): the
+    /// first byte missing from there is what is read again.
+    pub fn starved(&mut self, off: u64) -> bool {
+        let miss = off + self.held_at(off);
+        if miss >= self.next || !self.spans.iter().any(|s| s.start <= miss && miss < s.start + s.len) {
+            return false;
+        }
+        self.rewind = Some(self.rewind.map_or(miss, |r| r.min(miss)));
+        true
+    }
+
+    /// The bytes below `sent` were all sent at least once: chunks wholly below it go to
+    /// `retire` (freed once no packet carries them), and `let_go(from, to)` hears of each
+    /// range, before its bytes are acknowledged. A retransmission reads them again.
+    /// Bytes read again for a retransmission stay until acknowledged: they were sent before
+    /// they were read, and would otherwise be let go of before the retransmission.
+    pub fn sent(&mut self, sent: u64, retire: &mut dyn FnMut(Buf), let_go: &mut dyn FnMut(u64, u64)) {
+        let mut i = 0;
+        // Chunks do not overlap and are in order, so their ends are too.
+        while let Some(c) = self.chunks.get(i).filter(|c| c.start + u64::from(c.len) <= sent) {
+            if c.again {
+                i += 1;
+                continue;
+            }
+            let c = self.chunks.remove(i).expect("checked");
+            let_go(c.start, c.start + u64::from(c.len));
+            retire(c.buf);
+        }
     }
 
     /// Bytes held contiguously from stream offset `off` (0 if they are not read yet).
@@ -176,6 +236,9 @@ impl Fetch {
         if self.reading {
             return None;
         }
+        if let Some(p) = self.reread(min_read, max_read, floor) {
+            return Some(p);
+        }
         let s = self.spans.iter().find(|s| s.start + s.len > self.next)?;
         let start = self.next.max(s.start);
         let span_left = s.start + s.len - start;
@@ -189,18 +252,23 @@ impl Fetch {
         if want == 0 || (want < enough && want < span_left && !drained) {
             return None;
         }
-        let file_at = s.file_off + (start - s.start);
-        // Widened to blocks at both ends, the read must still fit a buffer.
-        let room = u64::from(max_read).saturating_sub(file_at % DIRECT_ALIGN as u64 + DIRECT_ALIGN as u64);
-        let mut len = want.min(room.max(1));
-        if len < want {
-            let end = floor(start + len);
-            if end > start {
-                len = end - start;
-            }
+        Some(Plan::of(s, start, want, max_read, floor, false))
+    }
+
+    /// The read that fetches again the bytes from `rewind` on: up to the next byte held (or
+    /// never read), within one span and one buffer, at most twice `min_read` bytes (a
+    /// whole TLS record, cut at a record's end) — a loss usually wants a segment or two
+    /// back; a timeout that wants them all reads again as TCP asks. The window is not asked: these bytes were sent before.
+    fn reread(&self, min_read: u32, max_read: u32, floor: &dyn Fn(u64) -> u64) -> Option<Plan> {
+        let r = self.rewind?;
+        let start = r + self.held_at(r);
+        let s = self.spans.iter().find(|s| s.start <= start && start < s.start + s.len)?;
+        let held = self.chunks.iter().find(|c| c.start > start).map_or(self.next, |c| c.start);
+        let want = held.min(self.next).min(s.start + s.len).saturating_sub(start).min(2 * u64::from(min_read));
+        if want == 0 {
+            return None;
         }
-        let (file_off, read_len, skip) = align_range(file_at, len);
-        Some(Plan { file: s.file, file_off, read_len: read_len as u32, start, len: len as u32, skip: skip as u32 })
+        Some(Plan::of(s, start, want, max_read, floor, true))
     }
 
     /// Plans and starts the next read on `port` (with `cookie` for its completion).
@@ -231,7 +299,11 @@ impl Fetch {
         match port.read(p.file, p.file_off, p.read_len, buf, cookie) {
             Ok(()) => {
                 self.reading = true;
-                self.next = p.start + u64::from(p.len);
+                if !p.again {
+                    self.next = p.start + u64::from(p.len);
+                }
+                // Nothing (more) to read again once a read goes forward.
+                self.rewind = None;
                 Ok(p)
             }
             Err((buf, e)) => {
@@ -261,7 +333,14 @@ impl Fetch {
             pool.free(buf);
             return Err(EIO);
         }
-        self.chunks.push_back(Chunk { start: p.start, len: p.len, skip: p.skip, buf });
+        // A retransmission that asked again while this read was under way is served by it.
+        if self.rewind.is_some_and(|r| p.start <= r && r < p.start + u64::from(p.len)) {
+            self.rewind = None;
+        }
+        // Usually the last; bytes read again go back where they were.
+        let i = self.chunks.partition_point(|c| c.start < p.start);
+        self.chunks.insert(i, Chunk { start: p.start, len: p.len, skip: p.skip, buf, again: p.again });
+        self.last = p.start;
         Ok(())
     }
 
@@ -272,7 +351,8 @@ impl Fetch {
     where
         Self: 'a,
     {
-        let c = self.chunks.back_mut()?;
+        let last = self.last;
+        let c = self.chunks.iter_mut().find(|c| c.start == last)?;
         let (start, len, skip) = (c.start, c.len as usize, c.skip as usize);
         Some((start, len, &mut pool.get_mut(&mut c.buf)[skip..]))
     }
@@ -413,5 +493,60 @@ mod tests {
         assert_eq!(f.plan(10_000, 4000, 14_480, 65_536), None);
         let p = f.plan(20_000, 4000, 14_480, 65_536).expect("drained: read what the window allows");
         assert_eq!((p.start, p.len), (20_000, 4000));
+    }
+
+    #[test]
+    fn bytes_let_go_of_once_sent_are_read_again_for_a_retransmission() {
+        let data = pattern(200_000);
+        let mut port = port();
+        let (fid, _) = port.open(&file("r", &data), false).unwrap();
+        let mut f = Fetch::default();
+        f.push(Span { start: 100, len: 150_000, file: fid, file_off: 3000 });
+        let p = f.start(&mut port, 0, 40_100, 14_480, 1).unwrap();
+        finish(&mut f, &mut port, p);
+        let p = f.start(&mut port, 0, 80_100, 14_480, 2).unwrap();
+        finish(&mut f, &mut port, p);
+        assert_eq!(f.held_at(100), 80_000);
+        // Everything up to 60 100 went out: the first chunk (100..40 100) is let go of.
+        let (mut retired, mut let_go) = (Vec::new(), Vec::new());
+        f.sent(60_100, &mut |b| retired.push(b), &mut |a, b| let_go.push((a, b)));
+        assert_eq!((retired.len(), let_go), (1, vec![(100, 40_100)]));
+        for b in retired {
+            port.pool().free(b);
+        }
+        assert_eq!(f.held_at(100), 0);
+        assert!(!f.starved(45_000), "held up to what was never read");
+        assert!(!f.starved(90_000), "never read: the window's business, not a retransmission's");
+        assert!(!f.starved(50), "not a file's byte");
+        // A retransmission from 20 000: read again up to the bytes still held, whatever the
+        // window says, and before any new bytes.
+        assert!(f.starved(20_000));
+        let p = f.start(&mut port, 0, 0, 14_480, 3).unwrap();
+        assert!(p.again);
+        assert_eq!((p.start, p.len), (20_000, 20_100), "up to the bytes held (within twice 14 480)");
+        finish(&mut f, &mut port, p);
+        assert_eq!(f.held_at(20_000), 60_100, "back, and contiguous with what stayed");
+        assert!(!f.starved(20_000), "held from there up to what was never read");
+        // Another loss further back: at most twice the least read is read again.
+        assert!(f.starved(10_000));
+        let p = f.start(&mut port, 0, 0, 1000, 5).unwrap();
+        assert_eq!((p.start, p.len, p.again), (10_000, 2000, true));
+        finish(&mut f, &mut port, p);
+        assert!(f.starved(10_500), "asked from a byte held, the first one missing is read");
+        let p = f.start(&mut port, 0, 0, 1000, 6).unwrap();
+        assert_eq!((p.start, p.len), (12_000, 2000));
+        finish(&mut f, &mut port, p);
+        let mut out = vec![0; 30_000];
+        f.copy(port.pool_ref(), 20_000, &mut out);
+        assert_eq!(out, data[3000 + 19_900..3000 + 19_900 + 30_000]);
+        // Acknowledged, bytes read again go like any others; then reading goes on where it was.
+        f.acked(14_000, &mut |b| port.pool().free(b));
+        assert_eq!(port.pool_ref().free_count(), 2);
+        let p = f.start(&mut port, 20_000, 100_000, 14_480, 4).unwrap();
+        assert!(!p.again);
+        assert_eq!(p.start, 80_100);
+        finish(&mut f, &mut port, p);
+        f.release(&mut |b| port.pool().free(b));
+        assert_eq!(port.pool_ref().free_count(), 4);
     }
 }

@@ -604,6 +604,14 @@ impl tcp::App for WebApp {
         }
     }
 
+    fn starved(&mut self, h: Handle, c: &mut Conn, off: u64) {
+        if let Some(st) = self.stream.as_mut() {
+            if c.fetch.starved(off) {
+                st.wanted.push(h);
+            }
+        }
+    }
+
     fn placed(&self, c: &Conn, off: u64, max: u32) -> tcp::Placed {
         use tcp::Placed;
         let (Some(st), Some(r)) = (self.stream.as_ref(), c.find(off)) else {

@@ -167,11 +167,20 @@ impl WebService {
         for h in wanted.drain(..) {
             let Some(t) = ep.tcb(h) else { continue };
             let (acked, window, mss) = (t.acked_offset(), u64::from(t.cwnd().min(t.snd_wnd())), t.smss());
+            let sent = t.sent_offset();
             let Some(conn) = ep.conn_mut(h) else { continue };
             // Under TLS the application's offsets are plaintext ones, and reads reach the end of
             // the last record the window allows.
             let (acked, window) = conn.plain_window(acked, window);
+            // Atlas: what was sent is let go of (its buffer freed once no packet carries it);
+            // a retransmission reads it again.
+            let sent = conn.plain_sent(sent);
             let tls::Conn { inner: conn, tls: session } = conn;
+            conn.fetch.sent(sent, &mut |b| st.retire(b), &mut |a, b| {
+                if let Some(s) = session.as_mut() {
+                    s.forget_in_place(a, b);
+                }
+            });
             if conn.reading.is_some() {
                 continue;
             }
@@ -180,6 +189,10 @@ impl WebService {
                 Ok(p) => {
                     st.stats.reads += 1;
                     st.stats.read_bytes += u64::from(p.len);
+                    if p.again {
+                        st.stats.rereads += 1;
+                        st.stats.reread_bytes += u64::from(p.len);
+                    }
                     conn.reading = Some(p);
                 }
                 Err(Wait::NoBuffer) => {

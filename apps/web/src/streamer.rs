@@ -24,8 +24,12 @@ pub struct StreamStats {
     pub read_errors: u64,
     /// Files opened on the port.
     pub opens: u64,
-    /// Buffers given back later than acknowledged because a packet still carried them.
+    /// Times a buffer let go of could not be freed yet because a packet still carried it.
     pub retire_waits: u64,
+    /// Reads of bytes read before, sent, and let go of, for a retransmission.
+    pub rereads: u64,
+    /// Bytes those reads wanted.
+    pub reread_bytes: u64,
 }
 
 /// One engine's streaming state.

@@ -157,6 +157,13 @@ pub trait App {
         let _ = (c, seg, local, remote, buf);
         false
     }
+    /// The connection had something to send from stream offset `off` (a retransmission, or
+    /// new bytes) and [`App::seg_limit`] said 0 there: an application that let go of bytes
+    /// once they were sent (Atlas frees a buffer when its transmission completes) fetches
+    /// them again, and kicks the connection ([`Endpoint::kick`]) when it holds them.
+    fn starved(&mut self, h: Handle, c: &mut Self::Conn, off: u64) {
+        let _ = (h, c, off);
+    }
     /// Where the bytes of `c` from stream offset `off` are, at most `max` of them: in the TX
     /// port's lent region, to be sent from there as they are (Atlas: a disk read's buffer
     /// becomes the payload), or to be copied with [`App::fill`]. Copy by default.
@@ -982,12 +989,21 @@ impl<A: App> Endpoint<A> {
                 tcb.set_source_end(c.end());
             }
             let mut done = false;
+            // The lowest offset where the application said it holds nothing, if it did: a
+            // retransmission's, rather than the new data's behind it that a read brings anyway.
+            let starved = std::cell::Cell::new(None::<u64>);
             while out.room() > 0 {
                 let conn = &s.conn;
                 let polled = match conn {
                     Some(c) => {
                         let app = &*app;
-                        tcb.poll_cut(&mut self.env, now, &|off| app.seg_limit(c, off))
+                        tcb.poll_cut(&mut self.env, now, &|off| {
+                            let n = app.seg_limit(c, off);
+                            if n == 0 {
+                                starved.set(Some(starved.get().map_or(off, |s| s.min(off))));
+                            }
+                            n
+                        })
                     }
                     None => tcb.poll(&mut self.env, now),
                 };
@@ -1027,6 +1043,9 @@ impl<A: App> Endpoint<A> {
             self.queue.pop_front();
             let s = &mut self.slots[idx as usize];
             s.queued = false;
+            if let (Some(off), Some(c)) = (starved.get(), s.conn.as_mut()) {
+                app.starved(Handle { idx, gen }, c, off);
+            }
             // The connection has nothing more to send until something changes; only notes
             // (or its end) need the full treatment, which may queue it again.
             let tcb = s.tcb.as_ref().expect("checked");

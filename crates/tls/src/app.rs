@@ -33,6 +33,15 @@ impl<C: Source> Conn<C> {
         }
     }
 
+    /// The application-stream offset below which every byte was sent in a whole record,
+    /// given the stream offset `sent` TCP has sent up to.
+    pub fn plain_sent(&self, sent: u64) -> u64 {
+        match &self.tls {
+            Some(s) => s.layout.plain_acked(sent),
+            None => sent,
+        }
+    }
+
     /// The application closes outside a TCP callback (a timeout answer): lays what it queued,
     /// then close_notify.
     /// Call before [`tcp::Endpoint::close`].
@@ -274,6 +283,17 @@ impl<A: App> App for Tls<A> {
                 let n = s.fill(off, dst, &|p, d| self.app.fill(&c.inner, p, d));
                 let r = &self.stats.records_sealed;
                 r.set(r.get() + u64::from(n));
+            }
+        }
+    }
+
+    fn starved(&mut self, h: Handle, c: &mut Self::Conn, off: u64) {
+        match &c.tls {
+            None => self.app.starved(h, &mut c.inner, off),
+            Some(s) => {
+                if let Some(p) = s.plain_at(off) {
+                    self.app.starved(h, &mut c.inner, p);
+                }
             }
         }
     }

@@ -79,9 +79,20 @@ pub struct Session {
     pub events: Events,
     /// The last record sealed whole (records larger than a segment).
     sealed: RefCell<Sealed>,
-    /// Records sealed in place in the application's buffer when its bytes arrived (stream
-    /// offsets of the record's start and end, its encrypted inner type and tag), in order.
-    in_place: VecDeque<(u64, u64, [u8; 1 + record::TAG])>,
+    /// Records sealed in place in the application's buffer when its bytes arrived, in
+    /// stream order.
+    in_place: VecDeque<InPlace>,
+}
+
+/// A record sealed in the application's buffer.
+struct InPlace {
+    /// Stream offsets of the record's start and end.
+    start: u64,
+    end: u64,
+    /// Where its content is in the application's stream.
+    plain: std::ops::Range<u64>,
+    /// Its encrypted inner type and tag.
+    trailer: [u8; 1 + record::TAG],
 }
 
 /// A sealed record kept for the segments that carry it.
@@ -350,23 +361,43 @@ impl Session {
         let Session { layout, tx, in_place, .. } = self;
         let mut n = 0;
         layout.records_within(start, start + len as u64, &mut |r| {
-            let at = (r.plain.expect("application data") - start) as usize;
+            let plain = r.plain.expect("application data");
+            let at = (plain - start) as usize;
             // The byte after the content is borrowed for the inner type: it must exist.
-            if at + r.len >= bytes.len() || in_place.back().is_some_and(|(s, _, _)| *s >= r.start) {
+            let i = in_place.partition_point(|x| x.start < r.start);
+            if at + r.len >= bytes.len() || in_place.get(i).is_some_and(|x| x.start == r.start) {
                 return;
             }
             let keys = &tx.iter().find(|(e, _)| *e == r.epoch).expect("keys of a laid epoch are kept").1;
             let trailer = keys.seal_content(r.seq, content::APPLICATION_DATA, &mut bytes[at..at + r.len + 1]);
-            in_place.push_back((r.start, r.end(), trailer));
+            // Usually at the back; a range read again after it was let go goes where it was.
+            in_place.insert(i, InPlace { start: r.start, end: r.end(), plain: plain..plain + r.len as u64, trailer });
             n += 1;
         });
         n
     }
 
+    /// The application let go of its bytes in `from .. to` before they were acknowledged
+    /// (they were sent; a retransmission reads them again): the records sealed there are
+    /// no longer at hand, and are sealed again when the bytes come back.
+    pub fn forget_in_place(&mut self, from: u64, to: u64) {
+        self.in_place.retain(|x| x.plain.end <= from || x.plain.start >= to);
+    }
+
+    /// The application-stream offset where the record holding stream byte `off` starts, if
+    /// it carries application data (where the application must have the bytes again for a
+    /// retransmission from `off`).
+    pub fn plain_at(&self, off: u64) -> Option<u64> {
+        match self.layout.locate(off)? {
+            Spot::Record(rec) => rec.plain,
+            Spot::Raw { .. } => None,
+        }
+    }
+
     /// The trailer of a record sealed in place, if it was.
     fn sealed_in_place(&self, rec_start: u64) -> Option<&[u8; 1 + record::TAG]> {
-        let i = self.in_place.partition_point(|(s, _, _)| *s < rec_start);
-        self.in_place.get(i).filter(|(s, _, _)| *s == rec_start).map(|(_, _, t)| t)
+        let i = self.in_place.partition_point(|x| x.start < rec_start);
+        self.in_place.get(i).filter(|x| x.start == rec_start).map(|x| &x.trailer)
     }
 
     /// The peer acknowledged the stream below `acked`: the application-stream offset it may
@@ -375,7 +406,7 @@ impl Session {
         let plain = self.layout.plain_acked(acked);
         let oldest = self.layout.release(acked);
         self.tx.retain(|(e, _)| *e >= oldest);
-        while self.in_place.front().is_some_and(|(_, end, _)| *end <= acked) {
+        while self.in_place.front().is_some_and(|x| x.end <= acked) {
             self.in_place.pop_front();
         }
         if self.layout.runs() == 0 {

@@ -53,6 +53,11 @@ pub struct WebOptions {
     /// [default: 256].
     #[arg(long, value_name = "KIB")]
     pub stream_buffer: Option<u32>,
+    /// Stream mode: copy each segment's payload from the read buffer into a TX frame instead
+    /// of sending the buffer where the disk read put it (for comparison; also what happens
+    /// when the kernel has no multi-buffer AF_XDP).
+    #[arg(long, num_args = 0..=1, default_missing_value = "true", value_name = "BOOL")]
+    pub stream_copy: Option<bool>,
     /// HTTPS (TLS 1.3) on --tls-port too: the certificate chain, PEM, leaf first (in the
     /// config file: relative to it).
     #[arg(long, value_name = "FILE", requires = "tls_key")]
@@ -106,6 +111,7 @@ impl WebOptions {
             replica_frames: self.replica_frames.or(file.replica_frames),
             stream_memory: self.stream_memory.or(file.stream_memory),
             stream_buffer: self.stream_buffer.or(file.stream_buffer),
+            stream_copy: self.stream_copy.or(file.stream_copy),
             tls_cert: self.tls_cert.or(file.tls_cert.map(|r| crate::serve::relative_to(config, &r))),
             tls_key: self.tls_key.or(file.tls_key.map(|r| crate::serve::relative_to(config, &r))),
             tls_port: self.tls_port.or(file.tls_port),
@@ -155,7 +161,9 @@ pub fn run(a: WebArgs) -> Result<(), String> {
     }
     s.opts.extra_frames = precopy.unwrap_or(0);
     // Stream mode's read buffers live in the UMEM, so segments carry them as they are.
-    s.opts.lend = stream.map_or(0, |c| c.buffers as usize * c.buf_size);
+    if !o.stream_copy.unwrap_or(false) {
+        s.opts.lend = stream.map_or(0, |c| c.buffers as usize * c.buf_size);
+    }
     let tls = match (&o.tls_cert, &o.tls_key) {
         (Some(cert), Some(key)) => {
             let port = o.tls_port.unwrap_or(443);
@@ -232,7 +240,7 @@ pub fn run(a: WebArgs) -> Result<(), String> {
         println!(
             "engine {q} web: accepted {} requests {} [{}]; responses prepared {} formatted {}; segments ready {} built {} ({} bytes); \
              packetised {} objects ({} segments), evicted {}, heads refreshed {}, read on demand {}; \
-             timeouts header {} idle {} send {}; reloads {}; tcp retransmits {} resets out {}",
+             timeouts header {} idle {} send {}; reloads {}; tcp retransmits {} (timeouts {}, fast recoveries {}) resets out {}",
             st.accepted,
             st.requests,
             statuses.join(" "),
@@ -251,6 +259,8 @@ pub fn run(a: WebArgs) -> Result<(), String> {
             st.send_timeouts,
             svc.reloads,
             tcp.retransmits,
+            tcp.rtos,
+            tcp.fast_recoveries,
             tcp.resets_out
         );
         if tls.is_some() {
@@ -284,10 +294,11 @@ pub fn run(a: WebArgs) -> Result<(), String> {
                 let st = svc.app().stream.as_ref().expect("checked");
                 let (s, p) = (&st.stats, &st.port.stats);
                 println!(
-                    "engine {q} stream: reads {} ({} bytes wanted, {} read in {} transfers, {} continued), waits for a buffer {}, read errors {}, files opened {}, peak buffers in use {} of {} ({} KiB)",
-                    s.reads, s.read_bytes, p.bytes_read, p.parts, p.continued, s.buffer_waits, s.read_errors, s.opens,
+                    "engine {q} stream: reads {} ({} bytes wanted, {} read in {} transfers, {} continued), read again for retransmissions {} ({} bytes), waits for a buffer {}, read errors {}, files opened {}, peak buffers in use {} of {} ({} KiB){}",
+                    s.reads, s.read_bytes, p.bytes_read, p.parts, p.continued, s.rereads, s.reread_bytes, s.buffer_waits, s.read_errors, s.opens,
                     st.port.pool_ref().peak_in_use(), st.port.pool_ref().count(),
-                    u64::from(st.port.pool_ref().peak_in_use()) * st.port.pool_ref().buf_size() as u64 / 1024
+                    u64::from(st.port.pool_ref().peak_in_use()) * st.port.pool_ref().buf_size() as u64 / 1024,
+                    if st.lent() { ", in the UMEM (sent without a copy)" } else { ", copied into frames" }
                 )
             }
             None => println!("engine {q} memcpy: every ready segment copied from its master"),

@@ -33,11 +33,20 @@ pub(super) fn open(opts: &Options, grants: &[Grant], what: &str) -> Result<Opene
         filter.grant(opts.addr, proto, port).map_err(|e| e.to_string())?;
     }
     let base = XskConfig::default();
-    let xcfg =
+    let mut xcfg =
         XskConfig { force_copy: opts.force_copy, frames: base.frames + opts.extra_frames, lend: opts.lend, ..base };
     let mut ports = Vec::new();
     for q in 0..queues {
-        let port = open_socket(&ifc, q, xcfg)?;
+        let port = match open_socket(&ifc, q, xcfg) {
+            // A kernel without multi-buffer AF_XDP (before 6.6) or unaligned chunks: the
+            // lent memory goes, and what would have been sent from it is copied.
+            Err(e) if xcfg.lend > 0 && q == 0 => {
+                eprintln!("sirocco: {e}; sending without lending memory to the application (payloads copied)");
+                xcfg.lend = 0;
+                open_socket(&ifc, q, xcfg)?
+            }
+            r => r?,
+        };
         filter.bind_queue(q, port.raw_fd()).map_err(|e| e.to_string())?;
         ports.push(port);
     }

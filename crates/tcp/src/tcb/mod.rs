@@ -535,6 +535,12 @@ impl Tcb {
         self.snd.una_off
     }
 
+    /// Stream offset up to which data has been sent at least once (SND.MAX as an offset;
+    /// a timeout moves SND.NXT back, not this).
+    pub fn sent_offset(&self) -> u64 {
+        (self.snd.una_off + u64::from(self.snd.max.since(self.snd.una))).min(self.snd.src_end)
+    }
+
     /// True once the application closed its side (the source can grow no more).
     pub fn is_closing(&self) -> bool {
         self.snd.closing
