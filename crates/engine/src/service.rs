@@ -114,7 +114,7 @@ pub enum SendError {
 /// What an application may use to originate UDP datagrams from the engine's address.
 pub trait Originate {
     /// Room for more frames in this iteration.
-    fn room(&mut self) -> usize;
+    fn room(&self) -> usize;
     /// Builds a datagram to `dst:dst_port` from `src_port`; `fill` writes the payload into the
     /// buffer it is given and returns its length.
     fn udp(
@@ -142,7 +142,7 @@ pub trait Originate {
         header_len: usize,
         runs: &[tcp::Placed],
         fill: &mut dyn FnMut(u64, &mut [u8]),
-        header: &mut dyn FnMut(&mut [u8], u64),
+        header: &mut dyn FnMut(&mut [u8], Option<u64>),
     ) -> Result<(), SendError> {
         let _ = (dst, header_len, runs, fill, header);
         Err(SendError::Full)

@@ -32,7 +32,9 @@ pub(crate) struct Tx<'a> {
 
 impl tcp::Output for Tx<'_> {
     fn room(&self) -> usize {
-        self.room
+        // A gathered segment takes several TX slots: the engine's own count says what is
+        // left, or a segment TCP counts as sent would find no slot and be lost.
+        self.room.min(self.out.room())
     }
 
     fn send(&mut self, _local: Ipv4Addr, remote: Ipv4Addr, len: usize, write: &mut dyn FnMut(&mut [u8])) {
@@ -57,7 +59,7 @@ impl tcp::Gather for Tx<'_> {
         header_len: usize,
         runs: &[tcp::Placed],
         fill: &mut dyn FnMut(u64, &mut [u8]),
-        header: &mut dyn FnMut(&mut [u8], u64),
+        header: &mut dyn FnMut(&mut [u8], Option<u64>),
     ) -> bool {
         match self.out.tcp_gather(remote, header_len, runs, fill, header) {
             Err(SendError::Full) => false,

@@ -50,11 +50,17 @@ impl TxQueue {
         // the wire beyond the interface, so a frame it drops is in the capture once and its
         // retransmission again.
         if let Some(tap) = tap {
+            let mut partial = false;
             for f in &self.frames {
+                partial |= f.meta;
                 let bytes = if f.more || !self.joined.is_empty() {
                     self.joined.extend_from_slice(port.data(*f));
                     if f.more {
                         continue;
+                    }
+                    // Captured as it leaves the device: with the checksum the device adds.
+                    if std::mem::take(&mut partial) {
+                        finish_tcp_checksum(&mut self.joined);
                     }
                     &self.joined[..]
                 } else {
@@ -103,6 +109,18 @@ impl TxQueue {
         }
         self.frames.clear();
     }
+}
+
+/// Completes the TCP checksum of an Ethernet/IPv4 frame whose checksum field holds the
+/// pseudo-header sum (what a device does with CHECKSUM_PARTIAL).
+fn finish_tcp_checksum(frame: &mut [u8]) {
+    let Some(seg) = frame.get_mut(IPV4_PAYLOAD_AT..) else { return };
+    if seg.len() < wire::tcp::HEADER_LEN {
+        return;
+    }
+    let at = wire::tcp::CHECKSUM_AT;
+    let c = !wire::checksum::fold(wire::checksum::add(0, seg));
+    seg[at..at + 2].copy_from_slice(&c.to_be_bytes());
 }
 
 /// The engine's [`Originate`] for one iteration: room is what the TX ring and the free frames
@@ -201,7 +219,7 @@ impl<P: Port> Originate for Out<'_, P> {
         }
     }
 
-    fn room(&mut self) -> usize {
+    fn room(&self) -> usize {
         self.room.saturating_sub(self.tx.len())
     }
 
@@ -250,7 +268,7 @@ impl<P: Port> Originate for Out<'_, P> {
         header_len: usize,
         runs: &[tcp::Placed],
         fill: &mut dyn FnMut(u64, &mut [u8]),
-        header: &mut dyn FnMut(&mut [u8], u64),
+        header: &mut dyn FnMut(&mut [u8], Option<u64>),
     ) -> Result<(), SendError> {
         use tcp::Placed;
         // The first frame holds the headers and the copied bytes before the first lent run;
@@ -262,28 +280,34 @@ impl<P: Port> Originate for Out<'_, P> {
             return Err(SendError::Full);
         }
         let mac = self.tcp_check(dst, header_len + payload)?;
-        let head = self.port.alloc().expect("counted above");
+        // The headers start TX_META_ROOM into their frame, where the port may put metadata
+        // asking the device to finish the TCP checksum: then nobody reads the payload here.
+        let head = self.port.alloc().expect("counted above").addr + io::port::TX_META_ROOM;
+        let partial = self.port.tx_csum_partial(head, IPV4_PAYLOAD_AT as u16, wire::tcp::CHECKSUM_AT as u16);
         let (mut at, mut sum) = (0usize, 0u64);
         let start = self.tx.len();
         {
-            let buf = self.port.data_mut(head);
-            let seg = &mut buf[IPV4_PAYLOAD_AT..];
+            let seg = &mut self.port.data_mut(Frame::new(head, 0))[IPV4_PAYLOAD_AT..];
             fill(0, &mut seg[header_len..header_len + lead]);
-            sum = wire::checksum::add_at(sum, &seg[header_len..header_len + lead], 0);
+            if !partial {
+                sum = wire::checksum::add_at(sum, &seg[header_len..header_len + lead], 0);
+            }
         }
         at += lead;
         let head_len = IPV4_PAYLOAD_AT + header_len + lead;
-        self.tx.push(Frame { addr: head.addr, len: head_len as u32, more: true });
+        self.tx.push(Frame { addr: head, len: head_len as u32, more: true, meta: partial });
         for r in runs.iter().skip_while(|r| matches!(r, Placed::Copy { .. })) {
             let f = match *r {
-                Placed::Arena { addr, len } => Frame { addr, len, more: true },
+                Placed::Arena { addr, len } => Frame { addr, len, more: true, meta: false },
                 Placed::Copy { len } => {
                     let f = self.port.alloc().expect("counted above");
                     fill(at as u64, &mut self.port.data_mut(f)[..len as usize]);
-                    Frame { addr: f.addr, len, more: true }
+                    Frame { addr: f.addr, len, more: true, meta: false }
                 }
             };
-            sum = wire::checksum::add_at(sum, self.port.data(f), at);
+            if !partial {
+                sum = wire::checksum::add_at(sum, self.port.data(f), at);
+            }
             at += f.len as usize;
             self.tx.push(f);
         }
@@ -296,8 +320,8 @@ impl<P: Port> Originate for Out<'_, P> {
             protocol: Protocol::TCP,
         };
         let ident = self.node.next_ident();
-        let buf = self.port.data_mut(head);
-        header(&mut buf[IPV4_PAYLOAD_AT..IPV4_PAYLOAD_AT + header_len], sum);
+        let buf = self.port.data_mut(Frame::new(head, 0));
+        header(&mut buf[IPV4_PAYLOAD_AT..IPV4_PAYLOAD_AT + header_len], (!partial).then_some(sum));
         hdr.emit(buf, header_len + payload, ident, TTL);
         debug_assert_eq!(self.tx.len() - start, pieces);
         self.node.counters.tcp_sent += 1;

@@ -25,6 +25,8 @@ pub struct MemPort {
     lent: Option<ArenaRegion>,
     /// Part of a packet whose last frame has not been sent yet.
     partial: Vec<u8>,
+    /// Where that packet's checksum is to be finished (start, offset from it).
+    csum: Option<(usize, usize)>,
     /// Frames sent since creation.
     pub sent: u64,
 }
@@ -57,6 +59,7 @@ impl MemPort {
             outbox,
             lent: None,
             partial: Vec::new(),
+            csum: None,
             sent: 0,
         }
     }
@@ -153,9 +156,26 @@ impl Port for MemPort {
         }
     }
 
+    fn tx_csum_partial(&mut self, addr: u64, start: u16, offset: u16) -> bool {
+        if self.in_region(addr) || addr % (FRAME_SIZE as u64) < crate::port::TX_META_ROOM {
+            return false;
+        }
+        // Kept in the frame before the packet, as an AF_XDP port keeps its TX metadata.
+        let a = addr as usize;
+        self.arena[a - 4..a - 2].copy_from_slice(&start.to_ne_bytes());
+        self.arena[a - 2..a].copy_from_slice(&offset.to_ne_bytes());
+        true
+    }
+
     fn send(&mut self, frames: &[Frame]) -> usize {
         let mut packet = std::mem::take(&mut self.partial);
         for f in frames {
+            if f.meta {
+                let a = f.addr as usize;
+                let start = u16::from_ne_bytes([self.arena[a - 4], self.arena[a - 3]]);
+                let offset = u16::from_ne_bytes([self.arena[a - 2], self.arena[a - 1]]);
+                self.csum = Some((packet.len() + usize::from(start), usize::from(offset)));
+            }
             packet.extend_from_slice(self.bytes(f.addr, f.len as usize));
             if !self.in_region(f.addr) {
                 let a = f.addr - f.addr % FRAME_SIZE as u64;
@@ -164,6 +184,12 @@ impl Port for MemPort {
                 }
             }
             if !f.more {
+                // What a NIC does with CHECKSUM_PARTIAL: sum from the start, store the
+                // complement where asked (the field holds the pseudo-header sum).
+                if let Some((start, offset)) = self.csum.take() {
+                    let c = !wire::checksum::fold(wire::checksum::add(0, &packet[start..]));
+                    packet[start + offset..start + offset + 2].copy_from_slice(&c.to_be_bytes());
+                }
                 self.outbox.lock().unwrap().push_back(std::mem::take(&mut packet));
                 self.sent += 1;
             }
@@ -227,10 +253,27 @@ mod tests {
         let body = pool.arena_addr(&b, 0).unwrap();
         let h = a.alloc().unwrap();
         a.data_mut(h)[..6].copy_from_slice(b"hello ");
-        let frames = [Frame { addr: h.addr, len: 6, more: true }, Frame::new(body, 5)];
+        let frames = [Frame { more: true, ..Frame::new(h.addr, 6) }, Frame::new(body, 5)];
         assert_eq!(a.send(&frames), 2);
         assert_eq!(wire.take_sent(), vec![b"hello world".to_vec()]);
         assert_eq!(a.free_frames(), 4, "the header frame is back; the lent bytes are not frames");
+    }
+
+    #[test]
+    fn a_checksum_left_to_the_device_is_finished_as_a_nic_does() {
+        let (mut a, wire) = MemPort::with_wire(4);
+        let f = a.alloc().unwrap();
+        let at = f.addr + crate::port::TX_META_ROOM;
+        assert!(!a.tx_csum_partial(f.addr, 2, 4), "no room for the metadata before it");
+        assert!(a.tx_csum_partial(at, 2, 4));
+        let bytes = [9u8, 9, 1, 2, 3, 4, 0x12, 0x34, 7, 8, 9];
+        a.data_mut(Frame::new(at, 0))[..bytes.len()].copy_from_slice(&bytes);
+        assert_eq!(a.send(&[Frame { meta: true, ..Frame::new(at, bytes.len() as u32) }]), 1);
+        let got = wire.take_sent().pop().unwrap();
+        // The sum from byte 2 on, with the field's prior content, complemented, at 2 + 4.
+        let c = !wire::checksum::fold(wire::checksum::add(0, &bytes[2..]));
+        assert_eq!(got[6..8], c.to_be_bytes());
+        assert_eq!((&got[..6], &got[8..]), (&bytes[..6], &bytes[8..]));
     }
 
     #[test]

@@ -12,15 +12,22 @@ pub struct Frame {
     /// The packet goes on in the next frame sent (a packet gathered from several buffers,
     /// e.g. headers in a frame and the payload where the disk read put it).
     pub more: bool,
+    /// The packet's first frame carries TX metadata written by [`Port::tx_csum_partial`]:
+    /// the device (or the kernel) finishes its checksum.
+    pub meta: bool,
 }
 
 impl Frame {
     /// A whole packet (or an empty buffer) at `addr`.
     #[inline]
     pub const fn new(addr: u64, len: u32) -> Frame {
-        Frame { addr, len, more: false }
+        Frame { addr, len, more: false, meta: false }
     }
 }
+
+/// Room a frame whose packet carries TX metadata leaves before it: a packet meant for
+/// [`Port::tx_csum_partial`] starts this far into its buffer.
+pub const TX_META_ROOM: u64 = 64;
 
 /// A source and sink of Ethernet frames, driven by one engine thread.
 pub trait Port {
@@ -61,6 +68,16 @@ pub trait Port {
     /// [`flush`](Port::flush) transmits again.
     fn wait_tx(&mut self, timeout_us: u32) {
         let _ = timeout_us;
+    }
+
+    /// Asks the device to finish the checksum of the packet whose first frame starts at
+    /// `addr` (at least [`TX_META_ROOM`] into its buffer): the one's-complement sum from byte
+    /// `start` to the end goes at `start + offset`, whose field holds the pseudo-header sum
+    /// (CHECKSUM_PARTIAL, as the kernel's stack hands a NIC). False if the port cannot (the
+    /// sender sums the packet itself); true, and the frame is then sent with `meta` set.
+    fn tx_csum_partial(&mut self, addr: u64, start: u16, offset: u16) -> bool {
+        let _ = (addr, start, offset);
+        false
     }
 
     /// The part of the arena lent out for buffers that packets may carry as they are (the

@@ -24,6 +24,17 @@ pub const XDP_USE_SG: u16 = 1 << 4;
 pub const XDP_UMEM_UNALIGNED_CHUNK_FLAG: u32 = 1;
 /// `options` of a TX/RX descriptor: the packet goes on in the next descriptor.
 pub const XDP_PKT_CONTD: u32 = 1;
+/// `flags` of `xdp_umem_reg`: `tx_metadata_len` is meant (Linux 6.11+ wants it said).
+pub const XDP_UMEM_TX_METADATA_LEN: u32 = 1 << 2;
+/// `options` of a TX descriptor: metadata sits in the `tx_metadata_len` bytes before `addr`.
+pub const XDP_TX_METADATA: u32 = 1 << 1;
+/// `struct xsk_tx_metadata` flag: finish the checksum from `csum_start` (CHECKSUM_PARTIAL).
+pub const XDP_TXMD_FLAGS_CHECKSUM: u64 = 1 << 1;
+
+/// Size of `struct xsk_tx_metadata`: u64 flags, then (request) u16 csum_start, u16
+/// csum_offset and u64 launch_time, 8-aligned.
+pub const TX_METADATA_LEN: u32 = 24;
+
 /// In unaligned mode an RX address carries the data's offset in its top 16 bits.
 pub const XSK_UNALIGNED_BUF_OFFSET_SHIFT: u32 = 48;
 

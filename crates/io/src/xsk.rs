@@ -229,6 +229,8 @@ pub struct XskPort {
     counters: XskCounters,
     /// The UMEM is in unaligned mode (RX addresses carry an offset in their top bits).
     unaligned: bool,
+    /// Bytes of TX metadata before a descriptor's address, if the kernel took them.
+    tx_meta: Option<u32>,
     /// Per 4 KiB page of the lent region: descriptors starting there that the kernel has not
     /// completed.
     in_flight: Vec<u16>,
@@ -255,7 +257,7 @@ impl XskPort {
         // chunk boundaries: that takes unaligned chunks, and its headers being in another
         // buffer takes multi-buffer packets (Linux 6.6+).
         let gather = cfg.lend > 0;
-        let reg = sys::UmemReg {
+        let mut reg = sys::UmemReg {
             addr: umem.as_ptr() as u64,
             len: umem.len() as u64,
             chunk_size: umem.frame_size() as u32,
@@ -263,7 +265,22 @@ impl XskPort {
             ..Default::default()
         };
         let sg = if gather { sys::XDP_USE_SG } else { 0 };
-        sys::set_opt(&fd, sys::XDP_UMEM_REG, &reg).map_err(|e| ctx(e, "XDP_UMEM_REG"))?;
+        // Gathered packets also ask the kernel to finish their TCP checksum (TX metadata,
+        // Linux 6.8+), as it does for its own stack's packets on a device with checksum
+        // offload: nobody reads a payload to sum it. Older kernels refuse the metadata
+        // length; the port then works without it.
+        let meta = sys::TX_METADATA_LEN;
+        let mut tx_meta = false;
+        if gather {
+            let with = sys::UmemReg { tx_metadata_len: meta, flags: reg.flags | sys::XDP_UMEM_TX_METADATA_LEN, ..reg };
+            tx_meta = sys::set_opt(&fd, sys::XDP_UMEM_REG, &with).is_ok();
+            if tx_meta {
+                reg = with;
+            }
+        }
+        if !tx_meta {
+            sys::set_opt(&fd, sys::XDP_UMEM_REG, &reg).map_err(|e| ctx(e, "XDP_UMEM_REG"))?;
+        }
         sys::set_opt(&fd, sys::XDP_UMEM_FILL_RING, &ring_size)?;
         sys::set_opt(&fd, sys::XDP_UMEM_COMPLETION_RING, &ring_size)?;
         sys::set_opt(&fd, sys::XDP_RX_RING, &ring_size)?;
@@ -299,7 +316,9 @@ impl XskPort {
 
         let frames = umem.frames();
         let fs = umem.frame_size() as u64;
-        let free_list: Vec<u64> = (0..frames as u64).rev().map(|i| i * fs).collect();
+        // With TX metadata every TX address must leave room for it below: frame 0's would not.
+        let first = u64::from(tx_meta);
+        let free_list: Vec<u64> = (first..frames as u64).rev().map(|i| i * fs).collect();
         let mut port = XskPort {
             rx,
             tx,
@@ -316,6 +335,7 @@ impl XskPort {
             tx_stalled: false,
             counters: XskCounters { tx_budget, ..XskCounters::default() },
             unaligned: gather,
+            tx_meta: tx_meta.then_some(meta),
             in_flight: vec![0; cfg.lend.next_multiple_of(2 << 20) >> PAGE_SHIFT],
         };
         port.refill();
@@ -337,6 +357,14 @@ impl XskPort {
     /// True if the UMEM is on hugepages.
     pub fn hugepages(&self) -> bool {
         self.umem.hugepages()
+    }
+    /// Bytes lent beyond the frames (0: none; see [`XskConfig::lend`]).
+    pub fn lent(&self) -> usize {
+        self.umem.region().map_or(0, |r| r.len())
+    }
+    /// True if packets may ask the kernel or device to finish their checksum (TX metadata).
+    pub fn tx_csum_offload(&self) -> bool {
+        self.tx_meta.is_some()
     }
     /// The port's own counters.
     pub fn counters(&self) -> XskCounters {
@@ -372,8 +400,14 @@ impl XskPort {
             let page = ((a - self.umem.region_start()) >> PAGE_SHIFT) as usize;
             debug_assert!(self.in_flight[page] > 0, "a lent range completed that was not sent");
             self.in_flight[page] = self.in_flight[page].saturating_sub(1);
-        } else if !self.pins.give_back(a) {
-            self.free_list.push(a);
+        } else {
+            // A completion names the packet's address, which may lie inside its frame (a
+            // reply in its RX frame, headers after TX metadata): the frame goes back whole,
+            // or in unaligned mode the fill ring would drift into the next frame.
+            let frame = a & !(self.umem.frame_size() as u64 - 1);
+            if !self.pins.give_back(frame) {
+                self.free_list.push(frame);
+            }
         }
     }
 
@@ -439,8 +473,7 @@ impl Port for XskPort {
             // Lent bytes the engine did not send after all: never counted, nothing to return.
             return;
         }
-        let fs = self.umem.frame_size() as u64;
-        self.give_back(f.addr - f.addr % fs);
+        self.give_back(f.addr);
     }
 
     fn send(&mut self, frames: &[Frame]) -> usize {
@@ -455,7 +488,7 @@ impl Port for XskPort {
             if self.umem.in_region(f.addr) {
                 self.in_flight[((f.addr - start) >> PAGE_SHIFT) as usize] += 1;
             }
-            let options = if f.more { sys::XDP_PKT_CONTD } else { 0 };
+            let options = if f.more { sys::XDP_PKT_CONTD } else { 0 } | if f.meta { sys::XDP_TX_METADATA } else { 0 };
             self.tx.write(i as u32, XdpDesc { addr: f.addr, len: f.len, options });
         }
         if n > 0 {
@@ -527,6 +560,22 @@ impl Port for XskPort {
 
     fn region(&self) -> Option<crate::ArenaRegion> {
         self.umem.region()
+    }
+
+    fn tx_csum_partial(&mut self, addr: u64, start: u16, offset: u16) -> bool {
+        let Some(len) = self.tx_meta else { return false };
+        let fs = self.umem.frame_size() as u64;
+        if self.umem.in_region(addr) || addr % fs < crate::port::TX_META_ROOM {
+            return false;
+        }
+        // `struct xsk_tx_metadata` in the `len` bytes before the packet, inside its frame:
+        // flags, csum_start, csum_offset, the rest zero.
+        let m = &mut self.umem.slice_to_frame_end(addr - u64::from(len))[..len as usize];
+        m.fill(0);
+        m[..8].copy_from_slice(&sys::XDP_TXMD_FLAGS_CHECKSUM.to_ne_bytes());
+        m[8..10].copy_from_slice(&start.to_ne_bytes());
+        m[10..12].copy_from_slice(&offset.to_ne_bytes());
+        true
     }
 
     fn region_busy(&self, addr: u64, len: usize) -> bool {

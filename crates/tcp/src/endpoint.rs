@@ -226,7 +226,9 @@ pub trait Gather {
     /// Sends one segment from `local` to `remote`: a TCP header of `header_len` bytes, then
     /// the payload in `runs`. `fill(at, buf)` copies the payload bytes from offset `at` on
     /// into `buf` for each `Copy` run; then `header(buf, sum)` writes the header, given the
-    /// one's-complement sum of the payload (RFC 1071, unfolded) for its checksum. False if
+    /// one's-complement sum of the payload (RFC 1071, unfolded) for its checksum, or None
+    /// when the device finishes the checksum (the field then holds the pseudo-header sum,
+    /// as for CHECKSUM_PARTIAL). False if
     /// the segment could not be sent this way (no room for its pieces): nothing was sent,
     /// and the caller sends it the ordinary way.
     fn send(
@@ -236,7 +238,7 @@ pub trait Gather {
         header_len: usize,
         runs: &[Placed],
         fill: &mut dyn FnMut(u64, &mut [u8]),
-        header: &mut dyn FnMut(&mut [u8], u64),
+        header: &mut dyn FnMut(&mut [u8], Option<u64>),
     ) -> bool;
 }
 
@@ -1130,7 +1132,10 @@ fn gather<A: App>(app: &A, c: &A::Conn, seg: &SegOut, t: &Tuple, g: &mut dyn Gat
         seg.repr.header_len(),
         &runs[..n],
         &mut |at, buf| app.fill(c, data_off + at, buf),
-        &mut |buf, sum| seg.repr.emit_header(buf, t.local, t.remote, sum),
+        &mut |buf, sum| match sum {
+            Some(sum) => seg.repr.emit_header(buf, t.local, t.remote, sum),
+            None => seg.repr.emit_header_partial(buf, t.local, t.remote),
+        },
     )
 }
 

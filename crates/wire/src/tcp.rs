@@ -18,6 +18,8 @@ mod field {
 
 /// Length of the header without options.
 pub const HEADER_LEN: usize = 20;
+/// Offset of the checksum field in the header.
+pub const CHECKSUM_AT: usize = field::CHECKSUM;
 /// Longest header (data offset 15).
 pub const MAX_HEADER_LEN: usize = 60;
 
@@ -366,6 +368,36 @@ impl TcpRepr {
     pub fn emit(&self, buf: &mut [u8], src: Ipv4Addr, dst: Ipv4Addr) {
         let h = self.header_len();
         let b = &mut buf[..h + self.payload_len];
+        self.emit_fields(&mut b[..h]);
+        TcpPacket::new_unchecked(b).fill_checksum(src, dst);
+    }
+
+    /// Writes the header alone to `buf` (at least [`TcpRepr::header_len`] bytes) for a
+    /// payload kept elsewhere, whose one's-complement sum (unfolded, as [`checksum::add`]
+    /// gives it, taken from the payload's first byte) is `payload_sum`.
+    pub fn emit_header(&self, buf: &mut [u8], src: Ipv4Addr, dst: Ipv4Addr, payload_sum: u64) {
+        let h = self.header_len();
+        let b = &mut buf[..h];
+        self.emit_fields(b);
+        let len = (h + self.payload_len) as u16;
+        let sum = checksum::add(checksum::pseudo_header(src, dst, Protocol::TCP, len) + payload_sum, b);
+        put16(b, field::CHECKSUM, !checksum::fold(sum));
+    }
+
+    /// Writes the header alone for a device to finish the checksum (CHECKSUM_PARTIAL): the
+    /// checksum field holds the folded pseudo-header sum, uncomplemented; the device adds
+    /// header and payload and stores the complement (offset [`CHECKSUM_AT`] in the header).
+    pub fn emit_header_partial(&self, buf: &mut [u8], src: Ipv4Addr, dst: Ipv4Addr) {
+        let h = self.header_len();
+        let b = &mut buf[..h];
+        self.emit_fields(b);
+        let len = (h + self.payload_len) as u16;
+        put16(b, field::CHECKSUM, checksum::fold(checksum::pseudo_header(src, dst, Protocol::TCP, len)));
+    }
+
+    /// Every header field but the checksum (zeroed), options padded with EOL.
+    fn emit_fields(&self, b: &mut [u8]) {
+        let h = b.len();
         put16(b, field::SRC_PORT, self.src_port);
         put16(b, field::DST_PORT, self.dst_port);
         put32(b, field::SEQ, self.seq);
@@ -377,29 +409,6 @@ impl TcpRepr {
         put16(b, field::URGENT, 0);
         let n = self.options.emit(&mut b[HEADER_LEN..h]);
         b[HEADER_LEN + n..h].fill(kind::EOL);
-        TcpPacket::new_unchecked(b).fill_checksum(src, dst);
-    }
-
-    /// Writes the header alone to `buf` (at least [`TcpRepr::header_len`] bytes) for a
-    /// payload kept elsewhere, whose one's-complement sum (unfolded, as [`checksum::add`]
-    /// gives it, taken from the payload's first byte) is `payload_sum`.
-    pub fn emit_header(&self, buf: &mut [u8], src: Ipv4Addr, dst: Ipv4Addr, payload_sum: u64) {
-        let h = self.header_len();
-        let mut whole = [0u8; 60];
-        let b = &mut whole[..h];
-        put16(b, field::SRC_PORT, self.src_port);
-        put16(b, field::DST_PORT, self.dst_port);
-        put32(b, field::SEQ, self.seq);
-        put32(b, field::ACK, self.ack);
-        b[field::DATA_OFF] = ((h / 4) as u8) << 4;
-        b[field::FLAGS] = self.flags.0;
-        put16(b, field::WINDOW, self.window);
-        let n = self.options.emit(&mut b[HEADER_LEN..h]);
-        b[HEADER_LEN + n..h].fill(kind::EOL);
-        let len = (h + self.payload_len) as u16;
-        let sum = checksum::add(checksum::pseudo_header(src, dst, Protocol::TCP, len) + payload_sum, b);
-        put16(b, field::CHECKSUM, !checksum::fold(sum));
-        buf[..h].copy_from_slice(b);
     }
 }
 
@@ -455,6 +464,31 @@ mod tests {
         let mut head = [0u8; 60];
         repr.emit_header(&mut head, S, D, sum);
         assert_eq!(head[..h], whole[..h]);
+    }
+
+    #[test]
+    fn a_partial_checksum_finished_like_a_device_matches_the_whole_segment() {
+        let payload: Vec<u8> = (0..999u32).map(|i| (i * 13 + 1) as u8).collect();
+        let repr = TcpRepr {
+            src_port: 80,
+            dst_port: 40_000,
+            seq: 1,
+            ack: 2,
+            flags: TcpFlags(TcpFlags::ACK),
+            window: 100,
+            options: TcpOptions { timestamps: Some((3, 4)), ..TcpOptions::default() },
+            payload_len: payload.len(),
+        };
+        let h = repr.header_len();
+        let mut whole = vec![0u8; h + payload.len()];
+        whole[h..].copy_from_slice(&payload);
+        repr.emit(&mut whole, S, D);
+        let mut partial = whole.clone();
+        repr.emit_header_partial(&mut partial, S, D);
+        // What a NIC does with CHECKSUM_PARTIAL: sum from the header on, store the complement.
+        let c = !checksum::fold(checksum::add(0, &partial));
+        partial[CHECKSUM_AT..CHECKSUM_AT + 2].copy_from_slice(&c.to_be_bytes());
+        assert_eq!(partial, whole);
     }
 
     #[test]

@@ -65,6 +65,13 @@ pub(super) fn open(opts: &Options, grants: &[Grant], what: &str) -> Result<Opene
             if filter.mode() == AttachMode::Driver { "driver" } else { "generic" },
             if ports.iter().all(|p| p.hugepages()) { "hugepages" } else { "ordinary pages" },
         );
+        if let Some(p) = ports.first().filter(|p| p.lent() > 0) {
+            eprintln!(
+                "sirocco: {} MiB of each UMEM lent to the application; packets gathered from it (multi-buffer){}",
+                p.lent() >> 20,
+                if p.tx_csum_offload() { ", their TCP checksum left to the kernel or NIC (TX metadata)" } else { "" }
+            );
+        }
     }
     Ok(Opened { ifc, owns_alone, filter, ports })
 }
