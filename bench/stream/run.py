@@ -106,9 +106,9 @@ def main():
                 for kind in SERVERS:
                     for cache in CACHE:
                         for conns in CONNS:
-                            if proto == "http" and conns > 200:
-                                # gen http counts completed responses: 16 MiB files shared by
-                                # this many streams do not complete within a run.
+                            if proto == "http" and conns > 50:
+                                # gen http counts completed responses: 16 MiB files shared
+                                # fairly by this many streams do not complete within a run.
                                 continue
                             def show(rep, r, said):
                                 # sirocco's read buffers at their peak (nginx: the page cache, not counted).

@@ -181,6 +181,11 @@ impl<P: Port> Out<'_, P> {
         self.resolve(dst).inspect_err(|_| self.node.counters.count_drop(DropReason::ArpUnresolved))
     }
 
+    /// The link and IPv4 headers of a TCP segment from this engine to `dst` via `mac`.
+    fn tcp_headers(&self, mac: MacAddr, dst: Ipv4Addr) -> Ipv4Frame {
+        Ipv4Frame { src_mac: self.node.cfg.mac, dst_mac: mac, src: self.node.cfg.addr, dst, protocol: Protocol::TCP }
+    }
+
     /// Has `write` fill the segment in the frame at `addr`, writes the link and IPv4 headers
     /// in front of it and queues it.
     fn tcp_frame(
@@ -191,13 +196,7 @@ impl<P: Port> Out<'_, P> {
         len: usize,
         write: &mut dyn FnMut(&mut [u8]),
     ) -> Result<(), SendError> {
-        let hdr = Ipv4Frame {
-            src_mac: self.node.cfg.mac,
-            dst_mac: mac,
-            src: self.node.cfg.addr,
-            dst,
-            protocol: Protocol::TCP,
-        };
+        let hdr = self.tcp_headers(mac, dst);
         let buf = self.port.data_mut(Frame::new(addr, 0));
         if buf.len() < IPV4_PAYLOAD_AT + len {
             self.port.free(Frame::new(addr, 0));
@@ -312,13 +311,7 @@ impl<P: Port> Originate for Out<'_, P> {
             self.tx.push(f);
         }
         self.tx.last_mut().more = false;
-        let hdr = Ipv4Frame {
-            src_mac: self.node.cfg.mac,
-            dst_mac: mac,
-            src: self.node.cfg.addr,
-            dst,
-            protocol: Protocol::TCP,
-        };
+        let hdr = self.tcp_headers(mac, dst);
         let ident = self.node.next_ident();
         let buf = self.port.data_mut(Frame::new(head, 0));
         header(&mut buf[IPV4_PAYLOAD_AT..IPV4_PAYLOAD_AT + header_len], (!partial).then_some(sum));
