@@ -24,8 +24,6 @@ pub struct StreamStats {
     pub read_errors: u64,
     /// Files opened on the port.
     pub opens: u64,
-    /// Times a buffer let go of could not be freed yet because a packet still carried it.
-    pub retire_waits: u64,
     /// Reads of bytes read before, sent, and let go of, for a retransmission.
     pub rereads: u64,
     /// Bytes those reads wanted.
@@ -110,7 +108,6 @@ impl Streamer {
             self.port.pool().free(b);
             freed = true;
         }
-        self.stats.retire_waits += self.retiring.len() as u64;
         if freed {
             self.buffers_back();
         }

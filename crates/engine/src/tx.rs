@@ -53,7 +53,7 @@ impl TxQueue {
             let mut partial = false;
             for f in &self.frames {
                 partial |= f.meta;
-                let bytes = if f.more || !self.joined.is_empty() {
+                let bytes = if f.more || f.meta || !self.joined.is_empty() {
                     self.joined.extend_from_slice(port.data(*f));
                     if f.more {
                         continue;
