@@ -41,6 +41,13 @@ enum Cmd {
     /// with keep-alive and pipelining, conditional requests, single ranges; SIGHUP reloads.
     /// Without --root it serves a small built-in demo site.
     Web(cmd::web::WebArgs),
+    /// memcached-compatible cache on the level-2 channel (the IX / MegaPipe memcached).
+    ///
+    /// The text protocol (classic and meta commands) and the binary protocol, as memcached
+    /// 1.6 speaks them; items in slab pages bounded by --memory, evicted least-recently-used
+    /// within their size class. Every engine serves every key: the cache is shared, split
+    /// into locked shards by key hash.
+    Kv(cmd::kv::KvArgs),
     /// Load generators (the load side of the benchmarks).
     #[command(subcommand)]
     Gen(GenCmd),
@@ -67,6 +74,7 @@ fn main() {
         Cmd::Echo(a) => cmd::echo::run(a),
         Cmd::Dns(a) => cmd::dns::run(a),
         Cmd::Web(a) => cmd::web::run(a),
+        Cmd::Kv(a) => cmd::kv::run(a),
         Cmd::Gen(GenCmd::Udp(a)) => cmd::gen_udp::run(a),
         Cmd::Gen(GenCmd::Http(a)) => cmd::gen_http::run(a),
         Cmd::Testnet(c) => cmd::testnet::run(c),

@@ -5,6 +5,7 @@ pub mod dns;
 pub mod echo;
 pub mod gen_http;
 pub mod gen_udp;
+pub mod kv;
 mod load;
 pub mod testnet;
 pub mod web;

@@ -23,7 +23,7 @@ pub struct ServeArgs {
     /// (named as its options, with `_` for `-`); command-line options override it.
     #[arg(long, value_name = "FILE")]
     pub config: Option<PathBuf>,
-    /// Port to serve [default: the server's own: echo 7, dns 53, web 80].
+    /// Port to serve [default: the server's own: echo 7, dns 53, web 80, kv 11211].
     #[arg(long, value_parser = clap::value_parser!(u16).range(1..))]
     pub port: Option<u16>,
     /// Stop after this many seconds [default: run until SIGINT/SIGTERM].

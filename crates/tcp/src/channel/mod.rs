@@ -19,12 +19,15 @@
 
 pub mod buffers;
 mod hub;
+pub mod outbox;
+pub mod streams;
 
 use wire::tcp::TcpRepr;
 use wire::Ipv4Addr;
 
 pub use buffers::{BufError, BufId, Buffers, Extent};
 pub use hub::{ChannelConn, Hub, MAX_EXTENTS};
+pub use outbox::Outbox;
 
 use crate::config::Config;
 use crate::endpoint::{ConnectError, Endpoint, Handle, Limits, Output};

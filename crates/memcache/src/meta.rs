@@ -1,0 +1,135 @@
+//! The meta commands of the text protocol (memcached 1.6): `mg`, `ms`, `md`, `ma`, `mn`, `me`.
+//! A command is its key (but `mn`), `ms`'s data length, and flags: single letters, some
+//! carrying a token (`T30`, `Oabc`). Which flags a command takes, and what they mean, is
+//! the server's business; the parser checks their shape.
+
+use crate::num::i32_token;
+use crate::text::MAX_KEY;
+
+/// Most flags on one command (memcached's own bound).
+pub const MAX_FLAGS: usize = 24;
+/// Longest opaque (`O`) token.
+pub const MAX_OPAQUE: usize = 32;
+
+/// Which meta command.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum MetaCmd {
+    /// `mg`: get.
+    Get,
+    /// `ms`: set; data follows.
+    Set,
+    /// `md`: delete.
+    Delete,
+    /// `ma`: arithmetic.
+    Arith,
+    /// `mn`: no-op (a pipeline marker).
+    Noop,
+    /// `me`: debug view of an item.
+    Debug,
+}
+
+/// The flags of a meta command, in the order given.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Flags<'a> {
+    raw: &'a [u8],
+}
+
+impl<'a> Flags<'a> {
+    /// Each flag: its letter and its token (possibly empty).
+    pub fn iter(&self) -> impl Iterator<Item = (u8, &'a [u8])> {
+        self.raw.split(|&b| b == b' ').filter(|t| !t.is_empty()).map(|t| (t[0], &t[1..]))
+    }
+
+    /// The token of flag `f`, if given.
+    pub fn get(&self, f: u8) -> Option<&'a [u8]> {
+        self.iter().find(|&(l, _)| l == f).map(|(_, t)| t)
+    }
+
+    /// True if flag `f` is given.
+    pub fn has(&self, f: u8) -> bool {
+        self.get(f).is_some()
+    }
+}
+
+/// A meta command.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Meta<'a> {
+    /// A well-formed command.
+    Cmd {
+        /// Which.
+        cmd: MetaCmd,
+        /// The key (empty for `mn`; base64 when the `b` flag is given).
+        key: &'a [u8],
+        /// `ms`'s data length.
+        datalen: usize,
+        /// Its flags.
+        flags: Flags<'a>,
+    },
+    /// A malformed one: memcached answers `CLIENT_ERROR` with this text. `ms` errors that
+    /// come after a valid length also carry it, for the data that follows is to be skipped.
+    Error(&'static str, Option<usize>),
+}
+
+/// Parses the rest of a meta command line (`rest` follows the two-letter command).
+pub fn parse<'a>(cmd: &[u8], rest: &'a [u8]) -> Meta<'a> {
+    let cmd = match cmd {
+        b"mg" => MetaCmd::Get,
+        b"ms" => MetaCmd::Set,
+        b"md" => MetaCmd::Delete,
+        b"ma" => MetaCmd::Arith,
+        b"mn" => MetaCmd::Noop,
+        _ => MetaCmd::Debug,
+    };
+    if cmd == MetaCmd::Noop {
+        return Meta::Cmd { cmd, key: b"", datalen: 0, flags: Flags { raw: b"" } };
+    }
+    let mut toks = rest.split(|&b| b == b' ').filter(|t| !t.is_empty());
+    let Some(key) = toks.next() else { return Meta::Error("bad command line format", None) };
+    if key.len() > MAX_KEY {
+        return Meta::Error("bad command line format", None);
+    }
+    let after = |t: &[u8]| &rest[(t.as_ptr() as usize - rest.as_ptr() as usize) + t.len()..];
+    let (datalen, flags_raw) = if cmd == MetaCmd::Set {
+        let Some(len) = toks.next() else { return Meta::Error("bad command line format", None) };
+        match i32_token(len) {
+            Some(n) if n >= 0 => (n as usize, after(len)),
+            _ => return Meta::Error("bad data chunk", None),
+        }
+    } else {
+        (0, after(key))
+    };
+    let flags = Flags { raw: flags_raw };
+    let skip = (cmd == MetaCmd::Set).then_some(datalen);
+    let mut n = 0;
+    for (f, tok) in flags.iter() {
+        n += 1;
+        if n > MAX_FLAGS {
+            return Meta::Error("options flags are too long", skip);
+        }
+        if !f.is_ascii_alphabetic() {
+            return Meta::Error("invalid flag", skip);
+        }
+        if f == b'O' && tok.len() > MAX_OPAQUE {
+            return Meta::Error("opaque token too long", skip);
+        }
+    }
+    Meta::Cmd { cmd, key, datalen, flags }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn shapes() {
+        let Meta::Cmd { cmd: MetaCmd::Set, key, datalen: 5, flags } = parse(b"ms", b" k 5 T30 F7 q") else { panic!() };
+        assert_eq!(key, b"k");
+        assert_eq!(flags.get(b'T'), Some(&b"30"[..]));
+        assert!(flags.has(b'q') && !flags.has(b'v'));
+        assert_eq!(flags.iter().map(|(f, _)| f).collect::<Vec<_>>(), b"TFq");
+        assert_eq!(parse(b"mg", b""), Meta::Error("bad command line format", None));
+        assert_eq!(parse(b"ms", b" k x"), Meta::Error("bad data chunk", None));
+        assert_eq!(parse(b"ms", b" k 3 !x"), Meta::Error("invalid flag", Some(3)));
+        assert!(matches!(parse(b"mn", b""), Meta::Cmd { cmd: MetaCmd::Noop, .. }));
+    }
+}

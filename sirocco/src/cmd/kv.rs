@@ -1,0 +1,160 @@
+//! `sirocco kv`: a memcached-compatible cache on the level-2 channel, one engine per queue,
+//! every engine serving every key from one shared cache.
+
+use crate::serve::{Defaults, ServeArgs};
+use crate::tcp_limits::tcp_limits;
+use clap::Args;
+use engine::ChannelService;
+use kv::cache::{Cache, CacheConfig};
+use kv::server::{unix_now, Kv, Shared};
+use kv::stats::Board;
+use serde::Deserialize;
+use std::sync::Arc;
+use tcp::channel::streams::Streams;
+use tcp::channel::Buffers;
+use wire::Protocol;
+
+#[derive(Args)]
+pub struct KvArgs {
+    #[command(flatten)]
+    pub serve: ServeArgs,
+    /// Item memory in megabytes (slab pages; the process also holds packet and send buffers,
+    /// see the README) [default: 64].
+    #[arg(long, value_name = "MB")]
+    pub memory: Option<usize>,
+    /// Largest item (key, value and memcached's item header), in bytes, or with a k or m
+    /// suffix [default: 1m].
+    #[arg(long, value_name = "BYTES")]
+    pub max_item_size: Option<String>,
+    /// Most connections open at once, all engines together (more are reset) [default: 4096].
+    #[arg(long, value_name = "N")]
+    pub max_conns: Option<usize>,
+}
+
+/// The KV server's own keys in the config file.
+#[derive(Deserialize, Default)]
+pub struct KvConfig {
+    memory: Option<usize>,
+    max_item_size: Option<toml_size::Size>,
+    max_conns: Option<usize>,
+}
+
+/// A size in a config file: a number of bytes or a string with a k/m suffix.
+mod toml_size {
+    use serde::Deserialize;
+
+    #[derive(Deserialize)]
+    #[serde(untagged)]
+    pub enum Size {
+        Bytes(u64),
+        Text(String),
+    }
+}
+
+/// Send buffers per engine: 2 KB each; 64 Ki of them (128 MiB of address space, touched
+/// only as used) hold the answers waiting for thousands of connections' windows.
+const SEND_BUFFERS: usize = 65_536;
+
+fn parse_size(s: &str) -> Result<usize, String> {
+    let t = s.trim().to_ascii_lowercase();
+    let (num, mul) = match t.strip_suffix('k') {
+        Some(n) => (n, 1 << 10),
+        None => match t.strip_suffix('m') {
+            Some(n) => (n, 1 << 20),
+            None => (t.as_str(), 1),
+        },
+    };
+    num.parse::<usize>()
+        .ok()
+        .and_then(|n| n.checked_mul(mul))
+        .ok_or(format!("{s:?} is not a size (bytes, or with k or m)"))
+}
+
+/// Runs the KV server.
+pub fn run(a: KvArgs) -> Result<(), String> {
+    let s = a.serve.setup::<KvConfig>(Defaults { port: 11211, idle_spins: 0 })?;
+    let memory_mb = a.memory.or(s.own.memory).unwrap_or(64);
+    let max_item = match (&a.max_item_size, &s.own.max_item_size) {
+        (Some(v), _) => parse_size(v)?,
+        (None, Some(toml_size::Size::Bytes(b))) => *b as usize,
+        (None, Some(toml_size::Size::Text(t))) => parse_size(t)?,
+        (None, None) => 1 << 20,
+    };
+    if !(1024..=(128 << 20)).contains(&max_item) {
+        return Err("--max-item-size must be between 1k and 128m".into());
+    }
+    if memory_mb == 0 || memory_mb > (1 << 20) {
+        return Err("--memory must be between 1 and 1048576 MB".into());
+    }
+    let max_conns = a.max_conns.or(s.own.max_conns).unwrap_or(4096);
+    if max_conns == 0 {
+        return Err("--max-conns must be at least 1".into());
+    }
+    // One shard (lock) per CPU sirocco may run on: engines then rarely meet on a lock, and
+    // each shard still has pages enough for its size classes.
+    let cpus = std::thread::available_parallelism().map_or(1, |n| n.get());
+    let engines = s.opts.queues.map_or(cpus, |q| q as usize).max(1);
+    let cfg = CacheConfig { memory: memory_mb << 20, max_item, shards: cpus.min(engines).max(1), factor: 1.25 };
+    let cache = Cache::new(cfg, unix_now())?;
+    let shared = Arc::new(Shared {
+        cache,
+        board: Board::new(engines.max(64)),
+        port: s.port,
+        max_conns,
+        engines,
+        started: unix_now(),
+    });
+    let port = s.port;
+    let per_engine = max_conns.div_ceil(engines);
+    let make = |q: u32| {
+        let bufs = Buffers::new(SEND_BUFFERS, 2048);
+        let app = Streams::new(Kv::new(shared.clone(), q as usize), per_engine);
+        ChannelService::new(app, &[port], tcp::Config::default(), tcp_limits(), bufs)
+    };
+    let what = format!("memcached protocol on port {port}, {memory_mb} MB of items");
+    let out = s.run(&what, &[(Protocol::TCP, port)], make, None)?;
+    let st = shared.cache.stats();
+    for (q, svc) in out.apps().enumerate() {
+        let streams = &svc.server;
+        let c = shared.board.engine(q);
+        println!(
+            "engine {q} kv: connections {} (refused {}, reset for want of buffers {}) gets {} hits {} sets {} \
+             bytes in/out {}/{}; tcp retransmits {} resets in/out {}/{}",
+            streams.stats.opened,
+            streams.stats.refused,
+            streams.stats.no_buffer,
+            c.cmd_get.get(),
+            c.get_hits.get(),
+            c.cmd_set.get(),
+            c.bytes_read.get(),
+            c.bytes_written.get(),
+            svc.ch.endpoint().stats().retransmits,
+            svc.ch.endpoint().stats().resets_in,
+            svc.ch.endpoint().stats().resets_out,
+        );
+    }
+    println!(
+        "cache: items {} bytes {} evictions {} reclaimed {} pages {}/{} of {} KB",
+        st.curr_items,
+        st.bytes,
+        st.evictions,
+        st.reclaimed,
+        shared.cache.pages() - shared.cache.pages_free(),
+        shared.cache.pages(),
+        shared.cache.page_size() >> 10
+    );
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::parse_size;
+
+    #[test]
+    fn sizes() {
+        assert_eq!(parse_size("1m"), Ok(1 << 20));
+        assert_eq!(parse_size("512K"), Ok(512 << 10));
+        assert_eq!(parse_size("2048"), Ok(2048));
+        assert!(parse_size("lots").is_err());
+    }
+}
