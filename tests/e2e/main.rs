@@ -14,6 +14,7 @@ mod dns_reload;
 mod echo;
 mod gen;
 mod gen_http;
+mod kv;
 mod lifecycle;
 mod malformed;
 mod stream;

@@ -65,6 +65,8 @@ pub enum Meta<'a> {
         /// Its flags.
         flags: Flags<'a>,
     },
+    /// One memcached answers `ERROR` (as an unknown command).
+    Unknown,
     /// A malformed one: memcached answers `CLIENT_ERROR` with this text. `ms` errors that
     /// come after a valid length also carry it, for the data that follows is to be skipped.
     Error(&'static str, Option<usize>),
@@ -84,7 +86,13 @@ pub fn parse<'a>(cmd: &[u8], rest: &'a [u8]) -> Meta<'a> {
         return Meta::Cmd { cmd, key: b"", datalen: 0, flags: Flags { raw: b"" } };
     }
     let mut toks = rest.split(|&b| b == b' ').filter(|t| !t.is_empty());
-    let Some(key) = toks.next() else { return Meta::Error("bad command line format", None) };
+    let Some(key) = toks.next() else {
+        // memcached treats a meta command without a key as an unknown command, but for `ms`.
+        return match cmd {
+            MetaCmd::Set | MetaCmd::Debug => Meta::Error("bad command line format", None),
+            _ => Meta::Unknown,
+        };
+    };
     if key.len() > MAX_KEY {
         return Meta::Error("bad command line format", None);
     }
@@ -93,7 +101,7 @@ pub fn parse<'a>(cmd: &[u8], rest: &'a [u8]) -> Meta<'a> {
         let Some(len) = toks.next() else { return Meta::Error("bad command line format", None) };
         match i32_token(len) {
             Some(n) if n >= 0 => (n as usize, after(len)),
-            _ => return Meta::Error("bad data chunk", None),
+            _ => return Meta::Error("bad command line format", None),
         }
     } else {
         (0, after(key))
@@ -101,6 +109,7 @@ pub fn parse<'a>(cmd: &[u8], rest: &'a [u8]) -> Meta<'a> {
     let flags = Flags { raw: flags_raw };
     let skip = (cmd == MetaCmd::Set).then_some(datalen);
     let mut n = 0;
+    let mut seen = 0u64;
     for (f, tok) in flags.iter() {
         n += 1;
         if n > MAX_FLAGS {
@@ -109,6 +118,11 @@ pub fn parse<'a>(cmd: &[u8], rest: &'a [u8]) -> Meta<'a> {
         if !f.is_ascii_alphabetic() {
             return Meta::Error("invalid flag", skip);
         }
+        let bit = 1u64 << (if f.is_ascii_lowercase() { f - b'a' } else { f - b'A' + 26 });
+        if seen & bit != 0 {
+            return Meta::Error("duplicate flag", skip);
+        }
+        seen |= bit;
         if f == b'O' && tok.len() > MAX_OPAQUE {
             return Meta::Error("opaque token too long", skip);
         }
@@ -127,9 +141,12 @@ mod tests {
         assert_eq!(flags.get(b'T'), Some(&b"30"[..]));
         assert!(flags.has(b'q') && !flags.has(b'v'));
         assert_eq!(flags.iter().map(|(f, _)| f).collect::<Vec<_>>(), b"TFq");
-        assert_eq!(parse(b"mg", b""), Meta::Error("bad command line format", None));
-        assert_eq!(parse(b"ms", b" k x"), Meta::Error("bad data chunk", None));
+        assert_eq!(parse(b"mg", b""), Meta::Unknown);
+        assert_eq!(parse(b"ms", b""), Meta::Error("bad command line format", None));
+        assert_eq!(parse(b"ms", b" k x"), Meta::Error("bad command line format", None));
         assert_eq!(parse(b"ms", b" k 3 !x"), Meta::Error("invalid flag", Some(3)));
         assert!(matches!(parse(b"mn", b""), Meta::Cmd { cmd: MetaCmd::Noop, .. }));
+        assert_eq!(parse(b"mg", b" k v v"), Meta::Error("duplicate flag", None));
+        assert!(matches!(parse(b"mg", b" k v V"), Meta::Cmd { .. }), "flags are case-sensitive");
     }
 }

@@ -3,7 +3,7 @@
 //! follows its line. Meta commands (`mg`, `ms`, …) are parsed by [`crate::meta`].
 
 use crate::meta::{self, Meta};
-use crate::num::{i32_token, u32_token, u64_token};
+use crate::num::{i32_token, u64_token};
 
 /// The longest key.
 pub const MAX_KEY: usize = 250;
@@ -185,10 +185,11 @@ pub fn parse(line: &[u8]) -> Command<'_> {
     let noreply = |n: usize| n > 0 && t.get(n - 1).is_some_and(|l| *l == b"noreply");
     match cmd {
         b"get" | b"gets" if n >= 1 => get(after_cmd, cmd == b"gets", None),
-        b"gat" | b"gats" if n >= 2 => match i32_token(t[0]) {
+        b"gat" | b"gats" if n >= 1 => match i32_token(t[0]) {
             None => Command::Error(BAD_EXPTIME),
             Some(e) => {
                 let keys = &line[rest_at(t[0])..];
+                // memcached answers `gat <exptime>` with no keys: END.
                 get(keys, cmd == b"gats", Some(i64::from(e)))
             }
         },
@@ -277,7 +278,8 @@ fn store<'a>(op: StoreOp, t: &[&'a [u8]], cas: u64, noreply: bool) -> Command<'a
     if key.len() > MAX_KEY {
         return Command::Error(BAD_FORMAT);
     }
-    match (u32_token(t[1]), i32_token(t[2]), i32_token(t[3])) {
+    // Flags are read as 64 bits and kept as 32, as memcached keeps them.
+    match (u64_token(t[1]).map(|f| f as u32), i32_token(t[2]), i32_token(t[3])) {
         (Some(flags), Some(exptime), Some(bytes)) if (0..=i32::MAX - 2).contains(&bytes) => {
             Command::Store { op, key, flags, exptime: i64::from(exptime), bytes: bytes as usize, cas, noreply }
         }
@@ -309,7 +311,8 @@ mod tests {
         assert!(matches!(parse(b"set  k  0 0 1 extra"), Command::Store { noreply: false, .. }));
         assert_eq!(parse(b"set a 0 0 1 2 3"), Command::Error(ERROR));
         assert_eq!(parse(b"set a 0 0 -1"), Command::Error(BAD_FORMAT));
-        assert_eq!(parse(b"set a 4294967296 0 1"), Command::Error(BAD_FORMAT));
+        assert!(matches!(parse(b"set a 4294967297 0 1"), Command::Store { flags: 1, .. }));
+        assert_eq!(parse(b"set a 99999999999999999999 0 1"), Command::Error(BAD_FORMAT));
         assert!(matches!(parse(b"cas a 0 0 1 99"), Command::Store { op: StoreOp::Cas, cas: 99, .. }));
         let long = [b"set ".to_vec(), vec![b'k'; 251], b" 0 0 1".to_vec()].concat();
         assert_eq!(parse(&long), Command::Error(BAD_FORMAT));

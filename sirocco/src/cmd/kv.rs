@@ -90,10 +90,12 @@ pub fn run(a: KvArgs) -> Result<(), String> {
     if max_conns == 0 {
         return Err("--max-conns must be at least 1".into());
     }
-    // One shard (lock) per CPU sirocco may run on: engines then rarely meet on a lock, and
-    // each shard still has pages enough for its size classes.
+    // One shard (lock) per engine, no more than CPUs: engines then rarely meet on a lock, and
+    // each shard still has pages enough for its size classes. With one engine the CAS
+    // uniques run 1, 2, 3, … as memcached's do.
     let cpus = std::thread::available_parallelism().map_or(1, |n| n.get());
-    let engines = s.opts.queues.map_or(cpus, |q| q as usize).max(1);
+    let queues = s.opts.queues.or_else(|| io::iface::Interface::lookup(&s.opts.iface).ok().map(|i| i.rx_queues));
+    let engines = queues.map_or(cpus, |q| q as usize).max(1);
     let cfg = CacheConfig { memory: memory_mb << 20, max_item, shards: cpus.min(engines).max(1), factor: 1.25 };
     let cache = Cache::new(cfg, unix_now())?;
     let shared = Arc::new(Shared {

@@ -168,6 +168,9 @@ impl Cache {
                 _ => {
                     s.clear();
                     s.oldest_live = 0;
+                    // memcached takes a CAS unique to mark an immediate flush; so do we, so
+                    // that uniques after it are the same as memcached's.
+                    s.skip_cas();
                 }
             }
         }

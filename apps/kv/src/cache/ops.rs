@@ -62,9 +62,7 @@ pub fn parse_counter(v: &[u8]) -> Option<u64> {
     }
     let digits = v[i..].iter().take_while(|b| b.is_ascii_digit()).count();
     if digits == 0 {
-        // strtoull read nothing: memcached then accepts only a value that is a blank at once
-        // (the CRLF after an empty value).
-        return (v.is_empty() || blank(v[0])).then_some(0);
+        return None;
     }
     let mut n: u64 = 0;
     for &b in &v[i..i + digits] {
@@ -127,7 +125,7 @@ impl Locked<'_> {
         let vlen: usize = parts.iter().map(|p| p.len()).sum();
         let max = self.cache.cfg.max_item;
         let old = self.shard.find(self.hash, key, now);
-        if item_size(key.len(), vlen) > max {
+        if item_size(key.len(), vlen, flags) > max {
             // memcached drops what a failed set would have replaced, so no stale value stays.
             if let (Mode::Set, Some(o)) = (mode, old) {
                 self.shard.unlink(self.hash, o);
@@ -178,7 +176,7 @@ impl Locked<'_> {
         let it = self.shard.item(o);
         let (flags, exptime, olen) = (it.flags, it.exptime, it.value.len());
         let add: usize = parts.iter().map(|p| p.len()).sum();
-        if item_size(key.len(), olen + add) > self.cache.cfg.max_item {
+        if item_size(key.len(), olen + add, flags) > self.cache.cfg.max_item {
             return Stored::TooLarge;
         }
         // The old value is copied aside first: making room may evict it.
@@ -310,7 +308,8 @@ mod tests {
         assert_eq!(parse_counter(b"-1"), None);
         assert_eq!(parse_counter(b"18446744073709551615"), Some(u64::MAX));
         assert_eq!(parse_counter(b"18446744073709551616"), None);
-        assert_eq!(parse_counter(b""), Some(0));
+        assert_eq!(parse_counter(b""), None);
+        assert_eq!(parse_counter(b" "), None);
         assert_eq!(parse_counter(b"x"), None);
     }
 

@@ -133,15 +133,16 @@ pub struct Shard {
     pub(crate) scratch: Vec<u8>,
 }
 
-fn ntotal(klen: usize, vlen: usize) -> usize {
-    // memcached's own item size (header with CAS, key and its NUL, data and its CRLF): the
-    // item size limit and the `bytes` statistic are in these units, as clients expect.
-    56 + klen + 1 + vlen + 2
+fn ntotal(klen: usize, vlen: usize, flags: u32) -> usize {
+    // memcached's own item size (header with CAS, key and its NUL, data and its CRLF, and
+    // the client flags when they are not 0): the item size limit and the `bytes` statistic
+    // are in these units, as clients expect.
+    56 + klen + 1 + vlen + 2 + if flags != 0 { 4 } else { 0 }
 }
 
-/// The size an item of this key and value counts as.
-pub fn item_size(klen: usize, vlen: usize) -> usize {
-    ntotal(klen, vlen)
+/// The size an item of this key, value and flags counts as.
+pub fn item_size(klen: usize, vlen: usize, flags: u32) -> usize {
+    ntotal(klen, vlen, flags)
 }
 
 impl Shard {
@@ -166,8 +167,8 @@ impl Shard {
         }
     }
 
-    fn class_for(&self, klen: usize, vlen: usize) -> Option<usize> {
-        let n = ntotal(klen, vlen).max(HDR + klen + vlen);
+    fn class_for(&self, klen: usize, vlen: usize, flags: u32) -> Option<usize> {
+        let n = ntotal(klen, vlen, flags).max(HDR + klen + vlen);
         self.classes.iter().position(|c| c.size as usize >= n)
     }
 
@@ -329,7 +330,7 @@ impl Shard {
         let c = self.class_of(id);
         self.classes[c].items -= 1;
         self.stats.curr_items -= 1;
-        self.stats.bytes -= ntotal(self.klen(id), self.vlen(id)) as u64;
+        self.stats.bytes -= ntotal(self.klen(id), self.vlen(id), self.u32_at(id, FLAGS)) as u64;
         self.free_chunk(id);
     }
 
@@ -362,8 +363,13 @@ impl Shard {
         self.classes[c].items += 1;
         self.stats.curr_items += 1;
         self.stats.total_items += 1;
-        self.stats.bytes += ntotal(self.klen(id), self.vlen(id)) as u64;
+        self.stats.bytes += ntotal(self.klen(id), self.vlen(id), self.u32_at(id, FLAGS)) as u64;
         cas
+    }
+
+    /// Uses up one CAS unique.
+    pub fn skip_cas(&mut self) {
+        self.next_cas += self.cas_step;
     }
 
     /// Gives `id` (linked) a new CAS unique, after a change in place.
@@ -389,7 +395,7 @@ impl Shard {
         now: u32,
         budget: &impl PageBudget,
     ) -> Option<ItemId> {
-        let c = self.class_for(key.len(), vlen)?;
+        let c = self.class_for(key.len(), vlen, flags)?;
         let id = match self.take_chunk(c, now, budget) {
             Some(id) => id,
             None => {

@@ -37,7 +37,11 @@ pub(super) fn step(data: &[u8], ctx: &mut Ctx<'_>, out: &mut dyn Out, swallow: &
         return Step::Close;
     }
     // A value larger than any item is refused before it arrives, and skipped as it does.
-    if crate::cache::item_size(klen, vlen as usize) > ctx.cache.config().max_item {
+    if data.len() < HEADER + usize::from(h.extlen) {
+        return Step::Incomplete;
+    }
+    let flags = if h.extlen == 8 { data.get(HEADER..HEADER + 4).map_or(0, |f| u32_at(f, 0)) } else { 0 };
+    if crate::cache::item_size(klen, vlen as usize, flags) > ctx.cache.config().max_item {
         let Some(key) = data.get(key_at..key_at + klen) else { return Step::Incomplete };
         if matches!(h.opcode, op::SET | op::SETQ) {
             let mut l = ctx.cache.lock(key);
@@ -62,8 +66,7 @@ pub(super) fn step(data: &[u8], ctx: &mut Ctx<'_>, out: &mut dyn Out, swallow: &
             let touch = matches!(h.opcode, op::GAT | op::GATQ | op::GATK | op::GATKQ);
             let want = if touch { 4 } else { 0 };
             if extras.len() != want || klen == 0 || !value.is_empty() {
-                error(out, &h, Status::Invalid);
-                return Step::Done(n);
+                return invalid(out, &h, ctx);
             }
             let exp = touch.then(|| ctx.cache.realtime(i64::from(u32_at(extras, 0)), ctx.now));
             let with_key = matches!(h.opcode, op::GETK | op::GETKQ | op::GATK | op::GATKQ);
@@ -88,7 +91,7 @@ pub(super) fn step(data: &[u8], ctx: &mut Ctx<'_>, out: &mut dyn Out, swallow: &
                     }
                     if !quiet {
                         if with_key {
-                            respond(out, &h, Status::NotFound, 0, &[], key, Status::NotFound.text());
+                            respond(out, &h, Status::NotFound, 0, &[], key, &[]);
                         } else {
                             error(out, &h, Status::NotFound);
                         }
@@ -98,8 +101,7 @@ pub(super) fn step(data: &[u8], ctx: &mut Ctx<'_>, out: &mut dyn Out, swallow: &
         }
         op::SET | op::SETQ | op::ADD | op::ADDQ | op::REPLACE | op::REPLACEQ => {
             if extras.len() != 8 || klen == 0 {
-                error(out, &h, Status::Invalid);
-                return Step::Done(n);
+                return invalid(out, &h, ctx);
             }
             c.cmd_set.inc();
             let mode = match h.opcode {
@@ -114,8 +116,7 @@ pub(super) fn step(data: &[u8], ctx: &mut Ctx<'_>, out: &mut dyn Out, swallow: &
         }
         op::APPEND | op::APPENDQ | op::PREPEND | op::PREPENDQ => {
             if !extras.is_empty() || klen == 0 {
-                error(out, &h, Status::Invalid);
-                return Step::Done(n);
+                return invalid(out, &h, ctx);
             }
             c.cmd_set.inc();
             let mode = if matches!(h.opcode, op::APPEND | op::APPENDQ) { Mode::Append } else { Mode::Prepend };
@@ -124,8 +125,7 @@ pub(super) fn step(data: &[u8], ctx: &mut Ctx<'_>, out: &mut dyn Out, swallow: &
         }
         op::DELETE | op::DELETEQ => {
             if !extras.is_empty() || klen == 0 || !value.is_empty() {
-                error(out, &h, Status::Invalid);
-                return Step::Done(n);
+                return invalid(out, &h, ctx);
             }
             match ctx.cache.lock(key).delete(key, h.cas, ctx.now) {
                 Stored::Stored(_) => {
@@ -143,8 +143,7 @@ pub(super) fn step(data: &[u8], ctx: &mut Ctx<'_>, out: &mut dyn Out, swallow: &
         }
         op::INCREMENT | op::INCREMENTQ | op::DECREMENT | op::DECREMENTQ => {
             if extras.len() != 20 || klen == 0 || !value.is_empty() {
-                error(out, &h, Status::Invalid);
-                return Step::Done(n);
+                return invalid(out, &h, ctx);
             }
             let incr = matches!(h.opcode, op::INCREMENT | op::INCREMENTQ);
             let delta = u64::from_be_bytes(extras[0..8].try_into().expect("8 bytes"));
@@ -182,17 +181,21 @@ pub(super) fn step(data: &[u8], ctx: &mut Ctx<'_>, out: &mut dyn Out, swallow: &
         }
         op::TOUCH => {
             if extras.len() != 4 || klen == 0 || !value.is_empty() {
-                error(out, &h, Status::Invalid);
-                return Step::Done(n);
+                return invalid(out, &h, ctx);
             }
             c.cmd_touch.inc();
             let exp = ctx.cache.realtime(i64::from(u32_at(extras, 0)), ctx.now);
-            if ctx.cache.lock(key).touch(key, exp, ctx.now) {
-                c.touch_hits.inc();
-                respond(out, &h, Status::Ok, 0, &[], &[], &[]);
-            } else {
-                c.touch_misses.inc();
-                error(out, &h, Status::NotFound);
+            let mut l = ctx.cache.lock(key);
+            // Answered as a get without the value: the flags and the CAS unique.
+            match l.get(key, ctx.now, Some(exp)) {
+                Some(it) => {
+                    c.touch_hits.inc();
+                    respond(out, &h, Status::Ok, it.cas, &it.flags.to_be_bytes(), &[], &[]);
+                }
+                None => {
+                    c.touch_misses.inc();
+                    error(out, &h, Status::NotFound);
+                }
             }
         }
         op::QUIT | op::QUITQ => {
@@ -203,8 +206,7 @@ pub(super) fn step(data: &[u8], ctx: &mut Ctx<'_>, out: &mut dyn Out, swallow: &
         }
         op::FLUSH | op::FLUSHQ => {
             if !(extras.is_empty() || extras.len() == 4) || klen != 0 || !value.is_empty() {
-                error(out, &h, Status::Invalid);
-                return Step::Done(n);
+                return invalid(out, &h, ctx);
             }
             c.cmd_flush.inc();
             let delay = if extras.len() == 4 { u32_at(extras, 0) } else { 0 };
@@ -268,6 +270,14 @@ fn stored(out: &mut dyn Out, h: &Header, r: Stored, mode: Mode, quiet: bool, ctx
             error(out, h, Status::NoMemory)
         }
     }
+}
+
+/// A request whose lengths do not fit its command: answered, then the connection is closed,
+/// as memcached does (what follows cannot be trusted to be framed as the client meant).
+fn invalid(out: &mut dyn Out, h: &Header, ctx: &Ctx<'_>) -> Step {
+    ctx.counters.protocol_errors.inc();
+    error(out, h, Status::Invalid);
+    Step::Close
 }
 
 fn u32_at(b: &[u8], at: usize) -> u32 {

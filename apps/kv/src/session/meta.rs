@@ -11,7 +11,10 @@ use crate::cache::{Arith, Item, Mode, Stored};
 use memcache::meta::{Flags, Meta, MetaCmd};
 use memcache::{i32_token, u32_token, u64_token};
 
-const BAD_TOKEN: &[u8] = b"CLIENT_ERROR bad token in command line format";
+// memcached words a bad flag token differently per command.
+const BAD_TOKEN_MG: &[u8] = b"CLIENT_ERROR bad token in command line format";
+const BAD_TOKEN_MS: &[u8] = b"CLIENT_ERROR bad command line format";
+const BAD_TOKEN_MD_MA: &[u8] = b"CLIENT_ERROR invalid or duplicate flag";
 
 pub(super) fn run(
     m: Meta<'_>,
@@ -24,6 +27,10 @@ pub(super) fn run(
     ctx.counters.cmd_meta.inc();
     let (cmd, key, datalen, flags) = match m {
         Meta::Cmd { cmd, key, datalen, flags } => (cmd, key, datalen, flags),
+        Meta::Unknown => {
+            reply(out, false, b"ERROR");
+            return Step::Done(n);
+        }
         Meta::Error(e, skip) => {
             let mut l = Line::new();
             l.s(b"CLIENT_ERROR ").s(e.as_bytes());
@@ -68,7 +75,8 @@ pub(super) fn run(
             Step::Done(n)
         }
         MetaCmd::Set => {
-            if crate::cache::item_size(key.len(), datalen) > ctx.cache.config().max_item {
+            let cf = flags.get(b'F').and_then(u32_token).unwrap_or(0);
+            if crate::cache::item_size(key.len(), datalen, cf) > ctx.cache.config().max_item {
                 ctx.counters.store_too_large.inc();
                 reply(out, false, b"SERVER_ERROR object too large for cache");
                 *swallow = datalen + 2;
@@ -125,8 +133,17 @@ fn ttl(tok: Option<&[u8]>, ctx: &Ctx<'_>) -> Result<Option<u32>, ()> {
     }
 }
 
+/// The `C` flag: 0 if absent; `C0` compares against a unique no item has.
+fn cas_flag(flags: Flags<'_>) -> Option<u64> {
+    match flags.get(b'C').map(u64_token) {
+        None => Some(0),
+        Some(Some(0)) => Some(u64::MAX),
+        Some(c) => c,
+    }
+}
+
 fn get(key: &[u8], flags: Flags<'_>, ctx: &mut Ctx<'_>, out: &mut dyn Out) {
-    let Ok(touch) = ttl(flags.get(b'T'), ctx) else { return reply(out, false, BAD_TOKEN) };
+    let Ok(touch) = ttl(flags.get(b'T'), ctx) else { return reply(out, false, BAD_TOKEN_MG) };
     let c = ctx.counters;
     c.cmd_get.inc();
     if touch.is_some() {
@@ -175,20 +192,15 @@ fn set(key: &[u8], value: &[u8], flags: Flags<'_>, ctx: &mut Ctx<'_>, out: &mut 
         Some(b"A" | b"a") => Mode::Append,
         Some(b"P" | b"p") => Mode::Prepend,
         Some(b"R" | b"r") => Mode::Replace,
-        Some(_) => return reply(out, false, b"CLIENT_ERROR invalid mode for ms STORE"),
+        Some(_) => return reply(out, false, b"CLIENT_ERROR invalid mode for ms M token"),
     };
-    let Ok(exp) = ttl(flags.get(b'T'), ctx) else { return reply(out, false, BAD_TOKEN) };
+    let Ok(exp) = ttl(flags.get(b'T'), ctx) else { return reply(out, false, BAD_TOKEN_MS) };
     let cf = match flags.get(b'F').map(u32_token) {
         None => 0,
         Some(Some(f)) => f,
-        Some(None) => return reply(out, false, BAD_TOKEN),
+        Some(None) => return reply(out, false, BAD_TOKEN_MS),
     };
-    let cas = match flags.get(b'C').map(u64_token) {
-        None => 0,
-        Some(Some(0)) => u64::MAX,
-        Some(Some(c)) => c,
-        Some(None) => return reply(out, false, BAD_TOKEN),
-    };
+    let Some(cas) = cas_flag(flags) else { return reply(out, false, BAD_TOKEN_MG) };
     let mut l = ctx.cache.lock(key);
     let r = l.store(key, mode, cf, exp.unwrap_or(0), value, cas, ctx.now);
     let c = ctx.counters;
@@ -233,12 +245,7 @@ fn set(key: &[u8], value: &[u8], flags: Flags<'_>, ctx: &mut Ctx<'_>, out: &mut 
 }
 
 fn delete(key: &[u8], flags: Flags<'_>, ctx: &mut Ctx<'_>, out: &mut dyn Out) {
-    let cas = match flags.get(b'C').map(u64_token) {
-        None => 0,
-        Some(Some(0)) => u64::MAX,
-        Some(Some(c)) => c,
-        Some(None) => return reply(out, false, BAD_TOKEN),
-    };
+    let Some(cas) = cas_flag(flags) else { return reply(out, false, BAD_TOKEN_MD_MA) };
     let r = ctx.cache.lock(key).delete(key, cas, ctx.now);
     let code: &[u8] = match r {
         Stored::Stored(_) => {
@@ -251,7 +258,8 @@ fn delete(key: &[u8], flags: Flags<'_>, ctx: &mut Ctx<'_>, out: &mut dyn Out) {
             b"NF"
         }
     };
-    if flags.has(b'q') && code != b"EX" {
+    // Quiet mode hides only success: a client pipelining deletes still learns of misses.
+    if flags.has(b'q') && code == b"HD" {
         return;
     }
     let mut line = Line::new();
@@ -265,26 +273,21 @@ fn arith(key: &[u8], flags: Flags<'_>, ctx: &mut Ctx<'_>, out: &mut dyn Out) {
     let incr = match flags.get(b'M') {
         None | Some(b"I" | b"i" | b"+") => true,
         Some(b"D" | b"d" | b"-") => false,
-        Some(_) => return reply(out, false, b"CLIENT_ERROR invalid mode for ma MODE"),
+        Some(_) => return reply(out, false, b"CLIENT_ERROR invalid mode for ma M token"),
     };
     let delta = match flags.get(b'D').map(u64_token) {
         None => 1,
         Some(Some(d)) => d,
-        Some(None) => return reply(out, false, b"CLIENT_ERROR invalid numeric delta argument"),
+        Some(None) => return reply(out, false, BAD_TOKEN_MD_MA),
     };
     let initial = match flags.get(b'J').map(u64_token) {
         None => 0,
         Some(Some(j)) => j,
-        Some(None) => return reply(out, false, b"CLIENT_ERROR invalid numeric initial value"),
+        Some(None) => return reply(out, false, BAD_TOKEN_MD_MA),
     };
-    let Ok(vivify) = ttl(flags.get(b'N'), ctx) else { return reply(out, false, BAD_TOKEN) };
-    let Ok(touch) = ttl(flags.get(b'T'), ctx) else { return reply(out, false, BAD_TOKEN) };
-    let cas = match flags.get(b'C').map(u64_token) {
-        None => 0,
-        Some(Some(0)) => u64::MAX,
-        Some(Some(c)) => c,
-        Some(None) => return reply(out, false, BAD_TOKEN),
-    };
+    let Ok(vivify) = ttl(flags.get(b'N'), ctx) else { return reply(out, false, BAD_TOKEN_MD_MA) };
+    let Ok(touch) = ttl(flags.get(b'T'), ctx) else { return reply(out, false, BAD_TOKEN_MD_MA) };
+    let Some(cas) = cas_flag(flags) else { return reply(out, false, BAD_TOKEN_MD_MA) };
     let c = ctx.counters;
     let mut l = ctx.cache.lock(key);
     let mut r = l.arith(key, incr, delta, cas, ctx.now);
@@ -344,12 +347,13 @@ fn debug(key: &[u8], ctx: &mut Ctx<'_>, out: &mut dyn Out) {
     let it = l.shard.item(id);
     let mut line = Line::new();
     line.s(b"ME ").s(key).s(b" exp=");
-    line.i(if it.exptime == 0 { -1 } else { i64::from(it.exptime) - i64::from(ctx.now) });
+    // memcached prints the time since expiry here (negative while the item lives).
+    line.i(if it.exptime == 0 { -1 } else { i64::from(ctx.now) - i64::from(it.exptime) });
     line.s(b" la=").n(u64::from(ctx.now.saturating_sub(it.time)));
     line.s(b" cas=").n(it.cas);
     line.s(if it.fetched { b" fetch=yes" } else { b" fetch=no" });
     line.s(b" cls=").n(l.shard.class_index(id) as u64 + 1);
-    line.s(b" size=").n(crate::cache::item_size(key.len(), it.value.len()) as u64);
+    line.s(b" size=").n(crate::cache::item_size(key.len(), it.value.len(), it.flags) as u64);
     line.s(b"\r\n");
     out.put(line.bytes());
 }

@@ -137,7 +137,7 @@ fn meta_commands() {
     assert_eq!(r.text("ms k 1 MR q\r\nz\r\nmg k v\r\n"), "VA 1\r\nz\r\n");
     assert_eq!(r.text("ms new 1 ME\r\nz\r\nms new 1 ME\r\nz\r\n"), "HD\r\nNS\r\n");
     assert_eq!(r.text("ma cnt\r\nma cnt N0 J10 v\r\nma cnt MD D3 v\r\n"), "NF\r\nVA 2\r\n10\r\nVA 1\r\n7\r\n");
-    assert_eq!(r.text("md k q\r\nmd k\r\nmg k\r\n"), "NF\r\nEN\r\n");
+    assert_eq!(r.text("md k q\r\nmd k q\r\nmg k\r\n"), "NF\r\nEN\r\n");
     assert_eq!(r.text("mg k zz\r\n"), "CLIENT_ERROR invalid flag\r\n");
 }
 

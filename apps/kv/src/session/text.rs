@@ -28,7 +28,7 @@ pub(super) fn step(data: &[u8], ctx: &mut Ctx<'_>, out: &mut dyn Out, swallow: &
         }
         Command::Store { op, key, flags, exptime, bytes, cas, noreply } => {
             let max = ctx.cache.config().max_item;
-            if crate::cache::item_size(key.len(), bytes) > max {
+            if crate::cache::item_size(key.len(), bytes, flags) > max {
                 // Refused before the data is read; the data is skipped as it arrives.
                 ctx.counters.store_too_large.inc();
                 ctx.counters.cmd_set.inc();
