@@ -418,7 +418,9 @@ fn eviction_keeps_the_process_within_its_memory() {
         let recent = c.ask(b"get k2-5591 k2-5590\r\n");
         (before, after, c.stat("evictions"), c.stat("curr_items"), c.stat("bytes"), recent)
     });
-    eprintln!("kv --memory 8: RSS {before} kB after warm-up, {after} kB after 80 MB more; {items} items, {bytes} bytes");
+    eprintln!(
+        "kv --memory 8: RSS {before} kB after warm-up, {after} kB after 80 MB more; {items} items, {bytes} bytes"
+    );
     let recent = String::from_utf8_lossy(&recent).into_owned();
     assert!(recent.contains("VALUE k2-5591 0 5000") && recent.contains("VALUE k2-5590 0 5000"), "{recent}");
     assert!(evictions > 10_000, "evictions {evictions}");
