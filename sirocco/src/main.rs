@@ -65,6 +65,11 @@ enum GenCmd {
     /// open loop; reports requests/s, Gb/s and latency percentiles. Needs an address the
     /// kernel does not have.
     Http(cmd::gen_http::GenHttpArgs),
+    /// memcached load like mutilate's: ETC or USR key/value sizes and get/set mix, keys
+    /// stored first, then open loop with exponential interarrival times on many pipelined
+    /// connections; latency from each request's due time. Needs an address the kernel does
+    /// not have.
+    Kv(cmd::gen_kv::GenKvArgs),
 }
 
 fn main() {
@@ -77,6 +82,7 @@ fn main() {
         Cmd::Kv(a) => cmd::kv::run(a),
         Cmd::Gen(GenCmd::Udp(a)) => cmd::gen_udp::run(a),
         Cmd::Gen(GenCmd::Http(a)) => cmd::gen_http::run(a),
+        Cmd::Gen(GenCmd::Kv(a)) => cmd::gen_kv::run(a),
         Cmd::Testnet(c) => cmd::testnet::run(c),
     };
     if let Err(e) = r {

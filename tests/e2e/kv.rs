@@ -526,3 +526,53 @@ fn with_two_queues_every_key_is_seen_on_every_connection() {
         "{log}"
     );
 }
+
+/// `sirocco gen kv` loads memcached (the kernel's TCP) and sirocco kv alike: every request
+/// answered, every get a hit (the key space is stored first), no errors.
+#[test]
+fn gen_kv_loads_memcached_and_sirocco_kv() {
+    let net = TestNet::new(1);
+    let _m = memcached(&net, 64);
+    let s = net.start(&["kv", "--iface", &net.srv_if, "--addr", SERVER_OWN]);
+    for (dst, workload) in [(SERVER, "etc"), (SERVER_OWN, "usr")] {
+        let json = std::env::temp_dir().join(format!("sirocco-genkv-{}-{workload}.json", std::process::id()));
+        let out = net.exec(
+            &net.cli_ns,
+            &[
+                sirocco(),
+                "gen",
+                "kv",
+                "--iface",
+                &net.cli_if,
+                "--addr",
+                CLIENT_OWN,
+                "--dst",
+                dst,
+                "--workload",
+                workload,
+                "--keys",
+                "5000",
+                "--rate",
+                "20000",
+                "--conns",
+                "16",
+                "--duration",
+                "1",
+                "--json",
+                json.to_str().unwrap(),
+            ],
+        );
+        let text = String::from_utf8_lossy(&out.stdout).into_owned() + &String::from_utf8_lossy(&out.stderr);
+        assert!(out.status.success(), "gen kv against {dst}: {text}");
+        let j: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+        let _ = std::fs::remove_file(&json);
+        let n = |k: &str| j[k].as_u64().unwrap();
+        assert_eq!(n("preloaded"), 5000, "{text}");
+        assert_eq!(n("errors") + n("misses") + n("broken"), 0, "{text}");
+        assert_eq!(n("completed"), n("sent"), "{text}");
+        assert!((15_000..=25_000).contains(&n("completed")), "{text}");
+        assert!(n("hits") > n("stored"), "{text}");
+    }
+    let (status, log) = s.stop();
+    assert!(status.success(), "{log}");
+}

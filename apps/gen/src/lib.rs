@@ -7,6 +7,7 @@
 
 pub mod histogram;
 pub mod http;
+pub mod kv;
 
 use engine::{Datagram, Duration, Instant, Originate, SendError, Service, Verdict};
 pub use histogram::Histogram;

@@ -4,6 +4,7 @@
 pub mod dns;
 pub mod echo;
 pub mod gen_http;
+pub mod gen_kv;
 pub mod gen_udp;
 pub mod kv;
 mod load;

@@ -1,0 +1,199 @@
+//! `sirocco gen kv`: memcached load in the manner of mutilate (ETC and USR), open loop, on
+//! sirocco's own TCP, with latency from each request's due time, as text and JSON.
+
+use super::load::{share, LoadArgs, Percentiles};
+use crate::dataplane::{self, report, DataplaneArgs, Until};
+use crate::tcp_limits::tcp_limits;
+use clap::Args;
+use gen::kv::{KeySpace, KvGen, KvGenConfig, KvGenStats, Workload};
+use serde::Serialize;
+use std::net::Ipv4Addr;
+use std::sync::atomic::AtomicUsize;
+use std::sync::Arc;
+use std::time::Duration;
+
+/// Longest the key space may take to store before the run is given up.
+const PRELOAD_LIMIT: Duration = Duration::from_secs(60);
+
+#[derive(clap::ValueEnum, Clone, Copy)]
+pub enum WorkloadArg {
+    /// Keys 20-70 B, values 1 B-1 KB, 75% gets (Facebook's ETC, as in IX).
+    Etc,
+    /// Keys under 20 B, 2-byte values, 99% gets (Facebook's USR).
+    Usr,
+}
+
+#[derive(Args)]
+pub struct GenKvArgs {
+    #[command(flatten)]
+    pub dp: DataplaneArgs,
+    /// The server's address.
+    #[arg(long, value_name = "IPv4")]
+    pub dst: Ipv4Addr,
+    /// The server's port.
+    #[arg(long, default_value_t = 11211, value_parser = clap::value_parser!(u16).range(1..))]
+    pub port: u16,
+    /// The workload.
+    #[arg(long, value_enum, default_value_t = WorkloadArg::Usr)]
+    pub workload: WorkloadArg,
+    /// Keys in the key space (stored before the run, drawn uniformly during it).
+    #[arg(long, default_value_t = 100_000)]
+    pub keys: usize,
+    /// Requests per second over all engines (open loop, exponential interarrival times).
+    #[arg(long)]
+    pub rate: u64,
+    /// Connections per engine.
+    #[arg(long, default_value_t = 32)]
+    pub conns: usize,
+    /// Requests outstanding per connection at most (IX's clients pipelined up to 4).
+    #[arg(long, default_value_t = 4)]
+    pub depth: usize,
+    /// Seed of the key space and the request stream.
+    #[arg(long, default_value_t = 1)]
+    pub seed: u64,
+    #[command(flatten)]
+    pub load: LoadArgs,
+}
+
+/// Runs the generator and prints its report.
+pub fn run(a: GenKvArgs) -> Result<(), String> {
+    let (duration, drain) = a.load.times()?;
+    if !(1..=60_000).contains(&a.conns) {
+        return Err("--conns must be 1..60000".into());
+    }
+    if !(1..=1024).contains(&a.depth) {
+        return Err("--depth must be 1..1024".into());
+    }
+    if !(1..=10_000_000).contains(&a.keys) {
+        return Err("--keys must be 1..10000000".into());
+    }
+    if a.rate == 0 {
+        return Err("--rate must be at least 1 request per second".into());
+    }
+    // An open-loop generator must be awake when requests fall due: it polls without
+    // sleeping (yielding between empty polls) unless --idle-spins says otherwise.
+    let opts = a.dp.options(true, u32::MAX)?;
+    io::iface::require_root().map_err(|e| e.to_string())?;
+    let ifc = io::iface::Interface::lookup(&opts.iface).map_err(|e| e.to_string())?;
+    if ifc.kernel_has(opts.addr).map_err(|e| e.to_string())? {
+        return Err(format!(
+            "--addr {} is the kernel's on {}: gen kv needs an address of its own (its connections use every ephemeral port)",
+            opts.addr, ifc.name
+        ));
+    }
+    let queues = opts.queues.unwrap_or(1).max(1);
+    let opts = dataplane::Options { queues: Some(queues), ..opts };
+    let workload = match a.workload {
+        WorkloadArg::Etc => Workload::Etc,
+        WorkloadArg::Usr => Workload::Usr,
+    };
+    let keys = Arc::new(KeySpace::new(workload, a.keys, a.seed));
+    let limits = tcp_limits();
+    let running = Arc::new(AtomicUsize::new(queues as usize));
+    let make = |q: u32| {
+        let per = a.keys.div_ceil(queues as usize);
+        let from = (q as usize * per).min(a.keys);
+        let cfg = KvGenConfig {
+            local: opts.addr,
+            dst: a.dst.into(),
+            port: a.port,
+            workload,
+            keys: keys.clone(),
+            preload: from..(from + per).min(a.keys),
+            conns: a.conns,
+            depth: a.depth,
+            rate: share(a.rate, queues, q),
+            duration: duration.into(),
+            drain: drain.into(),
+            seed: a.seed.wrapping_mul(31).wrapping_add(u64::from(q) + 1),
+        };
+        // Requests are copied into 2 KB send buffers until acknowledged: enough for every
+        // connection's pipeline of the largest sets.
+        let bufs = tcp::channel::Buffers::new(a.conns * (a.depth.max(64) + 4), 2048);
+        let g = KvGen::new(cfg).count_down_when_finished(running.clone());
+        engine::ChannelService::client(g, tcp::Config::default(), limits, bufs)
+    };
+    let until = Until::CountedDown(running.clone(), duration + drain + PRELOAD_LIMIT);
+    let out = dataplane::run(&opts, &[(wire::Protocol::TCP, 0)], make, until, "gen kv")?;
+    if let Some(p) = &a.dp.counters {
+        report::write_counters_json(&out, p)?;
+    }
+    let mut s = KvGenStats::default();
+    for svc in out.apps() {
+        s.merge(&svc.server.stats);
+    }
+    let secs = duration.as_secs_f64();
+    let latency = Percentiles::of(&s.latency);
+    let (mk, mv) = keys.mean_sizes();
+    let name = match a.workload {
+        WorkloadArg::Etc => "etc",
+        WorkloadArg::Usr => "usr",
+    };
+    println!(
+        "gen kv: {name}, {} keys (mean key {mk:.1} B, value {mv:.1} B) stored {}; {} engine(s), {} connection(s) each, depth {}, open loop at {} req/s\n  requests {} answers {} ({:.0} per s): get hits {} misses {} stored {} errors {}; behind schedule {}; broken connections {}\n  latency us: {}",
+        a.keys,
+        s.preloaded,
+        out.engines.len(),
+        a.conns,
+        a.depth,
+        a.rate,
+        s.sent,
+        s.completed,
+        s.completed as f64 / secs,
+        s.hits,
+        s.misses,
+        s.stored,
+        s.errors,
+        s.behind,
+        s.broken,
+        latency.micros()
+    );
+    if let Some(path) = &a.load.json {
+        let j = ReportJson {
+            workload: name,
+            keys: a.keys,
+            conns: a.conns,
+            depth: a.depth,
+            rate: a.rate,
+            secs,
+            sent: s.sent,
+            completed: s.completed,
+            per_s: s.completed as f64 / secs,
+            hits: s.hits,
+            misses: s.misses,
+            stored: s.stored,
+            errors: s.errors,
+            preloaded: s.preloaded,
+            behind: s.behind,
+            broken: s.broken,
+            latency_ns: latency,
+        };
+        report::write_json(path, &j)?;
+    }
+    if s.completed == 0 {
+        return Err("no answer came (is the server up and listening?)".into());
+    }
+    Ok(())
+}
+
+/// The report as JSON.
+#[derive(Serialize)]
+struct ReportJson {
+    workload: &'static str,
+    keys: usize,
+    conns: usize,
+    depth: usize,
+    rate: u64,
+    secs: f64,
+    sent: u64,
+    completed: u64,
+    per_s: f64,
+    hits: u64,
+    misses: u64,
+    stored: u64,
+    errors: u64,
+    preloaded: u64,
+    behind: u64,
+    broken: u64,
+    latency_ns: Percentiles,
+}
