@@ -48,6 +48,10 @@ pub struct GenKvArgs {
     /// Requests outstanding per connection at most (IX's clients pipelined up to 4).
     #[arg(long, default_value_t = 4)]
     pub depth: usize,
+    /// Do not store the key space first (it is already there, from an earlier run with the
+    /// same --keys, --workload and --seed).
+    #[arg(long)]
+    pub no_preload: bool,
     /// Seed of the key space and the request stream.
     #[arg(long, default_value_t = 1)]
     pub seed: u64,
@@ -99,7 +103,7 @@ pub fn run(a: GenKvArgs) -> Result<(), String> {
             port: a.port,
             workload,
             keys: keys.clone(),
-            preload: from..(from + per).min(a.keys),
+            preload: if a.no_preload { 0..0 } else { from..(from + per).min(a.keys) },
             conns: a.conns,
             depth: a.depth,
             rate: share(a.rate, queues, q),
