@@ -514,6 +514,16 @@ fn with_two_queues_every_key_is_seen_on_every_connection() {
                 c.0.write_all(b"incr ctr 1 noreply\r\n").unwrap();
             }
         }
+        // A CAS race between two connections (likely on two engines): one wins.
+        let unique = |c: &mut Client| -> String {
+            let g = String::from_utf8(c.ask(b"gets shared\r\n")).unwrap();
+            g.lines().next().unwrap().rsplit(' ').next().unwrap().to_string()
+        };
+        let (u0, u1) = (unique(&mut conns[0]), unique(&mut conns[9]));
+        assert_eq!(u0, u1);
+        let a = conns[0].ask(format!("cas shared 0 0 1 {u0}\r\nA\r\n").as_bytes());
+        let b = conns[9].ask(format!("cas shared 0 0 1 {u1}\r\nB\r\n").as_bytes());
+        assert_eq!((&a[..], &b[..]), (&b"STORED\r\n"[..], &b"EXISTS\r\n"[..]));
         let got = conns[3].ask(b"get ctr\r\n");
         assert_eq!(String::from_utf8_lossy(&got), "VALUE ctr 0 4\r\n1600\r\nEND\r\n");
         conns[0].stat("curr_items")
