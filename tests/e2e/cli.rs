@@ -79,3 +79,35 @@ fn a_second_sirocco_on_the_same_interface_is_refused_cleanly() {
     assert!(st.success(), "the first one is unharmed: {log}");
     assert!(!net.server_has_xdp());
 }
+
+/// `sirocco kv`'s own options and config keys: one line naming what is wrong, before any
+/// interface is touched.
+#[test]
+fn kv_options_and_config_are_checked() {
+    let base = ["kv", "--iface", "lo", "--addr", "198.18.0.1"];
+    for (extra, needle) in [
+        (vec!["--memory", "0"], "--memory must be"),
+        (vec!["--memory", "1"], "at least two pages"),
+        (vec!["--max-item-size", "lots"], "is not a size"),
+        (vec!["--max-item-size", "512"], "between 1k and 128m"),
+        (vec!["--max-item-size", "4m", "--memory", "6"], "at least two pages of 4 MB"),
+        (vec!["--max-conns", "0"], "--max-conns"),
+    ] {
+        let out = Command::new(sirocco()).args(base).args(&extra).output().unwrap();
+        assert_one_clear_line(&out, needle);
+        assert_eq!(String::from_utf8_lossy(&out.stderr).lines().count(), 1, "{extra:?}");
+    }
+    let dir = std::env::temp_dir().join(format!("sirocco-kv-cli-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    for (text, needle) in [
+        ("memory = \"lots\"\n", "kv.toml:1"),
+        ("port = 11211\nmemroy = 64\n", "unknown key `memroy`"),
+        ("max_item_size = \"2x\"\n", "is not a size"),
+    ] {
+        let path = dir.join("kv.toml");
+        std::fs::write(&path, text).unwrap();
+        let out = Command::new(sirocco()).args(base).args(["--config", path.to_str().unwrap()]).output().unwrap();
+        assert_one_clear_line(&out, needle);
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+}
