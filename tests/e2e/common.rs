@@ -201,6 +201,20 @@ pub fn engine(c: &serde_json::Value, q: usize, name: &str) -> u64 {
     c["engines"][q][name].as_u64().unwrap_or(0)
 }
 
+/// Stops a reference server started as our child: SIGTERM, then SIGKILL if it has not gone
+/// in 5 s, and reaps it. (`ip netns exec` executes the server in place, so the child is the
+/// server itself.)
+pub fn stop_child(child: &mut Child) {
+    // SAFETY: a signal to our own child, which has not been waited for yet.
+    unsafe { libc::kill(child.id() as i32, libc::SIGTERM) };
+    let t = Instant::now();
+    while t.elapsed() < Duration::from_secs(5) && matches!(child.try_wait(), Ok(None)) {
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let _ = child.kill();
+    let _ = child.wait();
+}
+
 /// Runs `f` on a thread that has entered network namespace `ns`; sockets it opens live there.
 pub fn in_netns<T: Send + 'static>(ns: &str, f: impl FnOnce() -> T + Send + 'static) -> T {
     let path = format!("/var/run/netns/{ns}");

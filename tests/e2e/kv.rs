@@ -14,16 +14,8 @@ pub struct Memcached(Child);
 
 impl Drop for Memcached {
     fn drop(&mut self) {
-        // `ip netns exec` executes memcached in place, so this is memcached itself, which has
-        // no children of its own.
-        // SAFETY: a signal to our own child, which has not been waited for yet.
-        unsafe { libc::kill(self.0.id() as i32, libc::SIGTERM) };
-        let t = Instant::now();
-        while t.elapsed() < Duration::from_secs(5) && matches!(self.0.try_wait(), Ok(None)) {
-            std::thread::sleep(Duration::from_millis(20));
-        }
-        let _ = self.0.kill();
-        let _ = self.0.wait();
+        // memcached runs as one process (its threads die with it).
+        stop_child(&mut self.0);
     }
 }
 
@@ -149,8 +141,8 @@ fn unescape(s: &str) -> Vec<u8> {
     out
 }
 
-/// What may differ between two correct servers: the version string, and seconds since last
-/// access (each server's clock ticks on its own second).
+/// What may differ between two correct servers: the version string, and the seconds since
+/// last access and until expiry (each server's clock ticks on its own second; "never" stays).
 fn normalise(out: &[u8]) -> String {
     let s = String::from_utf8_lossy(out).into_owned();
     s.split("\r\n")
@@ -160,8 +152,13 @@ fn normalise(out: &[u8]) -> String {
             }
             line.split(' ')
                 .map(|t| {
+                    let secs = |p: &str| t.strip_prefix(p).is_some_and(|n| n != "-1" && n.parse::<i64>().is_ok());
                     if t.starts_with("la=") {
                         "la=N".to_string()
+                    } else if secs("exp=") {
+                        "exp=N".to_string()
+                    } else if secs("t") {
+                        "tN".to_string()
                     } else if t.len() > 1 && t.starts_with('l') && t[1..].bytes().all(|c| c.is_ascii_digit()) {
                         "lN".to_string()
                     } else {

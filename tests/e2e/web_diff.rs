@@ -10,16 +10,9 @@ pub struct Nginx(Child, std::path::PathBuf);
 
 impl Drop for Nginx {
     fn drop(&mut self) {
-        // SIGTERM first: nginx's fast shutdown; a SIGKILL only if it has not gone in 5 s.
-        // It runs as one process (master_process off), so no worker can be left behind.
-        // SAFETY: a signal to our own child, which has not been waited for yet.
-        unsafe { libc::kill(self.0.id() as i32, libc::SIGTERM) };
-        let t = Instant::now();
-        while t.elapsed() < Duration::from_secs(5) && matches!(self.0.try_wait(), Ok(None)) {
-            std::thread::sleep(Duration::from_millis(20));
-        }
-        let _ = self.0.kill();
-        let _ = self.0.wait();
+        // SIGTERM is nginx's fast shutdown. It runs as one process (master_process off), so no
+        // worker can be left behind.
+        stop_child(&mut self.0);
         let _ = std::fs::remove_dir_all(&self.1);
     }
 }

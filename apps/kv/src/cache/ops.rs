@@ -243,6 +243,29 @@ impl Locked<'_> {
         }
     }
 
+    /// [`arith`](Self::arith), but a miss (without a CAS to compare) stores `initial` with
+    /// expiry `create` when that is given — the binary protocol's and `ma N`'s counters.
+    #[allow(clippy::too_many_arguments)]
+    pub fn arith_or_create(
+        &mut self,
+        key: &[u8],
+        incr: bool,
+        delta: u64,
+        cas: u64,
+        create: Option<(u64, u32)>,
+        now: u32,
+    ) -> Arith {
+        let r = self.arith(key, incr, delta, cas, now);
+        let (Arith::NotFound, 0, Some((initial, exp))) = (r, cas, create) else { return r };
+        let mut d = [0u8; 20];
+        let v = format_u64(initial, &mut d);
+        match self.store(key, Mode::Add, 0, exp, v, 0, now) {
+            Stored::Stored(c) => Arith::Value(initial, c),
+            Stored::NoMemory => Arith::NoMemory,
+            _ => Arith::NotFound,
+        }
+    }
+
     /// Sets a new expiry on `key`; false if there is no such item.
     pub fn touch(&mut self, key: &[u8], exptime: u32, now: u32) -> bool {
         match self.shard.find(self.hash, key, now) {

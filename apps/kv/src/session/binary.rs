@@ -149,19 +149,10 @@ pub(super) fn step(data: &[u8], ctx: &mut Ctx<'_>, out: &mut dyn Out, swallow: &
             let delta = u64::from_be_bytes(extras[0..8].try_into().expect("8 bytes"));
             let initial = u64::from_be_bytes(extras[8..16].try_into().expect("8 bytes"));
             let exptime = u32_at(extras, 16);
-            let mut l = ctx.cache.lock(key);
-            let mut r = l.arith(key, incr, delta, h.cas, ctx.now);
             // A miss creates the counter with its initial value, unless the expiry says not to.
-            if r == Arith::NotFound && h.cas == 0 && exptime != u32::MAX {
-                let exp = ctx.cache.realtime(i64::from(exptime as i32), ctx.now);
-                let mut d = [0u8; 20];
-                let v = crate::cache::format_u64(initial, &mut d);
-                r = match l.store(key, Mode::Add, 0, exp, v, 0, ctx.now) {
-                    Stored::Stored(cas) => Arith::Value(initial, cas),
-                    Stored::NoMemory => Arith::NoMemory,
-                    _ => Arith::NotFound,
-                };
-            }
+            let create =
+                (exptime != u32::MAX).then(|| (initial, ctx.cache.realtime(i64::from(exptime as i32), ctx.now)));
+            let r = ctx.cache.lock(key).arith_or_create(key, incr, delta, h.cas, create, ctx.now);
             let (hits, misses) = if incr { (&c.incr_hits, &c.incr_misses) } else { (&c.decr_hits, &c.decr_misses) };
             match r {
                 Arith::Value(v, cas) => {

@@ -290,18 +290,7 @@ fn arith(key: &[u8], flags: Flags<'_>, ctx: &mut Ctx<'_>, out: &mut dyn Out) {
     let Some(cas) = cas_flag(flags) else { return reply(out, false, BAD_TOKEN_MD_MA) };
     let c = ctx.counters;
     let mut l = ctx.cache.lock(key);
-    let mut r = l.arith(key, incr, delta, cas, ctx.now);
-    if r == Arith::NotFound && cas == 0 {
-        if let Some(exp) = vivify {
-            let mut d = [0u8; 20];
-            let v = crate::cache::format_u64(initial, &mut d);
-            r = match l.store(key, Mode::Add, 0, exp, v, 0, ctx.now) {
-                Stored::Stored(cas) => Arith::Value(initial, cas),
-                Stored::NoMemory => Arith::NoMemory,
-                _ => Arith::NotFound,
-            };
-        }
-    }
+    let r = l.arith_or_create(key, incr, delta, cas, vivify.map(|exp| (initial, exp)), ctx.now);
     let (hits, misses) = if incr { (&c.incr_hits, &c.incr_misses) } else { (&c.decr_hits, &c.decr_misses) };
     let q = flags.has(b'q');
     match r {

@@ -107,12 +107,7 @@ impl Session {
             self.buf.extend_from_slice(data);
             self.resume_inner(ctx, out);
         }
-        if self.closing {
-            self.buf.clear();
-            Flow::Close
-        } else {
-            Flow::Open
-        }
+        self.flow()
     }
 
     /// Handles commands left waiting (call when the backlog has shrunk).
@@ -120,6 +115,10 @@ impl Session {
         if !self.buf.is_empty() && !self.closing {
             self.resume_inner(ctx, out);
         }
+        self.flow()
+    }
+
+    fn flow(&mut self) -> Flow {
         if self.closing {
             self.buf.clear();
             Flow::Close
