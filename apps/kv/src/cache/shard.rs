@@ -472,19 +472,26 @@ impl Shard {
 
     fn give_page(&mut self, c: usize, p: u32) {
         self.classes[c].pages.push(p);
-        // Chunks of the page are handed out from its start; earlier free chunks go first.
+        let size = self.classes[c].size as usize;
         let first = u64::from(p) << 32;
+        // A page that served another class (or was flushed) holds old bytes where this
+        // class's chunk headers fall: every chunk starts out free, so that a later move of
+        // this page does not take stale bytes for a linked item.
+        let mut off = 0;
+        while off + size <= self.page_size {
+            self.set_state(first | off as u64, 0);
+            off += size;
+        }
         match self.classes[c].bump {
+            // Chunks of the page are handed out from its start.
             None => self.classes[c].bump = Some(first),
             Some(_) => {
                 // The class still has never-used chunks in another page: chain this page's
                 // chunks onto the free list instead.
-                let size = self.classes[c].size as usize;
                 let mut off = 0;
                 while off + size <= self.page_size {
                     let id = first | off as u64;
                     self.set_u64(id, NEXT, self.classes[c].free);
-                    self.set_state(id, 0);
                     self.classes[c].free = id;
                     off += size;
                 }

@@ -1,5 +1,5 @@
 //! The meta commands (`mg`, `ms`, `md`, `ma`, `mn`, `me`), answered as memcached 1.6 answers
-//! them. Supported flags — mg: c f h k l O q s t T u v; ms: c C F I k M O q T; md: C k O q;
+//! them. Supported flags — mg: c f h k l O q s t T u v; ms: c C F k M O q T; md: C k O q;
 //! ma: c C D J k M N O q t T v. Base64 keys (`b`), vivify-on-miss and recache for `mg`
 //! (`N`, `R`), explicit CAS values (`E`) and stale items are not: such a flag is answered
 //! `CLIENT_ERROR invalid flag`.
@@ -41,7 +41,7 @@ pub(super) fn run(
     };
     let allowed: &[u8] = match cmd {
         MetaCmd::Get => b"cfhklOqstTuv",
-        MetaCmd::Set => b"cCFIkMOqT",
+        MetaCmd::Set => b"cCFkMOqT",
         MetaCmd::Delete => b"CkOq",
         MetaCmd::Arith => b"cCDJkMNOqtTv",
         MetaCmd::Noop | MetaCmd::Debug => b"",
