@@ -130,6 +130,42 @@ pub fn parse<'a>(cmd: &[u8], rest: &'a [u8]) -> Meta<'a> {
     Meta::Cmd { cmd, key, datalen, flags }
 }
 
+/// Decodes a base64 key (the `b` flag: standard alphabet, padded) into `out`; the decoded
+/// length, or None if it is not base64 or does not fit.
+pub fn decode_key(token: &[u8], out: &mut [u8]) -> Option<usize> {
+    fn val(c: u8) -> Option<u32> {
+        Some(match c {
+            b'A'..=b'Z' => c - b'A',
+            b'a'..=b'z' => c - b'a' + 26,
+            b'0'..=b'9' => c - b'0' + 52,
+            b'+' => 62,
+            b'/' => 63,
+            _ => return None,
+        } as u32)
+    }
+    if token.is_empty() || !token.len().is_multiple_of(4) {
+        return None;
+    }
+    let mut n = 0;
+    for (i, q) in token.chunks(4).enumerate() {
+        let last = (i + 1) * 4 == token.len();
+        let pad = q.iter().rev().take_while(|&&c| c == b'=').count();
+        if pad > 2 || (pad > 0 && !last) {
+            return None;
+        }
+        let mut v = 0u32;
+        for &c in &q[..4 - pad] {
+            v = v << 6 | val(c)?;
+        }
+        v <<= 6 * pad as u32;
+        let bytes = [(v >> 16) as u8, (v >> 8) as u8, v as u8];
+        let take = 3 - pad;
+        out.get_mut(n..n + take)?.copy_from_slice(&bytes[..take]);
+        n += take;
+    }
+    Some(n)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -148,5 +184,12 @@ mod tests {
         assert!(matches!(parse(b"mn", b""), Meta::Cmd { cmd: MetaCmd::Noop, .. }));
         assert_eq!(parse(b"mg", b" k v v"), Meta::Error("duplicate flag", None));
         assert!(matches!(parse(b"mg", b" k v V"), Meta::Cmd { .. }), "flags are case-sensitive");
+        let mut k = [0u8; 16];
+        assert_eq!(decode_key(b"Zm9vYg==", &mut k).map(|n| &k[..n]), Some(&b"foob"[..]));
+        assert_eq!(decode_key(b"Zm9vYmE=", &mut k).map(|n| &k[..n]), Some(&b"fooba"[..]));
+        assert_eq!(decode_key(b"Zm9vYmFy", &mut k).map(|n| &k[..n]), Some(&b"foobar"[..]));
+        assert_eq!(decode_key(b"Zm9v!mFy", &mut k), None);
+        assert_eq!(decode_key(b"Zm9=YmFy", &mut k), None);
+        assert_eq!(decode_key(b"Zm9", &mut k), None);
     }
 }

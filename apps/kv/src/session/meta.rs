@@ -1,6 +1,6 @@
 //! The meta commands (`mg`, `ms`, `md`, `ma`, `mn`, `me`), answered as memcached 1.6 answers
 //! them. Supported flags — mg: c f h k l O q s t T u v; ms: c C F k M O q T; md: C k O q;
-//! ma: c C D J k M N O q t T v. Base64 keys (`b`), vivify-on-miss and recache for `mg`
+//! ma: c C D J k M N O q t T v; base64 keys (`b`) on all four. Vivify-on-miss and recache for `mg`
 //! (`N`, `R`), explicit CAS values (`E`) and stale items are not: such a flag is answered
 //! `CLIENT_ERROR invalid flag`.
 
@@ -40,10 +40,10 @@ pub(super) fn run(
         }
     };
     let allowed: &[u8] = match cmd {
-        MetaCmd::Get => b"cfhklOqstTuv",
-        MetaCmd::Set => b"cCFkMOqT",
-        MetaCmd::Delete => b"CkOq",
-        MetaCmd::Arith => b"cCDJkMNOqtTv",
+        MetaCmd::Get => b"bcfhklOqstTuv",
+        MetaCmd::Set => b"bcCFkMOqT",
+        MetaCmd::Delete => b"bCkOq",
+        MetaCmd::Arith => b"bcCDJkMNOqtTv",
         MetaCmd::Noop | MetaCmd::Debug => b"",
     };
     if flags.iter().any(|(f, _)| !allowed.contains(&f)) {
@@ -53,6 +53,23 @@ pub(super) fn run(
         }
         return Step::Done(n);
     }
+    // With `b` the key is base64: operations use the bytes, answers show the token.
+    let shown = key;
+    let mut decoded = [0u8; 256];
+    let key: &[u8] = if flags.has(b'b') {
+        match memcache::meta::decode_key(key, &mut decoded) {
+            Some(len) => &decoded[..len],
+            None => {
+                reply(out, false, b"CLIENT_ERROR error decoding key");
+                if cmd == MetaCmd::Set {
+                    *swallow = datalen + 2;
+                }
+                return Step::Done(n);
+            }
+        }
+    } else {
+        key
+    };
     match cmd {
         MetaCmd::Noop => {
             out.put(b"MN\r\n");
@@ -63,15 +80,15 @@ pub(super) fn run(
             Step::Done(n)
         }
         MetaCmd::Get => {
-            get(key, flags, ctx, out);
+            get(key, shown, flags, ctx, out);
             Step::Done(n)
         }
         MetaCmd::Delete => {
-            delete(key, flags, ctx, out);
+            delete(key, shown, flags, ctx, out);
             Step::Done(n)
         }
         MetaCmd::Arith => {
-            arith(key, flags, ctx, out);
+            arith(key, shown, flags, ctx, out);
             Step::Done(n)
         }
         MetaCmd::Set => {
@@ -87,7 +104,7 @@ pub(super) fn run(
                 reply(out, false, b"CLIENT_ERROR bad data chunk");
                 return Step::Done(n + datalen + 2);
             }
-            set(key, &block[..datalen], flags, ctx, out);
+            set(key, shown, &block[..datalen], flags, ctx, out);
             Step::Done(n + datalen + 2)
         }
     }
@@ -124,6 +141,10 @@ fn ret_flags(l: &mut Line, flags: Flags<'_>, key: &[u8], it: Option<&Item<'_>>, 
             _ => {}
         }
     }
+    // A returned base64 key is marked as such, after the other flags.
+    if flags.has(b'k') && flags.has(b'b') {
+        l.s(b" b");
+    }
 }
 
 fn ttl(tok: Option<&[u8]>, ctx: &Ctx<'_>) -> Result<Option<u32>, ()> {
@@ -142,7 +163,7 @@ fn cas_flag(flags: Flags<'_>) -> Option<u64> {
     }
 }
 
-fn get(key: &[u8], flags: Flags<'_>, ctx: &mut Ctx<'_>, out: &mut dyn Out) {
+fn get(key: &[u8], shown: &[u8], flags: Flags<'_>, ctx: &mut Ctx<'_>, out: &mut dyn Out) {
     let Ok(touch) = ttl(flags.get(b'T'), ctx) else { return reply(out, false, BAD_TOKEN_MG) };
     let c = ctx.counters;
     c.cmd_get.inc();
@@ -175,7 +196,7 @@ fn get(key: &[u8], flags: Flags<'_>, ctx: &mut Ctx<'_>, out: &mut dyn Out) {
     } else {
         line.s(b"HD");
     }
-    ret_flags(&mut line, flags, key, Some(&it), ctx.now, prev);
+    ret_flags(&mut line, flags, shown, Some(&it), ctx.now, prev);
     line.s(b"\r\n");
     out.put(line.bytes());
     if v {
@@ -184,7 +205,7 @@ fn get(key: &[u8], flags: Flags<'_>, ctx: &mut Ctx<'_>, out: &mut dyn Out) {
     }
 }
 
-fn set(key: &[u8], value: &[u8], flags: Flags<'_>, ctx: &mut Ctx<'_>, out: &mut dyn Out) {
+fn set(key: &[u8], shown: &[u8], value: &[u8], flags: Flags<'_>, ctx: &mut Ctx<'_>, out: &mut dyn Out) {
     ctx.counters.cmd_set.inc();
     let mode = match flags.get(b'M') {
         None | Some(b"S" | b"s") => Mode::Set,
@@ -239,12 +260,12 @@ fn set(key: &[u8], value: &[u8], flags: Flags<'_>, ctx: &mut Ctx<'_>, out: &mut 
         Stored::Stored(_) => l.find(key, ctx.now).map(|id| l.shard.item(id)),
         _ => None,
     };
-    ret_flags(&mut line, flags, key, it.as_ref(), ctx.now, (false, ctx.now));
+    ret_flags(&mut line, flags, shown, it.as_ref(), ctx.now, (false, ctx.now));
     line.s(b"\r\n");
     out.put(line.bytes());
 }
 
-fn delete(key: &[u8], flags: Flags<'_>, ctx: &mut Ctx<'_>, out: &mut dyn Out) {
+fn delete(key: &[u8], shown: &[u8], flags: Flags<'_>, ctx: &mut Ctx<'_>, out: &mut dyn Out) {
     let Some(cas) = cas_flag(flags) else { return reply(out, false, BAD_TOKEN_MD_MA) };
     let r = ctx.cache.lock(key).delete(key, cas, ctx.now);
     let code: &[u8] = match r {
@@ -264,12 +285,12 @@ fn delete(key: &[u8], flags: Flags<'_>, ctx: &mut Ctx<'_>, out: &mut dyn Out) {
     }
     let mut line = Line::new();
     line.s(code);
-    ret_flags(&mut line, flags, key, None, ctx.now, (false, ctx.now));
+    ret_flags(&mut line, flags, shown, None, ctx.now, (false, ctx.now));
     line.s(b"\r\n");
     out.put(line.bytes());
 }
 
-fn arith(key: &[u8], flags: Flags<'_>, ctx: &mut Ctx<'_>, out: &mut dyn Out) {
+fn arith(key: &[u8], shown: &[u8], flags: Flags<'_>, ctx: &mut Ctx<'_>, out: &mut dyn Out) {
     let incr = match flags.get(b'M') {
         None | Some(b"I" | b"i" | b"+") => true,
         Some(b"D" | b"d" | b"-") => false,
@@ -312,7 +333,7 @@ fn arith(key: &[u8], flags: Flags<'_>, ctx: &mut Ctx<'_>, out: &mut dyn Out) {
             } else {
                 line.s(b"HD");
             }
-            ret_flags(&mut line, flags, key, it.as_ref(), ctx.now, (false, ctx.now));
+            ret_flags(&mut line, flags, shown, it.as_ref(), ctx.now, (false, ctx.now));
             line.s(b"\r\n");
             out.put(line.bytes());
             if flags.has(b'v') {
