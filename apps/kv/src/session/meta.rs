@@ -1,8 +1,8 @@
 //! The meta commands (`mg`, `ms`, `md`, `ma`, `mn`, `me`), answered as memcached 1.6 answers
 //! them. Supported flags — mg: c f h k l O q s t T u v; ms: c C F k M O q T; md: C k O q;
 //! ma: c C D J k M N O q t T v; base64 keys (`b`) on all four. Vivify-on-miss and recache for `mg`
-//! (`N`, `R`), explicit CAS values (`E`) and stale items are not: such a flag is answered
-//! `CLIENT_ERROR invalid flag`.
+//! (`N`, `R`) and invalidation (`I`: stale items, W/X/Z) are not yet: such a flag is answered
+//! `CLIENT_ERROR invalid flag` (as `E` and `md x` are by memcached 1.6.18 itself).
 
 use super::out::{Line, Out};
 use super::text::reply;
