@@ -107,6 +107,11 @@ impl Cache {
         &self.cfg
     }
 
+    /// True if an item of this key, value and flags is no larger than the largest item.
+    pub fn fits(&self, klen: usize, vlen: usize, flags: u32) -> bool {
+        item_size(klen, vlen, flags) <= self.cfg.max_item
+    }
+
     /// Bytes per slab page.
     pub fn page_size(&self) -> usize {
         self.page_size

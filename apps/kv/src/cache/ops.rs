@@ -1,7 +1,7 @@
 //! The operations every protocol (text, meta, binary) is made of, on a locked shard, with
 //! memcached's semantics.
 
-use super::shard::{item_size, Item, ItemId};
+use super::shard::{Item, ItemId};
 use super::Locked;
 
 /// How a store treats an existing item.
@@ -123,15 +123,10 @@ impl Locked<'_> {
         now: u32,
     ) -> Stored {
         let vlen: usize = parts.iter().map(|p| p.len()).sum();
-        let max = self.cache.cfg.max_item;
-        let old = self.shard.find(self.hash, key, now);
-        if item_size(key.len(), vlen, flags) > max {
-            // memcached drops what a failed set would have replaced, so no stale value stays.
-            if let (Mode::Set, Some(o)) = (mode, old) {
-                self.shard.unlink(self.hash, o);
-            }
-            return Stored::TooLarge;
+        if !self.cache.fits(key.len(), vlen, flags) {
+            return self.refuse_too_large(key, mode, now);
         }
+        let old = self.shard.find(self.hash, key, now);
         let check = |old: Option<Item<'_>>| -> Result<(), Stored> {
             match (mode, old) {
                 (_, None) if cas != 0 => Err(Stored::NotFound),
@@ -171,12 +166,23 @@ impl Locked<'_> {
         }
     }
 
+    /// A store refused as larger than any item (also before its value has arrived): as
+    /// memcached, a `set` drops what it would have replaced, so no stale value stays.
+    pub fn refuse_too_large(&mut self, key: &[u8], mode: Mode, now: u32) -> Stored {
+        if mode == Mode::Set {
+            if let Some(o) = self.shard.find(self.hash, key, now) {
+                self.shard.unlink(self.hash, o);
+            }
+        }
+        Stored::TooLarge
+    }
+
     fn concat(&mut self, key: &[u8], append: bool, parts: &[&[u8]], cas: u64, now: u32) -> Stored {
         let Some(o) = self.shard.find(self.hash, key, now) else { return Stored::NotStored };
         let it = self.shard.item(o);
         let (flags, exptime, olen) = (it.flags, it.exptime, it.value.len());
         let add: usize = parts.iter().map(|p| p.len()).sum();
-        if item_size(key.len(), olen + add, flags) > self.cache.cfg.max_item {
+        if !self.cache.fits(key.len(), olen + add, flags) {
             return Stored::TooLarge;
         }
         // The old value is copied aside first: making room may evict it.

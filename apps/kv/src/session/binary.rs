@@ -41,14 +41,10 @@ pub(super) fn step(data: &[u8], ctx: &mut Ctx<'_>, out: &mut dyn Out, swallow: &
         return Step::Incomplete;
     }
     let flags = if h.extlen == 8 { data.get(HEADER..HEADER + 4).map_or(0, |f| u32_at(f, 0)) } else { 0 };
-    if crate::cache::item_size(klen, vlen as usize, flags) > ctx.cache.config().max_item {
+    if !ctx.cache.fits(klen, vlen as usize, flags) {
         let Some(key) = data.get(key_at..key_at + klen) else { return Step::Incomplete };
-        if matches!(h.opcode, op::SET | op::SETQ) {
-            let mut l = ctx.cache.lock(key);
-            if let Some(id) = l.find(key, ctx.now) {
-                l.shard.unlink(l.hash, id);
-            }
-        }
+        let mode = if matches!(h.opcode, op::SET | op::SETQ) { Mode::Set } else { Mode::Add };
+        ctx.cache.lock(key).refuse_too_large(key, mode, ctx.now);
         ctx.counters.store_too_large.inc();
         error(out, &h, Status::TooLarge);
         *swallow = HEADER + body - (key_at + klen);

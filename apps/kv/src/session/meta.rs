@@ -93,7 +93,7 @@ pub(super) fn run(
         }
         MetaCmd::Set => {
             let cf = flags.get(b'F').and_then(u32_token).unwrap_or(0);
-            if crate::cache::item_size(key.len(), datalen, cf) > ctx.cache.config().max_item {
+            if !ctx.cache.fits(key.len(), datalen, cf) {
                 ctx.counters.store_too_large.inc();
                 reply(out, false, b"SERVER_ERROR object too large for cache");
                 *swallow = datalen + 2;

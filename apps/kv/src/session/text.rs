@@ -27,17 +27,12 @@ pub(super) fn step(data: &[u8], ctx: &mut Ctx<'_>, out: &mut dyn Out, swallow: &
             Step::Done(n)
         }
         Command::Store { op, key, flags, exptime, bytes, cas, noreply } => {
-            let max = ctx.cache.config().max_item;
-            if crate::cache::item_size(key.len(), bytes, flags) > max {
+            if !ctx.cache.fits(key.len(), bytes, flags) {
                 // Refused before the data is read; the data is skipped as it arrives.
                 ctx.counters.store_too_large.inc();
                 ctx.counters.cmd_set.inc();
-                if op == StoreOp::Set {
-                    let mut l = ctx.cache.lock(key);
-                    if let Some(id) = l.find(key, ctx.now) {
-                        l.shard.unlink(l.hash, id);
-                    }
-                }
+                let mode = if op == StoreOp::Set { Mode::Set } else { Mode::Add };
+                ctx.cache.lock(key).refuse_too_large(key, mode, ctx.now);
                 reply(out, noreply, b"SERVER_ERROR object too large for cache");
                 *swallow = bytes + 2;
                 return Step::Done(n);
