@@ -1,20 +1,16 @@
 //! TCP echo on the level-2 channel (the IX / MegaPipe echo server). Received bytes are copied
-//! into send buffers and handed to `sendv`; what the peer's window does not take waits for the
-//! next `sent`. The receive window reopens only as the echo is acknowledged, so a connection
-//! never holds more than its receive window of buffer memory.
+//! into the connection's [`Outbox`] and handed to `sendv` as the peer's window allows. The
+//! receive window reopens only as the echo is acknowledged, so a connection never holds more
+//! than its receive window of buffer memory.
 
-use std::collections::VecDeque;
-
-use tcp::channel::{BufId, Calls, Event, Events, Extent, Server};
+use tcp::channel::{Calls, Event, Events, Outbox, Server};
 use tcp::Handle;
 
-/// One connection: the buffer being filled and the extents `sendv` has not taken yet (each
-/// holding a reference to its buffer, as `cur` holds one for what is still to be written).
+/// One connection: its unsent echo, and whether the peer has finished sending.
 #[derive(Default)]
 struct Conn {
     h: Option<Handle>,
-    cur: Option<(BufId, u32)>,
-    unsent: VecDeque<Extent>,
+    out: Outbox,
     fin: bool,
 }
 
@@ -46,58 +42,11 @@ impl ChannelEcho {
         u64::from(i)
     }
 
-    /// Copies `data` into `c`'s buffers; false if they ran out.
-    fn store(calls: &mut Calls<'_>, c: &mut Conn, mut data: &[u8]) -> bool {
-        let size = calls.buffers().size() as u32;
-        while !data.is_empty() {
-            let (id, used) = match c.cur {
-                Some((id, used)) if used < size => (id, used),
-                full => {
-                    if let Some((id, _)) = full {
-                        calls.buffers().release(id);
-                    }
-                    c.cur = None;
-                    match calls.buffers().alloc() {
-                        Some(id) => (id, 0),
-                        None => return false,
-                    }
-                }
-            };
-            let n = (size - used).min(data.len() as u32);
-            calls.buffers().write(id, used, &data[..n as usize]).expect("appends after every sent byte");
-            let e = Extent { buf: id, off: used, len: n };
-            match c.unsent.back_mut() {
-                Some(last) if last.buf == id && last.off + last.len == used => last.len += n,
-                _ => {
-                    calls.buffers().retain(id).expect("cur is allocated");
-                    c.unsent.push_back(e);
-                }
-            }
-            c.cur = Some((id, used + n));
-            data = &data[n as usize..];
-        }
-        true
-    }
-
-    /// Hands the unsent extents to TCP as far as the window allows; closes after the last one
-    /// once the peer has closed.
+    /// Hands the echo to TCP as far as the window allows; closes after the last byte once
+    /// the peer has closed.
     fn flush(calls: &mut Calls<'_>, c: &mut Conn) {
         let Some(h) = c.h else { return };
-        while let Some(&e) = c.unsent.front() {
-            let took = calls.sendv(h, &[e]).unwrap_or(0);
-            if took < e.len {
-                c.unsent[0] = Extent { off: e.off + took, len: e.len - took, ..e };
-                return;
-            }
-            c.unsent.pop_front();
-            calls.buffers().release(e.buf);
-        }
-        // Everything in the current buffer is TCP's now: let it go back to the pool once
-        // acknowledged instead of keeping a mostly empty buffer per idle connection.
-        if let Some((id, _)) = c.cur.take() {
-            calls.buffers().release(id);
-        }
-        if c.fin {
+        if c.out.flush(calls, h) && c.fin {
             let _ = calls.close(h);
         }
     }
@@ -106,12 +55,7 @@ impl ChannelEcho {
         let Some(c) = self.conns.get_mut(cookie as usize).filter(|c| c.h.is_some()) else {
             return;
         };
-        if let Some((id, _)) = c.cur.take() {
-            calls.buffers().release(id);
-        }
-        for e in c.unsent.drain(..) {
-            calls.buffers().release(e.buf);
-        }
+        c.out.clear(calls.buffers());
         c.h = None;
         c.fin = false;
         self.free.push(cookie as u32);
@@ -134,7 +78,7 @@ impl Server for ChannelEcho {
                 }
                 Event::Recv { h, cookie, data } => {
                     let c = &mut self.conns[cookie as usize];
-                    if Self::store(calls, c, data) {
+                    if c.out.write(calls.buffers(), data) {
                         Self::flush(calls, c);
                     } else {
                         self.no_buffer += 1;
