@@ -420,7 +420,11 @@ impl Server for HttpGen {
                             }
                         }
                         Err(_) => {
-                            self.stats.connect_failed += 1;
+                            // A handshake the generator itself cut short at the end of the
+                            // run is not the server's failure.
+                            if !self.done {
+                                self.stats.connect_failed += 1;
+                            }
                             self.conns[i as usize].phase = Phase::Down;
                             self.conns[i as usize].h = None;
                         }
