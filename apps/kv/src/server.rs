@@ -192,6 +192,8 @@ impl Info for InfoOf<'_> {
                 each("binding_protocol", "auto-negotiate");
                 each("item_size_max", &cfg.max_item.to_string());
                 each("slab_page_size", &cache.page_size().to_string());
+                each("slab_reassign", "yes");
+                each("slab_automove", "1");
                 each("shards", &cfg.shards.to_string());
                 true
             }

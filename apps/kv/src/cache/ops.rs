@@ -166,6 +166,52 @@ impl Locked<'_> {
         }
     }
 
+    /// `ms` with `I`: a compare-and-swap whose unique is older than the item's still stores,
+    /// but the value is marked stale and keeps the item's expiry and recache token (memcached's
+    /// rule, so a slow writer's late value serves until a fresh one arrives). Otherwise a
+    /// plain [`store`](Self::store).
+    #[allow(clippy::too_many_arguments)]
+    pub fn store_invalidating(
+        &mut self,
+        key: &[u8],
+        mode: Mode,
+        flags: u32,
+        exptime: u32,
+        value: &[u8],
+        cas: u64,
+        now: u32,
+    ) -> Stored {
+        let older = match self.shard.find(self.hash, key, now) {
+            Some(o) if mode == Mode::Set && cas != 0 && cas < self.shard.item(o).cas => Some(self.shard.item(o)),
+            _ => None,
+        };
+        let Some(old) = older else { return self.store(key, mode, flags, exptime, value, cas, now) };
+        let (exp, token) = (old.exptime, old.token_sent);
+        let r = self.store(key, Mode::Set, flags, exp, value, 0, now);
+        if let Stored::Stored(_) = r {
+            if let Some(id) = self.shard.find(self.hash, key, now) {
+                self.shard.set_marks(id, true, token);
+            }
+        }
+        r
+    }
+
+    /// `md` with `I`: instead of removing `key`, marks it stale with a new unique (and a new
+    /// expiry if given) and takes back its recache token, so the next reader wins it.
+    pub fn invalidate(&mut self, key: &[u8], cas: u64, exptime: Option<u32>, now: u32) -> Stored {
+        match self.shard.find(self.hash, key, now) {
+            None => Stored::NotFound,
+            Some(o) if cas != 0 && self.shard.item(o).cas != cas => Stored::Exists,
+            Some(o) => {
+                if let Some(e) = exptime {
+                    self.shard.set_exptime(o, e);
+                }
+                self.shard.set_marks(o, true, false);
+                Stored::Stored(self.shard.recas(o))
+            }
+        }
+    }
+
     /// A store refused as larger than any item (also before its value has arrived): as
     /// memcached, a `set` drops what it would have replaced, so no stale value stays.
     pub fn refuse_too_large(&mut self, key: &[u8], mode: Mode, now: u32) -> Stored {
@@ -466,5 +512,35 @@ mod tests {
         assert_eq!(c.stats().slabs_moved, 1);
         let too = vec![0u8; 1 << 20];
         assert_eq!(c.lock(b"t").store(b"t", Mode::Set, 0, 0, &too, 0, 100), Stored::TooLarge);
+    }
+
+    #[test]
+    fn memory_follows_the_sizes_stored_now() {
+        // The cache fills with small items; then clients store only larger ones. Without
+        // automove the larger class would keep the one page it took and evict within it.
+        let c = cache(8);
+        for i in 0..100_000u32 {
+            let k = format!("s{i}");
+            c.lock(k.as_bytes()).store(k.as_bytes(), Mode::Set, 0, 0, &[1u8; 100], 0, 100);
+        }
+        assert_eq!(c.pages_free(), 0);
+        let big = vec![2u8; 2000];
+        for round in 0..10u32 {
+            for i in 0..2_000u32 {
+                let k = format!("b{round}-{i}");
+                c.lock(k.as_bytes()).store(k.as_bytes(), Mode::Set, 0, 0, &big, 0, 110 + round);
+            }
+        }
+        let pages =
+            |size_at_least: u32| c.classes().iter().filter(|x| x.0 >= size_at_least).map(|x| x.1).sum::<usize>();
+        assert!(c.stats().slabs_moved > 2, "moved {}", c.stats().slabs_moved);
+        assert!(pages(2000) >= 4, "the large class holds {} of 8 pages", pages(2000));
+        // The most recent large items are all there.
+        for i in 0..2_000u32 {
+            let k = format!("b9-{i}");
+            assert!(c.lock(k.as_bytes()).get(k.as_bytes(), 120, None).is_some(), "{k} lost");
+        }
+        // ... and a class still in use keeps a page.
+        assert!(pages(0) - pages(2000) >= 1);
     }
 }

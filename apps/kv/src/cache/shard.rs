@@ -36,10 +36,17 @@ pub const HDR: usize = 48;
 const LINKED: u8 = 1;
 const ACTIVE: u8 = 2;
 const FETCHED: u8 = 4;
+/// Invalidated (`md I`, `ms I`): still served, flagged `X`, until a fresh value replaces it.
+const STALE: u8 = 8;
+/// A client has been told it won the right to recache this item (`W`); others see `Z`.
+const TOKEN_SENT: u8 = 16;
 
 /// How many recently read tail items an allocation moves back to the head before it evicts
 /// one anyway.
 const SECOND_CHANCES: usize = 32;
+
+/// Evictions in a shard between two looks at whether a page should move to the evicting class.
+const AUTOMOVE_EVERY: u32 = 64;
 
 /// The size classes: chunk sizes growing by `factor` from 96 bytes, the last one a whole page.
 pub fn class_sizes(page: usize, factor: f64) -> Vec<u32> {
@@ -72,6 +79,10 @@ pub struct Item<'a> {
     pub time: u32,
     /// Read at least once since it was stored.
     pub fetched: bool,
+    /// Invalidated: its value is stale.
+    pub stale: bool,
+    /// The right to recache it has been handed to a client.
+    pub token_sent: bool,
 }
 
 /// What a shard counts (the cache sums them for `stats`).
@@ -131,6 +142,8 @@ pub struct Shard {
     pub stats: ShardStats,
     /// Reused room for a value being rewritten (append, prepend).
     pub(crate) scratch: Vec<u8>,
+    /// Evictions since the last automove decision.
+    evictions_since_look: u32,
 }
 
 fn ntotal(klen: usize, vlen: usize, flags: u32) -> usize {
@@ -164,6 +177,7 @@ impl Shard {
             oldest_live: 0,
             stats: ShardStats::default(),
             scratch: Vec::new(),
+            evictions_since_look: 0,
         }
     }
 
@@ -229,6 +243,8 @@ impl Shard {
             exptime: self.u32_at(id, EXPTIME),
             time: self.u32_at(id, TIME),
             fetched: self.state(id) & FETCHED != 0,
+            stale: self.state(id) & STALE != 0,
+            token_sent: self.state(id) & TOKEN_SENT != 0,
         }
     }
 
@@ -277,6 +293,13 @@ impl Shard {
     /// Notes an access to `id` that is not a read (its last-access time only).
     pub fn touch_read_time(&mut self, id: ItemId, now: u32) {
         self.set_u32(id, TIME, now);
+    }
+
+    /// Marks `id` stale (or not) and its recache token as handed out (or not).
+    pub fn set_marks(&mut self, id: ItemId, stale: bool, token_sent: bool) {
+        let s = self.state(id) & !(STALE | TOKEN_SENT);
+        let m = if stale { STALE } else { 0 } | if token_sent { TOKEN_SENT } else { 0 };
+        self.set_state(id, s | m);
     }
 
     /// Sets `id`'s expiry time.
@@ -443,11 +466,40 @@ impl Shard {
             return self.pop_free(c);
         }
         if self.classes[c].tail != NONE {
+            self.evictions_since_look += 1;
+            if self.evictions_since_look >= AUTOMOVE_EVERY {
+                self.evictions_since_look = 0;
+                if let Some(v) = self.automove_victim(c, now) {
+                    self.move_page(v, c);
+                    return self.pop_free(c);
+                }
+            }
             self.evict_tail(c);
             return self.pop_free(c);
         }
-        self.move_page_to(c);
+        // A class with no page at all takes one from the class holding the most.
+        if let Some(v) = (0..self.classes.len()).filter(|&i| i != c).max_by_key(|&i| self.classes[i].pages.len()) {
+            self.move_page(v, c);
+        }
         self.pop_free(c)
+    }
+
+    /// Slab automove, as memcached's: a class evicting items much younger than the oldest
+    /// item of another class takes a page from that class, so memory follows the sizes
+    /// clients store now instead of staying with the sizes they stored first. "Much younger":
+    /// the victim's least recently used item is idle at least 2 s and 5/4 as long as `c`'s,
+    /// which is memcached's age ratio of 0.8; a victim keeps its last page.
+    fn automove_victim(&self, c: usize, now: u32) -> Option<usize> {
+        let age = |i: usize| {
+            let t = self.classes[i].tail;
+            (t != NONE).then(|| now.saturating_sub(self.u32_at(t, TIME)))
+        };
+        let mine = age(c)?;
+        let (v, oldest) = (0..self.classes.len())
+            .filter(|&i| i != c && self.classes[i].pages.len() > 1)
+            .filter_map(|i| Some((i, age(i)?)))
+            .max_by_key(|&(_, a)| a)?;
+        (oldest >= 2 && u64::from(mine) * 5 < u64::from(oldest) * 4).then_some(v)
     }
 
     fn pop_free(&mut self, c: usize) -> Option<ItemId> {
@@ -519,11 +571,8 @@ impl Shard {
         self.unlink(h, t);
     }
 
-    /// Takes the newest page of the class with the most pages (evicting its items) for `c`.
-    fn move_page_to(&mut self, c: usize) {
-        let Some(v) = (0..self.classes.len()).filter(|&i| i != c).max_by_key(|&i| self.classes[i].pages.len()) else {
-            return;
-        };
+    /// Takes the newest page of class `v` (evicting its items) for class `c`.
+    fn move_page(&mut self, v: usize, c: usize) {
         let Some(&p) = self.classes[v].pages.last() else { return };
         let size = self.classes[v].size as usize;
         let first = u64::from(p) << 32;

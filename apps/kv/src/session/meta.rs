@@ -1,8 +1,13 @@
 //! The meta commands (`mg`, `ms`, `md`, `ma`, `mn`, `me`), answered as memcached 1.6 answers
-//! them. Supported flags — mg: c f h k l O q s t T u v; ms: c C F k M O q T; md: C k O q;
-//! ma: c C D J k M N O q t T v; base64 keys (`b`) on all four. Vivify-on-miss and recache for `mg`
-//! (`N`, `R`) and invalidation (`I`: stale items, W/X/Z) are not yet: such a flag is answered
-//! `CLIENT_ERROR invalid flag` (as `E` and `md x` are by memcached 1.6.18 itself).
+//! them. Supported flags — mg: c f h k l N O q R s t T u v; ms: c C F I k M O q T; md: C I k O q T;
+//! ma: c C D J k M N O q t T v; base64 keys (`b`) on all four. memcached 1.6.18 itself refuses
+//! `E` and `md x` (`CLIENT_ERROR invalid flag`), and so does this server.
+//!
+//! Stale-while-revalidate, as memcached: `mg N` creates an empty item on a miss, `mg R` asks
+//! for the item when its time to live falls below a bound, `md I` invalidates instead of
+//! deleting, `ms I` with an older CAS stores a value that stays stale. The first reader of such
+//! an item is told it won (`W`) and should recache it; later readers see `Z` (someone else
+//! already won) and `X` (the value is stale).
 
 use super::out::{Line, Out};
 use super::text::reply;
@@ -40,9 +45,9 @@ pub(super) fn run(
         }
     };
     let allowed: &[u8] = match cmd {
-        MetaCmd::Get => b"bcfhklOqstTuv",
-        MetaCmd::Set => b"bcCFkMOqT",
-        MetaCmd::Delete => b"bCkOq",
+        MetaCmd::Get => b"bcfhklNOqRstTuv",
+        MetaCmd::Set => b"bcCFIkMOqT",
+        MetaCmd::Delete => b"bCIkOqT",
         MetaCmd::Arith => b"bcCDJkMNOqtTv",
         MetaCmd::Noop | MetaCmd::Debug => b"",
     };
@@ -165,18 +170,38 @@ fn cas_flag(flags: Flags<'_>) -> Option<u64> {
 
 fn get(key: &[u8], shown: &[u8], flags: Flags<'_>, ctx: &mut Ctx<'_>, out: &mut dyn Out) {
     let Ok(touch) = ttl(flags.get(b'T'), ctx) else { return reply(out, false, BAD_TOKEN_MG) };
+    let Ok(vivify) = ttl(flags.get(b'N'), ctx) else { return reply(out, false, BAD_TOKEN_MG) };
+    let recache = match flags.get(b'R').map(u32_token) {
+        None => None,
+        Some(Some(r)) => Some(r),
+        Some(None) => return reply(out, false, BAD_TOKEN_MG),
+    };
     let c = ctx.counters;
     c.cmd_get.inc();
     if touch.is_some() {
         c.cmd_touch.inc();
     }
     let mut l = ctx.cache.lock(key);
-    let Some(id) = l.find(key, ctx.now) else {
-        c.get_misses.inc();
-        if touch.is_some() {
-            c.touch_misses.inc();
+    let (id, created) = match (l.find(key, ctx.now), vivify) {
+        (Some(id), _) => (id, false),
+        (None, Some(exp)) => {
+            c.get_misses.inc();
+            // The miss becomes an empty item whose creator is told to fill it (`W`).
+            match l.store(key, Mode::Add, 0, exp, b"", 0, ctx.now) {
+                Stored::Stored(_) => match l.find(key, ctx.now) {
+                    Some(id) => (id, true),
+                    None => return reply(out, flags.has(b'q'), b"EN"),
+                },
+                _ => return reply(out, false, b"SERVER_ERROR out of memory storing object"),
+            }
         }
-        return reply(out, flags.has(b'q'), b"EN");
+        (None, None) => {
+            c.get_misses.inc();
+            if touch.is_some() {
+                c.touch_misses.inc();
+            }
+            return reply(out, flags.has(b'q'), b"EN");
+        }
     };
     let before = l.shard.item(id);
     let prev = (before.fetched, before.time);
@@ -187,8 +212,12 @@ fn get(key: &[u8], shown: &[u8], flags: Flags<'_>, ctx: &mut Ctx<'_>, out: &mut 
         l.shard.set_exptime(id, e);
         c.touch_hits.inc();
     }
-    c.get_hits.inc();
+    if !created {
+        c.get_hits.inc();
+    }
     let it = l.shard.item(id);
+    let expiring = matches!(recache, Some(r) if it.exptime != 0 && it.exptime.saturating_sub(ctx.now) < r);
+    let win = !it.token_sent && (created || it.stale || expiring);
     let mut line = Line::new();
     let v = flags.has(b'v');
     if v {
@@ -197,11 +226,24 @@ fn get(key: &[u8], shown: &[u8], flags: Flags<'_>, ctx: &mut Ctx<'_>, out: &mut 
         line.s(b"HD");
     }
     ret_flags(&mut line, flags, shown, Some(&it), ctx.now, prev);
+    if it.token_sent {
+        line.s(b" Z");
+    }
+    if it.stale {
+        line.s(b" X");
+    }
+    if win {
+        line.s(b" W");
+    }
     line.s(b"\r\n");
     out.put(line.bytes());
     if v {
         out.put(it.value);
         out.put(b"\r\n");
+    }
+    if win {
+        let stale = it.stale;
+        l.shard.set_marks(id, stale, true);
     }
 }
 
@@ -223,7 +265,11 @@ fn set(key: &[u8], shown: &[u8], value: &[u8], flags: Flags<'_>, ctx: &mut Ctx<'
     };
     let Some(cas) = cas_flag(flags) else { return reply(out, false, BAD_TOKEN_MG) };
     let mut l = ctx.cache.lock(key);
-    let r = l.store(key, mode, cf, exp.unwrap_or(0), value, cas, ctx.now);
+    let r = if flags.has(b'I') {
+        l.store_invalidating(key, mode, cf, exp.unwrap_or(0), value, cas, ctx.now)
+    } else {
+        l.store(key, mode, cf, exp.unwrap_or(0), value, cas, ctx.now)
+    };
     let c = ctx.counters;
     let q = flags.has(b'q');
     let mut line = Line::new();
@@ -267,7 +313,9 @@ fn set(key: &[u8], shown: &[u8], value: &[u8], flags: Flags<'_>, ctx: &mut Ctx<'
 
 fn delete(key: &[u8], shown: &[u8], flags: Flags<'_>, ctx: &mut Ctx<'_>, out: &mut dyn Out) {
     let Some(cas) = cas_flag(flags) else { return reply(out, false, BAD_TOKEN_MD_MA) };
-    let r = ctx.cache.lock(key).delete(key, cas, ctx.now);
+    let Ok(exp) = ttl(flags.get(b'T'), ctx) else { return reply(out, false, BAD_TOKEN_MD_MA) };
+    let mut l = ctx.cache.lock(key);
+    let r = if flags.has(b'I') { l.invalidate(key, cas, exp, ctx.now) } else { l.delete(key, cas, ctx.now) };
     let code: &[u8] = match r {
         Stored::Stored(_) => {
             ctx.counters.delete_hits.inc();
