@@ -36,7 +36,45 @@ pub const TARGETS: &[(&str, Target)] = &[
     ("memcache_text", memcache_text),
     ("memcache_binary", memcache_binary),
     ("kv_session", kv_session),
+    ("resp_request", resp_request),
+    ("store_log_record", store_log_record),
 ];
+
+/// Requests, whole and in two pieces: the parser never panics, never claims more than it was
+/// given, and a request cut anywhere parses as it does whole.
+pub fn resp_request(data: &[u8]) {
+    use resp::{Parsed, Parser};
+    let (cut, data) = match data.split_first() {
+        Some((&b, rest)) => (usize::from(b) % (rest.len() + 1), rest),
+        None => (0, data),
+    };
+    let mut whole = Parser::new(4096);
+    let r = whole.parse(data);
+    let args: Vec<Vec<u8>> = whole.args.iter(data).map(<[u8]>::to_vec).collect();
+    if let Parsed::Request { consumed } = r {
+        assert!(consumed <= data.len());
+    }
+    let mut pieces = Parser::new(4096);
+    let first = pieces.parse(&data[..cut]);
+    let again = if first == Parsed::Incomplete { pieces.parse(data) } else { first };
+    // An error or a request found in the first piece is found whole too.
+    if let (Parsed::Request { .. }, Parsed::Request { .. }) = (r, again) {
+        if first == Parsed::Incomplete {
+            assert_eq!(again, r);
+            assert_eq!(pieces.args.iter(data).map(<[u8]>::to_vec).collect::<Vec<_>>(), args);
+        }
+    }
+}
+
+/// The log reader: never panics, and whatever it reads as a record encodes back to the bytes.
+pub fn store_log_record(data: &[u8]) {
+    use store::log::record::{encode, read, Read};
+    if let Read::Record { seq, change, size } = read(data, 1 << 16) {
+        let mut again = Vec::new();
+        assert_eq!(encode(&mut again, seq, &change), size);
+        assert_eq!(&again[..], &data[..size]);
+    }
+}
 
 /// The test certificate and key (public test material; see crates/tls/tests/certs).
 fn tls_config() -> tls::TlsConfig {
@@ -766,6 +804,21 @@ pub fn seeds(target: &str) -> Vec<Vec<u8>> {
             b.extend_from_slice(&[0x80, 0x0a, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 3, 0, 0, 0, 0, 0, 0, 0, 0]);
             v.push(b);
             v
+        }
+        "resp_request" => vec![
+            b"\x09*3\r\n$3\r\nSET\r\n$1\r\nk\r\n$5\r\nvalue\r\n".to_vec(),
+            b"\x04SET k \"a b\\x41\" 'c\\'d'\r\n".to_vec(),
+            b"\x02*2\r\n$-1\r\n*0\r\n".to_vec(),
+        ],
+        "store_log_record" => {
+            use store::log::record::{encode, Change};
+            let mut a = Vec::new();
+            encode(&mut a, 7, &Change::Sets(vec![(b"k", b"value", 0), (b"x", b"", 1_800_000_000_000)]));
+            let mut b = Vec::new();
+            encode(&mut b, 9, &Change::Del(vec![b"k", b"other"]));
+            let mut c = Vec::new();
+            encode(&mut c, 11, &Change::Expire(b"k", 5));
+            vec![a, b, c]
         }
         "memcache_text" => vec![
             b"\x05set k 5 0 3\r\nabc\r\nget k x\r\ngets k\r\nincr k 1\r\nappend k 0 0 1\r\n!\r\n".to_vec(),

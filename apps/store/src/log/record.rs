@@ -1,0 +1,299 @@
+//! Log records, sans-IO. Every change to the keyspace is one record; a record holds the
+//! state it leaves behind (the whole new value, not "append these bytes"), so replaying a
+//! record never depends on reading another one right.
+//!
+//! ```text
+//! 0   u32  CRC-32C of bytes 4..24+len
+//! 4   u32  len: payload bytes
+//! 8   u64  seq: the change's place in the store's one global order (from 1)
+//! 16  u8   kind; 7 bytes zero
+//! 24  payload
+//!     Sets:   u32 n, then n × (u32 klen, u32 vlen, i64 expire-at ms (0: none), key, value)
+//!     Del:    u32 n, then n × (u32 klen, key)
+//!     Expire: i64 at ms (0: persist), u32 klen, key
+//!     Flush:  nothing
+//! ```
+//!
+//! A header of zeros is padding: the rest of the 4 KiB block is empty (each group commit ends
+//! on a block boundary, so a block once made durable is never written again).
+
+/// Bytes of a record header.
+pub const HDR: usize = 24;
+/// The log's block: each commit is padded to it (O_DIRECT's alignment too).
+pub const BLOCK: usize = 4096;
+
+/// Record kinds.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[repr(u8)]
+pub enum Kind {
+    /// Keys set to values (SET, MSET, INCR, APPEND, ...).
+    Sets = 1,
+    /// Keys removed.
+    Del = 2,
+    /// A key's expiry changed.
+    Expire = 3,
+    /// Every key removed.
+    Flush = 4,
+}
+
+/// One change, borrowed.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Change<'a> {
+    /// `(key, value, expire_at_ms)` set.
+    Sets(Vec<(&'a [u8], &'a [u8], i64)>),
+    /// Keys removed.
+    Del(Vec<&'a [u8]>),
+    /// `key` now expires at `at_ms` (0: never).
+    Expire(&'a [u8], i64),
+    /// Every key removed.
+    Flush,
+}
+
+/// Writes records into a byte buffer.
+pub struct Encoder<'a> {
+    buf: &'a mut Vec<u8>,
+    start: usize,
+}
+
+impl<'a> Encoder<'a> {
+    /// Starts a record of `kind` with sequence number `seq` at the end of `buf`.
+    pub fn new(buf: &'a mut Vec<u8>, kind: Kind, seq: u64) -> Encoder<'a> {
+        let start = buf.len();
+        buf.extend_from_slice(&[0u8; 8]);
+        buf.extend_from_slice(&seq.to_le_bytes());
+        buf.push(kind as u8);
+        buf.extend_from_slice(&[0u8; 7]);
+        Encoder { buf, start }
+    }
+
+    /// Appends a u32.
+    pub fn u32(&mut self, v: u32) -> &mut Self {
+        self.buf.extend_from_slice(&v.to_le_bytes());
+        self
+    }
+
+    /// Appends an i64.
+    pub fn i64(&mut self, v: i64) -> &mut Self {
+        self.buf.extend_from_slice(&v.to_le_bytes());
+        self
+    }
+
+    /// Appends bytes.
+    pub fn bytes(&mut self, b: &[u8]) -> &mut Self {
+        self.buf.extend_from_slice(b);
+        self
+    }
+
+    /// Finishes the record: its length and checksum. Returns its size.
+    pub fn finish(self) -> usize {
+        let len = self.buf.len() - self.start - HDR;
+        self.buf[self.start + 4..self.start + 8].copy_from_slice(&(len as u32).to_le_bytes());
+        let crc = crc32c::crc32c(&self.buf[self.start + 4..]);
+        self.buf[self.start..self.start + 4].copy_from_slice(&crc.to_le_bytes());
+        self.buf.len() - self.start
+    }
+}
+
+/// Appends `change` as record `seq`; returns its size.
+pub fn encode(buf: &mut Vec<u8>, seq: u64, change: &Change<'_>) -> usize {
+    match change {
+        Change::Sets(sets) => {
+            let mut e = Encoder::new(buf, Kind::Sets, seq);
+            e.u32(sets.len() as u32);
+            for (k, v, exp) in sets {
+                e.u32(k.len() as u32).u32(v.len() as u32).i64(*exp).bytes(k).bytes(v);
+            }
+            e.finish()
+        }
+        Change::Del(keys) => {
+            let mut e = Encoder::new(buf, Kind::Del, seq);
+            e.u32(keys.len() as u32);
+            for k in keys {
+                e.u32(k.len() as u32).bytes(k);
+            }
+            e.finish()
+        }
+        Change::Expire(k, at) => {
+            let mut e = Encoder::new(buf, Kind::Expire, seq);
+            e.i64(*at).u32(k.len() as u32).bytes(k);
+            e.finish()
+        }
+        Change::Flush => Encoder::new(buf, Kind::Flush, seq).finish(),
+    }
+}
+
+/// What is at a place in the log.
+#[derive(Debug, PartialEq, Eq)]
+pub enum Read<'a> {
+    /// A whole, intact record of `size` bytes.
+    Record {
+        /// Its sequence number.
+        seq: u64,
+        /// The change.
+        change: Change<'a>,
+        /// Bytes it takes.
+        size: usize,
+    },
+    /// Padding: go on at the next block boundary.
+    Pad,
+    /// The bytes here do not hold a record: a torn write, corruption, or never written.
+    Bad(&'static str),
+    /// The record runs past the bytes given.
+    Short {
+        /// Bytes it needs in all.
+        need: usize,
+    },
+}
+
+fn u32_at(b: &[u8], at: usize) -> Option<u32> {
+    Some(u32::from_le_bytes(b.get(at..at + 4)?.try_into().ok()?))
+}
+
+fn i64_at(b: &[u8], at: usize) -> Option<i64> {
+    Some(i64::from_le_bytes(b.get(at..at + 8)?.try_into().ok()?))
+}
+
+/// Reads the record at the start of `b` (the bytes from there to as far as known).
+pub fn read(b: &[u8], max_len: usize) -> Read<'_> {
+    if b.len() < HDR {
+        return if b.iter().all(|&x| x == 0) { Read::Pad } else { Read::Short { need: HDR } };
+    }
+    if b[..HDR].iter().all(|&x| x == 0) {
+        return Read::Pad;
+    }
+    let len = u32_at(b, 4).unwrap_or(0) as usize;
+    if len > max_len {
+        return Read::Bad("record length beyond any record's");
+    }
+    if b.len() < HDR + len {
+        return Read::Short { need: HDR + len };
+    }
+    let crc = u32_at(b, 0).unwrap_or(0);
+    if crc32c::crc32c(&b[4..HDR + len]) != crc {
+        return Read::Bad("checksum mismatch");
+    }
+    let seq = u64::from_le_bytes(b[8..16].try_into().unwrap_or_default());
+    if seq == 0 || b[17..24].iter().any(|&x| x != 0) {
+        return Read::Bad("malformed header");
+    }
+    let p = &b[HDR..HDR + len];
+    let change = match b[16] {
+        1 => parse_sets(p),
+        2 => parse_del(p),
+        3 => parse_expire(p),
+        4 if p.is_empty() => Some(Change::Flush),
+        _ => None,
+    };
+    match change {
+        Some(change) => Read::Record { seq, change, size: HDR + len },
+        None => Read::Bad("malformed payload"),
+    }
+}
+
+fn parse_sets(p: &[u8]) -> Option<Change<'_>> {
+    let n = u32_at(p, 0)? as usize;
+    let mut at = 4;
+    // Each set takes at least 16 bytes: a count beyond that is a lie, not an allocation.
+    let mut sets = Vec::with_capacity(n.min(p.len() / 16));
+    for _ in 0..n {
+        let kl = u32_at(p, at)? as usize;
+        let vl = u32_at(p, at + 4)? as usize;
+        let exp = i64_at(p, at + 8)?;
+        let k = p.get(at + 16..(at + 16).checked_add(kl)?)?;
+        let v_at = at + 16 + kl;
+        let v = p.get(v_at..v_at.checked_add(vl)?)?;
+        sets.push((k, v, exp));
+        at = v_at + vl;
+    }
+    (at == p.len()).then_some(Change::Sets(sets))
+}
+
+fn parse_del(p: &[u8]) -> Option<Change<'_>> {
+    let n = u32_at(p, 0)? as usize;
+    let mut at = 4;
+    let mut keys = Vec::with_capacity(n.min(p.len() / 4));
+    for _ in 0..n {
+        let kl = u32_at(p, at)? as usize;
+        keys.push(p.get(at + 4..(at + 4).checked_add(kl)?)?);
+        at += 4 + kl;
+    }
+    (at == p.len()).then_some(Change::Del(keys))
+}
+
+fn parse_expire(p: &[u8]) -> Option<Change<'_>> {
+    let at = i64_at(p, 0)?;
+    let kl = u32_at(p, 8)? as usize;
+    let k = p.get(12..12usize.checked_add(kl)?)?;
+    (12 + kl == p.len()).then_some(Change::Expire(k, at))
+}
+
+/// Pads `buf` with zeros to the next block boundary.
+pub fn pad(buf: &mut Vec<u8>) {
+    let to = buf.len().next_multiple_of(BLOCK);
+    buf.resize(to, 0);
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    /// Sets, keys, and which kind of change to build of them.
+    type Parts = (Vec<(Vec<u8>, Vec<u8>, i64)>, Vec<Vec<u8>>, u8);
+
+    fn change() -> impl Strategy<Value = Parts> {
+        (
+            proptest::collection::vec(
+                (
+                    proptest::collection::vec(any::<u8>(), 0..20),
+                    proptest::collection::vec(any::<u8>(), 0..300),
+                    any::<i64>(),
+                ),
+                0..5,
+            ),
+            proptest::collection::vec(proptest::collection::vec(any::<u8>(), 0..20), 0..5),
+            0u8..4,
+        )
+    }
+
+    proptest! {
+        /// Records read back as written, one after another, and padding reads as padding.
+        #[test]
+        fn round_trip((sets, keys, k) in change(), seq in 1u64..u64::MAX) {
+            let c = match k {
+                0 => Change::Sets(sets.iter().map(|(a, b, e)| (&a[..], &b[..], *e)).collect()),
+                1 => Change::Del(keys.iter().map(|a| &a[..]).collect()),
+                2 => Change::Expire(keys.first().map_or(&b""[..], |a| &a[..]), sets.len() as i64),
+                _ => Change::Flush,
+            };
+            let mut buf = Vec::new();
+            let n = encode(&mut buf, seq, &c);
+            let m = encode(&mut buf, seq + 1, &Change::Flush);
+            pad(&mut buf);
+            prop_assert_eq!(buf.len() % BLOCK, 0);
+            let first = Read::Record { seq, change: c.clone(), size: n };
+            let second = Read::Record { seq: seq + 1, change: Change::Flush, size: m };
+            prop_assert_eq!(read(&buf, 1 << 20), first);
+            prop_assert_eq!(read(&buf[n..], 1 << 20), second);
+            prop_assert_eq!(read(&buf[n + m..], 1 << 20), Read::Pad);
+            // Any one flipped bit is caught.
+            let bit = (seq as usize) % (n * 8);
+            buf[bit / 8] ^= 1 << (bit % 8);
+            let intact = matches!(read(&buf, 1 << 20), Read::Record { .. });
+            prop_assert!(!intact, "a flipped bit went unnoticed");
+            // A record cut short asks for the rest.
+            buf[bit / 8] ^= 1 << (bit % 8);
+            let short = Read::Short { need: n };
+            prop_assert_eq!(read(&buf[..n - 1], 1 << 20), short);
+        }
+    }
+
+    #[test]
+    fn junk_is_bad_not_a_panic() {
+        assert_eq!(read(&[0xff; 30], 1 << 20), Read::Bad("record length beyond any record's"));
+        assert_eq!(read(&[1; 10], 1 << 20), Read::Short { need: HDR });
+        let mut b = vec![0u8; 24];
+        b[4] = 3;
+        assert_eq!(read(&b, 1 << 20), Read::Short { need: 27 });
+    }
+}

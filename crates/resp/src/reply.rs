@@ -1,0 +1,100 @@
+//! Replies: the RESP2 types Redis answers with, written into any byte sink.
+
+use crate::num::format_i64;
+
+/// Somewhere replies are written (a connection's output buffer).
+pub trait Sink {
+    /// Appends bytes.
+    fn put(&mut self, b: &[u8]);
+}
+
+impl Sink for Vec<u8> {
+    fn put(&mut self, b: &[u8]) {
+        self.extend_from_slice(b);
+    }
+}
+
+/// `+OK`.
+pub fn ok(s: &mut dyn Sink) {
+    s.put(b"+OK\r\n");
+}
+
+/// A simple string, `+text`.
+pub fn simple(s: &mut dyn Sink, text: &[u8]) {
+    s.put(b"+");
+    s.put(text);
+    s.put(b"\r\n");
+}
+
+/// An error, `-text` (the text starts with its code: `ERR ...`, `WRONGTYPE ...`). Line breaks
+/// in it would end the reply early: Redis replaces them with blanks, and so does this.
+pub fn error(s: &mut dyn Sink, text: &[u8]) {
+    s.put(b"-");
+    if text.iter().any(|&b| b == b'\r' || b == b'\n') {
+        for &b in text {
+            s.put(if b == b'\r' || b == b'\n' { b" " } else { std::slice::from_ref(&b) });
+        }
+    } else {
+        s.put(text);
+    }
+    s.put(b"\r\n");
+}
+
+/// An integer, `:n`.
+pub fn int(s: &mut dyn Sink, n: i64) {
+    let mut b = [0u8; 20];
+    s.put(b":");
+    s.put(format_i64(n, &mut b));
+    s.put(b"\r\n");
+}
+
+/// The header of a bulk string of `len` bytes (the caller writes the bytes, then [`crlf`]).
+pub fn bulk_header(s: &mut dyn Sink, len: usize) {
+    let mut b = [0u8; 20];
+    s.put(b"$");
+    s.put(format_i64(len as i64, &mut b));
+    s.put(b"\r\n");
+}
+
+/// A bulk string.
+pub fn bulk(s: &mut dyn Sink, v: &[u8]) {
+    bulk_header(s, v.len());
+    s.put(v);
+    s.put(b"\r\n");
+}
+
+/// The end of a bulk string written in parts.
+pub fn crlf(s: &mut dyn Sink) {
+    s.put(b"\r\n");
+}
+
+/// The null bulk string, `$-1` (a missing key).
+pub fn null(s: &mut dyn Sink) {
+    s.put(b"$-1\r\n");
+}
+
+/// The header of an array of `n` elements.
+pub fn array(s: &mut dyn Sink, n: usize) {
+    let mut b = [0u8; 20];
+    s.put(b"*");
+    s.put(format_i64(n as i64, &mut b));
+    s.put(b"\r\n");
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn encodings() {
+        let mut v = Vec::new();
+        ok(&mut v);
+        int(&mut v, -7);
+        bulk(&mut v, b"a\r\nb");
+        null(&mut v);
+        array(&mut v, 2);
+        error(&mut v, b"ERR bad\r\nthing");
+        simple(&mut v, b"PONG");
+        assert_eq!(v, b"+OK\r\n:-7\r\n$4\r\na\r\nb\r\n$-1\r\n*2\r\n-ERR bad  thing\r\n+PONG\r\n");
+    }
+}
