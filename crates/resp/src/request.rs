@@ -283,14 +283,16 @@ fn split_args(line: &[u8], args: &mut Args) -> Result<(), ()> {
             return Ok(());
         }
         let start = out.len();
-        let (mut inq, mut insq) = (false, false);
+        // The quote the word is inside, if any.
+        let mut quote: Option<u8> = None;
         loop {
             let c = at(p);
-            if inq {
-                if c == b'\\' && at(p + 1) == b'x' && hex(at(p + 2)).is_some() && hex(at(p + 3)).is_some() {
+            if let Some(q) = quote {
+                let dq = q == b'"';
+                if dq && c == b'\\' && at(p + 1) == b'x' && hex(at(p + 2)).is_some() && hex(at(p + 3)).is_some() {
                     out.push(hex(at(p + 2)).unwrap_or(0) * 16 + hex(at(p + 3)).unwrap_or(0));
                     p += 3;
-                } else if c == b'\\' && at(p + 1) != 0 {
+                } else if dq && c == b'\\' && at(p + 1) != 0 {
                     p += 1;
                     out.push(match at(p) {
                         b'n' => b'\n',
@@ -300,23 +302,11 @@ fn split_args(line: &[u8], args: &mut Args) -> Result<(), ()> {
                         b'a' => 0x07,
                         other => other,
                     });
-                } else if c == b'"' {
-                    // A closing quote must be followed by a blank or the end.
-                    if at(p + 1) != 0 && !space(at(p + 1)) {
-                        return Err(());
-                    }
-                    p += 1;
-                    break;
-                } else if c == 0 {
-                    return Err(());
-                } else {
-                    out.push(c);
-                }
-            } else if insq {
-                if c == b'\\' && at(p + 1) == b'\'' {
+                } else if !dq && c == b'\\' && at(p + 1) == b'\'' {
                     p += 1;
                     out.push(b'\'');
-                } else if c == b'\'' {
+                } else if c == q {
+                    // A closing quote must be followed by a blank or the end.
                     if at(p + 1) != 0 && !space(at(p + 1)) {
                         return Err(());
                     }
@@ -335,8 +325,7 @@ fn split_args(line: &[u8], args: &mut Args) -> Result<(), ()> {
                         }
                         break;
                     }
-                    b'"' => inq = true,
-                    b'\'' => insq = true,
+                    b'"' | b'\'' => quote = Some(c),
                     _ => out.push(c),
                 }
             }

@@ -498,13 +498,18 @@ mod tests {
             .unwrap();
     }
 
-    #[test]
-    fn a_class_without_pages_takes_one_from_another() {
-        let c = cache(2);
-        for i in 0..12_000u32 {
+    /// Stores `n` items of 100 bytes, `s0`, `s1`, ...
+    fn fill_small(c: &Cache, n: u32) {
+        for i in 0..n {
             let k = format!("s{i}");
             c.lock(k.as_bytes()).store(k.as_bytes(), Mode::Set, 0, 0, &[1u8; 100], 0, 100);
         }
+    }
+
+    #[test]
+    fn a_class_without_pages_takes_one_from_another() {
+        let c = cache(2);
+        fill_small(&c, 12_000);
         assert_eq!(c.pages_free(), 0);
         let big = vec![2u8; 300_000];
         assert!(matches!(c.lock(b"big").store(b"big", Mode::Set, 0, 0, &big, 0, 100), Stored::Stored(_)));
@@ -519,10 +524,7 @@ mod tests {
         // The cache fills with small items; then clients store only larger ones. Without
         // automove the larger class would keep the one page it took and evict within it.
         let c = cache(8);
-        for i in 0..100_000u32 {
-            let k = format!("s{i}");
-            c.lock(k.as_bytes()).store(k.as_bytes(), Mode::Set, 0, 0, &[1u8; 100], 0, 100);
-        }
+        fill_small(&c, 100_000);
         assert_eq!(c.pages_free(), 0);
         let big = vec![2u8; 2000];
         for round in 0..10u32 {
