@@ -42,18 +42,21 @@ pub fn error(s: &mut dyn Sink, text: &[u8]) {
 
 /// An integer, `:n`.
 pub fn int(s: &mut dyn Sink, n: i64) {
+    tagged(s, b":", n);
+}
+
+/// `tag`, a decimal number and a line end: the shape of integers and of bulk and array
+/// headers.
+fn tagged(s: &mut dyn Sink, tag: &[u8], n: i64) {
     let mut b = [0u8; 20];
-    s.put(b":");
+    s.put(tag);
     s.put(format_i64(n, &mut b));
     s.put(b"\r\n");
 }
 
 /// The header of a bulk string of `len` bytes (the caller writes the bytes, then [`crlf`]).
 pub fn bulk_header(s: &mut dyn Sink, len: usize) {
-    let mut b = [0u8; 20];
-    s.put(b"$");
-    s.put(format_i64(len as i64, &mut b));
-    s.put(b"\r\n");
+    tagged(s, b"$", len as i64);
 }
 
 /// A bulk string.
@@ -75,10 +78,7 @@ pub fn null(s: &mut dyn Sink) {
 
 /// The header of an array of `n` elements.
 pub fn array(s: &mut dyn Sink, n: usize) {
-    let mut b = [0u8; 20];
-    s.put(b"*");
-    s.put(format_i64(n as i64, &mut b));
-    s.put(b"\r\n");
+    tagged(s, b"*", n as i64);
 }
 
 #[cfg(test)]
