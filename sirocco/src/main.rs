@@ -48,6 +48,13 @@ enum Cmd {
     /// within their size class. Every engine serves every key: the cache is shared, split
     /// into locked shards by key hash.
     Kv(cmd::kv::KvArgs),
+    /// Durable Redis-protocol store whose log goes straight to a storage queue (Arrakis).
+    ///
+    /// RESP2 and the string commands as Redis 7.0 answers them. A write is acknowledged only
+    /// once its log record is on the device (O_DIRECT|O_DSYNC through io_uring, group
+    /// commit); the log is replayed at start, a torn last write cut off, damage before it
+    /// refused. Every engine serves every key.
+    Store(cmd::store::StoreArgs),
     /// Load generators (the load side of the benchmarks).
     #[command(subcommand)]
     Gen(GenCmd),
@@ -80,6 +87,7 @@ fn main() {
         Cmd::Dns(a) => cmd::dns::run(a),
         Cmd::Web(a) => cmd::web::run(a),
         Cmd::Kv(a) => cmd::kv::run(a),
+        Cmd::Store(a) => cmd::store::run(a),
         Cmd::Gen(GenCmd::Udp(a)) => cmd::gen_udp::run(a),
         Cmd::Gen(GenCmd::Http(a)) => cmd::gen_http::run(a),
         Cmd::Gen(GenCmd::Kv(a)) => cmd::gen_kv::run(a),

@@ -1,5 +1,15 @@
-//! `sirocco store` (issue 17, in progress): a Redis-protocol key-value store that acknowledges
-//! a write only once its log record is durable. Landed so far: the log's record format
-//! ([`log::record`]); the RESP parser lives in the `resp` crate.
+//! `sirocco store`: a Redis-protocol key-value store (RESP2, the string commands) that
+//! acknowledges a write only once its log record is durable — Arrakis's Redis on a stock
+//! kernel. Each engine writes its own log through its own storage queue (io_uring, O_DIRECT,
+//! O_DSYNC, registered buffers) with group commit; one global order of changes and a durable
+//! prefix make what survives a crash a prefix of what clients saw.
+//!
+//! Layers: [`command`] and [`session`] are sans-IO (arguments in, replies and log records
+//! out); [`log`] holds the record format, the staging, the writer on the storage queue, and
+//! the replay; [`server`] joins them on the channel API.
 
+pub mod command;
+pub mod keyspace;
 pub mod log;
+pub mod server;
+pub mod session;

@@ -89,7 +89,11 @@ impl<S: Server> Service for ChannelService<S> {
     }
 
     fn busy(&self) -> bool {
-        self.ch.endpoint().has_output() || self.ch.has_events()
+        self.ch.endpoint().has_output() || self.ch.has_events() || self.server.busy()
+    }
+
+    fn wake_fd(&self) -> Option<i32> {
+        self.server.wake_fd()
     }
 
     fn idle_wait(&self) -> Duration {

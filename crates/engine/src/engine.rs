@@ -212,7 +212,11 @@ impl<P: Port> Engine<P> {
             }
             idle = 0;
             self.node.counters.sleeps += 1;
-            self.port.wait(app.idle_wait().as_millis().clamp(1, 100) as i32);
+            let ms = app.idle_wait().as_millis().clamp(1, 100) as i32;
+            match app.wake_fd() {
+                Some(fd) => self.port.wait_with(ms, fd),
+                None => self.port.wait(ms),
+            }
         }
         if let Some(s) = &self.snapshot {
             if let Ok(mut g) = s.lock() {

@@ -93,6 +93,12 @@ pub trait Service {
         let _ = region;
     }
 
+    /// Another file descriptor whose readiness wakes the engine from its sleep in poll()
+    /// (e.g. a storage queue's ring, when the application waits for a write to finish).
+    fn wake_fd(&self) -> Option<i32> {
+        None
+    }
+
     /// Longest the engine may sleep in poll() when idle (timers due sooner need an earlier
     /// wake-up); the engine sleeps whole milliseconds, at most 100.
     fn idle_wait(&self) -> Duration {

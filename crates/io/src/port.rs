@@ -58,6 +58,11 @@ pub trait Port {
     fn flush(&mut self);
     /// Sleeps until a frame may be ready to receive or `timeout_ms` passes.
     fn wait(&mut self, timeout_ms: i32);
+    /// As [`Port::wait`], waking also when `other` is readable.
+    fn wait_with(&mut self, timeout_ms: i32, other: i32) {
+        let _ = other;
+        self.wait(timeout_ms);
+    }
     /// True while frames wait on the TX ring because the device took nothing at the last
     /// [`flush`](Port::flush) (its queue is full): kicking again at once would be a wasted
     /// system call; [`wait_tx`](Port::wait_tx) instead.

@@ -301,3 +301,13 @@ pub fn ipv4_addrs(iface: &str) -> io::Result<Vec<[u8; 4]>> {
     unsafe { libc::freeifaddrs(head) };
     Ok(out)
 }
+
+/// poll() on two descriptors for input, for at most `timeout_ms`.
+pub fn poll_in2(a: RawFd, b: RawFd, timeout_ms: i32) {
+    let mut p = [
+        libc::pollfd { fd: a, events: libc::POLLIN, revents: 0 },
+        libc::pollfd { fd: b, events: libc::POLLIN, revents: 0 },
+    ];
+    // SAFETY: two valid pollfds in one array of that length.
+    unsafe { libc::poll(p.as_mut_ptr(), 2, timeout_ms) };
+}

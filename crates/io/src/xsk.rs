@@ -547,6 +547,11 @@ impl Port for XskPort {
         sys::poll_in(self.fd.as_raw_fd(), timeout_ms);
     }
 
+    fn wait_with(&mut self, timeout_ms: i32, other: i32) {
+        self.counters.polls += 1;
+        sys::poll_in2(self.fd.as_raw_fd(), other, timeout_ms);
+    }
+
     fn tx_blocked(&mut self) -> bool {
         self.tx_stalled && self.tx.outstanding() > 0
     }

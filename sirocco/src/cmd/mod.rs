@@ -8,5 +8,6 @@ pub mod gen_kv;
 pub mod gen_udp;
 pub mod kv;
 mod load;
+pub mod store;
 pub mod testnet;
 pub mod web;

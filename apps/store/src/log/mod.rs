@@ -1,4 +1,10 @@
-//! The store's log: records (sans-IO) now; the group-commit writer on a storage queue and the
-//! replay at start come next.
+//! The store's log: records, the order of changes and its durable prefix, staging, the
+//! group-commit writer on a storage queue, the directory, snapshots and the replay.
 
+pub mod dir;
+pub mod order;
 pub mod record;
+pub mod replay;
+pub mod snapshot;
+pub mod stage;
+pub mod writer;

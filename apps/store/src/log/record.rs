@@ -12,10 +12,14 @@
 //!     Del:    u32 n, then n × (u32 klen, key)
 //!     Expire: i64 at ms (0: persist), u32 klen, key
 //!     Flush:  nothing
+//!     Commit: u64 bytes (seq: the commit's first record's)
 //! ```
 //!
-//! A header of zeros is padding: the rest of the 4 KiB block is empty (each group commit ends
-//! on a block boundary, so a block once made durable is never written again).
+//! A group commit starts on a block boundary with a Commit record giving its length, and is
+//! padded to the next one, so a block once made durable is never written again. A header of
+//! zeros is padding: the rest of the block is empty. The Commit record is what tells a torn
+//! write (only ever the last commit of a log: one is in flight at a time) from damage to data
+//! that was once whole (a good commit follows it).
 
 /// Bytes of a record header.
 pub const HDR: usize = 24;
@@ -34,6 +38,8 @@ pub enum Kind {
     Expire = 3,
     /// Every key removed.
     Flush = 4,
+    /// The start of a group commit.
+    Commit = 5,
 }
 
 /// One change, borrowed.
@@ -47,6 +53,8 @@ pub enum Change<'a> {
     Expire(&'a [u8], i64),
     /// Every key removed.
     Flush,
+    /// A group commit of this many bytes (padding included) starts here.
+    Commit(u64),
 }
 
 /// Writes records into a byte buffer.
@@ -119,6 +127,11 @@ pub fn encode(buf: &mut Vec<u8>, seq: u64, change: &Change<'_>) -> usize {
             e.finish()
         }
         Change::Flush => Encoder::new(buf, Kind::Flush, seq).finish(),
+        Change::Commit(len) => {
+            let mut e = Encoder::new(buf, Kind::Commit, seq);
+            e.bytes(&len.to_le_bytes());
+            e.finish()
+        }
     }
 }
 
@@ -182,6 +195,7 @@ pub fn read(b: &[u8], max_len: usize) -> Read<'_> {
         2 => parse_del(p),
         3 => parse_expire(p),
         4 if p.is_empty() => Some(Change::Flush),
+        5 if p.len() == 8 => Some(Change::Commit(u64::from_le_bytes(p.try_into().unwrap_or_default()))),
         _ => None,
     };
     match change {
@@ -227,6 +241,18 @@ fn parse_expire(p: &[u8]) -> Option<Change<'_>> {
     (12 + kl == p.len()).then_some(Change::Expire(k, at))
 }
 
+/// Bytes of a Commit record.
+pub const COMMIT_SIZE: usize = HDR + 8;
+
+/// The commit that starts at the beginning of `b`, if a whole Commit record is there: its
+/// first sequence number and length.
+pub fn commit_at(b: &[u8]) -> Option<(u64, u64)> {
+    match read(b.get(..COMMIT_SIZE)?, 8) {
+        Read::Record { seq, change: Change::Commit(len), .. } => Some((seq, len)),
+        _ => None,
+    }
+}
+
 /// Pads `buf` with zeros to the next block boundary.
 pub fn pad(buf: &mut Vec<u8>) {
     let to = buf.len().next_multiple_of(BLOCK);
@@ -252,7 +278,7 @@ mod tests {
                 0..5,
             ),
             proptest::collection::vec(proptest::collection::vec(any::<u8>(), 0..20), 0..5),
-            0u8..4,
+            0u8..5,
         )
     }
 
@@ -264,6 +290,7 @@ mod tests {
                 0 => Change::Sets(sets.iter().map(|(a, b, e)| (&a[..], &b[..], *e)).collect()),
                 1 => Change::Del(keys.iter().map(|a| &a[..]).collect()),
                 2 => Change::Expire(keys.first().map_or(&b""[..], |a| &a[..]), sets.len() as i64),
+                3 => Change::Commit(seq / 3),
                 _ => Change::Flush,
             };
             let mut buf = Vec::new();

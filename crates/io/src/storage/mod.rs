@@ -260,15 +260,26 @@ impl StoragePort {
     /// Opens `path` with O_DIRECT, for reading (and writing, creating it, if `write`). Returns
     /// the file and its size.
     pub fn open(&mut self, path: &Path, write: bool) -> Result<(FileId, u64), StorageError> {
+        self.open_flags(path, write, 0)
+    }
+
+    /// Opens `path` (which must exist) with O_DIRECT and O_DSYNC for writing: a write
+    /// completes only once its data, and what is needed to read it back, are on the device
+    /// (a FUA write, or a write and a cache flush, as the device allows).
+    pub fn open_dsync(&mut self, path: &Path) -> Result<(FileId, u64), StorageError> {
+        self.open_flags(path, true, libc::O_DSYNC)
+    }
+
+    fn open_flags(&mut self, path: &Path, write: bool, extra: i32) -> Result<(FileId, u64), StorageError> {
         let shown = path.display().to_string();
         let slot =
             self.files.iter().position(Option::is_none).ok_or(StorageError::TooManyFiles(self.files.len() as u32))?;
         let f = File::options()
             .read(true)
             .write(write)
-            .create(write)
+            .create(write && extra == 0)
             .truncate(false)
-            .custom_flags(libc::O_DIRECT | libc::O_CLOEXEC)
+            .custom_flags(libc::O_DIRECT | libc::O_CLOEXEC | extra)
             .open(path)
             .map_err(|e| match e.raw_os_error() {
                 Some(libc::EINVAL) => StorageError::NoDirect(shown.clone()),
@@ -281,6 +292,12 @@ impl StoragePort {
             .map_err(|e| StorageError::Io(format!("registering {shown}"), e))?;
         self.files[slot] = Some(f);
         Ok((FileId(slot as u32), size))
+    }
+
+    /// The ring's descriptor: readable while completions wait to be reaped (to sleep in
+    /// poll() on it together with a NIC queue).
+    pub fn ring_fd(&self) -> i32 {
+        self.ring.as_raw_fd()
     }
 
     /// Closes a file. Requests still in flight on it finish first (the kernel holds its own

@@ -210,6 +210,18 @@ pub trait Server {
     /// Handles one batch (possibly empty: an application that opens connections of its own
     /// does it here).
     fn handle(&mut self, events: &Events<'_>, calls: &mut Calls<'_>);
+
+    /// True while the application has work to do without new events (the engine keeps
+    /// polling instead of sleeping).
+    fn busy(&self) -> bool {
+        false
+    }
+
+    /// A file descriptor whose readiness should also wake a sleeping engine (e.g. the ring
+    /// of a storage queue whose writes the application waits for).
+    fn wake_fd(&self) -> Option<i32> {
+        None
+    }
 }
 
 /// The calls a handler makes.

@@ -66,6 +66,7 @@ pub enum Verdict {
 
 /// Writes a connection's output.
 pub struct Writer<'a, 'c> {
+    id: u64,
     outbox: &'a mut Outbox,
     calls: &'a mut Calls<'c>,
     failed: &'a mut bool,
@@ -79,6 +80,11 @@ impl Writer<'_, '_> {
         if !*self.failed && !self.outbox.write(self.calls.buffers(), b) {
             *self.failed = true;
         }
+    }
+
+    /// The connection's id, for [`StreamServer::woken`] (reused once the connection is gone).
+    pub fn id(&self) -> u64 {
+        self.id
     }
 
     /// Bytes written and not yet taken by TCP.
@@ -100,6 +106,29 @@ pub trait StreamServer {
 
     /// Called once per batch, before its events (e.g. to read a clock once per batch).
     fn batch(&mut self, _now: Instant) {}
+
+    /// Connection ids (see [`Writer::id`]) to call [`StreamServer::resume`] for, once per
+    /// batch after [`StreamServer::batch`]: work that waited on something other than the
+    /// connection (a durable write, another engine) can go on.
+    fn woken(&mut self, _ids: &mut Vec<u64>) {}
+
+    /// Called for each id [`StreamServer::woken`] gave (if the connection is still open).
+    fn resume(&mut self, _c: &mut Self::Conn, _w: &mut Writer<'_, '_>) -> Verdict {
+        Verdict::Continue
+    }
+
+    /// Called once per batch, after its events.
+    fn batch_end(&mut self) {}
+
+    /// See [`Server::busy`].
+    fn busy(&self) -> bool {
+        false
+    }
+
+    /// See [`Server::wake_fd`].
+    fn wake_fd(&self) -> Option<i32> {
+        None
+    }
 
     /// A connection was refused because the limit was reached.
     fn refused(&mut self) {}
@@ -158,6 +187,7 @@ pub struct Streams<S: StreamServer> {
     free: Vec<u32>,
     open: usize,
     max_conns: usize,
+    woken: Vec<u64>,
     /// What it counted.
     pub stats: StreamStats,
 }
@@ -165,7 +195,15 @@ pub struct Streams<S: StreamServer> {
 impl<S: StreamServer> Streams<S> {
     /// Serves `app`, with at most `max_conns` connections open at once (more are reset).
     pub fn new(app: S, max_conns: usize) -> Self {
-        Streams { app, slots: Vec::new(), free: Vec::new(), open: 0, max_conns, stats: StreamStats::default() }
+        Streams {
+            app,
+            slots: Vec::new(),
+            free: Vec::new(),
+            open: 0,
+            max_conns,
+            woken: Vec::new(),
+            stats: StreamStats::default(),
+        }
     }
 
     /// Connections open now.
@@ -237,7 +275,8 @@ impl<S: StreamServer> Streams<S> {
         let Some(Some(slot)) = self.slots.get_mut(cookie as usize) else { return false };
         let mut failed = false;
         let verdict = {
-            let mut w = Writer { outbox: &mut slot.outbox, calls, failed: &mut failed, waiting: &mut slot.waiting };
+            let mut w =
+                Writer { id: cookie, outbox: &mut slot.outbox, calls, failed: &mut failed, waiting: &mut slot.waiting };
             f(&mut self.app, &mut slot.conn, &mut w)
         };
         if failed {
@@ -276,6 +315,13 @@ impl<S: StreamServer> Streams<S> {
 impl<S: StreamServer> Server for Streams<S> {
     fn handle(&mut self, events: &Events<'_>, calls: &mut Calls<'_>) {
         self.app.batch(calls.now());
+        let mut woken = std::mem::take(&mut self.woken);
+        self.app.woken(&mut woken);
+        for &id in &woken {
+            self.with(calls, id, |app, c, w| app.resume(c, w));
+        }
+        woken.clear();
+        self.woken = woken;
         for ev in events.iter() {
             match ev {
                 Event::Knock { h, port, remote } => self.knock(calls, h, port, remote),
@@ -305,5 +351,14 @@ impl<S: StreamServer> Server for Streams<S> {
                 Event::Connected { .. } => {}
             }
         }
+        self.app.batch_end();
+    }
+
+    fn busy(&self) -> bool {
+        self.app.busy()
+    }
+
+    fn wake_fd(&self) -> Option<i32> {
+        self.app.wake_fd()
     }
 }

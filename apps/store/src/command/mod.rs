@@ -1,0 +1,196 @@
+//! Commands, sans-IO: the arguments of one request in, keyspace operations and log records,
+//! the reply out — and the sequence number the reply must wait for (the change it made or
+//! the value it showed must be durable before any client sees it). Replies and errors are
+//! Redis 7.0's, word for word.
+
+mod keys;
+mod server;
+mod strings;
+
+use crate::keyspace::Keyspace;
+use resp::reply::{self, Sink};
+use resp::Args;
+
+/// Where changes go: each call takes the next sequence number, stages one log record of the
+/// change, and returns the number. Called with the changed keys' shards locked.
+pub trait Journal {
+    /// Keys set to values: `(key, value, expire at ms or 0)`.
+    fn sets(&mut self, items: &[(&[u8], &[u8], i64)]) -> u64;
+    /// Keys removed.
+    fn del(&mut self, keys: &[&[u8]]) -> u64;
+    /// A key's expiry set (0: removed).
+    fn expire(&mut self, key: &[u8], at_ms: i64) -> u64;
+    /// Every key removed.
+    fn flush(&mut self) -> u64;
+    /// The last number handed out (what a reply about the whole keyspace waits for).
+    fn last(&self) -> u64;
+}
+
+/// What a server tells beyond the keys, for INFO and CONFIG GET.
+pub trait Info {
+    /// The INFO text for `sections` (lowercase; empty: the default ones).
+    fn info(&self, ks: &Keyspace, sections: &[String]) -> String;
+    /// CONFIG GET's parameters and their values.
+    fn config(&self) -> Vec<(&'static str, String)>;
+}
+
+/// What a command runs against.
+pub struct Ctx<'a> {
+    /// The keys.
+    pub ks: &'a Keyspace,
+    /// The log.
+    pub journal: &'a mut dyn Journal,
+    /// Unix time now, in milliseconds.
+    pub now_ms: i64,
+    /// The server.
+    pub info: &'a dyn Info,
+}
+
+/// How a command ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct Done {
+    /// The sequence number that must be durable before the reply goes out (0: none).
+    pub wait: u64,
+    /// Close the connection after the reply (QUIT).
+    pub close: bool,
+}
+
+impl Done {
+    fn wait(seq: u64) -> Done {
+        Done { wait: seq, close: false }
+    }
+}
+
+/// The arguments of one request.
+#[derive(Clone, Copy)]
+pub struct Argv<'a> {
+    args: &'a Args,
+    buf: &'a [u8],
+}
+
+impl<'a> Argv<'a> {
+    /// The arguments parsed into `args` from the request at the start of `buf`.
+    pub fn new(args: &'a Args, buf: &'a [u8]) -> Argv<'a> {
+        Argv { args, buf }
+    }
+
+    /// How many (the command's name included).
+    pub fn len(&self) -> usize {
+        self.args.len()
+    }
+
+    /// True if there are none.
+    pub fn is_empty(&self) -> bool {
+        self.args.is_empty()
+    }
+
+    /// Argument `i`.
+    pub fn get(&self, i: usize) -> &'a [u8] {
+        self.args.get(self.buf, i)
+    }
+}
+
+/// `-ERR value is not an integer or out of range`.
+const NOT_INT: &[u8] = b"ERR value is not an integer or out of range";
+/// `-ERR syntax error`.
+const SYNTAX: &[u8] = b"ERR syntax error";
+
+/// Redis's argument count rules: `n` exactly, or at least `-n`.
+fn arity_ok(arity: i32, n: usize) -> bool {
+    if arity >= 0 {
+        n == arity as usize
+    } else {
+        n >= arity.unsigned_abs() as usize
+    }
+}
+
+fn arity_error(out: &mut dyn Sink, name: &str) {
+    reply::error(out, format!("ERR wrong number of arguments for '{name}' command").as_bytes());
+}
+
+/// The command table: name, arity (as Redis's), handler.
+type Handler = fn(Argv<'_>, &mut Ctx<'_>, &mut dyn Sink) -> Done;
+
+const COMMANDS: &[(&str, i32, Handler)] = &[
+    ("get", 2, strings::get),
+    ("set", -3, strings::set),
+    ("del", -2, keys::del),
+    ("exists", -2, keys::exists),
+    ("incr", 2, strings::incr),
+    ("incrby", 3, strings::incrby),
+    ("decr", 2, strings::decr),
+    ("decrby", 3, strings::decrby),
+    ("mget", -2, strings::mget),
+    ("mset", -3, strings::mset),
+    ("append", 3, strings::append),
+    ("strlen", 2, strings::strlen),
+    ("expire", -3, keys::expire),
+    ("pexpire", -3, keys::pexpire),
+    ("ttl", 2, keys::ttl),
+    ("pttl", 2, keys::pttl),
+    ("persist", 2, keys::persist),
+    ("dbsize", 1, keys::dbsize),
+    ("flushall", -1, keys::flushall),
+    ("ping", -1, server::ping),
+    ("echo", 2, server::echo),
+    ("select", 2, server::select),
+    ("info", -1, server::info),
+    ("quit", -1, server::quit),
+    ("command", -1, server::command),
+    ("config", -2, server::config),
+];
+
+/// How many commands there are (COMMAND COUNT).
+pub fn count() -> usize {
+    COMMANDS.len()
+}
+
+/// Runs one request (not empty) and writes its reply.
+pub fn execute(a: Argv<'_>, ctx: &mut Ctx<'_>, out: &mut dyn Sink) -> Done {
+    let name = a.get(0);
+    let found = COMMANDS.iter().find(|(n, ..)| n.as_bytes().eq_ignore_ascii_case(name));
+    let Some(&(cname, arity, handler)) = found else {
+        unknown_command(a, out);
+        return Done::default();
+    };
+    if !arity_ok(arity, a.len()) {
+        arity_error(out, cname);
+        return Done::default();
+    }
+    handler(a, ctx, out)
+}
+
+/// `%.*s` of C: at most `n` bytes, ending at a NUL.
+fn c_str(b: &[u8], n: usize) -> &[u8] {
+    let b = &b[..b.len().min(n)];
+    b.iter().position(|&x| x == 0).map_or(b, |i| &b[..i])
+}
+
+fn unknown_command(a: Argv<'_>, out: &mut dyn Sink) {
+    let mut args = Vec::new();
+    let mut i = 1;
+    while i < a.len() && args.len() < 128 {
+        args.push(b'\'');
+        args.extend_from_slice(c_str(a.get(i), 128 - (args.len() - 1)));
+        args.extend_from_slice(b"' ");
+        i += 1;
+    }
+    let mut text = b"ERR unknown command '".to_vec();
+    text.extend_from_slice(c_str(a.get(0), 128));
+    text.extend_from_slice(b"', with args beginning with: ");
+    text.extend_from_slice(&args);
+    reply::error(out, &text);
+}
+
+/// Parses an integer argument as Redis's `getLongLongFromObjectOrReply` does, answering the
+/// error itself.
+fn int_arg(v: &[u8], out: &mut dyn Sink) -> Option<i64> {
+    let n = resp::num::parse_i64(v);
+    if n.is_none() {
+        reply::error(out, NOT_INT);
+    }
+    n
+}
+
+#[cfg(test)]
+mod tests;

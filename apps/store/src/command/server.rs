@@ -1,0 +1,141 @@
+//! Connection and server commands.
+
+use super::{arity_error, int_arg, Argv, Ctx, Done};
+use resp::reply::{self, Sink};
+
+pub(super) fn ping(a: Argv<'_>, _ctx: &mut Ctx<'_>, out: &mut dyn Sink) -> Done {
+    match a.len() {
+        1 => reply::simple(out, b"PONG"),
+        2 => reply::bulk(out, a.get(1)),
+        _ => arity_error(out, "ping"),
+    }
+    Done::default()
+}
+
+pub(super) fn echo(a: Argv<'_>, _ctx: &mut Ctx<'_>, out: &mut dyn Sink) -> Done {
+    reply::bulk(out, a.get(1));
+    Done::default()
+}
+
+pub(super) fn select(a: Argv<'_>, _ctx: &mut Ctx<'_>, out: &mut dyn Sink) -> Done {
+    // One database, as Redis with `databases 1`.
+    match int_arg(a.get(1), out) {
+        Some(0) => reply::ok(out),
+        Some(_) => reply::error(out, b"ERR DB index is out of range"),
+        None => {}
+    }
+    Done::default()
+}
+
+pub(super) fn quit(_a: Argv<'_>, _ctx: &mut Ctx<'_>, out: &mut dyn Sink) -> Done {
+    reply::ok(out);
+    Done { wait: 0, close: true }
+}
+
+pub(super) fn info(a: Argv<'_>, ctx: &mut Ctx<'_>, out: &mut dyn Sink) -> Done {
+    let sections: Vec<String> = (1..a.len()).map(|i| String::from_utf8_lossy(a.get(i)).to_ascii_lowercase()).collect();
+    let text = ctx.info.info(ctx.ks, &sections);
+    reply::bulk(out, text.as_bytes());
+    Done::wait(ctx.journal.last())
+}
+
+/// What redis-cli and redis-benchmark ask when they start: the command table is not
+/// described (an empty answer, which both take), its size is.
+pub(super) fn command(a: Argv<'_>, _ctx: &mut Ctx<'_>, out: &mut dyn Sink) -> Done {
+    if a.len() == 1 {
+        reply::array(out, 0);
+        return Done::default();
+    }
+    let sub = a.get(1);
+    let is = |s: &str| sub.eq_ignore_ascii_case(s.as_bytes());
+    if is("count") && a.len() == 2 {
+        reply::int(out, super::count() as i64);
+    } else if is("docs") || is("info") {
+        reply::array(out, 0);
+    } else if is("count") {
+        arity_error(out, "command|count");
+    } else {
+        unknown_subcommand(sub, "COMMAND", out);
+    }
+    Done::default()
+}
+
+fn unknown_subcommand(sub: &[u8], cmd: &str, out: &mut dyn Sink) {
+    let mut t = b"ERR unknown subcommand '".to_vec();
+    t.extend_from_slice(super::c_str(sub, 128));
+    t.extend_from_slice(format!("'. Try {cmd} HELP.").as_bytes());
+    reply::error(out, &t);
+}
+
+/// Redis's glob match, for the `*`, `?` and literal characters of a CONFIG GET pattern
+/// (case-insensitive, as config names are). Greedy with one backtrack point, so a pattern of
+/// many stars costs O(pattern × name), not exponential time.
+fn glob(p: &[u8], s: &[u8]) -> bool {
+    let (mut pi, mut si) = (0, 0);
+    let mut star: Option<(usize, usize)> = None;
+    while si < s.len() {
+        match p.get(pi) {
+            Some(b'*') => {
+                star = Some((pi, si));
+                pi += 1;
+            }
+            Some(&c) if c == b'?' || c.eq_ignore_ascii_case(&s[si]) => {
+                pi += 1;
+                si += 1;
+            }
+            _ => match star {
+                Some((sp, ss)) => {
+                    pi = sp + 1;
+                    si = ss + 1;
+                    star = Some((sp, ss + 1));
+                }
+                None => return false,
+            },
+        }
+    }
+    p[pi..].iter().all(|&c| c == b'*')
+}
+
+pub(super) fn config(a: Argv<'_>, ctx: &mut Ctx<'_>, out: &mut dyn Sink) -> Done {
+    let sub = a.get(1);
+    if sub.eq_ignore_ascii_case(b"get") {
+        if a.len() < 3 {
+            arity_error(out, "config|get");
+            return Done::default();
+        }
+        let params = ctx.info.config();
+        let hits: Vec<&(&str, String)> =
+            params.iter().filter(|(name, _)| (2..a.len()).any(|i| glob(a.get(i), name.as_bytes()))).collect();
+        reply::array(out, hits.len() * 2);
+        for (name, value) in hits {
+            reply::bulk(out, name.as_bytes());
+            reply::bulk(out, value.as_bytes());
+        }
+    } else if sub.eq_ignore_ascii_case(b"set")
+        || sub.eq_ignore_ascii_case(b"resetstat")
+        || sub.eq_ignore_ascii_case(b"rewrite")
+    {
+        reply::error(
+            out,
+            b"ERR sirocco store does not change its configuration at run time; restart it with the new one",
+        );
+    } else {
+        unknown_subcommand(sub, "CONFIG", out);
+    }
+    Done::default()
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn glob_matches_as_redis_does() {
+        assert!(super::glob(b"*", b"save"));
+        assert!(super::glob(b"append*", b"appendfsync"));
+        assert!(super::glob(b"SAVE", b"save"));
+        assert!(super::glob(b"s?ve", b"save"));
+        assert!(!super::glob(b"save", b"saves"));
+        assert!(super::glob(b"*f*c", b"appendfsync"));
+        assert!(super::glob(&[b'*'; 5000], b""));
+        assert!(!super::glob(&[&[b'*'; 5000][..], b"x"].concat(), b"appendfsync"));
+    }
+}

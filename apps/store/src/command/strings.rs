@@ -1,0 +1,260 @@
+//! String commands.
+
+use super::{int_arg, Argv, Ctx, Done, NOT_INT, SYNTAX};
+use crate::keyspace::Entry;
+use resp::num::{format_i64, parse_i64};
+use resp::reply::{self, Sink};
+use resp::request::REDIS_MAX_BULK;
+
+/// Stores `value` at `key` in a locked shard with change `seq`.
+fn put(map: &mut std::collections::HashMap<Box<[u8]>, Entry>, key: &[u8], value: &[u8], expire_ms: i64, seq: u64) {
+    match map.get_mut(key) {
+        Some(e) => {
+            // Keep the allocation when the new value fits (the common overwrite).
+            e.value.clear();
+            e.value.extend_from_slice(value);
+            e.expire_ms = expire_ms;
+            e.seq = seq;
+        }
+        None => {
+            map.insert(key.into(), Entry { value: value.to_vec(), expire_ms, seq });
+        }
+    }
+}
+
+pub(super) fn get(a: Argv<'_>, ctx: &mut Ctx<'_>, out: &mut dyn Sink) -> Done {
+    let key = a.get(1);
+    let mut s = ctx.ks.lock_key(key);
+    match s.live(key, ctx.now_ms) {
+        Some(e) => reply::bulk(out, &e.value),
+        None => reply::null(out),
+    }
+    Done::wait(s.seq_of(key))
+}
+
+pub(super) fn strlen(a: Argv<'_>, ctx: &mut Ctx<'_>, out: &mut dyn Sink) -> Done {
+    let key = a.get(1);
+    let mut s = ctx.ks.lock_key(key);
+    let n = s.live(key, ctx.now_ms).map_or(0, |e| e.value.len());
+    reply::int(out, n as i64);
+    Done::wait(s.seq_of(key))
+}
+
+pub(super) fn mget(a: Argv<'_>, ctx: &mut Ctx<'_>, out: &mut dyn Sink) -> Done {
+    let mut locked = ctx.ks.lock_set(ctx.ks.mask_of((1..a.len()).map(|i| a.get(i))));
+    reply::array(out, a.len() - 1);
+    let mut wait = 0;
+    for i in 1..a.len() {
+        let key = a.get(i);
+        let s = locked.shard(ctx.ks.shard_of(key));
+        match s.live(key, ctx.now_ms) {
+            Some(e) => reply::bulk(out, &e.value),
+            None => reply::null(out),
+        }
+        wait = wait.max(s.seq_of(key));
+    }
+    Done::wait(wait)
+}
+
+/// SET's options, as Redis 7.0 parses them.
+#[derive(Default)]
+struct SetFlags {
+    nx: bool,
+    xx: bool,
+    get: bool,
+    keepttl: bool,
+    /// EX, PX, EXAT or PXAT, and its argument.
+    expire: Option<(Unit, usize)>,
+}
+
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Unit {
+    Ex,
+    Px,
+    ExAt,
+    PxAt,
+}
+
+fn set_flags(a: Argv<'_>) -> Option<SetFlags> {
+    let mut f = SetFlags::default();
+    let mut j = 3;
+    while j < a.len() {
+        let opt = a.get(j);
+        let has_next = j + 1 < a.len();
+        let is = |w: &str| opt.eq_ignore_ascii_case(w.as_bytes());
+        let unit = if is("ex") {
+            Some(Unit::Ex)
+        } else if is("px") {
+            Some(Unit::Px)
+        } else if is("exat") {
+            Some(Unit::ExAt)
+        } else if is("pxat") {
+            Some(Unit::PxAt)
+        } else {
+            None
+        };
+        if is("nx") && !f.xx {
+            f.nx = true;
+        } else if is("xx") && !f.nx {
+            f.xx = true;
+        } else if is("get") {
+            f.get = true;
+        } else if is("keepttl") && f.expire.is_none() {
+            f.keepttl = true;
+        } else if let Some(u) = unit.filter(|&u| {
+            // Redis allows the same unit twice (the last wins), not two different ones.
+            has_next && !f.keepttl && f.expire.is_none_or(|(had, _)| had == u)
+        }) {
+            f.expire = Some((u, j + 1));
+            j += 1;
+        } else {
+            return None;
+        }
+        j += 1;
+    }
+    Some(f)
+}
+
+/// The absolute expiry (Unix ms) of an EX/PX/EXAT/PXAT argument, or Redis's error.
+fn expire_at(v: &[u8], unit: Unit, now_ms: i64, cmd: &str, out: &mut dyn Sink) -> Option<i64> {
+    let n = int_arg(v, out)?;
+    let seconds = matches!(unit, Unit::Ex | Unit::ExAt);
+    let bad = |out: &mut dyn Sink| {
+        reply::error(out, format!("ERR invalid expire time in '{cmd}' command").as_bytes());
+        None
+    };
+    if n <= 0 || (seconds && n > i64::MAX / 1000) {
+        return bad(out);
+    }
+    let ms = if seconds { n * 1000 } else { n };
+    let at = if matches!(unit, Unit::Ex | Unit::Px) { ms.checked_add(now_ms) } else { Some(ms) };
+    match at {
+        Some(at) if at > 0 => Some(at),
+        _ => bad(out),
+    }
+}
+
+pub(super) fn set(a: Argv<'_>, ctx: &mut Ctx<'_>, out: &mut dyn Sink) -> Done {
+    let Some(f) = set_flags(a) else {
+        reply::error(out, SYNTAX);
+        return Done::default();
+    };
+    let mut expire = 0;
+    if let Some((unit, at)) = f.expire {
+        match expire_at(a.get(at), unit, ctx.now_ms, "set", out) {
+            Some(t) => expire = t,
+            None => return Done::default(),
+        }
+    }
+    let (key, value) = (a.get(1), a.get(2));
+    let mut s = ctx.ks.lock_key(key);
+    let old = s.live(key, ctx.now_ms);
+    let found = old.is_some();
+    let old_expire = old.as_ref().map_or(0, |e| e.expire_ms);
+    if f.get {
+        match &old {
+            Some(e) => reply::bulk(out, &e.value),
+            None => reply::null(out),
+        }
+    }
+    if (f.nx && found) || (f.xx && !found) {
+        if !f.get {
+            reply::null(out);
+        }
+        return Done::wait(s.seq_of(key));
+    }
+    if f.keepttl {
+        expire = old_expire;
+    }
+    let seq = ctx.journal.sets(&[(key, value, expire)]);
+    put(&mut s.map, key, value, expire, seq);
+    if !f.get {
+        reply::ok(out);
+    }
+    Done::wait(seq)
+}
+
+pub(super) fn mset(a: Argv<'_>, ctx: &mut Ctx<'_>, out: &mut dyn Sink) -> Done {
+    if a.len().is_multiple_of(2) {
+        super::arity_error(out, "mset");
+        return Done::default();
+    }
+    let items: Vec<(&[u8], &[u8], i64)> = (1..a.len()).step_by(2).map(|i| (a.get(i), a.get(i + 1), 0)).collect();
+    let mut locked = ctx.ks.lock_set(ctx.ks.mask_of(items.iter().map(|i| i.0)));
+    let seq = ctx.journal.sets(&items);
+    for (k, v, _) in &items {
+        put(&mut locked.shard(ctx.ks.shard_of(k)).map, k, v, 0, seq);
+    }
+    reply::ok(out);
+    Done::wait(seq)
+}
+
+fn incr_by(key: &[u8], by: i64, ctx: &mut Ctx<'_>, out: &mut dyn Sink) -> Done {
+    let mut s = ctx.ks.lock_key(key);
+    let (old, expire) = match s.live(key, ctx.now_ms) {
+        Some(e) => match parse_i64(&e.value) {
+            Some(v) => (v, e.expire_ms),
+            None => {
+                reply::error(out, NOT_INT);
+                return Done::wait(s.seq_of(key));
+            }
+        },
+        None => (0, 0),
+    };
+    let Some(new) = old.checked_add(by) else {
+        reply::error(out, b"ERR increment or decrement would overflow");
+        return Done::wait(s.seq_of(key));
+    };
+    let mut b = [0u8; 20];
+    let text = format_i64(new, &mut b);
+    let seq = ctx.journal.sets(&[(key, text, expire)]);
+    put(&mut s.map, key, text, expire, seq);
+    reply::int(out, new);
+    Done::wait(seq)
+}
+
+pub(super) fn incr(a: Argv<'_>, ctx: &mut Ctx<'_>, out: &mut dyn Sink) -> Done {
+    incr_by(a.get(1), 1, ctx, out)
+}
+
+pub(super) fn decr(a: Argv<'_>, ctx: &mut Ctx<'_>, out: &mut dyn Sink) -> Done {
+    incr_by(a.get(1), -1, ctx, out)
+}
+
+pub(super) fn incrby(a: Argv<'_>, ctx: &mut Ctx<'_>, out: &mut dyn Sink) -> Done {
+    match int_arg(a.get(2), out) {
+        Some(by) => incr_by(a.get(1), by, ctx, out),
+        None => Done::default(),
+    }
+}
+
+pub(super) fn decrby(a: Argv<'_>, ctx: &mut Ctx<'_>, out: &mut dyn Sink) -> Done {
+    match int_arg(a.get(2), out) {
+        Some(i64::MIN) => {
+            reply::error(out, b"ERR decrement would overflow");
+            Done::default()
+        }
+        Some(by) => incr_by(a.get(1), -by, ctx, out),
+        None => Done::default(),
+    }
+}
+
+pub(super) fn append(a: Argv<'_>, ctx: &mut Ctx<'_>, out: &mut dyn Sink) -> Done {
+    let (key, more) = (a.get(1), a.get(2));
+    let mut s = ctx.ks.lock_key(key);
+    let (len, expire) = s.live(key, ctx.now_ms).map_or((0, 0), |e| (e.value.len(), e.expire_ms));
+    if len + more.len() > REDIS_MAX_BULK {
+        reply::error(out, b"ERR string exceeds maximum allowed size (proto-max-bulk-len)");
+        return Done::wait(s.seq_of(key));
+    }
+    let seq = {
+        let e = s.map.entry(key.into()).or_insert(Entry { value: Vec::new(), expire_ms: 0, seq: 0 });
+        e.value.extend_from_slice(more);
+        e.expire_ms = expire;
+        let seq = ctx.journal.sets(&[(key, &e.value, expire)]);
+        e.seq = seq;
+        seq
+    };
+    reply::int(out, (len + more.len()) as i64);
+    Done::wait(seq)
+}

@@ -1,0 +1,185 @@
+//! Commands against Redis 7.0's replies (checked by hand against redis-server 7.0.15; the
+//! end-to-end tests compare the two servers on a corpus).
+
+use super::*;
+use crate::log::order::Order;
+use crate::log::stage::Stage;
+use resp::{Parsed, Parser};
+use std::sync::Arc;
+
+struct NoInfo;
+
+impl Info for NoInfo {
+    fn info(&self, ks: &Keyspace, _sections: &[String]) -> String {
+        format!("keys:{}", ks.len())
+    }
+    fn config(&self) -> Vec<(&'static str, String)> {
+        vec![("appendonly", "yes".into()), ("appendfsync", "always".into())]
+    }
+}
+
+struct Bench {
+    ks: Keyspace,
+    stage: Stage,
+    now_ms: i64,
+}
+
+impl Bench {
+    fn new() -> Bench {
+        Bench { ks: Keyspace::new(4), stage: Stage::new(Arc::new(Order::new(1, 0)), 0), now_ms: 1_000_000 }
+    }
+
+    /// Runs one inline request; the reply and what it waits for.
+    fn run(&mut self, line: &str) -> (String, Done) {
+        let mut p = Parser::new(1 << 20);
+        let req = format!("{line}\r\n");
+        assert!(matches!(p.parse(req.as_bytes()), Parsed::Request { .. }));
+        let mut out = Vec::new();
+        let mut ctx = Ctx { ks: &self.ks, journal: &mut self.stage, now_ms: self.now_ms, info: &NoInfo };
+        let done = execute(Argv::new(&p.args, req.as_bytes()), &mut ctx, &mut out);
+        (String::from_utf8_lossy(&out).into_owned(), done)
+    }
+
+    fn r(&mut self, line: &str) -> String {
+        self.run(line).0
+    }
+}
+
+#[test]
+fn set_and_its_options() {
+    let mut b = Bench::new();
+    assert_eq!(b.r("SET k v"), "+OK\r\n");
+    assert_eq!(b.r("get k"), "$1\r\nv\r\n");
+    assert_eq!(b.r("SET k w NX"), "$-1\r\n");
+    assert_eq!(b.r("SET k w XX GET"), "$1\r\nv\r\n");
+    assert_eq!(b.r("SET n w XX"), "$-1\r\n");
+    assert_eq!(b.r("SET n w NX GET"), "$-1\r\n");
+    assert_eq!(b.r("GET n"), "$1\r\nw\r\n");
+    assert_eq!(b.r("SET k v NX XX"), "-ERR syntax error\r\n");
+    assert_eq!(b.r("SET k v EX"), "-ERR syntax error\r\n");
+    assert_eq!(b.r("SET k v EX 10 PX 10"), "-ERR syntax error\r\n");
+    assert_eq!(b.r("SET k v EX 10 KEEPTTL"), "-ERR syntax error\r\n");
+    assert_eq!(b.r("SET k v EX 0"), "-ERR invalid expire time in 'set' command\r\n");
+    assert_eq!(b.r("SET k v EX x"), "-ERR value is not an integer or out of range\r\n");
+    assert_eq!(b.r("SET k v EX 9223372036854776"), "-ERR invalid expire time in 'set' command\r\n");
+    assert_eq!(b.r("SET k v PX 9223372036854775807"), "-ERR invalid expire time in 'set' command\r\n");
+    assert_eq!(b.r("SET k v EX 10 EX 20"), "+OK\r\n");
+    assert_eq!(b.r("TTL k"), ":20\r\n");
+    assert_eq!(b.r("SET k v2 KEEPTTL"), "+OK\r\n");
+    assert_eq!(b.r("PTTL k"), ":20000\r\n");
+    assert_eq!(b.r("SET k v3"), "+OK\r\n");
+    assert_eq!(b.r("TTL k"), ":-1\r\n");
+    assert_eq!(b.r("SET k v PXAT 1000500"), "+OK\r\n");
+    assert_eq!(b.r("PTTL k"), ":500\r\n");
+    b.now_ms += 500;
+    assert_eq!(b.r("GET k"), "$-1\r\n");
+    assert_eq!(b.r("SET"), "-ERR wrong number of arguments for 'set' command\r\n");
+}
+
+#[test]
+fn counters() {
+    let mut b = Bench::new();
+    assert_eq!(b.r("INCR c"), ":1\r\n");
+    assert_eq!(b.r("INCRBY c 41"), ":42\r\n");
+    assert_eq!(b.r("DECR c"), ":41\r\n");
+    assert_eq!(b.r("DECRBY c 50"), ":-9\r\n");
+    assert_eq!(b.r("DECRBY c -9223372036854775808"), "-ERR decrement would overflow\r\n");
+    assert_eq!(b.r("INCRBY c x"), "-ERR value is not an integer or out of range\r\n");
+    assert_eq!(b.r("SET big 9223372036854775807"), "+OK\r\n");
+    assert_eq!(b.r("INCR big"), "-ERR increment or decrement would overflow\r\n");
+    assert_eq!(b.r("SET s abc"), "+OK\r\n");
+    assert_eq!(b.r("INCR s"), "-ERR value is not an integer or out of range\r\n");
+    assert_eq!(b.r("SET s ' 1'"), "+OK\r\n");
+    assert_eq!(b.r("INCR s"), "-ERR value is not an integer or out of range\r\n");
+    // INCR keeps the key's expiry.
+    assert_eq!(b.r("SET t 1 EX 100"), "+OK\r\n");
+    assert_eq!(b.r("INCR t"), ":2\r\n");
+    assert_eq!(b.r("TTL t"), ":100\r\n");
+}
+
+#[test]
+fn strings_and_keys() {
+    let mut b = Bench::new();
+    assert_eq!(b.r("APPEND a hello"), ":5\r\n");
+    assert_eq!(b.r("APPEND a ' world'"), ":11\r\n");
+    assert_eq!(b.r("STRLEN a"), ":11\r\n");
+    assert_eq!(b.r("STRLEN none"), ":0\r\n");
+    assert_eq!(b.r("MSET x 1 y 2"), "+OK\r\n");
+    assert_eq!(b.r("MSET x 1 y"), "-ERR wrong number of arguments for 'mset' command\r\n");
+    assert_eq!(b.r("MGET x none y"), "*3\r\n$1\r\n1\r\n$-1\r\n$1\r\n2\r\n");
+    assert_eq!(b.r("EXISTS x x none y"), ":3\r\n");
+    assert_eq!(b.r("DEL x x none"), ":1\r\n");
+    assert_eq!(b.r("DBSIZE"), ":2\r\n");
+    assert_eq!(b.r("FLUSHALL nope"), "-ERR syntax error\r\n");
+    assert_eq!(b.r("FLUSHALL ASYNC"), "+OK\r\n");
+    assert_eq!(b.r("DBSIZE"), ":0\r\n");
+}
+
+#[test]
+fn expiry_commands() {
+    let mut b = Bench::new();
+    assert_eq!(b.r("EXPIRE none 10"), ":0\r\n");
+    assert_eq!(b.r("SET k v"), "+OK\r\n");
+    assert_eq!(b.r("TTL none"), ":-2\r\n");
+    assert_eq!(b.r("EXPIRE k 10 XX"), ":0\r\n");
+    assert_eq!(b.r("EXPIRE k 10 NX"), ":1\r\n");
+    assert_eq!(b.r("EXPIRE k 20 NX"), ":0\r\n");
+    assert_eq!(b.r("EXPIRE k 5 GT"), ":0\r\n");
+    assert_eq!(b.r("EXPIRE k 30 GT"), ":1\r\n");
+    assert_eq!(b.r("PEXPIRE k 1500 LT"), ":1\r\n");
+    assert_eq!(b.r("TTL k"), ":2\r\n");
+    assert_eq!(b.r("PTTL k"), ":1500\r\n");
+    assert_eq!(b.r("EXPIRE k 1 NX XX"), "-ERR NX and XX, GT or LT options at the same time are not compatible\r\n");
+    assert_eq!(b.r("EXPIRE k 1 GT LT"), "-ERR GT and LT options at the same time are not compatible\r\n");
+    assert_eq!(b.r("EXPIRE k 1 FOO"), "-ERR Unsupported option FOO\r\n");
+    assert_eq!(b.r("EXPIRE k 9223372036854776"), "-ERR invalid expire time in 'expire' command\r\n");
+    assert_eq!(b.r("PEXPIRE k 9223372036854775807"), "-ERR invalid expire time in 'pexpire' command\r\n");
+    assert_eq!(b.r("PERSIST k"), ":1\r\n");
+    assert_eq!(b.r("PERSIST k"), ":0\r\n");
+    assert_eq!(b.r("TTL k"), ":-1\r\n");
+    assert_eq!(b.r("EXPIRE k -1"), ":1\r\n");
+    assert_eq!(b.r("EXISTS k"), ":0\r\n");
+}
+
+#[test]
+fn server_commands_and_errors() {
+    let mut b = Bench::new();
+    assert_eq!(b.r("PING"), "+PONG\r\n");
+    assert_eq!(b.r("ping hi"), "$2\r\nhi\r\n");
+    assert_eq!(b.r("PING a b"), "-ERR wrong number of arguments for 'ping' command\r\n");
+    assert_eq!(b.r("ECHO x"), "$1\r\nx\r\n");
+    assert_eq!(b.r("SELECT 0"), "+OK\r\n");
+    assert_eq!(b.r("SELECT 1"), "-ERR DB index is out of range\r\n");
+    assert_eq!(b.r("SELECT x"), "-ERR value is not an integer or out of range\r\n");
+    assert_eq!(b.r("NOPE a b"), "-ERR unknown command 'NOPE', with args beginning with: 'a' 'b' \r\n");
+    assert_eq!(b.r("GET"), "-ERR wrong number of arguments for 'get' command\r\n");
+    assert_eq!(
+        b.r("CONFIG GET append*"),
+        "*4\r\n$10\r\nappendonly\r\n$3\r\nyes\r\n$11\r\nappendfsync\r\n$6\r\nalways\r\n"
+    );
+    assert_eq!(b.r("CONFIG GET"), "-ERR wrong number of arguments for 'config|get' command\r\n");
+    assert_eq!(b.r("CONFIG FOO"), "-ERR unknown subcommand 'FOO'. Try CONFIG HELP.\r\n");
+    assert_eq!(b.r("COMMAND DOCS"), "*0\r\n");
+    let (r, done) = b.run("QUIT");
+    assert_eq!((r.as_str(), done.close), ("+OK\r\n", true));
+}
+
+#[test]
+fn replies_wait_for_the_change_they_show() {
+    let mut b = Bench::new();
+    let (_, set) = b.run("SET k v");
+    assert_eq!(set.wait, 1);
+    let (_, get) = b.run("GET k");
+    assert_eq!(get.wait, 1, "a read waits for the write it shows");
+    let (_, del) = b.run("DEL k");
+    assert_eq!(del.wait, 2);
+    let (_, miss) = b.run("GET k");
+    assert!(miss.wait >= 2, "a miss waits for the removal it shows");
+    let (_, ping) = b.run("PING");
+    assert_eq!(ping.wait, 0);
+    // A refused change changes nothing and takes no number.
+    let (_, nx) = b.run("SET k v NX");
+    assert_eq!(nx.wait, 3);
+    let (r, nx2) = b.run("SET k w NX");
+    assert_eq!((r.as_str(), nx2.wait), ("$-1\r\n", 3));
+}

@@ -1,0 +1,176 @@
+//! The keys, shared by every engine: a hash map per shard behind a mutex, so a key written on
+//! one engine is seen on every other. A change holds its shard's lock while it takes its
+//! sequence number and writes its log record, so the order of numbers is the order in which
+//! changes to a key happened. Commands on several keys lock their shards in index order.
+
+use std::collections::HashMap;
+use std::hash::{BuildHasher, RandomState};
+use std::sync::{Mutex, MutexGuard};
+
+/// A key's value and what the durability gate needs to know of it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Entry {
+    /// The value.
+    pub value: Vec<u8>,
+    /// When it expires, in Unix milliseconds (0: never).
+    pub expire_ms: i64,
+    /// The change that last wrote it (a reply showing it waits until that is durable).
+    pub seq: u64,
+}
+
+impl Entry {
+    /// True if it has expired at `now_ms`.
+    pub fn expired(&self, now_ms: i64) -> bool {
+        self.expire_ms != 0 && self.expire_ms <= now_ms
+    }
+}
+
+/// One shard.
+#[derive(Default)]
+pub struct Shard {
+    /// Its keys.
+    pub map: HashMap<Box<[u8]>, Entry>,
+    /// The last change that removed keys here (a reply saying a key is missing waits for it).
+    pub removed_seq: u64,
+}
+
+impl Shard {
+    /// The entry of `key` if it exists and has not expired; an expired one is removed.
+    pub fn live(&mut self, key: &[u8], now_ms: i64) -> Option<&mut Entry> {
+        let expired = self.map.get(key)?.expired(now_ms);
+        if expired {
+            if let Some(e) = self.map.remove(key) {
+                // The miss now shown rests on the change that set the expiry.
+                self.removed_seq = self.removed_seq.max(e.seq);
+            }
+            return None;
+        }
+        self.map.get_mut(key)
+    }
+
+    /// The sequence number a reply about `key` (found or not) waits for.
+    pub fn seq_of(&self, key: &[u8]) -> u64 {
+        self.map.get(key).map_or(self.removed_seq, |e| e.seq)
+    }
+}
+
+/// Most shards (a set of shards is a bit mask).
+pub const MAX_SHARDS: usize = 64;
+
+/// The keyspace.
+pub struct Keyspace {
+    shards: Box<[Mutex<Shard>]>,
+    hasher: RandomState,
+}
+
+/// Several shards locked together, in index order.
+pub struct Locked<'a> {
+    guards: [Option<MutexGuard<'a, Shard>>; MAX_SHARDS],
+}
+
+impl<'a> Locked<'a> {
+    /// The locked shard `i` (which must be in the set locked).
+    pub fn shard(&mut self, i: usize) -> &mut Shard {
+        self.guards[i].as_deref_mut().expect("shard locked")
+    }
+
+    /// Every locked shard.
+    pub fn each(&mut self) -> impl Iterator<Item = &mut Shard> + use<'_, 'a> {
+        self.guards.iter_mut().filter_map(|g| g.as_deref_mut())
+    }
+}
+
+impl Keyspace {
+    /// An empty keyspace of `shards` shards (1 to [`MAX_SHARDS`]).
+    pub fn new(shards: usize) -> Keyspace {
+        let n = shards.clamp(1, MAX_SHARDS);
+        Keyspace { shards: (0..n).map(|_| Mutex::new(Shard::default())).collect(), hasher: RandomState::new() }
+    }
+
+    /// Shards.
+    pub fn shards(&self) -> usize {
+        self.shards.len()
+    }
+
+    /// The shard of `key`.
+    pub fn shard_of(&self, key: &[u8]) -> usize {
+        if self.shards.len() == 1 {
+            return 0;
+        }
+        (self.hasher.hash_one(key) % self.shards.len() as u64) as usize
+    }
+
+    /// Locks shard `i`.
+    pub fn lock(&self, i: usize) -> MutexGuard<'_, Shard> {
+        // A panic while a shard was held leaves it as the panic found it: every change is
+        // applied in one step after its checks, so the map is consistent either way.
+        self.shards[i].lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// Locks the shard of `key`.
+    pub fn lock_key(&self, key: &[u8]) -> MutexGuard<'_, Shard> {
+        self.lock(self.shard_of(key))
+    }
+
+    /// Locks the shards in `mask` (bit i: shard i), in index order.
+    pub fn lock_set(&self, mask: u64) -> Locked<'_> {
+        let mut guards = [const { None }; MAX_SHARDS];
+        for (i, g) in guards.iter_mut().enumerate().take(self.shards.len()) {
+            if mask & (1 << i) != 0 {
+                *g = Some(self.lock(i));
+            }
+        }
+        Locked { guards }
+    }
+
+    /// The set of shards of `keys`.
+    pub fn mask_of<'k>(&self, keys: impl Iterator<Item = &'k [u8]>) -> u64 {
+        keys.fold(0, |m, k| m | 1 << self.shard_of(k))
+    }
+
+    /// Every shard.
+    pub fn all(&self) -> u64 {
+        if self.shards.len() == 64 {
+            u64::MAX
+        } else {
+            (1 << self.shards.len()) - 1
+        }
+    }
+
+    /// Keys stored (including expired ones not yet removed, as Redis counts them).
+    pub fn len(&self) -> usize {
+        (0..self.shards.len()).map(|i| self.lock(i).map.len()).sum()
+    }
+
+    /// True if no key is stored.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// Keys with an expiry.
+    pub fn with_expiry(&self) -> usize {
+        (0..self.shards.len()).map(|i| self.lock(i).map.values().filter(|e| e.expire_ms != 0).count()).sum()
+    }
+
+    /// Calls `f` with every key and entry, a shard at a time (for a snapshot).
+    pub fn for_each(&self, mut f: impl FnMut(&[u8], &Entry)) {
+        for i in 0..self.shards.len() {
+            let s = self.lock(i);
+            for (k, e) in &s.map {
+                f(k, e);
+            }
+        }
+    }
+
+    /// Removes every key that has expired at `now_ms`; returns how many.
+    pub fn drop_expired(&self, now_ms: i64) -> usize {
+        let mut n = 0;
+        for i in 0..self.shards.len() {
+            let mut s = self.lock(i);
+            let before = s.map.len();
+            s.map.retain(|_, e| !e.expired(now_ms));
+            n += before - s.map.len();
+        }
+        n
+    }
+}

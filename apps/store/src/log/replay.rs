@@ -1,0 +1,413 @@
+//! Recovery at start: the snapshot, then every log of its generation or later, merged in
+//! sequence order and applied up to the first missing number.
+//!
+//! Each log is walked commit by commit. A commit that is not whole is a torn write if
+//! nothing good follows it in its log — a crash in the middle of the last write, whose
+//! changes no client was told of — and the replay of that log ends before it. If a whole
+//! commit follows it, the damaged one had once been complete and acknowledged: the start
+//! stops with an error rather than drop acknowledged changes. The same holds for zeros where
+//! a commit should be with commits after them.
+//!
+//! Numbers are taken by all engines from one counter and a reply waits until every number up
+//! to its own is durable in every log, so what survives a crash is a prefix of the order,
+//! plus possibly changes beyond a hole that no client saw; those are dropped.
+
+use super::record::{commit_at, read, Change, Read, BLOCK, COMMIT_SIZE};
+use super::{dir, snapshot};
+use crate::keyspace::{Entry, Keyspace};
+use std::collections::BTreeMap;
+use std::path::Path;
+
+/// Longest record the replay accepts (a 512 MB value and its key, with room).
+const MAX_RECORD: usize = (512 << 20) + (64 << 20);
+
+/// What recovery found and did.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct Recovery {
+    /// The last change replayed (new changes follow it).
+    pub last: u64,
+    /// The generation new logs belong to.
+    pub gen: u64,
+    /// Keys after recovery.
+    pub keys: usize,
+    /// Changes replayed from the logs.
+    pub replayed: u64,
+    /// Keys dropped because they expired while the store was down.
+    pub expired: usize,
+    /// One line per torn tail or dropped change, for the operator.
+    pub notes: Vec<String>,
+}
+
+/// Where a record is: segment index and byte offset within the log's segments.
+type At = (usize, usize);
+
+/// The records of one log, in order, and where its good part ends.
+struct Walked {
+    records: Vec<(u64, At)>,
+}
+
+/// A place in a log, for messages.
+fn place(names: &[String], (seg, off): At) -> String {
+    format!("{} at byte {off}", names[seg])
+}
+
+/// Is there a whole commit header at any block boundary after `from` in the log?
+fn commit_after(segs: &[Vec<u8>], (seg, off): At) -> Option<At> {
+    for (si, b) in segs.iter().enumerate().skip(seg) {
+        let start = if si == seg { off } else { 0 };
+        let mut o = start.next_multiple_of(BLOCK);
+        while o + COMMIT_SIZE <= b.len() {
+            if commit_at(&b[o..]).is_some() {
+                return Some((si, o));
+            }
+            o += BLOCK;
+        }
+    }
+    None
+}
+
+/// The records of the commit at `b[o..]`, if it is whole.
+fn commit_records(b: &[u8], o: usize, last_seq: u64, out: &mut Vec<(u64, usize)>) -> Result<usize, &'static str> {
+    let (first, len) = commit_at(&b[o..]).ok_or("no commit header")?;
+    let len = usize::try_from(len).map_err(|_| "commit length")?;
+    if len < BLOCK || !len.is_multiple_of(BLOCK) || o + len > b.len() {
+        return Err("commit length");
+    }
+    let body = &b[o..o + len];
+    let mut at = COMMIT_SIZE;
+    let mut prev = last_seq;
+    let mark = out.len();
+    while at < len {
+        match read(&body[at..], MAX_RECORD) {
+            Read::Record { seq, change, size } => {
+                if matches!(change, Change::Commit(_)) || seq <= prev || (out.len() == mark && seq != first) {
+                    out.truncate(mark);
+                    return Err("records out of order");
+                }
+                prev = seq;
+                out.push((seq, o + at));
+                at += size;
+            }
+            Read::Pad => break,
+            Read::Bad(why) => {
+                out.truncate(mark);
+                return Err(why);
+            }
+            Read::Short { .. } => {
+                out.truncate(mark);
+                return Err("record cut short");
+            }
+        }
+    }
+    if out.len() == mark {
+        return Err("empty commit");
+    }
+    Ok(len)
+}
+
+fn walk(segs: &[Vec<u8>], names: &[String], notes: &mut Vec<String>) -> Result<Walked, String> {
+    let mut records = Vec::new();
+    let mut last = 0;
+    for (si, b) in segs.iter().enumerate() {
+        let mut o = 0;
+        while o + BLOCK <= b.len() {
+            let mut found = Vec::new();
+            match commit_records(b, o, last, &mut found) {
+                Ok(len) => {
+                    last = found.last().map_or(last, |r| r.0);
+                    records.extend(found.into_iter().map(|(seq, off)| (seq, (si, off))));
+                    o += len;
+                    continue;
+                }
+                Err(why) => {
+                    let zeros = b[o..o + BLOCK].iter().all(|&x| x == 0);
+                    let later = commit_after(segs, (si, o + BLOCK));
+                    match (zeros, later) {
+                        // The end of what this segment holds; the log goes on in the next.
+                        (true, Some((ls, _))) if ls > si => break,
+                        (true, None) => {
+                            return Ok(Walked { records });
+                        }
+                        (_, Some(at)) => {
+                            return Err(format!(
+                                "{}: damaged ({}), and a good commit follows at {}: this is not a torn last write but \
+                                 damage to acknowledged data; refusing to start. Move the log away to start without it.",
+                                place(names, (si, o)),
+                                if zeros { "zeros where a commit should be" } else { why },
+                                place(names, at)
+                            ));
+                        }
+                        (false, None) => {
+                            notes.push(format!(
+                                "{}: torn write ({why}) after the last good commit (a crash in mid-write); the replay of \
+                                 this log ends there (last change {last}), and the unfinished commit, never acknowledged, \
+                                 is dropped",
+                                place(names, (si, o))
+                            ));
+                            return Ok(Walked { records });
+                        }
+                    }
+                }
+            }
+        }
+    }
+    Ok(Walked { records })
+}
+
+fn apply(ks: &Keyspace, seq: u64, change: Change<'_>) {
+    match change {
+        Change::Sets(items) => {
+            for (k, v, exp) in items {
+                ks.lock_key(k).map.insert(k.into(), Entry { value: v.to_vec(), expire_ms: exp, seq });
+            }
+        }
+        Change::Del(keys) => {
+            for k in keys {
+                let mut s = ks.lock_key(k);
+                s.map.remove(k);
+                s.removed_seq = seq;
+            }
+        }
+        Change::Expire(k, at) => {
+            if let Some(e) = ks.lock_key(k).map.get_mut(k) {
+                e.expire_ms = at;
+                e.seq = seq;
+            }
+        }
+        Change::Flush => {
+            for i in 0..ks.shards() {
+                let mut s = ks.lock(i);
+                s.map.clear();
+                s.removed_seq = seq;
+            }
+        }
+        Change::Commit(_) => {}
+    }
+}
+
+/// Recovers `dir` into `ks` (empty), at `now_ms`; then writes a new snapshot if logs were
+/// replayed and removes the logs it covers, so the new run starts a generation of its own.
+pub fn recover(dir_path: &Path, ks: &Keyspace, now_ms: i64) -> Result<Recovery, String> {
+    let shown = dir_path.display().to_string();
+    let _ = std::fs::remove_file(dir_path.join("snapshot.tmp"));
+    let snap = snapshot::load(dir_path, ks)?;
+    let (base, snap_gen) = snap.map_or((0, 0), |s| (s.base, s.gen));
+    let segs = dir::segments(dir_path).map_err(|e| format!("{shown}: {e}"))?;
+    let mut logs: BTreeMap<(u64, usize), Vec<std::path::PathBuf>> = BTreeMap::new();
+    let mut max_gen = snap_gen;
+    for ((g, e, _), p) in &segs {
+        max_gen = max_gen.max(*g);
+        if *g >= snap_gen {
+            logs.entry((*g, *e)).or_default().push(p.clone());
+        }
+    }
+    let mut r = Recovery::default();
+    let mut all: Vec<(u64, usize, At)> = Vec::new();
+    let mut data: Vec<Vec<Vec<u8>>> = Vec::new();
+    for paths in logs.values() {
+        let names: Vec<String> = paths.iter().map(|p| p.display().to_string()).collect();
+        let mut segs = Vec::new();
+        for p in paths {
+            segs.push(std::fs::read(p).map_err(|e| format!("{}: {e}", p.display()))?);
+        }
+        let w = walk(&segs, &names, &mut r.notes)?;
+        let li = data.len();
+        all.extend(w.records.into_iter().map(|(seq, at)| (seq, li, at)));
+        data.push(segs);
+    }
+    all.sort_unstable_by_key(|x| x.0);
+    let mut expect = base + 1;
+    let mut dropped = 0u64;
+    for (i, &(seq, li, (si, off))) in all.iter().enumerate() {
+        if i > 0 && all[i - 1].0 == seq {
+            return Err(format!("{shown}: change {seq} is in two logs; the directory mixes two stores' files"));
+        }
+        if seq < expect {
+            continue;
+        }
+        if seq > expect {
+            dropped = (all.len() - i) as u64;
+            break;
+        }
+        let Read::Record { change, .. } = read(&data[li][si][off..], MAX_RECORD) else {
+            return Err(format!("{shown}: a record read once did not read again"));
+        };
+        apply(ks, seq, change);
+        r.replayed += 1;
+        expect += 1;
+    }
+    if dropped > 0 {
+        r.notes.push(format!(
+            "{shown}: change {expect} never reached the disk (a crash while it was written); the {dropped} changes \
+             after it were not acknowledged and are dropped"
+        ));
+    }
+    r.last = expect - 1;
+    r.expired = ks.drop_expired(now_ms);
+    r.keys = ks.len();
+    if segs.is_empty() {
+        r.gen = snap_gen.max(1);
+        return Ok(r);
+    }
+    r.gen = max_gen + 1;
+    snapshot::write(dir_path, ks, r.last, r.gen)?;
+    for ((g, ..), p) in &segs {
+        if *g < r.gen {
+            std::fs::remove_file(p).map_err(|e| format!("{}: {e}", p.display()))?;
+        }
+    }
+    dir::sync_dir(dir_path).map_err(|e| format!("{shown}: {e}"))?;
+    Ok(r)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::command::Journal;
+    use crate::log::order::Order;
+    use crate::log::stage::Stage;
+    use std::sync::Arc;
+
+    /// A scratch directory, removed on drop.
+    struct Scratch(std::path::PathBuf);
+
+    impl Scratch {
+        fn new(name: &str) -> Scratch {
+            let p = std::env::temp_dir().join(format!("sirocco-store-{name}-{}", std::process::id()));
+            let _ = std::fs::remove_dir_all(&p);
+            std::fs::create_dir_all(&p).unwrap();
+            Scratch(p)
+        }
+    }
+
+    impl Drop for Scratch {
+        fn drop(&mut self) {
+            let _ = std::fs::remove_dir_all(&self.0);
+        }
+    }
+
+    /// A log of generation 1, engine `e`: one commit per element of `commits`, each setting
+    /// `key{n}` to `v{n}` for its numbers; segments of `seg` bytes.
+    fn write_log(dir: &Path, order: &Arc<Order>, e: usize, commits: &[usize], seg: usize) -> Vec<(usize, usize)> {
+        let mut st = Stage::new(order.clone(), e);
+        let mut segs: Vec<Vec<u8>> = vec![Vec::new()];
+        let mut places = Vec::new();
+        let mut out = Vec::new();
+        for &n in commits {
+            for _ in 0..n {
+                let seq = order.last() + 1;
+                let (k, v) = (format!("key{seq}"), format!("v{seq}"));
+                st.sets(&[(k.as_bytes(), v.as_bytes(), 0)]);
+            }
+            st.take_commit(&mut out);
+            st.settled();
+            if segs.last().unwrap().len() + out.len() > seg {
+                segs.push(Vec::new());
+            }
+            let last = segs.len() - 1;
+            places.push((last, segs[last].len()));
+            segs[last].extend_from_slice(&out);
+        }
+        for (i, mut s) in segs.into_iter().enumerate() {
+            s.resize(seg, 0);
+            std::fs::write(dir.join(dir::segment_name(1, e, i as u32)), s).unwrap();
+        }
+        places
+    }
+
+    fn damage(dir: &Path, e: usize, seg: usize, at: usize) {
+        let p = dir.join(dir::segment_name(1, e, seg as u32));
+        let mut b = std::fs::read(&p).unwrap();
+        b[at] ^= 0x40;
+        std::fs::write(&p, b).unwrap();
+    }
+
+    #[test]
+    fn replays_across_segments_and_engines_then_starts_a_generation() {
+        let d = Scratch::new("replay");
+        let order = Arc::new(Order::new(2, 0));
+        // Engine 0 took 1-3, engine 1 took 4-5.
+        write_log(&d.0, &order, 0, &[3], 8192);
+        write_log(&d.0, &order, 1, &[2], 8192);
+        let ks = Keyspace::new(4);
+        let r = recover(&d.0, &ks, 0).unwrap();
+        assert_eq!((r.last, r.replayed, r.keys, r.gen), (5, 5, 5, 2), "{:?}", r.notes);
+        assert_eq!(ks.lock_key(b"key4").map.get(&b"key4"[..]).map(|e| e.value.clone()), Some(b"v4".to_vec()));
+        // The snapshot now holds it all and the old logs are gone.
+        assert!(dir::segments(&d.0).unwrap().is_empty());
+        let again = Keyspace::new(1);
+        let r2 = recover(&d.0, &again, 0).unwrap();
+        assert_eq!((r2.last, r2.keys, r2.gen), (5, 5, 2));
+    }
+
+    #[test]
+    fn a_torn_last_commit_is_cut_off_with_a_note() {
+        let d = Scratch::new("torn");
+        let order = Arc::new(Order::new(1, 0));
+        let places = write_log(&d.0, &order, 0, &[2, 3, 2], 3 * BLOCK);
+        // Damage the last commit (numbers 6-7): a torn write.
+        let (seg, off) = places[2];
+        damage(&d.0, 0, seg, off + COMMIT_SIZE + 30);
+        let ks = Keyspace::new(1);
+        let r = recover(&d.0, &ks, 0).unwrap();
+        assert_eq!((r.last, r.keys), (5, 5));
+        assert_eq!(r.notes.len(), 1, "{:?}", r.notes);
+        assert!(r.notes[0].contains("torn write"), "{}", r.notes[0]);
+    }
+
+    #[test]
+    fn damage_before_a_good_commit_stops_the_start() {
+        for (name, which) in [("mid", 1), ("head", 0)] {
+            let d = Scratch::new(name);
+            let order = Arc::new(Order::new(1, 0));
+            // Two segments: the damaged commit in the first, good ones after it.
+            let places = write_log(&d.0, &order, 0, &[2, 3, 2, 1], 2 * BLOCK);
+            let (seg, off) = places[which];
+            damage(&d.0, 0, seg, off + if which == 0 { 3 } else { COMMIT_SIZE + 40 });
+            let ks = Keyspace::new(1);
+            let e = recover(&d.0, &ks, 0).unwrap_err();
+            assert!(e.contains("refusing to start") && e.contains("a good commit follows"), "{e}");
+            // Nothing was removed: the operator decides.
+            assert_eq!(dir::segments(&d.0).unwrap().len(), 2);
+        }
+    }
+
+    #[test]
+    fn a_hole_in_the_order_ends_the_replay() {
+        let d = Scratch::new("hole");
+        let order = Arc::new(Order::new(2, 0));
+        write_log(&d.0, &order, 0, &[2], 4096); // 1-2
+        write_log(&d.0, &order, 1, &[1], 4096); // 3: lost below
+        std::fs::write(d.0.join(dir::segment_name(1, 1, 0)), vec![0u8; 4096]).unwrap();
+        // Engine 0 went on with 4-5 in a second segment of its own.
+        let mut st = Stage::new(order.clone(), 0);
+        st.sets(&[(b"key4", b"v4", 0)]);
+        st.sets(&[(b"key5", b"v5", 0)]);
+        let mut out = Vec::new();
+        st.take_commit(&mut out);
+        std::fs::write(d.0.join(dir::segment_name(1, 0, 1)), &out).unwrap();
+        let ks = Keyspace::new(1);
+        let r = recover(&d.0, &ks, 0).unwrap();
+        assert_eq!((r.last, r.keys), (2, 2));
+        assert!(r.notes.iter().any(|n| n.contains("change 3 never reached the disk")), "{:?}", r.notes);
+    }
+
+    #[test]
+    fn keys_that_expired_while_down_are_dropped() {
+        let d = Scratch::new("expiry");
+        let order = Arc::new(Order::new(1, 0));
+        let mut st = Stage::new(order.clone(), 0);
+        st.sets(&[(b"gone", b"1", 1_000), (b"kept", b"2", 5_000), (b"always", b"3", 0)]);
+        st.expire(b"always", 1_500);
+        st.expire(b"always", 0);
+        let mut out = Vec::new();
+        st.take_commit(&mut out);
+        std::fs::write(d.0.join(dir::segment_name(1, 0, 0)), &out).unwrap();
+        let ks = Keyspace::new(1);
+        let r = recover(&d.0, &ks, 2_000).unwrap();
+        assert_eq!((r.keys, r.expired), (2, 1));
+        let s = ks.lock(0);
+        assert_eq!(s.map.get(&b"kept"[..]).map(|e| e.expire_ms), Some(5_000));
+        assert_eq!(s.map.get(&b"always"[..]).map(|e| e.expire_ms), Some(0));
+    }
+}

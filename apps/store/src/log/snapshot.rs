@@ -1,0 +1,115 @@
+//! The snapshot: every key at one sequence number, written whole to a temporary file, made
+//! durable and renamed into place, so there is always one complete snapshot or the previous.
+//!
+//! ```text
+//! 0   "SIRSNAP1"
+//! 8   u64 base: every change up to it is in the snapshot
+//! 16  u64 gen: logs of earlier generations are covered by it
+//! 24  u64 count of records that follow
+//! 32  u32 CRC-32C of bytes 0..32; 4 bytes zero
+//! 40  count × Sets record of one key (seq: the change that last wrote the key)
+//! ```
+
+use super::dir::sync_dir;
+use super::record::{encode, read, Change, Read};
+use crate::keyspace::{Entry, Keyspace};
+use std::fs::{self, File};
+use std::io::{BufWriter, Write};
+use std::path::Path;
+
+const MAGIC: &[u8; 8] = b"SIRSNAP1";
+const HEAD: usize = 40;
+
+/// What a snapshot held.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Loaded {
+    /// Its base sequence number.
+    pub base: u64,
+    /// Its generation.
+    pub gen: u64,
+    /// Keys in it.
+    pub keys: u64,
+}
+
+/// Writes every key of `ks` as the snapshot of `dir` at `base`, covering generations before
+/// `gen`, and makes it durable.
+pub fn write(dir: &Path, ks: &Keyspace, base: u64, gen: u64) -> Result<u64, String> {
+    let tmp = dir.join("snapshot.tmp");
+    let fail = |e: std::io::Error| format!("{}: {e}", tmp.display());
+    let f = File::create(&tmp).map_err(fail)?;
+    let mut w = BufWriter::with_capacity(1 << 20, f);
+    let count = ks.len() as u64;
+    let mut head = Vec::with_capacity(HEAD);
+    head.extend_from_slice(MAGIC);
+    head.extend_from_slice(&base.to_le_bytes());
+    head.extend_from_slice(&gen.to_le_bytes());
+    head.extend_from_slice(&count.to_le_bytes());
+    let crc = crc32c::crc32c(&head);
+    head.extend_from_slice(&crc.to_le_bytes());
+    head.extend_from_slice(&[0; 4]);
+    w.write_all(&head).map_err(fail)?;
+    let mut rec = Vec::new();
+    let mut err = None;
+    let mut n = 0;
+    ks.for_each(|k, e| {
+        rec.clear();
+        encode(&mut rec, e.seq.max(1), &Change::Sets(vec![(k, &e.value, e.expire_ms)]));
+        if err.is_none() {
+            err = w.write_all(&rec).err();
+            n += 1;
+        }
+    });
+    if let Some(e) = err {
+        return Err(fail(e));
+    }
+    if n != count {
+        return Err(format!("{}: the keyspace changed while it was written", tmp.display()));
+    }
+    let f = w.into_inner().map_err(|e| fail(e.into_error()))?;
+    f.sync_all().map_err(fail)?;
+    fs::rename(&tmp, dir.join("snapshot")).map_err(fail)?;
+    sync_dir(dir).map_err(fail)?;
+    Ok(count)
+}
+
+/// Loads `dir`'s snapshot into `ks`, if there is one.
+pub fn load(dir: &Path, ks: &Keyspace) -> Result<Option<Loaded>, String> {
+    let path = dir.join("snapshot");
+    let b = match fs::read(&path) {
+        Ok(b) => b,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+        Err(e) => return Err(format!("{}: {e}", path.display())),
+    };
+    let bad = |at: usize, why: &str| {
+        format!(
+            "{}: damaged at byte {at} ({why}); it was complete when written, so the disk or another program changed it",
+            path.display()
+        )
+    };
+    let u64_at = |at: usize| u64::from_le_bytes(b[at..at + 8].try_into().unwrap_or_default());
+    if b.len() < HEAD || &b[..8] != MAGIC {
+        return Err(bad(0, "not a sirocco store snapshot"));
+    }
+    if crc32c::crc32c(&b[..32]) != u32::from_le_bytes(b[32..36].try_into().unwrap_or_default()) {
+        return Err(bad(0, "header checksum mismatch"));
+    }
+    let (base, gen, count) = (u64_at(8), u64_at(16), u64_at(24));
+    let mut at = HEAD;
+    for _ in 0..count {
+        match read(&b[at..], b.len()) {
+            Read::Record { seq, change: Change::Sets(items), size } if items.len() == 1 => {
+                let (k, v, exp) = items[0];
+                let mut s = ks.lock_key(k);
+                s.map.insert(k.into(), Entry { value: v.to_vec(), expire_ms: exp, seq });
+                at += size;
+            }
+            Read::Record { .. } => return Err(bad(at, "unexpected record")),
+            Read::Bad(why) => return Err(bad(at, why)),
+            Read::Short { .. } | Read::Pad => return Err(bad(at, "cut short")),
+        }
+    }
+    if at != b.len() {
+        return Err(bad(at, "bytes after the last record"));
+    }
+    Ok(Some(Loaded { base, gen, keys: count }))
+}

@@ -1,0 +1,160 @@
+//! Changes waiting for their group commit, sans-IO: each change takes its sequence number
+//! and is encoded at once (under its keys' locks); [`Stage::take_commit`] turns everything
+//! staged into one commit (header, records, padding to the block) for the writer.
+
+use super::order::Order;
+use super::record::{encode, pad, Change, Encoder, Kind};
+use crate::command::Journal;
+use std::sync::Arc;
+
+/// One engine's staged changes.
+pub struct Stage {
+    order: Arc<Order>,
+    engine: usize,
+    buf: Vec<u8>,
+    first: u64,
+    last: u64,
+    records: u64,
+    /// Numbers taken and not yet durable (staged or in flight).
+    pending: bool,
+}
+
+/// A commit taken from the stage.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Taken {
+    /// Its first and last sequence numbers.
+    pub first: u64,
+    /// Its last.
+    pub last: u64,
+    /// Records in it.
+    pub records: u64,
+}
+
+impl Stage {
+    /// Engine `engine`'s stage.
+    pub fn new(order: Arc<Order>, engine: usize) -> Stage {
+        Stage { order, engine, buf: Vec::new(), first: 0, last: 0, records: 0, pending: false }
+    }
+
+    /// True if changes wait for a commit.
+    pub fn has_records(&self) -> bool {
+        self.records > 0
+    }
+
+    /// Bytes staged.
+    pub fn staged_bytes(&self) -> usize {
+        self.buf.len()
+    }
+
+    fn next(&mut self) -> u64 {
+        if !self.pending {
+            self.order.open(self.engine);
+            self.pending = true;
+        }
+        let seq = self.order.take();
+        if self.records == 0 {
+            self.first = seq;
+        }
+        self.last = seq;
+        self.records += 1;
+        seq
+    }
+
+    /// Moves everything staged into `out` (cleared first) as one commit.
+    pub fn take_commit(&mut self, out: &mut Vec<u8>) -> Option<Taken> {
+        if self.records == 0 {
+            return None;
+        }
+        out.clear();
+        let len = (super::record::COMMIT_SIZE + self.buf.len()).next_multiple_of(super::record::BLOCK);
+        encode(out, self.first, &Change::Commit(len as u64));
+        out.extend_from_slice(&self.buf);
+        pad(out);
+        debug_assert_eq!(out.len(), len);
+        let t = Taken { first: self.first, last: self.last, records: self.records };
+        self.buf.clear();
+        self.records = 0;
+        Some(t)
+    }
+
+    /// The commit in flight is durable: every number below what is still staged is.
+    pub fn settled(&mut self) {
+        if self.records > 0 {
+            self.order.settled(self.engine, Some(self.first));
+        } else {
+            self.order.settled(self.engine, None);
+            self.pending = false;
+        }
+    }
+}
+
+impl Journal for Stage {
+    fn sets(&mut self, items: &[(&[u8], &[u8], i64)]) -> u64 {
+        let seq = self.next();
+        let mut e = Encoder::new(&mut self.buf, Kind::Sets, seq);
+        e.u32(items.len() as u32);
+        for (k, v, exp) in items {
+            e.u32(k.len() as u32).u32(v.len() as u32).i64(*exp).bytes(k).bytes(v);
+        }
+        e.finish();
+        seq
+    }
+
+    fn del(&mut self, keys: &[&[u8]]) -> u64 {
+        let seq = self.next();
+        let mut e = Encoder::new(&mut self.buf, Kind::Del, seq);
+        e.u32(keys.len() as u32);
+        for k in keys {
+            e.u32(k.len() as u32).bytes(k);
+        }
+        e.finish();
+        seq
+    }
+
+    fn expire(&mut self, key: &[u8], at_ms: i64) -> u64 {
+        let seq = self.next();
+        encode(&mut self.buf, seq, &Change::Expire(key, at_ms));
+        seq
+    }
+
+    fn flush(&mut self) -> u64 {
+        let seq = self.next();
+        encode(&mut self.buf, seq, &Change::Flush);
+        seq
+    }
+
+    fn last(&self) -> u64 {
+        self.order.last()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::log::record::{commit_at, read, Read, BLOCK, COMMIT_SIZE};
+
+    #[test]
+    fn a_commit_is_a_header_the_records_and_padding() {
+        let order = Arc::new(Order::new(1, 41));
+        let mut st = Stage::new(order.clone(), 0);
+        assert_eq!(st.sets(&[(b"k", b"v", 0)]), 42);
+        assert_eq!(st.del(&[b"k"]), 43);
+        assert_eq!(order.durable(), 41);
+        let mut out = Vec::new();
+        let t = st.take_commit(&mut out).expect("a commit");
+        assert_eq!(t, Taken { first: 42, last: 43, records: 2 });
+        assert_eq!(out.len(), BLOCK);
+        assert_eq!(commit_at(&out), Some((42, BLOCK as u64)));
+        let Read::Record { seq, size, .. } = read(&out[COMMIT_SIZE..], 1 << 20) else { panic!("no record") };
+        assert_eq!(seq, 42);
+        assert!(matches!(read(&out[COMMIT_SIZE + size..], 1 << 20), Read::Record { seq: 43, .. }));
+        // Staged while the first is in flight: the prefix stops below it.
+        assert_eq!(st.flush(), 44);
+        st.settled();
+        assert_eq!(order.durable(), 43);
+        st.take_commit(&mut out);
+        st.settled();
+        assert_eq!(order.durable(), 44);
+        assert!(st.take_commit(&mut out).is_none());
+    }
+}

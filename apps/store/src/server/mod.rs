@@ -1,0 +1,201 @@
+//! The store server of one engine: a [`StreamServer`] whose connections are [`Session`]s
+//! over the shared [`Keyspace`], writing its changes to its own [`LogWriter`].
+
+mod info;
+
+use crate::command::Ctx;
+use crate::keyspace::Keyspace;
+use crate::log::order::Order;
+use crate::log::writer::LogWriter;
+use crate::session::{Flow, Out, Session, LIMIT};
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicI64, AtomicU64, Ordering};
+use std::sync::Arc;
+use std::time::{SystemTime, UNIX_EPOCH};
+use tcp::channel::streams::{StreamServer, Verdict, Writer};
+use tcp::{End, Instant};
+use wire::Ipv4Addr;
+
+/// The Redis version the store answers as (the protocol and replies it follows).
+pub const REDIS_VERSION: &str = "7.0.15";
+
+/// One engine's counters, read by INFO on any engine.
+#[derive(Default)]
+pub struct EngineStats {
+    /// Requests handled.
+    pub commands: AtomicU64,
+    /// Connections accepted.
+    pub connections: AtomicU64,
+    /// Connections open.
+    pub open: AtomicI64,
+    /// Connections refused at the limit.
+    pub rejected: AtomicU64,
+    /// Log commits made durable.
+    pub commits: AtomicU64,
+    /// Log records in them.
+    pub records: AtomicU64,
+    /// Log bytes written.
+    pub log_bytes: AtomicU64,
+}
+
+/// What every engine shares.
+pub struct Shared {
+    /// The keys.
+    pub ks: Keyspace,
+    /// The order of changes.
+    pub order: Arc<Order>,
+    /// Per-engine counters.
+    pub engines: Vec<EngineStats>,
+    /// The port served.
+    pub port: u16,
+    /// The data directory.
+    pub dir: PathBuf,
+    /// The connection limit, all engines together.
+    pub max_conns: usize,
+    /// Unix time at start, seconds.
+    pub started: i64,
+}
+
+/// Unix time now, in milliseconds.
+pub fn unix_ms() -> i64 {
+    SystemTime::now().duration_since(UNIX_EPOCH).map_or(0, |d| d.as_millis() as i64)
+}
+
+/// One engine's server.
+pub struct Store {
+    shared: Arc<Shared>,
+    engine: usize,
+    /// Its log.
+    pub log: LogWriter,
+    durable: u64,
+    now_ms: i64,
+    /// Sessions holding replies: (sequence number awaited, connection id).
+    waiters: Vec<(u64, u64)>,
+}
+
+struct WriterOut<'a, 'b, 'c>(&'a mut Writer<'b, 'c>);
+
+impl Out for WriterOut<'_, '_, '_> {
+    fn put(&mut self, b: &[u8]) {
+        self.0.write(b);
+    }
+    fn backlog(&self) -> usize {
+        self.0.backlog()
+    }
+}
+
+impl Store {
+    /// Engine `engine`'s server, logging through `log`.
+    pub fn new(shared: Arc<Shared>, engine: usize, log: LogWriter) -> Store {
+        let durable = shared.order.durable();
+        Store { shared, engine, log, durable, now_ms: unix_ms(), waiters: Vec::new() }
+    }
+
+    /// The shared state.
+    pub fn shared(&self) -> &Shared {
+        &self.shared
+    }
+
+    fn run(&mut self, s: &mut Session, data: Option<&[u8]>, w: &mut Writer<'_, '_>) -> Verdict {
+        let before = s.commands;
+        let info = info::InfoOf(&self.shared);
+        let mut ctx = Ctx { ks: &self.shared.ks, journal: &mut self.log.stage, now_ms: self.now_ms, info: &info };
+        let id = w.id();
+        let mut out = WriterOut(w);
+        let flow = match data {
+            Some(d) => s.input(d, &mut ctx, self.durable, &mut out),
+            None => s.resume(&mut ctx, self.durable, &mut out),
+        };
+        self.shared.engines[self.engine].commands.fetch_add(s.commands - before, Ordering::Relaxed);
+        if flow == Flow::Close {
+            return Verdict::Close;
+        }
+        if let Some(wait) = s.waiting() {
+            if !s.queued {
+                s.queued = true;
+                self.waiters.push((wait, id));
+            }
+        } else if s.pending() > 0 && out.0.backlog() > LIMIT {
+            out.0.wait_for_drain();
+        }
+        Verdict::Continue
+    }
+
+    fn publish(&self) {
+        let st = &self.shared.engines[self.engine];
+        let l = &self.log.stats;
+        st.commits.store(l.commits, Ordering::Relaxed);
+        st.records.store(l.records, Ordering::Relaxed);
+        st.log_bytes.store(l.bytes, Ordering::Relaxed);
+    }
+}
+
+impl StreamServer for Store {
+    type Conn = Session;
+
+    fn batch(&mut self, _now: Instant) {
+        self.now_ms = unix_ms();
+        self.log.pump();
+        if let Some(why) = self.log.failed() {
+            // As Redis does with `appendfsync always`: nothing more can be made durable, and
+            // a reply must never claim otherwise.
+            eprintln!("sirocco store: {}: {why}; exiting", self.shared.dir.display());
+            std::process::exit(1);
+        }
+        self.durable = self.shared.order.durable();
+        self.publish();
+    }
+
+    fn woken(&mut self, ids: &mut Vec<u64>) {
+        let durable = self.durable;
+        self.waiters.retain(|&(wait, id)| {
+            if wait <= durable {
+                ids.push(id);
+                false
+            } else {
+                true
+            }
+        });
+    }
+
+    fn resume(&mut self, s: &mut Session, w: &mut Writer<'_, '_>) -> Verdict {
+        s.queued = false;
+        self.run(s, None, w)
+    }
+
+    fn batch_end(&mut self) {
+        self.log.pump();
+    }
+
+    fn busy(&self) -> bool {
+        // Replies wait for another engine's log (ours, when writing, wakes us by its ring).
+        !self.waiters.is_empty() && !self.log.in_flight()
+    }
+
+    fn wake_fd(&self) -> Option<i32> {
+        Some(self.log.ring_fd())
+    }
+
+    fn open(&mut self, _remote: (Ipv4Addr, u16), _port: u16) -> Option<Session> {
+        let st = &self.shared.engines[self.engine];
+        st.connections.fetch_add(1, Ordering::Relaxed);
+        st.open.fetch_add(1, Ordering::Relaxed);
+        Some(Session::new())
+    }
+
+    fn refused(&mut self) {
+        self.shared.engines[self.engine].rejected.fetch_add(1, Ordering::Relaxed);
+    }
+
+    fn data(&mut self, s: &mut Session, data: &[u8], w: &mut Writer<'_, '_>) -> Verdict {
+        self.run(s, Some(data), w)
+    }
+
+    fn drained(&mut self, s: &mut Session, w: &mut Writer<'_, '_>) -> Verdict {
+        self.run(s, None, w)
+    }
+
+    fn closed(&mut self, _s: Session, _end: End) {
+        self.shared.engines[self.engine].open.fetch_sub(1, Ordering::Relaxed);
+    }
+}

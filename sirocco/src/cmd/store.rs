@@ -1,0 +1,137 @@
+//! `sirocco store`: a durable Redis-protocol store on the level-2 channel (Arrakis's Redis),
+//! one engine per queue, each with its own log on its own storage queue, every engine
+//! serving every key.
+
+use crate::serve::{Defaults, ServeArgs};
+use crate::tcp_limits::tcp_limits;
+use clap::Args;
+use engine::ChannelService;
+use io::storage::{StorageConfig, StoragePort};
+use serde::Deserialize;
+use std::path::PathBuf;
+use std::sync::Arc;
+use store::keyspace::Keyspace;
+use store::log::order::Order;
+use store::log::stage::Stage;
+use store::log::writer::LogWriter;
+use store::log::{dir, replay};
+use store::server::{unix_ms, EngineStats, Shared, Store};
+use tcp::channel::streams::Streams;
+use tcp::channel::Buffers;
+use wire::Protocol;
+
+#[derive(Args)]
+pub struct StoreArgs {
+    #[command(flatten)]
+    pub serve: ServeArgs,
+    /// Directory of the log and snapshot (created if missing; on a file system with
+    /// O_DIRECT: ext4, xfs).
+    #[arg(long, value_name = "DIR")]
+    pub dir: Option<PathBuf>,
+    /// Size of each log segment, in megabytes (segments are zero-filled before use) [default: 64].
+    #[arg(long, value_name = "MB")]
+    pub segment_mb: Option<u64>,
+    /// Most connections open at once, all engines together (more are reset) [default: 10000].
+    #[arg(long, value_name = "N")]
+    pub max_conns: Option<usize>,
+}
+
+/// The store's own keys in the config file.
+#[derive(Deserialize, Default)]
+pub struct StoreConfig {
+    dir: Option<PathBuf>,
+    segment_mb: Option<u64>,
+    max_conns: Option<usize>,
+}
+
+/// Send buffers per engine (2 KB each), as the KV server.
+const SEND_BUFFERS: usize = 65_536;
+
+/// The log's storage queue: 64 buffers of 256 KB (a commit of up to 16 MB in flight at
+/// once; longer ones go out as buffers come back).
+fn log_storage() -> StorageConfig {
+    StorageConfig { entries: 128, buffers: 64, buf_size: 256 << 10, max_files: 4, ..StorageConfig::default() }
+}
+
+/// Runs the store.
+pub fn run(a: StoreArgs) -> Result<(), String> {
+    let s = a.serve.setup::<StoreConfig>(Defaults { port: 6379, idle_spins: 0 })?;
+    let dir_path =
+        a.dir.or(s.own.dir.clone()).ok_or("--dir (or `dir` in the config) is required: where the log lives")?;
+    let seg_mb = a.segment_mb.or(s.own.segment_mb).unwrap_or(64);
+    if !(1..=4096).contains(&seg_mb) {
+        return Err("--segment-mb must be between 1 and 4096".into());
+    }
+    let max_conns = a.max_conns.or(s.own.max_conns).unwrap_or(10_000);
+    if max_conns == 0 {
+        return Err("--max-conns must be at least 1".into());
+    }
+    std::fs::create_dir_all(&dir_path).map_err(|e| format!("{}: {e}", dir_path.display()))?;
+    let _lock = dir::lock(&dir_path)?;
+
+    let cpus = std::thread::available_parallelism().map_or(1, |n| n.get());
+    let queues = s.opts.queues.or_else(|| io::iface::Interface::lookup(&s.opts.iface).ok().map(|i| i.rx_queues));
+    let engines = queues.map_or(cpus, |q| q as usize).max(1);
+    let ks = Keyspace::new(if engines == 1 { 1 } else { 4 * engines });
+    let rec = replay::recover(&dir_path, &ks, unix_ms())?;
+    for n in &rec.notes {
+        eprintln!("sirocco store: {n}");
+    }
+    println!(
+        "store: {} keys recovered from {} ({} changes replayed, {} expired while down; last change {}); log generation {}",
+        rec.keys,
+        dir_path.display(),
+        rec.replayed,
+        rec.expired,
+        rec.last,
+        rec.gen
+    );
+    let order = Arc::new(Order::new(engines, rec.last));
+    let mut writers = Vec::new();
+    for e in 0..engines {
+        let port = StoragePort::new(log_storage()).map_err(|e| e.to_string())?;
+        let stage = Stage::new(order.clone(), e);
+        writers.push(Some(LogWriter::new(port, stage, dir_path.clone(), rec.gen, e, seg_mb << 20)?));
+    }
+    let shared = Arc::new(Shared {
+        ks,
+        order,
+        engines: (0..engines).map(|_| EngineStats::default()).collect(),
+        port: s.port,
+        dir: dir_path.clone(),
+        max_conns,
+        started: unix_ms() / 1000,
+    });
+    let port = s.port;
+    let per_engine = max_conns.div_ceil(engines);
+    let make = |q: u32| {
+        let Some(log) = writers.get_mut(q as usize).and_then(Option::take) else {
+            eprintln!("sirocco: error: engine {q} has no log (expected {engines} engines)");
+            std::process::exit(1)
+        };
+        let bufs = Buffers::new(SEND_BUFFERS, 2048);
+        let app = Streams::new(Store::new(shared.clone(), q as usize, log), per_engine);
+        ChannelService::new(app, &[port], tcp::Config::default(), tcp_limits(), bufs)
+    };
+    let what = format!("Redis protocol on port {port}, log in {}", dir_path.display());
+    let out = s.run(&what, &[(Protocol::TCP, port)], make, None)?;
+    for (q, svc) in out.apps().enumerate() {
+        let streams = &svc.server;
+        let l = &streams.app.log.stats;
+        println!(
+            "engine {q} store: connections {} (refused {}, reset for want of buffers {}) commits {} records {} \
+             log bytes {} device writes {} segments {}; tcp retransmits {}",
+            streams.stats.opened,
+            streams.stats.refused,
+            streams.stats.no_buffer,
+            l.commits,
+            l.records,
+            l.bytes,
+            l.writes,
+            l.segments,
+            svc.ch.endpoint().stats().retransmits,
+        );
+    }
+    println!("store: {} keys, last durable change {}", shared.ks.len(), shared.order.durable());
+    Ok(())
+}
