@@ -88,8 +88,9 @@ impl Session {
             self.run_buffered(ctx, out);
         }
         if let Some(n) = self.parser.pending_bulk() {
-            // Room for a long value at once, not by doubling as it arrives.
-            self.buf.reserve(n.min(64 << 20));
+            // Room for a long value early (up to 1 MB: a declared length alone must not make
+            // a connection take much memory; beyond it the buffer grows as bytes arrive).
+            self.buf.reserve(n.min(1 << 20));
         }
         self.release(durable, out);
         self.flow()

@@ -1,0 +1,751 @@
+//! `sirocco store` against Redis's own tools and Redis itself: redis-cli and redis-benchmark
+//! work; the same requests to Redis 7.0 (`appendfsync always`) and to sirocco, whole and cut
+//! into small segments, get the same bytes back; acknowledged writes survive SIGKILL at
+//! random points, round after round; a torn last write is cut off and reported, damage
+//! before it stops the start; bad input gets errors or a closed connection, never a crash;
+//! with two queues every key is seen everywhere.
+
+use crate::common::*;
+use std::collections::HashMap;
+use std::io::{Read, Write};
+use std::net::TcpStream;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command};
+use std::time::{Duration, Instant};
+
+/// A scratch directory for a store or Redis, removed on drop.
+struct Scratch(PathBuf);
+
+impl Scratch {
+    fn new(name: &str) -> Scratch {
+        let p = std::env::temp_dir().join(format!("sirocco-e2e-store-{name}-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&p);
+        std::fs::create_dir_all(&p).unwrap();
+        Scratch(p)
+    }
+
+    fn path(&self) -> &str {
+        self.0.to_str().unwrap()
+    }
+}
+
+impl Drop for Scratch {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+/// Redis in a namespace with the durability sirocco promises, stopped on drop (then its
+/// directory goes).
+struct Redis(Child, #[allow(dead_code)] Scratch);
+
+impl Drop for Redis {
+    fn drop(&mut self) {
+        // redis-server is one process (its I/O threads die with it).
+        stop_child(&mut self.0);
+    }
+}
+
+fn redis(net: &TestNet) -> Redis {
+    let dir = Scratch::new("redis");
+    let child = Command::new("ip")
+        .args(["netns", "exec", &net.srv_ns, "redis-server", "--bind", SERVER, "--port", "6379"])
+        .args(["--appendonly", "yes", "--appendfsync", "always", "--save", "", "--databases", "1"])
+        .args(["--protected-mode", "no", "--daemonize", "no", "--dir", dir.path(), "--logfile", ""])
+        .stdout(std::process::Stdio::null())
+        .spawn()
+        .expect("start redis-server (apt install redis-server)");
+    let r = Redis(child, dir);
+    let t = Instant::now();
+    while t.elapsed() < Duration::from_secs(10) {
+        if in_netns(&net.cli_ns, || TcpStream::connect((SERVER, 6379)).is_ok()) {
+            return r;
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    panic!("redis-server did not start");
+}
+
+fn store(net: &TestNet, dir: &Scratch, extra: &[&str]) -> Sirocco {
+    let mut args =
+        vec!["store", "--iface", &net.srv_if, "--addr", SERVER_OWN, "--dir", dir.path(), "--segment-mb", "4"];
+    args.extend_from_slice(extra);
+    net.start(&args)
+}
+
+/// A request in RESP's multibulk form.
+fn req(args: &[&[u8]]) -> Vec<u8> {
+    let mut b = format!("*{}\r\n", args.len()).into_bytes();
+    for a in args {
+        b.extend_from_slice(format!("${}\r\n", a.len()).as_bytes());
+        b.extend_from_slice(a);
+        b.extend_from_slice(b"\r\n");
+    }
+    b
+}
+
+/// `req` from words.
+fn cmd(words: &str) -> Vec<u8> {
+    let w: Vec<&[u8]> = words.split(' ').map(str::as_bytes).collect();
+    req(&w)
+}
+
+/// The length of the reply at the start of `b`, if it is all there.
+fn reply_len(b: &[u8]) -> Option<usize> {
+    let line = b.windows(2).position(|w| w == b"\r\n")?;
+    let n = || std::str::from_utf8(&b[1..line]).ok()?.parse::<i64>().ok();
+    match b.first()? {
+        b'+' | b'-' | b':' => Some(line + 2),
+        b'$' => {
+            let n = n()?;
+            let len = if n < 0 { line + 2 } else { line + 2 + n as usize + 2 };
+            (b.len() >= len).then_some(len)
+        }
+        b'*' => {
+            let mut at = line + 2;
+            for _ in 0..n()?.max(0) {
+                at += reply_len(&b[at..])?;
+            }
+            Some(at)
+        }
+        _ => None,
+    }
+}
+
+/// A kernel TCP client.
+struct Client(TcpStream);
+
+impl Client {
+    fn connect(addr: &str) -> Client {
+        let s = TcpStream::connect((addr, 6379)).unwrap();
+        s.set_nodelay(true).unwrap();
+        s.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+        Client(s)
+    }
+
+    /// Sends `input` and reads `n` replies.
+    fn ask_n(&mut self, input: &[u8], n: usize) -> Vec<Vec<u8>> {
+        self.0.write_all(input).unwrap();
+        self.read_n(n)
+    }
+
+    fn read_n(&mut self, n: usize) -> Vec<Vec<u8>> {
+        let mut buf = Vec::new();
+        let mut out = Vec::new();
+        let mut b = vec![0u8; 1 << 16];
+        while out.len() < n {
+            if let Some(len) = reply_len(&buf) {
+                out.push(buf.drain(..len).collect());
+                continue;
+            }
+            let got = self.0.read(&mut b).expect("a reply within 10 s");
+            assert!(got > 0, "connection closed after {} of {n} replies", out.len());
+            buf.extend_from_slice(&b[..got]);
+        }
+        assert!(buf.is_empty(), "more than {n} replies");
+        out
+    }
+
+    fn ask(&mut self, input: &[u8]) -> Vec<u8> {
+        self.ask_n(input, 1).remove(0)
+    }
+}
+
+/// Sends `input` on a new connection in pieces of `piece` bytes, then a marker, and reads
+/// until the marker's reply or the end of the connection (bounded).
+fn exchange(addr: &'static str, input: Vec<u8>, piece: usize) -> Vec<u8> {
+    let mut s = TcpStream::connect((addr, 6379)).unwrap();
+    s.set_nodelay(true).unwrap();
+    s.set_read_timeout(Some(Duration::from_millis(200))).unwrap();
+    for p in input.chunks(piece.max(1)) {
+        if s.write_all(p).is_err() {
+            break;
+        }
+        if piece < input.len() {
+            std::thread::sleep(Duration::from_millis(1));
+        }
+    }
+    let marker = req(&[b"ECHO", b"--end--"]);
+    let _ = s.write_all(&marker);
+    let end = b"$7\r\n--end--\r\n";
+    let mut out = Vec::new();
+    let t = Instant::now();
+    let mut b = [0u8; 65536];
+    while t.elapsed() < Duration::from_secs(5) {
+        match s.read(&mut b) {
+            Ok(0) => break,
+            Ok(n) => {
+                out.extend_from_slice(&b[..n]);
+                if out.ends_with(end) {
+                    out.truncate(out.len() - end.len());
+                    break;
+                }
+            }
+            Err(e) if e.kind() == std::io::ErrorKind::WouldBlock || e.kind() == std::io::ErrorKind::TimedOut => {}
+            Err(_) => break,
+        }
+    }
+    out
+}
+
+/// The corpus: each case runs on a fresh connection after FLUSHALL.
+fn corpus() -> Vec<Vec<u8>> {
+    let c = |list: &[&str]| list.iter().flat_map(|w| cmd(w)).collect::<Vec<u8>>();
+    let mut v = vec![
+        c(&["SET k v", "GET k", "GET missing", "EXISTS k missing k", "DEL k missing k", "GET k", "DBSIZE"]),
+        c(&["SET k v NX", "SET k w NX", "SET k w XX", "GET k", "SET n v XX", "EXISTS n", "SET k x GET", "SET n y GET"]),
+        c(&["SET k v NX XX", "SET k v EX", "SET k v EX 0", "SET k v EX -5", "SET k v EX abc", "SET k v PX 0"]),
+        c(&["SET k v EX 9223372036854776", "SET k v PX 9223372036854775807", "SET k v EX 10 PX 10", "SET k v FOO"]),
+        c(&["SET k v EX 100", "TTL k", "SET k v2 KEEPTTL", "TTL k", "SET k v3", "TTL k", "PTTL k", "PTTL none"]),
+        c(&["SET k v EX 10 EX 100", "TTL k", "SET k v KEEPTTL EX 5", "SET k v EXAT 4102444800", "EXISTS k"]),
+        c(&["SET k v PXAT 1", "GET k", "EXISTS k", "SET k v EXAT 1 GET", "GET k"]),
+        c(&["INCR c", "INCR c", "INCRBY c 40", "DECR c", "DECRBY c 100", "GET c", "INCRBY c x", "INCRBY c 1.5"]),
+        c(&[
+            "SET c 9223372036854775807",
+            "INCR c",
+            "SET d -9223372036854775808",
+            "DECR d",
+            "DECRBY d -9223372036854775808",
+        ]),
+        c(&[
+            "SET s abc",
+            "INCR s",
+            "SET s 007",
+            "INCR s",
+            "SET s 12345678901234567890",
+            "INCR s",
+            "SET s -0",
+            "INCR s",
+        ]),
+        c(&["SET t 5 EX 100", "INCR t", "TTL t", "APPEND t 1", "TTL t", "GET t"]),
+        c(&[
+            "APPEND a hello",
+            "APPEND a world",
+            "GET a",
+            "STRLEN a",
+            "STRLEN none",
+            "APPEND e ",
+            "EXISTS e",
+            "STRLEN e",
+        ]),
+        c(&["MSET a 1 b 2 c 3", "MGET a b none c", "MSET a", "MSET a 1 b", "DBSIZE", "MSET a x a y", "GET a"]),
+        c(&[
+            "SET k v",
+            "EXPIRE k 100 XX",
+            "EXPIRE k 100 NX",
+            "EXPIRE k 200 NX",
+            "TTL k",
+            "EXPIRE k 50 GT",
+            "EXPIRE k 500 GT",
+        ]),
+        c(&[
+            "SET k v",
+            "EXPIRE k 100",
+            "EXPIRE k 50 LT",
+            "TTL k",
+            "EXPIRE k 1000 LT",
+            "PERSIST k",
+            "PERSIST k",
+            "TTL k",
+        ]),
+        c(&["SET k v", "EXPIRE k 10 NX XX", "EXPIRE k 10 GT LT", "EXPIRE k 10 FOO", "EXPIRE k x", "EXPIRE none 10"]),
+        c(&["SET k v", "EXPIRE k 9223372036854776", "PEXPIRE k 9223372036854775807", "EXPIRE k -1", "EXISTS k"]),
+        c(&["SET k v", "PEXPIRE k 100000", "TTL k", "EXPIRE k 0", "GET k", "PERSIST none", "TTL none"]),
+        c(&[
+            "SET a 1",
+            "SET b 2",
+            "DBSIZE",
+            "FLUSHALL nope",
+            "FLUSHALL SYNC",
+            "DBSIZE",
+            "SET a 1",
+            "FLUSHALL ASYNC",
+            "DBSIZE",
+        ]),
+        c(&["PING", "PING hello", "PING a b", "ECHO x", "ECHO", "SELECT 0", "SELECT 1", "SELECT x", "SELECT"]),
+        c(&["NOPE", "NOPE a b c", "gEt k", "Set k V", "gEt k", "GET", "SET k", "INCRBY k", "DEL", "MGET", "TTL"]),
+        c(&["CONFIG GET appendonly", "CONFIG GET appendfsync", "CONFIG GET databases", "CONFIG GET", "CONFIG NOPE"]),
+        c(&["STRLEN", "APPEND k", "EXISTS", "EXPIRE k", "PERSIST", "DBSIZE x", "ECHO a b", "DECR", "PTTL"]),
+        b"SET \"a b\" 'c d'\r\nGET \"a b\"\r\nSET q \"x\\ty\\x41\\n\"\r\nGET q\r\n\r\n   \r\nPING\r\n*0\r\nPING\r\n"
+            .to_vec(),
+        [req(&[b"SET", b"bin\0\r\n", b"\0\x01\xff\r\n\r\n"]), req(&[b"GET", b"bin\0\r\n"]), req(&[b"SET", b"", b""])]
+            .concat(),
+        [req(&[b"GET", b""]), req(&[b"STRLEN", b"bin\0\r\n"]), req(&[b"NOPE", &[b'x'; 200]])].concat(),
+        [req(&[b"ECHO", &[b'e'; 100_000]]), req(&[b"SET", b"big", &[b'b'; 1 << 20]]), cmd("STRLEN big")].concat(),
+        c(&["PING", "QUIT", "PING"]),
+        b"*1\r\n$-5\r\n".to_vec(),
+        b"*abc\r\n".to_vec(),
+        b"*1\r\n:5\r\n".to_vec(),
+        b"*2\r\n$3\r\nGET\r\n$999999999999\r\n".to_vec(),
+        b"PING\r\nSET \"unbalanced\r\nPING\r\n".to_vec(),
+    ];
+    // Pipelined: many writes and reads in one go.
+    let mut p = Vec::new();
+    for i in 0..200 {
+        p.extend(cmd(&format!("SET p{i} v{i}")));
+        p.extend(cmd("INCR ctr"));
+        p.extend(cmd(&format!("GET p{}", i / 2)));
+    }
+    v.push(p);
+    v
+}
+
+#[test]
+fn same_answers_as_redis_with_appendfsync_always() {
+    let net = TestNet::new(1);
+    let _r = redis(&net);
+    let dir = Scratch::new("diff");
+    let s = store(&net, &dir, &[]);
+    let cases = corpus();
+    let mut diffs = Vec::new();
+    // Whole, then each case cut into 7-byte segments (requests and values split anywhere).
+    for piece in [usize::MAX, 7] {
+        for (i, case) in cases.iter().enumerate() {
+            if piece < case.len() && case.len() > 20_000 {
+                continue;
+            }
+            let mut input = cmd("FLUSHALL");
+            input.extend_from_slice(case);
+            let (a, b) = (input.clone(), input.clone());
+            let theirs = in_netns(&net.cli_ns, move || exchange(SERVER, a, piece));
+            let ours = in_netns(&net.cli_ns, move || exchange(SERVER_OWN, b, piece));
+            // Redis answered (its FLUSHALL at least): the comparison is of real replies.
+            assert!(theirs.starts_with(b"+OK\r\n") && theirs.len() > 5, "case {i}: Redis said {theirs:?}");
+            if theirs != ours {
+                let (t, o) = (String::from_utf8_lossy(&theirs), String::from_utf8_lossy(&ours));
+                let at = t.chars().zip(o.chars()).take_while(|(a, b)| a == b).count().saturating_sub(80);
+                let show = |s: &str| s.chars().skip(at).take(300).collect::<String>();
+                diffs.push(format!(
+                    "case {i} (pieces of {piece}): {:?}\n  redis:   {:?}\n  sirocco: {:?}",
+                    String::from_utf8_lossy(&case[..case.len().min(160)]),
+                    show(&t),
+                    show(&o)
+                ));
+            }
+        }
+    }
+    let (status, log) = s.stop();
+    assert!(diffs.is_empty(), "{} differences:\n{}", diffs.len(), diffs.join("\n"));
+    assert!(status.success(), "{log}");
+}
+
+#[test]
+fn redis_cli_and_redis_benchmark_work() {
+    let net = TestNet::new(1);
+    let dir = Scratch::new("tools");
+    let s = store(&net, &dir, &[]);
+    let cli = |args: &[&str]| {
+        let mut a = vec!["timeout", "20", "redis-cli", "-h", SERVER_OWN];
+        a.extend_from_slice(args);
+        let out = net.exec(&net.cli_ns, &a);
+        assert!(out.status.success(), "redis-cli {args:?}: {}", String::from_utf8_lossy(&out.stderr));
+        String::from_utf8_lossy(&out.stdout).trim().to_string()
+    };
+    assert_eq!(cli(&["ping"]), "PONG");
+    assert_eq!(cli(&["set", "greeting", "hello world"]), "OK");
+    assert_eq!(cli(&["get", "greeting"]), "hello world");
+    assert_eq!(cli(&["incrby", "n", "5"]), "5");
+    assert_eq!(cli(&["mget", "greeting", "none", "n"]), "hello world\n\n5");
+    assert!(cli(&["info", "persistence"]).contains("appendfsync:always"));
+    let out = net.exec(
+        &net.cli_ns,
+        &["timeout", "120", "redis-benchmark", "-h", SERVER_OWN, "-t", "set,get,incr,mset", "-n", "5000", "-c", "20"],
+    );
+    let text = String::from_utf8_lossy(&out.stdout).into_owned() + &String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "redis-benchmark: {text}");
+    for t in ["SET", "GET", "INCR", "MSET"] {
+        assert!(text.contains(&format!("====== {t}")), "no {t} run: {text}");
+    }
+    assert!(!text.to_lowercase().contains("error"), "{text}");
+    // redis-benchmark's INCRs all landed, durably: 5000 on its counter key.
+    assert_eq!(cli(&["get", "counter:__rand_int__"]), "5000");
+    let info = cli(&["info"]);
+    let commits: u64 = info.lines().find_map(|l| l.strip_prefix("log_commits:")).unwrap().trim().parse().unwrap();
+    assert!(commits > 0, "{info}");
+    let (status, log) = s.stop();
+    assert!(status.success(), "{log}");
+}
+
+/// A small xorshift generator (the seed is printed with any failure).
+struct Rng(u64);
+
+impl Rng {
+    fn next(&mut self) -> u64 {
+        self.0 ^= self.0 << 13;
+        self.0 ^= self.0 >> 7;
+        self.0 ^= self.0 << 17;
+        self.0
+    }
+    fn below(&mut self, n: u64) -> u64 {
+        self.next() % n
+    }
+}
+
+/// What the writers know: values acknowledged, and what may or may not have landed.
+#[derive(Default)]
+struct Model {
+    /// Key → its acknowledged value (None: acknowledged deleted).
+    acked: HashMap<String, Option<Vec<u8>>>,
+    /// Key → values sent and not acknowledged when the server died (either may be there).
+    maybe: HashMap<String, Vec<Option<Vec<u8>>>>,
+    /// Counter → (acknowledged value, increments sent in all).
+    counters: HashMap<String, (i64, i64)>,
+}
+
+/// One writer connection until the server dies: pipelined batches of SET (unique and
+/// overwritten keys, values of many sizes), INCR and DEL; every reply checked.
+fn write_until_dead(conn: usize, round: usize, seed: u64) -> Model {
+    let mut m = Model::default();
+    let mut rng = Rng(seed | 1);
+    let Ok(s) = TcpStream::connect((SERVER_OWN, 6379)) else { return m };
+    let mut c = Client(s);
+    c.0.set_read_timeout(Some(Duration::from_secs(3))).unwrap();
+    let ctr = format!("ctr{conn}");
+    let t = Instant::now();
+    let mut n = 0;
+    while t.elapsed() < Duration::from_secs(20) {
+        let mut batch = Vec::new();
+        let mut ops: Vec<(String, Option<Vec<u8>>)> = Vec::new();
+        for _ in 0..1 + rng.below(16) {
+            n += 1;
+            let r = rng.below(10);
+            if r < 6 {
+                let key = format!("r{round}c{conn}k{n}");
+                let val: Vec<u8> = (0..rng.below(3000)).map(|i| (i as u8) ^ (n as u8)).collect();
+                batch.extend(req(&[b"SET", key.as_bytes(), &val]));
+                ops.push((key, Some(val)));
+            } else if r < 8 {
+                // Overwrites a key of its own.
+                let key = format!("c{conn}hot{}", rng.below(5));
+                let val = format!("{round}-{n}").into_bytes();
+                batch.extend(req(&[b"SET", key.as_bytes(), &val]));
+                ops.push((key, Some(val)));
+            } else if r < 9 {
+                batch.extend(req(&[b"INCR", ctr.as_bytes()]));
+                ops.push((ctr.clone(), None));
+                m.counters.entry(ctr.clone()).or_default().1 += 1;
+            } else {
+                let key = format!("c{conn}hot{}", rng.below(5));
+                batch.extend(req(&[b"DEL", key.as_bytes()]));
+                ops.push((key, None));
+            }
+        }
+        if c.0.write_all(&batch).is_err() {
+            for (k, v) in ops {
+                if k != ctr {
+                    m.maybe.entry(k).or_default().push(v);
+                }
+            }
+            break;
+        }
+        let mut buf = Vec::new();
+        let mut b = vec![0u8; 1 << 16];
+        let mut i = 0;
+        let mut dead = false;
+        while i < ops.len() {
+            if let Some(len) = reply_len(&buf) {
+                let reply: Vec<u8> = buf.drain(..len).collect();
+                let (k, v) = &ops[i];
+                if *k == ctr {
+                    let got: i64 = std::str::from_utf8(&reply[1..len - 2]).unwrap().parse().unwrap();
+                    m.counters.get_mut(&ctr).unwrap().0 = got;
+                } else {
+                    let want: &[u8] = if v.is_some() { b"+OK\r\n" } else { b"" };
+                    assert!(v.is_none() || reply == want, "seed {seed}: {k}: {:?}", String::from_utf8_lossy(&reply));
+                    m.acked.insert(k.clone(), v.clone());
+                    m.maybe.remove(k);
+                }
+                i += 1;
+                continue;
+            }
+            match c.0.read(&mut b) {
+                Ok(n) if n > 0 => buf.extend_from_slice(&b[..n]),
+                _ => {
+                    dead = true;
+                    break;
+                }
+            }
+        }
+        if dead {
+            for (k, v) in ops.drain(i..) {
+                if k != ctr {
+                    m.maybe.entry(k).or_default().push(v);
+                }
+            }
+            break;
+        }
+    }
+    m
+}
+
+/// Checks every key of the model against the restarted store.
+fn check(model: &Model, seed: u64, round: usize) {
+    let mut c = Client::connect(SERVER_OWN);
+    let keys: Vec<&String> = model.acked.keys().chain(model.maybe.keys()).collect();
+    for chunk in keys.chunks(200) {
+        let mut b = Vec::new();
+        for k in chunk {
+            b.extend(req(&[b"GET", k.as_bytes()]));
+        }
+        let replies = c.ask_n(&b, chunk.len());
+        for (k, r) in chunk.iter().zip(replies) {
+            let got = if r == b"$-1\r\n" {
+                None
+            } else {
+                Some(r[r.iter().position(|&x| x == b'\n').unwrap() + 1..r.len() - 2].to_vec())
+            };
+            let mut ok: Vec<&Option<Vec<u8>>> = Vec::new();
+            let never: Option<Vec<u8>> = None;
+            match model.acked.get(*k) {
+                Some(v) => ok.push(v),
+                None => ok.push(&never),
+            }
+            if let Some(m) = model.maybe.get(*k) {
+                ok.extend(m.iter());
+            }
+            assert!(
+                ok.contains(&&got),
+                "seed {seed} round {round}: {k} is {:?}, acknowledged {:?}",
+                got.as_ref().map(|g| String::from_utf8_lossy(&g[..g.len().min(40)]).into_owned()),
+                model
+                    .acked
+                    .get(*k)
+                    .map(|v| v.as_ref().map(|g| String::from_utf8_lossy(&g[..g.len().min(40)]).into_owned()))
+            );
+        }
+    }
+    for (k, (acked, sent)) in &model.counters {
+        let r = c.ask(&req(&[b"GET", k.as_bytes()]));
+        let v: i64 =
+            if r == b"$-1\r\n" { 0 } else { String::from_utf8_lossy(&r).lines().nth(1).unwrap().parse().unwrap() };
+        assert!(v >= *acked && v <= *sent, "seed {seed} round {round}: {k} = {v}, acknowledged {acked}, sent {sent}");
+    }
+}
+
+fn merge(into: &mut Model, m: Model) {
+    for (k, v) in m.acked {
+        into.maybe.remove(&k);
+        into.acked.insert(k, v);
+    }
+    for (k, v) in m.maybe {
+        into.maybe.entry(k).or_default().extend(v);
+    }
+    for (k, (a, s)) in m.counters {
+        let e = into.counters.entry(k).or_default();
+        e.0 = e.0.max(a);
+        e.1 += s;
+    }
+}
+
+#[test]
+fn acknowledged_writes_survive_sigkill_round_after_round() {
+    let net = TestNet::new(1);
+    let dir = Scratch::new("crash");
+    let seed = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_nanos() as u64;
+    let mut rng = Rng(seed | 1);
+    let mut model = Model::default();
+    for round in 0..8 {
+        let s = store(&net, &dir, &[]);
+        if round > 0 {
+            // What the last rounds acknowledged is all there (and the counters kept counting).
+            let m = std::mem::take(&mut model);
+            model = in_netns(&net.cli_ns, move || {
+                check(&m, seed, round);
+                m
+            });
+        }
+        // Four writers, killed mid-burst after 50-600 ms.
+        let writers: Vec<_> = (0..4)
+            .map(|conn| {
+                let (ns, wseed) = (net.cli_ns.clone(), rng.next());
+                std::thread::spawn(move || in_netns(&ns, move || write_until_dead(conn, round, wseed)))
+            })
+            .collect();
+        std::thread::sleep(Duration::from_millis(50 + rng.below(550)));
+        s.kill9();
+        for w in writers {
+            let m = w.join().expect("writer");
+            merge(&mut model, m);
+        }
+        assert!(!model.acked.is_empty(), "seed {seed}: nothing was acknowledged in round {round}");
+        eprintln!(
+            "round {round}: {} keys acknowledged, {} writes unacknowledged at the kill, counters {:?}",
+            model.acked.len(),
+            model.maybe.values().map(Vec::len).sum::<usize>(),
+            model.counters.values().collect::<Vec<_>>()
+        );
+    }
+    let s = store(&net, &dir, &[]);
+    let log = s.log();
+    assert!(log.contains("keys recovered"), "{log}");
+    let m = std::mem::take(&mut model);
+    in_netns(&net.cli_ns, move || check(&m, seed, 8));
+    let (status, log) = s.stop();
+    assert!(status.success(), "{log}");
+}
+
+/// The last non-zero block of the newest log segment of `dir`.
+fn last_written_block(dir: &Path) -> (PathBuf, usize) {
+    let mut segs: Vec<PathBuf> = std::fs::read_dir(dir)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.file_name().unwrap().to_str().unwrap().starts_with("log-"))
+        .collect();
+    segs.sort();
+    for p in segs.iter().rev() {
+        let b = std::fs::read(p).unwrap();
+        if let Some(i) = (0..b.len() / 4096).rev().find(|&i| b[i * 4096..(i + 1) * 4096].iter().any(|&x| x != 0)) {
+            return (p.clone(), i);
+        }
+    }
+    panic!("no log data in {}", dir.display());
+}
+
+fn flip(path: &Path, at: usize) {
+    let mut b = std::fs::read(path).unwrap();
+    b[at] ^= 0x5a;
+    std::fs::write(path, b).unwrap();
+}
+
+#[test]
+fn a_torn_tail_is_cut_and_damage_before_it_stops_the_start() {
+    let net = TestNet::new(1);
+    let dir = Scratch::new("damage");
+    let s = store(&net, &dir, &[]);
+    // One commit per key: each SET waits for its reply.
+    in_netns(&net.cli_ns, || {
+        let mut c = Client::connect(SERVER_OWN);
+        for i in 0..50 {
+            assert_eq!(c.ask(&cmd(&format!("SET k{i} v{i}"))), b"+OK\r\n");
+        }
+        assert_eq!(c.ask(&cmd("SET last v")), b"+OK\r\n");
+    });
+    s.kill9();
+    // The tail: the last commit's block damaged, as a write torn by a crash would leave it.
+    let (seg, block) = last_written_block(&dir.0);
+    flip(&seg, block * 4096 + 100);
+    let s = store(&net, &dir, &[]);
+    let log = s.log();
+    assert_eq!(log.lines().filter(|l| l.contains("torn write")).count(), 1, "{log}");
+    in_netns(&net.cli_ns, || {
+        let mut c = Client::connect(SERVER_OWN);
+        assert_eq!(c.ask(&cmd("GET k49")), b"$3\r\nv49\r\n");
+        assert_eq!(c.ask(&cmd("GET last")), b"$-1\r\n");
+        assert_eq!(c.ask(&cmd("DBSIZE")), b":50\r\n");
+        // Later writes follow good data and survive the next start.
+        assert_eq!(c.ask(&cmd("SET after v")), b"+OK\r\n");
+        assert_eq!(c.ask(&cmd("SET k0 changed")), b"+OK\r\n");
+    });
+    s.kill9();
+    let s = store(&net, &dir, &[]);
+    assert!(!s.log().contains("torn"), "{}", s.log());
+    in_netns(&net.cli_ns, || {
+        let mut c = Client::connect(SERVER_OWN);
+        assert_eq!(c.ask(&cmd("GET after")), b"$1\r\nv\r\n");
+        assert_eq!(c.ask(&cmd("GET k0")), b"$7\r\nchanged\r\n");
+        for i in 0..20 {
+            assert_eq!(c.ask(&cmd(&format!("SET m{i} v"))), b"+OK\r\n");
+        }
+    });
+    s.kill9();
+    // Damage to the first commit of this run's log, with good commits after it: acknowledged
+    // data is gone, and the store must not start as if nothing happened.
+    let mut segs: Vec<PathBuf> = std::fs::read_dir(&dir.0)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.file_name().unwrap().to_str().unwrap().starts_with("log-"))
+        .collect();
+    segs.sort();
+    let first = segs.iter().find(|p| std::fs::read(p).unwrap().iter().any(|&x| x != 0)).unwrap().clone();
+    flip(&first, 60);
+    let out = net.exec(
+        &net.srv_ns,
+        &[sirocco(), "store", "--iface", &net.srv_if, "--addr", SERVER_OWN, "--dir", dir.path(), "--duration", "5"],
+    );
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success(), "started on a damaged log: {err}");
+    assert!(err.contains("refusing to start") && err.lines().count() == 1, "{err}");
+    assert!(!err.contains("panicked"), "{err}");
+    assert!(!net.server_has_xdp());
+}
+
+#[test]
+fn bad_input_gets_errors_or_a_close_and_others_are_served() {
+    let net = TestNet::new(1);
+    let dir = Scratch::new("bad");
+    let s = store(&net, &dir, &[]);
+    in_netns(&net.cli_ns, || {
+        let mut good = Client::connect(SERVER_OWN);
+        assert_eq!(good.ask(&cmd("SET k v")), b"+OK\r\n");
+        let bad: [&[u8]; 6] = [
+            b"*1\r\n$536870913\r\n",
+            b"*2\r\n$4\r\nECHO\r\n$-2\r\n",
+            b"*99999999999999999999\r\n",
+            b"*1\r\nGET\r\n",
+            b"\"unterminated\r\n",
+            &[b'x'; 70_000],
+        ];
+        for b in bad {
+            let mut c = Client::connect(SERVER_OWN);
+            c.0.write_all(b).unwrap();
+            let mut out = Vec::new();
+            let _ = c.0.read_to_end(&mut out);
+            assert!(out.starts_with(b"-ERR Protocol error: "), "{:?}", String::from_utf8_lossy(&out));
+        }
+        // Declared huge, then gone half-way; and half a command, then gone.
+        for b in [&b"*2\r\n$4\r\nECHO\r\n$500000000\r\nabc"[..], b"*3\r\n$3\r\nSET\r\n$1\r\nk"] {
+            let mut c = Client::connect(SERVER_OWN);
+            c.0.write_all(b).unwrap();
+        }
+        assert_eq!(good.ask(&cmd("GET k")), b"$1\r\nv\r\n");
+    });
+    let (status, log) = s.stop();
+    assert!(status.success(), "{log}");
+    assert!(!log.contains("panicked"), "{log}");
+}
+
+#[test]
+fn with_two_queues_every_key_is_seen_and_counted_once() {
+    let net = TestNet::new(2);
+    let dir = Scratch::new("queues");
+    let s = store(&net, &dir, &["--queues", "2"]);
+    in_netns(&net.cli_ns, || {
+        let mut conns: Vec<Client> = (0..16).map(|_| Client::connect(SERVER_OWN)).collect();
+        for (i, c) in conns.iter_mut().enumerate() {
+            let mut b = Vec::new();
+            for k in 0..50 {
+                b.extend(cmd(&format!("SET q{i}-{k} v{i}-{k}")));
+            }
+            assert!(c.ask_n(&b, 50).iter().all(|r| r == b"+OK\r\n"));
+        }
+        for (i, c) in conns.iter_mut().enumerate() {
+            let other = (i + 7) % 16;
+            let mut b = Vec::new();
+            for k in 0..50 {
+                b.extend(cmd(&format!("GET q{other}-{k}")));
+            }
+            for (k, r) in c.ask_n(&b, 50).into_iter().enumerate() {
+                let v = format!("v{other}-{k}");
+                assert_eq!(String::from_utf8_lossy(&r), format!("${}\r\n{v}\r\n", v.len()));
+            }
+            let incrs: Vec<u8> = (0..100).flat_map(|_| cmd("INCR ctr")).collect();
+            c.ask_n(&incrs, 100);
+        }
+        assert_eq!(conns[3].ask(&cmd("GET ctr")), b"$4\r\n1600\r\n");
+        assert_eq!(conns[5].ask(&cmd("DBSIZE")), b":801\r\n");
+    });
+    let (_, log) = stop_with_log(s);
+    assert!(
+        log.lines().filter(|l| l.contains(" store: connections ") && !l.contains("connections 0 ")).count() == 2,
+        "{log}"
+    );
+    // Both logs replay into one keyspace.
+    let s = store(&net, &dir, &["--queues", "2"]);
+    in_netns(&net.cli_ns, || {
+        let mut c = Client::connect(SERVER_OWN);
+        assert_eq!(c.ask(&cmd("GET ctr")), b"$4\r\n1600\r\n");
+        assert_eq!(c.ask(&cmd("DBSIZE")), b":801\r\n");
+    });
+    let (status, log) = s.stop();
+    assert!(status.success(), "{log}");
+}
