@@ -544,8 +544,12 @@ fn acknowledged_writes_survive_sigkill_round_after_round() {
     let seed = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_nanos() as u64;
     let mut rng = Rng(seed | 1);
     let mut model = Model::default();
+    let mut compactions = 0;
+    let mut mid_compaction = 0;
     for round in 0..8 {
-        let s = store(&net, &dir, &[]);
+        // Compacting past 1 MB of log: several compactions a round, and kills in the middle
+        // of some.
+        let s = store(&net, &dir, &["--compact-mb", "1", "--compact-percent", "0"]);
         if round > 0 {
             // What the last rounds acknowledged is all there (and the counters kept counting).
             let m = std::mem::take(&mut model);
@@ -561,7 +565,21 @@ fn acknowledged_writes_survive_sigkill_round_after_round() {
                 std::thread::spawn(move || in_netns(&ns, move || write_until_dead(conn, round, wseed)))
             })
             .collect();
-        std::thread::sleep(Duration::from_millis(50 + rng.below(550)));
+        if round % 2 == 0 {
+            std::thread::sleep(Duration::from_millis(50 + rng.below(550)));
+        } else {
+            // Aimed at a compaction: killed as soon as INFO shows one running (bounded).
+            let t = Instant::now();
+            let mut c = in_netns(&net.cli_ns, || Client::connect(SERVER_OWN));
+            while t.elapsed() < Duration::from_secs(3) {
+                let info = c.ask(&cmd("INFO persistence"));
+                if String::from_utf8_lossy(&info).contains("aof_rewrite_in_progress:1") {
+                    mid_compaction += 1;
+                    break;
+                }
+            }
+        }
+        compactions += s.log().matches("log compacted").count();
         s.kill9();
         for w in writers {
             let m = w.join().expect("writer");
@@ -569,12 +587,16 @@ fn acknowledged_writes_survive_sigkill_round_after_round() {
         }
         assert!(!model.acked.is_empty(), "seed {seed}: nothing was acknowledged in round {round}");
         eprintln!(
-            "round {round}: {} keys acknowledged, {} writes unacknowledged at the kill, counters {:?}",
+            "round {round}: {compactions} compactions so far ({mid_compaction} kills in one), {} keys acknowledged, {} writes unacknowledged at the kill, counters {:?}",
             model.acked.len(),
             model.maybe.values().map(Vec::len).sum::<usize>(),
             model.counters.values().collect::<Vec<_>>()
         );
     }
+    assert!(
+        compactions > 0 && mid_compaction > 0,
+        "seed {seed}: {compactions} compactions, {mid_compaction} kills in one"
+    );
     let s = store(&net, &dir, &[]);
     let log = s.log();
     assert!(log.contains("keys recovered"), "{log}");

@@ -11,6 +11,7 @@ use serde::Deserialize;
 use std::path::PathBuf;
 use std::sync::Arc;
 use store::keyspace::Keyspace;
+use store::log::compact::Gens;
 use store::log::order::Order;
 use store::log::stage::Stage;
 use store::log::writer::LogWriter;
@@ -31,6 +32,14 @@ pub struct StoreArgs {
     /// Size of each log segment, in megabytes (segments are zero-filled before use) [default: 64].
     #[arg(long, value_name = "MB")]
     pub segment_mb: Option<u64>,
+    /// Compact the log in the background into a snapshot once it holds at least this many
+    /// megabytes (Redis's auto-aof-rewrite-min-size) [default: 64]...
+    #[arg(long, value_name = "MB")]
+    pub compact_mb: Option<u64>,
+    /// ...and has grown by this percentage of the last snapshot's size (Redis's
+    /// auto-aof-rewrite-percentage; 0: the size alone decides) [default: 100].
+    #[arg(long, value_name = "PERCENT")]
+    pub compact_percent: Option<u64>,
     /// Most connections open at once, all engines together (more are reset) [default: 10000].
     #[arg(long, value_name = "N")]
     pub max_conns: Option<usize>,
@@ -41,6 +50,8 @@ pub struct StoreArgs {
 pub struct StoreConfig {
     dir: Option<PathBuf>,
     segment_mb: Option<u64>,
+    compact_mb: Option<u64>,
+    compact_percent: Option<u64>,
     max_conns: Option<usize>,
 }
 
@@ -62,6 +73,14 @@ pub fn run(a: StoreArgs) -> Result<(), String> {
     if !(1..=4096).contains(&seg_mb) {
         return Err("--segment-mb must be between 1 and 4096".into());
     }
+    let compact_mb = a.compact_mb.or(s.own.compact_mb).unwrap_or(64);
+    let compact_percent = a.compact_percent.or(s.own.compact_percent).unwrap_or(100);
+    if compact_percent > 100_000 {
+        return Err("--compact-percent must be at most 100000".into());
+    }
+    if !(1..=1 << 20).contains(&compact_mb) {
+        return Err("--compact-mb must be between 1 and 1048576".into());
+    }
     let max_conns = a.max_conns.or(s.own.max_conns).unwrap_or(10_000);
     if max_conns == 0 {
         return Err("--max-conns must be at least 1".into());
@@ -72,7 +91,9 @@ pub fn run(a: StoreArgs) -> Result<(), String> {
     let cpus = std::thread::available_parallelism().map_or(1, |n| n.get());
     let queues = s.opts.queues.or_else(|| io::iface::Interface::lookup(&s.opts.iface).ok().map(|i| i.rx_queues));
     let engines = queues.map_or(cpus, |q| q as usize).max(1);
-    let ks = Keyspace::new(if engines == 1 { 1 } else { 4 * engines });
+    // Many shards even for one engine: the background snapshot holds one shard's lock at a
+    // time, so a request waits at most for a 64th of the keys to be copied.
+    let ks = Keyspace::new(store::keyspace::MAX_SHARDS);
     let rec = replay::recover(&dir_path, &ks, unix_ms())?;
     for n in &rec.notes {
         eprintln!("sirocco store: {n}");
@@ -87,15 +108,19 @@ pub fn run(a: StoreArgs) -> Result<(), String> {
         rec.gen
     );
     let order = Arc::new(Order::new(engines, rec.last));
+    let snapshot_bytes = std::fs::metadata(dir_path.join("snapshot")).map_or(0, |m| m.len());
+    let gens = Arc::new(Gens::new(engines, rec.gen, compact_mb << 20, compact_percent, snapshot_bytes));
     let mut writers = Vec::new();
     for e in 0..engines {
         let port = StoragePort::new(log_storage()).map_err(|e| e.to_string())?;
         let stage = Stage::new(order.clone(), e);
-        writers.push(Some(LogWriter::new(port, stage, dir_path.clone(), rec.gen, e, seg_mb << 20)?));
+        writers.push(Some(LogWriter::new(port, stage, gens.clone(), dir_path.clone(), e, seg_mb << 20)?));
     }
     let shared = Arc::new(Shared {
         ks,
         order,
+        gens,
+        seg_size: seg_mb << 20,
         engines: (0..engines).map(|_| EngineStats::default()).collect(),
         port: s.port,
         dir: dir_path.clone(),
@@ -132,6 +157,11 @@ pub fn run(a: StoreArgs) -> Result<(), String> {
             svc.ch.endpoint().stats().retransmits,
         );
     }
-    println!("store: {} keys, last durable change {}", shared.ks.len(), shared.order.durable());
+    println!(
+        "store: {} keys, last durable change {}, {} compactions",
+        shared.ks.len(),
+        shared.order.durable(),
+        shared.gens.done.load(std::sync::atomic::Ordering::Relaxed)
+    );
     Ok(())
 }

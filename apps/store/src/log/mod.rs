@@ -1,6 +1,7 @@
 //! The store's log: records, the order of changes and its durable prefix, staging, the
 //! group-commit writer on a storage queue, the directory, snapshots and the replay.
 
+pub mod compact;
 pub mod dir;
 pub mod order;
 pub mod record;

@@ -250,7 +250,7 @@ pub fn recover(dir_path: &Path, ks: &Keyspace, now_ms: i64) -> Result<Recovery, 
         return Ok(r);
     }
     r.gen = max_gen + 1;
-    snapshot::write(dir_path, ks, r.last, r.gen)?;
+    snapshot::write(dir_path, ks, r.last, r.gen, || Ok(()))?;
     for ((g, ..), p) in &segs {
         if *g < r.gen {
             std::fs::remove_file(p).map_err(|e| format!("{}: {e}", p.display()))?;

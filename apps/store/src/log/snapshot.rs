@@ -14,7 +14,7 @@ use super::dir::sync_dir;
 use super::record::{encode, read, Change, Read};
 use crate::keyspace::{Entry, Keyspace};
 use std::fs::{self, File};
-use std::io::{BufWriter, Write};
+use std::io::{BufWriter, Seek, SeekFrom, Write};
 use std::path::Path;
 
 const MAGIC: &[u8; 8] = b"SIRSNAP1";
@@ -32,13 +32,35 @@ pub struct Loaded {
 }
 
 /// Writes every key of `ks` as the snapshot of `dir` at `base`, covering generations before
-/// `gen`, and makes it durable.
-pub fn write(dir: &Path, ks: &Keyspace, base: u64, gen: u64) -> Result<u64, String> {
+/// `gen`; calls `ready` once all is written (the caller may wait there for what the snapshot
+/// shows to be durable), then makes it durable and puts it in place. Returns the keys
+/// written. The keyspace may change meanwhile: it is copied one shard at a time.
+pub fn write(
+    dir: &Path,
+    ks: &Keyspace,
+    base: u64,
+    gen: u64,
+    ready: impl FnOnce() -> Result<(), String>,
+) -> Result<u64, String> {
     let tmp = dir.join("snapshot.tmp");
     let fail = |e: std::io::Error| format!("{}: {e}", tmp.display());
-    let f = File::create(&tmp).map_err(fail)?;
+    let mut f = File::create(&tmp).map_err(fail)?;
+    f.write_all(&[0; HEAD]).map_err(fail)?;
     let mut w = BufWriter::with_capacity(1 << 20, f);
-    let count = ks.len() as u64;
+    let mut rec = Vec::new();
+    let mut count = 0u64;
+    for i in 0..ks.shards() {
+        rec.clear();
+        {
+            let s = ks.lock(i);
+            for (k, e) in &s.map {
+                encode(&mut rec, e.seq.max(1), &Change::Sets(vec![(k, &e.value, e.expire_ms)]));
+                count += 1;
+            }
+        }
+        w.write_all(&rec).map_err(fail)?;
+    }
+    let mut f = w.into_inner().map_err(|e| fail(e.into_error()))?;
     let mut head = Vec::with_capacity(HEAD);
     head.extend_from_slice(MAGIC);
     head.extend_from_slice(&base.to_le_bytes());
@@ -47,26 +69,13 @@ pub fn write(dir: &Path, ks: &Keyspace, base: u64, gen: u64) -> Result<u64, Stri
     let crc = crc32c::crc32c(&head);
     head.extend_from_slice(&crc.to_le_bytes());
     head.extend_from_slice(&[0; 4]);
-    w.write_all(&head).map_err(fail)?;
-    let mut rec = Vec::new();
-    let mut err = None;
-    let mut n = 0;
-    ks.for_each(|k, e| {
-        rec.clear();
-        encode(&mut rec, e.seq.max(1), &Change::Sets(vec![(k, &e.value, e.expire_ms)]));
-        if err.is_none() {
-            err = w.write_all(&rec).err();
-            n += 1;
-        }
-    });
-    if let Some(e) = err {
-        return Err(fail(e));
+    f.seek(SeekFrom::Start(0)).map_err(fail)?;
+    f.write_all(&head).map_err(fail)?;
+    let r = ready().and_then(|()| f.sync_all().map_err(fail));
+    if let Err(e) = r {
+        let _ = fs::remove_file(&tmp);
+        return Err(e);
     }
-    if n != count {
-        return Err(format!("{}: the keyspace changed while it was written", tmp.display()));
-    }
-    let f = w.into_inner().map_err(|e| fail(e.into_error()))?;
-    f.sync_all().map_err(fail)?;
     fs::rename(&tmp, dir.join("snapshot")).map_err(fail)?;
     sync_dir(dir).map_err(fail)?;
     Ok(count)

@@ -7,10 +7,12 @@
 //! per log is also what makes a torn write recognisable at replay: only the last commit of a
 //! log can be incomplete.
 
+use super::compact::Gens;
 use super::dir::{prepare_segment, segment_name};
 use super::stage::Stage;
 use io::storage::{FileId, StoragePort};
 use std::path::PathBuf;
+use std::sync::Arc;
 use std::thread::JoinHandle;
 
 /// What a writer counted.
@@ -36,6 +38,7 @@ struct InFlight {
     /// Writes not yet completed.
     parts: u32,
     records: u64,
+    last: u64,
 }
 
 /// One engine's log.
@@ -43,6 +46,9 @@ pub struct LogWriter {
     port: StoragePort,
     /// The changes waiting for a commit (the engine's [`crate::command::Journal`]).
     pub stage: Stage,
+    gens: Arc<Gens>,
+    /// The last number in a durable commit.
+    last_seq: u64,
     dir: PathBuf,
     gen: u64,
     engine: usize,
@@ -61,22 +67,26 @@ pub struct LogWriter {
 }
 
 impl LogWriter {
-    /// Engine `engine`'s log of generation `gen` in `dir`, in segments of `seg_size` bytes,
-    /// written through `port`. Prepares the first segment (and starts on the second).
+    /// Engine `engine`'s log of `gens`' current generation in `dir`, in segments of
+    /// `seg_size` bytes, written through `port`. Prepares the first segment (and starts on
+    /// the second).
     pub fn new(
         mut port: StoragePort,
         stage: Stage,
+        gens: Arc<Gens>,
         dir: PathBuf,
-        gen: u64,
         engine: usize,
         seg_size: u64,
     ) -> Result<LogWriter, String> {
+        let gen = gens.target();
         let path = dir.join(segment_name(gen, engine, 0));
         prepare_segment(&path, seg_size).map_err(|e| format!("{}: {e}", path.display()))?;
         let (seg, seg_len) = port.open_dsync(&path).map_err(|e| e.to_string())?;
         let mut w = LogWriter {
             port,
             stage,
+            gens,
+            last_seq: 0,
             dir,
             gen,
             engine,
@@ -138,6 +148,12 @@ impl LogWriter {
         }
         self.reaped = bufs;
         self.finish_reaped(done, failed);
+        if self.inflight.is_none() && self.failed.is_none() && self.gens.target() > self.gen {
+            if let Err(e) = self.switch_generation() {
+                self.failed = Some(e);
+                return;
+            }
+        }
         self.advance();
         self.port.submit();
     }
@@ -154,6 +170,8 @@ impl LogWriter {
             self.stats.records += f.records;
             self.stats.bytes += self.commit.len() as u64;
             self.off = f.at + self.commit.len() as u64;
+            self.last_seq = f.last;
+            self.gens.wrote(self.commit.len() as u64);
             self.inflight = None;
             self.stage.settled();
         }
@@ -169,7 +187,7 @@ impl LogWriter {
                     return;
                 }
             }
-            self.inflight = Some(InFlight { at: self.off, submitted: 0, parts: 0, records: t.records });
+            self.inflight = Some(InFlight { at: self.off, submitted: 0, parts: 0, records: t.records, last: t.last });
         }
         let Some(f) = self.inflight.as_mut() else { return };
         while f.submitted < self.commit.len() {
@@ -196,6 +214,28 @@ impl LogWriter {
                 }
             }
         }
+    }
+
+    /// Moves to the compactor's new generation (between commits), whose first segment it
+    /// prepared.
+    fn switch_generation(&mut self) -> Result<(), String> {
+        if let Some(h) = self.next.take() {
+            // The old generation's next segment: not needed, but not left half-made either.
+            let _ = h.join();
+        }
+        let gen = self.gens.target();
+        let path = self.dir.join(segment_name(gen, self.engine, 0));
+        let (seg, len) = self.port.open_dsync(&path).map_err(|e| e.to_string())?;
+        self.port.close(self.seg);
+        self.seg = seg;
+        self.seg_len = len;
+        self.seg_no = 0;
+        self.off = 0;
+        self.gen = gen;
+        self.stats.segments += 1;
+        self.gens.switched(self.engine, gen, self.last_seq);
+        self.prepare_next();
+        Ok(())
     }
 
     fn next_segment(&mut self) -> Result<(), String> {

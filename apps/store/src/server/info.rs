@@ -43,9 +43,11 @@ impl Info for InfoOf<'_> {
                 "persistence" => {
                     let _ = write!(
                         t,
-                        "# Persistence\r\nloading:0\r\naof_enabled:1\r\naof_rewrite_in_progress:0\r\n\
-                         aof_last_write_status:ok\r\nappendfsync:always\r\nlog_commits:{}\r\nlog_records:{}\r\n\
-                         log_bytes:{}\r\nlast_durable_change:{}\r\n",
+                        "# Persistence\r\nloading:0\r\naof_enabled:1\r\naof_rewrite_in_progress:{}\r\n\
+                         aof_rewrites:{}\r\naof_last_write_status:ok\r\nappendfsync:always\r\nlog_commits:{}\r\n\
+                         log_records:{}\r\nlog_bytes:{}\r\nlast_durable_change:{}\r\n",
+                        u8::from(s.gens.running()),
+                        s.gens.done.load(Ordering::Relaxed),
                         sum(|e| e.commits.load(Ordering::Relaxed)),
                         sum(|e| e.records.load(Ordering::Relaxed)),
                         sum(|e| e.log_bytes.load(Ordering::Relaxed)),

@@ -5,6 +5,7 @@ mod info;
 
 use crate::command::Ctx;
 use crate::keyspace::Keyspace;
+use crate::log::compact::{compact, Gens};
 use crate::log::order::Order;
 use crate::log::writer::LogWriter;
 use crate::session::{Flow, Out, Session, LIMIT};
@@ -44,6 +45,10 @@ pub struct Shared {
     pub ks: Keyspace,
     /// The order of changes.
     pub order: Arc<Order>,
+    /// The log's generations (compaction).
+    pub gens: Arc<Gens>,
+    /// Log segment size.
+    pub seg_size: u64,
     /// Per-engine counters.
     pub engines: Vec<EngineStats>,
     /// The port served.
@@ -144,6 +149,20 @@ impl StreamServer for Store {
         }
         self.durable = self.shared.order.durable();
         self.publish();
+        if self.shared.gens.should_start() {
+            let sh = self.shared.clone();
+            std::thread::spawn(move || match compact(&sh.dir, &sh.ks, &sh.order, &sh.gens, sh.seg_size) {
+                Ok(r) => eprintln!(
+                    "sirocco store: log compacted into a snapshot of {} keys at change {} in {} ms; {} old segments \
+                     removed",
+                    r.keys,
+                    r.base,
+                    r.took.as_millis(),
+                    r.removed
+                ),
+                Err(e) => eprintln!("sirocco store: {e}; the log is kept as it was"),
+            });
+        }
     }
 
     fn woken(&mut self, ids: &mut Vec<u64>) {
