@@ -38,6 +38,8 @@ pub const TARGETS: &[(&str, Target)] = &[
     ("kv_session", kv_session),
     ("resp_request", resp_request),
     ("store_log_record", store_log_record),
+    ("store_log_walk", store_log_walk),
+    ("store_session", store_session),
 ];
 
 /// Requests, whole and in two pieces: the parser never panics, never claims more than it was
@@ -74,6 +76,95 @@ pub fn store_log_record(data: &[u8]) {
         assert_eq!(encode(&mut again, seq, &change), size);
         assert_eq!(&again[..], &data[..size]);
     }
+}
+
+/// The replay's walk over a log of up to three segments (cut from the input at block
+/// boundaries, around a valid commit so the fuzzer starts near real logs): no panic, and the
+/// records it returns are in increasing order, each one readable where it says.
+pub fn store_log_walk(data: &[u8]) {
+    use store::log::record::{read, Read, BLOCK};
+    use store::log::replay::walk;
+    use store::log::stage::Stage;
+    let (cuts, body) = match data.split_first() {
+        Some((&c, rest)) => (c, rest),
+        None => return,
+    };
+    let mut log = Vec::new();
+    {
+        use store::command::Journal;
+        let order = std::sync::Arc::new(store::log::order::Order::new(1, 0));
+        let mut st = Stage::new(order, 0);
+        st.sets(&[(b"k", b"v", 0)]);
+        st.take_commit(&mut log);
+    }
+    log.extend_from_slice(body);
+    log.resize(log.len().next_multiple_of(BLOCK), 0);
+    let blocks = log.len() / BLOCK;
+    let a = (usize::from(cuts & 0x0f) % (blocks + 1)) * BLOCK;
+    let b = a.max((usize::from(cuts >> 4) % (blocks + 1)) * BLOCK);
+    let segs = vec![log[..a].to_vec(), log[a..b].to_vec(), log[b..].to_vec()];
+    let names: Vec<String> = (0..3).map(|i| format!("seg{i}")).collect();
+    let mut notes = Vec::new();
+    if let Ok(w) = walk(&segs, &names, &mut notes) {
+        assert!(w.records.windows(2).all(|p| p[0].0 < p[1].0));
+        for (seq, (si, off)) in w.records {
+            assert!(matches!(read(&segs[si][off..], usize::MAX), Read::Record { seq: s, .. } if s == seq));
+        }
+    }
+}
+
+/// Replies of a store session fed `pieces` (a fresh keyspace; every change durable at once).
+fn store_run(pieces: &[&[u8]]) -> Vec<u8> {
+    use store::command::{Ctx, Info};
+    use store::keyspace::Keyspace;
+    use store::session::{Out, Session};
+    struct NoInfo;
+    impl Info for NoInfo {
+        fn info(&self, _ks: &Keyspace, _s: &[String]) -> String {
+            String::new()
+        }
+        fn config(&self) -> Vec<(&'static str, String)> {
+            vec![("save", String::new())]
+        }
+    }
+    struct Sent(Vec<u8>);
+    impl Out for Sent {
+        fn put(&mut self, b: &[u8]) {
+            self.0.extend_from_slice(b);
+        }
+        fn backlog(&self) -> usize {
+            0
+        }
+    }
+    let ks = Keyspace::new(4);
+    let order = std::sync::Arc::new(store::log::order::Order::new(1, 0));
+    let mut stage = store::log::stage::Stage::new(order.clone(), 0);
+    let mut out = Sent(Vec::new());
+    let mut s = Session::new();
+    let mut commit = Vec::new();
+    for p in pieces {
+        let mut ctx = Ctx { ks: &ks, journal: &mut stage, now_ms: 1_000_000, info: &NoInfo };
+        if s.input(p, &mut ctx, order.durable(), &mut out) == store::session::Flow::Close {
+            break;
+        }
+        stage.take_commit(&mut commit);
+        stage.settled();
+        let mut ctx = Ctx { ks: &ks, journal: &mut stage, now_ms: 1_000_000, info: &NoInfo };
+        s.resume(&mut ctx, order.durable(), &mut out);
+    }
+    out.0
+}
+
+/// A store session on arbitrary input, whole and cut in two: no panic, and the same replies
+/// either way (requests split anywhere are the same requests).
+pub fn store_session(data: &[u8]) {
+    let (cut, data) = match data.split_first() {
+        Some((&b, rest)) => (usize::from(b) % (rest.len() + 1), rest),
+        None => (0, data),
+    };
+    let whole = store_run(&[data]);
+    let split = store_run(&[&data[..cut], &data[cut..]]);
+    assert_eq!(whole, split, "replies depend on where the input was cut ({cut})");
 }
 
 /// The test certificate and key (public test material; see crates/tls/tests/certs).
@@ -810,6 +901,25 @@ pub fn seeds(target: &str) -> Vec<Vec<u8>> {
             b"\x04SET k \"a b\\x41\" 'c\\'d'\r\n".to_vec(),
             b"\x02*2\r\n$-1\r\n*0\r\n".to_vec(),
         ],
+        "store_session" => vec![
+            b"\x21*3\r\n$3\r\nSET\r\n$1\r\nk\r\n$2\r\n10\r\nINCR k\r\nGET k\r\nSET k v EX 10 NX GET\r\nTTL k\r\n".to_vec(),
+            b"\x10MSET a 1 b 2\r\nMGET a b c\r\nAPPEND a xyz\r\nEXPIRE a 5 GT\r\nDEL a b\r\nQUIT\r\n".to_vec(),
+            b"\x08PING\r\nCONFIG GET s*\r\nFLUSHALL\r\nDBSIZE\r\nNOPE 'x y'\r\n*1\r\n$-3\r\n".to_vec(),
+        ],
+        "store_log_walk" => {
+            use store::log::record::{encode, pad, Change};
+            let mut b = vec![0x21];
+            for seq in 2..5 {
+                let mut body = Vec::new();
+                encode(&mut body, seq, &Change::Sets(vec![(b"k", b"v", 0)]));
+                let mut c = Vec::new();
+                encode(&mut c, seq, &Change::Commit(4096));
+                c.extend(body);
+                pad(&mut c);
+                b.extend(c);
+            }
+            vec![b, vec![0x10, 1, 2, 3]]
+        }
         "store_log_record" => {
             use store::log::record::{encode, Change};
             let mut a = Vec::new();

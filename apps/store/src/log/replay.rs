@@ -39,11 +39,12 @@ pub struct Recovery {
 }
 
 /// Where a record is: segment index and byte offset within the log's segments.
-type At = (usize, usize);
+pub type At = (usize, usize);
 
 /// The records of one log, in order, and where its good part ends.
-struct Walked {
-    records: Vec<(u64, At)>,
+pub struct Walked {
+    /// Sequence number and place of each good record.
+    pub records: Vec<(u64, At)>,
 }
 
 /// A place in a log, for messages.
@@ -105,7 +106,9 @@ fn commit_records(b: &[u8], o: usize, last_seq: u64, out: &mut Vec<(u64, usize)>
     Ok(len)
 }
 
-fn walk(segs: &[Vec<u8>], names: &[String], notes: &mut Vec<String>) -> Result<Walked, String> {
+/// Walks one log (its segments in order), sans-IO: its good records, a note for a torn
+/// last commit, or an error for damage before good commits.
+pub fn walk(segs: &[Vec<u8>], names: &[String], notes: &mut Vec<String>) -> Result<Walked, String> {
     let mut records = Vec::new();
     let mut last = 0;
     for (si, b) in segs.iter().enumerate() {
