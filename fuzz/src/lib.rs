@@ -95,7 +95,7 @@ pub fn store_log_walk(data: &[u8]) {
         let order = std::sync::Arc::new(store::log::order::Order::new(1, 0));
         let mut st = Stage::new(order, 0);
         st.sets(&[(b"k", b"v", 0)]);
-        st.take_commit(&mut log);
+        st.take_commit(&mut log, 1, 0);
     }
     log.extend_from_slice(body);
     log.resize(log.len().next_multiple_of(BLOCK), 0);
@@ -105,7 +105,7 @@ pub fn store_log_walk(data: &[u8]) {
     let segs = vec![log[..a].to_vec(), log[a..b].to_vec(), log[b..].to_vec()];
     let names: Vec<String> = (0..3).map(|i| format!("seg{i}")).collect();
     let mut notes = Vec::new();
-    if let Ok(w) = walk(&segs, &names, &mut notes) {
+    if let Ok(w) = walk(&segs, &names, 1, &mut notes) {
         assert!(w.records.windows(2).all(|p| p[0].0 < p[1].0));
         for (seq, (si, off)) in w.records {
             assert!(matches!(read(&segs[si][off..], usize::MAX), Read::Record { seq: s, .. } if s == seq));
@@ -147,8 +147,8 @@ fn store_run(pieces: &[&[u8]]) -> Vec<u8> {
         if s.input(p, &mut ctx, order.durable(), &mut out) == store::session::Flow::Close {
             break;
         }
-        stage.take_commit(&mut commit);
-        stage.settled();
+        stage.take_commit(&mut commit, 1, 0);
+        stage.settled(None);
         let mut ctx = Ctx { ks: &ks, journal: &mut stage, now_ms: 1_000_000, info: &NoInfo };
         s.resume(&mut ctx, order.durable(), &mut out);
     }
@@ -913,7 +913,7 @@ pub fn seeds(target: &str) -> Vec<Vec<u8>> {
                 let mut body = Vec::new();
                 encode(&mut body, seq, &Change::Sets(vec![(b"k", b"v", 0)]));
                 let mut c = Vec::new();
-                encode(&mut c, seq, &Change::Commit(4096));
+                encode(&mut c, seq, &Change::Commit { len: 4096, gen: 1, prev: if seq == 2 { 1 } else { seq - 1 } });
                 c.extend(body);
                 pad(&mut c);
                 b.extend(c);

@@ -549,7 +549,9 @@ fn acknowledged_writes_survive_sigkill_round_after_round() {
     for round in 0..8 {
         // Compacting past 1 MB of log: several compactions a round, and kills in the middle
         // of some.
-        let s = store(&net, &dir, &["--compact-mb", "1", "--compact-percent", "0"]);
+        // Every third round with two log lanes: logs written with either replay together.
+        let lanes = if round % 3 == 2 { "2" } else { "1" };
+        let s = store(&net, &dir, &["--compact-mb", "1", "--compact-percent", "0", "--log-lanes", lanes]);
         if round > 0 {
             // What the last rounds acknowledged is all there (and the counters kept counting).
             let m = std::mem::take(&mut model);

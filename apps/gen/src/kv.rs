@@ -25,6 +25,19 @@ pub enum Workload {
     Etc,
     /// Facebook's USR: keys of 16–19 bytes, 2-byte values, 99 % gets.
     Usr,
+    /// Only sets of 1 KB values on 16-byte keys (redis-benchmark's SET with -d 1024).
+    Set1k,
+    /// Only gets of them.
+    Get1k,
+}
+
+/// The protocol spoken.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Proto {
+    /// memcached's text protocol.
+    Memcache,
+    /// Redis's RESP2 (GET, SET).
+    Resp,
 }
 
 impl Workload {
@@ -33,6 +46,8 @@ impl Workload {
         match self {
             Workload::Etc => 0.75,
             Workload::Usr => 0.99,
+            Workload::Set1k => 0.0,
+            Workload::Get1k => 1.0,
         }
     }
 
@@ -45,6 +60,7 @@ impl Workload {
                 (x.round() as usize).clamp(20, 70)
             }
             Workload::Usr => 16 + rng.below(4),
+            Workload::Set1k | Workload::Get1k => 16,
         }
     }
 
@@ -57,6 +73,7 @@ impl Workload {
                 (x.round() as usize).clamp(1, 1024)
             }
             Workload::Usr => 2,
+            Workload::Set1k | Workload::Get1k => 1024,
         }
     }
 }
@@ -147,6 +164,8 @@ pub struct KvGenConfig {
     pub port: u16,
     /// The workload.
     pub workload: Workload,
+    /// The protocol.
+    pub proto: Proto,
     /// The keys (shared by every engine).
     pub keys: Arc<KeySpace>,
     /// Which keys this engine stores before the measured run (a share of them).
@@ -300,11 +319,27 @@ impl KvGen {
         let Some(h) = c.h else { return };
         let bufs = calls.buffers();
         let mut line = [0u8; 128];
-        let ok = match kind {
-            Kind::Get => c.out.write(bufs, b"get ") && c.out.write(bufs, key) && c.out.write(bufs, b"\r\n"),
-            Kind::Set | Kind::Preload => {
+        let ok = match (self.cfg.proto, kind) {
+            (Proto::Memcache, Kind::Get) => {
+                c.out.write(bufs, b"get ") && c.out.write(bufs, key) && c.out.write(bufs, b"\r\n")
+            }
+            (Proto::Memcache, _) => {
                 let head = format_set(&mut line, key, vlen);
                 c.out.write(bufs, head) && c.out.write(bufs, &self.value[..vlen]) && c.out.write(bufs, b"\r\n")
+            }
+            (Proto::Resp, Kind::Get) => {
+                let head = resp_head(&mut line, b"*2\r\n$3\r\nGET\r\n", key.len());
+                c.out.write(bufs, head) && c.out.write(bufs, key) && c.out.write(bufs, b"\r\n")
+            }
+            (Proto::Resp, _) => {
+                let head = resp_head(&mut line, b"*3\r\n$3\r\nSET\r\n", key.len());
+                let mut vline = [0u8; 128];
+                let vhead = resp_head(&mut vline, b"\r\n", vlen);
+                c.out.write(bufs, head)
+                    && c.out.write(bufs, key)
+                    && c.out.write(bufs, vhead)
+                    && c.out.write(bufs, &self.value[..vlen])
+                    && c.out.write(bufs, b"\r\n")
             }
         };
         if !ok {
@@ -342,6 +377,12 @@ impl KvGen {
             data = &data[nl + 1..];
             let line = std::mem::take(&mut c.line);
             let l = line.strip_suffix(b"\r\n").unwrap_or(&line);
+            if self.cfg.proto == Proto::Resp {
+                self.resp_reply(i, l, now);
+                self.conns[i].line = line;
+                self.conns[i].line.clear();
+                continue;
+            }
             if let Some(rest) = l.strip_prefix(b"VALUE ") {
                 // VALUE <key> <flags> <bytes>: skip the data and its CRLF.
                 let n: Option<usize> =
@@ -379,6 +420,32 @@ impl KvGen {
             }
             self.conns[i].line = line;
             self.conns[i].line.clear();
+        }
+    }
+
+    /// One RESP reply line on connection `i`: `+OK`, `$-1`, or a bulk header (its bytes are
+    /// skipped); anything else is an error.
+    fn resp_reply(&mut self, i: usize, l: &[u8], now: Instant) {
+        let c = &mut self.conns[i];
+        let Some((kind, due)) = c.waiting.pop_front() else {
+            self.stats.errors += 1;
+            return;
+        };
+        let bulk = l.strip_prefix(b"$").and_then(|n| std::str::from_utf8(n).ok()?.parse::<i64>().ok());
+        match (kind, l, bulk) {
+            (Kind::Preload, b"+OK", _) => self.stats.preloaded += 1,
+            (Kind::Preload, ..) => self.stats.errors += 1,
+            (Kind::Set, b"+OK", _) => self.stats.stored += 1,
+            (Kind::Get, _, Some(-1)) => self.stats.misses += 1,
+            (Kind::Get, _, Some(n)) if n >= 0 => {
+                c.skip = n as usize + 2;
+                self.stats.hits += 1;
+            }
+            _ => self.stats.errors += 1,
+        }
+        if kind != Kind::Preload {
+            self.stats.completed += 1;
+            self.stats.latency.record(now.since(due).as_nanos());
         }
     }
 
@@ -430,10 +497,21 @@ impl KvGen {
     }
 }
 
-fn format_set<'a>(buf: &'a mut [u8; 128], key: &[u8], vlen: usize) -> &'a [u8] {
+/// `prefix`, then `$<len>\r\n`: the start of a RESP request up to its key, or a bulk header.
+fn resp_head<'a>(buf: &'a mut [u8; 128], prefix: &[u8], len: usize) -> &'a [u8] {
     let mut digits = [0u8; 20];
+    let d = decimal(len, &mut digits);
+    let mut n = 0;
+    for part in [prefix, b"$", d, b"\r\n"] {
+        buf[n..n + part.len()].copy_from_slice(part);
+        n += part.len();
+    }
+    &buf[..n]
+}
+
+/// `v` in decimal, in the end of `digits`.
+fn decimal(mut v: usize, digits: &mut [u8; 20]) -> &[u8] {
     let mut d = digits.len();
-    let mut v = vlen;
     loop {
         d -= 1;
         digits[d] = b'0' + (v % 10) as u8;
@@ -442,8 +520,14 @@ fn format_set<'a>(buf: &'a mut [u8; 128], key: &[u8], vlen: usize) -> &'a [u8] {
             break;
         }
     }
+    &digits[d..]
+}
+
+fn format_set<'a>(buf: &'a mut [u8; 128], key: &[u8], vlen: usize) -> &'a [u8] {
+    let mut digits = [0u8; 20];
+    let d = decimal(vlen, &mut digits);
     let mut n = 0;
-    for part in [&b"set "[..], key, b" 0 0 ", &digits[d..], b"\r\n"] {
+    for part in [&b"set "[..], key, b" 0 0 ", d, b"\r\n"] {
         buf[n..n + part.len()].copy_from_slice(part);
         n += part.len();
     }

@@ -1,11 +1,11 @@
-//! `sirocco gen kv`: memcached load in the manner of mutilate (ETC and USR), open loop, on
-//! sirocco's own TCP, with latency from each request's due time, as text and JSON.
+//! `sirocco gen kv`: memcached (or Redis) load in the manner of mutilate (ETC and USR, or 1 KB
+//! sets or gets), open loop, on sirocco's own TCP, with latency from each request's due time, as text and JSON.
 
 use super::load::{share, LoadArgs, Percentiles};
 use crate::dataplane::{self, report, DataplaneArgs, Until};
 use crate::tcp_limits::tcp_limits;
 use clap::Args;
-use gen::kv::{KeySpace, KvGen, KvGenConfig, KvGenStats, Workload};
+use gen::kv::{KeySpace, KvGen, KvGenConfig, KvGenStats, Proto, Workload};
 use serde::Serialize;
 use std::net::Ipv4Addr;
 use std::sync::atomic::AtomicUsize;
@@ -21,6 +21,18 @@ pub enum WorkloadArg {
     Etc,
     /// Keys under 20 B, 2-byte values, 99% gets (Facebook's USR).
     Usr,
+    /// Only sets of 1 KB values on 16-byte keys.
+    Set1k,
+    /// Only gets of 1 KB values on 16-byte keys.
+    Get1k,
+}
+
+#[derive(clap::ValueEnum, Clone, Copy)]
+pub enum ProtoArg {
+    /// memcached's text protocol.
+    Memcache,
+    /// Redis's RESP2 (GET and SET).
+    Redis,
 }
 
 #[derive(Args)]
@@ -36,6 +48,9 @@ pub struct GenKvArgs {
     /// The workload.
     #[arg(long, value_enum, default_value_t = WorkloadArg::Usr)]
     pub workload: WorkloadArg,
+    /// The protocol.
+    #[arg(long, value_enum, default_value_t = ProtoArg::Memcache)]
+    pub protocol: ProtoArg,
     /// Keys in the key space (stored before the run, drawn uniformly during it).
     #[arg(long, default_value_t = 100_000)]
     pub keys: usize,
@@ -90,6 +105,12 @@ pub fn run(a: GenKvArgs) -> Result<(), String> {
     let workload = match a.workload {
         WorkloadArg::Etc => Workload::Etc,
         WorkloadArg::Usr => Workload::Usr,
+        WorkloadArg::Set1k => Workload::Set1k,
+        WorkloadArg::Get1k => Workload::Get1k,
+    };
+    let proto = match a.protocol {
+        ProtoArg::Memcache => Proto::Memcache,
+        ProtoArg::Redis => Proto::Resp,
     };
     let keys = Arc::new(KeySpace::new(workload, a.keys, a.seed));
     let limits = tcp_limits();
@@ -102,6 +123,7 @@ pub fn run(a: GenKvArgs) -> Result<(), String> {
             dst: a.dst.into(),
             port: a.port,
             workload,
+            proto,
             keys: keys.clone(),
             preload: if a.no_preload { 0..0 } else { from..(from + per).min(a.keys) },
             conns: a.conns,
@@ -132,6 +154,8 @@ pub fn run(a: GenKvArgs) -> Result<(), String> {
     let name = match a.workload {
         WorkloadArg::Etc => "etc",
         WorkloadArg::Usr => "usr",
+        WorkloadArg::Set1k => "set1k",
+        WorkloadArg::Get1k => "get1k",
     };
     println!(
         "gen kv: {name}, {} keys (mean key {mk:.1} B, value {mv:.1} B) stored {}; {} engine(s), {} connection(s) each, depth {}, open loop at {} req/s\n  requests {} answers {} ({:.0} per s): get hits {} misses {} stored {} errors {}; behind schedule {}; broken connections {}\n  latency us: {}",

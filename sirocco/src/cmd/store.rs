@@ -40,6 +40,10 @@ pub struct StoreArgs {
     /// auto-aof-rewrite-percentage; 0: the size alone decides) [default: 100].
     #[arg(long, value_name = "PERCENT")]
     pub compact_percent: Option<u64>,
+    /// Logs each engine writes, each with one commit in flight: more than one helps only
+    /// a device that flushes concurrent writes in parallel [default: 1].
+    #[arg(long, value_name = "N")]
+    pub log_lanes: Option<usize>,
     /// Most connections open at once, all engines together (more are reset) [default: 10000].
     #[arg(long, value_name = "N")]
     pub max_conns: Option<usize>,
@@ -52,6 +56,7 @@ pub struct StoreConfig {
     segment_mb: Option<u64>,
     compact_mb: Option<u64>,
     compact_percent: Option<u64>,
+    log_lanes: Option<usize>,
     max_conns: Option<usize>,
 }
 
@@ -81,6 +86,10 @@ pub fn run(a: StoreArgs) -> Result<(), String> {
     if !(1..=1 << 20).contains(&compact_mb) {
         return Err("--compact-mb must be between 1 and 1048576".into());
     }
+    let lanes = a.log_lanes.or(s.own.log_lanes).unwrap_or(1);
+    if !(1..=store::log::writer::MAX_LANES).contains(&lanes) {
+        return Err(format!("--log-lanes must be between 1 and {}", store::log::writer::MAX_LANES));
+    }
     let max_conns = a.max_conns.or(s.own.max_conns).unwrap_or(10_000);
     if max_conns == 0 {
         return Err("--max-conns must be at least 1".into());
@@ -109,10 +118,15 @@ pub fn run(a: StoreArgs) -> Result<(), String> {
     );
     let order = Arc::new(Order::new(engines, rec.last));
     let snapshot_bytes = std::fs::metadata(dir_path.join("snapshot")).map_or(0, |m| m.len());
-    let gens = Arc::new(Gens::new(engines, rec.gen, compact_mb << 20, compact_percent, snapshot_bytes));
+    let gens = Arc::new(Gens::new(engines, lanes, rec.gen, compact_mb << 20, compact_percent, snapshot_bytes));
     let mut writers = Vec::new();
     for e in 0..engines {
         let port = StoragePort::new(log_storage()).map_err(|e| e.to_string())?;
+        // The kernel's helpers for the log's writes may run on any CPU: pinned to the engine's
+        // busy core they would wait for it (a write took seven times as long).
+        if std::env::var_os("SIROCCO_STORE_WORKERS_PINNED").is_none() {
+            port.set_worker_cpus(&(0..cpus).collect::<Vec<_>>()).map_err(|e| format!("io_uring worker CPUs: {e}"))?;
+        }
         let stage = Stage::new(order.clone(), e);
         writers.push(Some(LogWriter::new(port, stage, gens.clone(), dir_path.clone(), e, seg_mb << 20)?));
     }
@@ -145,7 +159,7 @@ pub fn run(a: StoreArgs) -> Result<(), String> {
         let l = &streams.app.log.stats;
         println!(
             "engine {q} store: connections {} (refused {}, reset for want of buffers {}) commits {} records {} \
-             log bytes {} device writes {} segments {}; tcp retransmits {}",
+             log bytes {} device writes {} segments {} mean commit {:.0} us; tcp retransmits {}",
             streams.stats.opened,
             streams.stats.refused,
             streams.stats.no_buffer,
@@ -154,6 +168,7 @@ pub fn run(a: StoreArgs) -> Result<(), String> {
             l.bytes,
             l.writes,
             l.segments,
+            l.commit_ns as f64 / 1e3 / l.commits.max(1) as f64,
             svc.ch.endpoint().stats().retransmits,
         );
     }

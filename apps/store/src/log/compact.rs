@@ -1,7 +1,7 @@
 //! Compaction in the background: the log is rewritten as a snapshot when it has grown well
 //! beyond the live data, while requests go on.
 //!
-//! 1. The compactor prepares the first segment of a new generation for every engine and asks
+//! 1. The compactor prepares the first segment of a new generation for every log and asks
 //!    them to switch; each engine switches between two commits and says the last number it
 //!    wrote to the old generation. B, the highest of those, is the snapshot's base: every
 //!    number up to B is in an old log, every number above it in a new one.
@@ -45,6 +45,8 @@ pub struct Gens {
     threshold: u64,
     /// ...if they are also beyond this percentage of the last snapshot's size.
     percent: u64,
+    /// Log lanes per engine.
+    lanes: usize,
 }
 
 /// What a compaction did.
@@ -66,7 +68,7 @@ impl Gens {
     /// Generations for `engines` engines starting at `gen`, compacting when the log is past
     /// `threshold` bytes and past `percent` % of the last snapshot (of `snapshot_bytes`), as
     /// Redis's `auto-aof-rewrite-min-size` and `auto-aof-rewrite-percentage`.
-    pub fn new(engines: usize, gen: u64, threshold: u64, percent: u64, snapshot_bytes: u64) -> Gens {
+    pub fn new(engines: usize, lanes: usize, gen: u64, threshold: u64, percent: u64, snapshot_bytes: u64) -> Gens {
         Gens {
             target: AtomicU64::new(gen),
             current: (0..engines).map(|_| AtomicU64::new(gen)).collect(),
@@ -77,7 +79,13 @@ impl Gens {
             done: AtomicU64::new(0),
             threshold,
             percent,
+            lanes: lanes.clamp(1, super::writer::MAX_LANES),
         }
+    }
+
+    /// Log lanes per engine.
+    pub fn lanes(&self) -> usize {
+        self.lanes
     }
 
     /// The generation engines are to write to.
@@ -102,6 +110,11 @@ impl Gens {
         let limit = self.threshold.max(grown);
         self.bytes.load(Ordering::Relaxed) > limit
             && self.running.compare_exchange(false, true, Ordering::SeqCst, Ordering::SeqCst).is_ok()
+    }
+
+    /// A compaction that [`Gens::should_start`] allowed did not start after all.
+    pub fn abandon(&self) {
+        self.running.store(false, Ordering::SeqCst);
     }
 
     /// True while a compaction runs.
@@ -134,8 +147,8 @@ fn run(dir_path: &Path, ks: &Keyspace, order: &Order, gens: &Gens, seg_size: u64
     let t = Instant::now();
     let old = gens.target();
     let gen = old + 1;
-    for e in 0..gens.current.len() {
-        let p = dir_path.join(dir::segment_name(gen, e, 0));
+    for log in 0..gens.current.len() * gens.lanes {
+        let p = dir_path.join(dir::segment_name(gen, log, 0));
         dir::prepare_segment(&p, seg_size).map_err(|err| format!("{}: {err}", p.display()))?;
     }
     let bytes_before = gens.bytes.load(Ordering::Relaxed);
@@ -156,7 +169,7 @@ fn run(dir_path: &Path, ks: &Keyspace, order: &Order, gens: &Gens, seg_size: u64
     let mut removed = 0;
     for ((g, ..), p) in dir::segments(dir_path).map_err(|e| format!("{}: {e}", dir_path.display()))? {
         if g < gen {
-            std::fs::remove_file(&p).map_err(|e| format!("{}: {e}", p.display()))?;
+            dir::recycle(&p).map_err(|e| format!("{}: {e}", p.display()))?;
             removed += 1;
         }
     }

@@ -4,14 +4,19 @@
 //! DIR/lock                          flock()ed while a store runs on DIR
 //! DIR/snapshot                      every key at one sequence number (see `snapshot`)
 //! DIR/log-GGGGGG-EEE-SSSSSS         generation G, engine E's log, segment S
+//! DIR/free-*                        segments of earlier generations, kept for reuse
 //! ```
 //!
 //! A generation starts at every start (after the replay and a new snapshot), so a log is
 //! only ever appended to by the run that created it, and the logs of earlier generations are
-//! covered by the snapshot and removed. Segments are filled with zeros and made durable
-//! before they are used: a write into them then changes no file size and no extent, so the
-//! O_DSYNC write that carries a commit costs the device one write (FUA) and no journal
-//! commit of the file system.
+//! covered by the snapshot and go to a pool of free segments. A segment is taken from the
+//! pool (renamed into place) or, if none is free, filled with zeros, and made durable before
+//! it is used: a write into it then changes no file size and no extent, so the O_DSYNC write
+//! that carries a commit costs the device a write and a flush and no journal commit of the
+//! file system (measured here: 0.21 ms for 32 KB, against 0.33 ms into fallocate()d space).
+//! Reuse spares the zero-filling, which otherwise writes every log byte twice: measured, a
+//! third of the server core went to it under a steady write load. Old commits in a reused
+//! segment carry their own generation, so the replay does not take them for this log's.
 
 use std::fs::{self, File, OpenOptions};
 use std::io::{self, Write};
@@ -72,8 +77,44 @@ pub fn lock(dir: &Path) -> Result<File, String> {
     }
 }
 
-/// Creates a segment of `size` bytes of zeros at `path` and makes it and its name durable.
+/// Free segments kept at most (more are removed).
+const MAX_FREE: usize = 16;
+
+fn free_segments(dir: &Path) -> io::Result<Vec<PathBuf>> {
+    let mut v = Vec::new();
+    for ent in fs::read_dir(dir)? {
+        let ent = ent?;
+        if ent.file_name().to_str().is_some_and(|n| n.starts_with("free-")) {
+            v.push(ent.path());
+        }
+    }
+    Ok(v)
+}
+
+/// Gives a segment that is no longer part of any log to the pool (or removes it if the pool
+/// is full). The caller syncs the directory.
+pub fn recycle(path: &Path) -> io::Result<()> {
+    static NEXT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+    let dir = path.parent().unwrap_or(Path::new("."));
+    if free_segments(dir)?.len() >= MAX_FREE {
+        return fs::remove_file(path);
+    }
+    let n = NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    let t = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_nanos());
+    fs::rename(path, dir.join(format!("free-{t:x}-{n}")))
+}
+
+/// Makes a segment of `size` bytes at `path`, from the pool if a free one of that size is
+/// there (else filled with zeros), and makes it and its name durable.
 pub fn prepare_segment(path: &Path, size: u64) -> io::Result<()> {
+    let dir = path.parent().unwrap_or(Path::new("."));
+    for f in free_segments(dir)? {
+        let fits = fs::metadata(&f).is_ok_and(|m| m.len() == size);
+        // Another thread may take the same one first: then try the next.
+        if fits && fs::rename(&f, path).is_ok() {
+            return sync_dir(dir);
+        }
+    }
     let mut f = OpenOptions::new().create(true).truncate(true).write(true).open(path)?;
     let zeros = vec![0u8; 1 << 20];
     let mut left = size;

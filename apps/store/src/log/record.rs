@@ -12,7 +12,8 @@
 //!     Del:    u32 n, then n × (u32 klen, key)
 //!     Expire: i64 at ms (0: persist), u32 klen, key
 //!     Flush:  nothing
-//!     Commit: u64 bytes (seq: the commit's first record's)
+//!     Commit: u64 bytes, u64 generation, u64 last change of the log's previous commit (0: none)
+//!             (seq: the commit's first record's)
 //! ```
 //!
 //! A group commit starts on a block boundary with a Commit record giving its length, and is
@@ -53,8 +54,17 @@ pub enum Change<'a> {
     Expire(&'a [u8], i64),
     /// Every key removed.
     Flush,
-    /// A group commit of this many bytes (padding included) starts here.
-    Commit(u64),
+    /// A group commit of `len` bytes (padding included) of log generation `gen` starts here.
+    Commit {
+        /// Its length.
+        len: u64,
+        /// The generation of the log it was written to (a recycled segment holds commits of
+        /// older ones: they are not this log's).
+        gen: u64,
+        /// The last change of the previous commit in the same log (0 for the first): a
+        /// commit missing from the middle of a log breaks the chain.
+        prev: u64,
+    },
 }
 
 /// Writes records into a byte buffer.
@@ -127,9 +137,9 @@ pub fn encode(buf: &mut Vec<u8>, seq: u64, change: &Change<'_>) -> usize {
             e.finish()
         }
         Change::Flush => Encoder::new(buf, Kind::Flush, seq).finish(),
-        Change::Commit(len) => {
+        Change::Commit { len, gen, prev } => {
             let mut e = Encoder::new(buf, Kind::Commit, seq);
-            e.bytes(&len.to_le_bytes());
+            e.bytes(&len.to_le_bytes()).bytes(&gen.to_le_bytes()).bytes(&prev.to_le_bytes());
             e.finish()
         }
     }
@@ -195,7 +205,11 @@ pub fn read(b: &[u8], max_len: usize) -> Read<'_> {
         2 => parse_del(p),
         3 => parse_expire(p),
         4 if p.is_empty() => Some(Change::Flush),
-        5 if p.len() == 8 => Some(Change::Commit(u64::from_le_bytes(p.try_into().unwrap_or_default()))),
+        5 if p.len() == 24 => Some(Change::Commit {
+            len: u64::from_le_bytes(p[..8].try_into().unwrap_or_default()),
+            gen: u64::from_le_bytes(p[8..16].try_into().unwrap_or_default()),
+            prev: u64::from_le_bytes(p[16..].try_into().unwrap_or_default()),
+        }),
         _ => None,
     };
     match change {
@@ -242,13 +256,26 @@ fn parse_expire(p: &[u8]) -> Option<Change<'_>> {
 }
 
 /// Bytes of a Commit record.
-pub const COMMIT_SIZE: usize = HDR + 8;
+pub const COMMIT_SIZE: usize = HDR + 24;
 
-/// The commit that starts at the beginning of `b`, if a whole Commit record is there: its
-/// first sequence number and length.
-pub fn commit_at(b: &[u8]) -> Option<(u64, u64)> {
-    match read(b.get(..COMMIT_SIZE)?, 8) {
-        Read::Record { seq, change: Change::Commit(len), .. } => Some((seq, len)),
+/// A commit's header.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct CommitHead {
+    /// Its first change.
+    pub first: u64,
+    /// Its length.
+    pub len: u64,
+    /// The last change of the log's previous commit.
+    pub prev: u64,
+}
+
+/// The commit of generation `gen` that starts at the beginning of `b`, if a whole Commit
+/// record of that generation is there.
+pub fn commit_at(b: &[u8], gen: u64) -> Option<CommitHead> {
+    match read(b.get(..COMMIT_SIZE)?, 24) {
+        Read::Record { seq, change: Change::Commit { len, gen: g, prev }, .. } if g == gen => {
+            Some(CommitHead { first: seq, len, prev })
+        }
         _ => None,
     }
 }
@@ -290,7 +317,7 @@ mod tests {
                 0 => Change::Sets(sets.iter().map(|(a, b, e)| (&a[..], &b[..], *e)).collect()),
                 1 => Change::Del(keys.iter().map(|a| &a[..]).collect()),
                 2 => Change::Expire(keys.first().map_or(&b""[..], |a| &a[..]), sets.len() as i64),
-                3 => Change::Commit(seq / 3),
+                3 => Change::Commit { len: seq / 3, gen: seq / 5, prev: seq / 7 },
                 _ => Change::Flush,
             };
             let mut buf = Vec::new();

@@ -52,13 +52,13 @@ fn place(names: &[String], (seg, off): At) -> String {
     format!("{} at byte {off}", names[seg])
 }
 
-/// Is there a whole commit header at any block boundary after `from` in the log?
-fn commit_after(segs: &[Vec<u8>], (seg, off): At) -> Option<At> {
+/// Is there a whole commit header of generation `gen` at any block boundary after `from`?
+fn commit_after(segs: &[Vec<u8>], (seg, off): At, gen: u64) -> Option<At> {
     for (si, b) in segs.iter().enumerate().skip(seg) {
         let start = if si == seg { off } else { 0 };
         let mut o = start.next_multiple_of(BLOCK);
         while o + COMMIT_SIZE <= b.len() {
-            if commit_at(&b[o..]).is_some() {
+            if commit_at(&b[o..], gen).is_some() {
                 return Some((si, o));
             }
             o += BLOCK;
@@ -67,10 +67,17 @@ fn commit_after(segs: &[Vec<u8>], (seg, off): At) -> Option<At> {
     None
 }
 
-/// The records of the commit at `b[o..]`, if it is whole.
-fn commit_records(b: &[u8], o: usize, last_seq: u64, out: &mut Vec<(u64, usize)>) -> Result<usize, &'static str> {
-    let (first, len) = commit_at(&b[o..]).ok_or("no commit header")?;
-    let len = usize::try_from(len).map_err(|_| "commit length")?;
+/// The records of the commit at `b[o..]` (whose header is there), if it is whole.
+fn commit_records(
+    b: &[u8],
+    o: usize,
+    gen: u64,
+    last_seq: u64,
+    out: &mut Vec<(u64, usize)>,
+) -> Result<usize, &'static str> {
+    let head = commit_at(&b[o..], gen).ok_or("no commit header")?;
+    let first = head.first;
+    let len = usize::try_from(head.len).map_err(|_| "commit length")?;
     if len < BLOCK || !len.is_multiple_of(BLOCK) || o + len > b.len() {
         return Err("commit length");
     }
@@ -78,78 +85,86 @@ fn commit_records(b: &[u8], o: usize, last_seq: u64, out: &mut Vec<(u64, usize)>
     let mut at = COMMIT_SIZE;
     let mut prev = last_seq;
     let mark = out.len();
+    let bad = |out: &mut Vec<(u64, usize)>, why| {
+        out.truncate(mark);
+        Err(why)
+    };
     while at < len {
         match read(&body[at..], MAX_RECORD) {
             Read::Record { seq, change, size } => {
-                if matches!(change, Change::Commit(_)) || seq <= prev || (out.len() == mark && seq != first) {
-                    out.truncate(mark);
-                    return Err("records out of order");
+                if matches!(change, Change::Commit { .. }) || seq <= prev || (out.len() == mark && seq != first) {
+                    return bad(out, "records out of order");
                 }
                 prev = seq;
                 out.push((seq, o + at));
                 at += size;
             }
             Read::Pad => break,
-            Read::Bad(why) => {
-                out.truncate(mark);
-                return Err(why);
-            }
-            Read::Short { .. } => {
-                out.truncate(mark);
-                return Err("record cut short");
-            }
+            Read::Bad(why) => return bad(out, why),
+            Read::Short { .. } => return bad(out, "record cut short"),
         }
     }
     if out.len() == mark {
-        return Err("empty commit");
+        return bad(out, "empty commit");
     }
     Ok(len)
 }
 
-/// Walks one log (its segments in order), sans-IO: its good records, a note for a torn
-/// last commit, or an error for damage before good commits.
-pub fn walk(segs: &[Vec<u8>], names: &[String], notes: &mut Vec<String>) -> Result<Walked, String> {
+/// Walks one log of generation `gen` (its segments in order), sans-IO: its good records, a
+/// note for a torn last commit, or an error for damage before good commits.
+///
+/// Where a segment holds no commit of this log (zeros, or what a recycled segment held
+/// before) its data has ended; the log goes on in the next segment if a commit of this log
+/// is there. A commit of this log that is not whole is the torn last write if no commit of
+/// this log follows it anywhere; if one does, acknowledged data was damaged.
+pub fn walk(segs: &[Vec<u8>], names: &[String], gen: u64, notes: &mut Vec<String>) -> Result<Walked, String> {
     let mut records = Vec::new();
     let mut last = 0;
+    let damaged = |at: At, why: &str, good: At| {
+        format!(
+            "{}: damaged ({why}), and a good commit follows at {}: this is not a torn last write but damage to \
+             acknowledged data; refusing to start. Move the log away to start without it.",
+            place(names, at),
+            place(names, good)
+        )
+    };
     for (si, b) in segs.iter().enumerate() {
         let mut o = 0;
         while o + BLOCK <= b.len() {
+            let later = || commit_after(segs, (si, o + BLOCK), gen);
+            let Some(head) = commit_at(&b[o..], gen) else {
+                match later() {
+                    Some((ls, _)) if ls > si => break,
+                    Some(good) => return Err(damaged((si, o), "no commit where one should be", good)),
+                    None => return Ok(Walked { records }),
+                }
+            };
+            if head.prev != last {
+                return Err(format!(
+                    "{}: this commit follows change {}, but the log's last good change is {last}: a commit before it \
+                     is missing or damaged; refusing to start. Move the log away to start without it.",
+                    place(names, (si, o)),
+                    head.prev
+                ));
+            }
             let mut found = Vec::new();
-            match commit_records(b, o, last, &mut found) {
+            match commit_records(b, o, gen, last, &mut found) {
                 Ok(len) => {
                     last = found.last().map_or(last, |r| r.0);
                     records.extend(found.into_iter().map(|(seq, off)| (seq, (si, off))));
                     o += len;
-                    continue;
                 }
                 Err(why) => {
-                    let zeros = b[o..o + BLOCK].iter().all(|&x| x == 0);
-                    let later = commit_after(segs, (si, o + BLOCK));
-                    match (zeros, later) {
-                        // The end of what this segment holds; the log goes on in the next.
-                        (true, Some((ls, _))) if ls > si => break,
-                        (true, None) => {
-                            return Ok(Walked { records });
-                        }
-                        (_, Some(at)) => {
-                            return Err(format!(
-                                "{}: damaged ({}), and a good commit follows at {}: this is not a torn last write but \
-                                 damage to acknowledged data; refusing to start. Move the log away to start without it.",
-                                place(names, (si, o)),
-                                if zeros { "zeros where a commit should be" } else { why },
-                                place(names, at)
-                            ));
-                        }
-                        (false, None) => {
-                            notes.push(format!(
-                                "{}: torn write ({why}) after the last good commit (a crash in mid-write); the replay of \
-                                 this log ends there (last change {last}), and the unfinished commit, never acknowledged, \
-                                 is dropped",
-                                place(names, (si, o))
-                            ));
-                            return Ok(Walked { records });
-                        }
+                    if let Some(good) = later() {
+                        return Err(damaged((si, o), why, good));
                     }
+                    notes.push(format!(
+                        "{}: torn write ({why}) after the last good commit (a crash in mid-write); the replay of \
+                         this log ends there (last change {last}), and the unfinished commit, never acknowledged, is \
+                         dropped",
+                        place(names, (si, o))
+                    ));
+                    return Ok(Walked { records });
                 }
             }
         }
@@ -184,7 +199,7 @@ fn apply(ks: &Keyspace, seq: u64, change: Change<'_>) {
                 s.removed_seq = seq;
             }
         }
-        Change::Commit(_) => {}
+        Change::Commit { .. } => {}
     }
 }
 
@@ -207,13 +222,13 @@ pub fn recover(dir_path: &Path, ks: &Keyspace, now_ms: i64) -> Result<Recovery, 
     let mut r = Recovery::default();
     let mut all: Vec<(u64, usize, At)> = Vec::new();
     let mut data: Vec<Vec<Vec<u8>>> = Vec::new();
-    for paths in logs.values() {
+    for (&(gen, _), paths) in &logs {
         let names: Vec<String> = paths.iter().map(|p| p.display().to_string()).collect();
         let mut segs = Vec::new();
         for p in paths {
             segs.push(std::fs::read(p).map_err(|e| format!("{}: {e}", p.display()))?);
         }
-        let w = walk(&segs, &names, &mut r.notes)?;
+        let w = walk(&segs, &names, gen, &mut r.notes)?;
         let li = data.len();
         all.extend(w.records.into_iter().map(|(seq, at)| (seq, li, at)));
         data.push(segs);
@@ -256,7 +271,7 @@ pub fn recover(dir_path: &Path, ks: &Keyspace, now_ms: i64) -> Result<Recovery, 
     snapshot::write(dir_path, ks, r.last, r.gen, || Ok(()))?;
     for ((g, ..), p) in &segs {
         if *g < r.gen {
-            std::fs::remove_file(p).map_err(|e| format!("{}: {e}", p.display()))?;
+            dir::recycle(p).map_err(|e| format!("{}: {e}", p.display()))?;
         }
     }
     dir::sync_dir(dir_path).map_err(|e| format!("{shown}: {e}"))?;
@@ -296,14 +311,15 @@ mod tests {
         let mut segs: Vec<Vec<u8>> = vec![Vec::new()];
         let mut places = Vec::new();
         let mut out = Vec::new();
+        let mut prev = 0;
         for &n in commits {
             for _ in 0..n {
                 let seq = order.last() + 1;
                 let (k, v) = (format!("key{seq}"), format!("v{seq}"));
                 st.sets(&[(k.as_bytes(), v.as_bytes(), 0)]);
             }
-            st.take_commit(&mut out);
-            st.settled();
+            prev = st.take_commit(&mut out, 1, prev).map_or(prev, |t| t.last);
+            st.settled(None);
             if segs.last().unwrap().len() + out.len() > seg {
                 segs.push(Vec::new());
             }
@@ -376,6 +392,44 @@ mod tests {
     }
 
     #[test]
+    fn a_lost_commit_at_a_segments_end_is_damage_not_an_end() {
+        let d = Scratch::new("chain");
+        let order = Arc::new(Order::new(1, 0));
+        // One commit per segment: the header of the second is zeroed (the segment then looks
+        // ended), and the third, in the next segment, follows it.
+        let places = write_log(&d.0, &order, 0, &[1, 1, 1], BLOCK);
+        let (seg, _) = places[1];
+        std::fs::write(d.0.join(dir::segment_name(1, 0, seg as u32)), vec![0u8; BLOCK]).unwrap();
+        let ks = Keyspace::new(1);
+        let e = recover(&d.0, &ks, 0).unwrap_err();
+        assert!(e.contains("a commit before it is missing"), "{e}");
+    }
+
+    #[test]
+    fn a_recycled_segments_old_commits_are_not_this_logs() {
+        let d = Scratch::new("recycled");
+        let order = Arc::new(Order::new(1, 0));
+        // Generation 1 wrote a full segment; it is reused by generation 2, which wrote one
+        // commit at its start over the old data.
+        write_log(&d.0, &order, 0, &[1, 1, 1, 1], 4 * BLOCK);
+        let old = d.0.join(dir::segment_name(1, 0, 0));
+        let mut b = std::fs::read(&old).unwrap();
+        std::fs::remove_file(&old).unwrap();
+        let mut st = Stage::new(order.clone(), 0);
+        st.sets(&[(b"new", b"1", 0)]);
+        let mut out = Vec::new();
+        st.take_commit(&mut out, 2, 0);
+        b[..out.len()].copy_from_slice(&out);
+        std::fs::write(d.0.join(dir::segment_name(2, 0, 0)), &b).unwrap();
+        // A snapshot of generation 2 at change 4 stands for what generation 1 held.
+        let ks = Keyspace::new(1);
+        crate::log::snapshot::write(&d.0, &ks, 4, 2, || Ok(())).unwrap();
+        let r = recover(&d.0, &ks, 0).unwrap();
+        assert_eq!((r.last, r.keys, r.replayed), (5, 1, 1), "{:?}", r.notes);
+        assert!(r.notes.is_empty(), "{:?}", r.notes);
+    }
+
+    #[test]
     fn a_hole_in_the_order_ends_the_replay() {
         let d = Scratch::new("hole");
         let order = Arc::new(Order::new(2, 0));
@@ -387,7 +441,7 @@ mod tests {
         st.sets(&[(b"key4", b"v4", 0)]);
         st.sets(&[(b"key5", b"v5", 0)]);
         let mut out = Vec::new();
-        st.take_commit(&mut out);
+        st.take_commit(&mut out, 1, 2);
         std::fs::write(d.0.join(dir::segment_name(1, 0, 1)), &out).unwrap();
         let ks = Keyspace::new(1);
         let r = recover(&d.0, &ks, 0).unwrap();
@@ -404,7 +458,7 @@ mod tests {
         st.expire(b"always", 1_500);
         st.expire(b"always", 0);
         let mut out = Vec::new();
-        st.take_commit(&mut out);
+        st.take_commit(&mut out, 1, 0);
         std::fs::write(d.0.join(dir::segment_name(1, 0, 0)), &out).unwrap();
         let ks = Keyspace::new(1);
         let r = recover(&d.0, &ks, 2_000).unwrap();

@@ -36,6 +36,11 @@ impl Stage {
         Stage { order, engine, buf: Vec::new(), first: 0, last: 0, records: 0, pending: false }
     }
 
+    /// The engine whose stage this is.
+    pub fn engine(&self) -> usize {
+        self.engine
+    }
+
     /// True if changes wait for a commit.
     pub fn has_records(&self) -> bool {
         self.records > 0
@@ -60,14 +65,15 @@ impl Stage {
         seq
     }
 
-    /// Moves everything staged into `out` (cleared first) as one commit.
-    pub fn take_commit(&mut self, out: &mut Vec<u8>) -> Option<Taken> {
+    /// Moves everything staged into `out` (cleared first) as one commit of generation `gen`
+    /// following the log's commit whose last change was `prev` (0: the first).
+    pub fn take_commit(&mut self, out: &mut Vec<u8>, gen: u64, prev: u64) -> Option<Taken> {
         if self.records == 0 {
             return None;
         }
         out.clear();
         let len = (super::record::COMMIT_SIZE + self.buf.len()).next_multiple_of(super::record::BLOCK);
-        encode(out, self.first, &Change::Commit(len as u64));
+        encode(out, self.first, &Change::Commit { len: len as u64, gen, prev });
         out.extend_from_slice(&self.buf);
         pad(out);
         debug_assert_eq!(out.len(), len);
@@ -77,13 +83,16 @@ impl Stage {
         Some(t)
     }
 
-    /// The commit in flight is durable: every number below what is still staged is.
-    pub fn settled(&mut self) {
-        if self.records > 0 {
-            self.order.settled(self.engine, Some(self.first));
-        } else {
-            self.order.settled(self.engine, None);
-            self.pending = false;
+    /// A commit is durable; `in_flight` is the lowest number of the engine's commits still
+    /// being written (if any): every number below it and below what is staged is durable.
+    pub fn settled(&mut self, in_flight: Option<u64>) {
+        let staged = (self.records > 0).then_some(self.first);
+        match in_flight.into_iter().chain(staged).min() {
+            Some(low) => self.order.settled(self.engine, Some(low)),
+            None => {
+                self.order.settled(self.engine, None);
+                self.pending = false;
+            }
         }
     }
 }
@@ -141,20 +150,21 @@ mod tests {
         assert_eq!(st.del(&[b"k"]), 43);
         assert_eq!(order.durable(), 41);
         let mut out = Vec::new();
-        let t = st.take_commit(&mut out).expect("a commit");
+        let t = st.take_commit(&mut out, 1, 0).expect("a commit");
         assert_eq!(t, Taken { first: 42, last: 43, records: 2 });
         assert_eq!(out.len(), BLOCK);
-        assert_eq!(commit_at(&out), Some((42, BLOCK as u64)));
+        assert_eq!(commit_at(&out, 1).map(|h| (h.first, h.len, h.prev)), Some((42, BLOCK as u64, 0)));
+        assert_eq!(commit_at(&out, 2), None, "another generation's commit is not this log's");
         let Read::Record { seq, size, .. } = read(&out[COMMIT_SIZE..], 1 << 20) else { panic!("no record") };
         assert_eq!(seq, 42);
         assert!(matches!(read(&out[COMMIT_SIZE + size..], 1 << 20), Read::Record { seq: 43, .. }));
         // Staged while the first is in flight: the prefix stops below it.
         assert_eq!(st.flush(), 44);
-        st.settled();
+        st.settled(None);
         assert_eq!(order.durable(), 43);
-        st.take_commit(&mut out);
-        st.settled();
+        st.take_commit(&mut out, 1, 0);
+        st.settled(None);
         assert_eq!(order.durable(), 44);
-        assert!(st.take_commit(&mut out).is_none());
+        assert!(st.take_commit(&mut out, 1, 0).is_none());
     }
 }

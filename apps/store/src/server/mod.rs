@@ -151,17 +151,23 @@ impl StreamServer for Store {
         self.publish();
         if self.shared.gens.should_start() {
             let sh = self.shared.clone();
-            std::thread::spawn(move || match compact(&sh.dir, &sh.ks, &sh.order, &sh.gens, sh.seg_size) {
-                Ok(r) => eprintln!(
+            let spawned = std::thread::Builder::new().name("store-compact".into()).spawn(move || {
+                match compact(&sh.dir, &sh.ks, &sh.order, &sh.gens, sh.seg_size) {
+                    Ok(r) => eprintln!(
                     "sirocco store: log compacted into a snapshot of {} keys at change {} in {} ms; {} old segments \
-                     removed",
+                     recycled",
                     r.keys,
                     r.base,
                     r.took.as_millis(),
                     r.removed
                 ),
-                Err(e) => eprintln!("sirocco store: {e}; the log is kept as it was"),
+                    Err(e) => eprintln!("sirocco store: {e}; the log is kept as it was"),
+                }
             });
+            if spawned.is_err() {
+                eprintln!("sirocco store: no thread for compaction; it is tried again later");
+                self.shared.gens.abandon();
+            }
         }
     }
 

@@ -46,8 +46,8 @@ fn replies_are_held_until_durable_and_stay_in_order() {
     assert_eq!(out.0, b"+PONG\r\n");
     assert_eq!(s.waiting(), Some(1));
     let mut commit = Vec::new();
-    stage.take_commit(&mut commit);
-    stage.settled();
+    stage.take_commit(&mut commit, 1, 0);
+    stage.settled(None);
     let mut ctx = Ctx { ks: &ks, journal: &mut stage, now_ms: 0, info: &NoInfo };
     assert_eq!(s.resume(&mut ctx, order.durable(), &mut out), Flow::Open);
     assert_eq!(out.0, b"+PONG\r\n+OK\r\n$1\r\nv\r\n$1\r\nx\r\n");

@@ -294,6 +294,24 @@ impl StoragePort {
         Ok((FileId(slot as u32), size))
     }
 
+    /// Lets the kernel's helper threads for this ring (the io-wq workers that carry out
+    /// writes which must block, such as O_DSYNC ones) run only on `cpus`. By default they
+    /// inherit the creating thread's CPUs; an engine pinned to a core that it keeps busy
+    /// then competes with its own writes (measured: a 24 KB O_DSYNC write took 1.8 ms instead
+    /// of 0.26 ms beside a busy thread on the same core).
+    pub fn set_worker_cpus(&self, cpus: &[usize]) -> io::Result<()> {
+        // SAFETY: a zeroed cpu_set_t is the empty set; CPU_SET only writes inside it.
+        let mut set: libc::cpu_set_t = unsafe { std::mem::zeroed() };
+        for &c in cpus {
+            if c >= libc::CPU_SETSIZE as usize {
+                return Err(io::Error::new(io::ErrorKind::InvalidInput, format!("CPU {c} is out of range")));
+            }
+            // SAFETY: `c` is below CPU_SETSIZE, checked above.
+            unsafe { libc::CPU_SET(c, &mut set) };
+        }
+        self.ring.submitter().register_iowq_aff(&set)
+    }
+
     /// The ring's descriptor: readable while completions wait to be reaped (to sleep in
     /// poll() on it together with a NIC queue).
     pub fn ring_fd(&self) -> i32 {
