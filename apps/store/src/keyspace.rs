@@ -37,15 +37,16 @@ pub struct Shard {
 impl Shard {
     /// The entry of `key` if it exists and has not expired; an expired one is removed.
     pub fn live(&mut self, key: &[u8], now_ms: i64) -> Option<&mut Entry> {
-        let expired = self.map.get(key)?.expired(now_ms);
-        if expired {
-            if let Some(e) = self.map.remove(key) {
-                // The miss now shown rests on the change that set the expiry.
-                self.removed_seq = self.removed_seq.max(e.seq);
-            }
-            return None;
+        // One lookup on the common path; an expired key costs a second, to remove it.
+        let live = !self.map.get(key)?.expired(now_ms);
+        if live {
+            return self.map.get_mut(key);
         }
-        self.map.get_mut(key)
+        if let Some(e) = self.map.remove(key) {
+            // The miss now shown rests on the change that set the expiry.
+            self.removed_seq = self.removed_seq.max(e.seq);
+        }
+        None
     }
 
     /// The sequence number a reply about `key` (found or not) waits for.

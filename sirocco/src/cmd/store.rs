@@ -122,11 +122,11 @@ pub fn run(a: StoreArgs) -> Result<(), String> {
     let mut writers = Vec::new();
     for e in 0..engines {
         let port = StoragePort::new(log_storage()).map_err(|e| e.to_string())?;
-        // The kernel's helpers for the log's writes may run on any CPU: pinned to the engine's
-        // busy core they would wait for it (a write took seven times as long).
-        if std::env::var_os("SIROCCO_STORE_WORKERS_PINNED").is_none() {
-            port.set_worker_cpus(&(0..cpus).collect::<Vec<_>>()).map_err(|e| format!("io_uring worker CPUs: {e}"))?;
-        }
+        // The kernel's helpers for the log's writes may run on any CPU the process may use:
+        // pinned to the engine's busy core they would wait for it (a write took seven times
+        // as long). Inside a cpuset that allows fewer CPUs the kernel refuses, and they stay
+        // where they are.
+        let _ = port.set_worker_cpus(&(0..cpus).collect::<Vec<_>>());
         let stage = Stage::new(order.clone(), e);
         writers.push(Some(LogWriter::new(port, stage, gens.clone(), dir_path.clone(), e, seg_mb << 20)?));
     }

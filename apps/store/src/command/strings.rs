@@ -148,26 +148,41 @@ pub(super) fn set(a: Argv<'_>, ctx: &mut Ctx<'_>, out: &mut dyn Sink) -> Done {
     }
     let (key, value) = (a.get(1), a.get(2));
     let mut s = ctx.ks.lock_key(key);
-    let old = s.live(key, ctx.now_ms);
-    let found = old.is_some();
-    let old_expire = old.as_ref().map_or(0, |e| e.expire_ms);
-    if f.get {
-        match &old {
-            Some(e) => reply::bulk(out, &e.value),
-            None => reply::null(out),
+    // The entry found is overwritten in place: no second lookup for the common SET.
+    let seq = match s.live(key, ctx.now_ms) {
+        Some(e) => {
+            if f.get {
+                reply::bulk(out, &e.value);
+            }
+            if f.nx {
+                if !f.get {
+                    reply::null(out);
+                }
+                return Done::wait(e.seq);
+            }
+            if f.keepttl {
+                expire = e.expire_ms;
+            }
+            let seq = ctx.journal.sets(&[(key, value, expire)]);
+            e.value.clear();
+            e.value.extend_from_slice(value);
+            e.expire_ms = expire;
+            e.seq = seq;
+            seq
         }
-    }
-    if (f.nx && found) || (f.xx && !found) {
-        if !f.get {
-            reply::null(out);
+        None => {
+            if f.get || f.xx {
+                reply::null(out);
+            }
+            if f.xx {
+                return Done::wait(s.seq_of(key));
+            }
+            let expire = if f.keepttl { 0 } else { expire };
+            let seq = ctx.journal.sets(&[(key, value, expire)]);
+            s.map.insert(key.into(), Entry { value: value.to_vec(), expire_ms: expire, seq });
+            seq
         }
-        return Done::wait(s.seq_of(key));
-    }
-    if f.keepttl {
-        expire = old_expire;
-    }
-    let seq = ctx.journal.sets(&[(key, value, expire)]);
-    put(&mut s.map, key, value, expire, seq);
+    };
     if !f.get {
         reply::ok(out);
     }
