@@ -16,6 +16,7 @@ mod text;
 use crate::cache::Cache;
 use crate::stats::Counters;
 use out::Out;
+use tcp::channel::streams::Unread;
 
 /// Output bytes waiting for the network above which a session stops reading commands.
 pub const BACKLOG_LIMIT: usize = tcp::channel::streams::HIGH_WATER;
@@ -70,7 +71,7 @@ pub(crate) enum Step {
 /// One connection's protocol state.
 pub struct Session {
     proto: Proto,
-    buf: Vec<u8>,
+    buf: Unread,
     /// Bytes still to be skipped (the data of a store that was refused before it arrived).
     swallow: usize,
     closing: bool,
@@ -85,7 +86,7 @@ impl Default for Session {
 impl Session {
     /// A new connection's session.
     pub fn new() -> Session {
-        Session { proto: Proto::Unknown, buf: Vec::new(), swallow: 0, closing: false }
+        Session { proto: Proto::Unknown, buf: Unread::default(), swallow: 0, closing: false }
     }
 
     /// Bytes received and not yet handled.
@@ -100,13 +101,9 @@ impl Session {
         if self.closing {
             return Flow::Close;
         }
-        if self.buf.is_empty() {
-            let used = self.run(data, ctx, out);
-            self.buf.extend_from_slice(&data[used..]);
-        } else {
-            self.buf.extend_from_slice(data);
-            self.resume_inner(ctx, out);
-        }
+        let mut unread = std::mem::take(&mut self.buf);
+        unread.feed(data, |d| self.run(d, ctx, out));
+        self.buf = unread;
         self.flow()
     }
 
@@ -128,10 +125,9 @@ impl Session {
     }
 
     fn resume_inner(&mut self, ctx: &mut Ctx<'_>, out: &mut dyn Out) {
-        let buf = std::mem::take(&mut self.buf);
-        let used = self.run(&buf, ctx, out);
-        self.buf = buf;
-        self.buf.drain(..used);
+        let mut unread = std::mem::take(&mut self.buf);
+        unread.again(|d| self.run(d, ctx, out));
+        self.buf = unread;
     }
 
     /// Handles the commands at the start of `data`; returns the bytes taken.

@@ -10,6 +10,7 @@
 use crate::command::{execute, Argv, Ctx};
 use resp::reply;
 use resp::{Parsed, Parser};
+use tcp::channel::streams::Unread;
 
 /// Replies held, or output waiting for the network, above which requests are left unread.
 pub const LIMIT: usize = tcp::channel::streams::HIGH_WATER;
@@ -35,7 +36,7 @@ pub enum Flow {
 pub struct Session {
     parser: Parser,
     /// Received bytes not yet handled, from the start of a request.
-    buf: Vec<u8>,
+    buf: Unread,
     held: Vec<u8>,
     wait: u64,
     closing: bool,
@@ -56,7 +57,7 @@ impl Session {
     pub fn new() -> Session {
         Session {
             parser: Parser::new(resp::request::REDIS_MAX_BULK),
-            buf: Vec::new(),
+            buf: Unread::default(),
             held: Vec::new(),
             wait: 0,
             closing: false,
@@ -80,18 +81,14 @@ impl Session {
         if self.closing {
             return self.flow();
         }
-        if self.buf.is_empty() {
-            let used = self.run(data, ctx, out);
-            self.buf.extend_from_slice(&data[used..]);
-        } else {
-            self.buf.extend_from_slice(data);
-            self.run_buffered(ctx, out);
-        }
+        let mut unread = std::mem::take(&mut self.buf);
+        unread.feed(data, |d| self.run(d, ctx, out));
         if let Some(n) = self.parser.pending_bulk() {
             // Room for a long value early (up to 1 MB: a declared length alone must not make
             // a connection take much memory; beyond it the buffer grows as bytes arrive).
-            self.buf.reserve(n.min(1 << 20));
+            unread.reserve(n.min(1 << 20));
         }
+        self.buf = unread;
         self.release(durable, out);
         self.flow()
     }
@@ -101,7 +98,9 @@ impl Session {
     pub fn resume(&mut self, ctx: &mut Ctx<'_>, durable: u64, out: &mut dyn Out) -> Flow {
         self.release(durable, out);
         if !self.closing && !self.buf.is_empty() {
-            self.run_buffered(ctx, out);
+            let mut unread = std::mem::take(&mut self.buf);
+            unread.again(|d| self.run(d, ctx, out));
+            self.buf = unread;
             self.release(durable, out);
         }
         self.flow()
@@ -120,13 +119,6 @@ impl Session {
             out.put(&self.held);
             self.held.clear();
         }
-    }
-
-    fn run_buffered(&mut self, ctx: &mut Ctx<'_>, out: &mut dyn Out) {
-        let buf = std::mem::take(&mut self.buf);
-        let used = self.run(&buf, ctx, out);
-        self.buf = buf;
-        self.buf.drain(..used);
     }
 
     /// Handles the requests at the start of `data`; returns the bytes taken.

@@ -99,6 +99,52 @@ impl Writer<'_, '_> {
     }
 }
 
+/// Bytes a connection received and has not handled yet (the start of a request that is not
+/// all there, or requests left unread while output waits). While it is empty, new bytes are
+/// handled where they lie and only what is left over is copied.
+#[derive(Debug, Default)]
+pub struct Unread(Vec<u8>);
+
+impl Unread {
+    /// Hands `data` (after what is kept) to `run`, which returns how many bytes it took;
+    /// keeps the rest.
+    pub fn feed(&mut self, data: &[u8], run: impl FnOnce(&[u8]) -> usize) {
+        if self.0.is_empty() {
+            let used = run(data);
+            self.0.extend_from_slice(&data[used..]);
+        } else {
+            self.0.extend_from_slice(data);
+            self.again(run);
+        }
+    }
+
+    /// Hands what is kept to `run` again; keeps what it did not take.
+    pub fn again(&mut self, run: impl FnOnce(&[u8]) -> usize) {
+        let used = run(&self.0);
+        self.0.drain(..used);
+    }
+
+    /// Bytes kept.
+    pub fn len(&self) -> usize {
+        self.0.len()
+    }
+
+    /// True if none are kept.
+    pub fn is_empty(&self) -> bool {
+        self.0.is_empty()
+    }
+
+    /// Makes room for `n` more bytes.
+    pub fn reserve(&mut self, n: usize) {
+        self.0.reserve(n);
+    }
+
+    /// Forgets what is kept.
+    pub fn clear(&mut self) {
+        self.0.clear();
+    }
+}
+
 /// A server of byte streams.
 pub trait StreamServer {
     /// Per-connection state.
