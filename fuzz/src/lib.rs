@@ -40,6 +40,7 @@ pub const TARGETS: &[(&str, Target)] = &[
     ("store_log_record", store_log_record),
     ("store_log_walk", store_log_walk),
     ("store_session", store_session),
+    ("pipeline_script", pipeline_script),
 ];
 
 /// Requests, whole and in two pieces: the parser never panics, never claims more than it was
@@ -165,6 +166,22 @@ pub fn store_session(data: &[u8]) {
     let whole = store_run(&[data]);
     let split = store_run(&[&data[..cut], &data[cut..]]);
     assert_eq!(whole, split, "replies depend on where the input was cut ({cut})");
+}
+
+/// The pipeline's script parser: no panic; a script it accepts links only modules it
+/// declared; an error points inside the text.
+pub fn pipeline_script(data: &[u8]) {
+    let text = String::from_utf8_lossy(data);
+    match pipeline::script::parse(&text) {
+        Ok(s) => {
+            for l in &s.links {
+                assert!(s.modules.iter().any(|m| m.name == l.from) && s.modules.iter().any(|m| m.name == l.to));
+            }
+        }
+        Err(e) => {
+            assert!(e.line >= 1 && e.line <= text.lines().count().max(1) && e.col >= 1);
+        }
+    }
 }
 
 /// The test certificate and key (public test material; see crates/tls/tests/certs).
@@ -900,6 +917,10 @@ pub fn seeds(target: &str) -> Vec<Vec<u8>> {
             b"\x09*3\r\n$3\r\nSET\r\n$1\r\nk\r\n$5\r\nvalue\r\n".to_vec(),
             b"\x04SET k \"a b\\x41\" 'c\\'d'\r\n".to_vec(),
             b"\x02*2\r\n$-1\r\n*0\r\n".to_vec(),
+        ],
+        "pipeline_script" => vec![
+            b"in :: PortInc(port=\"eth0\")\nin -> TTL() -> rt :: IPLookup(routes=[\"0.0.0.0/0 1\"])\nrt:1 -> 0:Sink()\n".to_vec(),
+            b"tc t(policy=rate_limit, limit=10k) # c\nworker w(cpu=1)\ns :: Source(size=[64, 1.5, x])".to_vec(),
         ],
         "store_session" => vec![
             b"\x21*3\r\n$3\r\nSET\r\n$1\r\nk\r\n$2\r\n10\r\nINCR k\r\nGET k\r\nSET k v EX 10 NX GET\r\nTTL k\r\n".to_vec(),

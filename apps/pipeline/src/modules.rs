@@ -1,0 +1,306 @@
+//! The shipped modules and the registry that makes modules from a script's declarations.
+
+use crate::metadata::{Attr, Mode, MAX_ATTR_SIZE};
+use crate::module::{Ctx, Module, Out};
+use crate::packet::{Batch, BATCH};
+use crate::script::{Arg, Decl, Value};
+use std::collections::BTreeMap;
+
+/// Makes a module from its declaration's arguments, or says what is wrong with them.
+pub type Maker = fn(&Args) -> Result<Box<dyn Module>, String>;
+
+/// Module classes by name. [`Registry::default`] has the shipped ones; add your own with
+/// [`Registry::add`].
+pub struct Registry {
+    makers: BTreeMap<String, Maker>,
+}
+
+impl Default for Registry {
+    fn default() -> Self {
+        let mut r = Registry { makers: BTreeMap::new() };
+        r.add("Source", |a| Ok(Box::new(Source::new(a)?)));
+        r.add("Sink", |a| a.none().map(|()| Box::new(Sink) as Box<dyn Module>));
+        r.add("Bypass", |a| a.none().map(|()| Box::new(Bypass) as Box<dyn Module>));
+        r.add("RoundRobin", |a| Ok(Box::new(RoundRobin { gates: a.gates()?, next: 0 })));
+        r.add("Replicate", |a| Ok(Box::new(Replicate { gates: a.gates()? })));
+        r.add("RandomSplit", |a| Ok(Box::new(RandomSplit::new(a)?)));
+        r.add("SetMetadata", |a| Ok(Box::new(SetMetadata::new(a)?)));
+        r
+    }
+}
+
+impl Registry {
+    /// Adds (or replaces) a class.
+    pub fn add(&mut self, class: &str, make: Maker) {
+        self.makers.insert(class.to_string(), make);
+    }
+
+    /// The classes known.
+    pub fn classes(&self) -> impl Iterator<Item = &str> {
+        self.makers.keys().map(String::as_str)
+    }
+
+    /// Makes the module `d` declares.
+    pub fn make(&self, d: &Decl) -> Result<Box<dyn Module>, String> {
+        let make = self.makers.get(&d.class).ok_or_else(|| format!("no module class '{}'", d.class))?;
+        let args = Args { args: &d.args, used: std::cell::RefCell::new(vec![false; d.args.len()]) };
+        let m = make(&args)?;
+        args.all_used()?;
+        Ok(m)
+    }
+}
+
+/// A declaration's arguments, as a module reads them.
+pub struct Args<'a> {
+    args: &'a [Arg],
+    used: std::cell::RefCell<Vec<bool>>,
+}
+
+impl Args<'_> {
+    fn get(&self, key: &str) -> Option<&Value> {
+        let i = self.args.iter().position(|a| a.key.as_deref() == Some(key))?;
+        self.used.borrow_mut()[i] = true;
+        Some(&self.args[i].value)
+    }
+
+    /// An integer argument within `range`, or `default`.
+    pub fn int(&self, key: &str, default: i64, range: std::ops::RangeInclusive<i64>) -> Result<i64, String> {
+        match self.get(key) {
+            None => Ok(default),
+            Some(Value::Int(v)) if range.contains(v) => Ok(*v),
+            Some(_) => Err(format!("{key} must be an integer from {} to {}", range.start(), range.end())),
+        }
+    }
+
+    /// A number argument within `range`, or `default`.
+    pub fn float(&self, key: &str, default: f64, range: std::ops::RangeInclusive<f64>) -> Result<f64, String> {
+        match self.get(key) {
+            None => Ok(default),
+            Some(Value::Int(v)) if range.contains(&(*v as f64)) => Ok(*v as f64),
+            Some(Value::Float(v)) if range.contains(v) => Ok(*v),
+            Some(_) => Err(format!("{key} must be a number from {} to {}", range.start(), range.end())),
+        }
+    }
+
+    /// A string (or bare word) argument.
+    pub fn string(&self, key: &str) -> Result<Option<String>, String> {
+        match self.get(key) {
+            None => Ok(None),
+            Some(Value::Str(s) | Value::Ident(s)) => Ok(Some(s.clone())),
+            Some(_) => Err(format!("{key} must be a string")),
+        }
+    }
+
+    /// `gates=N` (1 to 64; 2 by default).
+    pub fn gates(&self) -> Result<u32, String> {
+        Ok(self.int("gates", 2, 1..=BATCH as i64)? as u32)
+    }
+
+    /// No arguments at all.
+    pub fn none(&self) -> Result<(), String> {
+        Ok(())
+    }
+
+    fn all_used(&self) -> Result<(), String> {
+        let used = self.used.borrow();
+        match self.args.iter().zip(used.iter()).find(|(_, &u)| !u) {
+            Some((a, _)) => Err(match &a.key {
+                Some(k) => format!("unknown argument '{k}'"),
+                None => "arguments are given as key=value".to_string(),
+            }),
+            None => Ok(()),
+        }
+    }
+}
+
+/// Makes packets: `size` bytes each (the first eight hold a counter, big-endian), `count` in
+/// all (0: without end), `batch` per run.
+pub struct Source {
+    size: usize,
+    left: Option<u64>,
+    batch: usize,
+    seq: u64,
+}
+
+impl Source {
+    fn new(a: &Args) -> Result<Source, String> {
+        let size = a.int("size", 64, 8..=(crate::packet::BUF_SIZE - crate::packet::HEADROOM) as i64)? as usize;
+        let count = a.int("count", 0, 0..=i64::MAX)? as u64;
+        let batch = a.int("batch", BATCH as i64, 1..=BATCH as i64)? as usize;
+        Ok(Source { size, left: (count > 0).then_some(count), batch, seq: 0 })
+    }
+}
+
+impl Module for Source {
+    fn igates(&self) -> u32 {
+        0
+    }
+
+    fn process(&mut self, _ctx: &mut Ctx<'_>, _igate: u32, batch: &Batch, out: &mut Out) {
+        for &p in batch.pkts() {
+            out.drop(p);
+        }
+    }
+
+    fn has_task(&self) -> bool {
+        true
+    }
+
+    fn run_task(&mut self, ctx: &mut Ctx<'_>, out: &mut Out) -> usize {
+        let n = self.left.map_or(self.batch, |l| (l as usize).min(self.batch));
+        let mut frame = [0u8; crate::packet::BUF_SIZE];
+        let mut made = 0;
+        for _ in 0..n {
+            frame[..8].copy_from_slice(&self.seq.to_be_bytes());
+            let Some(p) = ctx.pool.alloc(&frame[..self.size]) else { break };
+            self.seq += 1;
+            out.emit(0, p);
+            made += 1;
+        }
+        if let Some(l) = &mut self.left {
+            *l -= made as u64;
+        }
+        made
+    }
+}
+
+/// Frees every packet.
+pub struct Sink;
+
+impl Module for Sink {
+    fn ogates(&self) -> u32 {
+        0
+    }
+
+    fn process(&mut self, _ctx: &mut Ctx<'_>, _igate: u32, batch: &Batch, out: &mut Out) {
+        for &p in batch.pkts() {
+            out.drop(p);
+        }
+    }
+}
+
+/// Passes packets on unchanged.
+pub struct Bypass;
+
+impl Module for Bypass {
+    fn process(&mut self, _ctx: &mut Ctx<'_>, _igate: u32, batch: &Batch, out: &mut Out) {
+        for &p in batch.pkts() {
+            out.emit(0, p);
+        }
+    }
+}
+
+/// Deals packets to its gates in turn.
+pub struct RoundRobin {
+    gates: u32,
+    next: u32,
+}
+
+impl Module for RoundRobin {
+    fn ogates(&self) -> u32 {
+        self.gates
+    }
+
+    fn process(&mut self, _ctx: &mut Ctx<'_>, _igate: u32, batch: &Batch, out: &mut Out) {
+        for &p in batch.pkts() {
+            out.emit(self.next, p);
+            self.next = (self.next + 1) % self.gates;
+        }
+    }
+}
+
+/// Sends each packet out of every gate (copies beyond the first; a copy the pool has no
+/// buffer for is not made).
+pub struct Replicate {
+    gates: u32,
+}
+
+impl Module for Replicate {
+    fn ogates(&self) -> u32 {
+        self.gates
+    }
+
+    fn process(&mut self, ctx: &mut Ctx<'_>, _igate: u32, batch: &Batch, out: &mut Out) {
+        for &p in batch.pkts() {
+            for g in 1..self.gates {
+                if let Some(c) = ctx.pool.copy(p) {
+                    out.emit(g, c);
+                }
+            }
+            out.emit(0, p);
+        }
+    }
+}
+
+/// Sends each packet to a gate at random, or drops it with probability `drop`.
+pub struct RandomSplit {
+    gates: u32,
+    drop: f64,
+    state: u64,
+}
+
+impl RandomSplit {
+    fn new(a: &Args) -> Result<RandomSplit, String> {
+        Ok(RandomSplit {
+            gates: a.gates()?,
+            drop: a.float("drop", 0.0, 0.0..=1.0)?,
+            state: a.int("seed", 1, 1..=i64::MAX)? as u64,
+        })
+    }
+
+    fn next(&mut self) -> u64 {
+        self.state ^= self.state << 13;
+        self.state ^= self.state >> 7;
+        self.state ^= self.state << 17;
+        self.state
+    }
+}
+
+impl Module for RandomSplit {
+    fn ogates(&self) -> u32 {
+        self.gates
+    }
+
+    fn process(&mut self, _ctx: &mut Ctx<'_>, _igate: u32, batch: &Batch, out: &mut Out) {
+        for &p in batch.pkts() {
+            let r = self.next();
+            if (r >> 11) as f64 / (1u64 << 53) as f64 >= self.drop {
+                out.emit((r % u64::from(self.gates)) as u32, p);
+            } else {
+                out.drop(p);
+            }
+        }
+    }
+}
+
+/// Writes `value` (big-endian, `size` bytes) into metadata attribute `attr`.
+pub struct SetMetadata {
+    attr: String,
+    size: usize,
+    value: [u8; 8],
+}
+
+impl SetMetadata {
+    fn new(a: &Args) -> Result<SetMetadata, String> {
+        let attr = a.string("attr")?.ok_or("attr=\"name\" is required")?;
+        let size = a.int("size", 4, 1..=8.min(MAX_ATTR_SIZE as i64))? as usize;
+        let value = a.int("value", 0, i64::MIN..=i64::MAX)?;
+        Ok(SetMetadata { attr, size, value: value.to_be_bytes() })
+    }
+}
+
+impl Module for SetMetadata {
+    fn attrs(&self) -> Vec<Attr> {
+        vec![Attr::new(&self.attr, self.size, Mode::Write)]
+    }
+
+    fn process(&mut self, ctx: &mut Ctx<'_>, _igate: u32, batch: &Batch, out: &mut Out) {
+        let v = &self.value[8 - self.size..];
+        for &p in batch.pkts() {
+            if let Some(slot) = ctx.attr_mut(p, 0, self.size) {
+                slot.copy_from_slice(v);
+            }
+            out.emit(0, p);
+        }
+    }
+}

@@ -1,0 +1,223 @@
+//! A pipeline built from a script: modules, the links between their gates, the metadata
+//! layout. Running it runs every module's task once; each batch a task makes goes through the
+//! graph depth first, module after module, until every packet is sent out or dropped (BESS's
+//! run-to-completion). Unconnected output gates drop. The graph must have no cycle (a queue
+//! module, which would break one, comes later).
+
+use crate::metadata::{layout, Attr};
+use crate::module::{Ctx, Module, Out};
+use crate::modules::Registry;
+use crate::packet::{Batch, Pool};
+use crate::script::{Script, ScriptError};
+use std::time::Instant;
+
+/// A module's counters.
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
+pub struct NodeStats {
+    /// Packets in (on any input gate, or made by its task).
+    pub rx: u64,
+    /// Packets sent on to a connected gate.
+    pub tx: u64,
+    /// Packets dropped (by the module, or sent to a gate with nothing connected).
+    pub dropped: u64,
+    /// Batches handled.
+    pub batches: u64,
+}
+
+struct Node {
+    name: String,
+    class: String,
+    module: Box<dyn Module>,
+    /// Per output gate: the module and input gate it leads to.
+    next: Vec<Option<(usize, u32)>>,
+    out: Out,
+    offsets: Vec<Option<usize>>,
+    stats: NodeStats,
+}
+
+/// A configured pipeline.
+pub struct Pipeline {
+    nodes: Vec<Node>,
+    pool: Pool,
+    start: Instant,
+    tasks: Vec<usize>,
+    /// Configuration warnings (reads of metadata no module upstream writes).
+    pub warnings: Vec<String>,
+    /// Bytes of metadata the layout uses.
+    pub meta_used: usize,
+}
+
+fn at(line: usize, msg: String) -> ScriptError {
+    ScriptError { line, col: 1, msg }
+}
+
+impl Pipeline {
+    /// Builds the pipeline `script` describes, with modules from `reg` and `pool` buffers.
+    pub fn build(script: &Script, reg: &Registry, pool: usize) -> Result<Pipeline, ScriptError> {
+        let mut nodes = Vec::new();
+        for d in &script.modules {
+            let module = reg.make(d).map_err(|e| at(d.line, format!("{} :: {}: {e}", d.name, d.class)))?;
+            let og = module.ogates();
+            nodes.push(Node {
+                name: d.name.clone(),
+                class: d.class.clone(),
+                next: vec![None; og as usize],
+                out: Out::new(og),
+                offsets: Vec::new(),
+                module,
+                stats: NodeStats::default(),
+            });
+        }
+        let index = |name: &str| nodes.iter().position(|n: &Node| n.name == name);
+        let mut edges = Vec::new();
+        let mut links = Vec::new();
+        for l in &script.links {
+            let (Some(a), Some(b)) = (index(&l.from), index(&l.to)) else {
+                return Err(at(l.line, format!("no module '{}' or '{}'", l.from, l.to)));
+            };
+            links.push((a, l.ogate, b, l.igate, l.line));
+        }
+        for (a, og, b, ig, line) in links {
+            let (oa, ib) = (nodes[a].module.ogates(), nodes[b].module.igates());
+            if og >= oa {
+                return Err(at(line, format!("{} has {oa} output gate(s); there is no gate {og}", nodes[a].name)));
+            }
+            if ig >= ib {
+                return Err(at(line, format!("{} has {ib} input gate(s); there is no gate {ig}", nodes[b].name)));
+            }
+            if nodes[a].next[og as usize].is_some() {
+                return Err(at(line, format!("{}:{og} is connected already", nodes[a].name)));
+            }
+            nodes[a].next[og as usize] = Some((b, ig));
+            edges.push((a, b));
+        }
+        if let Some(cycle) = find_cycle(nodes.len(), &edges) {
+            let names: Vec<&str> = cycle.iter().map(|&i| nodes[i].name.as_str()).collect();
+            let line = script.modules[cycle[0]].line;
+            return Err(at(line, format!("the links make a cycle: {} (a pipeline is acyclic)", names.join(" -> "))));
+        }
+        let attrs: Vec<Vec<Attr>> = nodes.iter().map(|n| n.module.attrs()).collect();
+        let l = layout(&attrs, &edges).map_err(|e| at(script.modules.first().map_or(1, |d| d.line), e.to_string()))?;
+        let warnings = l
+            .unwritten
+            .iter()
+            .map(|u| {
+                format!(
+                    "line {}: {} reads metadata '{}', which no module upstream writes",
+                    script.modules[u.module].line, nodes[u.module].name, u.attr
+                )
+            })
+            .collect();
+        for (n, o) in nodes.iter_mut().zip(l.offsets) {
+            n.offsets = o;
+        }
+        let tasks = (0..nodes.len()).filter(|&i| nodes[i].module.has_task()).collect();
+        Ok(Pipeline { nodes, pool: Pool::new(pool), start: Instant::now(), tasks, warnings, meta_used: l.used })
+    }
+
+    /// Runs every task once; returns the packets they made.
+    pub fn run_once(&mut self) -> usize {
+        let now_ns = self.start.elapsed().as_nanos() as u64;
+        let mut made = 0;
+        for t in 0..self.tasks.len() {
+            let i = self.tasks[t];
+            let node = &mut self.nodes[i];
+            let mut out = std::mem::take(&mut node.out);
+            let mut ctx = Ctx { pool: &mut self.pool, now_ns, offsets: &node.offsets };
+            let n = node.module.run_task(&mut ctx, &mut out);
+            node.stats.rx += n as u64;
+            made += n;
+            self.forward(i, out, now_ns);
+        }
+        made
+    }
+
+    /// Gives `batch` to module `i` on `igate`, and what it sends on to the modules after it.
+    fn deliver(&mut self, i: usize, igate: u32, batch: &Batch, now_ns: u64) {
+        let node = &mut self.nodes[i];
+        node.stats.rx += batch.len() as u64;
+        node.stats.batches += 1;
+        let mut out = std::mem::take(&mut node.out);
+        let mut ctx = Ctx { pool: &mut self.pool, now_ns, offsets: &node.offsets };
+        node.module.process(&mut ctx, igate, batch, &mut out);
+        self.forward(i, out, now_ns);
+    }
+
+    /// Frees what module `i` dropped, passes on each gate's batch, and gives `out` back.
+    fn forward(&mut self, i: usize, mut out: Out, now_ns: u64) {
+        for p in out.take_dropped() {
+            self.pool.free(p);
+            self.nodes[i].stats.dropped += 1;
+        }
+        for g in 0..out.gates().len() {
+            let b = out.gates()[g];
+            if b.is_empty() {
+                continue;
+            }
+            out.gates()[g].clear();
+            match self.nodes[i].next[g] {
+                Some((to, ig)) => {
+                    self.nodes[i].stats.tx += b.len() as u64;
+                    self.deliver(to, ig, &b, now_ns);
+                }
+                None => {
+                    for &p in b.pkts() {
+                        self.pool.free(p);
+                    }
+                    self.nodes[i].stats.dropped += b.len() as u64;
+                }
+            }
+        }
+        self.nodes[i].out = out;
+    }
+
+    /// Every module's name, class and counters.
+    pub fn stats(&self) -> impl Iterator<Item = (&str, &str, NodeStats)> {
+        self.nodes.iter().map(|n| (n.name.as_str(), n.class.as_str(), n.stats))
+    }
+
+    /// The counters of module `name`.
+    pub fn node_stats(&self, name: &str) -> Option<NodeStats> {
+        self.nodes.iter().find(|n| n.name == name).map(|n| n.stats)
+    }
+
+    /// The packet buffers.
+    pub fn pool(&self) -> &Pool {
+        &self.pool
+    }
+}
+
+/// A cycle in the graph of `n` nodes, if there is one (its nodes in order).
+fn find_cycle(n: usize, edges: &[(usize, usize)]) -> Option<Vec<usize>> {
+    let mut next = vec![Vec::new(); n];
+    for &(a, b) in edges {
+        next[a].push(b);
+    }
+    // 0: not seen, 1: on the current path, 2: done.
+    let mut state = vec![0u8; n];
+    let mut path = Vec::new();
+    fn dfs(v: usize, next: &[Vec<usize>], state: &mut [u8], path: &mut Vec<usize>) -> Option<Vec<usize>> {
+        state[v] = 1;
+        path.push(v);
+        for &t in &next[v] {
+            if state[t] == 1 {
+                let from = path.iter().position(|&x| x == t).unwrap_or(0);
+                let mut c = path[from..].to_vec();
+                c.push(t);
+                return Some(c);
+            }
+            if state[t] == 0 {
+                if let Some(c) = dfs(t, next, state, path) {
+                    return Some(c);
+                }
+            }
+        }
+        path.pop();
+        state[v] = 2;
+        None
+    }
+    (0..n).find_map(|v| if state[v] == 0 { dfs(v, &next, &mut state, &mut path) } else { None })
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,143 @@
+use super::*;
+use crate::metadata::Mode;
+use crate::module::{Ctx, Module, Out};
+use crate::packet::Batch;
+use crate::script::parse;
+use std::sync::{Arc, Mutex};
+
+fn build(text: &str, reg: &Registry) -> Result<Pipeline, ScriptError> {
+    Pipeline::build(&parse(text)?, reg, 1024)
+}
+
+fn stats(p: &Pipeline, name: &str) -> NodeStats {
+    p.node_stats(name).unwrap_or_else(|| panic!("no module {name}"))
+}
+
+#[test]
+fn round_robin_deals_every_packet_in_turn() {
+    let mut p = build("s :: Source(size=60, count=100, batch=32)\ns -> rr :: RoundRobin(gates=3)\nrr:0 -> a :: Sink()\nrr:1 -> b :: Sink()\nrr:2 -> c :: Sink()", &Registry::default()).unwrap();
+    let mut made = 0;
+    for _ in 0..10 {
+        made += p.run_once();
+    }
+    assert_eq!(made, 100, "count=100 makes 100, then no more");
+    assert_eq!((stats(&p, "a").rx, stats(&p, "b").rx, stats(&p, "c").rx), (34, 33, 33));
+    assert_eq!(stats(&p, "rr").tx, 100);
+    assert_eq!(p.pool().available(), 1024, "every buffer back");
+}
+
+#[test]
+fn unconnected_gates_drop_and_count() {
+    let mut p =
+        build("s :: Source(count=10)\ns -> rr :: RoundRobin(gates=2)\nrr:0 -> a :: Sink()", &Registry::default())
+            .unwrap();
+    p.run_once();
+    assert_eq!(stats(&p, "a").rx, 5);
+    assert_eq!(stats(&p, "rr").dropped, 5);
+    assert_eq!(p.pool().available(), 1024);
+}
+
+/// What a Recorder saw: each packet's counter and the attribute's value.
+type Seen = Arc<Mutex<Vec<(u64, Option<u32>)>>>;
+
+/// A test module that records what reaches it: the packets' counters (first 8 bytes) and an
+/// attribute's value.
+struct Recorder {
+    seen: Seen,
+    attr: Option<String>,
+}
+
+impl Module for Recorder {
+    fn attrs(&self) -> Vec<crate::metadata::Attr> {
+        self.attr.iter().map(|a| crate::metadata::Attr::new(a, 4, Mode::Read)).collect()
+    }
+    fn ogates(&self) -> u32 {
+        0
+    }
+    fn process(&mut self, ctx: &mut Ctx<'_>, _igate: u32, batch: &Batch, out: &mut Out) {
+        for &p in batch.pkts() {
+            let seq = u64::from_be_bytes(ctx.pool.data(p)[..8].try_into().unwrap());
+            let v = ctx.attr(p, 0, 4).map(|b| u32::from_be_bytes(b.try_into().unwrap()));
+            self.seen.lock().unwrap().push((seq, v));
+            out.drop(p);
+        }
+    }
+}
+
+thread_local! {
+    // Makers are plain functions: the recorder of the test running on this thread reaches
+    // them here (tests run on threads of their own).
+    static SEEN: std::cell::RefCell<Option<Seen>> = const { std::cell::RefCell::new(None) };
+}
+
+fn registry_with_recorder() -> (Registry, Seen) {
+    let seen = Arc::new(Mutex::new(Vec::new()));
+    SEEN.with(|s| *s.borrow_mut() = Some(seen.clone()));
+    let mut r = Registry::default();
+    r.add("Recorder", |a| {
+        let seen = SEEN.with(|s| s.borrow().clone()).expect("set by the test");
+        Ok(Box::new(Recorder { seen, attr: a.string("attr")? }))
+    });
+    (r, seen)
+}
+
+#[test]
+fn packets_and_metadata_arrive_as_sent() {
+    let (reg, seen) = registry_with_recorder();
+    let mut p = build(
+        "s :: Source(count=6, batch=6)\ns -> SetMetadata(attr=\"class\", size=4, value=7) -> Replicate(gates=2) -> Bypass() -> r :: Recorder(attr=class)\nReplicate_1:1 -> r",
+        &reg,
+    )
+    .unwrap();
+    assert!(p.warnings.is_empty(), "{:?}", p.warnings);
+    assert_eq!(p.meta_used, 4);
+    p.run_once();
+    let mut got = seen.lock().unwrap().clone();
+    got.sort_unstable();
+    let want: Vec<(u64, Option<u32>)> = (0..6).flat_map(|s| [(s, Some(7)), (s, Some(7))]).collect();
+    assert_eq!(got, want, "each packet twice (the copy too), with its metadata");
+    assert_eq!(p.pool().available(), 1024);
+}
+
+#[test]
+fn a_read_nobody_writes_is_a_warning_with_its_line() {
+    let (reg, _) = registry_with_recorder();
+    let p = build("s :: Source(count=1)\n\ns -> r :: Recorder(attr=color)", &reg).unwrap();
+    assert_eq!(p.warnings, ["line 3: r reads metadata 'color', which no module upstream writes"]);
+}
+
+#[test]
+fn random_split_keeps_its_share_and_drops_its_rate() {
+    let mut p = build("s :: Source(count=20000)\ns -> rs :: RandomSplit(gates=2, drop=0.25, seed=7)\nrs:0 -> a :: Sink()\nrs:1 -> b :: Sink()", &Registry::default()).unwrap();
+    for _ in 0..400 {
+        p.run_once();
+    }
+    let (a, b, d) = (stats(&p, "a").rx, stats(&p, "b").rx, stats(&p, "rs").dropped);
+    assert_eq!(a + b + d, 20_000);
+    assert!((4_600..5_400).contains(&d), "dropped {d} of 20000 at 0.25");
+    assert!(a.abs_diff(b) < 600, "{a} vs {b}");
+}
+
+#[test]
+fn bad_configurations_name_their_line() {
+    let reg = Registry::default();
+    let cases = [
+        ("s :: Source()\ns -> Nope()", "line 2:1: Nope_1 :: Nope: no module class 'Nope'"),
+        ("s :: Source(sise=64)", "line 1:1: s :: Source: unknown argument 'sise'"),
+        ("s :: Source(size=9000)", "line 1:1: s :: Source: size must be an integer from 8 to 1920"),
+        ("s :: Source()\nx :: Sink()\ns:1 -> x", "line 3:1: s has 1 output gate(s); there is no gate 1"),
+        ("s :: Source()\nx :: Sink()\ny :: Sink()\ns -> x\ns -> y", "line 5:1: s:0 is connected already"),
+        ("s :: Source()\ns -> 1:Sink()", "line 2:1: Sink_1 has 1 input gate(s); there is no gate 1"),
+        (
+            "a :: Bypass()\nb :: Bypass()\na -> b\nb -> a",
+            "line 1:1: the links make a cycle: a -> b -> a (a pipeline is acyclic)",
+        ),
+        ("x :: Sink()\nx -> Sink()", "line 2:1: x has 0 output gate(s); there is no gate 0"),
+    ];
+    for (text, want) in cases {
+        match build(text, &reg) {
+            Ok(_) => panic!("{text:?} built"),
+            Err(e) => assert_eq!(e.to_string(), want, "for {text:?}"),
+        }
+    }
+}
