@@ -17,7 +17,8 @@
 //! a module may also be declared where a chain first uses it, or left unnamed (`Bypass()`).
 //! A chain joins modules left to right: `a:N -> b` leaves by a's output gate N, `a -> M:b`
 //! enters by b's input gate M (both 0 when not given). Arguments are `key=value` or bare
-//! values: integers, decimals, "strings", identifiers and [lists]. Every error names its line
+//! values: integers (decimal, 0x hex, or with a k/M/G suffix), decimals, "strings", identifiers
+//! and [lists]. Every error names its line
 //! and column.
 
 use std::collections::HashMap;
@@ -206,7 +207,10 @@ fn lex(line: &str, ln: usize) -> Result<Vec<(Tok, usize)>, ScriptError> {
                     i += 1;
                 }
                 let text = line[start..i].replace('_', "");
+                let hex = text.strip_prefix("0x").or_else(|| text.strip_prefix("0X"));
                 let tok = if let Ok(v) = text.parse::<i64>() {
+                    Tok::Int(v)
+                } else if let Some(v) = hex.and_then(|h| i64::from_str_radix(h, 16).ok()) {
                     Tok::Int(v)
                 } else if let Some(v) = suffixed(&text) {
                     Tok::Int(v)

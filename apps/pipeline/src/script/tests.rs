@@ -68,7 +68,7 @@ fn unnamed_modules_get_names_of_their_class() {
 
 #[test]
 fn values_of_every_kind() {
-    let s = parse("a :: X(1, -2, 3.5, \"q\\\"t\", on, [1, [2, 3]], big=2M, under=1_000)").unwrap();
+    let s = parse("a :: X(1, -2, 3.5, \"q\\\"t\", on, [1, [2, 3]], big=2M, under=1_000, h=0x8100)").unwrap();
     let v: Vec<&Value> = s.modules[0].args.iter().map(|a| &a.value).collect();
     assert_eq!(
         v,
@@ -81,6 +81,7 @@ fn values_of_every_kind() {
             &Value::List(vec![Value::Int(1), Value::List(vec![Value::Int(2), Value::Int(3)])]),
             &Value::Int(2_000_000),
             &Value::Int(1000),
+            &Value::Int(0x8100),
         ]
     );
 }

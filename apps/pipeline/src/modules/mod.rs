@@ -6,6 +6,9 @@ use crate::packet::{Batch, BATCH};
 use crate::script::{Arg, Decl, Value};
 use std::collections::BTreeMap;
 
+mod headers;
+pub use headers::{IpChecksum, Loss, UpdateTtl, VlanPop, VlanPush};
+
 /// Makes a module from its declaration's arguments, or says what is wrong with them.
 pub type Maker = fn(&Args) -> Result<Box<dyn Module>, String>;
 
@@ -25,6 +28,11 @@ impl Default for Registry {
         r.add("Replicate", |a| Ok(Box::new(Replicate { gates: a.gates()? })));
         r.add("RandomSplit", |a| Ok(Box::new(RandomSplit::new(a)?)));
         r.add("SetMetadata", |a| Ok(Box::new(SetMetadata::new(a)?)));
+        r.add("VLANPush", |a| Ok(Box::new(VlanPush::new(a)?)));
+        r.add("VLANPop", |a| a.none().map(|()| Box::new(VlanPop) as Box<dyn Module>));
+        r.add("IPChecksum", |a| Ok(Box::new(IpChecksum::new(a)?)));
+        r.add("UpdateTTL", |a| a.none().map(|()| Box::new(UpdateTtl) as Box<dyn Module>));
+        r.add("Loss", |a| Ok(Box::new(Loss::new(a)?)));
         r
     }
 }
@@ -57,7 +65,7 @@ pub struct Args<'a> {
 }
 
 impl Args<'_> {
-    fn get(&self, key: &str) -> Option<&Value> {
+    pub(crate) fn get(&self, key: &str) -> Option<&Value> {
         let i = self.args.iter().position(|a| a.key.as_deref() == Some(key))?;
         self.used.borrow_mut()[i] = true;
         Some(&self.args[i].value)

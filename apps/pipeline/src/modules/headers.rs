@@ -1,0 +1,182 @@
+//! Modules that rewrite headers in place: VLAN tags, the IPv4 checksum and TTL, and random
+//! loss (the WAN emulator's other half, with Delay).
+
+use super::Args;
+use crate::module::{Ctx, Module, Out};
+use crate::packet::Batch;
+use wire::checksum;
+
+const ETH_HDR: usize = 14;
+const TPID_8021Q: u16 = 0x8100;
+const TPID_8021AD: u16 = 0x88a8;
+const ETHERTYPE_IPV4: u16 = 0x0800;
+
+fn u16_at(b: &[u8], at: usize) -> Option<u16> {
+    Some(u16::from_be_bytes([*b.get(at)?, *b.get(at + 1)?]))
+}
+
+/// Where the IPv4 header starts in an Ethernet frame (after up to two VLAN tags), if the frame
+/// holds a whole, well-formed one.
+pub(crate) fn ipv4_at(b: &[u8]) -> Option<usize> {
+    let mut at = 12;
+    for _ in 0..2 {
+        match u16_at(b, at)? {
+            TPID_8021Q | TPID_8021AD => at += 4,
+            _ => break,
+        }
+    }
+    if u16_at(b, at)? != ETHERTYPE_IPV4 {
+        return None;
+    }
+    let ip = at + 2;
+    let v = *b.get(ip)?;
+    let ihl = usize::from(v & 0x0f) * 4;
+    (v >> 4 == 4 && ihl >= 20 && b.len() >= ip + ihl).then_some(ip)
+}
+
+/// Pushes an 802.1Q tag (`tci`: priority, DEI and VLAN id) after the MAC addresses.
+pub struct VlanPush {
+    tci: u16,
+}
+
+impl VlanPush {
+    pub(super) fn new(a: &Args) -> Result<VlanPush, String> {
+        Ok(VlanPush { tci: a.int("tci", 0, 0..=0xffff)? as u16 })
+    }
+}
+
+impl Module for VlanPush {
+    fn process(&mut self, ctx: &mut Ctx<'_>, _igate: u32, batch: &Batch, out: &mut Out) {
+        for &p in batch.pkts() {
+            if ctx.pool.data(p).len() < ETH_HDR || !ctx.pool.push_front(p, 4) {
+                out.drop(p);
+                continue;
+            }
+            let d = ctx.pool.data_mut(p);
+            d.copy_within(4..16, 0);
+            d[12..14].copy_from_slice(&TPID_8021Q.to_be_bytes());
+            d[14..16].copy_from_slice(&self.tci.to_be_bytes());
+            out.emit(0, p);
+        }
+    }
+}
+
+/// Pops the outer VLAN tag (802.1Q or 802.1ad); untagged frames pass unchanged.
+pub struct VlanPop;
+
+impl Module for VlanPop {
+    fn process(&mut self, ctx: &mut Ctx<'_>, _igate: u32, batch: &Batch, out: &mut Out) {
+        for &p in batch.pkts() {
+            let d = ctx.pool.data_mut(p);
+            if d.len() >= ETH_HDR + 4 && matches!(u16_at(d, 12), Some(TPID_8021Q | TPID_8021AD)) {
+                d.copy_within(0..12, 4);
+                ctx.pool.pull_front(p, 4);
+            }
+            out.emit(0, p);
+        }
+    }
+}
+
+/// Sets the IPv4 header checksum, or with `verify=true` passes only packets whose checksum is
+/// right (the others are dropped). Other packets pass unchanged.
+pub struct IpChecksum {
+    verify: bool,
+}
+
+impl IpChecksum {
+    pub(super) fn new(a: &Args) -> Result<IpChecksum, String> {
+        let verify = match a.string("verify")?.as_deref() {
+            None | Some("false") => false,
+            Some("true") => true,
+            Some(_) => return Err("verify must be true or false".into()),
+        };
+        Ok(IpChecksum { verify })
+    }
+}
+
+impl Module for IpChecksum {
+    fn process(&mut self, ctx: &mut Ctx<'_>, _igate: u32, batch: &Batch, out: &mut Out) {
+        for &p in batch.pkts() {
+            let d = ctx.pool.data_mut(p);
+            let Some(ip) = ipv4_at(d) else {
+                out.emit(0, p);
+                continue;
+            };
+            let ihl = usize::from(d[ip] & 0x0f) * 4;
+            if self.verify {
+                if checksum::checksum(&d[ip..ip + ihl]) == 0 {
+                    out.emit(0, p);
+                } else {
+                    out.drop(p);
+                }
+                continue;
+            }
+            d[ip + 10..ip + 12].fill(0);
+            let c = checksum::checksum(&d[ip..ip + ihl]);
+            d[ip + 10..ip + 12].copy_from_slice(&c.to_be_bytes());
+            out.emit(0, p);
+        }
+    }
+}
+
+/// Decrements the IPv4 TTL, updating the checksum incrementally (RFC 1624). A packet that
+/// arrives with TTL 0 or 1 goes out of gate 1 unchanged (for an ICMP time-exceeded answer;
+/// dropped if nothing is connected). Other packets pass unchanged.
+pub struct UpdateTtl;
+
+impl Module for UpdateTtl {
+    fn ogates(&self) -> u32 {
+        2
+    }
+
+    fn process(&mut self, ctx: &mut Ctx<'_>, _igate: u32, batch: &Batch, out: &mut Out) {
+        for &p in batch.pkts() {
+            let d = ctx.pool.data_mut(p);
+            let Some(ip) = ipv4_at(d) else {
+                out.emit(0, p);
+                continue;
+            };
+            let (ttl, proto) = (d[ip + 8], d[ip + 9]);
+            if ttl <= 1 {
+                out.emit(1, p);
+                continue;
+            }
+            let old = u16::from_be_bytes([ttl, proto]);
+            let new = u16::from_be_bytes([ttl - 1, proto]);
+            let hc = u16::from_be_bytes([d[ip + 10], d[ip + 11]]);
+            d[ip + 8] = ttl - 1;
+            d[ip + 10..ip + 12].copy_from_slice(&checksum::update16(hc, old, new).to_be_bytes());
+            out.emit(0, p);
+        }
+    }
+}
+
+/// Drops each packet with probability `rate` (a random loss, as a lossy path has).
+pub struct Loss {
+    rate: f64,
+    state: u64,
+}
+
+impl Loss {
+    pub(super) fn new(a: &Args) -> Result<Loss, String> {
+        Ok(Loss { rate: a.float("rate", 0.0, 0.0..=1.0)?, state: a.int("seed", 1, 1..=i64::MAX)? as u64 })
+    }
+}
+
+impl Module for Loss {
+    fn process(&mut self, _ctx: &mut Ctx<'_>, _igate: u32, batch: &Batch, out: &mut Out) {
+        for &p in batch.pkts() {
+            self.state ^= self.state << 13;
+            self.state ^= self.state >> 7;
+            self.state ^= self.state << 17;
+            if ((self.state >> 11) as f64 / (1u64 << 53) as f64) < self.rate {
+                out.drop(p);
+            } else {
+                out.emit(0, p);
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,82 @@
+use super::*;
+use crate::modules::Registry;
+use crate::packet::Pool;
+
+/// An Ethernet frame with an IPv4/UDP packet of TTL `ttl` and a right header checksum.
+fn frame(ttl: u8) -> Vec<u8> {
+    let mut f = vec![2, 0, 0, 0, 0, 1, 2, 0, 0, 0, 0, 2, 0x08, 0x00];
+    let mut ip = vec![0x45, 0, 0, 36, 0x12, 0x34, 0x40, 0, ttl, 17, 0, 0, 198, 18, 0, 2, 198, 18, 1, 9];
+    let c = checksum::checksum(&ip);
+    ip[10..12].copy_from_slice(&c.to_be_bytes());
+    f.extend(ip);
+    f.extend([0x30, 0x39, 0x00, 0x07, 0, 16, 0, 0]);
+    f.extend(b"payload!");
+    f
+}
+
+/// Runs module `class(args)` on `frames`; returns what each gate got and what was dropped.
+fn run(class: &str, args: &str, frames: &[Vec<u8>]) -> (Vec<Vec<Vec<u8>>>, usize) {
+    let script = crate::script::parse(&format!("m :: {class}({args})")).unwrap();
+    let mut m = Registry::default().make(&script.modules[0]).unwrap();
+    let mut pool = Pool::new(64);
+    let mut batch = Batch::default();
+    for f in frames {
+        batch.push(pool.alloc(f).unwrap());
+    }
+    let mut out = Out::new(m.ogates());
+    let offsets = [];
+    let mut ctx = Ctx { pool: &mut pool, now_ns: 0, offsets: &offsets };
+    m.process(&mut ctx, 0, &batch, &mut out);
+    let dropped = out.take_dropped().count();
+    let gates = out.gates().iter().map(|b| b.pkts().iter().map(|&p| pool.data(p).to_vec()).collect()).collect();
+    (gates, dropped)
+}
+
+#[test]
+fn vlan_push_then_pop_gives_the_frame_back() {
+    let f = frame(64);
+    let (g, _) = run("VLANPush", "tci=0x1001", std::slice::from_ref(&f));
+    let tagged = &g[0][0];
+    assert_eq!(tagged.len(), f.len() + 4);
+    assert_eq!(&tagged[..12], &f[..12]);
+    assert_eq!(&tagged[12..16], &[0x81, 0x00, 0x10, 0x01]);
+    assert_eq!(&tagged[16..], &f[12..]);
+    let (g, _) = run("VLANPop", "", &[tagged.clone(), f.clone()]);
+    assert_eq!(g[0], vec![f.clone(), f], "popped, and an untagged frame unchanged");
+}
+
+#[test]
+fn the_checksum_is_set_and_verified() {
+    let good = frame(64);
+    let mut zeroed = good.clone();
+    zeroed[24..26].fill(0);
+    let (g, _) = run("IPChecksum", "", &[zeroed.clone()]);
+    assert_eq!(g[0], vec![good.clone()]);
+    let (g, dropped) = run("IPChecksum", "verify=true", &[zeroed, good.clone()]);
+    assert_eq!((g[0].clone(), dropped), (vec![good], 1));
+}
+
+#[test]
+fn ttl_goes_down_with_a_right_checksum_and_expired_packets_leave_by_gate_1() {
+    let (g, _) = run("UpdateTTL", "", &[frame(64), frame(1), b"not ip at all, just bytes".to_vec()]);
+    assert_eq!(g[0][0], frame(63), "TTL 63 and the checksum a full computation gives");
+    assert_eq!(g[0][1], b"not ip at all, just bytes".to_vec());
+    assert_eq!(g[1], vec![frame(1)]);
+    // Through a VLAN tag too.
+    let (tagged, _) = run("VLANPush", "tci=5", &[frame(9)]);
+    let (g, _) = run("UpdateTTL", "", &tagged[0]);
+    let (back, _) = run("VLANPop", "", &g[0]);
+    assert_eq!(back[0], vec![frame(8)]);
+}
+
+#[test]
+fn loss_drops_its_rate() {
+    let frames: Vec<Vec<u8>> = (0..64).map(|_| frame(64)).collect();
+    let mut lost = 0;
+    for seed in 1..=100 {
+        lost += run("Loss", &format!("rate=0.1, seed={seed}"), &frames).1;
+    }
+    assert!((540..740).contains(&lost), "{lost} of 6400 at 0.1");
+    assert_eq!(run("Loss", "rate=0", &frames).1, 0);
+    assert_eq!(run("Loss", "rate=1", &frames).1, 64);
+}
