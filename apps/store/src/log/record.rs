@@ -112,25 +112,31 @@ impl<'a> Encoder<'a> {
     }
 }
 
+/// Appends a Sets record of `items` (key, value, expiry) as record `seq`; returns its size.
+pub fn encode_sets(buf: &mut Vec<u8>, seq: u64, items: &[(&[u8], &[u8], i64)]) -> usize {
+    let mut e = Encoder::new(buf, Kind::Sets, seq);
+    e.u32(items.len() as u32);
+    for (k, v, exp) in items {
+        e.u32(k.len() as u32).u32(v.len() as u32).i64(*exp).bytes(k).bytes(v);
+    }
+    e.finish()
+}
+
+/// Appends a Del record of `keys` as record `seq`; returns its size.
+pub fn encode_del(buf: &mut Vec<u8>, seq: u64, keys: &[&[u8]]) -> usize {
+    let mut e = Encoder::new(buf, Kind::Del, seq);
+    e.u32(keys.len() as u32);
+    for k in keys {
+        e.u32(k.len() as u32).bytes(k);
+    }
+    e.finish()
+}
+
 /// Appends `change` as record `seq`; returns its size.
 pub fn encode(buf: &mut Vec<u8>, seq: u64, change: &Change<'_>) -> usize {
     match change {
-        Change::Sets(sets) => {
-            let mut e = Encoder::new(buf, Kind::Sets, seq);
-            e.u32(sets.len() as u32);
-            for (k, v, exp) in sets {
-                e.u32(k.len() as u32).u32(v.len() as u32).i64(*exp).bytes(k).bytes(v);
-            }
-            e.finish()
-        }
-        Change::Del(keys) => {
-            let mut e = Encoder::new(buf, Kind::Del, seq);
-            e.u32(keys.len() as u32);
-            for k in keys {
-                e.u32(k.len() as u32).bytes(k);
-            }
-            e.finish()
-        }
+        Change::Sets(sets) => encode_sets(buf, seq, sets),
+        Change::Del(keys) => encode_del(buf, seq, keys),
         Change::Expire(k, at) => {
             let mut e = Encoder::new(buf, Kind::Expire, seq);
             e.i64(*at).u32(k.len() as u32).bytes(k);

@@ -11,7 +11,7 @@
 //! ```
 
 use super::dir::sync_dir;
-use super::record::{encode, read, Change, Read};
+use super::record::{encode_sets, read, Change, Read};
 use crate::keyspace::{Entry, Keyspace};
 use std::fs::{self, File};
 use std::io::{BufWriter, Seek, SeekFrom, Write};
@@ -54,7 +54,7 @@ pub fn write(
         {
             let s = ks.lock(i);
             for (k, e) in &s.map {
-                encode(&mut rec, e.seq.max(1), &Change::Sets(vec![(k, &e.value, e.expire_ms)]));
+                encode_sets(&mut rec, e.seq.max(1), &[(k, &e.value, e.expire_ms)]);
                 count += 1;
             }
         }

@@ -3,7 +3,7 @@
 //! staged into one commit (header, records, padding to the block) for the writer.
 
 use super::order::Order;
-use super::record::{encode, pad, Change, Encoder, Kind};
+use super::record::{encode, encode_del, encode_sets, pad, Change};
 use crate::command::Journal;
 use std::sync::Arc;
 
@@ -100,23 +100,13 @@ impl Stage {
 impl Journal for Stage {
     fn sets(&mut self, items: &[(&[u8], &[u8], i64)]) -> u64 {
         let seq = self.next();
-        let mut e = Encoder::new(&mut self.buf, Kind::Sets, seq);
-        e.u32(items.len() as u32);
-        for (k, v, exp) in items {
-            e.u32(k.len() as u32).u32(v.len() as u32).i64(*exp).bytes(k).bytes(v);
-        }
-        e.finish();
+        encode_sets(&mut self.buf, seq, items);
         seq
     }
 
     fn del(&mut self, keys: &[&[u8]]) -> u64 {
         let seq = self.next();
-        let mut e = Encoder::new(&mut self.buf, Kind::Del, seq);
-        e.u32(keys.len() as u32);
-        for k in keys {
-            e.u32(k.len() as u32).bytes(k);
-        }
-        e.finish();
+        encode_del(&mut self.buf, seq, keys);
         seq
     }
 
