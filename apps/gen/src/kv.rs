@@ -10,6 +10,7 @@
 //! as in the IX paper's memcached evaluation (mutilate's distributions for ETC).
 
 use crate::Histogram;
+use resp::num::format_i64;
 use std::collections::VecDeque;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
@@ -497,41 +498,25 @@ impl KvGen {
     }
 }
 
-/// `prefix`, then `$<len>\r\n`: the start of a RESP request up to its key, or a bulk header.
-fn resp_head<'a>(buf: &'a mut [u8; 128], prefix: &[u8], len: usize) -> &'a [u8] {
-    let mut digits = [0u8; 20];
-    let d = decimal(len, &mut digits);
+/// `parts` one after another in `buf`.
+fn join<'a>(buf: &'a mut [u8; 128], parts: &[&[u8]]) -> &'a [u8] {
     let mut n = 0;
-    for part in [prefix, b"$", d, b"\r\n"] {
+    for part in parts {
         buf[n..n + part.len()].copy_from_slice(part);
         n += part.len();
     }
     &buf[..n]
 }
 
-/// `v` in decimal, in the end of `digits`.
-fn decimal(mut v: usize, digits: &mut [u8; 20]) -> &[u8] {
-    let mut d = digits.len();
-    loop {
-        d -= 1;
-        digits[d] = b'0' + (v % 10) as u8;
-        v /= 10;
-        if v == 0 {
-            break;
-        }
-    }
-    &digits[d..]
+/// `prefix`, then `$<len>\r\n`: the start of a RESP request up to its key, or a bulk header.
+fn resp_head<'a>(buf: &'a mut [u8; 128], prefix: &[u8], len: usize) -> &'a [u8] {
+    let mut digits = [0u8; 20];
+    join(buf, &[prefix, b"$", format_i64(len as i64, &mut digits), b"\r\n"])
 }
 
 fn format_set<'a>(buf: &'a mut [u8; 128], key: &[u8], vlen: usize) -> &'a [u8] {
     let mut digits = [0u8; 20];
-    let d = decimal(vlen, &mut digits);
-    let mut n = 0;
-    for part in [&b"set "[..], key, b" 0 0 ", d, b"\r\n"] {
-        buf[n..n + part.len()].copy_from_slice(part);
-        n += part.len();
-    }
-    &buf[..n]
+    join(buf, &[b"set ", key, b" 0 0 ", format_i64(vlen as i64, &mut digits), b"\r\n"])
 }
 
 impl Server for KvGen {
