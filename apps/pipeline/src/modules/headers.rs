@@ -1,7 +1,7 @@
 //! Modules that rewrite headers in place: VLAN tags, the IPv4 checksum and TTL, and random
 //! loss (the WAN emulator's other half, with Delay).
 
-use super::Args;
+use super::{Args, Rand};
 use crate::module::{Ctx, Module, Out};
 use crate::packet::Batch;
 use wire::checksum;
@@ -154,22 +154,19 @@ impl Module for UpdateTtl {
 /// Drops each packet with probability `rate` (a random loss, as a lossy path has).
 pub struct Loss {
     rate: f64,
-    state: u64,
+    rand: Rand,
 }
 
 impl Loss {
     pub(super) fn new(a: &Args) -> Result<Loss, String> {
-        Ok(Loss { rate: a.float("rate", 0.0, 0.0..=1.0)?, state: a.int("seed", 1, 1..=i64::MAX)? as u64 })
+        Ok(Loss { rate: a.float("rate", 0.0, 0.0..=1.0)?, rand: Rand::from_args(a)? })
     }
 }
 
 impl Module for Loss {
     fn process(&mut self, _ctx: &mut Ctx<'_>, _igate: u32, batch: &Batch, out: &mut Out) {
         for &p in batch.pkts() {
-            self.state ^= self.state << 13;
-            self.state ^= self.state >> 7;
-            self.state ^= self.state << 17;
-            if ((self.state >> 11) as f64 / (1u64 << 53) as f64) < self.rate {
+            if Rand::unit(self.rand.next()) < self.rate {
                 out.drop(p);
             } else {
                 out.emit(0, p);

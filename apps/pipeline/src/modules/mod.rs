@@ -22,16 +22,16 @@ impl Default for Registry {
     fn default() -> Self {
         let mut r = Registry { makers: BTreeMap::new() };
         r.add("Source", |a| Ok(Box::new(Source::new(a)?)));
-        r.add("Sink", |a| a.none().map(|()| Box::new(Sink) as Box<dyn Module>));
-        r.add("Bypass", |a| a.none().map(|()| Box::new(Bypass) as Box<dyn Module>));
+        r.add("Sink", |_| Ok(Box::new(Sink)));
+        r.add("Bypass", |_| Ok(Box::new(Bypass)));
         r.add("RoundRobin", |a| Ok(Box::new(RoundRobin { gates: a.gates()?, next: 0 })));
         r.add("Replicate", |a| Ok(Box::new(Replicate { gates: a.gates()? })));
         r.add("RandomSplit", |a| Ok(Box::new(RandomSplit::new(a)?)));
         r.add("SetMetadata", |a| Ok(Box::new(SetMetadata::new(a)?)));
         r.add("VLANPush", |a| Ok(Box::new(VlanPush::new(a)?)));
-        r.add("VLANPop", |a| a.none().map(|()| Box::new(VlanPop) as Box<dyn Module>));
+        r.add("VLANPop", |_| Ok(Box::new(VlanPop)));
         r.add("IPChecksum", |a| Ok(Box::new(IpChecksum::new(a)?)));
-        r.add("UpdateTTL", |a| a.none().map(|()| Box::new(UpdateTtl) as Box<dyn Module>));
+        r.add("UpdateTTL", |_| Ok(Box::new(UpdateTtl)));
         r.add("Loss", |a| Ok(Box::new(Loss::new(a)?)));
         r
     }
@@ -102,11 +102,6 @@ impl Args<'_> {
     /// `gates=N` (1 to 64; 2 by default).
     pub fn gates(&self) -> Result<u32, String> {
         Ok(self.int("gates", 2, 1..=BATCH as i64)? as u32)
-    }
-
-    /// No arguments at all.
-    pub fn none(&self) -> Result<(), String> {
-        Ok(())
     }
 
     fn all_used(&self) -> Result<(), String> {
@@ -240,27 +235,38 @@ impl Module for Replicate {
     }
 }
 
+/// A xorshift64 generator: cheap per packet, and the same stream for the same `seed=`.
+pub(crate) struct Rand(u64);
+
+impl Rand {
+    /// From a module's `seed=` argument (1 by default).
+    pub(crate) fn from_args(a: &Args) -> Result<Rand, String> {
+        Ok(Rand(a.int("seed", 1, 1..=i64::MAX)? as u64))
+    }
+
+    pub(crate) fn next(&mut self) -> u64 {
+        self.0 ^= self.0 << 13;
+        self.0 ^= self.0 >> 7;
+        self.0 ^= self.0 << 17;
+        self.0
+    }
+
+    /// A number in [0, 1) from the high bits of `r`.
+    pub(crate) fn unit(r: u64) -> f64 {
+        (r >> 11) as f64 / (1u64 << 53) as f64
+    }
+}
+
 /// Sends each packet to a gate at random, or drops it with probability `drop`.
 pub struct RandomSplit {
     gates: u32,
     drop: f64,
-    state: u64,
+    rand: Rand,
 }
 
 impl RandomSplit {
     fn new(a: &Args) -> Result<RandomSplit, String> {
-        Ok(RandomSplit {
-            gates: a.gates()?,
-            drop: a.float("drop", 0.0, 0.0..=1.0)?,
-            state: a.int("seed", 1, 1..=i64::MAX)? as u64,
-        })
-    }
-
-    fn next(&mut self) -> u64 {
-        self.state ^= self.state << 13;
-        self.state ^= self.state >> 7;
-        self.state ^= self.state << 17;
-        self.state
+        Ok(RandomSplit { gates: a.gates()?, drop: a.float("drop", 0.0, 0.0..=1.0)?, rand: Rand::from_args(a)? })
     }
 }
 
@@ -271,8 +277,8 @@ impl Module for RandomSplit {
 
     fn process(&mut self, _ctx: &mut Ctx<'_>, _igate: u32, batch: &Batch, out: &mut Out) {
         for &p in batch.pkts() {
-            let r = self.next();
-            if (r >> 11) as f64 / (1u64 << 53) as f64 >= self.drop {
+            let r = self.rand.next();
+            if Rand::unit(r) >= self.drop {
                 out.emit((r % u64::from(self.gates)) as u32, p);
             } else {
                 out.drop(p);
