@@ -11,4 +11,5 @@ pub mod module;
 pub mod modules;
 pub mod packet;
 pub mod pipeline;
+pub mod port;
 pub mod script;

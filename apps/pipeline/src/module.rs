@@ -34,6 +34,7 @@
 
 use crate::metadata::Attr;
 use crate::packet::{Batch, Pkt, Pool};
+use crate::port::NamedPort;
 
 /// What a module works with while it runs.
 pub struct Ctx<'a> {
@@ -44,6 +45,8 @@ pub struct Ctx<'a> {
     /// Where this module's declared attributes are (in declaration order; None: nobody reads
     /// the value, so writing it can be skipped).
     pub offsets: &'a [Option<usize>],
+    /// The pipeline's ports (PortInc and PortOut use the one their `port=` named).
+    pub ports: &'a mut [NamedPort],
 }
 
 impl Ctx<'_> {
@@ -64,13 +67,15 @@ impl Ctx<'_> {
 #[derive(Default)]
 pub struct Out {
     gates: Vec<Batch>,
-    dropped: Vec<Pkt>,
+    /// Buffers to free: the dropped, and after them the `done`.
+    freed: Vec<Pkt>,
+    done: usize,
 }
 
 impl Out {
     /// Room for `ogates` gates.
     pub fn new(ogates: u32) -> Out {
-        Out { gates: vec![Batch::default(); ogates as usize], dropped: Vec::with_capacity(crate::packet::BATCH) }
+        Out { gates: vec![Batch::default(); ogates as usize], freed: Vec::with_capacity(crate::packet::BATCH), done: 0 }
     }
 
     /// Sends `p` out of gate `gate` (dropped if there is no such gate).
@@ -79,21 +84,28 @@ impl Out {
         // module emits more than it got, the excess is dropped.
         let taken = self.gates.get_mut(gate as usize).is_some_and(|b| b.push(p));
         if !taken {
-            self.dropped.push(p);
+            self.freed.push(p);
         }
     }
 
     /// Drops `p`.
     pub fn drop(&mut self, p: Pkt) {
-        self.dropped.push(p);
+        self.freed.push(p);
+    }
+
+    /// Frees `p`, which has left the pipeline (sent by a port): counted as sent, not dropped.
+    pub fn done(&mut self, p: Pkt) {
+        self.freed.push(p);
+        self.done += 1;
     }
 
     pub(crate) fn gates(&mut self) -> &mut [Batch] {
         &mut self.gates
     }
 
-    pub(crate) fn take_dropped(&mut self) -> std::vec::Drain<'_, Pkt> {
-        self.dropped.drain(..)
+    /// The buffers to free, and how many of them left the pipeline rather than being dropped.
+    pub(crate) fn take_freed(&mut self) -> (std::vec::Drain<'_, Pkt>, usize) {
+        (self.freed.drain(..), std::mem::take(&mut self.done))
     }
 }
 
@@ -125,5 +137,22 @@ pub trait Module: Send {
     /// Runs the task once: makes at most one batch through `out`. Returns the packets made.
     fn run_task(&mut self, _ctx: &mut Ctx<'_>, _out: &mut Out) -> usize {
         0
+    }
+
+    /// True if the module holds packets and hands them on from its task (a queue, a delay
+    /// line): links into it do not make a cycle, since what enters leaves in a later run.
+    fn decouples(&self) -> bool {
+        false
+    }
+
+    /// True while the module asks the pipeline not to run the tasks that feed it (a full
+    /// queue's backpressure).
+    fn congested(&self) -> bool {
+        false
+    }
+
+    /// Counters of its own (name, value), for `stats`: latency percentiles, table sizes.
+    fn counters(&self) -> Vec<(&'static str, u64)> {
+        Vec::new()
     }
 }

@@ -15,6 +15,19 @@ pub const HEADROOM: usize = 128;
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Pkt(u32);
 
+impl Pkt {
+    /// Its buffer's index (below [`Pool::capacity`]): modules that keep packets in lists
+    /// index their own per-buffer arrays with it.
+    pub fn index(self) -> usize {
+        self.0 as usize
+    }
+
+    /// The packet of buffer `i` (for a module's lists; the module must hold that packet).
+    pub(crate) fn from_index(i: usize) -> Pkt {
+        Pkt(i as u32)
+    }
+}
+
 /// The pipeline's buffers.
 pub struct Pool {
     bufs: Vec<u8>,
@@ -62,6 +75,22 @@ impl Pool {
     /// Gives `p`'s buffer back.
     pub fn free(&mut self, p: Pkt) {
         self.free.push(p.0);
+    }
+
+    /// Buffers in all.
+    pub fn capacity(&self) -> usize {
+        self.span.len()
+    }
+
+    /// Sets `p`'s length (bytes added at the end hold whatever the buffer held); false if the
+    /// buffer has no room for it.
+    pub fn set_len(&mut self, p: Pkt, len: usize) -> bool {
+        let (s, l) = &mut self.span[p.0 as usize];
+        if *s as usize + len > BUF_SIZE {
+            return false;
+        }
+        *l = len as u16;
+        true
     }
 
     /// Buffers free.

@@ -8,6 +8,7 @@ use crate::metadata::{layout, Attr};
 use crate::module::{Ctx, Module, Out};
 use crate::modules::Registry;
 use crate::packet::{Batch, Pool};
+use crate::port::NamedPort;
 use crate::script::{Script, ScriptError};
 use std::time::Instant;
 
@@ -39,8 +40,14 @@ struct Node {
 pub struct Pipeline {
     nodes: Vec<Node>,
     pool: Pool,
+    ports: Vec<NamedPort>,
     start: Instant,
     tasks: Vec<usize>,
+    /// Per task: the decoupling modules (queues) its packets reach first, whose backpressure
+    /// pauses it.
+    feeds: Vec<Vec<usize>>,
+    /// Task runs skipped for backpressure.
+    pub paused: u64,
     /// Configuration warnings (reads of metadata no module upstream writes).
     pub warnings: Vec<String>,
     /// Bytes of metadata the layout uses.
@@ -52,11 +59,13 @@ fn at(line: usize, msg: String) -> ScriptError {
 }
 
 impl Pipeline {
-    /// Builds the pipeline `script` describes, with modules from `reg` and `pool` buffers.
-    pub fn build(script: &Script, reg: &Registry, pool: usize) -> Result<Pipeline, ScriptError> {
+    /// Builds the pipeline `script` describes, with modules from `reg`, `pool` buffers and
+    /// `ports` for its PortInc and PortOut modules.
+    pub fn build(script: &Script, reg: &Registry, pool: usize, ports: Vec<NamedPort>) -> Result<Pipeline, ScriptError> {
+        let names: Vec<String> = ports.iter().map(|p| p.name.clone()).collect();
         let mut nodes = Vec::new();
         for d in &script.modules {
-            let module = reg.make(d).map_err(|e| at(d.line, format!("{} :: {}: {e}", d.name, d.class)))?;
+            let module = reg.make(d, &names).map_err(|e| at(d.line, format!("{} :: {}: {e}", d.name, d.class)))?;
             let og = module.ogates();
             nodes.push(Node {
                 name: d.name.clone(),
@@ -91,10 +100,15 @@ impl Pipeline {
             nodes[a].next[og as usize] = Some((b, ig));
             edges.push((a, b));
         }
-        if let Some(cycle) = find_cycle(nodes.len(), &edges) {
+        let direct: Vec<(usize, usize)> =
+            edges.iter().copied().filter(|&(_, b)| !nodes[b].module.decouples()).collect();
+        if let Some(cycle) = find_cycle(nodes.len(), &direct) {
             let names: Vec<&str> = cycle.iter().map(|&i| nodes[i].name.as_str()).collect();
             let line = script.modules[cycle[0]].line;
-            return Err(at(line, format!("the links make a cycle: {} (a pipeline is acyclic)", names.join(" -> "))));
+            return Err(at(
+                line,
+                format!("the links make a cycle: {} (a cycle needs a Queue in it)", names.join(" -> ")),
+            ));
         }
         let attrs: Vec<Vec<Attr>> = nodes.iter().map(|n| n.module.attrs()).collect();
         let l = layout(&attrs, &edges).map_err(|e| at(script.modules.first().map_or(1, |d| d.line), e.to_string()))?;
@@ -111,23 +125,44 @@ impl Pipeline {
         for (n, o) in nodes.iter_mut().zip(l.offsets) {
             n.offsets = o;
         }
-        let tasks = (0..nodes.len()).filter(|&i| nodes[i].module.has_task()).collect();
-        Ok(Pipeline { nodes, pool: Pool::new(pool), start: Instant::now(), tasks, warnings, meta_used: l.used })
+        let tasks: Vec<usize> = (0..nodes.len()).filter(|&i| nodes[i].module.has_task()).collect();
+        let feeds = tasks.iter().map(|&t| first_decouplers(&nodes, t)).collect();
+        Ok(Pipeline {
+            nodes,
+            pool: Pool::new(pool),
+            ports,
+            start: Instant::now(),
+            tasks,
+            feeds,
+            paused: 0,
+            warnings,
+            meta_used: l.used,
+        })
     }
 
-    /// Runs every task once; returns the packets they made.
+    /// Runs every task once and flushes the ports; returns the packets the tasks made.
     pub fn run_once(&mut self) -> usize {
         let now_ns = self.start.elapsed().as_nanos() as u64;
         let mut made = 0;
         for t in 0..self.tasks.len() {
+            if self.feeds[t].iter().any(|&q| self.nodes[q].module.congested()) {
+                self.paused += 1;
+                continue;
+            }
             let i = self.tasks[t];
             let node = &mut self.nodes[i];
             let mut out = std::mem::take(&mut node.out);
-            let mut ctx = Ctx { pool: &mut self.pool, now_ns, offsets: &node.offsets };
+            let mut ctx = Ctx { pool: &mut self.pool, now_ns, offsets: &node.offsets, ports: &mut self.ports };
             let n = node.module.run_task(&mut ctx, &mut out);
-            node.stats.rx += n as u64;
+            // What a queue hands on was counted in when it arrived.
+            if !node.module.decouples() {
+                node.stats.rx += n as u64;
+            }
             made += n;
             self.forward(i, out, now_ns);
+        }
+        for p in &mut self.ports {
+            p.port.flush();
         }
         made
     }
@@ -138,17 +173,21 @@ impl Pipeline {
         node.stats.rx += batch.len() as u64;
         node.stats.batches += 1;
         let mut out = std::mem::take(&mut node.out);
-        let mut ctx = Ctx { pool: &mut self.pool, now_ns, offsets: &node.offsets };
+        let mut ctx = Ctx { pool: &mut self.pool, now_ns, offsets: &node.offsets, ports: &mut self.ports };
         node.module.process(&mut ctx, igate, batch, &mut out);
         self.forward(i, out, now_ns);
     }
 
     /// Frees what module `i` dropped, passes on each gate's batch, and gives `out` back.
     fn forward(&mut self, i: usize, mut out: Out, now_ns: u64) {
-        for p in out.take_dropped() {
+        let (freed, done) = out.take_freed();
+        let mut n = 0;
+        for p in freed {
             self.pool.free(p);
-            self.nodes[i].stats.dropped += 1;
+            n += 1;
         }
+        self.nodes[i].stats.dropped += n - done as u64;
+        self.nodes[i].stats.tx += done as u64;
         for g in 0..out.gates().len() {
             let b = out.gates()[g];
             if b.is_empty() {
@@ -176,6 +215,11 @@ impl Pipeline {
         self.nodes.iter().map(|n| (n.name.as_str(), n.class.as_str(), n.stats))
     }
 
+    /// Every module's own counters (see [`Module::counters`]), by module name.
+    pub fn module_counters(&self) -> impl Iterator<Item = (&str, Vec<(&'static str, u64)>)> {
+        self.nodes.iter().map(|n| (n.name.as_str(), n.module.counters()))
+    }
+
     /// The counters of module `name`.
     pub fn node_stats(&self, name: &str) -> Option<NodeStats> {
         self.nodes.iter().find(|n| n.name == name).map(|n| n.stats)
@@ -185,6 +229,28 @@ impl Pipeline {
     pub fn pool(&self) -> &Pool {
         &self.pool
     }
+}
+
+/// The decoupling modules that packets from `t` reach before any other decoupling module.
+fn first_decouplers(nodes: &[Node], t: usize) -> Vec<usize> {
+    let mut seen = vec![false; nodes.len()];
+    let mut stack = vec![t];
+    let mut found = Vec::new();
+    seen[t] = true;
+    while let Some(v) = stack.pop() {
+        for &(to, _) in nodes[v].next.iter().flatten() {
+            if seen[to] {
+                continue;
+            }
+            seen[to] = true;
+            if nodes[to].module.decouples() {
+                found.push(to);
+            } else {
+                stack.push(to);
+            }
+        }
+    }
+    found
 }
 
 /// A cycle in the graph of `n` nodes, if there is one (its nodes in order).

@@ -85,11 +85,7 @@ pub struct IpChecksum {
 
 impl IpChecksum {
     pub(super) fn new(a: &Args) -> Result<IpChecksum, String> {
-        let verify = match a.string("verify")?.as_deref() {
-            None | Some("false") => false,
-            Some("true") => true,
-            Some(_) => return Err("verify must be true or false".into()),
-        };
+        let verify = a.flag("verify", false)?;
         Ok(IpChecksum { verify })
     }
 }

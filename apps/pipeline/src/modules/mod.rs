@@ -6,8 +6,23 @@ use crate::packet::{Batch, BATCH};
 use crate::script::{Arg, Decl, Value};
 use std::collections::BTreeMap;
 
+mod delay;
 mod headers;
+mod ip;
+mod l2;
+pub mod lpm;
+mod measure;
+mod ports;
+mod queue;
+#[cfg(test)]
+pub(crate) mod testing;
+pub use delay::Delay;
 pub use headers::{IpChecksum, Loss, UpdateTtl, VlanPop, VlanPush};
+pub use ip::{IcmpTimeExceeded, IpLookup};
+pub use l2::{L2Forward, MacRewrite};
+pub use measure::{Histogram, Measure, Timestamp};
+pub use ports::{PortInc, PortOut};
+pub use queue::Queue;
 
 /// Makes a module from its declaration's arguments, or says what is wrong with them.
 pub type Maker = fn(&Args) -> Result<Box<dyn Module>, String>;
@@ -33,6 +48,16 @@ impl Default for Registry {
         r.add("IPChecksum", |a| Ok(Box::new(IpChecksum::new(a)?)));
         r.add("UpdateTTL", |_| Ok(Box::new(UpdateTtl)));
         r.add("Loss", |a| Ok(Box::new(Loss::new(a)?)));
+        r.add("PortInc", |a| Ok(Box::new(PortInc::new(a)?)));
+        r.add("PortOut", |a| Ok(Box::new(PortOut::new(a)?)));
+        r.add("L2Forward", |a| Ok(Box::new(L2Forward::new(a)?)));
+        r.add("MACRewrite", |a| Ok(Box::new(MacRewrite::new(a)?)));
+        r.add("IPLookup", |a| Ok(Box::new(IpLookup::new(a)?)));
+        r.add("ICMPTimeExceeded", |a| Ok(Box::new(IcmpTimeExceeded::new(a)?)));
+        r.add("Queue", |a| Ok(Box::new(Queue::new(a)?)));
+        r.add("Delay", |a| Ok(Box::new(Delay::new(a)?)));
+        r.add("Timestamp", |a| Ok(Box::new(Timestamp::new(a)?)));
+        r.add("Measure", |a| Ok(Box::new(Measure::new(a)?)));
         r
     }
 }
@@ -48,10 +73,10 @@ impl Registry {
         self.makers.keys().map(String::as_str)
     }
 
-    /// Makes the module `d` declares.
-    pub fn make(&self, d: &Decl) -> Result<Box<dyn Module>, String> {
+    /// Makes the module `d` declares, in a pipeline whose ports are named `ports`.
+    pub fn make(&self, d: &Decl, ports: &[String]) -> Result<Box<dyn Module>, String> {
         let make = self.makers.get(&d.class).ok_or_else(|| format!("no module class '{}'", d.class))?;
-        let args = Args { args: &d.args, used: std::cell::RefCell::new(vec![false; d.args.len()]) };
+        let args = Args { args: &d.args, ports, used: std::cell::RefCell::new(vec![false; d.args.len()]) };
         let m = make(&args)?;
         args.all_used()?;
         Ok(m)
@@ -61,6 +86,7 @@ impl Registry {
 /// A declaration's arguments, as a module reads them.
 pub struct Args<'a> {
     args: &'a [Arg],
+    ports: &'a [String],
     used: std::cell::RefCell<Vec<bool>>,
 }
 
@@ -96,6 +122,62 @@ impl Args<'_> {
             None => Ok(None),
             Some(Value::Str(s) | Value::Ident(s)) => Ok(Some(s.clone())),
             Some(_) => Err(format!("{key} must be a string")),
+        }
+    }
+
+    /// The index of the port argument `key` names (required).
+    pub fn port(&self, key: &str) -> Result<usize, String> {
+        let name = self.string(key)?.ok_or_else(|| format!("{key}=\"name\" is required"))?;
+        self.ports.iter().position(|p| *p == name).ok_or_else(|| {
+            if self.ports.is_empty() {
+                format!("no port '{name}': this pipeline has no ports")
+            } else {
+                format!("no port '{name}' (ports: {})", self.ports.join(", "))
+            }
+        })
+    }
+
+    /// A list of strings argument (empty if not given).
+    pub fn strings(&self, key: &str) -> Result<Vec<String>, String> {
+        match self.get(key) {
+            None => Ok(Vec::new()),
+            Some(Value::List(l)) => l
+                .iter()
+                .map(|v| match v {
+                    Value::Str(s) | Value::Ident(s) => Ok(s.clone()),
+                    _ => Err(format!("{key} must be a list of strings")),
+                })
+                .collect(),
+            Some(Value::Str(s) | Value::Ident(s)) => Ok(vec![s.clone()]),
+            Some(_) => Err(format!("{key} must be a list of strings")),
+        }
+    }
+
+    /// A list of numbers argument (empty if not given).
+    pub fn floats(&self, key: &str) -> Result<Vec<f64>, String> {
+        match self.get(key) {
+            None => Ok(Vec::new()),
+            Some(Value::List(l)) => l
+                .iter()
+                .map(|v| match v {
+                    Value::Int(i) => Ok(*i as f64),
+                    Value::Float(f) => Ok(*f),
+                    _ => Err(format!("{key} must be a list of numbers")),
+                })
+                .collect(),
+            Some(Value::Int(i)) => Ok(vec![*i as f64]),
+            Some(Value::Float(f)) => Ok(vec![*f]),
+            Some(_) => Err(format!("{key} must be a list of numbers")),
+        }
+    }
+
+    /// A true/false argument, or `default`.
+    pub fn flag(&self, key: &str, default: bool) -> Result<bool, String> {
+        match self.string(key) {
+            Ok(None) => Ok(default),
+            Ok(Some(s)) if s == "true" => Ok(true),
+            Ok(Some(s)) if s == "false" => Ok(false),
+            _ => Err(format!("{key} must be true or false")),
         }
     }
 
@@ -318,3 +400,6 @@ impl Module for SetMetadata {
         }
     }
 }
+
+#[cfg(test)]
+mod tests;

@@ -1,6 +1,5 @@
 use super::*;
-use crate::modules::Registry;
-use crate::packet::Pool;
+use crate::modules::testing::run;
 
 /// An Ethernet frame with an IPv4/UDP packet of TTL `ttl` and a right header checksum.
 fn frame(ttl: u8) -> Vec<u8> {
@@ -12,24 +11,6 @@ fn frame(ttl: u8) -> Vec<u8> {
     f.extend([0x30, 0x39, 0x00, 0x07, 0, 16, 0, 0]);
     f.extend(b"payload!");
     f
-}
-
-/// Runs module `class(args)` on `frames`; returns what each gate got and what was dropped.
-fn run(class: &str, args: &str, frames: &[Vec<u8>]) -> (Vec<Vec<Vec<u8>>>, usize) {
-    let script = crate::script::parse(&format!("m :: {class}({args})")).unwrap();
-    let mut m = Registry::default().make(&script.modules[0]).unwrap();
-    let mut pool = Pool::new(64);
-    let mut batch = Batch::default();
-    for f in frames {
-        batch.push(pool.alloc(f).unwrap());
-    }
-    let mut out = Out::new(m.ogates());
-    let offsets = [];
-    let mut ctx = Ctx { pool: &mut pool, now_ns: 0, offsets: &offsets };
-    m.process(&mut ctx, 0, &batch, &mut out);
-    let dropped = out.take_dropped().count();
-    let gates = out.gates().iter().map(|b| b.pkts().iter().map(|&p| pool.data(p).to_vec()).collect()).collect();
-    (gates, dropped)
 }
 
 #[test]
