@@ -55,6 +55,13 @@ enum Cmd {
     /// commit); the log is replayed at start, a torn last write cut off, damage before it
     /// refused. Every engine serves every key.
     Store(cmd::store::StoreArgs),
+    /// A modular packet-processing pipeline between interfaces, from a script (BESS).
+    ///
+    /// Modules joined by gates (ports, L2 switching, IPv4 routing, queues, delay and loss for
+    /// WAN emulation, measurement) process packets in batches of up to 64, run to
+    /// completion. Every interface a PortInc/PortOut names is taken whole: give the pipeline
+    /// interfaces of its own.
+    Pipeline(cmd::pipeline::PipelineArgs),
     /// Load generators (the load side of the benchmarks).
     #[command(subcommand)]
     Gen(GenCmd),
@@ -88,6 +95,7 @@ fn main() {
         Cmd::Web(a) => cmd::web::run(a),
         Cmd::Kv(a) => cmd::kv::run(a),
         Cmd::Store(a) => cmd::store::run(a),
+        Cmd::Pipeline(a) => cmd::pipeline::run(a),
         Cmd::Gen(GenCmd::Udp(a)) => cmd::gen_udp::run(a),
         Cmd::Gen(GenCmd::Http(a)) => cmd::gen_http::run(a),
         Cmd::Gen(GenCmd::Kv(a)) => cmd::gen_kv::run(a),

@@ -17,6 +17,7 @@ mod gen_http;
 mod kv;
 mod lifecycle;
 mod malformed;
+mod pipeline;
 mod store;
 mod stream;
 mod tcp;

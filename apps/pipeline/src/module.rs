@@ -145,6 +145,12 @@ pub trait Module: Send {
         false
     }
 
+    /// Packets it holds for a later run (a queue's, a delay line's): while any module holds
+    /// some, the pipeline must keep running even with no new input.
+    fn holds(&self) -> usize {
+        0
+    }
+
     /// True while the module asks the pipeline not to run the tasks that feed it (a full
     /// queue's backpressure).
     fn congested(&self) -> bool {

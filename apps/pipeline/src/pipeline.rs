@@ -215,6 +215,28 @@ impl Pipeline {
         self.nodes.iter().map(|n| (n.name.as_str(), n.class.as_str(), n.stats))
     }
 
+    /// Packets held by queues and delay lines for later runs.
+    pub fn holding(&self) -> usize {
+        self.tasks.iter().map(|&t| self.nodes[t].module.holds()).sum()
+    }
+
+    /// Puts `port` in the place of the port named `name` (built with a stand-in, so a script
+    /// is checked whole before any interface is touched); false if there is no such port.
+    pub fn set_port(&mut self, name: &str, port: Box<dyn crate::port::NetPort>) -> bool {
+        match self.ports.iter_mut().find(|p| p.name == name) {
+            Some(p) => {
+                p.port = port;
+                true
+            }
+            None => false,
+        }
+    }
+
+    /// The ports (to read their counters, or their descriptors to sleep on).
+    pub fn ports(&self) -> &[NamedPort] {
+        &self.ports
+    }
+
     /// Every module's own counters (see [`Module::counters`]), by module name.
     pub fn module_counters(&self) -> impl Iterator<Item = (&str, Vec<(&'static str, u64)>)> {
         self.nodes.iter().map(|n| (n.name.as_str(), n.module.counters()))

@@ -13,6 +13,10 @@ pub trait NetPort: Send {
     fn send(&mut self, frame: &[u8]) -> bool;
     /// Transmits what [`send`](NetPort::send) queued, and refills the receive side.
     fn flush(&mut self);
+    /// Counters of its own (name, value): frames in and out, refusals.
+    fn counters(&self) -> Vec<(&'static str, u64)> {
+        Vec::new()
+    }
 }
 
 /// A port's name and the port.

@@ -432,12 +432,13 @@ fn chain(p: &mut Parser<'_>, s: &mut Script, names: &mut Names) -> Result<(), Sc
         if let Some((from, ogate)) = prev.take() {
             s.links.push(Link { from, ogate, to: name.clone(), igate, line: p.line });
         }
-        let ogate = if p.eat(&Tok::Colon) { p.gate()? } else { 0 };
+        let named_ogate = p.eat(&Tok::Colon);
+        let ogate = if named_ogate { p.gate()? } else { 0 };
         if p.eat(&Tok::Arrow) {
             prev = Some((name, ogate));
             continue;
         }
-        if p.toks.get(p.at.saturating_sub(2)).map(|t| &t.0) == Some(&Tok::Colon) {
+        if named_ogate {
             return Err(p.err("an output gate (':N') only before '->'"));
         }
         return Ok(());

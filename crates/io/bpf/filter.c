@@ -5,6 +5,8 @@
 //     which grants every port of that address and protocol (the load generator's replies);
 //   - for addresses sirocco owns alone (the kernel does not have them): ARP asking for them,
 //     ICMP to them, and IPv4 fragments to them (which sirocco counts and drops).
+// A pipeline (`sirocco pipeline`) that names the interface as one of its ports takes the whole
+// interface instead: `whole[0]` set sends it every frame, as a switch port must.
 // Everything else is passed to the kernel untouched, so SSH and every other service on the
 // interface keep working. If no socket is bound on the queue, the redirect falls back to
 // XDP_PASS.
@@ -44,6 +46,13 @@ struct {
     __type(key, __u32);
     __type(value, __u32);
 } owned SEC(".maps");
+
+struct {
+    __uint(type, BPF_MAP_TYPE_ARRAY);
+    __uint(max_entries, 1);
+    __type(key, __u32);
+    __type(value, __u32);
+} whole SEC(".maps");
 
 // Per-CPU counters: 0 redirected, 1 passed.
 struct {
@@ -93,6 +102,10 @@ int sirocco_filter(struct xdp_md *ctx)
 {
     void *data = (void *)(long)ctx->data;
     void *end = (void *)(long)ctx->data_end;
+    __u32 zero = 0;
+    __u32 *all = bpf_map_lookup_elem(&whole, &zero);
+    if (all && *all)
+        return to_sirocco(ctx);
     struct ethhdr *eth = data;
     if ((void *)(eth + 1) > end)
         return count(1, XDP_PASS);

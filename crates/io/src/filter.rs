@@ -5,7 +5,7 @@
 //! on the interface. A program left by an older attachment method (netlink) that carries
 //! sirocco's name is removed before attaching.
 
-use aya::maps::{HashMap, MapData, PerCpuArray, XskMap};
+use aya::maps::{Array, HashMap, MapData, PerCpuArray, XskMap};
 use aya::programs::{Xdp, XdpFlags};
 use aya::Ebpf;
 use std::fmt;
@@ -70,6 +70,7 @@ pub struct Filter {
     xsks: XskMap<MapData>,
     grants: HashMap<MapData, GrantKey, u32>,
     owned: HashMap<MapData, [u8; 4], u32>,
+    whole: Array<MapData, u32>,
     verdicts: PerCpuArray<MapData, u64>,
     mode: AttachMode,
     iface: String,
@@ -85,6 +86,8 @@ impl Filter {
             .map_err(|e| err(format!("grants map: {e}")))?;
         let owned = HashMap::try_from(ebpf.take_map("owned").ok_or_else(|| err("filter has no owned map"))?)
             .map_err(|e| err(format!("owned map: {e}")))?;
+        let whole = Array::try_from(ebpf.take_map("whole").ok_or_else(|| err("filter has no whole map"))?)
+            .map_err(|e| err(format!("whole map: {e}")))?;
         let verdicts =
             PerCpuArray::try_from(ebpf.take_map("verdicts").ok_or_else(|| err("filter has no verdicts map"))?)
                 .map_err(|e| err(format!("verdicts map: {e}")))?;
@@ -113,7 +116,7 @@ impl Filter {
                 }
             },
         };
-        Ok(Filter { _ebpf: ebpf, xsks, grants, owned, verdicts, mode, iface: iface.to_string() })
+        Ok(Filter { _ebpf: ebpf, xsks, grants, owned, whole, verdicts, mode, iface: iface.to_string() })
     }
 
     /// How the program was attached.
@@ -136,6 +139,12 @@ impl Filter {
     /// the address, ICMP to it, and IPv4 fragments to it.
     pub fn own_alone(&mut self, addr: Ipv4Addr) -> Result<(), FilterError> {
         self.owned.insert(addr.0, OWNED_ALONE, 0).map_err(|e| err(format!("owning {addr}: {e}")))
+    }
+
+    /// Takes the whole interface: every frame goes to sirocco, none to the kernel. For a
+    /// pipeline's port (a switch or router port), which the operator gave it entirely.
+    pub fn take_whole(&mut self) -> Result<(), FilterError> {
+        self.whole.set(0, 1, 0).map_err(|e| err(format!("taking the whole of {}: {e}", self.iface)))
     }
 
     /// Packets redirected to sirocco and passed to the kernel, summed over CPUs.

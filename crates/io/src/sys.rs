@@ -311,3 +311,18 @@ pub fn poll_in2(a: RawFd, b: RawFd, timeout_ms: i32) {
     // SAFETY: two valid pollfds in one array of that length.
     unsafe { libc::poll(p.as_mut_ptr(), 2, timeout_ms) };
 }
+
+/// ppoll() on up to 16 descriptors for input, for at most `timeout_us` microseconds.
+pub fn ppoll_in_many(fds: &[RawFd], timeout_us: u32) {
+    let mut p = [libc::pollfd { fd: -1, events: libc::POLLIN, revents: 0 }; 16];
+    let n = fds.len().min(p.len());
+    for (slot, &fd) in p.iter_mut().zip(&fds[..n]) {
+        slot.fd = fd;
+    }
+    let ts = libc::timespec {
+        tv_sec: libc::time_t::from(timeout_us / 1_000_000),
+        tv_nsec: libc::c_long::from(timeout_us % 1_000_000) * 1000,
+    };
+    // SAFETY: `n` valid pollfds at the start of the array, a valid timespec, no signal mask.
+    unsafe { libc::ppoll(p.as_mut_ptr(), n as libc::nfds_t, &ts, std::ptr::null()) };
+}

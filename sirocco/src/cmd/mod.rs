@@ -8,6 +8,7 @@ pub mod gen_kv;
 pub mod gen_udp;
 pub mod kv;
 mod load;
+pub mod pipeline;
 pub mod store;
 pub mod testnet;
 pub mod web;

@@ -150,6 +150,10 @@ impl Module for Delay {
         true
     }
 
+    fn holds(&self) -> usize {
+        self.held as usize
+    }
+
     fn counters(&self) -> Vec<(&'static str, u64)> {
         vec![("held", self.held), ("clamped", self.clamped)]
     }

@@ -75,6 +75,10 @@ impl Module for Queue {
         true
     }
 
+    fn holds(&self) -> usize {
+        self.q.len()
+    }
+
     fn congested(&self) -> bool {
         self.congested
     }

@@ -46,11 +46,18 @@ fn errors_name_line_and_column() {
         ("a :: Source(x=[1,2)", "line 1:19: expected ',' or ']'"),
         ("\n\ntc (x=1)", "line 3:4: expected the tc's name"),
         ("a :: Source(rate=12q)", "line 1:18: '12q' is not a number"),
+        ("a :: Source()\na:1", "line 2:4: an output gate (':N') only before '->'"),
     ];
     for (text, want) in cases {
         let e = parse(text).unwrap_err();
         assert_eq!(e.to_string(), want, "for {text:?}");
     }
+}
+
+#[test]
+fn a_chain_may_end_at_a_named_input_gate() {
+    let s = parse("a :: Source()\nb :: L2Forward()\na -> 1:b").unwrap();
+    assert_eq!((s.links[0].to.as_str(), s.links[0].igate), ("b", 1));
 }
 
 #[test]

@@ -1,0 +1,241 @@
+//! `sirocco pipeline` between two kernel hosts: host A and host B in namespaces of their own,
+//! each joined by a veth pair to a middle namespace where the pipeline takes both interfaces.
+//! Ping and TCP go through an L2 switch, a router and a delay line.
+
+use crate::common::*;
+use std::io::{Read, Write};
+use std::net::{TcpListener, TcpStream};
+use std::process::Command;
+use std::sync::atomic::{AtomicU32, Ordering};
+use std::time::{Duration, Instant};
+
+static SEQ: AtomicU32 = AtomicU32::new(0);
+
+pub const MAC_A: &str = "02:00:00:00:01:01";
+pub const MAC_MA: &str = "02:00:00:00:01:fe";
+pub const MAC_MB: &str = "02:00:00:00:02:fe";
+pub const MAC_B: &str = "02:00:00:00:02:01";
+
+/// Hosts A and B, and the middle namespace between them; removed on drop.
+pub struct Chain {
+    pub a: String,
+    pub m: String,
+    pub b: String,
+    /// The middle's interfaces, towards A and towards B.
+    pub ma: String,
+    pub mb: String,
+    script: std::path::PathBuf,
+}
+
+fn sh(args: &[&str]) {
+    let out = Command::new(args[0]).args(&args[1..]).output().expect("run");
+    assert!(out.status.success(), "{args:?}: {}", String::from_utf8_lossy(&out.stderr));
+}
+
+impl Chain {
+    /// The namespaces and links, A at `addr_a`/24 and B at `addr_b`/24 (with `gw_*` as
+    /// their default gateways when given, reached at the middle's MACs).
+    pub fn new(addr_a: &str, addr_b: &str, gws: Option<(&str, &str)>) -> Chain {
+        require_root();
+        let n = format!("p{}x{}", std::process::id() % 100_000, SEQ.fetch_add(1, Ordering::SeqCst));
+        let c = Chain {
+            a: format!("{n}-a"),
+            m: format!("{n}-m"),
+            b: format!("{n}-b"),
+            ma: format!("{n}-ma"),
+            mb: format!("{n}-mb"),
+            script: std::env::temp_dir().join(format!("{n}.pipeline")),
+        };
+        for ns in [&c.a, &c.m, &c.b] {
+            sh(&["ip", "netns", "add", ns]);
+            sh(&["ip", "-n", ns, "link", "set", "lo", "up"]);
+        }
+        for (host, hif, mif, hmac, mmac, addr) in
+            [(&c.a, &c.a, &c.ma, MAC_A, MAC_MA, addr_a), (&c.b, &c.b, &c.mb, MAC_B, MAC_MB, addr_b)]
+        {
+            sh(&[
+                "ip", "link", "add", hif, "netns", host, "address", hmac, "type", "veth", "peer", "name", mif, "netns",
+                &c.m, "address", mmac,
+            ]);
+            // The hosts checksum what they send: the pipeline forwards frames as they are.
+            sh(&["ip", "netns", "exec", host, "ethtool", "-K", hif, "tx", "off"]);
+            sh(&["ip", "-n", host, "addr", "add", &format!("{addr}/24"), "dev", hif]);
+            sh(&["ip", "-n", host, "link", "set", hif, "up"]);
+            sh(&["ip", "-n", &c.m, "link", "set", mif, "up"]);
+        }
+        if let Some((gw_a, gw_b)) = gws {
+            for (host, gw, mac) in [(&c.a, gw_a, MAC_MA), (&c.b, gw_b, MAC_MB)] {
+                sh(&["ip", "-n", host, "neigh", "replace", gw, "lladdr", mac, "dev", host, "nud", "permanent"]);
+                sh(&["ip", "-n", host, "route", "add", "default", "via", gw]);
+            }
+        }
+        c
+    }
+
+    /// Writes `script` with `@A` and `@B` standing for the middle's interfaces.
+    pub fn write_script(&self, script: &str) {
+        let text = script.replace("@A", &format!("\"{}\"", self.ma)).replace("@B", &format!("\"{}\"", self.mb));
+        std::fs::write(&self.script, text).unwrap();
+    }
+
+    /// Starts the pipeline of `script` (see [`Chain::write_script`]).
+    pub fn start(&self, script: &str) -> Sirocco {
+        self.write_script(script);
+        Sirocco::start(&self.m, &["pipeline", "--script", self.script.to_str().unwrap()])
+    }
+
+    pub fn exec(&self, ns: &str, args: &[&str]) -> std::process::Output {
+        Command::new("ip").args(["netns", "exec", ns]).args(args).output().expect("ip netns exec")
+    }
+
+    /// True if an XDP program is attached to either middle interface.
+    pub fn has_xdp(&self) -> bool {
+        [&self.ma, &self.mb].iter().any(|i| {
+            String::from_utf8_lossy(&self.exec(&self.m, &["ip", "link", "show", "dev", i]).stdout).contains("xdp")
+        })
+    }
+}
+
+impl Drop for Chain {
+    fn drop(&mut self) {
+        for ns in [&self.a, &self.m, &self.b] {
+            let _ = Command::new("ip").args(["netns", "del", ns]).output();
+        }
+        let _ = std::fs::remove_file(&self.script);
+    }
+}
+
+/// Sends `len` bytes of a pattern from A to a kernel listener on B at `to`; returns what B
+/// received (bounded in time).
+fn tcp_transfer(c: &Chain, to: &'static str, len: usize) -> Vec<u8> {
+    let (tx, rx) = std::sync::mpsc::channel();
+    let bns = c.b.clone();
+    let server = std::thread::spawn(move || {
+        in_netns(&bns, move || {
+            let l = TcpListener::bind((to, 5001)).unwrap();
+            tx.send(()).unwrap();
+            let (mut s, _) = l.accept().unwrap();
+            s.set_read_timeout(Some(Duration::from_secs(20))).unwrap();
+            let mut got = Vec::new();
+            let _ = s.read_to_end(&mut got);
+            got
+        })
+    });
+    rx.recv_timeout(Duration::from_secs(5)).unwrap();
+    in_netns(&c.a, move || {
+        let mut s =
+            TcpStream::connect_timeout(&(to.parse::<std::net::IpAddr>().unwrap(), 5001).into(), Duration::from_secs(5))
+                .expect("connect through the pipeline");
+        s.set_write_timeout(Some(Duration::from_secs(20))).unwrap();
+        let data: Vec<u8> = (0..len).map(|i| (i % 251) as u8).collect();
+        s.write_all(&data).unwrap();
+    });
+    server.join().unwrap()
+}
+
+fn pattern(len: usize) -> Vec<u8> {
+    (0..len).map(|i| (i % 251) as u8).collect()
+}
+
+const SWITCH: &str = "\
+a :: PortInc(port=@A)
+b :: PortInc(port=@B)
+sw :: L2Forward(gates=2)
+a -> 0:sw
+b -> 1:sw
+sw:0 -> PortOut(port=@A)
+sw:1 -> PortOut(port=@B)
+";
+
+#[test]
+fn ping_and_tcp_cross_an_l2_switch() {
+    let c = Chain::new("198.18.1.1", "198.18.1.2", None);
+    let s = c.start(SWITCH);
+    assert!(c.has_xdp(), "{}", s.log());
+    let out = c.exec(&c.a, &["ping", "-c", "3", "-i", "0.2", "-W", "2", "198.18.1.2"]);
+    assert!(out.status.success(), "ping: {}\n{}", String::from_utf8_lossy(&out.stdout), s.log());
+    let got = tcp_transfer(&c, "198.18.1.2", 4 << 20);
+    assert!(got == pattern(4 << 20), "4 MiB arrived whole and in order ({} bytes)", got.len());
+    let counters = stop_and_count(s);
+    let sw = &counters["modules"]["sw"];
+    assert!(sw["learnt"].as_u64().unwrap() >= 2, "{sw}");
+    assert!(sw["floods"].as_u64().unwrap() >= 1, "the first ARP request is flooded: {sw}");
+    assert!(!c.has_xdp(), "the XDP filter is gone when the pipeline stops");
+}
+
+fn router() -> String {
+    format!(
+        "\
+in_a :: PortInc(port=@A)
+in_b :: PortInc(port=@B)
+out_a :: PortOut(port=@A)
+out_b :: PortOut(port=@B)
+rt :: IPLookup(routes=[\"198.18.1.0/24 0\", \"198.18.2.0/24 1\"])
+in_a -> ttl_a :: UpdateTTL() -> rt
+in_b -> ttl_b :: UpdateTTL() -> rt
+ttl_a:1 -> ICMPTimeExceeded(addr=\"198.18.1.254\") -> out_a
+ttl_b:1 -> ICMPTimeExceeded(addr=\"198.18.2.254\") -> out_b
+rt:0 -> MACRewrite(src=\"{MAC_MA}\", dst=\"{MAC_A}\") -> out_a
+rt:1 -> MACRewrite(src=\"{MAC_MB}\", dst=\"{MAC_B}\") -> out_b
+"
+    )
+}
+
+#[test]
+fn a_router_forwards_decrements_the_ttl_and_answers_time_exceeded() {
+    let c = Chain::new("198.18.1.1", "198.18.2.1", Some(("198.18.1.254", "198.18.2.254")));
+    let s = c.start(&router());
+    let out = c.exec(&c.a, &["ping", "-c", "3", "-i", "0.2", "-W", "2", "198.18.2.1"]);
+    let text = String::from_utf8_lossy(&out.stdout).to_string();
+    assert!(out.status.success(), "ping: {text}\n{}", s.log());
+    // B answers with TTL 64; one router hop on the way back.
+    assert!(text.contains("ttl=63"), "{text}");
+    let out = c.exec(&c.a, &["ping", "-c", "1", "-t", "1", "-W", "2", "198.18.2.1"]);
+    let text = String::from_utf8_lossy(&out.stdout).to_string();
+    assert!(text.contains("From 198.18.1.254") && text.contains("Time to live exceeded"), "{text}");
+    let got = tcp_transfer(&c, "198.18.2.1", 2 << 20);
+    assert!(got == pattern(2 << 20), "2 MiB routed whole ({} bytes)", got.len());
+    let counters = stop_and_count(s);
+    assert_eq!(counters["modules"]["rt"]["misses"].as_u64(), Some(0));
+    assert!(counters["modules"]["ttl_a"]["tx"].as_u64().unwrap() > 1000);
+}
+
+#[test]
+fn a_delay_line_adds_its_round_trip_time() {
+    let c = Chain::new("198.18.1.1", "198.18.1.2", None);
+    let s = c.start(
+        "PortInc(port=@A) -> Delay(delay_ms=15) -> PortOut(port=@B)\n\
+         PortInc(port=@B) -> Delay(delay_ms=15) -> PortOut(port=@A)\n",
+    );
+    let out = c.exec(&c.a, &["ping", "-c", "5", "-i", "0.2", "-W", "3", "198.18.1.2"]);
+    let text = String::from_utf8_lossy(&out.stdout).to_string();
+    assert!(out.status.success(), "ping: {text}\n{}", s.log());
+    // rtt min/avg/max/mdev = 30.2/...: a delay line can only make it longer than 30 ms.
+    let stats = text.lines().find(|l| l.contains("min/avg/max")).expect("ping summary");
+    let min: f64 = stats.split('=').nth(1).unwrap().trim().split('/').next().unwrap().parse().unwrap();
+    assert!(min >= 30.0, "{stats}");
+    let t = Instant::now();
+    let got = tcp_transfer(&c, "198.18.1.2", 1 << 20);
+    assert!(got == pattern(1 << 20), "1 MiB through the delay line ({} bytes in {:?})", got.len(), t.elapsed());
+    stop_and_count(s);
+}
+
+#[test]
+fn bad_scripts_get_one_line_naming_file_and_line() {
+    let c = Chain::new("198.18.1.1", "198.18.1.2", None);
+    let cases = [
+        ("PortInc(port=@A) -> Nope() -> PortOut(port=@B)", "line 1:1: Nope_1 :: Nope: no module class 'Nope'"),
+        ("a :: PortInc(port=@A)\n\na -> ", "line 3:"),
+        ("a :: PortInc(port=\"nosuchif0\")\na -> Sink()", "nosuchif0"),
+        ("a :: Source()\na -> Sink()", "no PortInc or PortOut"),
+    ];
+    for (text, want) in cases {
+        c.write_script(text);
+        let out = c.exec(&c.m, &[sirocco(), "pipeline", "--script", c.script.to_str().unwrap()]);
+        let err = String::from_utf8_lossy(&out.stderr).to_string();
+        assert_eq!(out.status.code(), Some(1), "{text:?}: {err}");
+        assert_eq!(err.lines().count(), 1, "one line: {err}");
+        assert!(err.contains(want) && err.starts_with("sirocco: error: "), "{text:?}: {err}");
+        assert!(!c.has_xdp());
+    }
+}
