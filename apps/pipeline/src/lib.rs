@@ -12,4 +12,5 @@ pub mod modules;
 pub mod packet;
 pub mod pipeline;
 pub mod port;
+pub mod sched;
 pub mod script;

@@ -9,8 +9,38 @@ use crate::module::{Ctx, Module, Out};
 use crate::modules::Registry;
 use crate::packet::{Batch, Pool};
 use crate::port::NamedPort;
+use crate::sched::{Scheduler, Throttled, Usage};
 use crate::script::{Script, ScriptError};
 use std::time::Instant;
+
+/// Where the pipeline reads the time: nanoseconds for modules and rate limits, cycles for the
+/// `cycle` resource. Tests drive a pipeline on a clock of their own.
+pub trait Clock: Send {
+    /// Nanoseconds since some fixed start.
+    fn now_ns(&self) -> u64;
+    /// A CPU cycle counter (nanoseconds where there is none).
+    fn cycles(&self) -> u64 {
+        self.now_ns()
+    }
+}
+
+/// The monotonic clock, from when the pipeline was built.
+pub struct Monotonic(Instant);
+
+impl Clock for Monotonic {
+    fn now_ns(&self) -> u64 {
+        self.0.elapsed().as_nanos() as u64
+    }
+}
+
+/// What one scheduling step did.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Step {
+    /// A task ran and made this many packets.
+    Ran(usize),
+    /// Nothing may run (rate limits, backpressure) until then, if a rate limit says.
+    Throttled(Option<u64>),
+}
 
 /// A module's counters.
 #[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
@@ -41,7 +71,8 @@ pub struct Pipeline {
     nodes: Vec<Node>,
     pool: Pool,
     ports: Vec<NamedPort>,
-    start: Instant,
+    clock: Box<dyn Clock>,
+    sched: Scheduler,
     tasks: Vec<usize>,
     /// Per task: the decoupling modules (queues) its packets reach first, whose backpressure
     /// pauses it.
@@ -127,11 +158,14 @@ impl Pipeline {
         }
         let tasks: Vec<usize> = (0..nodes.len()).filter(|&i| nodes[i].module.has_task()).collect();
         let feeds = tasks.iter().map(|&t| first_decouplers(&nodes, t)).collect();
+        let task_names: Vec<&str> = tasks.iter().map(|&t| nodes[t].name.as_str()).collect();
+        let sched = Scheduler::build(&script.classes, &task_names)?;
         Ok(Pipeline {
             nodes,
             pool: Pool::new(pool),
             ports,
-            start: Instant::now(),
+            clock: Box::new(Monotonic(Instant::now())),
+            sched,
             tasks,
             feeds,
             paused: 0,
@@ -140,31 +174,94 @@ impl Pipeline {
         })
     }
 
-    /// Runs every task once and flushes the ports; returns the packets the tasks made.
+    /// Runs the pipeline on `clock` from now on.
+    pub fn set_clock(&mut self, clock: Box<dyn Clock>) {
+        self.clock = clock;
+    }
+
+    /// Modules with tasks.
+    pub fn task_count(&self) -> usize {
+        self.tasks.len()
+    }
+
+    /// The pipeline's time now.
+    pub fn now_ns(&self) -> u64 {
+        self.clock.now_ns()
+    }
+
+    /// True if task `t` may run (no queue it feeds asks for a pause).
+    fn may_run(&self, t: usize) -> bool {
+        !self.feeds[t].iter().any(|&q| self.nodes[q].module.congested())
+    }
+
+    /// Runs every task that may run once, whatever the traffic classes say, and flushes
+    /// the ports; returns the packets the tasks made.
     pub fn run_once(&mut self) -> usize {
-        let now_ns = self.start.elapsed().as_nanos() as u64;
+        let now_ns = self.clock.now_ns();
         let mut made = 0;
         for t in 0..self.tasks.len() {
-            if self.feeds[t].iter().any(|&q| self.nodes[q].module.congested()) {
+            if !self.may_run(t) {
                 self.paused += 1;
                 continue;
             }
-            let i = self.tasks[t];
-            let node = &mut self.nodes[i];
-            let mut out = std::mem::take(&mut node.out);
-            let mut ctx = Ctx { pool: &mut self.pool, now_ns, offsets: &node.offsets, ports: &mut self.ports };
-            let n = node.module.run_task(&mut ctx, &mut out);
-            // What a queue hands on was counted in when it arrived.
-            if !node.module.decouples() {
-                node.stats.rx += n as u64;
-            }
-            made += n;
-            self.forward(i, out, now_ns);
+            made += self.run_task(t, now_ns).packets as usize;
         }
+        self.flush_ports();
+        made
+    }
+
+    /// Runs the task the traffic classes choose, and flushes the ports.
+    pub fn step(&mut self) -> Step {
+        let now_ns = self.clock.now_ns();
+        let pick = {
+            let (nodes, feeds) = (&self.nodes, &self.feeds);
+            let may = |t: usize| !feeds[t].iter().any(|&q| nodes[q].module.congested());
+            self.sched.next(now_ns, &may)
+        };
+        let step = match pick {
+            Ok((leaf, t)) => {
+                let c0 = self.clock.cycles();
+                let mut u = self.run_task(t, now_ns);
+                u.cycles = self.clock.cycles().saturating_sub(c0);
+                self.sched.account(leaf, u);
+                Step::Ran(u.packets as usize)
+            }
+            Err(Throttled { until_ns }) => {
+                if self.tasks.iter().enumerate().any(|(t, _)| !self.may_run(t)) {
+                    self.paused += 1;
+                }
+                Step::Throttled(until_ns)
+            }
+        };
+        self.flush_ports();
+        step
+    }
+
+    fn flush_ports(&mut self) {
         for p in &mut self.ports {
             p.port.flush();
         }
-        made
+    }
+
+    /// Runs task `t` once at `now_ns`; returns what it made.
+    fn run_task(&mut self, t: usize, now_ns: u64) -> Usage {
+        let i = self.tasks[t];
+        let node = &mut self.nodes[i];
+        let mut out = std::mem::take(&mut node.out);
+        let mut ctx = Ctx { pool: &mut self.pool, now_ns, offsets: &node.offsets, ports: &mut self.ports };
+        let n = node.module.run_task(&mut ctx, &mut out);
+        // What a queue hands on was counted in when it arrived.
+        if !node.module.decouples() {
+            node.stats.rx += n as u64;
+        }
+        let bytes: usize = out.gates().iter().flat_map(|b| b.pkts()).map(|&p| self.pool.data(p).len()).sum();
+        self.forward(i, out, now_ns);
+        Usage { count: 1, cycles: 0, packets: n as u64, bits: bytes as u64 * 8 }
+    }
+
+    /// What each traffic class's tasks used.
+    pub fn class_stats(&self) -> Vec<crate::sched::ClassStats> {
+        self.sched.stats()
     }
 
     /// Gives `batch` to module `i` on `igate`, and what it sends on to the modules after it.

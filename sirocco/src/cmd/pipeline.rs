@@ -7,7 +7,7 @@ mod xdp_port;
 use crate::dataplane::report::write_json;
 use clap::Args;
 use pipeline::modules::Registry;
-use pipeline::pipeline::Pipeline;
+use pipeline::pipeline::{Clock, Pipeline, Step};
 use pipeline::port::{MemPort, NamedPort};
 use pipeline::script::{self, Script, Value};
 use serde_json::{json, Map, Value as Json};
@@ -90,12 +90,6 @@ pub fn run(a: PipelineArgs) -> Result<(), String> {
         return Err(format!("{file}: no PortInc or PortOut: the pipeline would touch no interface"));
     }
     let cpu = worker_cpu(&a, &s).map_err(|e| format!("{file}: {e}"))?;
-    if !s.classes.is_empty() {
-        return Err(format!(
-            "{file}: line {}: traffic classes are not supported yet (every task runs in turn)",
-            s.classes[0].line
-        ));
-    }
     io::iface::require_root().map_err(|e| e.to_string())?;
 
     // The whole script is checked, with stand-in ports, before any interface is touched.
@@ -130,23 +124,58 @@ pub fn run(a: PipelineArgs) -> Result<(), String> {
         p.meta_used,
         cpu.map(|c| format!(", worker on CPU {c}")).unwrap_or_default()
     );
+    p.set_clock(Box::new(CpuClock(Instant::now())));
     let until = a.duration.map(|d| Instant::now() + Duration::from_secs_f64(d.max(0.0)));
-    let mut idle = 0u32;
-    while !crate::signals::stop_requested() && until.is_none_or(|u| Instant::now() < u) {
-        if p.run_once() > 0 {
-            idle = 0;
-            continue;
+    // A round is a step per task; the worker sleeps after `idle_spins` rounds made nothing.
+    let tasks = p.task_count().max(1) as u64;
+    let mut idle = 0u64;
+    let mut steps = 0u32;
+    loop {
+        steps = steps.wrapping_add(1);
+        if steps.is_multiple_of(1024)
+            && (crate::signals::stop_requested() || until.is_some_and(|u| Instant::now() >= u))
+        {
+            break;
         }
-        idle = idle.saturating_add(1);
-        if idle < a.idle_spins {
+        match p.step() {
+            Step::Ran(n) if n > 0 => {
+                idle = 0;
+                continue;
+            }
+            Step::Ran(_) => idle += 1,
+            Step::Throttled(Some(at)) => {
+                // A rate limit: nothing may run before `at`, whatever arrives.
+                let us = (at.saturating_sub(p.now_ns()) / 1000).clamp(1, 100_000) as u32;
+                io::sched::wait_readable(&[], us);
+                continue;
+            }
+            Step::Throttled(None) => idle += 1,
+        }
+        if idle < u64::from(a.idle_spins) * tasks {
             continue;
         }
         // Packets held for later (a delay line) need the worker again within a tick;
         // otherwise it sleeps until a port has frames (bounded, to see a stop signal).
         let us = if p.holding() > 0 { 50 } else { 100_000 };
         io::sched::wait_readable(&fds, us);
+        if crate::signals::stop_requested() || until.is_some_and(|u| Instant::now() >= u) {
+            break;
+        }
     }
     report(&p, a.counters.as_deref())
+}
+
+/// Nanoseconds from the monotonic clock, cycles from the CPU's counter.
+struct CpuClock(Instant);
+
+impl Clock for CpuClock {
+    fn now_ns(&self) -> u64 {
+        self.0.elapsed().as_nanos() as u64
+    }
+
+    fn cycles(&self) -> u64 {
+        io::sched::cycles()
+    }
 }
 
 /// Prints every module's counters and writes them as JSON if asked.
@@ -182,8 +211,21 @@ fn report(p: &Pipeline, path: Option<&std::path::Path>) -> Result<(), String> {
         ports.insert(np.name.clone(), Json::Object(c.into_iter().map(|(k, v)| (k.to_string(), json!(v))).collect()));
     }
     println!("backpressure pauses: {}", p.paused);
+    let mut classes = Map::new();
+    for c in p.class_stats() {
+        println!(
+            "class {} ({}): runs {} packets {} bits {} cycles {}",
+            c.name, c.policy, c.used.count, c.used.packets, c.used.bits, c.used.cycles
+        );
+        classes.insert(
+            c.name.clone(),
+            json!({ "policy": c.policy, "runs": c.used.count, "packets": c.used.packets, "bits": c.used.bits, "cycles": c.used.cycles }),
+        );
+    }
     match path {
-        Some(path) => write_json(path, &json!({ "modules": modules, "ports": ports, "paused": p.paused })),
+        Some(path) => {
+            write_json(path, &json!({ "modules": modules, "ports": ports, "classes": classes, "paused": p.paused }))
+        }
         None => Ok(()),
     }
 }

@@ -2,6 +2,7 @@ use super::*;
 use crate::metadata::Mode;
 use crate::module::{Ctx, Module, Out};
 use crate::packet::Batch;
+use crate::pipeline::Clock;
 use crate::script::parse;
 use std::sync::{Arc, Mutex};
 
@@ -231,4 +232,45 @@ fn a_queue_may_close_a_cycle() {
     assert_eq!(p.pool().available(), 1024);
     let e = build(&text.replace("Queue()", "Bypass()"), &reg).err().unwrap();
     assert!(e.to_string().contains("a cycle needs a Queue"), "{e}");
+}
+
+/// A clock the test moves.
+#[derive(Clone, Default)]
+struct TestClock(Arc<std::sync::atomic::AtomicU64>);
+
+impl Clock for TestClock {
+    fn now_ns(&self) -> u64 {
+        self.0.load(std::sync::atomic::Ordering::SeqCst)
+    }
+}
+
+#[test]
+fn traffic_classes_share_and_limit_as_configured() {
+    let mut p = build(
+        "a :: Source(size=100, batch=32) -> ka :: Sink()\n\
+         b :: Source(size=100, batch=32) -> kb :: Sink()\n\
+         c :: Source(size=100, batch=16) -> kc :: Sink()\n\
+         tc top(policy=priority)\n\
+         tc limited(policy=rate_limit, resource=packet, limit=50k, parent=top, priority=0, tasks=[c])\n\
+         tc fair(policy=weighted_fair, resource=packet, parent=top, priority=1)\n\
+         tc one(policy=round_robin, parent=fair, share=1, tasks=[a])\n\
+         tc two(policy=round_robin, parent=fair, share=2, tasks=[b])",
+        &Registry::default(),
+    )
+    .unwrap();
+    let clock = TestClock::default();
+    p.set_clock(Box::new(clock.clone()));
+    // One simulated second, a step every 2 µs.
+    for i in 0..500_000u64 {
+        clock.0.store(i * 2000, std::sync::atomic::Ordering::SeqCst);
+        p.step();
+    }
+    let (a, b, c) = (stats(&p, "ka").rx, stats(&p, "kb").rx, stats(&p, "kc").rx);
+    assert!((c as f64 - 50_000.0).abs() / 50_000.0 < 0.01, "rate limit 50k/s: {c}");
+    let r = b as f64 / a as f64;
+    assert!((r - 2.0).abs() < 0.02, "shares 1:2 of packets: {a} vs {b}");
+    let cs = p.class_stats();
+    let limited = cs.iter().find(|c| c.name == "limited").unwrap();
+    assert_eq!((limited.policy, limited.used.packets), ("rate_limit", c));
+    assert_eq!(limited.used.bits, c * 800);
 }
