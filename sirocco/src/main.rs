@@ -61,7 +61,7 @@ enum Cmd {
     /// WAN emulation, measurement) process packets in batches of up to 64, run to
     /// completion. Every interface a PortInc/PortOut names is taken whole: give the pipeline
     /// interfaces of its own.
-    Pipeline(cmd::pipeline::PipelineArgs),
+    Pipeline(cmd::pipeline::PipelineCmd),
     /// Load generators (the load side of the benchmarks).
     #[command(subcommand)]
     Gen(GenCmd),

@@ -6,6 +6,7 @@
 //! ([`pipeline`]). Ports on AF_XDP, the other modules, the scheduler, workers and the control
 //! socket come next.
 
+pub mod change;
 pub mod metadata;
 pub mod module;
 pub mod modules;

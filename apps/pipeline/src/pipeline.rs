@@ -53,11 +53,14 @@ pub struct NodeStats {
     pub dropped: u64,
     /// Batches handled.
     pub batches: u64,
+    /// Cycles spent in the module's own processing (not the modules after it).
+    pub cycles: u64,
 }
 
 struct Node {
     name: String,
     class: String,
+    args: Vec<crate::script::Arg>,
     module: Box<dyn Module>,
     /// Per output gate: the module and input gate it leads to.
     next: Vec<Option<(usize, u32)>>,
@@ -83,10 +86,143 @@ pub struct Pipeline {
     pub warnings: Vec<String>,
     /// Bytes of metadata the layout uses.
     pub meta_used: usize,
+    script: Script,
 }
 
 fn at(line: usize, msg: String) -> ScriptError {
     ScriptError { line, col: 1, msg }
+}
+
+/// What a script assembles to, before it becomes the pipeline's.
+struct Graph {
+    nodes: Vec<Node>,
+    tasks: Vec<usize>,
+    feeds: Vec<Vec<usize>>,
+    sched: Scheduler,
+    warnings: Vec<String>,
+    meta_used: usize,
+}
+
+/// Where a node's module comes from: kept from the running graph, or new.
+enum Src {
+    Old(usize),
+    New(Box<dyn Module>),
+}
+
+/// Assembles `script`, reusing the modules of `old` whose name, class and arguments are the
+/// same (their state and counters carry over); nothing of `old` is taken unless it succeeds.
+/// With `fixed_meta`, a change that would move a kept module's metadata to other bytes is
+/// refused (packets held in queues carry values at the old places).
+fn assemble(
+    script: &Script,
+    reg: &Registry,
+    ports: &[String],
+    old: &mut [Option<Node>],
+    fixed_meta: bool,
+) -> Result<Graph, ScriptError> {
+    let mut srcs = Vec::new();
+    for d in &script.modules {
+        let same =
+            |n: &Option<Node>| n.as_ref().is_some_and(|n| n.name == d.name && n.class == d.class && n.args == d.args);
+        srcs.push(match old.iter().position(same) {
+            Some(j) => Src::Old(j),
+            None => Src::New(reg.make(d, ports).map_err(|e| at(d.line, format!("{} :: {}: {e}", d.name, d.class)))?),
+        });
+    }
+    let module = |i: usize| -> &dyn Module {
+        match &srcs[i] {
+            Src::Old(j) => old[*j].as_ref().map(|n| n.module.as_ref()).expect("kept"),
+            Src::New(m) => m.as_ref(),
+        }
+    };
+    let n = srcs.len();
+    let name = |i: usize| script.modules[i].name.as_str();
+    let index = |name: &str| script.modules.iter().position(|d| d.name == name);
+    let mut next: Vec<Vec<Option<(usize, u32)>>> = (0..n).map(|i| vec![None; module(i).ogates() as usize]).collect();
+    let mut edges = Vec::new();
+    for l in &script.links {
+        let (Some(a), Some(b)) = (index(&l.from), index(&l.to)) else {
+            return Err(at(l.line, format!("no module '{}' or '{}'", l.from, l.to)));
+        };
+        let (og, ig) = (l.ogate, l.igate);
+        let (oa, ib) = (module(a).ogates(), module(b).igates());
+        if og >= oa {
+            return Err(at(l.line, format!("{} has {oa} output gate(s); there is no gate {og}", name(a))));
+        }
+        if ig >= ib {
+            return Err(at(l.line, format!("{} has {ib} input gate(s); there is no gate {ig}", name(b))));
+        }
+        if next[a][og as usize].is_some() {
+            return Err(at(l.line, format!("{}:{og} is connected already", name(a))));
+        }
+        next[a][og as usize] = Some((b, ig));
+        edges.push((a, b));
+    }
+    let direct: Vec<(usize, usize)> = edges.iter().copied().filter(|&(_, b)| !module(b).decouples()).collect();
+    if let Some(cycle) = find_cycle(n, &direct) {
+        let names: Vec<&str> = cycle.iter().map(|&i| name(i)).collect();
+        let line = script.modules[cycle[0]].line;
+        return Err(at(line, format!("the links make a cycle: {} (a cycle needs a Queue in it)", names.join(" -> "))));
+    }
+    let attrs: Vec<Vec<Attr>> = (0..n).map(|i| module(i).attrs()).collect();
+    let l = layout(&attrs, &edges).map_err(|e| at(script.modules.first().map_or(1, |d| d.line), e.to_string()))?;
+    if fixed_meta {
+        for (i, s) in srcs.iter().enumerate() {
+            if let Src::Old(j) = s {
+                let moved = |o: &Node| {
+                    o.offsets.iter().zip(&l.offsets[i]).any(|(a, b)| matches!((a, b), (Some(a), Some(b)) if a != b))
+                };
+                if old[*j].as_ref().is_some_and(moved) {
+                    return Err(at(
+                        script.modules[i].line,
+                        format!(
+                            "the change moves {}'s metadata while queues hold packets; retry when they drain",
+                            name(i)
+                        ),
+                    ));
+                }
+            }
+        }
+    }
+    let warnings = l
+        .unwritten
+        .iter()
+        .map(|u| {
+            format!(
+                "line {}: {} reads metadata '{}', which no module upstream writes",
+                script.modules[u.module].line,
+                name(u.module),
+                u.attr
+            )
+        })
+        .collect();
+    let tasks: Vec<usize> = (0..n).filter(|&i| module(i).has_task()).collect();
+    let feeds = tasks.iter().map(|&t| first_decouplers(&next, &|i| module(i).decouples(), t)).collect();
+    let task_names: Vec<&str> = tasks.iter().map(|&t| name(t)).collect();
+    let sched = Scheduler::build(&script.classes, &task_names)?;
+
+    // Nothing can fail from here: the kept modules move over.
+    let mut nodes = Vec::with_capacity(n);
+    for ((i, s), (next, offsets)) in srcs.into_iter().enumerate().zip(next.into_iter().zip(l.offsets)) {
+        let d = &script.modules[i];
+        let mut node = match s {
+            Src::Old(j) => old[j].take().expect("kept"),
+            Src::New(module) => Node {
+                name: d.name.clone(),
+                class: d.class.clone(),
+                args: d.args.clone(),
+                out: Out::new(module.ogates()),
+                module,
+                next: Vec::new(),
+                offsets: Vec::new(),
+                stats: NodeStats::default(),
+            },
+        };
+        node.next = next;
+        node.offsets = offsets;
+        nodes.push(node);
+    }
+    Ok(Graph { nodes, tasks, feeds, sched, warnings, meta_used: l.used })
 }
 
 impl Pipeline {
@@ -94,84 +230,62 @@ impl Pipeline {
     /// `ports` for its PortInc and PortOut modules.
     pub fn build(script: &Script, reg: &Registry, pool: usize, ports: Vec<NamedPort>) -> Result<Pipeline, ScriptError> {
         let names: Vec<String> = ports.iter().map(|p| p.name.clone()).collect();
-        let mut nodes = Vec::new();
-        for d in &script.modules {
-            let module = reg.make(d, &names).map_err(|e| at(d.line, format!("{} :: {}: {e}", d.name, d.class)))?;
-            let og = module.ogates();
-            nodes.push(Node {
-                name: d.name.clone(),
-                class: d.class.clone(),
-                next: vec![None; og as usize],
-                out: Out::new(og),
-                offsets: Vec::new(),
-                module,
-                stats: NodeStats::default(),
-            });
-        }
-        let index = |name: &str| nodes.iter().position(|n: &Node| n.name == name);
-        let mut edges = Vec::new();
-        let mut links = Vec::new();
-        for l in &script.links {
-            let (Some(a), Some(b)) = (index(&l.from), index(&l.to)) else {
-                return Err(at(l.line, format!("no module '{}' or '{}'", l.from, l.to)));
-            };
-            links.push((a, l.ogate, b, l.igate, l.line));
-        }
-        for (a, og, b, ig, line) in links {
-            let (oa, ib) = (nodes[a].module.ogates(), nodes[b].module.igates());
-            if og >= oa {
-                return Err(at(line, format!("{} has {oa} output gate(s); there is no gate {og}", nodes[a].name)));
-            }
-            if ig >= ib {
-                return Err(at(line, format!("{} has {ib} input gate(s); there is no gate {ig}", nodes[b].name)));
-            }
-            if nodes[a].next[og as usize].is_some() {
-                return Err(at(line, format!("{}:{og} is connected already", nodes[a].name)));
-            }
-            nodes[a].next[og as usize] = Some((b, ig));
-            edges.push((a, b));
-        }
-        let direct: Vec<(usize, usize)> =
-            edges.iter().copied().filter(|&(_, b)| !nodes[b].module.decouples()).collect();
-        if let Some(cycle) = find_cycle(nodes.len(), &direct) {
-            let names: Vec<&str> = cycle.iter().map(|&i| nodes[i].name.as_str()).collect();
-            let line = script.modules[cycle[0]].line;
-            return Err(at(
-                line,
-                format!("the links make a cycle: {} (a cycle needs a Queue in it)", names.join(" -> ")),
-            ));
-        }
-        let attrs: Vec<Vec<Attr>> = nodes.iter().map(|n| n.module.attrs()).collect();
-        let l = layout(&attrs, &edges).map_err(|e| at(script.modules.first().map_or(1, |d| d.line), e.to_string()))?;
-        let warnings = l
-            .unwritten
-            .iter()
-            .map(|u| {
-                format!(
-                    "line {}: {} reads metadata '{}', which no module upstream writes",
-                    script.modules[u.module].line, nodes[u.module].name, u.attr
-                )
-            })
-            .collect();
-        for (n, o) in nodes.iter_mut().zip(l.offsets) {
-            n.offsets = o;
-        }
-        let tasks: Vec<usize> = (0..nodes.len()).filter(|&i| nodes[i].module.has_task()).collect();
-        let feeds = tasks.iter().map(|&t| first_decouplers(&nodes, t)).collect();
-        let task_names: Vec<&str> = tasks.iter().map(|&t| nodes[t].name.as_str()).collect();
-        let sched = Scheduler::build(&script.classes, &task_names)?;
+        let g = assemble(script, reg, &names, &mut [], false)?;
         Ok(Pipeline {
-            nodes,
+            nodes: g.nodes,
             pool: Pool::new(pool),
             ports,
             clock: Box::new(Monotonic(Instant::now())),
-            sched,
-            tasks,
-            feeds,
+            sched: g.sched,
+            tasks: g.tasks,
+            feeds: g.feeds,
             paused: 0,
-            warnings,
-            meta_used: l.used,
+            warnings: g.warnings,
+            meta_used: g.meta_used,
+            script: script.clone(),
         })
+    }
+
+    /// Changes the running pipeline to `script`: modules with the same name, class and
+    /// arguments keep their state, packets and counters; new ones are made; the others go.
+    /// Between two steps nothing is in flight but what queues and delay lines hold, so
+    /// nothing is lost — and a change that would drop a module holding packets, or move the
+    /// metadata of held packets, is refused. On error the pipeline is as it was.
+    pub fn reconfigure(&mut self, script: &Script, reg: &Registry) -> Result<(), ScriptError> {
+        for n in &self.nodes {
+            let kept = script.modules.iter().any(|d| d.name == n.name && d.class == n.class && d.args == n.args);
+            if !kept && n.module.holds() > 0 {
+                let line = script.modules.iter().find(|d| d.name == n.name).map_or(1, |d| d.line);
+                return Err(at(
+                    line,
+                    format!("{} holds {} packets; it cannot go or change until they leave", n.name, n.module.holds()),
+                ));
+            }
+        }
+        let names: Vec<String> = self.ports.iter().map(|p| p.name.clone()).collect();
+        let held = self.holding() > 0;
+        let mut old: Vec<Option<Node>> = std::mem::take(&mut self.nodes).into_iter().map(Some).collect();
+        match assemble(script, reg, &names, &mut old, held) {
+            Ok(g) => {
+                self.nodes = g.nodes;
+                self.tasks = g.tasks;
+                self.feeds = g.feeds;
+                self.sched = g.sched;
+                self.warnings = g.warnings;
+                self.meta_used = g.meta_used;
+                self.script = script.clone();
+                Ok(())
+            }
+            Err(e) => {
+                self.nodes = old.into_iter().map(|n| n.expect("nothing taken on error")).collect();
+                Err(e)
+            }
+        }
+    }
+
+    /// The script the pipeline runs (as built, or as last changed).
+    pub fn script(&self) -> &Script {
+        &self.script
     }
 
     /// Runs the pipeline on `clock` from now on.
@@ -271,7 +385,9 @@ impl Pipeline {
         node.stats.batches += 1;
         let mut out = std::mem::take(&mut node.out);
         let mut ctx = Ctx { pool: &mut self.pool, now_ns, offsets: &node.offsets, ports: &mut self.ports };
+        let c0 = self.clock.cycles();
         node.module.process(&mut ctx, igate, batch, &mut out);
+        node.stats.cycles += self.clock.cycles().saturating_sub(c0);
         self.forward(i, out, now_ns);
     }
 
@@ -351,18 +467,18 @@ impl Pipeline {
 }
 
 /// The decoupling modules that packets from `t` reach before any other decoupling module.
-fn first_decouplers(nodes: &[Node], t: usize) -> Vec<usize> {
-    let mut seen = vec![false; nodes.len()];
+fn first_decouplers(next: &[Vec<Option<(usize, u32)>>], decouples: &dyn Fn(usize) -> bool, t: usize) -> Vec<usize> {
+    let mut seen = vec![false; next.len()];
     let mut stack = vec![t];
     let mut found = Vec::new();
     seen[t] = true;
     while let Some(v) = stack.pop() {
-        for &(to, _) in nodes[v].next.iter().flatten() {
+        for &(to, _) in next[v].iter().flatten() {
             if seen[to] {
                 continue;
             }
             seen[to] = true;
-            if nodes[to].module.decouples() {
+            if decouples(to) {
                 found.push(to);
             } else {
                 stack.push(to);

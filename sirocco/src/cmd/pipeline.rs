@@ -2,6 +2,7 @@
 //! script's PortInc/PortOut modules name are taken whole (every frame to the pipeline); one
 //! worker runs every task in turn, run to completion.
 
+mod control;
 mod xdp_port;
 
 use crate::dataplane::report::write_json;
@@ -17,11 +18,66 @@ use std::time::{Duration, Instant};
 use xdp_port::XdpPort;
 
 #[derive(Args)]
+#[command(args_conflicts_with_subcommands = true)]
+pub struct PipelineCmd {
+    #[command(subcommand)]
+    pub action: Option<Action>,
+    #[command(flatten)]
+    pub run: PipelineArgs,
+}
+
+/// Talking to a running pipeline through its `--control` socket.
+#[derive(clap::Subcommand)]
+pub enum Action {
+    /// Print the running pipeline as a script (modules, links, classes, workers).
+    Show(CtlArgs),
+    /// Print every module's counters and cycles per packet, every port's and class's.
+    Stats {
+        #[command(flatten)]
+        ctl: CtlArgs,
+        /// The reply as JSON, as the socket gives it.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Add statements to the running pipeline: modules, and links (a link from a connected
+    /// output gate replaces the old one, which puts a module into a path). Nothing in
+    /// flight is lost.
+    Add {
+        #[command(flatten)]
+        ctl: CtlArgs,
+        /// The statements, one per argument (or one per line of --file).
+        #[arg(value_name = "STATEMENT")]
+        statements: Vec<String>,
+        /// Read the statements from this file.
+        #[arg(long, value_name = "FILE")]
+        file: Option<PathBuf>,
+    },
+    /// Remove a module from the running pipeline; where it sat in a path, its upstream is
+    /// joined to its downstream. Refused while it holds packets.
+    Remove {
+        #[command(flatten)]
+        ctl: CtlArgs,
+        /// The module's name.
+        module: String,
+    },
+}
+
+#[derive(Args)]
+pub struct CtlArgs {
+    /// The running pipeline's control socket (its --control).
+    #[arg(long, value_name = "PATH")]
+    pub control: PathBuf,
+}
+
+#[derive(Args)]
 pub struct PipelineArgs {
     /// The pipeline script: modules, links, traffic classes, workers (see the README's
     /// pipeline section; scripts/pipeline/ has examples).
     #[arg(long, value_name = "FILE")]
-    pub script: PathBuf,
+    pub script: Option<PathBuf>,
+    /// Listen for `sirocco pipeline show|stats|add|remove` on this Unix socket.
+    #[arg(long, value_name = "PATH")]
+    pub control: Option<PathBuf>,
     /// CPU to pin the worker to [default: the script's `worker` cpu, else not pinned].
     #[arg(long, value_name = "LIST", value_delimiter = ',')]
     pub cpus: Option<Vec<usize>>,
@@ -81,9 +137,92 @@ fn worker_cpu(a: &PipelineArgs, s: &Script) -> Result<Option<usize>, String> {
     Ok(None)
 }
 
-pub fn run(a: PipelineArgs) -> Result<(), String> {
-    let file = a.script.display().to_string();
-    let text = std::fs::read_to_string(&a.script).map_err(|e| format!("{file}: {e}"))?;
+pub fn run(c: PipelineCmd) -> Result<(), String> {
+    match c.action {
+        None => serve(c.run),
+        Some(a) => client(a),
+    }
+}
+
+fn client(a: Action) -> Result<(), String> {
+    match a {
+        Action::Show(ctl) => {
+            let v = control::request(&ctl.control, &json!({ "cmd": "show" }))?;
+            print!("{}", v["script"].as_str().unwrap_or(""));
+            print_warnings(&v);
+        }
+        Action::Stats { ctl, json } => {
+            let v = control::request(&ctl.control, &json!({ "cmd": "stats" }))?;
+            if json {
+                println!("{v}");
+            } else {
+                print_stats(&v);
+            }
+        }
+        Action::Add { ctl, statements, file } => {
+            let mut text = statements.join("\n");
+            if let Some(f) = file {
+                let t = std::fs::read_to_string(&f).map_err(|e| format!("{}: {e}", f.display()))?;
+                text = if text.is_empty() { t } else { format!("{text}\n{t}") };
+            }
+            if text.trim().is_empty() {
+                return Err("add: give the statements as arguments or --file".into());
+            }
+            let v = control::request(&ctl.control, &json!({ "cmd": "add", "text": text }))?;
+            println!("added");
+            print_warnings(&v);
+        }
+        Action::Remove { ctl, module } => {
+            control::request(&ctl.control, &json!({ "cmd": "remove", "module": module }))?;
+            println!("removed {module}");
+        }
+    }
+    Ok(())
+}
+
+fn print_warnings(v: &Json) {
+    for w in v["warnings"].as_array().into_iter().flatten() {
+        eprintln!("sirocco: warning: {}", w.as_str().unwrap_or(""));
+    }
+}
+
+/// The stats reply as a table.
+fn print_stats(v: &Json) {
+    println!(
+        "{:<20} {:<16} {:>12} {:>12} {:>10} {:>10}  other",
+        "module", "class", "rx", "tx", "dropped", "cycles/pkt"
+    );
+    for (name, m) in v["modules"].as_object().into_iter().flatten() {
+        let n = |k: &str| m[k].as_u64().unwrap_or(0);
+        let other: Vec<String> = m
+            .as_object()
+            .into_iter()
+            .flatten()
+            .filter(|(k, _)| !["class", "rx", "tx", "dropped", "batches", "cycles"].contains(&k.as_str()))
+            .map(|(k, v)| format!("{k}={v}"))
+            .collect();
+        let cpp = if n("rx") > 0 { format!("{:.1}", n("cycles") as f64 / n("rx") as f64) } else { "-".into() };
+        println!(
+            "{name:<20} {:<16} {:>12} {:>12} {:>10} {cpp:>10}  {}",
+            m["class"].as_str().unwrap_or(""),
+            n("rx"),
+            n("tx"),
+            n("dropped"),
+            other.join(" ")
+        );
+    }
+    for (name, p) in v["ports"].as_object().into_iter().flatten() {
+        println!("port {name}: {p}");
+    }
+    for (name, c) in v["classes"].as_object().into_iter().flatten() {
+        println!("class {name}: {c}");
+    }
+}
+
+fn serve(a: PipelineArgs) -> Result<(), String> {
+    let path = a.script.clone().ok_or("--script FILE is required (or a command: show, stats, add, remove)")?;
+    let file = path.display().to_string();
+    let text = std::fs::read_to_string(&path).map_err(|e| format!("{file}: {e}"))?;
     let s = script::parse(&text).map_err(|e| format!("{file}: {e}"))?;
     let names = port_names(&s).map_err(|e| format!("{file}: {e}"))?;
     if names.is_empty() {
@@ -94,9 +233,10 @@ pub fn run(a: PipelineArgs) -> Result<(), String> {
 
     // The whole script is checked, with stand-in ports, before any interface is touched.
     let stand_ins = names.iter().map(|n| NamedPort { name: n.clone(), port: Box::new(MemPort::new()) }).collect();
-    let mut p =
-        Pipeline::build(&s, &Registry::default(), a.buffers as usize, stand_ins).map_err(|e| format!("{file}: {e}"))?;
-    let mut fds: Vec<RawFd> = Vec::new();
+    let reg = Registry::default();
+    let mut p = Pipeline::build(&s, &reg, a.buffers as usize, stand_ins).map_err(|e| format!("{file}: {e}"))?;
+    let ctl = a.control.as_deref().map(control::Control::bind).transpose()?;
+    let mut fds: Vec<RawFd> = ctl.iter().map(|c| c.fd()).collect();
     let mut opened = Vec::new();
     for n in &names {
         let (port, what) = XdpPort::open(n, a.copy)?;
@@ -117,12 +257,13 @@ pub fn run(a: PipelineArgs) -> Result<(), String> {
         io::iface::pin_thread(c).map_err(|e| format!("pinning the worker to CPU {c}: {e}"))?;
     }
     eprintln!(
-        "sirocco: pipeline {file} running: {} modules, {} port(s), {} buffers, {} B of metadata{}",
+        "sirocco: pipeline {file} running: {} modules, {} port(s), {} buffers, {} B of metadata{}{}",
         p.stats().count(),
         names.len(),
         a.buffers,
         p.meta_used,
-        cpu.map(|c| format!(", worker on CPU {c}")).unwrap_or_default()
+        cpu.map(|c| format!(", worker on CPU {c}")).unwrap_or_default(),
+        a.control.as_ref().map(|c| format!(", control on {}", c.display())).unwrap_or_default()
     );
     p.set_clock(Box::new(CpuClock(Instant::now())));
     let until = a.duration.map(|d| Instant::now() + Duration::from_secs_f64(d.max(0.0)));
@@ -132,10 +273,13 @@ pub fn run(a: PipelineArgs) -> Result<(), String> {
     let mut steps = 0u32;
     loop {
         steps = steps.wrapping_add(1);
-        if steps.is_multiple_of(1024)
-            && (crate::signals::stop_requested() || until.is_some_and(|u| Instant::now() >= u))
-        {
-            break;
+        if steps.is_multiple_of(1024) {
+            if crate::signals::stop_requested() || until.is_some_and(|u| Instant::now() >= u) {
+                break;
+            }
+            if let Some(c) = &ctl {
+                c.serve(&mut p, &reg);
+            }
         }
         match p.step() {
             Step::Ran(n) if n > 0 => {
@@ -161,6 +305,9 @@ pub fn run(a: PipelineArgs) -> Result<(), String> {
         if crate::signals::stop_requested() || until.is_some_and(|u| Instant::now() >= u) {
             break;
         }
+        if let Some(c) = &ctl {
+            c.serve(&mut p, &reg);
+        }
     }
     report(&p, a.counters.as_deref())
 }
@@ -178,27 +325,19 @@ impl Clock for CpuClock {
     }
 }
 
-/// Prints every module's counters and writes them as JSON if asked.
-fn report(p: &Pipeline, path: Option<&std::path::Path>) -> Result<(), String> {
+/// Every module's, port's and class's counters, as the control socket and `--counters` give
+/// them.
+pub(crate) fn stats_json(p: &Pipeline) -> Json {
     let mut modules = Map::new();
-    let own: Vec<(String, Vec<(&'static str, u64)>)> = p.module_counters().map(|(n, c)| (n.to_string(), c)).collect();
-    for ((name, class, st), (_, c)) in p.stats().zip(own) {
-        let extra: Vec<String> = c.iter().map(|(k, v)| format!("{k} {v}")).collect();
-        println!(
-            "{name} ({class}): rx {} tx {} dropped {} batches {}{}{}",
-            st.rx,
-            st.tx,
-            st.dropped,
-            st.batches,
-            if extra.is_empty() { "" } else { ", " },
-            extra.join(", ")
-        );
+    let own: Vec<Vec<(&'static str, u64)>> = p.module_counters().map(|(_, c)| c).collect();
+    for ((name, class, st), c) in p.stats().zip(own) {
         let mut m = Map::new();
         m.insert("class".into(), json!(class));
         m.insert("rx".into(), json!(st.rx));
         m.insert("tx".into(), json!(st.tx));
         m.insert("dropped".into(), json!(st.dropped));
         m.insert("batches".into(), json!(st.batches));
+        m.insert("cycles".into(), json!(st.cycles));
         for (k, v) in c {
             m.insert(k.into(), json!(v));
         }
@@ -206,26 +345,28 @@ fn report(p: &Pipeline, path: Option<&std::path::Path>) -> Result<(), String> {
     }
     let mut ports = Map::new();
     for np in p.ports() {
-        let c = np.port.counters();
-        println!("port {}: {}", np.name, c.iter().map(|(k, v)| format!("{k} {v}")).collect::<Vec<_>>().join(", "));
-        ports.insert(np.name.clone(), Json::Object(c.into_iter().map(|(k, v)| (k.to_string(), json!(v))).collect()));
+        ports.insert(
+            np.name.clone(),
+            Json::Object(np.port.counters().into_iter().map(|(k, v)| (k.to_string(), json!(v))).collect()),
+        );
     }
-    println!("backpressure pauses: {}", p.paused);
     let mut classes = Map::new();
     for c in p.class_stats() {
-        println!(
-            "class {} ({}): runs {} packets {} bits {} cycles {}",
-            c.name, c.policy, c.used.count, c.used.packets, c.used.bits, c.used.cycles
-        );
         classes.insert(
             c.name.clone(),
             json!({ "policy": c.policy, "runs": c.used.count, "packets": c.used.packets, "bits": c.used.bits, "cycles": c.used.cycles }),
         );
     }
+    json!({ "modules": modules, "ports": ports, "classes": classes, "paused": p.paused })
+}
+
+/// Prints every module's counters and writes them as JSON if asked.
+fn report(p: &Pipeline, path: Option<&std::path::Path>) -> Result<(), String> {
+    let v = stats_json(p);
+    print_stats(&v);
+    println!("backpressure pauses: {}", p.paused);
     match path {
-        Some(path) => {
-            write_json(path, &json!({ "modules": modules, "ports": ports, "classes": classes, "paused": p.paused }))
-        }
+        Some(path) => write_json(path, &v),
         None => Ok(()),
     }
 }

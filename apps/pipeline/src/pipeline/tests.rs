@@ -274,3 +274,73 @@ fn traffic_classes_share_and_limit_as_configured() {
     assert_eq!((limited.policy, limited.used.packets), ("rate_limit", c));
     assert_eq!(limited.used.bits, c * 800);
 }
+
+#[test]
+fn changes_under_traffic_lose_nothing_and_keep_state() {
+    let reg = Registry::default();
+    let (ports, mems) = mem_ports(&["in", "out"]);
+    let mut p = Pipeline::build(
+        &parse("PortInc(port=in, burst=8) -> q :: Queue(size=4096, burst=2) -> b :: Bypass() -> PortOut(port=out)")
+            .unwrap(),
+        &reg,
+        1024,
+        ports,
+    )
+    .unwrap();
+    for i in 0..600 {
+        mems[0].inject(&frame(i));
+    }
+    let mut changes = 0;
+    for round in 0..1000 {
+        p.step();
+        match round {
+            // A module into the path while the queue holds packets; then out again.
+            100 => {
+                assert!(p.holding() > 0, "the queue holds packets during the change");
+                let s = crate::change::add(p.script(), "t :: Timestamp()\nm :: Measure()\nb -> t -> m -> PortOut_1")
+                    .unwrap();
+                p.reconfigure(&s, &reg).unwrap();
+                changes += 1;
+            }
+            300 => {
+                let s = crate::change::remove(p.script(), "t").unwrap();
+                p.reconfigure(&s, &reg).unwrap();
+                changes += 1;
+            }
+            _ => {}
+        }
+    }
+    assert_eq!(changes, 2);
+    let order: Vec<u16> = mems[1].take_sent().iter().map(|f| u16::from_be_bytes([f[14], f[15]])).collect();
+    assert_eq!(order, (0..600).collect::<Vec<u16>>(), "every frame, in order, across both changes");
+    assert_eq!(stats(&p, "q").rx, 600, "the queue kept its counters");
+    let m: Vec<_> = p.module_counters().find(|(n, _)| *n == "m").unwrap().1;
+    assert!(m[0].1 > 0, "Measure saw packets: {m:?}");
+    assert_eq!(p.pool().available(), 1024);
+}
+
+#[test]
+fn a_module_holding_packets_cannot_go() {
+    let reg = Registry::default();
+    let (ports, mems) = mem_ports(&["in", "out"]);
+    let mut p = Pipeline::build(
+        &parse("PortInc(port=in) -> q :: Queue(burst=1) -> PortOut(port=out)").unwrap(),
+        &reg,
+        256,
+        ports,
+    )
+    .unwrap();
+    for i in 0..10 {
+        mems[0].inject(&frame(i));
+    }
+    p.step();
+    let s = crate::change::remove(p.script(), "q").unwrap();
+    let e = p.reconfigure(&s, &reg).unwrap_err();
+    assert!(e.msg.starts_with("q holds 10 packets"), "{e}");
+    // Still running as before.
+    for _ in 0..40 {
+        p.step();
+    }
+    assert_eq!(mems[1].take_sent().len(), 10);
+    p.reconfigure(&s, &reg).unwrap();
+}
