@@ -108,17 +108,22 @@ impl Drop for Chain {
 /// Sends `len` bytes of a pattern from A to a kernel listener on B at `to`; returns what B
 /// received (bounded in time).
 fn tcp_transfer(c: &Chain, to: &'static str, len: usize) -> Vec<u8> {
+    tcp_transfer_from(c, to, len).0
+}
+
+/// As [`tcp_transfer`], with the address B saw the connection come from.
+fn tcp_transfer_from(c: &Chain, to: &'static str, len: usize) -> (Vec<u8>, std::net::SocketAddr) {
     let (tx, rx) = std::sync::mpsc::channel();
     let bns = c.b.clone();
     let server = std::thread::spawn(move || {
         in_netns(&bns, move || {
             let l = TcpListener::bind((to, 5001)).unwrap();
             tx.send(()).unwrap();
-            let (mut s, _) = l.accept().unwrap();
+            let (mut s, peer) = l.accept().unwrap();
             s.set_read_timeout(Some(Duration::from_secs(20))).unwrap();
             let mut got = Vec::new();
             let _ = s.read_to_end(&mut got);
-            got
+            (got, peer)
         })
     });
     rx.recv_timeout(Duration::from_secs(5)).unwrap();
@@ -242,7 +247,11 @@ fn bad_scripts_get_one_line_naming_file_and_line() {
 
 fn ctl(sock: &str, args: &[&str]) -> (bool, String, String) {
     let out = Command::new(sirocco()).args(["pipeline"]).args(args).args(["--control", sock]).output().unwrap();
-    (out.status.success(), String::from_utf8_lossy(&out.stdout).to_string(), String::from_utf8_lossy(&out.stderr).to_string())
+    (
+        out.status.success(),
+        String::from_utf8_lossy(&out.stdout).to_string(),
+        String::from_utf8_lossy(&out.stderr).to_string(),
+    )
 }
 
 #[test]
@@ -327,4 +336,29 @@ fn changes_at_run_time_under_traffic_lose_nothing() {
     let counters = stop_and_count(s);
     assert_eq!(counters["modules"]["PortOut_2"]["dropped"].as_u64(), Some(0));
     assert!(!std::path::Path::new(&sock).exists(), "the socket is removed at exit");
+}
+
+#[test]
+fn a_nat_hides_the_inside_hosts_behind_its_address() {
+    let c = Chain::new("198.18.1.1", "198.18.2.1", Some(("198.18.1.254", "198.18.2.254")));
+    let s = c.start(&format!(
+        "\
+in_a :: PortInc(port=@A)
+in_b :: PortInc(port=@B)
+nat :: NAT(ext_addr=\"198.18.2.254\", ports=\"20000-20999\")
+in_a -> 0:nat
+in_b -> 1:nat
+nat:0 -> MACRewrite(src=\"{MAC_MB}\", dst=\"{MAC_B}\") -> PortOut(port=@B)
+nat:1 -> MACRewrite(src=\"{MAC_MA}\", dst=\"{MAC_A}\") -> PortOut(port=@A)
+"
+    ));
+    let out = c.exec(&c.a, &["ping", "-c", "3", "-i", "0.2", "-W", "2", "198.18.2.1"]);
+    assert!(out.status.success(), "ping through the NAT: {}\n{}", String::from_utf8_lossy(&out.stdout), s.log());
+    let (got, peer) = tcp_transfer_from(&c, "198.18.2.1", 1 << 20);
+    assert!(got == pattern(1 << 20), "1 MiB through the NAT ({} bytes)", got.len());
+    assert_eq!(peer.ip().to_string(), "198.18.2.254", "B sees the NAT's address");
+    assert!((20000..21000).contains(&peer.port()), "from a port of the range: {peer}");
+    let counters = stop_and_count(s);
+    let nat = &counters["modules"]["nat"];
+    assert_eq!(nat["bound"].as_u64(), Some(2), "one binding for the ping, one for TCP: {nat}");
 }

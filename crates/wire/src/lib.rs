@@ -12,6 +12,7 @@ pub mod checksum;
 pub mod ethernet;
 pub mod icmp;
 pub mod ipv4;
+pub mod pcap;
 pub mod tcp;
 pub mod udp;
 

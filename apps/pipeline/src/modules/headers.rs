@@ -173,3 +173,51 @@ impl Module for Loss {
 
 #[cfg(test)]
 mod tests;
+
+/// Where a frame's IPv4 and transport headers are, and its 5-tuple.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Flow {
+    /// Offset of the IPv4 header.
+    pub ip: usize,
+    /// Offset of the transport header (valid only if `ports` is true).
+    pub l4: usize,
+    pub proto: u8,
+    pub src: u32,
+    pub dst: u32,
+    /// Ports for TCP and UDP; the identifier (twice) for ICMP echo; 0 otherwise.
+    pub sport: u16,
+    pub dport: u16,
+    /// True if the transport header is whole and the packet is not a later fragment.
+    pub ports: bool,
+}
+
+pub(crate) const TCP: u8 = 6;
+pub(crate) const UDP: u8 = 17;
+pub(crate) const ICMP: u8 = 1;
+
+/// The flow of an IPv4 frame, if it is one.
+pub(crate) fn flow_of(d: &[u8]) -> Option<Flow> {
+    let ip = ipv4_at(d)?;
+    let ihl = usize::from(d[ip] & 0x0f) * 4;
+    let l4 = ip + ihl;
+    let proto = d[ip + 9];
+    let be32 = |at: usize| u32::from_be_bytes([d[at], d[at + 1], d[at + 2], d[at + 3]]);
+    let later_fragment = u16_at(d, ip + 6)? & 0x1fff != 0;
+    let mut f = Flow { ip, l4, proto, src: be32(ip + 12), dst: be32(ip + 16), sport: 0, dport: 0, ports: false };
+    if later_fragment {
+        return Some(f);
+    }
+    match proto {
+        TCP | UDP if d.len() >= l4 + if proto == TCP { 20 } else { 8 } => {
+            f.sport = u16_at(d, l4)?;
+            f.dport = u16_at(d, l4 + 2)?;
+            f.ports = true;
+        }
+        ICMP if d.len() >= l4 + 8 && matches!(d[l4], 0 | 8) => {
+            let id = u16_at(d, l4 + 4)?;
+            (f.sport, f.dport, f.ports) = (id, id, true);
+        }
+        _ => {}
+    }
+    Some(f)
+}

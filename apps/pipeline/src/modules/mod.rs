@@ -7,22 +7,30 @@ use crate::script::{Arg, Decl, Value};
 use std::collections::BTreeMap;
 
 mod delay;
+mod dump;
+mod flow;
 mod headers;
 mod ip;
 mod l2;
 pub mod lpm;
 mod measure;
+mod nat;
 mod ports;
 mod queue;
 #[cfg(test)]
 pub(crate) mod testing;
+mod vxlan;
 pub use delay::Delay;
+pub use dump::Dump;
+pub use flow::{Acl, HashLb, RateLimit};
 pub use headers::{IpChecksum, Loss, UpdateTtl, VlanPop, VlanPush};
 pub use ip::{IcmpTimeExceeded, IpLookup};
 pub use l2::{L2Forward, MacRewrite};
 pub use measure::{Histogram, Measure, Timestamp};
+pub use nat::Nat;
 pub use ports::{PortInc, PortOut};
 pub use queue::Queue;
+pub use vxlan::{VxlanDecap, VxlanEncap};
 
 /// Makes a module from its declaration's arguments, or says what is wrong with them.
 pub type Maker = fn(&Args) -> Result<Box<dyn Module>, String>;
@@ -58,6 +66,13 @@ impl Default for Registry {
         r.add("Delay", |a| Ok(Box::new(Delay::new(a)?)));
         r.add("Timestamp", |a| Ok(Box::new(Timestamp::new(a)?)));
         r.add("Measure", |a| Ok(Box::new(Measure::new(a)?)));
+        r.add("HashLB", |a| Ok(Box::new(HashLb::new(a)?)));
+        r.add("ACL", |a| Ok(Box::new(Acl::new(a)?)));
+        r.add("RateLimit", |a| Ok(Box::new(RateLimit::new(a)?)));
+        r.add("NAT", |a| Ok(Box::new(Nat::new(a)?)));
+        r.add("VXLANEncap", |a| Ok(Box::new(VxlanEncap::new(a)?)));
+        r.add("VXLANDecap", |a| Ok(Box::new(VxlanDecap::new(a)?)));
+        r.add("Dump", |a| Ok(Box::new(Dump::new(a)?)));
         r
     }
 }

@@ -79,3 +79,82 @@ impl One {
 pub(crate) fn run(class: &str, args: &str, frames: &[Vec<u8>]) -> Gates {
     One::new(class, args).process_at(0, frames, 0)
 }
+
+/// Frames with right checksums, for module tests.
+pub(crate) mod frames {
+    use wire::checksum;
+
+    pub(crate) const MAC_1: [u8; 6] = [2, 0, 0, 0, 0, 1];
+    pub(crate) const MAC_2: [u8; 6] = [2, 0, 0, 0, 0, 2];
+
+    /// Ethernet + IPv4 (TTL 64) + `l4` (whose checksum at `csum_at`, if any, is filled in
+    /// over the pseudo-header).
+    fn build(src: [u8; 4], dst: [u8; 4], proto: u8, mut l4: Vec<u8>, csum_at: Option<usize>) -> Vec<u8> {
+        let mut f = Vec::new();
+        f.extend(MAC_2);
+        f.extend(MAC_1);
+        f.extend([0x08, 0x00]);
+        let total = (20 + l4.len()) as u16;
+        let mut ip = vec![0x45, 0, 0, 0, 0x12, 0x34, 0x40, 0, 64, proto, 0, 0];
+        ip[2..4].copy_from_slice(&total.to_be_bytes());
+        ip.extend(src);
+        ip.extend(dst);
+        let c = checksum::checksum(&ip);
+        ip[10..12].copy_from_slice(&c.to_be_bytes());
+        if let Some(at) = csum_at {
+            let ph = if proto == 1 {
+                0
+            } else {
+                checksum::pseudo_header(wire::Ipv4Addr(src), wire::Ipv4Addr(dst), proto, l4.len() as u16)
+            };
+            let c = checksum::fold(checksum::add(ph, &l4));
+            l4[at..at + 2].copy_from_slice(&(!c).to_be_bytes());
+        }
+        f.extend(ip);
+        f.extend(l4);
+        f
+    }
+
+    pub(crate) fn udp(src: [u8; 4], dst: [u8; 4], sport: u16, dport: u16, payload: &[u8]) -> Vec<u8> {
+        let mut u = Vec::new();
+        u.extend(sport.to_be_bytes());
+        u.extend(dport.to_be_bytes());
+        u.extend(((8 + payload.len()) as u16).to_be_bytes());
+        u.extend([0, 0]);
+        u.extend(payload);
+        build(src, dst, 17, u, Some(6))
+    }
+
+    pub(crate) fn tcp(src: [u8; 4], dst: [u8; 4], sport: u16, dport: u16) -> Vec<u8> {
+        let mut t = vec![0u8; 20];
+        t[0..2].copy_from_slice(&sport.to_be_bytes());
+        t[2..4].copy_from_slice(&dport.to_be_bytes());
+        t[4..8].copy_from_slice(&1000u32.to_be_bytes());
+        t[12] = 5 << 4;
+        t[13] = 0x02; // SYN
+        t[14..16].copy_from_slice(&65535u16.to_be_bytes());
+        build(src, dst, 6, t, Some(16))
+    }
+
+    pub(crate) fn echo(src: [u8; 4], dst: [u8; 4], reply: bool, id: u16) -> Vec<u8> {
+        let mut m = vec![if reply { 0 } else { 8 }, 0, 0, 0];
+        m.extend(id.to_be_bytes());
+        m.extend(7u16.to_be_bytes());
+        m.extend(b"ping data");
+        build(src, dst, 1, m, Some(2))
+    }
+
+    /// True if the frame's IPv4 header checksum and its TCP/UDP/ICMP checksum are right.
+    pub(crate) fn checksums_ok(f: &[u8]) -> bool {
+        let ip = &f[14..34];
+        let (proto, l4) = (ip[9], &f[34..]);
+        let src: [u8; 4] = ip[12..16].try_into().unwrap();
+        let dst: [u8; 4] = ip[16..20].try_into().unwrap();
+        let ph = if proto == 1 {
+            0
+        } else {
+            checksum::pseudo_header(wire::Ipv4Addr(src), wire::Ipv4Addr(dst), proto, l4.len() as u16)
+        };
+        checksum::checksum(ip) == 0 && checksum::fold(checksum::add(ph, l4)) == 0xffff
+    }
+}

@@ -201,3 +201,19 @@ fn histogram_quantiles_are_within_its_precision() {
     assert_eq!(h.max(), 10_000_000);
     assert_eq!(Histogram::default().quantile(0.5), 0);
 }
+
+#[test]
+fn dump_writes_a_pcap_tcpdump_can_read() {
+    let path = std::env::temp_dir().join(format!("sirocco-dump-{}.pcap", std::process::id()));
+    let frames: Vec<Vec<u8>> = (0..5).map(|i| ipv4([198, 18, 1, i], [198, 18, 2, 1], 64)).collect();
+    {
+        let mut d = One::new("Dump", &format!("path=\"{}\"", path.display()));
+        let (g, _) = d.process_at(0, &frames, 5_000);
+        assert_eq!(g[0], frames, "passed on unchanged");
+    }
+    let b = std::fs::read(&path).unwrap();
+    std::fs::remove_file(&path).unwrap();
+    assert_eq!(&b[..4], &0xa1b2_c3d4u32.to_le_bytes());
+    assert_eq!(b.len(), 24 + frames.iter().map(|f| 16 + f.len()).sum::<usize>());
+    assert_eq!(&b[24 + 16..24 + 16 + frames[0].len()], &frames[0][..]);
+}

@@ -1,0 +1,139 @@
+//! VXLAN (RFC 7348): Ethernet frames carried in UDP between tunnel endpoints.
+
+use super::headers::{flow_of, UDP};
+use super::Args;
+use crate::module::{Ctx, Module, Out};
+use crate::packet::Batch;
+use wire::checksum;
+use wire::MacAddr;
+
+/// Outer Ethernet, IPv4, UDP and VXLAN headers.
+const OUTER: usize = 14 + 20 + 8 + 8;
+const VXLAN_PORT: i64 = 4789;
+const FLAG_VNI: u8 = 0x08;
+
+fn mac(a: &Args, k: &str) -> Result<MacAddr, String> {
+    let s = a.string(k)?.ok_or_else(|| format!("{k}=\"MAC\" is required"))?;
+    MacAddr::parse(&s).ok_or_else(|| format!("{k}: '{s}' is not a MAC address"))
+}
+
+fn ip(a: &Args, k: &str) -> Result<[u8; 4], String> {
+    let s = a.string(k)?.ok_or_else(|| format!("{k}=\"A.B.C.D\" is required"))?;
+    s.parse::<std::net::Ipv4Addr>().map(|v| v.octets()).map_err(|_| format!("{k}: '{s}' is not an IPv4 address"))
+}
+
+/// Wraps each frame in VXLAN to the tunnel endpoint `dst_ip` (at `dst_mac`) from `src_ip`
+/// (`src_mac`) with network identifier `vni`. The UDP source port is taken from a hash of
+/// the inner flow, so the underlay spreads flows as RFC 7348 §5 asks; the UDP checksum is 0.
+pub struct VxlanEncap {
+    src_mac: MacAddr,
+    dst_mac: MacAddr,
+    src_ip: [u8; 4],
+    dst_ip: [u8; 4],
+    vni: u32,
+    dport: u16,
+}
+
+impl VxlanEncap {
+    pub(super) fn new(a: &Args) -> Result<VxlanEncap, String> {
+        Ok(VxlanEncap {
+            src_mac: mac(a, "src_mac")?,
+            dst_mac: mac(a, "dst_mac")?,
+            src_ip: ip(a, "src_ip")?,
+            dst_ip: ip(a, "dst_ip")?,
+            vni: a.int("vni", 0, 0..=0xff_ffff)? as u32,
+            dport: a.int("dport", VXLAN_PORT, 1..=65535)? as u16,
+        })
+    }
+}
+
+impl Module for VxlanEncap {
+    fn process(&mut self, ctx: &mut Ctx<'_>, _igate: u32, batch: &Batch, out: &mut Out) {
+        for &p in batch.pkts() {
+            let inner = ctx.pool.data(p).len();
+            let entropy =
+                flow_of(ctx.pool.data(p)).map_or(0, |f| (f.src ^ f.dst.rotate_left(16)) as u16 ^ f.sport ^ f.dport);
+            if inner + 20 + 8 + 8 > usize::from(u16::MAX) || !ctx.pool.push_front(p, OUTER) {
+                out.drop(p);
+                continue;
+            }
+            let d = ctx.pool.data_mut(p);
+            d[0..6].copy_from_slice(&self.dst_mac.0);
+            d[6..12].copy_from_slice(&self.src_mac.0);
+            d[12..14].copy_from_slice(&[0x08, 0x00]);
+            let ip_len = (20 + 8 + 8 + inner) as u16;
+            let h = &mut d[14..34];
+            h.copy_from_slice(&[0x45, 0, 0, 0, 0, 0, 0x40, 0, 64, UDP, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0]);
+            h[2..4].copy_from_slice(&ip_len.to_be_bytes());
+            h[12..16].copy_from_slice(&self.src_ip);
+            h[16..20].copy_from_slice(&self.dst_ip);
+            let c = checksum::checksum(h);
+            h[10..12].copy_from_slice(&c.to_be_bytes());
+            let u = &mut d[34..42];
+            u[0..2].copy_from_slice(&(0xc000 | (entropy & 0x3fff)).to_be_bytes());
+            u[2..4].copy_from_slice(&self.dport.to_be_bytes());
+            u[4..6].copy_from_slice(&(ip_len - 20).to_be_bytes());
+            u[6..8].fill(0);
+            let v = &mut d[42..50];
+            v.copy_from_slice(&[FLAG_VNI, 0, 0, 0, 0, 0, 0, 0]);
+            v[4..7].copy_from_slice(&self.vni.to_be_bytes()[1..]);
+            out.emit(0, p);
+        }
+    }
+}
+
+/// Takes the inner frame out of each VXLAN packet (IPv4, UDP to `dport`, the I flag set,
+/// and network identifier `vni` if given) out of gate 0; everything else leaves unchanged
+/// by gate 1 (dropped if nothing is connected).
+pub struct VxlanDecap {
+    dport: u16,
+    vni: Option<u32>,
+    not_vxlan: u64,
+}
+
+impl VxlanDecap {
+    pub(super) fn new(a: &Args) -> Result<VxlanDecap, String> {
+        let vni = a.int("vni", -1, -1..=0xff_ffff)?;
+        Ok(VxlanDecap {
+            dport: a.int("dport", VXLAN_PORT, 1..=65535)? as u16,
+            vni: (vni >= 0).then_some(vni as u32),
+            not_vxlan: 0,
+        })
+    }
+}
+
+impl Module for VxlanDecap {
+    fn ogates(&self) -> u32 {
+        2
+    }
+
+    fn process(&mut self, ctx: &mut Ctx<'_>, _igate: u32, batch: &Batch, out: &mut Out) {
+        for &p in batch.pkts() {
+            let d = ctx.pool.data(p);
+            let inner_at = flow_of(d).filter(|f| f.proto == UDP && f.ports && f.dport == self.dport).and_then(|f| {
+                let v = d.get(f.l4 + 8..f.l4 + 16)?;
+                let vni = u32::from_be_bytes([0, v[4], v[5], v[6]]);
+                let ok = v[0] & FLAG_VNI != 0 && self.vni.is_none_or(|want| want == vni);
+                // The inner frame needs at least its Ethernet header.
+                (ok && d.len() >= f.l4 + 16 + 14).then_some(f.l4 + 16)
+            });
+            match inner_at {
+                Some(at) => {
+                    ctx.pool.pull_front(p, at);
+                    out.emit(0, p);
+                }
+                None => {
+                    self.not_vxlan += 1;
+                    out.emit(1, p);
+                }
+            }
+        }
+    }
+
+    fn counters(&self) -> Vec<(&'static str, u64)> {
+        vec![("not_vxlan", self.not_vxlan)]
+    }
+}
+
+#[cfg(test)]
+mod tests;
