@@ -5,6 +5,7 @@
 // UMEM — the shape of sirocco's gathered segments. Prints frames/s.
 //
 // usage: xsk_send IFNAME SRC_MAC SRC_IP DST_MAC DST_IP SECONDS [-g]
+// XSK_PAYLOAD=N in the environment sends N-byte UDP payloads (18 to 1472; 1472 by default).
 #include <arpa/inet.h>
 #include <linux/if_xdp.h>
 #include <net/if.h>
@@ -55,6 +56,8 @@ static struct ring map_ring(int fd, struct xdp_ring_offset *o, size_t entry, off
 int main(int argc, char **argv) {
     if (argc < 7) { fprintf(stderr, "usage: %s IFNAME SRC_MAC SRC_IP DST_MAC DST_IP SECONDS [-g]\n", argv[0]); return 2; }
     int gather = argc > 7 && strcmp(argv[7], "-g") == 0;
+    int payload = getenv("XSK_PAYLOAD") ? atoi(getenv("XSK_PAYLOAD")) : PAYLOAD;
+    if (payload < 18 || payload > PAYLOAD) { fprintf(stderr, "XSK_PAYLOAD must be 18 to %d\n", PAYLOAD); return 2; }
     unsigned ifindex = if_nametoindex(argv[1]);
     if (!ifindex) die("if_nametoindex");
     uint8_t *umem = mmap(NULL, (size_t)FRAMES * FRAME, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_POPULATE, -1, 0);
@@ -72,7 +75,7 @@ int main(int argc, char **argv) {
     f[12] = 0x08;
     uint8_t *ip = f + 14;
     ip[0] = 0x45; ip[8] = 64; ip[9] = 17;
-    uint16_t tot = htons(20 + 8 + PAYLOAD);
+    uint16_t tot = htons(20 + 8 + payload);
     memcpy(ip + 2, &tot, 2);
     if (inet_pton(AF_INET, argv[3], ip + 12) != 1 || inet_pton(AF_INET, argv[5], ip + 16) != 1) {
         fprintf(stderr, "bad IPv4 address\n");
@@ -82,7 +85,7 @@ int main(int argc, char **argv) {
     memcpy(ip + 10, &c, 2);
     uint8_t *udp = ip + 20;
     udp[1] = 0x30; udp[3] = 9;
-    uint16_t ulen = htons(8 + PAYLOAD);
+    uint16_t ulen = htons(8 + payload);
     memcpy(udp + 4, &ulen, 2);
     for (int i = 0; i < PAYLOAD; i++) f[HDRS + i] = (uint8_t)i;
     // Plain: whole frames in frames 0..FRAMES/2. Gathered: headers at the start of those
@@ -141,9 +144,9 @@ int main(int argc, char **argv) {
             struct xdp_desc *d = (struct xdp_desc *)tx.desc;
             if (gather) {
                 d[(tx.cached + k) & (RING - 1)] = (struct xdp_desc){ (uint64_t)i * FRAME, HDRS, XDP_PKT_CONTD };
-                d[(tx.cached + k + 1) & (RING - 1)] = (struct xdp_desc){ (uint64_t)(FRAMES / 2 + i) * FRAME + 100, PAYLOAD, 0 };
+                d[(tx.cached + k + 1) & (RING - 1)] = (struct xdp_desc){ (uint64_t)(FRAMES / 2 + i) * FRAME + 100, (uint32_t)payload, 0 };
             } else {
-                d[(tx.cached + k) & (RING - 1)] = (struct xdp_desc){ (uint64_t)i * FRAME, sizeof f, 0 };
+                d[(tx.cached + k) & (RING - 1)] = (struct xdp_desc){ (uint64_t)i * FRAME, (uint32_t)(HDRS + payload), 0 };
             }
             k += per;
             room -= per;

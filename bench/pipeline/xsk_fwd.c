@@ -1,0 +1,161 @@
+// The simplest AF_XDP forwarder: the floor of `sirocco pipeline` on this path. Every frame
+// that arrives on IN (queue 0, copy mode) goes out of OUT unchanged: receive a batch, copy
+// each frame into a free buffer of the OUT socket's UMEM, put it on OUT's TX ring, give the
+// RX buffer back to the fill ring, kick, reap completions. No scheduler, no modules, no
+// MAC table. The XDP program (xsk_fwd_xdp.c, attached by the caller) redirects every frame on
+// IN to the socket in its map `xsk_fwd_map`, found here by name.
+//
+// usage: xsk_fwd IN OUT SECONDS      prints frames forwarded and frames/s
+#include <linux/bpf.h>
+#include <linux/if_xdp.h>
+#include <net/if.h>
+#include <poll.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/socket.h>
+#include <sys/syscall.h>
+#include <time.h>
+#include <unistd.h>
+
+#define FRAMES 4096
+#define FRAME 2048
+#define RING 2048
+#define BATCH 64
+
+static void die(const char *what) { perror(what); exit(1); }
+
+static long bpf(int cmd, union bpf_attr *a) { return syscall(__NR_bpf, cmd, a, sizeof *a); }
+
+// The newest map named `xsk_fwd_map` (the one the caller's program just brought).
+static int find_map(void) {
+    uint32_t id = 0, best = 0;
+    for (;;) {
+        union bpf_attr a = {0};
+        a.start_id = id;
+        if (bpf(BPF_MAP_GET_NEXT_ID, &a)) break;
+        id = a.next_id;
+        union bpf_attr g = {0};
+        g.map_id = id;
+        int fd = (int)bpf(BPF_MAP_GET_FD_BY_ID, &g);
+        if (fd < 0) continue;
+        struct bpf_map_info info = {0};
+        union bpf_attr i = {0};
+        i.info.bpf_fd = (uint32_t)fd;
+        i.info.info_len = sizeof info;
+        i.info.info = (uint64_t)(uintptr_t)&info;
+        if (bpf(BPF_OBJ_GET_INFO_BY_FD, &i) == 0 && strcmp(info.name, "xsk_fwd_map") == 0 && id > best) best = id;
+        close(fd);
+    }
+    if (!best) { fprintf(stderr, "no map xsk_fwd_map: attach xsk_fwd_xdp.o to IN first\n"); exit(1); }
+    union bpf_attr g = {0};
+    g.map_id = best;
+    int fd = (int)bpf(BPF_MAP_GET_FD_BY_ID, &g);
+    if (fd < 0) die("map fd");
+    return fd;
+}
+
+struct ring { uint32_t *prod, *cons; void *desc; uint32_t cached; };
+
+static struct ring map_ring(int fd, struct xdp_ring_offset *o, size_t entry, off_t pgoff) {
+    size_t len = o->desc + RING * entry;
+    uint8_t *m = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_POPULATE, fd, pgoff);
+    if (m == MAP_FAILED) die("mmap ring");
+    return (struct ring){ (uint32_t *)(m + o->producer), (uint32_t *)(m + o->consumer), m + o->desc, 0 };
+}
+
+struct xsk { int fd; uint8_t *umem; struct ring rx, tx, fill, comp; };
+
+static struct xsk open_xsk(const char *ifname) {
+    struct xsk x = {0};
+    unsigned ifindex = if_nametoindex(ifname);
+    if (!ifindex) die(ifname);
+    x.umem = mmap(NULL, (size_t)FRAMES * FRAME, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_POPULATE, -1, 0);
+    if (x.umem == MAP_FAILED) die("mmap umem");
+    x.fd = socket(AF_XDP, SOCK_RAW, 0);
+    if (x.fd < 0) die("socket");
+    struct xdp_umem_reg reg = { .addr = (uint64_t)(uintptr_t)x.umem, .len = (uint64_t)FRAMES * FRAME, .chunk_size = FRAME };
+    if (setsockopt(x.fd, SOL_XDP, XDP_UMEM_REG, &reg, sizeof reg)) die("XDP_UMEM_REG");
+    int n = RING;
+    if (setsockopt(x.fd, SOL_XDP, XDP_UMEM_FILL_RING, &n, sizeof n) || setsockopt(x.fd, SOL_XDP, XDP_UMEM_COMPLETION_RING, &n, sizeof n) ||
+        setsockopt(x.fd, SOL_XDP, XDP_RX_RING, &n, sizeof n) || setsockopt(x.fd, SOL_XDP, XDP_TX_RING, &n, sizeof n))
+        die("rings");
+    struct xdp_mmap_offsets off;
+    socklen_t ol = sizeof off;
+    if (getsockopt(x.fd, SOL_XDP, XDP_MMAP_OFFSETS, &off, &ol)) die("offsets");
+    x.rx = map_ring(x.fd, &off.rx, sizeof(struct xdp_desc), XDP_PGOFF_RX_RING);
+    x.tx = map_ring(x.fd, &off.tx, sizeof(struct xdp_desc), XDP_PGOFF_TX_RING);
+    x.fill = map_ring(x.fd, &off.fr, sizeof(uint64_t), XDP_UMEM_PGOFF_FILL_RING);
+    x.comp = map_ring(x.fd, &off.cr, sizeof(uint64_t), XDP_UMEM_PGOFF_COMPLETION_RING);
+    struct sockaddr_xdp sa = { .sxdp_family = AF_XDP, .sxdp_ifindex = ifindex, .sxdp_queue_id = 0, .sxdp_flags = XDP_COPY };
+    if (bind(x.fd, (struct sockaddr *)&sa, sizeof sa)) die("bind");
+    int budget = RING;  // a whole ring per kick where the kernel allows it (6.17+)
+    setsockopt(x.fd, SOL_XDP, 9 /* XDP_MAX_TX_SKB_BUDGET */, &budget, sizeof budget);
+    return x;
+}
+
+int main(int argc, char **argv) {
+    if (argc < 4) { fprintf(stderr, "usage: %s IN OUT SECONDS\n", argv[0]); return 2; }
+    struct xsk in = open_xsk(argv[1]), out = open_xsk(argv[2]);
+    int map = find_map();
+    uint32_t key = 0, val = (uint32_t)in.fd;
+    union bpf_attr u = {0};
+    u.map_fd = (uint32_t)map;
+    u.key = (uint64_t)(uintptr_t)&key;
+    u.value = (uint64_t)(uintptr_t)&val;
+    if (bpf(BPF_MAP_UPDATE_ELEM, &u)) die("xskmap update");
+
+    // IN: every frame starts in its fill ring. OUT: every frame is a free TX buffer.
+    uint64_t *fq = in.fill.desc;
+    for (uint32_t i = 0; i < RING; i++) fq[i] = (uint64_t)i * FRAME;
+    in.fill.cached = RING;
+    __atomic_store_n(in.fill.prod, in.fill.cached, __ATOMIC_RELEASE);
+    static uint64_t free_tx[FRAMES];
+    int nfree = 0;
+    for (int i = 0; i < FRAMES; i++) free_tx[nfree++] = (uint64_t)i * FRAME;
+
+    uint64_t fwd = 0;
+    struct timespec t0, t;
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    double secs = atof(argv[3]);
+    for (uint64_t loop = 0;; loop++) {
+        if ((loop & 1023) == 0) {
+            clock_gettime(CLOCK_MONOTONIC, &t);
+            if ((double)(t.tv_sec - t0.tv_sec) + (t.tv_nsec - t0.tv_nsec) / 1e9 >= secs) break;
+        }
+        // Completions of OUT give its buffers back.
+        uint32_t cp = __atomic_load_n(out.comp.prod, __ATOMIC_ACQUIRE);
+        for (; out.comp.cached != cp; out.comp.cached++) free_tx[nfree++] = ((uint64_t *)out.comp.desc)[out.comp.cached & (RING - 1)];
+        __atomic_store_n(out.comp.cons, out.comp.cached, __ATOMIC_RELEASE);
+        uint32_t rp = __atomic_load_n(in.rx.prod, __ATOMIC_ACQUIRE);
+        uint32_t n = rp - in.rx.cached;
+        uint32_t room = RING - (out.tx.cached - __atomic_load_n(out.tx.cons, __ATOMIC_ACQUIRE));
+        if (n > BATCH) n = BATCH;
+        if (n > room) n = room;
+        if (n > (uint32_t)nfree) n = (uint32_t)nfree;
+        if (n == 0) {
+            if (out.tx.cached != __atomic_load_n(out.tx.cons, __ATOMIC_ACQUIRE)) sendto(out.fd, NULL, 0, MSG_DONTWAIT, NULL, 0);
+            continue;
+        }
+        struct xdp_desc *rd = in.rx.desc, *td = out.tx.desc;
+        for (uint32_t k = 0; k < n; k++) {
+            struct xdp_desc d = rd[(in.rx.cached + k) & (RING - 1)];
+            uint64_t a = free_tx[--nfree];
+            memcpy(out.umem + a, in.umem + d.addr, d.len);
+            td[(out.tx.cached + k) & (RING - 1)] = (struct xdp_desc){ a, d.len, 0 };
+            fq[(in.fill.cached + k) & (RING - 1)] = d.addr & ~(uint64_t)(FRAME - 1);
+        }
+        in.rx.cached += n;
+        __atomic_store_n(in.rx.cons, in.rx.cached, __ATOMIC_RELEASE);
+        in.fill.cached += n;
+        __atomic_store_n(in.fill.prod, in.fill.cached, __ATOMIC_RELEASE);
+        out.tx.cached += n;
+        __atomic_store_n(out.tx.prod, out.tx.cached, __ATOMIC_RELEASE);
+        sendto(out.fd, NULL, 0, MSG_DONTWAIT, NULL, 0);
+        fwd += n;
+    }
+    printf("forwarded %llu frames in %.1f s: %.0f frames/s\n", (unsigned long long)fwd, secs, fwd / secs);
+    return 0;
+}
