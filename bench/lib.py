@@ -86,6 +86,29 @@ class Testnet:
         sh(SIROCCO, "testnet", "down", "--name", self.name, check=False)
 
 
+def veth_chain(names, pairs, cpus, macs):
+    """Fresh namespaces `names` (any left by an earlier run removed first) joined by veth
+    `pairs` ((end, its namespace, peer, its namespace), each end with its MAC from `macs`);
+    every end up, checksum offload off (frames forwarded in user space are not summed
+    later), GRO on and NAPI threaded, each end's NAPI thread on the CPU `cpus` gives it."""
+    for n in names:
+        sh("ip", "netns", "del", n, check=False)
+    for n in names:
+        sh("ip", "netns", "add", n)
+        ns(n, "ip", "link", "set", "lo", "up")
+    for (a, an, b, bn) in pairs:
+        sh("ip", "link", "add", a, "netns", an, "address", macs[a], "type", "veth", "peer", "name", b,
+           "netns", bn, "address", macs[b])
+    ends = [(an, a) for (a, an, _, _) in pairs] + [(bn, b) for (_, _, b, bn) in pairs]
+    for n, i in ends:
+        ns(n, "ethtool", "-K", i, "tx", "off", "gro", "on")
+        ns(n, "ip", "link", "set", i, "up")
+        ns(n, "sh", "-c", f"echo 1 > /sys/class/net/{i}/threaded")
+    time.sleep(0.3)
+    for _, i in ends:
+        sh("sh", "-c", f"for p in $(pgrep -f 'napi/{i}-'); do taskset -pc {cpus[i]} $p >/dev/null; done")
+
+
 def fresh_runs(make_server, run, show):
     """REPS runs of one point, each on a freshly started server: start, run(server), stop.
     show(rep, result, what stop() returned) reports each run. Returns the results."""

@@ -10,7 +10,7 @@ counted at the sink; per core-second, by the busy time of CPU 1."""
 
 import json, os, random, subprocess, sys, time
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
-from lib import (SECS, REPS, SRV_CPU, GEN_CPU, SIROCCO, BUILD, ROOT, sh, ns, cpu_busy, proc_cpu, stop_process,
+from lib import (SECS, REPS, SRV_CPU, GEN_CPU, SIROCCO, BUILD, ROOT, sh, ns, cpu_busy, veth_chain, proc_cpu, stop_process,
                  env_list, preflight, median_of, run_meta, save, finish, plot, fmt)
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -30,20 +30,8 @@ class Net:
     """generator G1 — M1 [forwarder] M2 — S2 sink, each side's NAPI on its side's CPU."""
 
     def __enter__(self):
-        self.down()
-        for n in (G, M, S):
-            sh("ip", "netns", "add", n)
-            ns(n, "ip", "link", "set", "lo", "up")
-        for (a, an, b, bn) in ((G1, G, M1, M), (S2, S, M2, M)):
-            sh("ip", "link", "add", a, "netns", an, "address", MAC[a], "type", "veth", "peer", "name", b,
-               "netns", bn, "address", MAC[b])
-        for n, i, cpu in ((G, G1, GEN_CPU), (M, M1, SRV_CPU), (M, M2, SRV_CPU), (S, S2, GEN_CPU)):
-            ns(n, "ethtool", "-K", i, "tx", "off", "gro", "on")
-            ns(n, "ip", "link", "set", i, "up")
-            ns(n, "sh", "-c", f"echo 1 > /sys/class/net/{i}/threaded")
-        time.sleep(0.3)
-        for i, cpu in ((G1, GEN_CPU), (M1, SRV_CPU), (M2, SRV_CPU), (S2, GEN_CPU)):
-            sh("sh", "-c", f"for p in $(pgrep -f 'napi/{i}-'); do taskset -pc {cpu} $p >/dev/null; done")
+        veth_chain((G, M, S), ((G1, G, M1, M), (S2, S, M2, M)),
+                   {G1: GEN_CPU, M1: SRV_CPU, M2: SRV_CPU, S2: GEN_CPU}, MAC)
         ns(G, "ip", "addr", "add", "198.18.1.1/24", "dev", G1)
         ns(S, "ip", "addr", "add", "198.18.2.1/24", "dev", S2)
         ns(S, "ip", "link", "set", "dev", S2, "xdpdrv", "obj", XDP, "sec", "xdp")

@@ -24,8 +24,7 @@
 #define FRAME 2048
 #define RING 2048
 #define BATCH 64
-
-static void die(const char *what) { perror(what); exit(1); }
+#include "../xsk_ring.h"
 
 static long bpf(int cmd, union bpf_attr *a) { return syscall(__NR_bpf, cmd, a, sizeof *a); }
 
@@ -57,14 +56,6 @@ static int find_map(void) {
     return fd;
 }
 
-struct ring { uint32_t *prod, *cons; void *desc; uint32_t cached; };
-
-static struct ring map_ring(int fd, struct xdp_ring_offset *o, size_t entry, off_t pgoff) {
-    size_t len = o->desc + RING * entry;
-    uint8_t *m = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_POPULATE, fd, pgoff);
-    if (m == MAP_FAILED) die("mmap ring");
-    return (struct ring){ (uint32_t *)(m + o->producer), (uint32_t *)(m + o->consumer), m + o->desc, 0 };
-}
 
 struct xsk { int fd; uint8_t *umem; struct ring rx, tx, fill, comp; };
 

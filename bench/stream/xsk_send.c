@@ -34,8 +34,7 @@
 #define RING 2048
 #define PAYLOAD 1472
 #define HDRS 42
-
-static void die(const char *what) { perror(what); exit(1); }
+#include "../xsk_ring.h"
 
 static uint16_t csum(const uint8_t *p, int n) {
     uint32_t s = 0;
@@ -44,14 +43,6 @@ static uint16_t csum(const uint8_t *p, int n) {
     return (uint16_t)~s;
 }
 
-struct ring { uint32_t *prod, *cons; void *desc; uint32_t cached; };
-
-static struct ring map_ring(int fd, struct xdp_ring_offset *o, size_t entry, off_t pgoff) {
-    size_t len = o->desc + RING * entry;
-    uint8_t *m = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_POPULATE, fd, pgoff);
-    if (m == MAP_FAILED) die("mmap ring");
-    return (struct ring){ (uint32_t *)(m + o->producer), (uint32_t *)(m + o->consumer), m + o->desc, 0 };
-}
 
 int main(int argc, char **argv) {
     if (argc < 7) { fprintf(stderr, "usage: %s IFNAME SRC_MAC SRC_IP DST_MAC DST_IP SECONDS [-g]\n", argv[0]); return 2; }

@@ -10,7 +10,7 @@ pipeline before each point."""
 
 import os, re, subprocess, sys, time
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
-from lib import (REPS, SRV_CPU, GEN_CPU, SIROCCO, BUILD, ROOT, sh, ns, stop_process, env_list, preflight,  # noqa: E402
+from lib import (REPS, SRV_CPU, GEN_CPU, SIROCCO, BUILD, ROOT, sh, ns, stop_process, veth_chain, env_list, preflight,  # noqa: E402
                  run_meta, save, finish, plot, fmt, WebServer, Cpuset, KERNEL_ADDR, OWN_ADDR)
 
 C, W, S = "wnc", "wnw", "wns"
@@ -31,20 +31,8 @@ class Net:
     srv_ns, srv_if = S, SI
 
     def __enter__(self):
-        self.down()
-        for n in (C, W, S):
-            sh("ip", "netns", "add", n)
-            ns(n, "ip", "link", "set", "lo", "up")
-        for (a, an, b, bn) in ((CI, C, WC, W), (SI, S, WS, W)):
-            sh("ip", "link", "add", a, "netns", an, "address", MAC[a], "type", "veth", "peer", "name", b,
-               "netns", bn, "address", MAC[b])
-        for n, i in ((C, CI), (W, WC), (W, WS), (S, SI)):
-            ns(n, "ethtool", "-K", i, "tx", "off", "gro", "on")
-            ns(n, "ip", "link", "set", i, "up")
-            ns(n, "sh", "-c", f"echo 1 > /sys/class/net/{i}/threaded")
-        time.sleep(0.3)
-        for i, cpu in ((CI, GEN_CPU), (WC, GEN_CPU), (WS, GEN_CPU), (SI, SRV_CPU)):
-            sh("sh", "-c", f"for p in $(pgrep -f 'napi/{i}-'); do taskset -pc {cpu} $p >/dev/null; done")
+        veth_chain((C, W, S), ((CI, C, WC, W), (SI, S, WS, W)),
+                   {CI: GEN_CPU, WC: GEN_CPU, WS: GEN_CPU, SI: SRV_CPU}, MAC)
         ns(C, "ip", "addr", "add", f"{CLIENT_ADDR}/24", "dev", CI)
         ns(S, "ip", "addr", "add", f"{KERNEL_ADDR}/24", "dev", SI)
         for a in (KERNEL_ADDR, OWN_ADDR):

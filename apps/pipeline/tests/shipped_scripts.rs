@@ -27,8 +27,10 @@ fn every_shipped_script_builds_and_forwards() {
             }
         }
         let mems: Vec<MemPort> = names.iter().map(|_| MemPort::new()).collect();
-        let ports = names.iter().zip(&mems).map(|(n, m)| NamedPort { name: n.clone(), port: Box::new(m.clone()) }).collect();
-        let mut p = Pipeline::build(&s, &Registry::default(), 1024, ports).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+        let ports =
+            names.iter().zip(&mems).map(|(n, m)| NamedPort { name: n.clone(), port: Box::new(m.clone()) }).collect();
+        let mut p = Pipeline::build(&s, &Registry::default(), 1024, ports)
+            .unwrap_or_else(|e| panic!("{}: {e}", path.display()));
         assert!(p.warnings.is_empty(), "{}: {:?}", path.display(), p.warnings);
         // A broadcast ARP request on the first port: the switch floods it, the WAN emulator
         // delays it, the router drops it (not IPv4). Nothing may panic or leak.

@@ -213,6 +213,13 @@ impl Args<'_> {
     }
 }
 
+/// For modules without input gates: whatever is handed to them anyway is dropped.
+pub(crate) fn drop_all(batch: &Batch, out: &mut Out) {
+    for &p in batch.pkts() {
+        out.drop(p);
+    }
+}
+
 /// Makes packets: `size` bytes each (the first eight hold a counter, big-endian), `count` in
 /// all (0: without end), `batch` per run.
 pub struct Source {
@@ -237,9 +244,7 @@ impl Module for Source {
     }
 
     fn process(&mut self, _ctx: &mut Ctx<'_>, _igate: u32, batch: &Batch, out: &mut Out) {
-        for &p in batch.pkts() {
-            out.drop(p);
-        }
+        drop_all(batch, out);
     }
 
     fn has_task(&self) -> bool {
@@ -273,9 +278,7 @@ impl Module for Sink {
     }
 
     fn process(&mut self, _ctx: &mut Ctx<'_>, _igate: u32, batch: &Batch, out: &mut Out) {
-        for &p in batch.pkts() {
-            out.drop(p);
-        }
+        drop_all(batch, out);
     }
 }
 

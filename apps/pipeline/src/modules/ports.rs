@@ -28,9 +28,7 @@ impl Module for PortInc {
     }
 
     fn process(&mut self, _ctx: &mut Ctx<'_>, _igate: u32, batch: &Batch, out: &mut Out) {
-        for &p in batch.pkts() {
-            out.drop(p);
-        }
+        super::drop_all(batch, out);
     }
 
     fn has_task(&self) -> bool {

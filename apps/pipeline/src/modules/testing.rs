@@ -87,15 +87,15 @@ pub(crate) mod frames {
     pub(crate) const MAC_1: [u8; 6] = [2, 0, 0, 0, 0, 1];
     pub(crate) const MAC_2: [u8; 6] = [2, 0, 0, 0, 0, 2];
 
-    /// Ethernet + IPv4 (TTL 64) + `l4` (whose checksum at `csum_at`, if any, is filled in
+    /// Ethernet + IPv4 (TTL `ttl`) + `l4` (whose checksum at `csum_at`, if any, is filled in
     /// over the pseudo-header).
-    fn build(src: [u8; 4], dst: [u8; 4], proto: u8, mut l4: Vec<u8>, csum_at: Option<usize>) -> Vec<u8> {
+    fn build(src: [u8; 4], dst: [u8; 4], ttl: u8, proto: u8, mut l4: Vec<u8>, csum_at: Option<usize>) -> Vec<u8> {
         let mut f = Vec::new();
         f.extend(MAC_2);
         f.extend(MAC_1);
         f.extend([0x08, 0x00]);
         let total = (20 + l4.len()) as u16;
-        let mut ip = vec![0x45, 0, 0, 0, 0x12, 0x34, 0x40, 0, 64, proto, 0, 0];
+        let mut ip = vec![0x45, 0, 0, 0, 0x12, 0x34, 0x40, 0, ttl, proto, 0, 0];
         ip[2..4].copy_from_slice(&total.to_be_bytes());
         ip.extend(src);
         ip.extend(dst);
@@ -116,13 +116,18 @@ pub(crate) mod frames {
     }
 
     pub(crate) fn udp(src: [u8; 4], dst: [u8; 4], sport: u16, dport: u16, payload: &[u8]) -> Vec<u8> {
+        udp_ttl(src, dst, 64, sport, dport, payload)
+    }
+
+    /// As [`udp`], with TTL `ttl`.
+    pub(crate) fn udp_ttl(src: [u8; 4], dst: [u8; 4], ttl: u8, sport: u16, dport: u16, payload: &[u8]) -> Vec<u8> {
         let mut u = Vec::new();
         u.extend(sport.to_be_bytes());
         u.extend(dport.to_be_bytes());
         u.extend(((8 + payload.len()) as u16).to_be_bytes());
         u.extend([0, 0]);
         u.extend(payload);
-        build(src, dst, 17, u, Some(6))
+        build(src, dst, ttl, 17, u, Some(6))
     }
 
     pub(crate) fn tcp(src: [u8; 4], dst: [u8; 4], sport: u16, dport: u16) -> Vec<u8> {
@@ -133,7 +138,7 @@ pub(crate) mod frames {
         t[12] = 5 << 4;
         t[13] = 0x02; // SYN
         t[14..16].copy_from_slice(&65535u16.to_be_bytes());
-        build(src, dst, 6, t, Some(16))
+        build(src, dst, 64, 6, t, Some(16))
     }
 
     pub(crate) fn echo(src: [u8; 4], dst: [u8; 4], reply: bool, id: u16) -> Vec<u8> {
@@ -141,7 +146,7 @@ pub(crate) mod frames {
         m.extend(id.to_be_bytes());
         m.extend(7u16.to_be_bytes());
         m.extend(b"ping data");
-        build(src, dst, 1, m, Some(2))
+        build(src, dst, 64, 1, m, Some(2))
     }
 
     /// True if the frame's IPv4 header checksum and its TCP/UDP/ICMP checksum are right.

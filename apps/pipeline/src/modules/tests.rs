@@ -1,5 +1,6 @@
 //! Tests of the switching, routing, queueing and timing modules, each run alone on exact frames.
 
+use super::testing::frames::udp_ttl;
 use super::testing::{run, One};
 use super::Histogram;
 use wire::checksum;
@@ -18,21 +19,9 @@ fn eth(dst: [u8; 6], src: [u8; 6], tag: u8) -> Vec<u8> {
     f
 }
 
-/// An Ethernet frame with IPv4/UDP from `src` to `dst`, TTL `ttl`, right checksum.
+/// An Ethernet frame with IPv4/UDP from `src` to `dst`, TTL `ttl`, right checksums.
 fn ipv4(src: [u8; 4], dst: [u8; 4], ttl: u8) -> Vec<u8> {
-    let mut f = Vec::new();
-    f.extend(B);
-    f.extend(A);
-    f.extend([0x08, 0x00]);
-    let mut ip = vec![0x45, 0, 0, 36, 0x12, 0x34, 0x40, 0, ttl, 17, 0, 0];
-    ip.extend(src);
-    ip.extend(dst);
-    let c = checksum::checksum(&ip);
-    ip[10..12].copy_from_slice(&c.to_be_bytes());
-    f.extend(ip);
-    f.extend([0x30, 0x39, 0x00, 0x07, 0, 16, 0, 0]);
-    f.extend(b"payload!");
-    f
+    udp_ttl(src, dst, ttl, 12345, 7, b"payload!")
 }
 
 #[test]

@@ -1,16 +1,9 @@
-use super::*;
+use crate::modules::testing::frames::udp_ttl;
 use crate::modules::testing::run;
 
-/// An Ethernet frame with an IPv4/UDP packet of TTL `ttl` and a right header checksum.
+/// An Ethernet frame with an IPv4/UDP packet of TTL `ttl` and right checksums.
 fn frame(ttl: u8) -> Vec<u8> {
-    let mut f = vec![2, 0, 0, 0, 0, 1, 2, 0, 0, 0, 0, 2, 0x08, 0x00];
-    let mut ip = vec![0x45, 0, 0, 36, 0x12, 0x34, 0x40, 0, ttl, 17, 0, 0, 198, 18, 0, 2, 198, 18, 1, 9];
-    let c = checksum::checksum(&ip);
-    ip[10..12].copy_from_slice(&c.to_be_bytes());
-    f.extend(ip);
-    f.extend([0x30, 0x39, 0x00, 0x07, 0, 16, 0, 0]);
-    f.extend(b"payload!");
-    f
+    udp_ttl([198, 18, 0, 2], [198, 18, 1, 9], ttl, 12345, 7, b"payload!")
 }
 
 #[test]
