@@ -25,6 +25,8 @@ pub struct Chain {
     pub ma: String,
     pub mb: String,
     script: std::path::PathBuf,
+    /// Namespaces added by [`Chain::add_pair`].
+    extra: Vec<String>,
 }
 
 fn sh(args: &[&str]) {
@@ -45,6 +47,7 @@ impl Chain {
             ma: format!("{n}-ma"),
             mb: format!("{n}-mb"),
             script: std::env::temp_dir().join(format!("{n}.pipeline")),
+            extra: Vec::new(),
         };
         for ns in [&c.a, &c.m, &c.b] {
             sh(&["ip", "netns", "add", ns]);
@@ -72,9 +75,31 @@ impl Chain {
         c
     }
 
+    /// Two more hosts, C at 198.18.3.1 and D at 198.18.3.2, joined to the middle by
+    /// interfaces that `@C` and `@D` stand for in scripts. Returns C's and D's namespaces.
+    pub fn add_pair(&mut self) -> (String, String) {
+        let base = self.m.trim_end_matches("-m").to_string();
+        let (c, d) = (format!("{base}-c"), format!("{base}-d"));
+        for (host, mif, addr) in [(&c, format!("{base}-mc"), "198.18.3.1"), (&d, format!("{base}-md"), "198.18.3.2")] {
+            sh(&["ip", "netns", "add", host]);
+            self.extra.push(host.clone());
+            sh(&["ip", "link", "add", host, "netns", host, "type", "veth", "peer", "name", &mif, "netns", &self.m]);
+            sh(&["ip", "netns", "exec", host, "ethtool", "-K", host, "tx", "off"]);
+            sh(&["ip", "-n", host, "addr", "add", &format!("{addr}/24"), "dev", host]);
+            sh(&["ip", "-n", host, "link", "set", host, "up"]);
+            sh(&["ip", "-n", &self.m, "link", "set", &mif, "up"]);
+        }
+        (c, d)
+    }
+
     /// Writes `script` with `@A` and `@B` standing for the middle's interfaces.
     pub fn write_script(&self, script: &str) {
-        let text = script.replace("@A", &format!("\"{}\"", self.ma)).replace("@B", &format!("\"{}\"", self.mb));
+        let base = self.m.trim_end_matches("-m");
+        let text = script
+            .replace("@A", &format!("\"{}\"", self.ma))
+            .replace("@B", &format!("\"{}\"", self.mb))
+            .replace("@C", &format!("\"{base}-mc\""))
+            .replace("@D", &format!("\"{base}-md\""));
         std::fs::write(&self.script, text).unwrap();
     }
 
@@ -98,7 +123,7 @@ impl Chain {
 
 impl Drop for Chain {
     fn drop(&mut self) {
-        for ns in [&self.a, &self.m, &self.b] {
+        for ns in [&self.a, &self.m, &self.b].into_iter().chain(&self.extra) {
             let _ = Command::new("ip").args(["netns", "del", ns]).output();
         }
         let _ = std::fs::remove_file(&self.script);
@@ -361,4 +386,48 @@ nat:1 -> MACRewrite(src=\"{MAC_MA}\", dst=\"{MAC_A}\") -> PortOut(port=@A)
     let counters = stop_and_count(s);
     let nat = &counters["modules"]["nat"];
     assert_eq!(nat["bound"].as_u64(), Some(2), "one binding for the ping, one for TCP: {nat}");
+}
+
+#[test]
+fn two_workers_run_two_pipelines_side_by_side() {
+    let mut c = Chain::new("198.18.1.1", "198.18.1.2", None);
+    let (hc, hd) = c.add_pair();
+    let s = c.start(&format!(
+        "{SWITCH}\
+PortInc(port=@C) -> Delay(delay_ms=10) -> PortOut(port=@D)
+PortInc(port=@D) -> Delay(delay_ms=10) -> PortOut(port=@C)
+tc slow(policy=round_robin, worker=w1, tasks=[PortInc_1, PortInc_2])
+worker w0(cpu=0)
+worker w1(cpu=1)
+"
+    ));
+    // Both workers are threads of their own, beside the main thread.
+    let threads = std::fs::read_dir(format!("/proc/{}/task", s.pid())).unwrap().count();
+    assert!(threads >= 3, "{threads} threads");
+    let out = c.exec(&c.a, &["ping", "-c", "3", "-i", "0.2", "-W", "2", "198.18.1.2"]);
+    assert!(out.status.success(), "switch on w0: {}\n{}", String::from_utf8_lossy(&out.stdout), s.log());
+    let out = c.exec(&hc, &["ping", "-c", "3", "-i", "0.2", "-W", "2", "198.18.3.2"]);
+    let text = String::from_utf8_lossy(&out.stdout).to_string();
+    assert!(out.status.success(), "delay line on w1: {text}\n{}", s.log());
+    let stats = text.lines().find(|l| l.contains("min/avg/max")).expect("ping summary");
+    let min: f64 = stats.split('=').nth(1).unwrap().trim().split('/').next().unwrap().parse().unwrap();
+    assert!(min >= 20.0, "{stats}");
+    let _ = hd;
+    let counters = stop_and_count(s);
+    assert!(counters["modules"]["sw"]["learnt"].as_u64().unwrap() >= 2);
+    assert!(counters["modules"]["Delay_1"]["rx"].as_u64().unwrap() >= 3);
+    assert!(counters["classes"]["w1/slow"]["runs"].as_u64().unwrap() > 0, "{}", counters["classes"]);
+}
+
+#[test]
+fn workers_that_would_share_are_refused() {
+    let c = Chain::new("198.18.1.1", "198.18.1.2", None);
+    c.write_script(&format!(
+        "{SWITCH}tc t(policy=round_robin, worker=w1, tasks=[b])\nworker w0(cpu=0)\nworker w1(cpu=1)\n"
+    ));
+    let out = c.exec(&c.m, &[sirocco(), "pipeline", "--script", c.script.to_str().unwrap()]);
+    let err = String::from_utf8_lossy(&out.stderr).to_string();
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert!(err.contains("module 'sw' is reached from tasks of workers"), "{err}");
+    assert!(!c.has_xdp());
 }

@@ -15,3 +15,4 @@ pub mod pipeline;
 pub mod port;
 pub mod sched;
 pub mod script;
+pub mod workers;

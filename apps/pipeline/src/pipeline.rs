@@ -293,6 +293,11 @@ impl Pipeline {
         self.clock = clock;
     }
 
+    /// The names of the modules with tasks.
+    pub fn task_names(&self) -> Vec<&str> {
+        self.tasks.iter().map(|&t| self.nodes[t].name.as_str()).collect()
+    }
+
     /// Modules with tasks.
     pub fn task_count(&self) -> usize {
         self.tasks.len()

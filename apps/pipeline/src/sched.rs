@@ -166,6 +166,16 @@ impl Scheduler {
                     "limit" => limit = Some(int(1)?),
                     "max_burst" => burst = Some(int(1)?),
                     "parent" => parent = Some(word()?),
+                    // Which worker runs the class (see crate::workers); for a root class only.
+                    "worker" => {
+                        word()?;
+                        if d.args.iter().any(|a| a.key.as_deref() == Some("parent")) {
+                            return Err(err(
+                                d,
+                                "a class with a parent runs on its parent's worker: no worker= here".into(),
+                            ));
+                        }
+                    }
                     "priority" => priority = int(0)?,
                     "share" => share = int(1)?,
                     "tasks" => match &a.value {

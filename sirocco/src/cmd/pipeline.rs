@@ -11,6 +11,7 @@ use pipeline::modules::Registry;
 use pipeline::pipeline::{Clock, Pipeline, Step};
 use pipeline::port::{MemPort, NamedPort};
 use pipeline::script::{self, Script, Value};
+use pipeline::workers;
 use serde_json::{json, Map, Value as Json};
 use std::os::fd::RawFd;
 use std::path::PathBuf;
@@ -78,7 +79,8 @@ pub struct PipelineArgs {
     /// Listen for `sirocco pipeline show|stats|add|remove` on this Unix socket.
     #[arg(long, value_name = "PATH")]
     pub control: Option<PathBuf>,
-    /// CPU to pin the worker to [default: the script's `worker` cpu, else not pinned].
+    /// CPUs to pin the workers to, one per `worker` of the script in order [default: each
+    /// worker's cpu=; a script without workers is not pinned].
     #[arg(long, value_name = "LIST", value_delimiter = ',')]
     pub cpus: Option<Vec<usize>>,
     /// Packet buffers of the pipeline (2 KiB each): enough for what queues and delay lines
@@ -114,27 +116,34 @@ fn port_names(s: &Script) -> Result<Vec<String>, String> {
     Ok(names)
 }
 
-/// The worker's CPU: `--cpus`, else the script's first `worker NAME(cpu=N)`.
-fn worker_cpu(a: &PipelineArgs, s: &Script) -> Result<Option<usize>, String> {
-    if let Some(c) = &a.cpus {
-        if c.len() != 1 {
-            return Err("--cpus: this pipeline runs one worker; give one CPU".into());
-        }
-        return Ok(Some(c[0]));
-    }
-    if s.workers.len() > 1 {
-        return Err(format!("line {}: this pipeline runs one worker; declare one", s.workers[1].line));
-    }
-    if let Some(w) = s.workers.first() {
-        return match w.args.as_slice() {
+/// Each worker's CPU: `--cpus` (one per worker, in declaration order), else the script's
+/// `worker NAME(cpu=N)`; a script without workers has one, not pinned unless `--cpus`.
+fn worker_cpus(a: &PipelineArgs, s: &Script) -> Result<Vec<Option<usize>>, String> {
+    let n = s.workers.len().max(1);
+    let mut cpus = Vec::new();
+    for w in &s.workers {
+        match w.args.as_slice() {
             [arg] if arg.key.as_deref() == Some("cpu") => match arg.value {
-                Value::Int(c) if c >= 0 => Ok(Some(c as usize)),
-                _ => Err(format!("line {}: cpu must be a CPU number", w.line)),
+                Value::Int(c) if c >= 0 => cpus.push(Some(c as usize)),
+                _ => return Err(format!("line {}: cpu must be a CPU number", w.line)),
             },
-            _ => Err(format!("line {}: a worker takes cpu=N", w.line)),
-        };
+            _ => return Err(format!("line {}: a worker takes cpu=N", w.line)),
+        }
     }
-    Ok(None)
+    if cpus.is_empty() {
+        cpus.push(None);
+    }
+    if let Some(c) = &a.cpus {
+        if c.len() != n {
+            return Err(format!("--cpus: this pipeline runs {n} worker(s); give one CPU each"));
+        }
+        cpus = c.iter().map(|&c| Some(c)).collect();
+    }
+    let have = io::iface::cpus();
+    if let Some(c) = cpus.iter().flatten().find(|&&c| c >= have) {
+        return Err(format!("CPU {c} does not exist (this machine has {have})"));
+    }
+    Ok(cpus)
 }
 
 pub fn run(c: PipelineCmd) -> Result<(), String> {
@@ -228,45 +237,122 @@ fn serve(a: PipelineArgs) -> Result<(), String> {
     if names.is_empty() {
         return Err(format!("{file}: no PortInc or PortOut: the pipeline would touch no interface"));
     }
-    let cpu = worker_cpu(&a, &s).map_err(|e| format!("{file}: {e}"))?;
+    let cpus = worker_cpus(&a, &s).map_err(|e| format!("{file}: {e}"))?;
     io::iface::require_root().map_err(|e| e.to_string())?;
 
-    // The whole script is checked, with stand-in ports, before any interface is touched.
-    let stand_ins = names.iter().map(|n| NamedPort { name: n.clone(), port: Box::new(MemPort::new()) }).collect();
+    // The whole script is checked, with stand-in ports, before any interface is touched;
+    // with several workers, each one's part is built from it.
     let reg = Registry::default();
-    let mut p = Pipeline::build(&s, &reg, a.buffers as usize, stand_ins).map_err(|e| format!("{file}: {e}"))?;
+    let stand_ins = |names: &[String]| -> Vec<NamedPort> {
+        names.iter().map(|n| NamedPort { name: n.clone(), port: Box::new(MemPort::new()) }).collect()
+    };
+    let whole = Pipeline::build(&s, &reg, a.buffers as usize, stand_ins(&names)).map_err(|e| format!("{file}: {e}"))?;
+    let mut workers: Vec<(String, Pipeline, Vec<String>)> = if s.workers.len() > 1 {
+        if a.control.is_some() {
+            return Err(
+                "--control serves pipelines of one worker for now; declare one worker or leave --control out".into()
+            );
+        }
+        let tasks = whole.task_names();
+        let parts = workers::split(&s, &tasks).map_err(|e| format!("{file}: {e}"))?;
+        drop(whole);
+        let mut out = Vec::new();
+        for part in parts {
+            let names = port_names(&part.script).map_err(|e| format!("{file}: {e}"))?;
+            let p = Pipeline::build(&part.script, &reg, a.buffers as usize, stand_ins(&names))
+                .map_err(|e| format!("{file}: worker {}: {e}", part.worker.name))?;
+            out.push((part.worker.name, p, names));
+        }
+        out
+    } else {
+        vec![(s.workers.first().map_or("w0".to_string(), |w| w.name.clone()), whole, names.clone())]
+    };
     let ctl = a.control.as_deref().map(control::Control::bind).transpose()?;
-    let mut fds: Vec<RawFd> = ctl.iter().map(|c| c.fd()).collect();
+    let mut fds: Vec<Vec<RawFd>> = Vec::new();
     let mut opened = Vec::new();
-    for n in &names {
-        let (port, what) = XdpPort::open(n, a.copy)?;
-        fds.extend(port.fds());
-        opened.push(what);
-        p.set_port(n, Box::new(port));
-    }
-    if fds.len() > 16 {
-        return Err("more than 16 receive queues over all ports".into());
+    for (_, p, names) in &mut workers {
+        let mut f: Vec<RawFd> = ctl.iter().map(|c| c.fd()).collect();
+        for n in names.iter() {
+            let (port, what) = XdpPort::open(n, a.copy)?;
+            f.extend(port.fds());
+            opened.push(what);
+            p.set_port(n, Box::new(port));
+        }
+        if f.len() > 16 {
+            return Err("more than 16 receive queues over one worker's ports".into());
+        }
+        fds.push(f);
     }
     for what in opened {
         eprintln!("sirocco: pipeline port {what}");
     }
-    for w in &p.warnings {
-        eprintln!("sirocco: warning: {file}: {w}");
+    for (w, p, _) in &workers {
+        for warning in &p.warnings {
+            eprintln!("sirocco: warning: {file}: {w}: {warning}");
+        }
     }
-    if let Some(c) = cpu {
-        io::iface::pin_thread(c).map_err(|e| format!("pinning the worker to CPU {c}: {e}"))?;
-    }
+    let placed: Vec<String> = workers
+        .iter()
+        .zip(&cpus)
+        .map(|((w, _, _), c)| format!("{w} on {}", c.map_or("any CPU".to_string(), |c| format!("CPU {c}"))))
+        .collect();
     eprintln!(
-        "sirocco: pipeline {file} running: {} modules, {} port(s), {} buffers, {} B of metadata{}{}",
-        p.stats().count(),
+        "sirocco: pipeline {file} running: {} modules, {} port(s), {} buffers per worker, {} B of metadata, {}{}",
+        workers.iter().map(|(_, p, _)| p.stats().count()).sum::<usize>(),
         names.len(),
         a.buffers,
-        p.meta_used,
-        cpu.map(|c| format!(", worker on CPU {c}")).unwrap_or_default(),
+        workers.iter().map(|(_, p, _)| p.meta_used).max().unwrap_or(0),
+        placed.join(", "),
         a.control.as_ref().map(|c| format!(", control on {}", c.display())).unwrap_or_default()
     );
-    p.set_clock(Box::new(CpuClock(Instant::now())));
     let until = a.duration.map(|d| Instant::now() + Duration::from_secs_f64(d.max(0.0)));
+    let looping = Looping { until, idle_spins: a.idle_spins };
+    if let [(_, p, _)] = workers.as_mut_slice() {
+        if let Some(c) = cpus[0] {
+            io::iface::pin_thread(c).map_err(|e| format!("pinning the worker to CPU {c}: {e}"))?;
+        }
+        run_worker(p, &fds[0], ctl.as_ref(), &reg, &looping);
+    } else {
+        let reg = &reg;
+        let looping = &looping;
+        let failed: Vec<String> = std::thread::scope(|sc| {
+            let handles: Vec<_> = workers
+                .iter_mut()
+                .zip(&fds)
+                .zip(&cpus)
+                .map(|(((w, p, _), fds), &cpu)| {
+                    sc.spawn(move || {
+                        if let Some(c) = cpu {
+                            io::iface::pin_thread(c).map_err(|e| format!("pinning worker {w} to CPU {c}: {e}"))?;
+                        }
+                        run_worker(p, fds, None, reg, looping);
+                        Ok::<(), String>(())
+                    })
+                })
+                .collect();
+            handles
+                .into_iter()
+                .filter_map(|h| h.join().unwrap_or_else(|_| Err("a worker panicked".into())).err())
+                .collect()
+        });
+        if let Some(e) = failed.into_iter().next() {
+            return Err(e);
+        }
+    }
+    report(&workers, a.counters.as_deref())
+}
+
+/// When a worker stops and when it sleeps.
+struct Looping {
+    until: Option<Instant>,
+    idle_spins: u32,
+}
+
+/// One worker: a scheduling step at a time until a stop signal or the deadline; idle, it
+/// sleeps on its ports (and the control socket, which it serves between steps).
+fn run_worker(p: &mut Pipeline, fds: &[RawFd], ctl: Option<&control::Control>, reg: &Registry, l: &Looping) {
+    p.set_clock(Box::new(CpuClock(Instant::now())));
+    let over = || crate::signals::stop_requested() || l.until.is_some_and(|u| Instant::now() >= u);
     // A round is a step per task; the worker sleeps after `idle_spins` rounds made nothing.
     let tasks = p.task_count().max(1) as u64;
     let mut idle = 0u64;
@@ -274,11 +360,11 @@ fn serve(a: PipelineArgs) -> Result<(), String> {
     loop {
         steps = steps.wrapping_add(1);
         if steps.is_multiple_of(1024) {
-            if crate::signals::stop_requested() || until.is_some_and(|u| Instant::now() >= u) {
+            if over() {
                 break;
             }
-            if let Some(c) = &ctl {
-                c.serve(&mut p, &reg);
+            if let Some(c) = ctl {
+                c.serve(p, reg);
             }
         }
         match p.step() {
@@ -295,21 +381,20 @@ fn serve(a: PipelineArgs) -> Result<(), String> {
             }
             Step::Throttled(None) => idle += 1,
         }
-        if idle < u64::from(a.idle_spins) * tasks {
+        if idle < u64::from(l.idle_spins) * tasks {
             continue;
         }
         // Packets held for later (a delay line) need the worker again within a tick;
         // otherwise it sleeps until a port has frames (bounded, to see a stop signal).
         let us = if p.holding() > 0 { 50 } else { 100_000 };
-        io::sched::wait_readable(&fds, us);
-        if crate::signals::stop_requested() || until.is_some_and(|u| Instant::now() >= u) {
+        io::sched::wait_readable(fds, us);
+        if over() {
             break;
         }
-        if let Some(c) = &ctl {
-            c.serve(&mut p, &reg);
+        if let Some(c) = ctl {
+            c.serve(p, reg);
         }
     }
-    report(&p, a.counters.as_deref())
 }
 
 /// Nanoseconds from the monotonic clock, cycles from the CPU's counter.
@@ -360,11 +445,28 @@ pub(crate) fn stats_json(p: &Pipeline) -> Json {
     json!({ "modules": modules, "ports": ports, "classes": classes, "paused": p.paused })
 }
 
-/// Prints every module's counters and writes them as JSON if asked.
-fn report(p: &Pipeline, path: Option<&std::path::Path>) -> Result<(), String> {
-    let v = stats_json(p);
+/// Prints every module's counters and writes them as JSON if asked (the workers' merged:
+/// module and port names are the script's own; classes are prefixed with their worker's
+/// name when there are several).
+fn report(workers: &[(String, Pipeline, Vec<String>)], path: Option<&std::path::Path>) -> Result<(), String> {
+    let mut v = json!({ "modules": {}, "ports": {}, "classes": {}, "paused": 0 });
+    for (w, p, _) in workers {
+        let one = stats_json(p);
+        for key in ["modules", "ports"] {
+            if let (Some(all), Some(mine)) = (v[key].as_object_mut(), one[key].as_object()) {
+                all.extend(mine.clone());
+            }
+        }
+        if let (Some(all), Some(mine)) = (v["classes"].as_object_mut(), one["classes"].as_object()) {
+            for (k, c) in mine {
+                let name = if workers.len() > 1 { format!("{w}/{k}") } else { k.clone() };
+                all.insert(name, c.clone());
+            }
+        }
+        v["paused"] = json!(v["paused"].as_u64().unwrap_or(0) + p.paused);
+    }
     print_stats(&v);
-    println!("backpressure pauses: {}", p.paused);
+    println!("backpressure pauses: {}", v["paused"]);
     match path {
         Some(path) => write_json(path, &v),
         None => Ok(()),

@@ -48,9 +48,10 @@ impl Control {
         self.listener.as_raw_fd()
     }
 
-    /// Answers every connection waiting.
+    /// Answers the connections waiting (a few at a time: the worker has packets to move).
     pub fn serve(&self, p: &mut Pipeline, reg: &Registry) {
-        while let Ok((conn, _)) = self.listener.accept() {
+        for _ in 0..8 {
+            let Ok((conn, _)) = self.listener.accept() else { break };
             // A client that sends nothing must not hold the worker long.
             let _ = conn.set_nonblocking(false);
             let _ = conn.set_read_timeout(Some(Duration::from_millis(200)));
