@@ -42,6 +42,8 @@ pub const TARGETS: &[(&str, Target)] = &[
     ("store_session", store_session),
     ("pipeline_script", pipeline_script),
     ("pipeline_frames", pipeline_frames),
+    ("ctl_request", ctl_request),
+    ("ctl_policy", ctl_policy),
 ];
 
 /// Requests, whole and in two pieces: the parser never panics, never claims more than it was
@@ -241,6 +243,28 @@ rt:1 -> IPChecksum() -> Replicate(gates=2) -> out
         port.take_sent();
         assert_eq!(p.pool().available() + p.holding(), 512, "every buffer back or held");
     });
+}
+
+/// The control socket's requests: no panic; a grant request that parses asks for a real
+/// port, a name of the allowed shape and at least one queue.
+pub fn ctl_request(data: &[u8]) {
+    if let Ok(ctl::request::Request::Grant(w)) = ctl::request::parse(data) {
+        assert!(w.port >= 1 && w.queues >= 1 && !w.app.is_empty() && w.app.len() <= 32);
+        assert!(w.app.chars().all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_'));
+    }
+}
+
+/// The daemon's policy file: no panic; every entry it accepts has addresses and port rules
+/// with low ≤ high and no port 0, and errors are one line.
+pub fn ctl_policy(data: &[u8]) {
+    match ctl::policy::Policy::parse(&String::from_utf8_lossy(data)) {
+        Ok(p) => {
+            for e in &p.entries {
+                assert!(!e.addrs.is_empty() && e.ports.iter().all(|&(_, lo, hi)| lo >= 1 && lo <= hi));
+            }
+        }
+        Err(e) => assert!(!e.contains('\n'), "one line: {e}"),
+    }
 }
 
 /// The test certificate and key (public test material; see crates/tls/tests/certs).
@@ -987,6 +1011,14 @@ pub fn seeds(target: &str) -> Vec<Vec<u8>> {
             [&[54u8][..], &hex(b"020000000002020000000001080045000028000040004006000001020304c612020104d2001600000000000000005002ffff00000000")].concat(),
             [&[42u8][..], &hex(b"02000000000202000000000108004500001c0000400001010000c6120101c61202010800f7ff0000000100000000")].concat(),
             [&[92u8][..], &hex(b"0200000000020200000000010800450000500000400040110000c6120001c612000212b512b5003c00000800000000000500020000000002020000000001080045000022000040004011000001010101020202020001000200080000aa")].concat(),
+        ],
+        "ctl_request" => vec![
+            br#"{"op":"grant","app":"dns1","addr":"198.18.0.53","proto":"udp","port":53,"queues":1,"pps":100000}"#.to_vec(),
+            br#"{"op":"revoke","app":"dns1"}"#.to_vec(),
+            br#"{"op":"status"}"#.to_vec(),
+        ],
+        "ctl_policy" => vec![
+            b"[[allow]]\nuser = \"dns\"\naddrs = [\"198.18.0.53\"]\nports = [\"udp/53\", \"tcp/8000-8099\"]\nmax_pps = 1000\n".to_vec(),
         ],
         "store_session" => vec![
             b"\x21*3\r\n$3\r\nSET\r\n$1\r\nk\r\n$2\r\n10\r\nINCR k\r\nGET k\r\nSET k v EX 10 NX GET\r\nTTL k\r\n".to_vec(),

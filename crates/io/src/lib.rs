@@ -10,6 +10,7 @@
 //!   reaped by the engine's loop (the diskmap of the Atlas thesis).
 
 pub mod arena;
+pub mod fdpass;
 pub mod filter;
 pub mod iface;
 pub mod mem;

@@ -1,0 +1,52 @@
+//! `sirocco ctl` (issue 19, in progress): the control plane that lets several sirocco
+//! servers share one interface, each with the flows it was granted (Arrakis). This crate is
+//! its sans-IO part: the daemon's policy — which users may ask for which grants
+//! ([`policy`]) —, the grants in force with their overlap rules ([`grants`]), and the
+//! requests servers send over the control socket ([`request`]). The daemon, the per-grant
+//! virtual interfaces and the data-path filters come next (see the README's design).
+
+pub mod grants;
+pub mod policy;
+pub mod request;
+
+use std::net::Ipv4Addr;
+
+/// A transport protocol a grant covers.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Proto {
+    /// UDP.
+    Udp,
+    /// TCP.
+    Tcp,
+}
+
+impl Proto {
+    /// From its name.
+    pub fn parse(s: &str) -> Option<Proto> {
+        match s {
+            "udp" => Some(Proto::Udp),
+            "tcp" => Some(Proto::Tcp),
+            _ => None,
+        }
+    }
+}
+
+/// What a server asks for: its flows, and optionally its queues and rate.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Want {
+    /// The application's name (unique among grants in force).
+    pub app: String,
+    /// The address it serves.
+    pub addr: Ipv4Addr,
+    /// The protocol.
+    pub proto: Proto,
+    /// The port (1 to 65535).
+    pub port: u16,
+    /// Queues (engines) wanted.
+    pub queues: u32,
+    /// Most packets per second it may send, if limited.
+    pub pps: Option<u64>,
+    /// Most bits per second it may send, if limited.
+    pub bps: Option<u64>,
+}

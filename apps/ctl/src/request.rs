@@ -1,0 +1,80 @@
+//! What a server sends the daemon: one JSON object per message. Parsing says exactly what
+//! is wrong, for the refusal the server prints.
+//!
+//! `{"op":"grant","app":"dns1","addr":"198.18.0.53","proto":"udp","port":53,"queues":1,"pps":100000}`
+//! `{"op":"status"}` · `{"op":"revoke","app":"dns1"}`
+
+use crate::{Proto, Want};
+use serde_json::Value;
+
+/// A request.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Request {
+    /// Ask for a grant.
+    Grant(Want),
+    /// List applications, grants and counters.
+    Status,
+    /// End an application's grant.
+    Revoke(String),
+}
+
+/// Longest request accepted.
+pub const MAX_REQUEST: usize = 4096;
+
+fn field<'a>(v: &'a Value, k: &str) -> Result<&'a Value, String> {
+    v.get(k).ok_or_else(|| format!("\"{k}\" is missing"))
+}
+
+/// Parses one request.
+pub fn parse(bytes: &[u8]) -> Result<Request, String> {
+    if bytes.len() > MAX_REQUEST {
+        return Err(format!("a request is at most {MAX_REQUEST} bytes"));
+    }
+    let v: Value = serde_json::from_slice(bytes).map_err(|e| format!("the request is not JSON: {e}"))?;
+    if !v.is_object() {
+        return Err("the request must be a JSON object".into());
+    }
+    let text = |k: &str| -> Result<String, String> {
+        field(&v, k)?.as_str().map(str::to_string).ok_or_else(|| format!("\"{k}\" must be a string"))
+    };
+    let num = |k: &str, lo: u64, hi: u64| -> Result<Option<u64>, String> {
+        match v.get(k) {
+            None => Ok(None),
+            Some(x) => x
+                .as_u64()
+                .filter(|n| (lo..=hi).contains(n))
+                .map(Some)
+                .ok_or_else(|| format!("\"{k}\" must be a number from {lo} to {hi}")),
+        }
+    };
+    match text("op")?.as_str() {
+        "status" => Ok(Request::Status),
+        "revoke" => Ok(Request::Revoke(text("app")?)),
+        "grant" => {
+            let app = text("app")?;
+            if app.is_empty()
+                || app.len() > 32
+                || !app.chars().all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_')
+            {
+                return Err("\"app\" must be 1 to 32 letters, digits, '-' or '_'".into());
+            }
+            let addr = text("addr")?.parse().map_err(|_| "\"addr\" must be an IPv4 address".to_string())?;
+            let proto = Proto::parse(&text("proto")?).ok_or("\"proto\" must be \"udp\" or \"tcp\"")?;
+            let port = num("port", 1, 65535)?.ok_or("\"port\" is missing")? as u16;
+            let queues = num("queues", 1, 64)?.unwrap_or(1) as u32;
+            Ok(Request::Grant(Want {
+                app,
+                addr,
+                proto,
+                port,
+                queues,
+                pps: num("pps", 1, u64::MAX)?,
+                bps: num("bps", 1, u64::MAX)?,
+            }))
+        }
+        op => Err(format!("no op '{op}' (grant, status, revoke)")),
+    }
+}
+
+#[cfg(test)]
+mod tests;

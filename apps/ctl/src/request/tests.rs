@@ -1,0 +1,97 @@
+use super::*;
+use crate::grants::Grants;
+use crate::policy::Policy;
+
+const POLICY: &str = r#"
+[[allow]]
+user = "dns"
+addrs = ["198.18.0.53"]
+ports = ["udp/53", "tcp/53"]
+max_pps = 200000
+
+[[allow]]
+uid = 1002
+addrs = ["198.18.0.80", "198.18.0.81"]
+ports = ["tcp/80", "tcp/8000-8099"]
+max_queues = 2
+"#;
+
+fn want(s: &str) -> Want {
+    match parse(s.as_bytes()).unwrap() {
+        Request::Grant(w) => w,
+        r => panic!("{r:?}"),
+    }
+}
+
+#[test]
+fn grants_follow_the_policy_and_never_overlap() {
+    let p = Policy::parse(POLICY).unwrap();
+    let mut g = Grants::default();
+    let dns = want(r#"{"op":"grant","app":"dns1","addr":"198.18.0.53","proto":"udp","port":53,"pps":100000}"#);
+    assert_eq!(g.add(&p, 1001, Some("dns"), dns.clone()), Ok(1));
+    let again = Want { app: "dns2".into(), ..dns.clone() };
+    assert_eq!(g.add(&p, 1001, Some("dns"), again).unwrap_err(), "198.18.0.53:53 (udp) is granted to 'dns1' already");
+    let web = want(r#"{"op":"grant","app":"web","addr":"198.18.0.81","proto":"tcp","port":8080,"queues":2}"#);
+    assert_eq!(g.add(&p, 1002, None, web.clone()), Ok(2));
+    // The web user may not take DNS's port, nor the DNS user the web's.
+    let steal = Want { app: "x".into(), ..dns.clone() };
+    assert!(g.add(&p, 1002, None, steal).unwrap_err().contains("not among the grants allowed"));
+    assert!(g.add(&p, 1001, Some("dns"), Want { app: "y".into(), ..web.clone() }).is_err());
+    assert_eq!(
+        g.add(&p, 0, Some("root"), Want { app: "z".into(), port: 54, ..dns.clone() }).unwrap_err(),
+        "user root may not be granted anything"
+    );
+    assert_eq!(g.owner(web.addr, web.proto, 8080).map(|g| g.id), Some(2));
+    assert_eq!(g.revoke("dns1").map(|g| g.id), Some(1));
+    assert_eq!(g.add(&p, 1001, Some("dns"), dns), Ok(3), "free again after the revocation");
+}
+
+#[test]
+fn caps_are_enforced() {
+    let p = Policy::parse(POLICY).unwrap();
+    let mut g = Grants::default();
+    let mut w = want(r#"{"op":"grant","app":"d","addr":"198.18.0.53","proto":"tcp","port":53}"#);
+    assert_eq!(
+        g.add(&p, 1, Some("dns"), w.clone()).unwrap_err(),
+        "a rate of at most 200000 packets/s must be asked for"
+    );
+    w.pps = Some(300_000);
+    assert_eq!(g.add(&p, 1, Some("dns"), w.clone()).unwrap_err(), "300000 packets/s asked, at most 200000 allowed");
+    let many = want(r#"{"op":"grant","app":"w","addr":"198.18.0.80","proto":"tcp","port":80,"queues":3}"#);
+    assert_eq!(g.add(&p, 1002, None, many).unwrap_err(), "3 queues asked, 2 allowed");
+}
+
+#[test]
+fn bad_requests_and_policies_say_what_is_wrong() {
+    for (req, want) in [
+        ("nope", "the request is not JSON"),
+        ("[1]", "the request must be a JSON object"),
+        (r#"{"op":"dance"}"#, "no op 'dance' (grant, status, revoke)"),
+        (r#"{"op":"grant","app":"a b","addr":"1.2.3.4","proto":"udp","port":1}"#, "\"app\" must be 1 to 32"),
+        (r#"{"op":"grant","app":"a","addr":"1.2.3","proto":"udp","port":1}"#, "\"addr\" must be an IPv4 address"),
+        (
+            r#"{"op":"grant","app":"a","addr":"1.2.3.4","proto":"sctp","port":1}"#,
+            "\"proto\" must be \"udp\" or \"tcp\"",
+        ),
+        (
+            r#"{"op":"grant","app":"a","addr":"1.2.3.4","proto":"udp","port":0}"#,
+            "\"port\" must be a number from 1 to 65535",
+        ),
+        (r#"{"op":"grant","app":"a","addr":"1.2.3.4","proto":"udp"}"#, "\"port\" is missing"),
+        (r#"{"op":"revoke"}"#, "\"app\" is missing"),
+    ] {
+        let e = parse(req.as_bytes()).unwrap_err();
+        assert!(e.starts_with(want), "{req}: {e}");
+    }
+    assert_eq!(parse(br#"{"op":"status"}"#), Ok(Request::Status));
+    assert!(parse(&vec![b' '; MAX_REQUEST + 1]).is_err());
+    for (text, want) in [
+        ("[[allow]]\naddrs = [\"1.2.3.4\"]\nports = [\"udp/53\"]", "allow entry 1: give user = \"NAME\" or uid = N"),
+        ("[[allow]]\nuid = 1\naddrs = [\"1.2.3.4\"]\nports = [\"udp/0\"]", "allow entry 1: port rule 'udp/0'"),
+        ("[[allow]]\nuid = 1\naddrs = []\nports = [\"udp/53\"]", "allow entry 1: addrs and ports must not be empty"),
+        ("[[allow]]\nuid = 1\naddrs = [\"1.2.3.4\"]\nports = [\"udp/53\"]\nspeed = 3", "unknown field"),
+    ] {
+        let e = Policy::parse(text).unwrap_err();
+        assert!(e.contains(want), "{text}: {e}");
+    }
+}
