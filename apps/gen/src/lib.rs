@@ -5,12 +5,11 @@
 //! depends only on the clock, never on replies, so a slow server shows up as loss and latency
 //! instead of a slower offered load.
 
-pub mod histogram;
 pub mod http;
 pub mod kv;
 
 use engine::{Datagram, Duration, Instant, Originate, SendError, Service, Verdict};
-pub use histogram::Histogram;
+pub use timer::histogram::Histogram;
 use wire::Ipv4Addr;
 
 /// Bytes of the header each generated payload carries.

@@ -77,6 +77,9 @@ struct Class {
     share: u64,
     pass: u128,
     rr_next: usize,
+    /// A weighted-fair class's children by pass, rebuilt each pick in a buffer kept here
+    /// (picking allocates nothing).
+    order: Vec<usize>,
     /// Units available times 1e9 (exact: a nanosecond adds `limit`).
     tokens: i128,
     refilled_ns: u64,
@@ -95,6 +98,7 @@ impl Class {
             share: 1,
             pass: 0,
             rr_next: 0,
+            order: Vec::new(),
             tokens: 0,
             refilled_ns: 0,
             used: Usage::default(),
@@ -304,12 +308,16 @@ impl Scheduler {
             }
             Policy::RoundRobin => self.round_robin(c, now, runnable, wake),
             Policy::Priority => {
-                let kids = self.classes[c].children.clone();
-                kids.into_iter().find_map(|k| self.pick(k, now, runnable, wake))
+                // Children are sorted by priority when the tree is built.
+                (0..self.classes[c].children.len())
+                    .find_map(|i| self.pick(self.classes[c].children[i], now, runnable, wake))
             }
             Policy::WeightedFair => {
-                let mut kids = self.classes[c].children.clone();
+                let mut kids = std::mem::take(&mut self.classes[c].order);
+                kids.clear();
+                kids.extend_from_slice(&self.classes[c].children);
                 kids.sort_by_key(|&k| self.classes[k].pass);
+                let mut found = None;
                 for (i, &k) in kids.iter().enumerate() {
                     if let Some(leaf) = self.pick(k, now, runnable, wake) {
                         // Children that could not run do not bank the turns they miss: when
@@ -318,10 +326,12 @@ impl Scheduler {
                         for &idle in &kids[..i] {
                             self.classes[idle].pass = pass;
                         }
-                        return Some(leaf);
+                        found = Some(leaf);
+                        break;
                     }
                 }
-                None
+                self.classes[c].order = kids;
+                found
             }
         }
     }

@@ -2,9 +2,11 @@
 //!
 //! Time is in ticks supplied by the caller (the engine passes milliseconds), so the wheel is
 //! sans-IO and the simulator can drive it with a virtual clock. [`clock`] holds the time types
-//! the whole data path uses.
+//! the whole data path uses; [`histogram`] the latency histogram the load generators and the
+//! pipeline's Measure keep.
 
 pub mod clock;
+pub mod histogram;
 pub use clock::{Duration, Instant};
 
 /// Handle of a scheduled timer, valid until it fires or is cancelled.

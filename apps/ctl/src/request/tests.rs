@@ -67,17 +67,17 @@ fn bad_requests_and_policies_say_what_is_wrong() {
         ("nope", "the request is not JSON"),
         ("[1]", "the request must be a JSON object"),
         (r#"{"op":"dance"}"#, "no op 'dance' (grant, status, revoke)"),
-        (r#"{"op":"grant","app":"a b","addr":"1.2.3.4","proto":"udp","port":1}"#, "\"app\" must be 1 to 32"),
-        (r#"{"op":"grant","app":"a","addr":"1.2.3","proto":"udp","port":1}"#, "\"addr\" must be an IPv4 address"),
+        (r#"{"op":"grant","app":"a b","addr":"198.18.9.9","proto":"udp","port":1}"#, "\"app\" must be 1 to 32"),
+        (r#"{"op":"grant","app":"a","addr":"198.18.9","proto":"udp","port":1}"#, "\"addr\" must be an IPv4 address"),
         (
-            r#"{"op":"grant","app":"a","addr":"1.2.3.4","proto":"sctp","port":1}"#,
+            r#"{"op":"grant","app":"a","addr":"198.18.9.9","proto":"sctp","port":1}"#,
             "\"proto\" must be \"udp\" or \"tcp\"",
         ),
         (
-            r#"{"op":"grant","app":"a","addr":"1.2.3.4","proto":"udp","port":0}"#,
+            r#"{"op":"grant","app":"a","addr":"198.18.9.9","proto":"udp","port":0}"#,
             "\"port\" must be a number from 1 to 65535",
         ),
-        (r#"{"op":"grant","app":"a","addr":"1.2.3.4","proto":"udp"}"#, "\"port\" is missing"),
+        (r#"{"op":"grant","app":"a","addr":"198.18.9.9","proto":"udp"}"#, "\"port\" is missing"),
         (r#"{"op":"revoke"}"#, "\"app\" is missing"),
     ] {
         let e = parse(req.as_bytes()).unwrap_err();
@@ -86,10 +86,10 @@ fn bad_requests_and_policies_say_what_is_wrong() {
     assert_eq!(parse(br#"{"op":"status"}"#), Ok(Request::Status));
     assert!(parse(&vec![b' '; MAX_REQUEST + 1]).is_err());
     for (text, want) in [
-        ("[[allow]]\naddrs = [\"1.2.3.4\"]\nports = [\"udp/53\"]", "allow entry 1: give user = \"NAME\" or uid = N"),
-        ("[[allow]]\nuid = 1\naddrs = [\"1.2.3.4\"]\nports = [\"udp/0\"]", "allow entry 1: port rule 'udp/0'"),
+        ("[[allow]]\naddrs = [\"198.18.9.9\"]\nports = [\"udp/53\"]", "allow entry 1: give user = \"NAME\" or uid = N"),
+        ("[[allow]]\nuid = 1\naddrs = [\"198.18.9.9\"]\nports = [\"udp/0\"]", "allow entry 1: port rule 'udp/0'"),
         ("[[allow]]\nuid = 1\naddrs = []\nports = [\"udp/53\"]", "allow entry 1: addrs and ports must not be empty"),
-        ("[[allow]]\nuid = 1\naddrs = [\"1.2.3.4\"]\nports = [\"udp/53\"]\nspeed = 3", "unknown field"),
+        ("[[allow]]\nuid = 1\naddrs = [\"198.18.9.9\"]\nports = [\"udp/53\"]\nspeed = 3", "unknown field"),
     ] {
         let e = Policy::parse(text).unwrap_err();
         assert!(e.contains(want), "{text}: {e}");

@@ -5,6 +5,7 @@ use super::Args;
 use crate::metadata::{Attr, Mode};
 use crate::module::{Ctx, Module, Out};
 use crate::packet::Batch;
+use timer::histogram::Histogram;
 
 /// The metadata attribute the two share, unless `attr=` names another.
 const ATTR: &str = "timestamp";
@@ -37,74 +38,6 @@ impl Module for Timestamp {
             }
             out.emit(0, p);
         }
-    }
-}
-
-/// Sub-buckets per power of two: values are kept within 1/16 (6 %).
-const SUB_BITS: u32 = 4;
-const SUB: usize = 1 << SUB_BITS;
-const BUCKETS: usize = (64 - SUB_BITS as usize + 1) * SUB;
-
-/// A log-linear histogram of nanoseconds.
-pub struct Histogram {
-    counts: Vec<u64>,
-    total: u64,
-    max: u64,
-}
-
-impl Default for Histogram {
-    fn default() -> Self {
-        Histogram { counts: vec![0; BUCKETS], total: 0, max: 0 }
-    }
-}
-
-impl Histogram {
-    fn bucket(v: u64) -> usize {
-        if v < SUB as u64 {
-            return v as usize;
-        }
-        let e = 63 - v.leading_zeros();
-        let sub = (v >> (e - SUB_BITS)) as usize & (SUB - 1);
-        (e - SUB_BITS + 1) as usize * SUB + sub
-    }
-
-    /// The smallest value of bucket `b`.
-    fn floor(b: usize) -> u64 {
-        if b < SUB {
-            return b as u64;
-        }
-        let e = (b / SUB) as u32 + SUB_BITS - 1;
-        (1u64 << e) | ((b % SUB) as u64) << (e - SUB_BITS)
-    }
-
-    /// Adds one value.
-    pub fn record(&mut self, v: u64) {
-        self.counts[Self::bucket(v)] += 1;
-        self.total += 1;
-        self.max = self.max.max(v);
-    }
-
-    /// Values recorded.
-    pub fn count(&self) -> u64 {
-        self.total
-    }
-
-    /// The value `q` (0 to 1) of the way up, to the histogram's precision (0 if empty).
-    pub fn quantile(&self, q: f64) -> u64 {
-        let want = ((self.total as f64 * q).ceil() as u64).max(1);
-        let mut seen = 0;
-        for (b, &c) in self.counts.iter().enumerate() {
-            seen += c;
-            if seen >= want {
-                return Self::floor(b).min(self.max);
-            }
-        }
-        0
-    }
-
-    /// The largest value.
-    pub fn max(&self) -> u64 {
-        self.max
     }
 }
 

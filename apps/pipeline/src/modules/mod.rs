@@ -26,7 +26,7 @@ pub use flow::{Acl, HashLb, RateLimit};
 pub use headers::{IpChecksum, Loss, UpdateTtl, VlanPop, VlanPush};
 pub use ip::{IcmpTimeExceeded, IpLookup};
 pub use l2::{L2Forward, MacRewrite};
-pub use measure::{Histogram, Measure, Timestamp};
+pub use measure::{Measure, Timestamp};
 pub use nat::Nat;
 pub use ports::{PortInc, PortOut};
 pub use queue::Queue;

@@ -19,6 +19,8 @@ pub struct XdpPort {
     next: usize,
     rx: Vec<Frame>,
     pending: Vec<Frame>,
+    /// TX ring slots known free beyond `pending` (read from the ring only when used up).
+    room: usize,
     rx_frames: u64,
     tx_frames: u64,
     tx_refused: u64,
@@ -48,6 +50,7 @@ impl XdpPort {
                 next: 0,
                 rx: vec![Frame::new(0, 0); 64],
                 pending: Vec::with_capacity(TX_BATCH),
+                room: 0,
                 rx_frames: 0,
                 tx_frames: 0,
                 tx_refused: 0,
@@ -101,7 +104,10 @@ impl NetPort for XdpPort {
 
     fn send(&mut self, frame: &[u8]) -> bool {
         let s = &mut self.socks[0];
-        if frame.len() > s.frame_capacity() || self.pending.len() >= s.tx_room() {
+        if self.room == 0 {
+            self.room = s.tx_room().saturating_sub(self.pending.len());
+        }
+        if frame.len() > s.frame_capacity() || self.room == 0 {
             self.tx_refused += 1;
             return false;
         }
@@ -112,6 +118,7 @@ impl NetPort for XdpPort {
         s.data_mut(f)[..frame.len()].copy_from_slice(frame);
         f.len = frame.len() as u32;
         self.pending.push(f);
+        self.room -= 1;
         if self.pending.len() == TX_BATCH {
             self.submit();
         }

@@ -3,7 +3,7 @@ use crate::modules::testing::run;
 
 #[test]
 fn encap_then_decap_gives_the_frame_back() {
-    let inner = udp([10, 0, 0, 1], [10, 0, 0, 2], 1234, 80, b"inner payload");
+    let inner = udp([198, 19, 0, 1], [198, 19, 0, 2], 1234, 80, b"inner payload");
     let (g, _) = run(
         "VXLANEncap",
         "src_mac=\"02:00:00:00:0a:01\", dst_mac=\"02:00:00:00:0a:02\", src_ip=\"198.18.1.1\", dst_ip=\"198.18.2.1\", vni=0x123456",
