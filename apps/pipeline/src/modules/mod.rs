@@ -152,38 +152,32 @@ impl Args<'_> {
         })
     }
 
-    /// A list of strings argument (empty if not given).
-    pub fn strings(&self, key: &str) -> Result<Vec<String>, String> {
+    /// A list argument (empty if not given; a single value is a list of one), each item
+    /// read by `item`; `what` names the items for the error.
+    fn list<T>(&self, key: &str, what: &str, item: impl Fn(&Value) -> Option<T>) -> Result<Vec<T>, String> {
+        let bad = || format!("{key} must be a list of {what}");
         match self.get(key) {
             None => Ok(Vec::new()),
-            Some(Value::List(l)) => l
-                .iter()
-                .map(|v| match v {
-                    Value::Str(s) | Value::Ident(s) => Ok(s.clone()),
-                    _ => Err(format!("{key} must be a list of strings")),
-                })
-                .collect(),
-            Some(Value::Str(s) | Value::Ident(s)) => Ok(vec![s.clone()]),
-            Some(_) => Err(format!("{key} must be a list of strings")),
+            Some(Value::List(l)) => l.iter().map(|v| item(v).ok_or_else(bad)).collect(),
+            Some(v) => item(v).map(|x| vec![x]).ok_or_else(bad),
         }
+    }
+
+    /// A list of strings argument (empty if not given).
+    pub fn strings(&self, key: &str) -> Result<Vec<String>, String> {
+        self.list(key, "strings", |v| match v {
+            Value::Str(s) | Value::Ident(s) => Some(s.clone()),
+            _ => None,
+        })
     }
 
     /// A list of numbers argument (empty if not given).
     pub fn floats(&self, key: &str) -> Result<Vec<f64>, String> {
-        match self.get(key) {
-            None => Ok(Vec::new()),
-            Some(Value::List(l)) => l
-                .iter()
-                .map(|v| match v {
-                    Value::Int(i) => Ok(*i as f64),
-                    Value::Float(f) => Ok(*f),
-                    _ => Err(format!("{key} must be a list of numbers")),
-                })
-                .collect(),
-            Some(Value::Int(i)) => Ok(vec![*i as f64]),
-            Some(Value::Float(f)) => Ok(vec![*f]),
-            Some(_) => Err(format!("{key} must be a list of numbers")),
-        }
+        self.list(key, "numbers", |v| match v {
+            Value::Int(i) => Some(*i as f64),
+            Value::Float(f) => Some(*f),
+            _ => None,
+        })
     }
 
     /// A true/false argument, or `default`.
