@@ -76,10 +76,10 @@ pub(super) fn open(opts: &Options, grants: &[Grant], what: &str) -> Result<Opene
     Ok(Opened { ifc, owns_alone, filter, ports })
 }
 
-/// Opens the socket of queue `q`. A socket the last process on this queue had is torn down
+/// Opens the socket of queue `q` (also a pipeline's ports). A socket the last process on this queue had is torn down
 /// by the kernel after that process exits; until then binding says EBUSY: wait for it a
 /// bounded time.
-fn open_socket(ifc: &Interface, q: u32, xcfg: XskConfig) -> Result<XskPort, String> {
+pub(crate) fn open_socket(ifc: &Interface, q: u32, xcfg: XskConfig) -> Result<XskPort, String> {
     let mut tries = 0;
     loop {
         match XskPort::open(ifc.index, q, xcfg) {

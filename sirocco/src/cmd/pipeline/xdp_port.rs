@@ -37,8 +37,7 @@ impl XdpPort {
         let cfg = XskConfig { force_copy, ..XskConfig::default() };
         let mut socks = Vec::new();
         for q in 0..ifc.rx_queues {
-            let s = XskPort::open(ifc.index, q, cfg)
-                .map_err(|e| format!("opening an AF_XDP socket on {name} queue {q}: {e}"))?;
+            let s = crate::dataplane::open_socket(&ifc, q, cfg)?;
             filter.bind_queue(q, s.raw_fd()).map_err(|e| e.to_string())?;
             socks.push(s);
         }
