@@ -1,11 +1,16 @@
-//! Compiles the XDP filter from C with clang at build time; the object is embedded in the
+//! Compiles the XDP programs (the filter, `sirocco ctl`'s) from C with clang at build time; the object is embedded in the
 //! binary and loaded with aya at run time.
 use std::path::PathBuf;
 use std::process::Command;
 
 fn main() {
     let out = PathBuf::from(std::env::var("OUT_DIR").unwrap());
-    let src = "bpf/filter.c";
+    for name in ["filter", "ctl"] {
+        compile(&format!("bpf/{name}.c"), &out.join(format!("{name}.o")));
+    }
+}
+
+fn compile(src: &str, obj: &std::path::Path) {
     println!("cargo:rerun-if-changed={src}");
     let clang = std::env::var("CLANG").unwrap_or_else(|_| "clang".into());
     let arch_include = format!("/usr/include/{}-linux-gnu", std::env::var("CARGO_CFG_TARGET_ARCH").unwrap());
@@ -13,7 +18,7 @@ fn main() {
         .args(["-O2", "-g", "-target", "bpf", "-Wall", "-Werror"])
         .arg(format!("-I{arch_include}"))
         .args(["-c", src, "-o"])
-        .arg(out.join("filter.o"))
+        .arg(obj)
         .status();
     match status {
         Ok(s) if s.success() => {}

@@ -3,6 +3,7 @@
 //! `dataplane/`.
 
 mod cmd;
+mod ctl;
 mod dataplane;
 mod serve;
 mod signals;
@@ -62,6 +63,13 @@ enum Cmd {
     /// completion. Every interface a PortInc/PortOut names is taken whole: give the pipeline
     /// interfaces of its own.
     Pipeline(cmd::pipeline::PipelineCmd),
+    /// The control plane that lets several servers share one interface (Arrakis).
+    ///
+    /// `sirocco ctl --iface IF` runs the daemon: it owns IF's XDP program and gives each server
+    /// started with `--ctl SOCKET` a virtual NIC carrying only the flow it was granted (by the
+    /// policy file), with what it sends checked and rate-limited below it. `sirocco ctl
+    /// status` lists the grants and their counters; `sirocco ctl revoke APP` ends one.
+    Ctl(cmd::ctl::CtlCmd),
     /// Load generators (the load side of the benchmarks).
     #[command(subcommand)]
     Gen(GenCmd),
@@ -96,6 +104,7 @@ fn main() {
         Cmd::Kv(a) => cmd::kv::run(a),
         Cmd::Store(a) => cmd::store::run(a),
         Cmd::Pipeline(a) => cmd::pipeline::run(a),
+        Cmd::Ctl(a) => cmd::ctl::run(a),
         Cmd::Gen(GenCmd::Udp(a)) => cmd::gen_udp::run(a),
         Cmd::Gen(GenCmd::Http(a)) => cmd::gen_http::run(a),
         Cmd::Gen(GenCmd::Kv(a)) => cmd::gen_kv::run(a),

@@ -22,6 +22,14 @@ pub enum Proto {
 }
 
 impl Proto {
+    /// Its name, as requests and the policy spell it.
+    pub fn name(self) -> &'static str {
+        match self {
+            Proto::Udp => "udp",
+            Proto::Tcp => "tcp",
+        }
+    }
+
     /// From its name.
     pub fn parse(s: &str) -> Option<Proto> {
         match s {
@@ -49,4 +57,12 @@ pub struct Want {
     pub pps: Option<u64>,
     /// Most bits per second it may send, if limited.
     pub bps: Option<u64>,
+    /// Packet memory per queue, in bytes: frames, and what the application lends its
+    /// storage buffers from.
+    pub memory: u64,
+    /// Of that, the bytes lent to storage buffers (the rest is cut into frames).
+    pub lend: u64,
 }
+
+/// Packet memory a queue gets when the request does not say: 4096 frames of 4 KiB.
+pub const DEFAULT_QUEUE_MEMORY: u64 = 4096 * 4096;

@@ -9,6 +9,7 @@
 //! ports = ["udp/53", "tcp/53"]  # PROTO/PORT or PROTO/LOW-HIGH
 //! max_pps = 200000              # optional: grants must ask for a rate at most this
 //! max_queues = 2                # optional (1 by default)
+//! max_memory_mib = 512          # optional: packet memory over all queues (256 by default)
 //! ```
 
 use crate::{Proto, Want};
@@ -32,6 +33,7 @@ struct RawEntry {
     max_pps: Option<u64>,
     max_bps: Option<u64>,
     max_queues: Option<u32>,
+    max_memory_mib: Option<u64>,
 }
 
 /// Who an entry is for.
@@ -58,7 +60,12 @@ pub struct Entry {
     pub max_bps: Option<u64>,
     /// Most queues.
     pub max_queues: u32,
+    /// Most packet memory over all of a grant's queues, in MiB.
+    pub max_memory_mib: u64,
 }
+
+/// Packet memory a grant may have when its entry does not say.
+pub const DEFAULT_MAX_MEMORY_MIB: u64 = 256;
 
 /// The policy.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -115,6 +122,7 @@ impl Policy {
                 max_pps: e.max_pps,
                 max_bps: e.max_bps,
                 max_queues: e.max_queues.unwrap_or(1).max(1),
+                max_memory_mib: e.max_memory_mib.unwrap_or(DEFAULT_MAX_MEMORY_MIB),
             });
         }
         Ok(Policy { entries })
@@ -146,6 +154,10 @@ impl Policy {
         };
         if w.queues > e.max_queues {
             return Err(format!("{} queues asked, {} allowed", w.queues, e.max_queues));
+        }
+        let mib = (w.memory * u64::from(w.queues)).div_ceil(1 << 20);
+        if mib > e.max_memory_mib {
+            return Err(format!("{mib} MiB of packet memory asked, {} allowed", e.max_memory_mib));
         }
         let over = |cap: Option<u64>, asked: Option<u64>, what: &str| match (cap, asked) {
             (Some(c), None) => Err(format!("a rate of at most {c} {what} must be asked for")),

@@ -2,6 +2,8 @@
 //! is wrong, for the refusal the server prints.
 //!
 //! `{"op":"grant","app":"dns1","addr":"198.18.0.53","proto":"udp","port":53,"queues":1,"pps":100000}`
+//! (optional: `"bps"`; `"memory"`, the packet memory per queue in bytes, and `"lend"`,
+//! how much of it is lent to storage buffers rather than cut into frames)
 //! `{"op":"status"}` · `{"op":"revoke","app":"dns1"}`
 
 use crate::{Proto, Want};
@@ -61,15 +63,23 @@ pub fn parse(bytes: &[u8]) -> Result<Request, String> {
             let addr = text("addr")?.parse().map_err(|_| "\"addr\" must be an IPv4 address".to_string())?;
             let proto = Proto::parse(&text("proto")?).ok_or("\"proto\" must be \"udp\" or \"tcp\"")?;
             let port = num("port", 1, 65535)?.ok_or("\"port\" is missing")? as u16;
-            let queues = num("queues", 1, 64)?.unwrap_or(1) as u32;
+            // A grant's sockets and memory files travel in one message of at most 16.
+            let queues = num("queues", 1, 8)?.unwrap_or(1) as u32;
+            let memory = num("memory", 1 << 22, 4 << 30)?.unwrap_or(crate::DEFAULT_QUEUE_MEMORY);
+            // At least 1024 frames of 4 KiB stay frames.
+            let lend = num("lend", 0, memory - (1 << 22))?.unwrap_or(0);
             Ok(Request::Grant(Want {
                 app,
                 addr,
                 proto,
                 port,
                 queues,
-                pps: num("pps", 1, u64::MAX)?,
-                bps: num("bps", 1, u64::MAX)?,
+                // The transmit buckets count in nanoseconds of rate: these bounds keep them in
+                // 64 bits.
+                pps: num("pps", 1, 1_000_000_000)?,
+                bps: num("bps", 1, 100_000_000_000)?,
+                memory,
+                lend,
             }))
         }
         op => Err(format!("no op '{op}' (grant, status, revoke)")),

@@ -10,11 +10,14 @@ use crate::sys;
 use std::io;
 use std::sync::Arc;
 
-/// An anonymous, page-aligned mapping (on 2 MB hugepages when reserved).
+/// A page-aligned mapping (on 2 MB hugepages when reserved): anonymous, or of a memory file
+/// that another process (a control daemon, an application) maps too.
 pub(crate) struct Mapping {
     ptr: *mut u8,
     len: usize,
     hugepages: bool,
+    /// The memory file, if the mapping is shared through one.
+    file: Option<std::os::fd::OwnedFd>,
 }
 
 // SAFETY: plain memory; who may touch which bytes when is decided by the tokens and rings of
@@ -28,7 +31,27 @@ impl Mapping {
     pub(crate) fn new(len: usize) -> io::Result<Arc<Mapping>> {
         let len = len.next_multiple_of(2 << 20);
         let (ptr, hugepages) = sys::mmap_anon(len)?;
-        Ok(Arc::new(Mapping { ptr, len, hugepages }))
+        Ok(Arc::new(Mapping { ptr, len, hugepages, file: None }))
+    }
+    /// At least `len` bytes (rounded up to 2 MB) of a new memory file, mapped shared.
+    pub(crate) fn new_file(name: &str, len: usize) -> io::Result<Arc<Mapping>> {
+        let len = len.next_multiple_of(2 << 20);
+        let (fd, ptr, hugepages) = sys::memfd_shared(name, len)?;
+        Ok(Arc::new(Mapping { ptr, len, hugepages, file: Some(fd) }))
+    }
+    /// The whole of a memory file received from another process, mapped shared.
+    pub(crate) fn of_file(fd: std::os::fd::OwnedFd) -> io::Result<Arc<Mapping>> {
+        let len = sys::file_len(&fd)?;
+        if len == 0 || len % (2 << 20) != 0 {
+            return Err(io::Error::new(io::ErrorKind::InvalidData, "packet memory is not a whole number of 2 MB"));
+        }
+        let ptr = sys::mmap_file(&fd, len)?;
+        // Whether the sender's file is on hugepages is its business; only reporting uses it.
+        Ok(Arc::new(Mapping { ptr, len, hugepages: false, file: Some(fd) }))
+    }
+    /// The memory file, if shared through one.
+    pub(crate) fn file(&self) -> Option<&std::os::fd::OwnedFd> {
+        self.file.as_ref()
     }
     pub(crate) fn ptr(&self) -> *mut u8 {
         self.ptr

@@ -98,6 +98,28 @@ pub fn recv(sock: &UnixStream, buf: &mut [u8]) -> io::Result<(usize, Vec<OwnedFd
     Ok((n as usize, fds))
 }
 
+/// The user id of the process at the other end of `sock`, as the kernel recorded it when
+/// the connection was made (SO_PEERCRED): what a daemon trusts, not what a request says.
+pub fn peer_uid(sock: &UnixStream) -> io::Result<u32> {
+    // SAFETY: zero is a valid ucred.
+    let mut cred: libc::ucred = unsafe { std::mem::zeroed() };
+    let mut len = std::mem::size_of::<libc::ucred>() as libc::socklen_t;
+    // SAFETY: `cred` is a live ucred and `len` its size; the kernel writes at most that.
+    let r = unsafe {
+        libc::getsockopt(
+            sock.as_raw_fd(),
+            libc::SOL_SOCKET,
+            libc::SO_PEERCRED,
+            (&mut cred as *mut libc::ucred).cast(),
+            &mut len,
+        )
+    };
+    if r < 0 {
+        return Err(io::Error::last_os_error());
+    }
+    Ok(cred.uid)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -135,6 +157,8 @@ mod tests {
         assert_eq!((n, fds.len()), (6, 0));
         assert!(send(&a, b"", &[]).is_err());
         assert!(send(&a, b"x", &[0; 17]).is_err());
+        // SAFETY: a plain system call.
+        assert_eq!(peer_uid(&b).unwrap(), unsafe { libc::getuid() });
         drop(a);
         assert_eq!(recv(&b, &mut buf).unwrap().0, 0, "end of stream");
     }

@@ -58,6 +58,12 @@ impl fmt::Display for FilterError {
 
 impl std::error::Error for FilterError {}
 
+impl FilterError {
+    pub(crate) fn new(msg: String) -> FilterError {
+        FilterError(msg)
+    }
+}
+
 fn err(msg: impl Into<String>) -> FilterError {
     FilterError(msg.into())
 }

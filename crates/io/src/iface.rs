@@ -103,6 +103,23 @@ pub fn require_root() -> io::Result<()> {
     }
 }
 
+/// Moves the calling thread into a network namespace of its own, which lives as long as the
+/// thread (and whatever it made there) does: `sirocco ctl` keeps its applications'
+/// interfaces there, so they go with the daemon.
+pub fn enter_private_netns() -> io::Result<()> {
+    sys::unshare_net()
+}
+
+/// The path of the calling thread's network namespace, as `ip ... netns PATH` takes it.
+pub fn thread_netns_path() -> String {
+    format!("/proc/{}/task/{}/ns/net", std::process::id(), sys::thread_id())
+}
+
+/// The index of interface `name` in the calling thread's network namespace.
+pub fn index_of(name: &str) -> Option<u32> {
+    sys::if_index(name)
+}
+
 /// Pins the calling thread to `cpu`.
 pub fn pin_thread(cpu: usize) -> io::Result<()> {
     sys::pin_to_cpu(cpu)

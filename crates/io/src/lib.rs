@@ -5,11 +5,13 @@
 //!   driver has it, copy mode elsewhere).
 //! - [`mem::MemPort`]: an in-memory pair with the same interface, for tests.
 //! - [`filter::Filter`]: the XDP program that redirects only granted flows to sirocco.
+//! - [`ctl_path::CtlPath`]: `sirocco ctl`'s programs, which share one interface among grants.
 //! - [`iface`]: interface facts from the kernel (index, MAC, addresses, queues, neighbours).
 //! - [`storage::StoragePort`]: storage queues — io_uring with O_DIRECT into registered buffers,
 //!   reaped by the engine's loop (the diskmap of the Atlas thesis).
 
 pub mod arena;
+pub mod ctl_path;
 pub mod fdpass;
 pub mod filter;
 pub mod iface;

@@ -205,6 +205,73 @@ pub fn mmap_anon(len: usize) -> io::Result<(*mut u8, bool)> {
     Ok((p as *mut u8, false))
 }
 
+/// Makes a memory file of `len` bytes (on 2 MB hugepages when reserved) and maps it shared;
+/// returns the file, the pointer and whether hugepages back it. Another process that
+/// receives the file maps the same pages (a UMEM a daemon registered for an application).
+pub fn memfd_shared(name: &str, len: usize) -> io::Result<(OwnedFd, *mut u8, bool)> {
+    let cname = std::ffi::CString::new(name).map_err(|_| io::Error::from(io::ErrorKind::InvalidInput))?;
+    for huge in [true, false] {
+        let flags = libc::MFD_CLOEXEC | if huge { libc::MFD_HUGETLB } else { 0 };
+        // SAFETY: plain system call with a NUL-terminated name; the descriptor is ours alone.
+        let fd = unsafe { libc::memfd_create(cname.as_ptr(), flags) };
+        if fd < 0 {
+            continue;
+        }
+        // SAFETY: `fd` was just returned by memfd_create and is owned by nobody else.
+        let fd = unsafe { OwnedFd::from_raw_fd(fd) };
+        // SAFETY: resizing our own memory file.
+        if unsafe { libc::ftruncate(fd.as_raw_fd(), len as libc::off_t) } < 0 {
+            continue;
+        }
+        match mmap_file(&fd, len) {
+            Ok(p) => return Ok((fd, p, huge)),
+            Err(_) if huge => continue,
+            Err(e) => return Err(e),
+        }
+    }
+    Err(io::Error::last_os_error())
+}
+
+/// Maps `len` bytes of a memory file, shared, populated.
+pub fn mmap_file(fd: &OwnedFd, len: usize) -> io::Result<*mut u8> {
+    // SAFETY: asks the kernel for a new shared mapping of a file we hold; checked before use.
+    let p = unsafe {
+        libc::mmap(
+            std::ptr::null_mut(),
+            len,
+            libc::PROT_READ | libc::PROT_WRITE,
+            libc::MAP_SHARED | libc::MAP_POPULATE,
+            fd.as_raw_fd(),
+            0,
+        )
+    };
+    if p == libc::MAP_FAILED {
+        return Err(io::Error::last_os_error());
+    }
+    Ok(p as *mut u8)
+}
+
+/// Size of the file behind `fd`.
+pub fn file_len(fd: &OwnedFd) -> io::Result<usize> {
+    // SAFETY: zero is a valid stat buffer, filled by the call.
+    let mut st: libc::stat = unsafe { std::mem::zeroed() };
+    // SAFETY: `st` is a live stat buffer.
+    check(unsafe { libc::fstat(fd.as_raw_fd(), &mut st) })?;
+    Ok(st.st_size as usize)
+}
+
+/// Moves the calling thread (only) into a new network namespace.
+pub fn unshare_net() -> io::Result<()> {
+    // SAFETY: plain system call; it changes only the calling thread's namespaces.
+    check(unsafe { libc::unshare(libc::CLONE_NEWNET) }).map(|_| ())
+}
+
+/// The calling thread's id.
+pub fn thread_id() -> u32 {
+    // SAFETY: plain system call without arguments.
+    unsafe { libc::gettid() as u32 }
+}
+
 /// Unmaps a mapping made by one of the functions above.
 ///
 /// # Safety

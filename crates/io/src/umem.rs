@@ -23,13 +23,39 @@ impl Umem {
     /// Allocates the arena: `frames` frames, then `lend` bytes (rounded up to 2 MB) for
     /// [`Umem::region`].
     pub fn new(frames: usize, frame_size: usize, lend: usize) -> io::Result<Umem> {
-        if !frame_size.is_power_of_two() || !(2048..=4096).contains(&frame_size) {
-            return Err(io::Error::new(io::ErrorKind::InvalidInput, "frame size must be 2048 or 4096"));
-        }
+        check_frame_size(frame_size)?;
         let frames_len = (frames * frame_size).next_multiple_of(2 << 20);
         let lent = lend.next_multiple_of(2 << 20);
         let map = Mapping::new(frames_len + lent)?;
         Ok(Umem { map, frames_len, frame_size, lent })
+    }
+
+    /// As [`Umem::new`], in a memory file that [`Umem::file`] gives out, for another process
+    /// to map with [`Umem::from_file`].
+    pub fn new_shared(frames: usize, frame_size: usize, lend: usize) -> io::Result<Umem> {
+        check_frame_size(frame_size)?;
+        let frames_len = (frames * frame_size).next_multiple_of(2 << 20);
+        let lent = lend.next_multiple_of(2 << 20);
+        let map = Mapping::new_file("sirocco-umem", frames_len + lent)?;
+        Ok(Umem { map, frames_len, frame_size, lent })
+    }
+
+    /// The arena of a memory file made by [`Umem::new_shared`] in another process: `frames`
+    /// frames of `frame_size`, the rest of the file lent.
+    pub fn from_file(fd: std::os::fd::OwnedFd, frames: usize, frame_size: usize) -> io::Result<Umem> {
+        check_frame_size(frame_size)?;
+        let map = Mapping::of_file(fd)?;
+        let frames_len = (frames * frame_size).next_multiple_of(2 << 20);
+        if frames == 0 || frames_len > map.len() {
+            return Err(io::Error::new(io::ErrorKind::InvalidData, "packet memory smaller than its frames"));
+        }
+        let lent = map.len() - frames_len;
+        Ok(Umem { map, frames_len, frame_size, lent })
+    }
+
+    /// The memory file, if the arena is shared through one.
+    pub fn file(&self) -> Option<&std::os::fd::OwnedFd> {
+        self.map.file()
     }
 
     /// Number of frames.
@@ -91,4 +117,11 @@ impl Umem {
         // and the frame is owned by the engine (not the kernel) when this is called.
         unsafe { std::slice::from_raw_parts_mut(self.map.ptr().add(a), end - a) }
     }
+}
+
+fn check_frame_size(frame_size: usize) -> io::Result<()> {
+    if !frame_size.is_power_of_two() || !(2048..=4096).contains(&frame_size) {
+        return Err(io::Error::new(io::ErrorKind::InvalidInput, "frame size must be 2048 or 4096"));
+    }
+    Ok(())
 }

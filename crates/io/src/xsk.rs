@@ -243,15 +243,49 @@ const PAGE_SHIFT: u32 = 12;
 // at a time (an engine), and moving it between threads is fine.
 unsafe impl Send for XskPort {}
 
-impl XskPort {
-    /// Creates the UMEM, the socket and its rings, and binds to `queue` of `ifindex`, trying
-    /// zero-copy first unless `cfg.force_copy`.
-    pub fn open(ifindex: u32, queue: u32, cfg: XskConfig) -> io::Result<XskPort> {
+/// What a bound socket was made with: all a process needs, with the socket and its packet
+/// memory, to map the rings and run it (see [`XskPort::adopt`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct XskShape {
+    /// The queue it is bound to.
+    pub queue: u32,
+    /// Frames in the UMEM.
+    pub frames: usize,
+    /// Bytes per frame.
+    pub frame_size: usize,
+    /// Entries in each ring.
+    pub ring_size: u32,
+    /// How it was bound.
+    pub mode: BindMode,
+    /// Descriptors one copy-mode kick may transmit.
+    pub tx_budget: u32,
+    /// Bytes of TX metadata before a descriptor's address, if the kernel took them.
+    pub tx_meta: Option<u32>,
+    /// The UMEM is in unaligned mode (memory lent beyond the frames).
+    pub unaligned: bool,
+}
+
+/// A socket bound to its queue with its UMEM registered, before its rings are mapped: what a
+/// control daemon opens on an application's behalf and hands over (socket and memory file).
+pub struct XskBound {
+    fd: OwnedFd,
+    umem: Umem,
+    shape: XskShape,
+}
+
+impl XskBound {
+    /// Creates the UMEM (in a memory file if `shared`), the socket and its rings, and binds
+    /// to `queue` of `ifindex`, trying zero-copy first unless `cfg.force_copy`.
+    pub fn open(ifindex: u32, queue: u32, cfg: XskConfig, shared: bool) -> io::Result<XskBound> {
         let ring_size = cfg.ring_size;
         if !ring_size.is_power_of_two() {
             return Err(io::Error::new(io::ErrorKind::InvalidInput, "ring size must be a power of two"));
         }
-        let umem = Umem::new(cfg.frames, cfg.frame_size, cfg.lend)?;
+        let umem = if shared {
+            Umem::new_shared(cfg.frames, cfg.frame_size, cfg.lend)?
+        } else {
+            Umem::new(cfg.frames, cfg.frame_size, cfg.lend)?
+        };
         let fd = sys::xsk_socket().map_err(|e| ctx(e, "socket(AF_XDP)"))?;
         // A packet whose payload is a slice of a lent buffer starts anywhere and may cross
         // chunk boundaries: that takes unaligned chunks, and its headers being in another
@@ -285,11 +319,6 @@ impl XskPort {
         sys::set_opt(&fd, sys::XDP_UMEM_COMPLETION_RING, &ring_size)?;
         sys::set_opt(&fd, sys::XDP_RX_RING, &ring_size)?;
         sys::set_opt(&fd, sys::XDP_TX_RING, &ring_size)?;
-        let off: MmapOffsets = sys::get_opt(&fd, sys::XDP_MMAP_OFFSETS)?;
-        let rx = Ring::map(&fd, &off.rx, ring_size, sys::XDP_PGOFF_RX_RING)?;
-        let tx = Ring::map(&fd, &off.tx, ring_size, sys::XDP_PGOFF_TX_RING)?;
-        let fill = Ring::map(&fd, &off.fr, ring_size, sys::XDP_UMEM_PGOFF_FILL_RING)?;
-        let comp = Ring::map(&fd, &off.cr, ring_size, sys::XDP_UMEM_PGOFF_COMPLETION_RING)?;
 
         let mut mode = BindMode::ZeroCopy;
         let zc = if cfg.force_copy {
@@ -313,11 +342,49 @@ impl XskPort {
         } else {
             32
         };
+        let shape = XskShape {
+            queue,
+            frames: umem.frames(),
+            frame_size: umem.frame_size(),
+            ring_size,
+            mode,
+            tx_budget,
+            tx_meta: tx_meta.then_some(meta),
+            unaligned: gather,
+        };
+        Ok(XskBound { fd, umem, shape })
+    }
 
+    /// What it was made with.
+    pub fn shape(&self) -> XskShape {
+        self.shape
+    }
+    /// The socket, to hand over.
+    pub fn socket_fd(&self) -> RawFd {
+        self.fd.as_raw_fd()
+    }
+    /// The packet memory's file, to hand over (if opened shared).
+    pub fn memory_fd(&self) -> Option<RawFd> {
+        self.umem.file().map(|f| f.as_raw_fd())
+    }
+
+    /// Maps the rings and makes the port.
+    pub fn into_port(self) -> io::Result<XskPort> {
+        let XskBound { fd, umem, shape } = self;
+        let ring_size = shape.ring_size;
+        if !ring_size.is_power_of_two() || shape.frames != umem.frames() || shape.frame_size != umem.frame_size() {
+            return Err(io::Error::new(io::ErrorKind::InvalidData, "socket shape does not match its packet memory"));
+        }
+        let off: MmapOffsets = sys::get_opt(&fd, sys::XDP_MMAP_OFFSETS).map_err(|e| ctx(e, "XDP_MMAP_OFFSETS"))?;
+        let rx = Ring::map(&fd, &off.rx, ring_size, sys::XDP_PGOFF_RX_RING)?;
+        let tx = Ring::map(&fd, &off.tx, ring_size, sys::XDP_PGOFF_TX_RING)?;
+        let fill = Ring::map(&fd, &off.fr, ring_size, sys::XDP_UMEM_PGOFF_FILL_RING)?;
+        let comp = Ring::map(&fd, &off.cr, ring_size, sys::XDP_UMEM_PGOFF_COMPLETION_RING)?;
         let frames = umem.frames();
         let fs = umem.frame_size() as u64;
+        let lent = umem.region().map_or(0, |r| r.len());
         // With TX metadata every TX address must leave room for it below: frame 0's would not.
-        let first = u64::from(tx_meta);
+        let first = u64::from(shape.tx_meta.is_some());
         let free_list: Vec<u64> = (first..frames as u64).rev().map(|i| i * fs).collect();
         let mut port = XskPort {
             rx,
@@ -328,18 +395,36 @@ impl XskPort {
             umem,
             free_list,
             pins: Pins::new(frames, fs as usize),
-            mode,
-            queue,
+            mode: shape.mode,
+            queue: shape.queue,
             // Half the frames wait in the fill ring for RX; the other half serve TX.
             fill_target: ring_size.min(frames as u32 / 2),
             tx_stalled: false,
-            counters: XskCounters { tx_budget, ..XskCounters::default() },
-            unaligned: gather,
-            tx_meta: tx_meta.then_some(meta),
-            in_flight: vec![0; cfg.lend.next_multiple_of(2 << 20) >> PAGE_SHIFT],
+            counters: XskCounters { tx_budget: shape.tx_budget, ..XskCounters::default() },
+            unaligned: shape.unaligned,
+            tx_meta: shape.tx_meta,
+            in_flight: vec![0; lent >> PAGE_SHIFT],
         };
         port.refill();
         Ok(port)
+    }
+}
+
+impl XskPort {
+    /// Creates the UMEM, the socket and its rings, and binds to `queue` of `ifindex`, trying
+    /// zero-copy first unless `cfg.force_copy`.
+    pub fn open(ifindex: u32, queue: u32, cfg: XskConfig) -> io::Result<XskPort> {
+        XskBound::open(ifindex, queue, cfg, false)?.into_port()
+    }
+
+    /// A socket another process bound and handed over, with its packet memory's file and
+    /// its shape (an application's socket from `sirocco ctl`).
+    pub fn adopt(socket: OwnedFd, memory: OwnedFd, shape: XskShape) -> io::Result<XskPort> {
+        let umem = Umem::from_file(memory, shape.frames, shape.frame_size)?;
+        if shape.unaligned != (umem.region().is_some()) {
+            return Err(io::Error::new(io::ErrorKind::InvalidData, "socket shape does not match its packet memory"));
+        }
+        XskBound { fd: socket, umem, shape }.into_port()
     }
 
     /// How the socket was bound.

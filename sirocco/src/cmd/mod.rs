@@ -1,6 +1,7 @@
 //! One file per command: its options, its application, its summary. The shared steps live in
 //! `serve` (servers) and `dataplane` (everything that runs engines).
 
+pub mod ctl;
 pub mod dns;
 pub mod echo;
 pub mod gen_http;

@@ -50,6 +50,21 @@ pub struct DataplaneArgs {
     /// exercise loss recovery against real peers.
     #[arg(long, value_name = "PERCENT", value_parser = parse_percent)]
     pub impair_loss: Option<f64>,
+    /// Ask the `sirocco ctl` daemon listening on this socket for the flow instead of taking
+    /// the interface: the daemon hands over a virtual NIC of its own (no root needed; --iface
+    /// is then the daemon's).
+    #[arg(long, value_name = "PATH")]
+    pub ctl: Option<PathBuf>,
+    /// The name this server's grant goes by in `sirocco ctl status` and `revoke`
+    /// [default: COMMAND-PORT].
+    #[arg(long, value_name = "NAME", requires = "ctl")]
+    pub ctl_app: Option<String>,
+    /// With --ctl: the transmit rate to ask for, in packets per second (enforced by the daemon).
+    #[arg(long, value_name = "N", requires = "ctl")]
+    pub ctl_pps: Option<u64>,
+    /// With --ctl: the transmit rate to ask for, in bits per second (enforced by the daemon).
+    #[arg(long, value_name = "N", requires = "ctl")]
+    pub ctl_bps: Option<u64>,
 }
 
 fn parse_percent(s: &str) -> Result<f64, String> {
@@ -63,7 +78,18 @@ impl DataplaneArgs {
     /// The options, once `--iface` and `--addr` are known (from the command line or a config
     /// file); `default_spins` is the command's own idle policy.
     pub fn options(&self, quiet: bool, default_spins: u32) -> Result<Options, String> {
-        let iface = self.iface.clone().ok_or("--iface IF is required")?;
+        let ctl = self.ctl.clone().map(|socket| super::CtlOptions {
+            socket,
+            app: self.ctl_app.clone(),
+            pps: self.ctl_pps,
+            bps: self.ctl_bps,
+        });
+        // Behind the daemon the interface is the daemon's business.
+        let iface = match (&self.iface, &ctl) {
+            (Some(i), _) => i.clone(),
+            (None, Some(_)) => String::new(),
+            (None, None) => return Err("--iface IF is required".into()),
+        };
         let addr = self.addr.ok_or("--addr IPv4 is required")?;
         Ok(Options {
             iface,
@@ -79,6 +105,7 @@ impl DataplaneArgs {
             loss_ppm: self.impair_loss.map_or(0, |p| (p * 10_000.0) as u32),
             extra_frames: 0,
             lend: 0,
+            ctl,
         })
     }
 }

@@ -20,7 +20,8 @@ type Finished<A> = (Counters, A, bool, XskStats);
 
 /// The engines while they run.
 pub(super) struct Running<A> {
-    filter: Filter,
+    filter: Option<Filter>,
+    held: Option<crate::ctl::client::Held>,
     capture: Option<Capture>,
     stop: Arc<AtomicBool>,
     epoch: Instant,
@@ -34,7 +35,7 @@ where
     A: Service + Send + 'static,
     F: FnMut(u32) -> A,
 {
-    let Opened { ifc, owns_alone, filter, ports } = opened;
+    let Opened { ifc, owns_alone, filter, ports, held } = opened;
     let (capture, tap) = match &opts.pcap {
         Some(p) => {
             let (c, t) = Capture::create(p).map_err(|e| format!("cannot create capture file: {e}"))?;
@@ -45,7 +46,7 @@ where
     let stop = Arc::new(AtomicBool::new(false));
     let epoch = Instant::now();
     let ncpu = iface::cpus();
-    let mut running = Running { filter, capture, stop, epoch, handles: Vec::new(), snapshots: Vec::new() };
+    let mut running = Running { filter, held, capture, stop, epoch, handles: Vec::new(), snapshots: Vec::new() };
     for (q, port) in ports.into_iter().enumerate() {
         let mut app = make_app(q as u32);
         let mut ecfg = EngineConfig::new(opts.addr, ifc.mac, owns_alone, &ifc.name);
@@ -97,6 +98,7 @@ impl<A> Running<A> {
             && deadline.is_none_or(|d| Instant::now() < d)
             && !self.handles.iter().any(|h| h.is_finished())
             && count.as_ref().is_none_or(|c| c.load(Ordering::SeqCst) > 0)
+            && self.held.as_ref().is_none_or(|h| h.ended().is_none())
         {
             std::thread::sleep(Duration::from_millis(20));
             if opts.stats && last_print.elapsed() >= Duration::from_secs(1) {
@@ -129,8 +131,13 @@ impl<A> Running<A> {
                 Err(_) => failed = true,
             }
         }
-        let filter_verdicts = self.filter.verdicts();
-        self.filter.detach();
+        let filter_verdicts = self.filter.as_ref().map_or((0, 0), Filter::verdicts);
+        if let Some(f) = self.filter {
+            f.detach();
+        }
+        if let Some(why) = self.held.as_ref().and_then(|h| h.ended()) {
+            return Err(format!("sirocco ctl ended this server's grant ({why})"));
+        }
         let captured = match self.capture {
             Some(c) => Some(c.finish().map_err(|e| format!("writing the capture: {e}"))?),
             None => None,

@@ -47,6 +47,21 @@ pub struct Options {
     pub extra_frames: usize,
     /// Bytes of each UMEM lent to the application beyond its frames (stream buffers).
     pub lend: usize,
+    /// Ask `sirocco ctl` for the interface instead of attaching to it.
+    pub ctl: Option<CtlOptions>,
+}
+
+/// How to ask `sirocco ctl` for a grant (`--ctl`).
+#[derive(Debug, Clone)]
+pub struct CtlOptions {
+    /// The daemon's control socket.
+    pub socket: PathBuf,
+    /// The application's name among the grants [default: COMMAND-PORT].
+    pub app: Option<String>,
+    /// Packets per second to ask for.
+    pub pps: Option<u64>,
+    /// Bits per second to ask for.
+    pub bps: Option<u64>,
 }
 
 /// What the engines return when they stop.

@@ -12,11 +12,17 @@ use std::time::Duration;
 pub(super) struct Opened {
     pub(super) ifc: Interface,
     pub(super) owns_alone: bool,
-    pub(super) filter: Filter,
+    /// The filter, when this process attached it (not behind `sirocco ctl`).
+    pub(super) filter: Option<Filter>,
     pub(super) ports: Vec<XskPort>,
+    /// The grant from `sirocco ctl`, if the ports came from it.
+    pub(super) held: Option<crate::ctl::client::Held>,
 }
 
 pub(super) fn open(opts: &Options, grants: &[Grant], what: &str) -> Result<Opened, String> {
+    if let Some(c) = &opts.ctl {
+        return open_granted(opts, c, grants, what);
+    }
     iface::require_root().map_err(|e| e.to_string())?;
     let ifc = Interface::lookup(&opts.iface).map_err(|e| e.to_string())?;
     let queues = opts.queues.unwrap_or(ifc.rx_queues);
@@ -73,7 +79,46 @@ pub(super) fn open(opts: &Options, grants: &[Grant], what: &str) -> Result<Opene
             );
         }
     }
-    Ok(Opened { ifc, owns_alone, filter, ports })
+    Ok(Opened { ifc, owns_alone, filter: Some(filter), ports, held: None })
+}
+
+/// Behind `sirocco ctl`: the daemon answers ARP and owns the interface; the server gets a
+/// virtual NIC carrying its one flow.
+fn open_granted(opts: &Options, c: &super::CtlOptions, grants: &[Grant], what: &str) -> Result<Opened, String> {
+    let &[(proto, port)] = grants else {
+        return Err(format!("{what} cannot run behind sirocco ctl: it needs more than one flow"));
+    };
+    if port == 0 {
+        return Err(format!("{what} cannot run behind sirocco ctl: it needs every port of its address"));
+    }
+    let cmd = std::env::args().nth(1).unwrap_or_else(|| "sirocco".into());
+    let app = c.app.clone().unwrap_or_else(|| format!("{cmd}-{port}"));
+    let base = XskConfig::default();
+    let frames = base.frames + opts.extra_frames;
+    let lend = opts.lend.next_multiple_of(2 << 20) as u64;
+    let memory = (frames * base.frame_size).next_multiple_of(2 << 20) as u64 + lend;
+    let ask = crate::ctl::client::Ask {
+        app: &app,
+        addr: opts.addr.into(),
+        proto,
+        port,
+        queues: opts.queues.unwrap_or(1),
+        pps: c.pps,
+        bps: c.bps,
+        memory,
+        lend,
+    };
+    let g = crate::ctl::client::ask(&c.socket, &ask)?;
+    if !opts.quiet {
+        eprintln!(
+            "sirocco: {what} on {} {} through sirocco ctl (grant {} as '{app}'), {} queue(s), AF_XDP copy mode",
+            g.ifc.name,
+            opts.addr,
+            g.grant,
+            g.ports.len()
+        );
+    }
+    Ok(Opened { ifc: g.ifc, owns_alone: false, filter: None, ports: g.ports, held: Some(g.held) })
 }
 
 /// Opens the socket of queue `q` (also a pipeline's ports). A socket the last process on this queue had is torn down

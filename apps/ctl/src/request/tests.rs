@@ -59,6 +59,11 @@ fn caps_are_enforced() {
     assert_eq!(g.add(&p, 1, Some("dns"), w.clone()).unwrap_err(), "300000 packets/s asked, at most 200000 allowed");
     let many = want(r#"{"op":"grant","app":"w","addr":"198.18.0.80","proto":"tcp","port":80,"queues":3}"#);
     assert_eq!(g.add(&p, 1002, None, many).unwrap_err(), "3 queues asked, 2 allowed");
+    let big = r#"{"op":"grant","app":"w","addr":"198.18.0.80","proto":"tcp","port":80,"queues":2,"memory":268435456}"#;
+    assert_eq!(g.add(&p, 1002, None, want(big)).unwrap_err(), "512 MiB of packet memory asked, 256 allowed");
+    let small = want(r#"{"op":"grant","app":"w","addr":"198.18.0.80","proto":"tcp","port":80,"queues":2}"#);
+    assert_eq!(small.memory, crate::DEFAULT_QUEUE_MEMORY);
+    assert!(g.add(&p, 1002, None, small).is_ok());
 }
 
 #[test]
@@ -79,6 +84,14 @@ fn bad_requests_and_policies_say_what_is_wrong() {
         ),
         (r#"{"op":"grant","app":"a","addr":"198.18.9.9","proto":"udp"}"#, "\"port\" is missing"),
         (r#"{"op":"revoke"}"#, "\"app\" is missing"),
+        (
+            r#"{"op":"grant","app":"a","addr":"198.18.9.9","proto":"udp","port":1,"queues":9}"#,
+            "\"queues\" must be a number from 1 to 8",
+        ),
+        (
+            r#"{"op":"grant","app":"a","addr":"198.18.9.9","proto":"udp","port":1,"bps":1000000000000}"#,
+            "\"bps\" must be a number from 1 to 100000000000",
+        ),
     ] {
         let e = parse(req.as_bytes()).unwrap_err();
         assert!(e.starts_with(want), "{req}: {e}");

@@ -1,0 +1,239 @@
+//! `sirocco ctl`'s data path in the kernel (`bpf/ctl.c`): the ingress program on the shared
+//! interface, which hands each grant's flows to its virtual interface and answers ARP for the
+//! daemon's addresses, and the egress program on each grant's daemon-side veth, which lets
+//! out only the grant's own frames within its rate. Both are attached with BPF links, so the
+//! kernel detaches them when the daemon exits or is killed.
+
+use crate::filter::FilterError;
+use aya::maps::{HashMap, MapData, PerCpuArray};
+use aya::programs::xdp::XdpLinkId;
+use aya::programs::{Xdp, XdpFlags};
+use aya::Ebpf;
+use wire::{Ipv4Addr, MacAddr};
+
+static CTL_OBJ: &[u8] = aya::include_bytes_aligned!(concat!(env!("OUT_DIR"), "/ctl.o"));
+
+/// Counter slots: slot 0 holds what belongs to no grant, grants use 1 to `SLOTS - 1`.
+pub const SLOTS: u32 = 256;
+
+#[repr(C)]
+#[derive(Clone, Copy, Debug)]
+struct FlowKey {
+    addr: [u8; 4],
+    port: [u8; 2],
+    proto: u8,
+    pad: u8,
+}
+
+#[repr(C)]
+#[derive(Clone, Copy, Debug)]
+struct RxGrant {
+    ifindex: u32,
+    slot: u32,
+}
+
+#[repr(C)]
+#[derive(Clone, Copy, Debug)]
+struct OwnedAddr {
+    mac: [u8; 6],
+    pad: u16,
+}
+
+/// Must match `struct tx_grant` in ctl.c (the spin lock is the first word).
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default)]
+struct TxGrant {
+    lock: u32,
+    addr: [u8; 4],
+    port: [u8; 2],
+    proto: u8,
+    pad: u8,
+    out_ifindex: u32,
+    slot: u32,
+    pad2: u32,
+    pps: u64,
+    bps: u64,
+    last_ns: u64,
+    tok_p: u64,
+    tok_b: u64,
+}
+
+/// Per-grant counters, summed over CPUs.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct GrantStats {
+    /// Frames redirected to the application.
+    pub rx: u64,
+    /// Frames it sent that left through the interface.
+    pub tx: u64,
+    /// Their bytes.
+    pub tx_bytes: u64,
+    /// Frames it sent outside its grant (another address, protocol or port), dropped.
+    pub refused: u64,
+    /// Frames over its rate, dropped.
+    pub limited: u64,
+    /// ARP requests answered (slot 0 only).
+    pub arp: u64,
+}
+
+// SAFETY: each is plain old data with no implicit padding (fields laid out to fill every
+// byte), valid for any bit pattern.
+unsafe impl aya::Pod for FlowKey {}
+// SAFETY: as above (two u32).
+unsafe impl aya::Pod for RxGrant {}
+// SAFETY: as above (6 + 2 bytes).
+unsafe impl aya::Pod for OwnedAddr {}
+// SAFETY: as above (explicit pads; 64 bytes).
+unsafe impl aya::Pod for TxGrant {}
+// SAFETY: as above (six u64).
+unsafe impl aya::Pod for GrantStats {}
+
+/// The egress program's attachment to one veth.
+#[derive(Debug)]
+pub struct EgressLink(XdpLinkId);
+
+/// What a grant lets through, as the egress program checks it.
+#[derive(Debug, Clone, Copy)]
+pub struct TxRule {
+    /// The source address its frames must carry.
+    pub addr: Ipv4Addr,
+    /// Its protocol (IP protocol number).
+    pub proto: u8,
+    /// The source port its frames must carry.
+    pub port: u16,
+    /// Packets per second (0: unlimited).
+    pub pps: u64,
+    /// Bits per second (0: unlimited).
+    pub bps: u64,
+    /// Counter slot.
+    pub slot: u32,
+}
+
+fn err(msg: String) -> FilterError {
+    FilterError::new(msg)
+}
+
+/// The loaded programs and their maps; dropping it detaches every program.
+pub struct CtlPath {
+    ebpf: Ebpf,
+    rx: HashMap<MapData, FlowKey, RxGrant>,
+    owned: HashMap<MapData, [u8; 4], OwnedAddr>,
+    tx: HashMap<MapData, u32, TxGrant>,
+    stats: PerCpuArray<MapData, GrantStats>,
+    iface_index: u32,
+    iface: String,
+}
+
+impl CtlPath {
+    /// Loads both programs and attaches the ingress one to `iface`.
+    pub fn attach(iface: &str, ifindex: u32) -> Result<CtlPath, FilterError> {
+        let mut ebpf = Ebpf::load(CTL_OBJ).map_err(|e| err(format!("loading sirocco ctl's XDP programs: {e}")))?;
+        let mut take = |name: &str| ebpf.take_map(name).ok_or_else(|| err(format!("ctl object has no {name} map")));
+        let rx = HashMap::try_from(take("ctl_rx")?).map_err(|e| err(format!("ctl_rx: {e}")))?;
+        let owned = HashMap::try_from(take("ctl_owned")?).map_err(|e| err(format!("ctl_owned: {e}")))?;
+        let tx = HashMap::try_from(take("ctl_tx")?).map_err(|e| err(format!("ctl_tx: {e}")))?;
+        let stats = PerCpuArray::try_from(take("ctl_stats")?).map_err(|e| err(format!("ctl_stats: {e}")))?;
+        for name in ["ctl_ingress", "ctl_egress"] {
+            program(&mut ebpf, name)?.load().map_err(|e| err(format!("the kernel refused {name}: {e}")))?;
+        }
+        let ingress = program(&mut ebpf, "ctl_ingress")?;
+        ingress.attach_to_if_index(ifindex, XdpFlags::DRV_MODE).map_err(|e| {
+            let busy = format!("{e:?}").contains("busy");
+            err(if busy {
+                format!(
+                    "cannot attach sirocco ctl's XDP program to {iface}: another XDP program is attached \
+                     (`ip -d link show dev {iface}` names it)"
+                )
+            } else {
+                format!("cannot attach sirocco ctl's XDP program to {iface} in driver mode: {e:?}")
+            })
+        })?;
+        Ok(CtlPath { ebpf, rx, owned, tx, stats, iface_index: ifindex, iface: iface.to_string() })
+    }
+
+    /// The shared interface.
+    pub fn iface(&self) -> &str {
+        &self.iface
+    }
+
+    /// Attaches the egress program to a grant's daemon-side veth, which then sends what passes
+    /// out of the shared interface under `rule`.
+    pub fn attach_egress(&mut self, ifindex: u32, rule: TxRule) -> Result<EgressLink, FilterError> {
+        let g = TxGrant {
+            addr: rule.addr.0,
+            port: rule.port.to_be_bytes(),
+            proto: rule.proto,
+            out_ifindex: self.iface_index,
+            slot: rule.slot,
+            pps: rule.pps,
+            bps: rule.bps,
+            ..TxGrant::default()
+        };
+        self.tx.insert(ifindex, g, 0).map_err(|e| err(format!("ctl_tx: {e}")))?;
+        program(&mut self.ebpf, "ctl_egress")?
+            .attach_to_if_index(ifindex, XdpFlags::DRV_MODE)
+            .map(EgressLink)
+            .map_err(|e| err(format!("attaching the transmit filter: {e:?}")))
+    }
+
+    /// Detaches the egress program from a veth and forgets its rule.
+    pub fn detach_egress(&mut self, ifindex: u32, link: EgressLink) {
+        if let Ok(p) = program(&mut self.ebpf, "ctl_egress") {
+            let _ = p.detach(link.0);
+        }
+        let _ = self.tx.remove(&ifindex);
+    }
+
+    /// Sends frames of the flow (`addr`, `proto`, `port`) to the veth `ifindex`.
+    pub fn route(&mut self, addr: Ipv4Addr, proto: u8, port: u16, ifindex: u32, slot: u32) -> Result<(), FilterError> {
+        let k = FlowKey { addr: addr.0, port: port.to_be_bytes(), proto, pad: 0 };
+        self.rx.insert(k, RxGrant { ifindex, slot }, 0).map_err(|e| err(format!("ctl_rx: {e}")))
+    }
+
+    /// Stops sending the flow anywhere (it passes to the kernel again).
+    pub fn unroute(&mut self, addr: Ipv4Addr, proto: u8, port: u16) {
+        let _ = self.rx.remove(&FlowKey { addr: addr.0, port: port.to_be_bytes(), proto, pad: 0 });
+    }
+
+    /// Answers ARP requests for `addr` with `mac` (an address the kernel does not have).
+    pub fn answer_arp(&mut self, addr: Ipv4Addr, mac: MacAddr) -> Result<(), FilterError> {
+        self.owned.insert(addr.0, OwnedAddr { mac: mac.0, pad: 0 }, 0).map_err(|e| err(format!("ctl_owned: {e}")))
+    }
+
+    /// Stops answering ARP for `addr`.
+    pub fn forget_arp(&mut self, addr: Ipv4Addr) {
+        let _ = self.owned.remove(&addr.0);
+    }
+
+    /// A slot's counters, summed over CPUs.
+    pub fn stats(&self, slot: u32) -> GrantStats {
+        let mut t = GrantStats::default();
+        if let Ok(v) = self.stats.get(&slot, 0) {
+            for s in v.iter() {
+                t.rx += s.rx;
+                t.tx += s.tx;
+                t.tx_bytes += s.tx_bytes;
+                t.refused += s.refused;
+                t.limited += s.limited;
+                t.arp += s.arp;
+            }
+        }
+        t
+    }
+
+    /// Zeroes a slot's counters (before a new grant takes it).
+    pub fn clear(&mut self, slot: u32) {
+        let n = aya::util::nr_cpus().unwrap_or(1);
+        let zero = aya::maps::PerCpuValues::try_from(vec![GrantStats::default(); n]);
+        if let Ok(z) = zero {
+            let _ = self.stats.set(slot, z, 0);
+        }
+    }
+}
+
+fn program<'a>(ebpf: &'a mut Ebpf, name: &str) -> Result<&'a mut Xdp, FilterError> {
+    ebpf.program_mut(name)
+        .ok_or_else(|| err(format!("ctl object has no program {name}")))?
+        .try_into()
+        .map_err(|e| err(format!("{name}: {e}")))
+}
