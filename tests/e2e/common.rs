@@ -84,15 +84,30 @@ pub struct Sirocco {
 
 impl Sirocco {
     pub fn start(ns: &str, args: &[&str]) -> Sirocco {
+        Self::spawn(ns, &[], args, true)
+    }
+
+    /// Starts sirocco in `ns` as user `uid` (no privileges), with `--counters` if `counters`.
+    pub fn start_as(ns: &str, uid: u32, args: &[&str], counters: bool) -> Sirocco {
+        let (u, g) = (format!("--reuid={uid}"), format!("--regid={uid}"));
+        Self::spawn(ns, &["setpriv", &u, &g, "--clear-groups"], args, counters)
+    }
+
+    /// Starts sirocco in `ns` after `prefix` (a command that execs the rest in place), with
+    /// `--counters` if `counters`.
+    pub fn spawn(ns: &str, prefix: &[&str], args: &[&str], with_counters: bool) -> Sirocco {
         let id = SEQ.fetch_add(1, Ordering::SeqCst);
         let dir = std::env::temp_dir();
         let log = dir.join(format!("sirocco-e2e-{}-{id}.log", std::process::id()));
         let counters = dir.join(format!("sirocco-e2e-{}-{id}.json", std::process::id()));
         let f = File::create(&log).unwrap();
+        let with = if with_counters { vec!["--counters", counters.to_str().unwrap()] } else { vec![] };
         let child = Command::new("ip")
-            .args(["netns", "exec", ns, sirocco()])
+            .args(["netns", "exec", ns])
+            .args(prefix)
+            .arg(sirocco())
             .args(args)
-            .args(["--counters", counters.to_str().unwrap()])
+            .args(with)
             .stdout(f.try_clone().unwrap())
             .stderr(f)
             .stdin(Stdio::null())
@@ -128,6 +143,20 @@ impl Sirocco {
 
     pub fn pid(&self) -> u32 {
         self.child.as_ref().unwrap().id()
+    }
+
+    /// Its exit status, if it has exited (waits at most `limit`).
+    pub fn exited_within(&mut self, limit: Duration) -> Option<std::process::ExitStatus> {
+        let t = Instant::now();
+        loop {
+            if let Some(st) = self.child.as_mut().and_then(|c| c.try_wait().ok().flatten()) {
+                return Some(st);
+            }
+            if t.elapsed() > limit {
+                return None;
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
     }
 
     fn signal(&self, sig: &str) {

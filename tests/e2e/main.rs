@@ -8,6 +8,7 @@ mod common;
 
 mod capture;
 mod cli;
+mod ctl;
 mod dns;
 mod dns_diff;
 mod dns_reload;
