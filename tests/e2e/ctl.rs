@@ -181,6 +181,9 @@ fn three_servers_of_three_users_share_one_interface() {
         assert_eq!(g["refused"], 0, "a server sends only its own flow: {g}");
     }
     assert!(st["arp_answered"].as_u64().unwrap() >= 1, "{st}");
+    let text = Command::new(sirocco()).args(["ctl", "status", "--socket", &s.sock]).output().unwrap();
+    let text = String::from_utf8_lossy(&text.stdout).to_string();
+    assert!(text.contains("GRANT") && text.contains("udp/198.18.0.53:53") && text.contains("61003"), "{text}");
     // Each server sees only its own flow: the echo got no DNS query or HTTP segment.
     let (ok, log) = echo.stop();
     assert!(ok.success(), "{log}");

@@ -6,8 +6,8 @@
 // interface; ARP requests for addresses the daemon answers for (the kernel does not have
 // them) are answered here; everything else passes to the kernel untouched.
 //
-// ctl_egress, on every grant's daemon-side veth: what the application transmits arrives
-// here. A frame leaves through the shared interface only if it is the grant's own — IPv4 from
+// ctl_egress, at TC ingress of every grant's daemon-side veth: what the application
+// transmits arrives here. A frame leaves through the shared interface only if it is the grant's own — IPv4 from
 // the grant's address, protocol and port, or ARP from its address — and only within the
 // grant's token buckets (packets/s, bits/s); otherwise it is dropped and counted. The
 // application cannot get around either: the check runs below it, in the kernel.
@@ -188,18 +188,10 @@ static __always_inline int bucket_ok(__u64 tok, __u64 rate, __u64 dt, __u64 floo
     return tok >= cost;
 }
 
-SEC("xdp")
-int ctl_egress(struct xdp_md *ctx)
+// Whether the grant may send `data..end` now: 1 yes, 0 not its own (counted), -1 over its
+// rate (counted).
+static __always_inline int may_send(void *data, void *end, __u64 len, struct tx_grant *g, struct grant_stats *s)
 {
-    void *data = (void *)(long)ctx->data;
-    void *end = (void *)(long)ctx->data_end;
-    __u32 in = ctx->ingress_ifindex;
-    struct tx_grant *g = bpf_map_lookup_elem(&ctl_tx, &in);
-    if (!g)
-        return XDP_DROP;
-    struct grant_stats *s = stats(g->slot);
-    if (!s)
-        return XDP_DROP;
     struct ethhdr *eth = data;
     if ((void *)(eth + 1) > end)
         goto refuse;
@@ -228,7 +220,6 @@ int ctl_egress(struct xdp_md *ctx)
         if (ports[0] != g->port)
             goto refuse;
     }
-    __u64 len = (__u64)(end - data);
     if (g->pps || g->bps) {
         __u64 now = bpf_ktime_get_ns();
         int ok = 1;
@@ -253,15 +244,41 @@ int ctl_egress(struct xdp_md *ctx)
         bpf_spin_unlock(&g->lock);
         if (!ok) {
             s->limited += 1;
-            return XDP_DROP;
+            return -1;
         }
     }
     s->tx += 1;
     s->tx_bytes += len;
-    return bpf_redirect(g->out_ifindex, 0);
+    return 1;
 refuse:
     s->refused += 1;
-    return XDP_DROP;
+    return 0;
+}
+
+#define TC_ACT_SHOT 2
+
+// On the grant's daemon-side veth, at TC ingress (TCX): the application's frames arrive as
+// the skbs its AF_XDP socket made, and go on to the shared interface's transmit path as they
+// are — no copy into an XDP buffer and back, and any device can send them.
+SEC("classifier")
+int ctl_egress(struct __sk_buff *skb)
+{
+    __u32 in = skb->ifindex;
+    struct tx_grant *g = bpf_map_lookup_elem(&ctl_tx, &in);
+    if (!g)
+        return TC_ACT_SHOT;
+    struct grant_stats *s = stats(g->slot);
+    if (!s)
+        return TC_ACT_SHOT;
+    // The headers checked must be in the linear part.
+    __u32 head = skb->len < 64 ? skb->len : 64;
+    if (bpf_skb_pull_data(skb, head) < 0)
+        return TC_ACT_SHOT;
+    void *data = (void *)(long)skb->data;
+    void *end = (void *)(long)skb->data_end;
+    if (may_send(data, end, skb->len, g, s) != 1)
+        return TC_ACT_SHOT;
+    return bpf_redirect(g->out_ifindex, 0);
 }
 
 char _license[] SEC("license") = "GPL";

@@ -1,13 +1,13 @@
 //! `sirocco ctl`'s data path in the kernel (`bpf/ctl.c`): the ingress program on the shared
-//! interface, which hands each grant's flows to its virtual interface and answers ARP for the
-//! daemon's addresses, and the egress program on each grant's daemon-side veth, which lets
-//! out only the grant's own frames within its rate. Both are attached with BPF links, so the
+//! interface (XDP), which hands each grant's flows to its virtual interface and answers ARP
+//! for the daemon's addresses, and the egress program at TC ingress of each grant's
+//! daemon-side veth, which lets out only the grant's own frames within its rate. Both are attached with BPF links, so the
 //! kernel detaches them when the daemon exits or is killed.
 
 use crate::filter::FilterError;
 use aya::maps::{HashMap, MapData, PerCpuArray};
-use aya::programs::xdp::XdpLinkId;
-use aya::programs::{Xdp, XdpFlags};
+use aya::programs::tc::SchedClassifierLinkId;
+use aya::programs::{SchedClassifier, TcAttachType, Xdp, XdpFlags};
 use aya::Ebpf;
 use wire::{Ipv4Addr, MacAddr};
 
@@ -90,7 +90,7 @@ unsafe impl aya::Pod for GrantStats {}
 
 /// The egress program's attachment to one veth.
 #[derive(Debug)]
-pub struct EgressLink(XdpLinkId);
+pub struct EgressLink(SchedClassifierLinkId);
 
 /// What a grant lets through, as the egress program checks it.
 #[derive(Debug, Clone, Copy)]
@@ -133,9 +133,8 @@ impl CtlPath {
         let owned = HashMap::try_from(take("ctl_owned")?).map_err(|e| err(format!("ctl_owned: {e}")))?;
         let tx = HashMap::try_from(take("ctl_tx")?).map_err(|e| err(format!("ctl_tx: {e}")))?;
         let stats = PerCpuArray::try_from(take("ctl_stats")?).map_err(|e| err(format!("ctl_stats: {e}")))?;
-        for name in ["ctl_ingress", "ctl_egress"] {
-            program(&mut ebpf, name)?.load().map_err(|e| err(format!("the kernel refused {name}: {e}")))?;
-        }
+        program(&mut ebpf, "ctl_ingress")?.load().map_err(|e| err(format!("the kernel refused ctl_ingress: {e}")))?;
+        egress(&mut ebpf)?.load().map_err(|e| err(format!("the kernel refused ctl_egress: {e}")))?;
         let ingress = program(&mut ebpf, "ctl_ingress")?;
         ingress.attach_to_if_index(ifindex, XdpFlags::DRV_MODE).map_err(|e| {
             let busy = format!("{e:?}").contains("busy");
@@ -156,9 +155,10 @@ impl CtlPath {
         &self.iface
     }
 
-    /// Attaches the egress program to a grant's daemon-side veth, which then sends what passes
-    /// out of the shared interface under `rule`.
-    pub fn attach_egress(&mut self, ifindex: u32, rule: TxRule) -> Result<EgressLink, FilterError> {
+    /// Attaches the egress program to a grant's daemon-side veth `dev` (index `ifindex`), at
+    /// TC ingress (a TCX link), which then sends what passes out of the shared interface under
+    /// `rule`.
+    pub fn attach_egress(&mut self, dev: &str, ifindex: u32, rule: TxRule) -> Result<EgressLink, FilterError> {
         let g = TxGrant {
             addr: rule.addr.0,
             port: rule.port.to_be_bytes(),
@@ -170,15 +170,15 @@ impl CtlPath {
             ..TxGrant::default()
         };
         self.tx.insert(ifindex, g, 0).map_err(|e| err(format!("ctl_tx: {e}")))?;
-        program(&mut self.ebpf, "ctl_egress")?
-            .attach_to_if_index(ifindex, XdpFlags::DRV_MODE)
+        egress(&mut self.ebpf)?
+            .attach(dev, TcAttachType::Ingress)
             .map(EgressLink)
-            .map_err(|e| err(format!("attaching the transmit filter: {e:?}")))
+            .map_err(|e| err(format!("attaching the transmit filter to {dev} (TCX, Linux 6.6+): {e:?}")))
     }
 
     /// Detaches the egress program from a veth and forgets its rule.
     pub fn detach_egress(&mut self, ifindex: u32, link: EgressLink) {
-        if let Ok(p) = program(&mut self.ebpf, "ctl_egress") {
+        if let Ok(p) = egress(&mut self.ebpf) {
             let _ = p.detach(link.0);
         }
         let _ = self.tx.remove(&ifindex);
@@ -236,4 +236,11 @@ fn program<'a>(ebpf: &'a mut Ebpf, name: &str) -> Result<&'a mut Xdp, FilterErro
         .ok_or_else(|| err(format!("ctl object has no program {name}")))?
         .try_into()
         .map_err(|e| err(format!("{name}: {e}")))
+}
+
+fn egress(ebpf: &mut Ebpf) -> Result<&mut SchedClassifier, FilterError> {
+    ebpf.program_mut("ctl_egress")
+        .ok_or_else(|| err("ctl object has no program ctl_egress".into()))?
+        .try_into()
+        .map_err(|e| err(format!("ctl_egress: {e}")))
 }

@@ -211,7 +211,7 @@ pub fn mmap_anon(len: usize) -> io::Result<(*mut u8, bool)> {
 pub fn memfd_shared(name: &str, len: usize) -> io::Result<(OwnedFd, *mut u8, bool)> {
     let cname = std::ffi::CString::new(name).map_err(|_| io::Error::from(io::ErrorKind::InvalidInput))?;
     for huge in [true, false] {
-        let flags = libc::MFD_CLOEXEC | if huge { libc::MFD_HUGETLB } else { 0 };
+        let flags = libc::MFD_CLOEXEC | libc::MFD_ALLOW_SEALING | if huge { libc::MFD_HUGETLB } else { 0 };
         // SAFETY: plain system call with a NUL-terminated name; the descriptor is ours alone.
         let fd = unsafe { libc::memfd_create(cname.as_ptr(), flags) };
         if fd < 0 {
@@ -221,6 +221,13 @@ pub fn memfd_shared(name: &str, len: usize) -> io::Result<(OwnedFd, *mut u8, boo
         let fd = unsafe { OwnedFd::from_raw_fd(fd) };
         // SAFETY: resizing our own memory file.
         if unsafe { libc::ftruncate(fd.as_raw_fd(), len as libc::off_t) } < 0 {
+            continue;
+        }
+        // The size is final: whoever receives the file may neither shrink it under the
+        // kernel's registration nor grow it.
+        let seals = libc::F_SEAL_SHRINK | libc::F_SEAL_GROW | libc::F_SEAL_SEAL;
+        // SAFETY: fcntl on our own descriptor with integer arguments.
+        if unsafe { libc::fcntl(fd.as_raw_fd(), libc::F_ADD_SEALS, seals) } < 0 {
             continue;
         }
         match mmap_file(&fd, len) {

@@ -19,6 +19,7 @@ use std::os::fd::RawFd;
 use std::os::unix::fs::PermissionsExt;
 use std::os::unix::net::{UnixListener, UnixStream};
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
 
@@ -51,6 +52,9 @@ struct State {
 }
 
 type Shared = Arc<Mutex<State>>;
+
+/// Control connections served at once (each holds a thread; a grant holds one for its life).
+const MAX_CONNECTIONS: usize = 1024;
 
 fn lock(s: &Shared) -> MutexGuard<'_, State> {
     s.lock().unwrap_or_else(|e| e.into_inner())
@@ -92,12 +96,25 @@ pub fn run(s: Settings) -> Result<(), String> {
         quiet: s.quiet,
     }));
     listener.set_nonblocking(true).map_err(|e| e.to_string())?;
+    let open = Arc::new(AtomicUsize::new(0));
     while !crate::signals::stop_requested() {
         match listener.accept() {
             Ok((sock, _)) => {
-                let st = state.clone();
                 let _ = sock.set_nonblocking(false);
-                let _ = std::thread::Builder::new().name("sirocco-ctl-conn".into()).spawn(move || serve(st, sock));
+                if open.load(Ordering::SeqCst) >= MAX_CONNECTIONS {
+                    let c = Conn::new(sock);
+                    let _ = c.send(&json!({ "ok": false, "error": "too many control connections" }), &[]);
+                    continue;
+                }
+                open.fetch_add(1, Ordering::SeqCst);
+                let (st, n) = (state.clone(), open.clone());
+                let spawned = std::thread::Builder::new().name("sirocco-ctl-conn".into()).spawn(move || {
+                    serve(st, sock);
+                    n.fetch_sub(1, Ordering::SeqCst);
+                });
+                if spawned.is_err() {
+                    open.fetch_sub(1, Ordering::SeqCst);
+                }
             }
             Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => std::thread::sleep(Duration::from_millis(20)),
             Err(e) => return Err(format!("control socket: {e}")),
@@ -251,7 +268,7 @@ fn build(st: &mut State, id: u64, slot: u32, w: &Want, conn: &Conn) -> Result<(V
     st.path.clear(slot);
     let rule =
         TxRule { addr: w.addr.into(), proto, port: w.port, pps: w.pps.unwrap_or(0), bps: w.bps.unwrap_or(0), slot };
-    let link = st.path.attach_egress(dev_index, rule).map_err(|e| e.to_string())?;
+    let link = st.path.attach_egress(&vnic::names(slot).0, dev_index, rule).map_err(|e| e.to_string())?;
     let holder = conn.sock().try_clone().map_err(|e| e.to_string())?;
     st.held.insert(id, Held { slot, dev_index, link, conn: holder });
     st.path.route(w.addr.into(), proto, w.port, dev_index, slot).map_err(|e| e.to_string())?;
