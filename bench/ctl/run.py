@@ -8,12 +8,14 @@ LIMIT_PPS packets/s, then LIMIT_BPS bits/s, under a flood.
 
 Load: `sirocco gen udp` for the echo (RATES, 0 = as fast as the generator goes: the flood),
 kxdpgun for DNS (DNS_RATES). Each point is the median of REPS runs of SECS seconds on a
-freshly started server (and daemon). Writes bench/results/ctl.{json,md,png}."""
+freshly started server (and daemon); standalone and behind-the-daemon runs alternate. BPF
+statistics are on during the run, for the daemon's programs' own cost per packet. Writes
+bench/results/ctl.{json,md,png}."""
 
 import json, os, re, subprocess, sys, time
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
-from lib import (sh, ns, cpu_busy, proc_cpu, median_of, stop_process, env_list, preflight, fresh_runs,  # noqa: E402
+from lib import (sh, ns, cpu_busy, proc_cpu, median_of, stop_process, env_list, preflight,  # noqa: E402
                  Testnet, SIROCCO, BUILD, SECS, REPS, SRV_CPU, GEN_CPU, run_meta, save, plot, finish)
 
 ROOT = os.path.abspath(os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", ".."))
@@ -110,17 +112,52 @@ def dns_run(srv, rate):
             "proc_us_per_reply": (p1 - p0) / answers * 1e6 if answers else None}
 
 
-def measure(name, kind, behind, rates, run):
-    points = []
+def point(rate, runs):
+    p = {k: median_of(runs, k) for k in runs[0] if k not in ("offered", "programs")}
+    p["offered"], p["runs"] = rate, runs
+    return p
+
+
+def one(name, kind, behind, rate, run, rep):
+    """One run on a freshly started server (and daemon)."""
+    srv = Server(kind, behind)
+    srv.start()
+    try:
+        r = run(srv, rate)
+        if behind is not None:
+            r["programs"] = programs()
+    finally:
+        srv.stop()
+    print(f"{name:18} offered {rate or 'flood':>8} rep {rep}: {r['replies_ps']:>9.0f} replies/s, "
+          f"core {r['core_us_per_reply'] or 0:.2f} us/reply", flush=True)
+    return r
+
+
+def programs():
+    """The daemon's programs' runs and run time (BPF statistics are on during the bench)."""
+    out = sh(SIROCCO, "ctl", "status", "--json", "--socket", SOCK, check=False).stdout
+    try:
+        return {p["name"]: p for p in json.loads(out)["programs"]}
+    except (ValueError, KeyError):
+        return {}
+
+
+def pair(app, rates, run):
+    """Standalone and behind the daemon, alternating run by run, so that both see the same
+    machine (this one's throughput drifts by tens of percent over minutes)."""
+    alone, behind = [], []
     for rate in rates:
-        def show(rep, r, _):
-            print(f"{name:18} offered {rate or 'flood':>8} rep {rep}: {r['replies_ps']:>9.0f} replies/s, "
-                  f"core {r['core_us_per_reply'] or 0:.2f} us/reply", flush=True)
-        runs = fresh_runs(lambda: Server(kind, behind), lambda srv: run(srv, rate), show)
-        p = {k: median_of(runs, k) for k in runs[0] if k != "offered"}
-        p["offered"], p["runs"] = rate, runs
-        points.append(p)
-    return points
+        a, b = [], []
+        for rep in range(REPS):
+            a.append(one(f"{app} standalone", app, None, rate, run, rep))
+            b.append(one(f"{app} ctl", app, [], rate, run, rep))
+        alone.append(point(rate, a))
+        behind.append(point(rate, b))
+    return alone, behind
+
+
+def limited(extra, run):
+    return [point(0, [one(f"echo ctl {extra[0][6:]}", "echo", extra, 0, run, rep) for rep in range(REPS)])]
 
 
 def main():
@@ -131,15 +168,18 @@ def main():
     with open(os.path.join(WORK, "queries.txt"), "w") as f:
         f.write("".join(f"{n} {t}\n" for n, t in QUERIES))
     res = {}
-    with NET:
-        # The daemon's redirects reach the client end through its NAPI (GRO on: --bench).
-        res["echo standalone"] = measure("echo standalone", "echo", None, RATES, echo_run)
-        res["echo ctl"] = measure("echo ctl", "echo", [], RATES, echo_run)
-        res["echo ctl pps-limited"] = measure("echo ctl pps", "echo", ["--ctl-pps", str(LIMIT_PPS)], [0], echo_run)
-        res["echo ctl bps-limited"] = measure("echo ctl bps", "echo", ["--ctl-bps", str(LIMIT_BPS)], [0], echo_run)
-        # kxdpgun last: it can leave its XDP program on the client end for a while.
-        res["dns standalone"] = measure("dns standalone", "dns", None, DNS_RATES, dns_run)
-        res["dns ctl"] = measure("dns ctl", "dns", [], DNS_RATES, dns_run)
+    stats_were = open("/proc/sys/kernel/bpf_stats_enabled").read().strip()
+    sh("sysctl", "-qw", "kernel.bpf_stats_enabled=1")
+    try:
+        with NET:
+            # The daemon's redirects reach the client end through its NAPI (GRO on: --bench).
+            res["echo standalone"], res["echo ctl"] = pair("echo", RATES, echo_run)
+            res["echo ctl pps-limited"] = limited(["--ctl-pps", str(LIMIT_PPS)], echo_run)
+            res["echo ctl bps-limited"] = limited(["--ctl-bps", str(LIMIT_BPS)], echo_run)
+            # kxdpgun last: it can leave its XDP program on the client end for a while.
+            res["dns standalone"], res["dns ctl"] = pair("dns", DNS_RATES, dns_run)
+    finally:
+        sh("sysctl", "-qw", f"kernel.bpf_stats_enabled={stats_were}")
     write(res)
 
 
@@ -168,6 +208,12 @@ def write(res):
         best_a = max(p["replies_ps"] for p in alone)
         best_b = max(p["replies_ps"] for p in behind)
         lines.append(f"- {app}, best point of each: **{best_b / best_a * 100:.0f} %** ({best_b:.0f} vs {best_a:.0f})")
+    lines += ["", "## What the daemon's programs cost per packet (kernel BPF statistics, all ctl runs)", ""]
+    for prog, what in (("ctl_ingress", "every frame on the interface"), ("ctl_egress", "every frame a server sends")):
+        runs = sum(r.get("programs", {}).get(prog, {}).get("runs", 0) for pts in res.values() for p in pts for r in p["runs"])
+        ns_ = sum(r.get("programs", {}).get(prog, {}).get("run_ns", 0) for pts in res.values() for p in pts for r in p["runs"])
+        if runs:
+            lines.append(f"- {prog} ({what}): **{ns_ / runs:.0f} ns** per run over {runs} runs")
     pps = res["echo ctl pps-limited"][0]["replies_ps"]
     bps = res["echo ctl bps-limited"][0]["replies_ps"] * REPLY_BITS
     lines += ["", "## Rate limiter under a flood", "",

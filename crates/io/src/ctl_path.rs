@@ -221,6 +221,19 @@ impl CtlPath {
         t
     }
 
+    /// Runs of each program and the nanoseconds they took, as the kernel counts them while
+    /// BPF statistics are on (`sysctl kernel.bpf_stats_enabled=1`; zeros otherwise).
+    pub fn program_stats(&mut self) -> Vec<(&'static str, u64, u64)> {
+        let mut v = Vec::new();
+        if let Ok(i) = program(&mut self.ebpf, "ctl_ingress").and_then(|p| p.info().map_err(|e| err(e.to_string()))) {
+            v.push(("ctl_ingress", i.run_count(), i.run_time().as_nanos() as u64));
+        }
+        if let Ok(i) = egress(&mut self.ebpf).and_then(|p| p.info().map_err(|e| err(e.to_string()))) {
+            v.push(("ctl_egress", i.run_count(), i.run_time().as_nanos() as u64));
+        }
+        v
+    }
+
     /// Zeroes a slot's counters (before a new grant takes it).
     pub fn clear(&mut self, slot: u32) {
         let n = aya::util::nr_cpus().unwrap_or(1);

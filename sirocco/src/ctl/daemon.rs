@@ -163,7 +163,7 @@ fn serve(state: Shared, sock: UnixStream) {
         };
         let reply = match request::parse(&line) {
             Err(e) => Err(e),
-            Ok(Request::Status) => Ok((status(&lock(&state)), Vec::new())),
+            Ok(Request::Status) => Ok((status(&mut lock(&state)), Vec::new())),
             Ok(Request::Revoke(app)) => revoke(&state, uid, &app).map(|v| (v, Vec::new())),
             Ok(Request::Grant(_)) if mine.is_some() => Err("this connection holds a grant already".into()),
             Ok(Request::Grant(w)) => match grant(&state, uid, w, &conn) {
@@ -325,7 +325,7 @@ fn revoke(state: &Shared, uid: u32, app: &str) -> Result<Value, String> {
     Ok(json!({ "ok": true, "revoked": app }))
 }
 
-fn status(st: &State) -> Value {
+fn status(st: &mut State) -> Value {
     let grants: Vec<Value> = st
         .grants
         .iter()
@@ -340,5 +340,14 @@ fn status(st: &State) -> Value {
             }))
         })
         .collect();
-    json!({ "ok": true, "iface": st.iface.name, "arp_answered": st.path.stats(0).arp, "grants": grants })
+    let programs: Vec<Value> = st
+        .path
+        .program_stats()
+        .into_iter()
+        .map(|(name, runs, ns)| json!({ "name": name, "runs": runs, "run_ns": ns }))
+        .collect();
+    json!({
+        "ok": true, "iface": st.iface.name, "arp_answered": st.path.stats(0).arp, "grants": grants,
+        "programs": programs,
+    })
 }
