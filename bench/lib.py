@@ -1,7 +1,7 @@
 """Helpers shared by the benchmarks: commands in namespaces, CPU accounting from /proc, a
 cpuset that holds a server (and every thread it makes) on the server core, medians."""
 
-import json, os, platform, signal, statistics, subprocess, sys, time
+import json, os, platform, re, signal, statistics, subprocess, sys, time
 
 SRV_CPU, GEN_CPU = 1, 0
 ROOT = os.path.abspath(os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
@@ -238,6 +238,24 @@ end
     nbytes, reqs, dur_us, errors = (int(x) for x in line.split()[1:])
     dur = dur_us / 1e6
     return {"gbps": nbytes * 8 / dur / 1e9, "req_per_s": reqs / dur, "errors": errors}
+
+
+def kxdpgun(cli_ns, cli_if, qpath, rate, dst, srv_cpu_time):
+    """Runs kxdpgun for SECS seconds at `rate` queries/s from `qpath`, pinned to GEN_CPU; returns
+    the queries sent, the answers, the queries/s it reached, the rcode counts, and the busy
+    CPU-seconds of the server core and of `srv_cpu_time()` over the run."""
+    b0, p0 = cpu_busy(SRV_CPU), srv_cpu_time()
+    r = ns(cli_ns, "taskset", "-c", str(GEN_CPU), "kxdpgun", "-t", str(int(SECS)), "-Q", str(rate), "-F", str(GEN_CPU),
+           "-i", qpath, "-I", cli_if, dst, check=False)
+    b1, p1 = cpu_busy(SRV_CPU), srv_cpu_time()
+    out = r.stdout + r.stderr
+    m = re.search(r"total queries:\s+(\d+) \((\d+) pps\)", out)
+    a = re.search(r"total replies:\s+(\d+) \((\d+) pps\)", out)
+    if not (m and a):
+        raise RuntimeError(f"kxdpgun: {out}")
+    rcodes = {k: int(v) for k, v in re.findall(r"responded (\w+):\s+(\d+)", out)}
+    return {"sent": int(m.group(1)), "sent_qps": int(m.group(2)), "answers": int(a.group(1)), "rcodes": rcodes,
+            "core_s": b1 - b0, "proc_s": p1 - p0}
 
 
 def median_of(runs, key):

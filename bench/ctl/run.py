@@ -12,10 +12,10 @@ freshly started server (and daemon); standalone and behind-the-daemon runs alter
 statistics are on during the run, for the daemon's programs' own cost per packet. Writes
 bench/results/ctl.{json,md,png}."""
 
-import json, os, re, subprocess, sys, time
+import json, os, subprocess, sys, time
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
-from lib import (sh, ns, cpu_busy, proc_cpu, median_of, stop_process, env_list, preflight,  # noqa: E402
+from lib import (sh, ns, cpu_busy, proc_cpu, median_of, stop_process, env_list, preflight, kxdpgun,  # noqa: E402
                  Testnet, SIROCCO, BUILD, SECS, REPS, SRV_CPU, GEN_CPU, run_meta, save, plot, finish)
 
 ROOT = os.path.abspath(os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", ".."))
@@ -96,20 +96,11 @@ def echo_run(srv, rate):
 
 
 def dns_run(srv, rate):
-    qpath = os.path.join(WORK, "queries.txt")
-    b0, p0 = cpu_busy(SRV_CPU), srv.cpu()
-    r = ns(CLI_NS, "taskset", "-c", str(GEN_CPU), "kxdpgun", "-t", str(int(SECS)), "-Q", str(rate), "-F", str(GEN_CPU),
-           "-i", qpath, "-I", CLI_IF, SERVER_ADDR, check=False)
-    b1, p1 = cpu_busy(SRV_CPU), srv.cpu()
-    out = r.stdout + r.stderr
-    m = re.search(r"total queries:\s+(\d+) \((\d+) pps\)", out)
-    a = re.search(r"total replies:\s+(\d+) \((\d+) pps\)", out)
-    if not (m and a):
-        raise RuntimeError(f"kxdpgun: {out}")
-    answers = int(a.group(1))
-    return {"offered": rate, "sent_ps": int(m.group(2)), "replies_ps": answers / SECS,
-            "core_us_per_reply": (b1 - b0) / answers * 1e6 if answers else None,
-            "proc_us_per_reply": (p1 - p0) / answers * 1e6 if answers else None}
+    k = kxdpgun(CLI_NS, CLI_IF, os.path.join(WORK, "queries.txt"), rate, SERVER_ADDR, srv.cpu)
+    answers = k["answers"]
+    return {"offered": rate, "sent_ps": k["sent_qps"], "replies_ps": answers / SECS,
+            "core_us_per_reply": k["core_s"] / answers * 1e6 if answers else None,
+            "proc_us_per_reply": k["proc_s"] / answers * 1e6 if answers else None}
 
 
 def point(rate, runs):

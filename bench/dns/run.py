@@ -12,10 +12,10 @@ REPS runs of SECS seconds: answers/s from kxdpgun, the server core's busy CPU-se
 A sample of answers is checked with kdig against what the zone says before each server is
 measured. Writes bench/results/dns.{json,md,png}."""
 
-import json, os, platform, random, re, signal, subprocess, sys, time
+import json, os, platform, random, signal, subprocess, sys, time
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
-from lib import (sh, ns, cpu_busy, proc_cpu, median_of, env_list, preflight, Testnet, Cpuset,  # noqa: E402
+from lib import (sh, ns, proc_cpu, median_of, env_list, preflight, Testnet, Cpuset, kxdpgun,  # noqa: E402
                  SIROCCO, BUILD, SECS, REPS, SRV_CPU, GEN_CPU, fmt, run_meta, save, plot, finish)
 
 WORK = os.path.join(BUILD, "dns")
@@ -161,22 +161,13 @@ def check_sample(sample):
 
 
 def one_run(srv, qpath, rate):
-    b0, p0 = cpu_busy(SRV_CPU), srv.cpu()
-    r = ns(CLI_NS, "taskset", "-c", str(GEN_CPU), "kxdpgun", "-t", str(int(SECS)), "-Q", str(rate), "-F", str(GEN_CPU),
-           "-i", qpath, "-I", CLI_IF, SERVER_ADDR, check=False)
-    b1, p1 = cpu_busy(SRV_CPU), srv.cpu()
-    out = r.stdout + r.stderr
-    m = re.search(r"total queries:\s+(\d+) \((\d+) pps\)", out)
-    a = re.search(r"total replies:\s+(\d+) \((\d+) pps\)", out)
-    if not (m and a):
-        raise RuntimeError(f"kxdpgun: {out}")
-    sent, answers = int(m.group(1)), int(a.group(1))
-    rcodes = {k: int(v) for k, v in re.findall(r"responded (\w+):\s+(\d+)", out)}
+    k = kxdpgun(CLI_NS, CLI_IF, qpath, rate, SERVER_ADDR, srv.cpu)
+    sent, answers, rcodes = k["sent"], k["answers"], k["rcodes"]
     return {
-        "offered_qps": rate, "sent_qps": int(m.group(2)), "answers_ps": answers / SECS, "answered": answers / max(sent, 1),
-        "core_busy_s": b1 - b0, "proc_cpu_s": p1 - p0,
-        "core_s_per_m": (b1 - b0) / answers * 1e6 if answers else None,
-        "proc_s_per_m": (p1 - p0) / answers * 1e6 if answers else None,
+        "offered_qps": rate, "sent_qps": k["sent_qps"], "answers_ps": answers / SECS, "answered": answers / max(sent, 1),
+        "core_busy_s": k["core_s"], "proc_cpu_s": k["proc_s"],
+        "core_s_per_m": k["core_s"] / answers * 1e6 if answers else None,
+        "proc_s_per_m": k["proc_s"] / answers * 1e6 if answers else None,
         "nxdomain_share": rcodes.get("NXDOMAIN", 0) / max(answers, 1), "rcodes": rcodes,
     }
 

@@ -5,6 +5,7 @@ use std::process::Command;
 
 fn main() {
     let out = PathBuf::from(std::env::var("OUT_DIR").unwrap());
+    println!("cargo:rerun-if-changed=bpf/arp.h");
     for name in ["filter", "ctl"] {
         compile(&format!("bpf/{name}.c"), &out.join(format!("{name}.o")));
     }

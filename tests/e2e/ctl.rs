@@ -1,8 +1,8 @@
-//! `sirocco ctl`: several servers of different users behind one daemon on one interface, each
-//! isolated; what an application sends checked and rate-limited below it; grants that end
+//! `sirocco ctl`: several servers of different users behind one daemon on one interface
+//! (echo, dns, web, kv), each isolated; what an application sends checked and rate-limited below it; grants that end
 //! with their holders, on revocation and with the daemon; clear refusals.
 //!
-//! The servers run as users 61001–61003 (no names needed: the policy names uids). A rogue
+//! The servers run as users 61001–61004 (no names needed: the policy names uids). A rogue
 //! application is played by the test itself: it asks for a grant over the control socket as
 //! any application would, maps the sockets it is handed, and writes whatever frames it likes.
 
@@ -19,6 +19,7 @@ use std::time::{Duration, Instant};
 const ECHO_ADDR: &str = "198.18.0.50";
 const DNS_ADDR: &str = "198.18.0.53";
 const ROGUE_ADDR: &str = "198.18.0.60";
+const KV_ADDR: &str = "198.18.0.70";
 
 const POLICY: &str = r#"
 [[allow]]
@@ -35,6 +36,11 @@ ports = ["udp/53"]
 uid = 61003
 addrs = ["198.18.0.1"]
 ports = ["tcp/80"]
+
+[[allow]]
+uid = 61004
+addrs = ["198.18.0.70"]
+ports = ["tcp/11211"]
 
 [[allow]]
 uid = 0
@@ -158,12 +164,13 @@ fn curl(net: &TestNet) -> String {
 }
 
 #[test]
-fn three_servers_of_three_users_share_one_interface() {
+fn four_servers_of_four_users_share_one_interface() {
     let s = Setup::new();
     let echo = s.server(61001, &["echo", "--addr", ECHO_ADDR]);
     let dns = s.server(61002, &["dns", "--addr", DNS_ADDR, "--zone", "../tests/data/example.zone"]);
     let web = s.server(61003, &["web", "--addr", SERVER]);
-    for (srv, uid) in [(&echo, 61001), (&dns, 61002), (&web, 61003)] {
+    let kv = s.server(61004, &["kv", "--addr", KV_ADDR]);
+    for (srv, uid) in [(&echo, 61001), (&dns, 61002), (&web, 61003), (&kv, 61004)] {
         assert_eq!(uid_of(srv.pid()), uid, "servers run unprivileged");
     }
     // The echo owns its address alone: the daemon answers ARP for it. The web server shares
@@ -171,11 +178,27 @@ fn three_servers_of_three_users_share_one_interface() {
     assert!(one_echo(&s.net.cli_ns, ECHO_ADDR), "echo through the daemon");
     assert_eq!(kdig(&s.net, "www.example.com"), "198.18.1.2\n198.18.1.3");
     assert!(curl(&s.net).contains("<!DOCTYPE html>"), "web through the daemon");
+    let got = in_netns(&s.net.cli_ns, || {
+        use std::io::{Read, Write};
+        let mut c = std::net::TcpStream::connect((KV_ADDR, 11211)).unwrap();
+        c.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
+        c.write_all(b"set k 0 0 5\r\nhello\r\nget k\r\n").unwrap();
+        let mut got = Vec::new();
+        let mut b = [0u8; 256];
+        while !got.ends_with(b"END\r\n") {
+            match c.read(&mut b) {
+                Ok(0) | Err(_) => break,
+                Ok(n) => got.extend_from_slice(&b[..n]),
+            }
+        }
+        String::from_utf8_lossy(&got).to_string()
+    });
+    assert_eq!(got, "STORED\r\nVALUE k 0 5\r\nhello\r\nEND\r\n", "kv through the daemon");
     let ping = s.net.exec(&s.net.cli_ns, &["ping", "-c", "1", "-W", "2", SERVER]);
     assert!(ping.status.success(), "the kernel keeps its own traffic");
     let st = s.status();
-    assert_eq!(st["grants"].as_array().unwrap().len(), 3, "{st}");
-    for app in ["echo-7", "dns-53", "web-80"] {
+    assert_eq!(st["grants"].as_array().unwrap().len(), 4, "{st}");
+    for app in ["echo-7", "dns-53", "web-80", "kv-11211"] {
         let g = s.grant(app).unwrap();
         assert!(g["rx"].as_u64().unwrap() > 0 && g["tx"].as_u64().unwrap() > 0, "{g}");
         assert_eq!(g["refused"], 0, "a server sends only its own flow: {g}");
@@ -190,7 +213,7 @@ fn three_servers_of_three_users_share_one_interface() {
     assert!(log.contains("drops none"), "{log}");
     s.wait_grant("echo-7", false);
     assert!(!one_echo(&s.net.cli_ns, ECHO_ADDR), "no grant, no echo");
-    drop((dns, web));
+    drop((dns, web, kv));
     s.wait_grant("web-80", false);
     let mut s = s;
     let (ok, log) = s.daemon.take().unwrap().stop();

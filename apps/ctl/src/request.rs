@@ -27,6 +27,21 @@ fn field<'a>(v: &'a Value, k: &str) -> Result<&'a Value, String> {
     v.get(k).ok_or_else(|| format!("\"{k}\" is missing"))
 }
 
+/// The request a server sends for `w` (what [`parse`] reads back as `Request::Grant(w)`).
+pub fn grant_request(w: &Want) -> Value {
+    let mut v = serde_json::json!({
+        "op": "grant", "app": w.app, "addr": w.addr.to_string(), "proto": w.proto.name(), "port": w.port,
+        "queues": w.queues, "memory": w.memory, "lend": w.lend,
+    });
+    if let Some(p) = w.pps {
+        v["pps"] = p.into();
+    }
+    if let Some(b) = w.bps {
+        v["bps"] = b.into();
+    }
+    v
+}
+
 /// Parses one request.
 pub fn parse(bytes: &[u8]) -> Result<Request, String> {
     if bytes.len() > MAX_REQUEST {

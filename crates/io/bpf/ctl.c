@@ -17,6 +17,7 @@
 #include <linux/ip.h>
 #include <bpf/bpf_helpers.h>
 #include <bpf/bpf_endian.h>
+#include "arp.h"
 
 struct flow_key {
     __u32 addr;  // network order
@@ -94,16 +95,6 @@ struct {
     __type(key, __u32);
     __type(value, struct grant_stats);
 } ctl_stats SEC(".maps");
-
-struct arp_ipv4 {
-    __be16 htype, ptype;
-    __u8 hlen, plen;
-    __be16 op;
-    __u8 sha[6];
-    __u8 spa[4];
-    __u8 tha[6];
-    __u8 tpa[4];
-};
 
 static __always_inline struct grant_stats *stats(__u32 slot)
 {

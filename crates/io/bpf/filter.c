@@ -16,6 +16,7 @@
 #include <linux/ip.h>
 #include <bpf/bpf_helpers.h>
 #include <bpf/bpf_endian.h>
+#include "arp.h"
 
 struct grant_key {
     __u32 addr;  // network order
@@ -65,16 +66,6 @@ struct {
 struct vlan_hdr {
     __be16 tci;
     __be16 proto;
-};
-
-struct arp_ipv4 {
-    __be16 htype, ptype;
-    __u8 hlen, plen;
-    __be16 op;
-    __u8 sha[6];
-    __u8 spa[4];
-    __u8 tha[6];
-    __u8 tpa[4];
 };
 
 static __always_inline int count(__u32 which, int verdict)

@@ -241,21 +241,8 @@ pub fn memfd_shared(name: &str, len: usize) -> io::Result<(OwnedFd, *mut u8, boo
 
 /// Maps `len` bytes of a memory file, shared, populated.
 pub fn mmap_file(fd: &OwnedFd, len: usize) -> io::Result<*mut u8> {
-    // SAFETY: asks the kernel for a new shared mapping of a file we hold; checked before use.
-    let p = unsafe {
-        libc::mmap(
-            std::ptr::null_mut(),
-            len,
-            libc::PROT_READ | libc::PROT_WRITE,
-            libc::MAP_SHARED | libc::MAP_POPULATE,
-            fd.as_raw_fd(),
-            0,
-        )
-    };
-    if p == libc::MAP_FAILED {
-        return Err(io::Error::last_os_error());
-    }
-    Ok(p as *mut u8)
+    // A ring and a memory file map alike: shared, read-write, populated.
+    mmap_ring(fd, len, 0)
 }
 
 /// Size of the file behind `fd`.

@@ -11,20 +11,6 @@ use std::os::unix::net::UnixStream;
 use std::path::Path;
 use std::sync::{Arc, Mutex};
 
-/// What the server asks for.
-pub struct Ask<'a> {
-    pub app: &'a str,
-    pub addr: std::net::Ipv4Addr,
-    pub proto: u8,
-    pub port: u16,
-    pub queues: u32,
-    pub pps: Option<u64>,
-    pub bps: Option<u64>,
-    /// Packet memory per queue, and the part of it lent to storage buffers.
-    pub memory: u64,
-    pub lend: u64,
-}
-
 /// A grant in force: dropping it ends it.
 pub struct Held {
     sock: UnixStream,
@@ -67,22 +53,12 @@ fn shape(v: &Value, q: u32) -> Option<XskShape> {
     })
 }
 
-/// Asks the daemon at `path` for a grant.
-pub fn ask(path: &Path, a: &Ask) -> Result<Granted, String> {
+/// Asks the daemon at `path` for grant `w`.
+pub fn ask(path: &Path, w: &ctl::Want) -> Result<Granted, String> {
     let sock = UnixStream::connect(path)
         .map_err(|e| format!("cannot reach sirocco ctl at {}: {e} (is the daemon running?)", path.display()))?;
     let mut conn = Conn::new(sock);
-    let proto = if a.proto == wire::Protocol::TCP { "tcp" } else { "udp" };
-    let mut req = json!({
-        "op": "grant", "app": a.app, "addr": a.addr.to_string(), "proto": proto, "port": a.port,
-        "queues": a.queues, "memory": a.memory, "lend": a.lend,
-    });
-    if let Some(p) = a.pps {
-        req["pps"] = json!(p);
-    }
-    if let Some(b) = a.bps {
-        req["bps"] = json!(b);
-    }
+    let req = ctl::request::grant_request(w);
     conn.send(&req, &[]).map_err(|e| format!("sirocco ctl: {e}"))?;
     let (line, mut fds) = conn
         .read()

@@ -97,10 +97,10 @@ fn open_granted(opts: &Options, c: &super::CtlOptions, grants: &[Grant], what: &
     let frames = base.frames + opts.extra_frames;
     let lend = opts.lend.next_multiple_of(2 << 20) as u64;
     let memory = (frames * base.frame_size).next_multiple_of(2 << 20) as u64 + lend;
-    let ask = crate::ctl::client::Ask {
-        app: &app,
+    let want = ctl::Want {
+        app: app.clone(),
         addr: opts.addr.into(),
-        proto,
+        proto: if proto == wire::Protocol::TCP { ctl::Proto::Tcp } else { ctl::Proto::Udp },
         port,
         queues: opts.queues.unwrap_or(1),
         pps: c.pps,
@@ -108,7 +108,7 @@ fn open_granted(opts: &Options, c: &super::CtlOptions, grants: &[Grant], what: &
         memory,
         lend,
     };
-    let g = crate::ctl::client::ask(&c.socket, &ask)?;
+    let g = crate::ctl::client::ask(&c.socket, &want)?;
     if !opts.quiet {
         eprintln!(
             "sirocco: {what} on {} {} through sirocco ctl (grant {} as '{app}'), {} queue(s), AF_XDP copy mode",

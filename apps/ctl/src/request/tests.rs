@@ -108,3 +108,14 @@ fn bad_requests_and_policies_say_what_is_wrong() {
         assert!(e.contains(want), "{text}: {e}");
     }
 }
+
+#[test]
+fn a_grant_request_reads_back_as_it_was_made() {
+    for text in [
+        r#"{"op":"grant","app":"dns1","addr":"198.18.0.53","proto":"udp","port":53,"pps":100000}"#,
+        r#"{"op":"grant","app":"w","addr":"198.18.0.80","proto":"tcp","port":80,"queues":2,"bps":5000000,"memory":67108864,"lend":33554432}"#,
+    ] {
+        let w = want(text);
+        assert_eq!(parse(grant_request(&w).to_string().as_bytes()), Ok(Request::Grant(w)));
+    }
+}
