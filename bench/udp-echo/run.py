@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
-"""UDP echo benchmark: sirocco echo vs a kernel recvmmsg/sendmmsg echo vs an in-kernel XDP_TX
-bounce, in one run, on the placement of BENCHMARKING.md (server side on CPU 1, generator on
+"""UDP echo benchmark: sirocco echo vs a kernel recvmmsg/sendmmsg echo vs the simplest AF_XDP
+echo in C (xsk_echo.c: the floor of this path) vs an in-kernel XDP_TX bounce, in one run, on the placement of BENCHMARKING.md (server side on CPU 1, generator on
 CPU 0, each veth end's NAPI thread on its own side's CPU), driven by `sirocco gen udp`.
 
 For each server and offered load, REPS runs of SECS seconds; reports the median of replies/s,
@@ -20,7 +20,7 @@ SRV_NS, CLI_NS, SRV_IF, CLI_IF = NET.srv_ns, NET.cli_ns, NET.srv_if, NET.cli_if
 SERVER_ADDR, CLIENT_ADDR = "198.18.0.1", "198.18.0.2"
 RATES = env_list("RATES", "100000,200000,400000,600000,800000,0", int)
 SIZE = int(os.environ.get("SIZE", "64"))
-SERVERS = env_list("SERVERS", "sirocco,kernel,xdp_tx")
+SERVERS = env_list("SERVERS", "sirocco,kernel,xsk_echo,xdp_tx")
 
 
 class Server:
@@ -40,6 +40,11 @@ class Server:
                  SERVER_ADDR, "7"], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
         elif self.kind == "xdp_tx":
             ns(SRV_NS, "ip", "link", "set", "dev", SRV_IF, "xdpdrv", "obj", os.path.join(BUILD, "bounce.o"), "sec", "xdp")
+        elif self.kind == "xsk_echo":
+            ns(SRV_NS, "ip", "link", "set", "dev", SRV_IF, "xdpdrv", "obj", os.path.join(BUILD, "xsk_echo_xdp.o"), "sec", "xdp")
+            self.proc = subprocess.Popen(
+                ["ip", "netns", "exec", SRV_NS, "taskset", "-c", str(SRV_CPU), os.path.join(BUILD, "xsk_echo"), SRV_IF],
+                stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
         time.sleep(1.0)
         if self.proc and self.proc.poll() is not None:
             raise RuntimeError(f"{self.kind} did not start: {self.proc.stderr.read()}")
@@ -50,7 +55,7 @@ class Server:
     def stop(self):
         if self.proc:
             stop_process(self.proc)
-        if self.kind == "xdp_tx":
+        if self.kind in ("xdp_tx", "xsk_echo"):
             ns(SRV_NS, "ip", "link", "set", "dev", SRV_IF, "xdpdrv", "off", check=False)
 
 
@@ -82,8 +87,10 @@ def build():
     preflight()
     sh("gcc", "-O2", "-Wall", "-o", os.path.join(BUILD, "kecho"), os.path.join(HERE, "kecho.c"))
     arch = platform.machine().replace("aarch64", "aarch64")
-    sh("clang", "-O2", "-g", "-target", "bpf", f"-I/usr/include/{arch}-linux-gnu", "-c", os.path.join(HERE, "bounce.c"),
-       "-o", os.path.join(BUILD, "bounce.o"))
+    sh("gcc", "-O2", "-Wall", "-o", os.path.join(BUILD, "xsk_echo"), os.path.join(HERE, "xsk_echo.c"))
+    for name in ("bounce", "xsk_echo_xdp"):
+        sh("clang", "-O2", "-g", "-target", "bpf", f"-I/usr/include/{arch}-linux-gnu", "-c", os.path.join(HERE, f"{name}.c"),
+           "-o", os.path.join(BUILD, f"{name}.o"))
 
 
 def main():
@@ -123,7 +130,7 @@ def write(results):
             proc = f"{p['proc_us_per_reply']:.2f}" if p.get("proc_us_per_reply") else "–"
             core = f"{p['core_us_per_reply']:.2f}" if p.get("core_us_per_reply") else "–"
             lines.append(f"| {kind} | {p['offered_pps'] or 'max'} | {p['replies_pps']:.0f} | {p['loss'] * 100:.2f}% | {core} | {proc} | {p['p50_us']:.0f} | {p['p99_us']:.0f} |")
-    s, k, x = sat("sirocco"), sat("kernel"), sat("xdp_tx")
+    s, k, x, m = sat("sirocco"), sat("kernel"), sat("xdp_tx"), sat("xsk_echo")
     if s and k:
         lines += ["", "## Ratios at saturation (best replies/s point of each)", ""]
         lines.append(f"- sirocco / kernel replies/s: **{s['replies_pps'] / k['replies_pps']:.2f}×** "
@@ -134,6 +141,22 @@ def write(results):
         if x:
             lines.append(f"- sirocco / XDP_TX bounce replies/s: **{s['replies_pps'] / x['replies_pps'] * 100:.0f}%** "
                          f"({x['replies_pps']:.0f} replies/s for the bounce)")
+        if m:
+            lines.append(f"- sirocco / minimal AF_XDP echo in C replies/s: **{s['replies_pps'] / m['replies_pps']:.2f}×** "
+                         f"({m['replies_pps']:.0f} replies/s for xsk_echo.c)")
+
+    def flood(kind):
+        return next((p for p in results.get(kind) or [] if p["offered_pps"] == 0), None)
+    fs, fk, fm = flood("sirocco"), flood("kernel"), flood("xsk_echo")
+    if fs:
+        lines += ["", "## Under the flood (the generator as fast as it goes)", ""]
+        lines.append(f"- sirocco: {fs['replies_pps']:.0f} replies/s at {fs['tx_pps']:.0f} offered")
+        if fm:
+            lines.append(f"- sirocco / minimal AF_XDP echo: **{fs['replies_pps'] / fm['replies_pps']:.2f}×** "
+                         f"(goal ≥ 0.95×; {fm['replies_pps']:.0f} for xsk_echo.c)")
+        if fk:
+            lines.append(f"- sirocco / kernel echo: **{fs['replies_pps'] / fk['replies_pps']:.2f}×** "
+                         f"(goal ≥ 2×; {fk['replies_pps']:.0f} for the kernel)")
     save("udp-echo", meta, lines, results=results)
     def draw(plt):
         fig, (a1, a2) = plt.subplots(1, 2, figsize=(11, 4))
