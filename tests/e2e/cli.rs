@@ -111,3 +111,44 @@ fn kv_options_and_config_are_checked() {
     }
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// With no --cpus, engines go on the CPUs the process was given (taskset), not on CPU i;
+/// a --cpus outside them is one clear line.
+#[test]
+fn engines_stay_on_the_cpus_the_process_was_given() {
+    let n = std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1);
+    let net = TestNet::new(2);
+    let last = (n - 1).to_string();
+    let s = Sirocco::spawn(
+        &net.srv_ns,
+        &["taskset", "-c", &last],
+        &["echo", "--iface", &net.srv_if, "--addr", SERVER_OWN, "--queues", "2"],
+        true,
+    );
+    let mut engines = 0;
+    for t in std::fs::read_dir(format!("/proc/{}/task", s.pid())).unwrap() {
+        let dir = t.unwrap().path();
+        let comm = std::fs::read_to_string(dir.join("comm")).unwrap_or_default();
+        if comm.starts_with("sirocco-q") {
+            let status = std::fs::read_to_string(dir.join("status")).unwrap();
+            let allowed = status.lines().find(|l| l.starts_with("Cpus_allowed_list:")).unwrap();
+            assert_eq!(allowed.split_whitespace().nth(1), Some(last.as_str()), "{comm}: {allowed}");
+            engines += 1;
+        }
+    }
+    assert_eq!(engines, 2, "both engines found");
+    assert!(one_echo(&net.cli_ns, SERVER_OWN));
+    stop_and_count(s);
+    // A CPU the process may not use: CPU 0 when it was given the last of several, else one
+    // past the end.
+    let refused = if n > 1 { "0".to_string() } else { "1".to_string() };
+    let out = net.exec(
+        &net.srv_ns,
+        &["taskset", "-c", &last, sirocco(), "echo", "--iface", &net.srv_if, "--addr", SERVER_OWN, "--cpus", &refused],
+    );
+    assert_one_clear_line(
+        &out,
+        &format!("--cpus: CPU {refused} is not among the CPUs this process may run on ({last};"),
+    );
+    assert!(!net.server_has_xdp());
+}

@@ -130,6 +130,28 @@ pub fn cpus() -> usize {
     std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1)
 }
 
+/// The CPUs the calling thread may run on (the affinity it inherited: taskset, a cgroup
+/// cpuset), ascending; all CPUs if the kernel will not say.
+pub fn allowed_cpus() -> Vec<usize> {
+    match sys::allowed_cpus() {
+        Ok(v) if !v.is_empty() => v,
+        _ => (0..cpus()).collect(),
+    }
+}
+
+/// `wanted` CPUs checked against the ones this thread may run on: one error line naming the
+/// first that is not allowed.
+pub fn check_cpus(wanted: &[usize]) -> Result<(), String> {
+    let allowed = allowed_cpus();
+    match wanted.iter().find(|c| !allowed.contains(c)) {
+        None => Ok(()),
+        Some(c) => Err(format!(
+            "CPU {c} is not among the CPUs this process may run on ({}; see taskset or the cgroup's cpuset)",
+            allowed.iter().map(|c| c.to_string()).collect::<Vec<_>>().join(",")
+        )),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -139,10 +139,8 @@ fn worker_cpus(a: &PipelineArgs, s: &Script) -> Result<Vec<Option<usize>>, Strin
         }
         cpus = c.iter().map(|&c| Some(c)).collect();
     }
-    let have = io::iface::cpus();
-    if let Some(c) = cpus.iter().flatten().find(|&&c| c >= have) {
-        return Err(format!("CPU {c} does not exist (this machine has {have})"));
-    }
+    let wanted: Vec<usize> = cpus.iter().flatten().copied().collect();
+    io::iface::check_cpus(&wanted)?;
     Ok(cpus)
 }
 

@@ -28,7 +28,9 @@ pub struct DataplaneArgs {
     /// cannot see AF_XDP traffic).
     #[arg(long, value_name = "FILE")]
     pub pcap: Option<PathBuf>,
-    /// CPUs to pin the engines to, comma-separated, in queue order [default: queue i on CPU i].
+    /// CPUs to pin the engines to, comma-separated, in queue order; each must be one the
+    /// process may run on [default: queue i on the i-th CPU of the process's affinity, as
+    /// taskset or a cgroup cpuset leaves it].
     #[arg(long, value_name = "LIST", value_delimiter = ',')]
     pub cpus: Option<Vec<usize>>,
     /// Use AF_XDP copy mode even if the driver supports zero-copy.
@@ -85,6 +87,9 @@ impl DataplaneArgs {
             bps: self.ctl_bps,
         });
         // Behind the daemon the interface is the daemon's business.
+        if let Some(c) = &self.cpus {
+            io::iface::check_cpus(c).map_err(|e| format!("--cpus: {e}"))?;
+        }
         let iface = match (&self.iface, &ctl) {
             (Some(i), _) => i.clone(),
             (None, Some(_)) => String::new(),

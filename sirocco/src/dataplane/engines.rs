@@ -45,7 +45,8 @@ where
     };
     let stop = Arc::new(AtomicBool::new(false));
     let epoch = Instant::now();
-    let ncpu = iface::cpus();
+    // Engines go on the CPUs the process was given (taskset, a cpuset), queue i on the i-th.
+    let allowed = iface::allowed_cpus();
     let mut running = Running { filter, held, capture, stop, epoch, handles: Vec::new(), snapshots: Vec::new() };
     for (q, port) in ports.into_iter().enumerate() {
         let mut app = make_app(q as u32);
@@ -54,7 +55,7 @@ where
         ecfg.batch = opts.batch;
         ecfg.idle_spins = opts.idle_spins;
         ecfg.loss_ppm = opts.loss_ppm;
-        let cpu = opts.cpus.as_ref().and_then(|c| c.get(q).copied()).unwrap_or(q % ncpu);
+        let cpu = opts.cpus.as_ref().and_then(|c| c.get(q).copied()).unwrap_or(allowed[q % allowed.len()]);
         let snap = Arc::new(Mutex::new(Counters::default()));
         running.snapshots.push(snap.clone());
         let (stop, tap) = (running.stop.clone(), tap.clone());

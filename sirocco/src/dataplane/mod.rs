@@ -33,7 +33,7 @@ pub struct Options {
     pub stats: bool,
     /// Write a pcap of what the dataplane receives and sends.
     pub pcap: Option<PathBuf>,
-    /// CPUs to pin engines to, in queue order (default: queue i on CPU i mod #CPUs).
+    /// CPUs to pin engines to, in queue order (default: queue i on the i-th allowed CPU).
     pub cpus: Option<Vec<usize>>,
     /// Force AF_XDP copy mode.
     pub force_copy: bool,
