@@ -30,6 +30,19 @@ impl Proto {
         }
     }
 
+    /// Its IP protocol number.
+    pub fn number(self) -> u8 {
+        match self {
+            Proto::Udp => 17,
+            Proto::Tcp => 6,
+        }
+    }
+
+    /// From its IP protocol number.
+    pub fn from_number(n: u8) -> Option<Proto> {
+        [Proto::Udp, Proto::Tcp].into_iter().find(|p| p.number() == n)
+    }
+
     /// From its name.
     pub fn parse(s: &str) -> Option<Proto> {
         match s {

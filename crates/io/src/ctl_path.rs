@@ -13,6 +13,9 @@ use wire::{Ipv4Addr, MacAddr};
 
 static CTL_OBJ: &[u8] = aya::include_bytes_aligned!(concat!(env!("OUT_DIR"), "/ctl.o"));
 
+const INGRESS: &str = "ctl_ingress";
+const EGRESS: &str = "ctl_egress";
+
 /// Counter slots: slot 0 holds what belongs to no grant, grants use 1 to `SLOTS - 1`.
 pub const SLOTS: u32 = 256;
 
@@ -133,9 +136,11 @@ impl CtlPath {
         let owned = HashMap::try_from(take("ctl_owned")?).map_err(|e| err(format!("ctl_owned: {e}")))?;
         let tx = HashMap::try_from(take("ctl_tx")?).map_err(|e| err(format!("ctl_tx: {e}")))?;
         let stats = PerCpuArray::try_from(take("ctl_stats")?).map_err(|e| err(format!("ctl_stats: {e}")))?;
-        program(&mut ebpf, "ctl_ingress")?.load().map_err(|e| err(format!("the kernel refused ctl_ingress: {e}")))?;
-        egress(&mut ebpf)?.load().map_err(|e| err(format!("the kernel refused ctl_egress: {e}")))?;
-        let ingress = program(&mut ebpf, "ctl_ingress")?;
+        program::<SchedClassifier>(&mut ebpf, EGRESS)?
+            .load()
+            .map_err(|e| err(format!("the kernel refused {EGRESS}: {e}")))?;
+        let ingress = program::<Xdp>(&mut ebpf, INGRESS)?;
+        ingress.load().map_err(|e| err(format!("the kernel refused {INGRESS}: {e}")))?;
         ingress.attach_to_if_index(ifindex, XdpFlags::DRV_MODE).map_err(|e| {
             let busy = format!("{e:?}").contains("busy");
             err(if busy {
@@ -170,7 +175,7 @@ impl CtlPath {
             ..TxGrant::default()
         };
         self.tx.insert(ifindex, g, 0).map_err(|e| err(format!("ctl_tx: {e}")))?;
-        egress(&mut self.ebpf)?
+        program::<SchedClassifier>(&mut self.ebpf, EGRESS)?
             .attach(dev, TcAttachType::Ingress)
             .map(EgressLink)
             .map_err(|e| err(format!("attaching the transmit filter to {dev} (TCX, Linux 6.6+): {e:?}")))
@@ -178,7 +183,7 @@ impl CtlPath {
 
     /// Detaches the egress program from a veth and forgets its rule.
     pub fn detach_egress(&mut self, ifindex: u32, link: EgressLink) {
-        if let Ok(p) = egress(&mut self.ebpf) {
+        if let Ok(p) = program::<SchedClassifier>(&mut self.ebpf, EGRESS) {
             let _ = p.detach(link.0);
         }
         let _ = self.tx.remove(&ifindex);
@@ -223,15 +228,14 @@ impl CtlPath {
 
     /// Runs of each program and the nanoseconds they took, as the kernel counts them while
     /// BPF statistics are on (`sysctl kernel.bpf_stats_enabled=1`; zeros otherwise).
-    pub fn program_stats(&mut self) -> Vec<(&'static str, u64, u64)> {
-        let mut v = Vec::new();
-        if let Ok(i) = program(&mut self.ebpf, "ctl_ingress").and_then(|p| p.info().map_err(|e| err(e.to_string()))) {
-            v.push(("ctl_ingress", i.run_count(), i.run_time().as_nanos() as u64));
-        }
-        if let Ok(i) = egress(&mut self.ebpf).and_then(|p| p.info().map_err(|e| err(e.to_string()))) {
-            v.push(("ctl_egress", i.run_count(), i.run_time().as_nanos() as u64));
-        }
-        v
+    pub fn program_stats(&self) -> Vec<(&'static str, u64, u64)> {
+        [INGRESS, EGRESS]
+            .into_iter()
+            .filter_map(|name| {
+                let i = self.ebpf.program(name)?.info().ok()?;
+                Some((name, i.run_count(), i.run_time().as_nanos() as u64))
+            })
+            .collect()
     }
 
     /// Zeroes a slot's counters (before a new grant takes it).
@@ -244,16 +248,13 @@ impl CtlPath {
     }
 }
 
-fn program<'a>(ebpf: &'a mut Ebpf, name: &str) -> Result<&'a mut Xdp, FilterError> {
+/// A program of the object as its type (`Xdp` or `SchedClassifier`).
+fn program<'a, P>(ebpf: &'a mut Ebpf, name: &str) -> Result<&'a mut P, FilterError>
+where
+    &'a mut P: TryFrom<&'a mut aya::programs::Program, Error = aya::programs::ProgramError>,
+{
     ebpf.program_mut(name)
         .ok_or_else(|| err(format!("ctl object has no program {name}")))?
         .try_into()
         .map_err(|e| err(format!("{name}: {e}")))
-}
-
-fn egress(ebpf: &mut Ebpf) -> Result<&mut SchedClassifier, FilterError> {
-    ebpf.program_mut("ctl_egress")
-        .ok_or_else(|| err("ctl object has no program ctl_egress".into()))?
-        .try_into()
-        .map_err(|e| err(format!("ctl_egress: {e}")))
 }

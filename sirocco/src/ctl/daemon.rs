@@ -9,7 +9,7 @@ use super::vnic::{self, AppSide};
 use ctl::grants::Grants;
 use ctl::policy::Policy;
 use ctl::request::{self, Request};
-use ctl::{Proto, Want};
+use ctl::Want;
 use io::ctl_path::{CtlPath, TxRule, SLOTS};
 use io::iface::Interface;
 use io::xsk::{BindMode, XskBound, XskConfig};
@@ -58,13 +58,6 @@ const MAX_CONNECTIONS: usize = 1024;
 
 fn lock(s: &Shared) -> MutexGuard<'_, State> {
     s.lock().unwrap_or_else(|e| e.into_inner())
-}
-
-fn proto_number(p: Proto) -> u8 {
-    match p {
-        Proto::Udp => wire::Protocol::UDP,
-        Proto::Tcp => wire::Protocol::TCP,
-    }
 }
 
 /// Runs the daemon until SIGINT or SIGTERM.
@@ -163,7 +156,7 @@ fn serve(state: Shared, sock: UnixStream) {
         };
         let reply = match request::parse(&line) {
             Err(e) => Err(e),
-            Ok(Request::Status) => Ok((status(&mut lock(&state)), Vec::new())),
+            Ok(Request::Status) => Ok((status(&lock(&state)), Vec::new())),
             Ok(Request::Revoke(app)) => revoke(&state, uid, &app).map(|v| (v, Vec::new())),
             Ok(Request::Grant(_)) if mine.is_some() => Err("this connection holds a grant already".into()),
             Ok(Request::Grant(w)) => match grant(&state, uid, w, &conn) {
@@ -234,7 +227,7 @@ fn grant(state: &Shared, uid: u32, w: Want, conn: &Conn) -> Result<(u64, Value, 
         Err(e) => {
             st.grants.release(id);
             if let Some(h) = st.held.remove(&id) {
-                st.path.unroute(w.addr.into(), proto_number(w.proto), w.port);
+                st.path.unroute(w.addr.into(), w.proto.number(), w.port);
                 st.path.detach_egress(h.dev_index, h.link);
             }
             st.slots[slot as usize] = false;
@@ -259,7 +252,7 @@ fn rate_text(w: &Want) -> String {
 /// The virtual NIC, the transmit filter and the route, in that order (traffic is routed
 /// into the NIC only once its far side can take it).
 fn build(st: &mut State, id: u64, slot: u32, w: &Want, conn: &Conn) -> Result<(Value, Vec<XskBound>), String> {
-    let proto = proto_number(w.proto);
+    let proto = w.proto.number();
     let dev_index = vnic::create(&st.net, slot, w.queues, st.iface.mtu)?;
     let frames = ((w.memory - w.lend) / 4096) as usize;
     let xsk = XskConfig { frames, lend: w.lend as usize, force_copy: true, ..XskConfig::default() };
@@ -297,7 +290,7 @@ fn build(st: &mut State, id: u64, slot: u32, w: &Want, conn: &Conn) -> Result<(V
 fn end_grant(st: &mut State, id: u64, why: &str) {
     let Some(g) = st.grants.release(id) else { return };
     let Some(h) = st.held.remove(&id) else { return };
-    let (addr, proto) = (g.want.addr.into(), proto_number(g.want.proto));
+    let (addr, proto) = (g.want.addr.into(), g.want.proto.number());
     st.path.unroute(addr, proto, g.want.port);
     if !st.grants.iter().any(|o| o.want.addr == g.want.addr) {
         st.path.forget_arp(addr);
@@ -325,7 +318,7 @@ fn revoke(state: &Shared, uid: u32, app: &str) -> Result<Value, String> {
     Ok(json!({ "ok": true, "revoked": app }))
 }
 
-fn status(st: &mut State) -> Value {
+fn status(st: &State) -> Value {
     let grants: Vec<Value> = st
         .grants
         .iter()

@@ -100,7 +100,7 @@ fn open_granted(opts: &Options, c: &super::CtlOptions, grants: &[Grant], what: &
     let want = ctl::Want {
         app: app.clone(),
         addr: opts.addr.into(),
-        proto: if proto == wire::Protocol::TCP { ctl::Proto::Tcp } else { ctl::Proto::Udp },
+        proto: ctl::Proto::from_number(proto).ok_or_else(|| format!("{what}: sirocco ctl grants UDP and TCP only"))?,
         port,
         queues: opts.queues.unwrap_or(1),
         pps: c.pps,

@@ -119,3 +119,9 @@ fn a_grant_request_reads_back_as_it_was_made() {
         assert_eq!(parse(grant_request(&w).to_string().as_bytes()), Ok(Request::Grant(w)));
     }
 }
+
+#[test]
+fn protocol_numbers_are_ianas() {
+    assert_eq!((Proto::Udp.number(), Proto::Tcp.number()), (17, 6));
+    assert_eq!((Proto::from_number(6), Proto::from_number(1)), (Some(Proto::Tcp), None));
+}
