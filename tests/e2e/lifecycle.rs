@@ -102,3 +102,24 @@ fn umem_goes_on_hugepages_when_reserved() {
     let (st, log) = s.stop();
     assert!(st.success(), "{log}");
 }
+
+#[test]
+fn umem_goes_on_transparent_hugepages_where_none_are_reserved() {
+    let thp = std::fs::read_to_string("/sys/kernel/mm/transparent_hugepage/enabled").unwrap_or_default();
+    let net = TestNet::new(1);
+    let s = net.start(&["echo", "--iface", &net.srv_if, "--addr", SERVER_OWN]);
+    let log = s.log();
+    if thp.contains("[never]") || thp.is_empty() {
+        assert!(log.contains("UMEM on ordinary pages"), "THP is off here: {log}");
+    } else {
+        // Reserved hugepages, when a test beside this one has them, come first.
+        assert!(
+            log.contains("UMEM on transparent hugepages") || log.contains("UMEM on hugepages"),
+            "THP is {}: {log}",
+            thp.trim()
+        );
+    }
+    assert!(one_echo(&net.cli_ns, SERVER_OWN));
+    let (st, log) = s.stop();
+    assert!(st.success(), "{log}");
+}

@@ -21,6 +21,8 @@ enum Timer {
 }
 
 const PUBLISH: Duration = Duration::from_millis(200);
+/// Frames of a batch whose headers are being loaded ahead of the one being processed.
+const PREFETCH: usize = 4;
 /// How long to wait for a full device queue before transmitting again.
 const TX_RETRY_US: u32 = 50;
 
@@ -140,7 +142,13 @@ impl<P: Port> Engine<P> {
         if n > 0 {
             self.node.counters.batch(n);
         }
-        for &f in &self.rx[..n] {
+        for &f in &self.rx[..n.min(PREFETCH)] {
+            self.port.prefetch(f);
+        }
+        for (i, &f) in self.rx[..n].iter().enumerate() {
+            if let Some(&next) = self.rx[..n].get(i + PREFETCH) {
+                self.port.prefetch(next);
+            }
             if self.node.impaired() {
                 self.port.free(f);
                 self.node.counters.count_drop(DropReason::Impaired);

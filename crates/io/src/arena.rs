@@ -10,12 +10,34 @@ use crate::sys;
 use std::io;
 use std::sync::Arc;
 
-/// A page-aligned mapping (on 2 MB hugepages when reserved): anonymous, or of a memory file
-/// that another process (a control daemon, an application) maps too.
+/// What backs a mapping.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub enum Pages {
+    /// Reserved 2 MB hugepages (hugetlbfs).
+    Reserved,
+    /// Transparent 2 MB hugepages, all of it.
+    Transparent,
+    /// 4 KiB pages (at least in part).
+    Ordinary,
+}
+
+impl std::fmt::Display for Pages {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            Pages::Reserved => "hugepages",
+            Pages::Transparent => "transparent hugepages",
+            Pages::Ordinary => "ordinary pages",
+        })
+    }
+}
+
+/// A page-aligned mapping (on 2 MB hugepages, reserved or else transparent, where the system
+/// has them): anonymous, or of a memory file that another process (a control daemon, an
+/// application) maps too.
 pub(crate) struct Mapping {
     ptr: *mut u8,
     len: usize,
-    hugepages: bool,
+    pages: Pages,
     /// The memory file, if the mapping is shared through one.
     file: Option<std::os::fd::OwnedFd>,
 }
@@ -30,14 +52,22 @@ impl Mapping {
     /// At least `len` bytes, rounded up to 2 MB so hugepages can back it.
     pub(crate) fn new(len: usize) -> io::Result<Arc<Mapping>> {
         let len = len.next_multiple_of(2 << 20);
-        let (ptr, hugepages) = sys::mmap_anon(len)?;
-        Ok(Arc::new(Mapping { ptr, len, hugepages, file: None }))
+        let (ptr, reserved) = sys::mmap_anon(len)?;
+        let pages = if reserved {
+            Pages::Reserved
+        } else if sys::anon_huge_bytes(ptr) >= len {
+            Pages::Transparent
+        } else {
+            Pages::Ordinary
+        };
+        Ok(Arc::new(Mapping { ptr, len, pages, file: None }))
     }
     /// At least `len` bytes (rounded up to 2 MB) of a new memory file, mapped shared.
     pub(crate) fn new_file(name: &str, len: usize) -> io::Result<Arc<Mapping>> {
         let len = len.next_multiple_of(2 << 20);
-        let (fd, ptr, hugepages) = sys::memfd_shared(name, len)?;
-        Ok(Arc::new(Mapping { ptr, len, hugepages, file: Some(fd) }))
+        let (fd, ptr, huge) = sys::memfd_shared(name, len)?;
+        let pages = if huge { Pages::Reserved } else { Pages::Ordinary };
+        Ok(Arc::new(Mapping { ptr, len, pages, file: Some(fd) }))
     }
     /// The whole of a memory file received from another process, mapped shared.
     pub(crate) fn of_file(fd: std::os::fd::OwnedFd) -> io::Result<Arc<Mapping>> {
@@ -47,7 +77,7 @@ impl Mapping {
         }
         let ptr = sys::mmap_file(&fd, len)?;
         // Whether the sender's file is on hugepages is its business; only reporting uses it.
-        Ok(Arc::new(Mapping { ptr, len, hugepages: false, file: Some(fd) }))
+        Ok(Arc::new(Mapping { ptr, len, pages: Pages::Ordinary, file: Some(fd) }))
     }
     /// The memory file, if shared through one.
     pub(crate) fn file(&self) -> Option<&std::os::fd::OwnedFd> {
@@ -59,8 +89,8 @@ impl Mapping {
     pub(crate) fn len(&self) -> usize {
         self.len
     }
-    pub(crate) fn hugepages(&self) -> bool {
-        self.hugepages
+    pub(crate) fn pages(&self) -> Pages {
+        self.pages
     }
 }
 
@@ -118,9 +148,9 @@ impl ArenaRegion {
     pub fn is_empty(&self) -> bool {
         self.len == 0
     }
-    /// True if hugepages back it.
-    pub fn hugepages(&self) -> bool {
-        self.map.hugepages()
+    /// What backs it.
+    pub fn pages(&self) -> Pages {
+        self.map.pages()
     }
     /// The first byte in this process.
     pub(crate) fn ptr(&self) -> *mut u8 {

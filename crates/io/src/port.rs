@@ -33,6 +33,11 @@ pub const TX_META_ROOM: u64 = 64;
 pub trait Port {
     /// Moves up to `out.len()` received frames into `out`; returns how many.
     fn recv(&mut self, out: &mut [Frame]) -> usize;
+    /// Hints that the frame's first bytes are read soon (a prefetch); does nothing by default.
+    #[inline]
+    fn prefetch(&self, f: Frame) {
+        let _ = f;
+    }
     /// The bytes of a frame (its `len` bytes).
     fn data(&self, f: Frame) -> &[u8];
     /// The writable room of a frame, from its address to the end of its buffer

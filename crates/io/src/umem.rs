@@ -10,7 +10,8 @@ use std::sync::Arc;
 pub const DEFAULT_FRAME_SIZE: usize = 4096;
 
 /// A page-aligned arena of `frames × frame_size` bytes (plus the lent part), on 2 MB
-/// hugepages when the system has them reserved, else on ordinary pages.
+/// hugepages when the system has them reserved, else on transparent hugepages where the
+/// kernel gives them, else on ordinary pages.
 pub struct Umem {
     map: Arc<Mapping>,
     /// Bytes cut into frames (the lent part starts here).
@@ -66,9 +67,9 @@ impl Umem {
     pub fn frame_size(&self) -> usize {
         self.frame_size
     }
-    /// True if the arena is on hugepages.
-    pub fn hugepages(&self) -> bool {
-        self.map.hugepages()
+    /// What backs the arena.
+    pub fn pages(&self) -> crate::arena::Pages {
+        self.map.pages()
     }
     /// Start of the arena (for registration with the kernel).
     pub(crate) fn as_ptr(&self) -> *mut u8 {
@@ -94,6 +95,22 @@ impl Umem {
     /// Arena address where the lent part starts.
     pub fn region_start(&self) -> u64 {
         self.frames_len as u64
+    }
+
+    /// Starts loading the first cache line at `addr` (a frame the engine reads soon: with
+    /// the kernel writing frames on this core well before they are read, the first read of
+    /// each was most of the engine's own time under a flood).
+    #[inline]
+    pub fn prefetch(&self, addr: u64) {
+        let p = self.map.ptr().wrapping_add(addr as usize);
+        #[cfg(target_arch = "x86_64")]
+        // SAFETY: SSE is part of x86_64; a prefetch is a hint, not an access, and never
+        // faults whatever the address.
+        unsafe {
+            std::arch::x86_64::_mm_prefetch::<{ std::arch::x86_64::_MM_HINT_T0 }>(p as *const i8)
+        };
+        #[cfg(not(target_arch = "x86_64"))]
+        let _ = p;
     }
 
     /// `len` bytes at `addr`. Panics if the range leaves the arena.

@@ -439,9 +439,9 @@ impl XskPort {
     pub fn raw_fd(&self) -> RawFd {
         self.fd.as_raw_fd()
     }
-    /// True if the UMEM is on hugepages.
-    pub fn hugepages(&self) -> bool {
-        self.umem.hugepages()
+    /// What backs the UMEM.
+    pub fn pages(&self) -> crate::arena::Pages {
+        self.umem.pages()
     }
     /// Bytes lent beyond the frames (0: none; see [`XskConfig::lend`]).
     pub fn lent(&self) -> usize {
@@ -532,6 +532,11 @@ impl Port for XskPort {
             self.rx.release(n);
         }
         n as usize
+    }
+
+    #[inline]
+    fn prefetch(&self, f: Frame) {
+        self.umem.prefetch(f.addr);
     }
 
     fn data(&self, f: Frame) -> &[u8] {

@@ -331,11 +331,11 @@ fn stream_config(mib: u64, kib: u32) -> Result<StorageConfig, String> {
 fn first_streamer(cfg: StorageConfig, site: &Site) -> Result<Streamer, String> {
     let mut st = Streamer::new(cfg).map_err(|e| e.to_string())?;
     eprintln!(
-        "sirocco: stream mode: {}; {} buffers of {} KiB per engine{}",
+        "sirocco: stream mode: {}; {} buffers of {} KiB per engine on {}",
         st.port.features(),
         cfg.buffers,
         cfg.buf_size >> 10,
-        if st.port.pool_ref().hugepages() { " on hugepages" } else { "" }
+        st.port.pool_ref().pages()
     );
     if let Some(path) = site.files.iter().find_map(|f| f.source.as_deref()) {
         let f = st.open(path).map_err(|e| e.to_string())?;

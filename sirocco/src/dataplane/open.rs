@@ -69,7 +69,8 @@ pub(super) fn open(opts: &Options, grants: &[Grant], what: &str) -> Result<Opene
             },
             if mode == BindMode::ZeroCopy { "zero-copy" } else { "copy" },
             if filter.mode() == AttachMode::Driver { "driver" } else { "generic" },
-            if ports.iter().all(|p| p.hugepages()) { "hugepages" } else { "ordinary pages" },
+            // The worst of the queues' (they are all made alike).
+            ports.iter().map(|p| p.pages()).max().unwrap_or(io::arena::Pages::Ordinary),
         );
         if let Some(p) = ports.first().filter(|p| p.lent() > 0) {
             eprintln!(

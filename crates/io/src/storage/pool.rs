@@ -106,9 +106,9 @@ impl BufferPool {
         self.free.len()
     }
 
-    /// True if the arena is on hugepages.
-    pub fn hugepages(&self) -> bool {
-        self._map.hugepages()
+    /// What backs the arena.
+    pub fn pages(&self) -> crate::arena::Pages {
+        self._map.pages()
     }
 
     /// A free buffer, if any.
