@@ -101,3 +101,25 @@ fn malformed_frames_from_the_wire_are_counted_and_dropped() {
     assert_eq!(total(&c, "drop_ipv4_bad_version"), 1, "{c}");
     assert!(total(&c, "udp_replies") >= 1);
 }
+
+/// The kernel's own UDP from a veth whose TX checksum offload is on: its datagrams carry only
+/// the pseudo-header's sum (the "NIC" finishes nothing on veth). They are counted apart, the
+/// user gets one hint line, and once the offload is off the server answers.
+#[test]
+fn unfinished_checksums_from_an_offloading_sender_are_counted_apart_with_a_hint() {
+    let net = TestNet::new(1);
+    let s = net.start(&["echo", "--iface", &net.srv_if, "--addr", SERVER_OWN]);
+    let offload = |on: &str| {
+        let out = net.exec(&net.cli_ns, &["ethtool", "-K", &net.cli_if, "tx", on]);
+        assert!(out.status.success(), "ethtool: {}", String::from_utf8_lossy(&out.stderr));
+    };
+    offload("on");
+    assert!(!one_echo(&net.cli_ns, SERVER_OWN), "a datagram with an unfinished checksum was answered");
+    s.wait_for_log("checksum unfinished", std::time::Duration::from_secs(5));
+    offload("off");
+    assert!(one_echo(&net.cli_ns, SERVER_OWN), "no answer once the sender sums its datagrams");
+    let (c, log) = stop_with_log(s);
+    assert_eq!(log.matches("checksum unfinished").count(), 1, "one hint line:\n{log}");
+    assert!(total(&c, "drop_checksum_unfinished") >= 1, "{c}");
+    assert_eq!(total(&c, "drop_udp_bad_checksum"), 0, "{c}");
+}

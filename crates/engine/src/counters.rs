@@ -46,6 +46,9 @@ pub enum DropReason {
     TcpNotServed,
     /// TCP header malformed (offset, options) or checksum wrong.
     TcpMalformed,
+    /// UDP or TCP checksum left for a NIC to finish (the sender offloads it, and nothing on
+    /// the way did): see [`CHECKSUM_HINT`].
+    ChecksumUnfinished,
     /// The TX ring was full.
     TxRingFull,
     /// No free buffer to build a frame.
@@ -55,6 +58,10 @@ pub enum DropReason {
     /// Dropped on purpose by the loss impairment (`--impair-loss`).
     Impaired,
 }
+
+/// What to tell the user, once, when frames arrive with [`DropReason::ChecksumUnfinished`]:
+/// otherwise all they see is a server that answers nobody.
+pub const CHECKSUM_HINT: &str = "frames arrive with their UDP/TCP checksum unfinished: the sender leaves it to a NIC that is not there (TX checksum offload on a veth peer or a local sender); they are dropped and counted as checksum_unfinished; turn the offload off on the sending side (ethtool -K PEER tx off)";
 
 /// Number of drop reasons.
 pub const DROP_REASONS: usize = DropReason::Impaired as usize + 1;
@@ -82,6 +89,7 @@ impl DropReason {
         DropReason::UdpHandlerDropped,
         DropReason::TcpNotServed,
         DropReason::TcpMalformed,
+        DropReason::ChecksumUnfinished,
         DropReason::TxRingFull,
         DropReason::NoBuffer,
         DropReason::ArpUnresolved,
@@ -111,6 +119,7 @@ impl DropReason {
             DropReason::UdpHandlerDropped => "udp_handler_dropped",
             DropReason::TcpNotServed => "tcp_not_served",
             DropReason::TcpMalformed => "tcp_malformed",
+            DropReason::ChecksumUnfinished => "checksum_unfinished",
             DropReason::TxRingFull => "tx_ring_full",
             DropReason::NoBuffer => "no_buffer",
             DropReason::ArpUnresolved => "arp_unresolved",

@@ -159,8 +159,12 @@ impl<A: Service + ?Sized> Rx<'_, A> {
         if !self.served.tcp.contains(p.dst_port()) {
             return self.dropped(DropReason::TcpNotServed);
         }
-        let Ok(repr) = TcpRepr::parse(&p, at.src, at.dst) else {
-            return self.dropped(DropReason::TcpMalformed);
+        let repr = match TcpRepr::parse(&p, at.src, at.dst) {
+            Ok(r) => r,
+            Err(Error::BadChecksum) if p.checksum_unfinished(at.src, at.dst) => {
+                return self.dropped(DropReason::ChecksumUnfinished)
+            }
+            Err(_) => return self.dropped(DropReason::TcpMalformed),
         };
         let mac = EthernetFrame::new_unchecked(&buf[..]).src_addr();
         self.learn_peer(at.src, mac, repr.flags.has(TcpFlags::SYN));
@@ -222,6 +226,9 @@ impl<A: Service + ?Sized> Rx<'_, A> {
             return self.dropped(DropReason::UdpMalformed);
         };
         let Ok(repr) = UdpRepr::parse(&u, at.src, at.dst) else {
+            if u.checksum_unfinished(at.src, at.dst) {
+                return self.dropped(DropReason::ChecksumUnfinished);
+            }
             return self.dropped(DropReason::UdpBadChecksum);
         };
         if !self.served.udp.contains(repr.dst_port) {

@@ -132,6 +132,12 @@ impl<T: AsRef<[u8]>> TcpPacket<T> {
         let sum = checksum::add(checksum::pseudo_header(src, dst, Protocol::TCP, len), self.b());
         checksum::fold(sum) == 0xffff
     }
+    /// True if the checksum field holds only the pseudo-header's sum: the sender left the
+    /// rest to a NIC (CHECKSUM_PARTIAL), which a veth with TX checksum offload never adds.
+    pub fn checksum_unfinished(&self, src: Ipv4Addr, dst: Ipv4Addr) -> bool {
+        let len = self.b().len() as u16;
+        self.checksum() == checksum::fold(checksum::pseudo_header(src, dst, Protocol::TCP, len))
+    }
 }
 
 impl<T: AsRef<[u8]> + AsMut<[u8]>> TcpPacket<T> {
@@ -527,6 +533,30 @@ mod tests {
         let mut x = b.clone();
         x[7] ^= 1;
         assert_eq!(TcpRepr::parse(&TcpPacket::new_checked(&x[..]).unwrap(), S, D).unwrap_err(), Error::BadChecksum);
+    }
+
+    #[test]
+    fn a_checksum_left_to_the_nic_is_told_apart_from_a_wrong_one() {
+        let mut b = vec![0u8; 20];
+        let syn = TcpRepr {
+            src_port: 1,
+            dst_port: 2,
+            seq: 3,
+            ack: 0,
+            flags: TcpFlags(TcpFlags::SYN),
+            window: 5,
+            options: TcpOptions::default(),
+            payload_len: 0,
+        };
+        syn.emit(&mut b, S, D);
+        assert!(!TcpPacket::new_checked(&b[..]).unwrap().checksum_unfinished(S, D));
+        let partial = checksum::fold(checksum::pseudo_header(S, D, Protocol::TCP, 20));
+        b[16..18].copy_from_slice(&partial.to_be_bytes());
+        let p = TcpPacket::new_checked(&b[..]).unwrap();
+        assert_eq!(TcpRepr::parse(&p, S, D).unwrap_err(), Error::BadChecksum);
+        assert!(p.checksum_unfinished(S, D));
+        b[17] ^= 1;
+        assert!(!TcpPacket::new_checked(&b[..]).unwrap().checksum_unfinished(S, D));
     }
 
     fn opts() -> impl Strategy<Value = TcpOptions> {

@@ -76,6 +76,11 @@ impl<T: AsRef<[u8]>> UdpPacket<T> {
         let sum = checksum::add(checksum::pseudo_header(src, dst, Protocol::UDP, len), &self.b()[..usize::from(len)]);
         checksum::fold(sum) == 0xffff
     }
+    /// True if the checksum field holds only the pseudo-header's sum: the sender left the
+    /// rest to a NIC (CHECKSUM_PARTIAL), which a veth with TX checksum offload never adds.
+    pub fn checksum_unfinished(&self, src: Ipv4Addr, dst: Ipv4Addr) -> bool {
+        self.checksum() == checksum::fold(checksum::pseudo_header(src, dst, Protocol::UDP, self.len()))
+    }
 }
 
 impl<T: AsRef<[u8]> + AsMut<[u8]>> UdpPacket<T> {
@@ -166,6 +171,22 @@ mod tests {
         b[8..].copy_from_slice(payload);
         UdpRepr { src_port: 40000, dst_port: 7, payload_len: payload.len() }.emit(&mut b, S, D);
         b
+    }
+
+    #[test]
+    fn a_checksum_left_to_the_nic_is_told_apart_from_a_wrong_one() {
+        let mut b = datagram(b"sum me later");
+        let p = UdpPacket::new_checked(&b[..]).unwrap();
+        assert!(p.verify_checksum(S, D) && !p.checksum_unfinished(S, D));
+        // What Linux leaves for the NIC with CHECKSUM_PARTIAL: the pseudo-header's folded sum.
+        let partial = checksum::fold(checksum::pseudo_header(S, D, Protocol::UDP, b.len() as u16));
+        b[6..8].copy_from_slice(&partial.to_be_bytes());
+        let p = UdpPacket::new_checked(&b[..]).unwrap();
+        assert!(!p.verify_checksum(S, D) && p.checksum_unfinished(S, D));
+        // Another pseudo-header, or a corrupted field, is just wrong.
+        assert!(!p.checksum_unfinished(S, Ipv4Addr([198, 18, 0, 3])));
+        b[6] ^= 1;
+        assert!(!UdpPacket::new_checked(&b[..]).unwrap().checksum_unfinished(S, D));
     }
 
     #[test]

@@ -4,7 +4,7 @@
 use super::open::Opened;
 use super::{Options, Outcome, Until};
 use crate::signals;
-use engine::{Counters, Engine, EngineConfig, Service};
+use engine::{Counters, DropReason, Engine, EngineConfig, Service};
 use io::filter::Filter;
 use io::iface;
 use io::pcap::Capture;
@@ -95,6 +95,7 @@ impl<A> Running<A> {
         };
         let mut last_print = Instant::now();
         let mut last: Vec<Counters> = vec![Counters::default(); self.snapshots.len()];
+        let mut hinted = false;
         while !signals::stop_requested()
             && deadline.is_none_or(|d| Instant::now() < d)
             && !self.handles.iter().any(|h| h.is_finished())
@@ -102,6 +103,14 @@ impl<A> Running<A> {
             && self.held.as_ref().is_none_or(|h| h.ended().is_none())
         {
             std::thread::sleep(Duration::from_millis(20));
+            if !hinted {
+                let unfinished = DropReason::ChecksumUnfinished as usize;
+                hinted =
+                    self.snapshots.iter().any(|s| s.lock().unwrap_or_else(|e| e.into_inner()).drops[unfinished] > 0);
+                if hinted {
+                    eprintln!("sirocco: {}", engine::counters::CHECKSUM_HINT);
+                }
+            }
             if opts.stats && last_print.elapsed() >= Duration::from_secs(1) {
                 let dt = last_print.elapsed().as_secs_f64();
                 last_print = Instant::now();
