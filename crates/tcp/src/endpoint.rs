@@ -21,6 +21,7 @@ use crate::seq::Seq;
 use crate::siphash::{self, Key};
 use crate::stats::Stats;
 use crate::tcb::{ts_clock, End, Env, SegOut, State, Tcb, Tuple};
+use crate::time_wait::{Answer, QuietTable};
 use timer::{Duration, Instant};
 
 /// Where a connection's outgoing bytes come from. Nothing is copied into a send buffer: the
@@ -339,7 +340,6 @@ struct Slot<C> {
     timer: Option<(TimerId, u64)>,
     queued: bool,
     half_open: bool,
-    in_tw: bool,
     accepted: bool,
 }
 
@@ -396,6 +396,11 @@ pub struct Endpoint<A: App> {
     env: Env,
     listeners: HashMap<u16, Listener>,
     table: HashMap<Tuple, u32, TupleHash>,
+    /// Connections in TIME-WAIT, apart (see [`crate::time_wait`]).
+    quiet: QuietTable<TupleHash>,
+    /// The time of the input or timer run under way (a connection entering TIME-WAIT owes
+    /// its last ACK, timestamped then).
+    clock: Instant,
     slots: Vec<Slot<A::Conn>>,
     free: Vec<u32>,
     wheel: TimerWheel<(u32, u32)>,
@@ -403,7 +408,6 @@ pub struct Endpoint<A: App> {
     queue: VecDeque<(u32, u32)>,
     stateless: VecDeque<(Tuple, TcpRepr)>,
     last_cookie: Option<Instant>,
-    time_wait: usize,
     next_port: u16,
 }
 
@@ -418,6 +422,8 @@ impl<A: App> Endpoint<A> {
             env: Env::new(limits.ooo_buffers, limits.max_rcv_buf, limits.challenge_per_sec),
             listeners: HashMap::new(),
             table: HashMap::with_capacity_and_hasher(n, TupleHash(Key([key.0[1], key.0[0]]))),
+            quiet: QuietTable::new(limits.max_time_wait, TupleHash(Key([key.0[1], key.0[0]]))),
+            clock: now,
             slots: Vec::with_capacity(n),
             free: Vec::with_capacity(n),
             wheel: TimerWheel::new(4096, n + 16, tick(now)),
@@ -425,7 +431,6 @@ impl<A: App> Endpoint<A> {
             queue: VecDeque::with_capacity(n),
             stateless: VecDeque::with_capacity(STATELESS),
             last_cookie: None,
-            time_wait: 0,
             // Start somewhere in the range chosen by the secret, so a new run (with a new
             // secret) does not begin on the ports the last one left in TIME-WAIT at peers.
             next_port: {
@@ -441,19 +446,19 @@ impl<A: App> Endpoint<A> {
         &self.env.stats
     }
 
-    /// Connections in the table (every state, TIME-WAIT included).
+    /// Connections in the table (every state but TIME-WAIT, which is kept apart).
     pub fn len(&self) -> usize {
         self.table.len()
     }
 
-    /// True when no connection exists.
+    /// True when no connection exists (TIME-WAIT aside).
     pub fn is_empty(&self) -> bool {
         self.table.is_empty()
     }
 
     /// Connections in TIME-WAIT.
     pub fn time_wait(&self) -> usize {
-        self.time_wait
+        self.quiet.len()
     }
 
     /// Timers scheduled on the wheel.
@@ -569,7 +574,6 @@ impl<A: App> Endpoint<A> {
                     timer: None,
                     queued: false,
                     half_open: false,
-                    in_tw: false,
                     accepted: false,
                 });
                 (self.slots.len() - 1) as u32
@@ -580,7 +584,6 @@ impl<A: App> Endpoint<A> {
         s.tcb = Some(tcb);
         s.conn = conn;
         s.half_open = false;
-        s.in_tw = false;
         self.table.insert(t, idx);
         Some(idx)
     }
@@ -600,11 +603,10 @@ impl<A: App> Endpoint<A> {
                 l.half_open = l.half_open.saturating_sub(1);
             }
         }
-        if s.in_tw {
-            s.in_tw = false;
-            self.time_wait -= 1;
-        }
         s.gen = s.gen.wrapping_add(1);
+        // An entry it may still have in the output queue is stale now (skipped by its
+        // generation); the slot's next connection must be able to queue itself.
+        s.queued = false;
         s.conn = None;
         self.table.remove(tcb.tuple());
         self.free.push(idx);
@@ -690,14 +692,19 @@ impl<A: App> Endpoint<A> {
             }
         }
         let state = tcb.state();
-        if state == State::TimeWait && !s.in_tw {
-            s.in_tw = true;
-            self.time_wait += 1;
-            if self.time_wait > self.limits.max_time_wait {
-                self.env.stats.time_wait_recycled += 1;
-                self.free_slot(idx);
-                return;
+        if state == State::TimeWait {
+            // Out of the table into the TIME-WAIT one, with the ACK it may owe (of the
+            // peer's FIN): nothing else is left to send once our FIN is acknowledged.
+            let (t, q, owes_ack) = (*tcb.tuple(), tcb.quiet(), tcb.wants_output());
+            self.free_slot(idx);
+            if owes_ack {
+                let ack = q.ack(&t, self.clock);
+                self.send_stateless(&t, ack);
             }
+            if !self.quiet.insert(t, q) {
+                self.env.stats.time_wait_recycled += 1;
+            }
+            return;
         }
         if state == State::Closed && !tcb.wants_output() {
             self.free_slot(idx);
@@ -742,21 +749,28 @@ impl<A: App> Endpoint<A> {
         payload: &[u8],
     ) {
         self.env.stats.segs_in += 1;
+        self.clock = now;
         let t = Tuple { local, remote, local_port: seg.dst_port, remote_port: seg.src_port };
         let f = seg.flags;
         if let Some(&idx) = self.table.get(&t) {
-            let tw = self.slots[idx as usize].tcb.as_ref().is_some_and(|c| c.state() == State::TimeWait);
-            // A new SYN for a tuple in TIME-WAIT with a higher sequence number (or newer
-            // timestamp) reopens it (RFC 9293 §3.10.7.4, RFC 6191).
-            let reopen = tw
-                && f.has(TcpFlags::SYN)
-                && !f.has(TcpFlags::ACK)
-                && self.slots[idx as usize].tcb.as_ref().is_some_and(|c| c.accepts_reopen(seg));
-            if !reopen {
-                self.segment_to(app, idx, now, seg, payload);
+            self.segment_to(app, idx, now, seg, payload);
+            return;
+        }
+        if let Some(q) = self.quiet.get_mut(&t) {
+            // A new SYN with a higher sequence number (or newer timestamp) reopens the tuple
+            // (RFC 9293 §3.10.7.4, RFC 6191); anything else is TIME-WAIT's to answer.
+            if !(f.has(TcpFlags::SYN) && !f.has(TcpFlags::ACK) && q.accepts_reopen(seg)) {
+                match q.on_segment(&mut self.env, now, seg, payload.len()) {
+                    Answer::Ack => {
+                        let ack = q.ack(&t, now);
+                        self.send_stateless(&t, ack);
+                    }
+                    Answer::Gone => self.quiet.remove(&t),
+                    Answer::Nothing => {}
+                }
                 return;
             }
-            self.free_slot(idx);
+            self.quiet.remove(&t);
         }
         if f.has(TcpFlags::RST) {
             return;
@@ -945,7 +959,12 @@ impl<A: App> Endpoint<A> {
             let p = self.next_port;
             self.next_port = if p >= hi { lo } else { p + 1 };
             let t = Tuple { local, remote, local_port: p, remote_port: port };
-            if port_ok(p) && !self.table.contains_key(&t) && !self.listeners.contains_key(&p) {
+            // Not a tuple in TIME-WAIT either: its old segments may still be about.
+            if port_ok(p)
+                && !self.table.contains_key(&t)
+                && !self.quiet.contains(&t)
+                && !self.listeners.contains_key(&p)
+            {
                 chosen = Some(t);
                 break;
             }
@@ -1064,6 +1083,8 @@ impl<A: App> Endpoint<A> {
 
     /// Runs the timers due at `now`.
     pub fn advance(&mut self, app: &mut A, now: Instant) {
+        self.clock = now;
+        self.quiet.expire(now);
         let fired = &mut self.fired;
         self.wheel.advance(now.as_millis(), |t| fired.push(t));
         let mut i = 0;
@@ -1088,7 +1109,11 @@ impl<A: App> Endpoint<A> {
 
     /// The earliest time `advance` has work (for sleeping; scans, so not per packet).
     pub fn next_deadline(&self) -> Option<Instant> {
-        self.wheel.next_deadline().map(Instant::from_millis)
+        let wheel = self.wheel.next_deadline().map(Instant::from_millis);
+        match (wheel, self.quiet.next_end()) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        }
     }
 
     /// True if some connection (or a connectionless reply) waits to send.

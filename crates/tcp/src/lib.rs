@@ -19,6 +19,7 @@ pub mod seq;
 pub mod siphash;
 pub mod stats;
 pub mod tcb;
+mod time_wait;
 
 pub use cc::CcKind;
 pub use channel::{Calls, Channel, Event, Events, Server};

@@ -111,6 +111,10 @@ fn run_with<C: Server, S: Server>(
             c.input(now, src, dst, seg);
         }
         if done(&c.srv) && c.ch.endpoint().is_empty() && s.ch.endpoint().is_empty() {
+            // Hand over the events the last segments raised (a Dead, say) before the checks:
+            // with TIME-WAIT outside the table, the endpoints are empty as soon as they close.
+            c.round(now, &mut Wire::default());
+            s.round(now, &mut Wire::default());
             return now;
         }
     }

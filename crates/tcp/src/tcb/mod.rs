@@ -125,7 +125,7 @@ impl Env {
         }
     }
 
-    fn allow_challenge(&mut self, now: Instant) -> bool {
+    pub(crate) fn allow_challenge(&mut self, now: Instant) -> bool {
         if now >= self.challenge_window + Duration::from_secs(1) {
             self.challenge_window = now;
             self.challenge_left = self.challenge_per_sec;
@@ -167,7 +167,7 @@ pub struct Notes {
 
 const DUP_THRESH: u32 = 3;
 /// TSval older than this is not held against PAWS (RFC 7323 §5.5: 24 days).
-const PAWS_IDLE: Duration = Duration::from_secs(24 * 24 * 3600);
+pub(crate) const PAWS_IDLE: Duration = Duration::from_secs(24 * 24 * 3600);
 /// RFC 9293's default MSS when the peer sends none.
 const DEFAULT_MSS: u16 = 536;
 /// SACK blocks remembered from the peer.
@@ -713,6 +713,27 @@ impl Tcb {
         match (self.opts.ts, syn.options.timestamps) {
             (true, Some((tsval, _))) => (tsval.wrapping_sub(self.ts.recent) as i32) > 0,
             _ => Seq(syn.seq) > self.rcv.nxt,
+        }
+    }
+
+    /// What a connection in TIME-WAIT keeps when it leaves the table (see
+    /// [`crate::time_wait`]).
+    pub(crate) fn quiet(&self) -> crate::time_wait::Quiet {
+        let ws = if self.opts.wscale { self.rcv.wscale } else { 0 };
+        let rcv_wnd = self.rcv_wnd();
+        let ts = self.opts.ts.then_some(crate::time_wait::QuietTs {
+            recent: self.ts.recent,
+            recent_at: self.ts.recent_at,
+            offset: self.ts.offset,
+        });
+        crate::time_wait::Quiet {
+            snd_nxt: self.snd.max,
+            rcv_nxt: self.rcv.nxt,
+            rcv_wnd,
+            wnd_field: rcv_wnd.div_ceil(1 << ws).min(65_535) as u16,
+            ts,
+            until: self.timers.end.unwrap_or(self.timers.last_rx + self.cfg.time_wait),
+            wait: self.cfg.time_wait,
         }
     }
 
