@@ -10,7 +10,10 @@ existing names with their types, CNAMEs, the wildcard, and names that do not exi
 REPS runs of SECS seconds: answers/s from kxdpgun, the server core's busy CPU-seconds
 (/proc/stat) and the server processes' own CPU-seconds per million answers, the rcode mix.
 A sample of answers is checked with kdig against what the zone says before each server is
-measured. Writes bench/results/dns.{json,md,png}."""
+measured. The highest of RATES is the flood: the report gives each server's answers/s there
+against its own best point and against Knot's under the same flood (issue 20's goals).
+Writes bench/results/NAME.{json,md,png}, NAME from OUT_NAME (default dns: a run with other
+ZONES, RATES or SERVERS can keep the full sweep's report)."""
 
 import json, os, platform, random, signal, subprocess, sys, time
 
@@ -25,6 +28,7 @@ SERVER_ADDR = "198.18.0.1"
 RATES = env_list("RATES", "250000,400000,1000000", int)
 ZONES = env_list("ZONES", "10,10000,1000000", int)
 SERVERS = env_list("SERVERS", "sirocco,sirocco-decompress,sirocco-echo,knot-xdp,nsd")
+OUT_NAME = os.environ.get("OUT_NAME", "dns")
 ORIGIN = "bench.test"
 
 
@@ -244,7 +248,25 @@ def write(results):
         if s and e:
             lines.append(f"- {n} names, sirocco dns / sirocco echo (same engine, same load): "
                          f"**{s['answers_ps'] / e['answers_ps'] * 100:.0f}%** of the echo's replies/s")
-    save("dns", meta, lines, results=results)
+    flood_rate = max(RATES)
+
+    def at_flood(entry):
+        return next((p for p in entry["points"] if p["offered_qps"] == flood_rate), None) if entry else None
+
+    lines += ["", f"## Under the flood ({flood_rate} queries/s offered, the highest rate)", ""]
+    for n, per in results.items():
+        for kind in per:
+            f, b = at_flood(per[kind]), best(per[kind])
+            if f and b:
+                lines.append(f"- {n} names, {kind}: {f['answers_ps']:.0f} answers/s at {f['sent_qps']:.0f} sent, "
+                             f"**{f['answers_ps'] / b['answers_ps'] * 100:.0f}%** of its best point"
+                             + (" (goal ≥ 95%)" if kind == "sirocco" else ""))
+        s, k = at_flood(per.get("sirocco")), at_flood(per.get("knot-xdp"))
+        if s and k:
+            lines.append(f"- {n} names, sirocco / knot-xdp under the flood: **{s['answers_ps'] / k['answers_ps']:.2f}×** "
+                         f"answers/s (goal ≥ 1.5×), **{k['core_s_per_m'] / s['core_s_per_m']:.2f}×** answers per "
+                         "server-core CPU-second")
+    save(OUT_NAME, meta, lines, results=results)
     def draw(plt):
         fig, axes = plt.subplots(1, len(results), figsize=(4.5 * len(results), 4), squeeze=False)
         for ax, (n, per) in zip(axes[0], results.items()):
@@ -254,7 +276,7 @@ def write(results):
             ax.set_title(f"{n} names")
             ax.set_xlabel("offered (k queries/s, as sent)")
             ax.set_ylabel("answers (k/s)")
-        finish(fig, axes[0], "dns")
+        finish(fig, axes[0], OUT_NAME)
 
     plot(draw)
 

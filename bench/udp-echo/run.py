@@ -8,10 +8,10 @@ server-core busy CPU-seconds per million replies (from /proc/stat), the server p
 CPU-seconds (from /proc/PID/stat), and p50/p99 round-trip latency. Writes JSON, a markdown
 table and a plot to bench/results/."""
 
-import json, os, platform, subprocess, sys, time
+import json, os, platform, re, subprocess, sys, time
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
-from lib import (sh, ns, cpu_busy, proc_cpu, median_of, stop_process, server_kind, env_list, preflight, fresh_runs,  # noqa: E402
+from lib import (sh, ns, cpu_busy, proc_cpu, median_of, stop_process, server_kind, env_list, preflight,  # noqa: E402
                  Testnet, SIROCCO, BUILD, SECS, REPS, SRV_CPU, GEN_CPU, fmt, run_meta, save, plot, finish)
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -33,18 +33,18 @@ class Server:
             self.proc = subprocess.Popen(
                 ["ip", "netns", "exec", SRV_NS, "taskset", "-c", str(SRV_CPU), self.bin, "echo", "--iface", SRV_IF,
                  "--addr", SERVER_ADDR, "--queues", "1", "--cpus", str(SRV_CPU)],
-                stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
         elif self.kind == "kernel":
             self.proc = subprocess.Popen(
                 ["ip", "netns", "exec", SRV_NS, "taskset", "-c", str(SRV_CPU), os.path.join(BUILD, "kecho"),
-                 SERVER_ADDR, "7"], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+                 SERVER_ADDR, "7"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
         elif self.kind == "xdp_tx":
             ns(SRV_NS, "ip", "link", "set", "dev", SRV_IF, "xdpdrv", "obj", os.path.join(BUILD, "bounce.o"), "sec", "xdp")
         elif self.kind == "xsk_echo":
             ns(SRV_NS, "ip", "link", "set", "dev", SRV_IF, "xdpdrv", "obj", os.path.join(BUILD, "xsk_echo_xdp.o"), "sec", "xdp")
             self.proc = subprocess.Popen(
                 ["ip", "netns", "exec", SRV_NS, "taskset", "-c", str(SRV_CPU), os.path.join(BUILD, "xsk_echo"), SRV_IF],
-                stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
         time.sleep(1.0)
         if self.proc and self.proc.poll() is not None:
             raise RuntimeError(f"{self.kind} did not start: {self.proc.stderr.read()}")
@@ -53,10 +53,17 @@ class Server:
         return self.proc.pid if self.proc else None
 
     def stop(self):
+        """Stops the server; returns the replies it says it sent (None for the bounce)."""
+        sent = None
         if self.proc:
             stop_process(self.proc)
+            out, err = self.proc.communicate()
+            # sirocco's exit report, kecho's and xsk_echo's last line.
+            m = (re.search(r"udp delivered \d+ replies (\d+)", out) or re.search(r"echoed (\d+)", out + err))
+            sent = int(m.group(1)) if m else None
         if self.kind in ("xdp_tx", "xsk_echo"):
             ns(SRV_NS, "ip", "link", "set", "dev", SRV_IF, "xdpdrv", "off", check=False)
+        return sent
 
 
 def one_run(server, rate):
@@ -95,19 +102,32 @@ def build():
 
 def main():
     build()
-    results = {}
+    results = {kind: [] for kind in SERVERS}
     with NET:
-        for kind in SERVERS:
-            results[kind] = []
-            for rate in RATES:
-                def show(rep, r, _):
+        # Servers take turns within each repetition of each rate: this machine's speed drifts
+        # by tens of percent over minutes (other guests), and one server's runs all in a row
+        # would compare it with the others at another time.
+        for rate in RATES:
+            runs = {kind: [] for kind in SERVERS}
+            for rep in range(REPS):
+                for kind in SERVERS:
+                    srv = Server(kind)
+                    srv.start()
+                    try:
+                        r = one_run(srv, rate)
+                    finally:
+                        sent = srv.stop()
+                    # What the server sent, counted by itself: under the flood the generator's
+                    # core may not take in every reply (its own sending starves its receive).
+                    r["server_sent_pps"] = sent / SECS if sent is not None else None
+                    runs[kind].append(r)
                     print(f"{kind:8} offered {rate or 'max':>7} rep {rep}: {r['replies_pps']:>10.0f} replies/s, "
-                          f"core {r['core_us_per_reply'] or 0:.2f} us/reply, p50 {r['p50_us']:.0f} us p99 {r['p99_us']:.0f} us",
-                          flush=True)
-                runs = fresh_runs(lambda: Server(kind), lambda srv: one_run(srv, rate), show)
-                point = {k: median_of(runs, k) for k in runs[0] if k != "offered_pps"}
+                          f"core {r['core_us_per_reply'] or 0:.2f} us/reply, p50 {r['p50_us']:.0f} us p99 {r['p99_us']:.0f} us, "
+                          f"server sent {r['server_sent_pps'] or 0:.0f}/s", flush=True)
+            for kind in SERVERS:
+                point = {k: median_of(runs[kind], k) for k in runs[kind][0] if k != "offered_pps"}
                 point["offered_pps"] = rate
-                point["runs"] = runs
+                point["runs"] = runs[kind]
                 results[kind].append(point)
     write(results)
 
@@ -122,14 +142,17 @@ def write(results):
         return max(pts, key=lambda p: p["replies_pps"] or 0) if pts else None
 
     lines = [f"# UDP echo, {SIZE} B payload ({stamp}, kernel {meta['kernel']})", "",
-             f"Median of {REPS} runs of {SECS:.0f} s per point. Server side on CPU 1, `sirocco gen udp` on CPU 0.", "",
-             "| server | offered | replies/s | loss | server core µs/reply | server process µs/reply | p50 µs | p99 µs |",
-             "|---|---|---|---|---|---|---|---|"]
+             f"Median of {REPS} runs of {SECS:.0f} s per point, the servers taking turns within each repetition. "
+             "Server side on CPU 1, `sirocco gen udp` on CPU 0.", "",
+             "Replies/s are the replies the generator received; server sent/s what the server counted itself.", "",
+             "| server | offered | replies/s | server sent/s | loss | server core µs/reply | server process µs/reply | p50 µs | p99 µs |",
+             "|---|---|---|---|---|---|---|---|---|"]
     for kind, pts in results.items():
         for p in pts:
             proc = f"{p['proc_us_per_reply']:.2f}" if p.get("proc_us_per_reply") else "–"
             core = f"{p['core_us_per_reply']:.2f}" if p.get("core_us_per_reply") else "–"
-            lines.append(f"| {kind} | {p['offered_pps'] or 'max'} | {p['replies_pps']:.0f} | {p['loss'] * 100:.2f}% | {core} | {proc} | {p['p50_us']:.0f} | {p['p99_us']:.0f} |")
+            sent = f"{p['server_sent_pps']:.0f}" if p.get("server_sent_pps") else "–"
+            lines.append(f"| {kind} | {p['offered_pps'] or 'max'} | {p['replies_pps']:.0f} | {sent} | {p['loss'] * 100:.2f}% | {core} | {proc} | {p['p50_us']:.0f} | {p['p99_us']:.0f} |")
     s, k, x, m = sat("sirocco"), sat("kernel"), sat("xdp_tx"), sat("xsk_echo")
     if s and k:
         lines += ["", "## Ratios at saturation (best replies/s point of each)", ""]
@@ -157,6 +180,20 @@ def write(results):
         if fk:
             lines.append(f"- sirocco / kernel echo: **{fs['replies_pps'] / fk['replies_pps']:.2f}×** "
                          f"(goal ≥ 2×; {fk['replies_pps']:.0f} for the kernel)")
+        if fm and fs.get("server_sent_pps") and fm.get("server_sent_pps"):
+            lines.append(f"- counted by the servers themselves: sirocco sent {fs['server_sent_pps']:.0f}/s, xsk_echo.c "
+                         f"{fm['server_sent_pps']:.0f}/s: **{fs['server_sent_pps'] / fm['server_sent_pps']:.2f}×**")
+        # The flood's generator runs flat out on its core, which also takes in the replies:
+        # the highest paced rate shows the servers with a generator that keeps up.
+        top = max((r for r in RATES if r), default=None)
+
+        def paced(kind):
+            return next((p for p in results.get(kind) or [] if p["offered_pps"] == top), None)
+        ps, pm, pk = paced("sirocco"), paced("xsk_echo"), paced("kernel")
+        if top and ps and pm:
+            lines.append(f"- at {top} offered (paced, above every server's capacity): sirocco {ps['replies_pps']:.0f}, "
+                         f"xsk_echo.c {pm['replies_pps']:.0f}: **{ps['replies_pps'] / pm['replies_pps']:.2f}×**"
+                         + (f"; the kernel {pk['replies_pps']:.0f}: **{ps['replies_pps'] / pk['replies_pps']:.2f}×**" if pk else ""))
     save("udp-echo", meta, lines, results=results)
     def draw(plt):
         fig, (a1, a2) = plt.subplots(1, 2, figsize=(11, 4))
