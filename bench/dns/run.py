@@ -190,31 +190,41 @@ def main():
 
 
 def run_all(cpuset, results):
-    """Every zone size, every server, every offered rate; one server start per zone and kind."""
+    """Every zone size, every server, every offered rate. Each server is started once per zone
+    to time its load and check a sample of answers; then, for each rate and repetition, every
+    server runs once in turn on a fresh start, so the machine's drift (tens of percent over
+    minutes) falls on all of them alike."""
     for n in ZONES:
         zpath, qpath, sample = zone_and_queries(n)
-        for kind in SERVERS:
-            if kind == "sirocco-echo" and n != ZONES[0]:
-                continue  # the echo does not read the zone
+        kinds = [k for k in SERVERS if not (k == "sirocco-echo" and n != ZONES[0])]  # the echo reads no zone
+        per = results.setdefault(str(n), {})
+        for kind in kinds:
             srv = Server(kind, zpath, cpuset)
             t = time.time()
             srv.start()
             load_s = time.time() - t
             try:
                 right, total = check_sample(sample) if kind != "sirocco-echo" else (0, 0)
-                points = []
-                for rate in RATES:
-                    runs = [one_run(srv, qpath, rate) for _ in range(REPS)]
-                    p = {k: median_of(runs, k) for k in runs[0] if k not in ("rcodes",)}
-                    p["offered_qps"], p["runs"] = rate, runs
-                    points.append(p)
-                    print(f"{kind:9} {n:>8} names, offered {rate:>8}: {p['answers_ps']:>9.0f} answers/s "
-                          f"({p['answered'] * 100:.0f}% answered), core {p['core_s_per_m'] or 0:.2f} s/M, "
-                          f"process {p['proc_s_per_m'] or 0:.2f} s/M", flush=True)
             finally:
                 srv.stop()
-            results.setdefault(str(n), {})[kind] = {"load_s": load_s, "sample_right": right, "sample": total,
-                                                    "points": points}
+            per[kind] = {"load_s": load_s, "sample_right": right, "sample": total, "points": []}
+        for rate in RATES:
+            runs = {kind: [] for kind in kinds}
+            for _ in range(REPS):
+                for kind in kinds:
+                    srv = Server(kind, zpath, cpuset)
+                    srv.start()
+                    try:
+                        runs[kind].append(one_run(srv, qpath, rate))
+                    finally:
+                        srv.stop()
+            for kind in kinds:
+                p = {k: median_of(runs[kind], k) for k in runs[kind][0] if k not in ("rcodes",)}
+                p["offered_qps"], p["runs"] = rate, runs[kind]
+                per[kind]["points"].append(p)
+                print(f"{kind:9} {n:>8} names, offered {rate:>8}: {p['answers_ps']:>9.0f} answers/s "
+                      f"({p['answered'] * 100:.0f}% answered), core {p['core_s_per_m'] or 0:.2f} s/M, "
+                      f"process {p['proc_s_per_m'] or 0:.2f} s/M", flush=True)
 
 
 def best(entry):
@@ -227,7 +237,8 @@ def write(results):
             knot=sh("knotd", "--version", check=False).stdout.strip(), nsd=sh("nsd", "-v", check=False).stderr.strip())
     stamp = meta["date"]
     lines = [f"# Authoritative DNS over UDP ({stamp}, kernel {meta['kernel']})", "",
-             f"Median of {REPS} runs of {SECS:.0f} s per point; best point over offered rates {RATES} per server. "
+             f"Median of {REPS} runs of {SECS:.0f} s per point, the servers taking turns within each repetition; "
+             f"best point over offered rates {RATES} per server. "
              "Each server confined to CPU 1 (with the server veth's NAPI thread), kxdpgun on CPU 0.", "",
              "| zone names | server | answers/s | answered | server core CPU-s per M answers | server processes CPU-s per M | sample right | load s |",
              "|---|---|---|---|---|---|---|---|"]
