@@ -72,9 +72,6 @@ impl Tcb {
             env.stats.out_of_window += 1;
             if !f.has(TcpFlags::RST) {
                 self.due.ack = true;
-                if self.state == State::TimeWait && f.has(TcpFlags::FIN) {
-                    self.timers.end = Some(now + self.cfg.time_wait);
-                }
             }
             return;
         }
@@ -205,9 +202,6 @@ impl Tcb {
 
     pub(super) fn take_fin(&mut self, now: Instant) {
         if self.rcv.fin {
-            if self.state == State::TimeWait {
-                self.timers.end = Some(now + self.cfg.time_wait);
-            }
             self.due.ack = true;
             return;
         }

@@ -693,6 +693,8 @@ impl Tcb {
         self.timers.end = None;
     }
 
+    /// The endpoint moves a connection in TIME-WAIT out to [`crate::time_wait`] at once, which
+    /// answers its later segments (a retransmitted FIN, a reopening SYN) from then on.
     fn enter_time_wait(&mut self, now: Instant) {
         if self.notes.end.is_none() {
             self.notes.end = Some(End::Closed);
@@ -702,18 +704,6 @@ impl Tcb {
         self.timers.persist = None;
         self.timers.keepalive = None;
         self.timers.end = Some(now + self.cfg.time_wait);
-    }
-
-    /// A SYN for this tuple while in TIME-WAIT may start a new connection if it is clearly
-    /// newer: a higher sequence number, or with timestamps a newer TSval (RFC 6191).
-    pub fn accepts_reopen(&self, syn: &TcpRepr) -> bool {
-        if self.state != State::TimeWait {
-            return false;
-        }
-        match (self.opts.ts, syn.options.timestamps) {
-            (true, Some((tsval, _))) => (tsval.wrapping_sub(self.ts.recent) as i32) > 0,
-            _ => Seq(syn.seq) > self.rcv.nxt,
-        }
     }
 
     /// What a connection in TIME-WAIT keeps when it leaves the table (see
