@@ -17,6 +17,18 @@ static void die(const char *what) { perror(what); exit(1); }
 
 struct ring { uint32_t *prod, *cons; void *desc; uint32_t cached; };
 
+// Hands `n` more entries of a ring we produce into (fill, TX) to the kernel.
+static inline void produced(struct ring *r, uint32_t n) {
+    r->cached += n;
+    __atomic_store_n(r->prod, r->cached, __ATOMIC_RELEASE);
+}
+
+// Gives `n` more entries of a ring we consume from (RX, completion) back to the kernel.
+static inline void consumed(struct ring *r, uint32_t n) {
+    r->cached += n;
+    __atomic_store_n(r->cons, r->cached, __ATOMIC_RELEASE);
+}
+
 static struct ring map_ring(int fd, struct xdp_ring_offset *o, size_t entry, off_t pgoff) {
     size_t len = o->desc + RING * entry;
     uint8_t *m = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_POPULATE, fd, pgoff);

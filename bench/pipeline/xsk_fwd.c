@@ -71,12 +71,9 @@ int main(int argc, char **argv) {
             td[(out.tx.cached + k) & (RING - 1)] = (struct xdp_desc){ a, d.len, 0 };
             fq[(in.fill.cached + k) & (RING - 1)] = d.addr & ~(uint64_t)(FRAME - 1);
         }
-        in.rx.cached += n;
-        __atomic_store_n(in.rx.cons, in.rx.cached, __ATOMIC_RELEASE);
-        in.fill.cached += n;
-        __atomic_store_n(in.fill.prod, in.fill.cached, __ATOMIC_RELEASE);
-        out.tx.cached += n;
-        __atomic_store_n(out.tx.prod, out.tx.cached, __ATOMIC_RELEASE);
+        consumed(&in.rx, n);
+        produced(&in.fill, n);
+        produced(&out.tx, n);
         sendto(out.fd, NULL, 0, MSG_DONTWAIT, NULL, 0);
         fwd += n;
     }

@@ -168,9 +168,9 @@ def write(results):
             lines.append(f"- sirocco / minimal AF_XDP echo in C replies/s: **{s['replies_pps'] / m['replies_pps']:.2f}×** "
                          f"({m['replies_pps']:.0f} replies/s for xsk_echo.c)")
 
-    def flood(kind):
-        return next((p for p in results.get(kind) or [] if p["offered_pps"] == 0), None)
-    fs, fk, fm = flood("sirocco"), flood("kernel"), flood("xsk_echo")
+    def at(kind, rate):
+        return next((p for p in results.get(kind) or [] if p["offered_pps"] == rate), None)
+    fs, fk, fm = at("sirocco", 0), at("kernel", 0), at("xsk_echo", 0)
     if fs:
         lines += ["", "## Under the flood (the generator as fast as it goes)", ""]
         lines.append(f"- sirocco: {fs['replies_pps']:.0f} replies/s at {fs['tx_pps']:.0f} offered")
@@ -186,10 +186,7 @@ def write(results):
         # The flood's generator runs flat out on its core, which also takes in the replies:
         # the highest paced rate shows the servers with a generator that keeps up.
         top = max((r for r in RATES if r), default=None)
-
-        def paced(kind):
-            return next((p for p in results.get(kind) or [] if p["offered_pps"] == top), None)
-        ps, pm, pk = paced("sirocco"), paced("xsk_echo"), paced("kernel")
+        ps, pm, pk = at("sirocco", top), at("xsk_echo", top), at("kernel", top)
         if top and ps and pm:
             lines.append(f"- at {top} offered (paced, above every server's capacity): sirocco {ps['replies_pps']:.0f}, "
                          f"xsk_echo.c {pm['replies_pps']:.0f}: **{ps['replies_pps'] / pm['replies_pps']:.2f}×**"

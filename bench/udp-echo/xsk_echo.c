@@ -73,10 +73,8 @@ int main(int argc, char **argv) {
             swap(f + 34, f + 36, 2);      // UDP ports
             td[(x.tx.cached + k) & (RING - 1)] = (struct xdp_desc){ d.addr, d.len, 0 };
         }
-        x.rx.cached += n;
-        __atomic_store_n(x.rx.cons, x.rx.cached, __ATOMIC_RELEASE);
-        x.tx.cached += n;
-        __atomic_store_n(x.tx.prod, x.tx.cached, __ATOMIC_RELEASE);
+        consumed(&x.rx, n);
+        produced(&x.tx, n);
         sendto(x.fd, NULL, 0, MSG_DONTWAIT, NULL, 0);
         echoed += n;
     }

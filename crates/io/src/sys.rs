@@ -379,7 +379,6 @@ pub fn if_index(name: &str) -> Option<u32> {
     (i != 0).then_some(i)
 }
 
-/// Pins the calling thread to one CPU.
 /// The CPUs the calling thread may run on (its affinity: taskset, cgroup cpusets), ascending.
 pub fn allowed_cpus() -> io::Result<Vec<usize>> {
     // SAFETY: cpu_set_t is plain data; zeroed is the empty set.
@@ -390,6 +389,7 @@ pub fn allowed_cpus() -> io::Result<Vec<usize>> {
     Ok((0..libc::CPU_SETSIZE as usize).filter(|&c| unsafe { libc::CPU_ISSET(c, &set) }).collect())
 }
 
+/// Pins the calling thread to one CPU.
 pub fn pin_to_cpu(cpu: usize) -> io::Result<()> {
     // SAFETY: cpu_set_t is plain data; zeroed is the empty set.
     let mut set: libc::cpu_set_t = unsafe { std::mem::zeroed() };
