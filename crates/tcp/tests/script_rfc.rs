@@ -626,3 +626,37 @@ fn a_fast_retransmission_stays_owed_until_the_bytes_are_back() {
     source_holds(&mut s, 10_000);
     s.expect(ACK, 1001, 1, 1000);
 }
+
+#[test]
+fn a_window_probe_acks_our_data_while_our_window_is_shut() {
+    // Both windows shut, as in an echo whose output waits on its own unacknowledged data:
+    // the peer's probes (an old sequence number) are not acceptable, but their ACK is taken
+    // (RFC 9293 §3.10.7.4), so our data is not sent again on the backed-off timer.
+    let mut s = Script::server(Config { rcv_buf: 4000, ..cfg() });
+    s.app.hold = true;
+    s.handshake(Seg::syn(0).mss(1000));
+    for i in 0..4 {
+        s.inject(Seg::ack(1 + 1000 * i, 1).data(1000));
+    }
+    s.at(50);
+    while s.try_next().is_some() {}
+    server_app_data(&mut s, 1000);
+    s.expect(ACK | PSH, 1, 4001, 1000);
+    let h = s.app.accepted[0];
+    assert_eq!(s.ep.tcb(h).unwrap().unacked(), 1000);
+    s.inject(Seg::ack(4000, 1001));
+    let a = s.expect(ACK, 1001, 4001, 0);
+    assert_eq!(a.win, 0, "the window is still shut");
+    assert_eq!(s.ep.tcb(h).unwrap().unacked(), 0, "the probe's ACK was taken");
+    for ms in 1..=3000 {
+        let t = s.ms() + 1;
+        s.at(t);
+        if let Some(x) = s.try_next() {
+            assert!(x.payload.is_empty(), "nothing sent again (at {ms} ms): {x:?}");
+        }
+    }
+    // An ACK beyond what was sent, in a probe, is still refused.
+    s.inject(Seg::ack(4000, 5001));
+    s.expect(ACK, 1001, 4001, 0);
+    assert_eq!(s.ep.tcb(h).unwrap().acked_offset(), 1000);
+}

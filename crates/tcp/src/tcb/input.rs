@@ -73,6 +73,19 @@ impl Tcb {
             if !f.has(TcpFlags::RST) {
                 self.due.ack = true;
             }
+            // With our window shut, "special allowance should be made to accept valid ACKs"
+            // (RFC 9293 §3.10.7.4). A peer's window probe (Linux sends SND.UNA - 1) may be
+            // the only segment it sends: ignoring its ACK, with both windows shut (an echo
+            // whose output waits on its own unacknowledged data), leaves the two sides
+            // waiting on our retransmission timer as it backs off.
+            let valid_ack = f.has(TcpFlags::ACK)
+                && !f.has(TcpFlags::RST)
+                && !f.has(TcpFlags::SYN)
+                && self.state != State::SynReceived
+                && Seq(seg.ack) > self.snd.una;
+            if wnd == 0 && valid_ack && self.on_ack(env, now, seg, 0) && self.state != State::Closed {
+                self.arm(now);
+            }
             return;
         }
 
