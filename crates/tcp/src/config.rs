@@ -25,6 +25,8 @@ pub struct Config {
     pub window_scale: bool,
     /// Offer SACK.
     pub sack: bool,
+    /// Tail loss probes (RFC 8985 §7; they need SACK).
+    pub tail_loss_probes: bool,
     /// Offer timestamps (and with them PAWS).
     pub timestamps: bool,
     /// Congestion control algorithm.
@@ -56,6 +58,7 @@ impl Default for Config {
             rcv_buf: 256 * 1024,
             window_scale: true,
             sack: true,
+            tail_loss_probes: true,
             timestamps: true,
             cc: CcKind::Cubic,
             rto_initial: Duration::from_secs(1),

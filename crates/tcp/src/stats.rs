@@ -11,6 +11,10 @@ pub struct Stats {
     pub retransmits: u64,
     /// Retransmission timeouts.
     pub rtos: u64,
+    /// Tail loss probes sent (RFC 8985 §7).
+    pub tail_probes: u64,
+    /// Losses a tail loss probe repaired (answered by reducing the window).
+    pub tail_recoveries: u64,
     /// Entries into fast recovery.
     pub fast_recoveries: u64,
     /// Out-of-order segments kept for reassembly.

@@ -660,3 +660,100 @@ fn a_window_probe_acks_our_data_while_our_window_is_shut() {
     s.expect(ACK, 1001, 4001, 0);
     assert_eq!(s.ep.tcb(h).unwrap().acked_offset(), 1000);
 }
+
+/// A SACK connection whose round trip is `rtt_ms`, with `n` segments of 1000 bytes sent at
+/// once and not yet acknowledged.
+fn tail_of_a_flight(rtt_ms: u64, n: u32) -> Script {
+    let mut s = Script::server(cfg());
+    s.inject(Seg::syn(0).mss(1000).sack_perm().win(65_535));
+    s.expect(SYN | ACK, 0, 1, 0);
+    s.at(rtt_ms);
+    s.inject(Seg::ack(1, 1).win(65_535));
+    server_app_data(&mut s, 1000 * n as usize);
+    for i in 0..n {
+        s.expect(if i == n - 1 { ACK | PSH } else { ACK }, 1 + 1000 * i, 1, 1000);
+    }
+    s
+}
+
+/// Steps the clock until something is sent; returns it and the milliseconds waited.
+fn wait_for_segment(s: &mut Script, limit_ms: u64) -> (script::Sent, u64) {
+    let t0 = s.ms();
+    for _ in 0..limit_ms {
+        let t = s.ms() + 1;
+        s.at(t);
+        if let Some(x) = s.try_next() {
+            return (x, s.ms() - t0);
+        }
+    }
+    panic!("nothing sent within {limit_ms} ms");
+}
+
+#[test]
+fn a_tail_loss_probe_resends_the_last_segment_after_two_round_trips() {
+    // RFC 8985 §7.2: PTO = 2·SRTT + 2 ms with more than one segment out (here 22 ms), well
+    // before the 200 ms retransmission timeout.
+    let mut s = tail_of_a_flight(10, 3);
+    let (p, waited) = wait_for_segment(&mut s, 1000);
+    assert_eq!((p.seq, p.payload.len(), waited), (2001, 1000, 22), "the last segment, again");
+    assert_eq!(s.ep.stats().tail_probes, 1);
+    // One probe per episode: the next thing sent is the timeout's retransmission, from the
+    // first unacknowledged byte, a full RTO after the probe.
+    let (r, waited) = wait_for_segment(&mut s, 5000);
+    assert_eq!((r.seq, waited), (1, 200));
+    assert_eq!(s.ep.stats().rtos, 1);
+}
+
+#[test]
+fn a_loss_the_probe_repaired_reduces_the_window_once() {
+    let mut s = tail_of_a_flight(10, 3);
+    let h = s.app.accepted[0];
+    let (p, _) = wait_for_segment(&mut s, 1000);
+    assert_eq!(p.seq, 2001);
+    // The peer had the first two segments (their ACKs were lost) and the probe filled the
+    // third: the ACK reaches the probe's end without a DSACK. The episode stays open until an
+    // ACK goes beyond it, which shows the probe repaired a loss.
+    let before = s.ep.tcb(h).unwrap().cwnd();
+    s.inject(Seg::ack(1, 3001).win(65_535));
+    assert_eq!(s.ep.stats().tail_recoveries, 0);
+    server_app_data(&mut s, 1000);
+    s.expect(ACK | PSH, 3001, 1, 1000);
+    s.inject(Seg::ack(1, 4001).win(65_535));
+    assert_eq!(s.ep.stats().tail_recoveries, 1);
+    assert!(s.ep.tcb(h).unwrap().cwnd() < before, "the window was reduced for the loss");
+    assert_eq!(s.ep.stats().rtos, 0);
+}
+
+#[test]
+fn a_probe_the_peer_reports_as_a_duplicate_costs_nothing() {
+    let mut s = tail_of_a_flight(10, 3);
+    let h = s.app.accepted[0];
+    let (p, _) = wait_for_segment(&mut s, 1000);
+    assert_eq!(p.seq, 2001);
+    // Everything had arrived; the peer's ACK was only late. It answers the probe with a
+    // DSACK for the probe's bytes (RFC 2883).
+    let before = s.ep.tcb(h).unwrap().cwnd();
+    let dsack = (s.ours(2001), s.ours(3001));
+    s.inject(Seg::ack(1, 3001).win(65_535).sack(&[dsack]));
+    server_app_data(&mut s, 1000);
+    s.expect(ACK | PSH, 3001, 1, 1000);
+    s.inject(Seg::ack(1, 4001).win(65_535));
+    assert_eq!(s.ep.stats().tail_recoveries, 0);
+    assert!(s.ep.tcb(h).unwrap().cwnd() >= before);
+}
+
+#[test]
+fn no_tail_loss_probe_without_sack() {
+    let mut s = Script::server(cfg());
+    s.inject(Seg::syn(0).mss(1000).win(65_535));
+    s.expect(SYN | ACK, 0, 1, 0);
+    s.at(10);
+    s.inject(Seg::ack(1, 1).win(65_535));
+    server_app_data(&mut s, 3000);
+    for _ in 0..3 {
+        s.next();
+    }
+    let (r, waited) = wait_for_segment(&mut s, 5000);
+    assert_eq!((r.seq, waited), (1, 200), "the timeout, not a probe");
+    assert_eq!(s.ep.stats().tail_probes, 0);
+}

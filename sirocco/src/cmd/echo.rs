@@ -106,8 +106,15 @@ pub fn run(a: EchoArgs) -> Result<(), String> {
 /// What every TCP summary line ends with: the endpoint's own counts.
 fn tcp_stats(st: &tcp::Stats) -> String {
     format!(
-        "retransmits {} rtos {} resets in/out {}/{} cookies {} timeouts {}",
-        st.retransmits, st.rtos, st.resets_in, st.resets_out, st.cookies_sent, st.timeouts
+        "retransmits {} rtos {} tail probes {} (repaired {}) resets in/out {}/{} cookies {} timeouts {}",
+        st.retransmits,
+        st.rtos,
+        st.tail_probes,
+        st.tail_recoveries,
+        st.resets_in,
+        st.resets_out,
+        st.cookies_sent,
+        st.timeouts
     )
 }
 

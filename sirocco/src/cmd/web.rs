@@ -240,7 +240,7 @@ pub fn run(a: WebArgs) -> Result<(), String> {
         println!(
             "engine {q} web: accepted {} requests {} [{}]; responses prepared {} formatted {}; segments ready {} built {} ({} bytes); \
              packetised {} objects ({} segments), evicted {}, heads refreshed {}, read on demand {}; \
-             timeouts header {} idle {} send {}; reloads {}; tcp retransmits {} (timeouts {}, fast recoveries {}) resets out {}",
+             timeouts header {} idle {} send {}; reloads {}; tcp retransmits {} (timeouts {}, fast recoveries {}, tail probes {}) resets out {}",
             st.accepted,
             st.requests,
             statuses.join(" "),
@@ -261,6 +261,7 @@ pub fn run(a: WebArgs) -> Result<(), String> {
             tcp.retransmits,
             tcp.rtos,
             tcp.fast_recoveries,
+            tcp.tail_probes,
             tcp.resets_out
         );
         if tls.is_some() {

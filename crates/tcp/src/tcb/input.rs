@@ -339,7 +339,8 @@ impl Tcb {
 
         let wnd = u32::from(seg.window) << self.snd.wscale;
         let new_sack = self.opts.sack && self.take_sack_blocks(seg);
-        if ack > self.snd.una {
+        let advanced = ack > self.snd.una;
+        if advanced {
             let tsecr = if self.opts.ts { seg.options.timestamps.map(|t| t.1) } else { None };
             self.on_new_ack(env, now, ack, tsecr);
         } else if ack == self.snd.una
@@ -351,6 +352,8 @@ impl Tcb {
         {
             self.on_dup_ack(env);
         }
+
+        self.settle_probe(env, seg, advanced, new_sack, data_len);
 
         // Window update (RFC 9293: SND.WL1 < SEG.SEQ or (= and SND.WL2 =< SEG.ACK)).
         let seq = Seq(seg.seq);
@@ -412,6 +415,7 @@ impl Tcb {
             self.snd.nxt = ack;
         }
         self.timers.retries = 0;
+        self.timers.pto = None; // restarted on new ACKs (RFC 8985 §7.2)
         self.rec.sacked.remove_below(ack);
         if self.rec.high_rxt < ack {
             self.rec.high_rxt = ack;

@@ -1,6 +1,6 @@
 //! One connection: the RFC 9293 state machine with MSS, window scaling, timestamps and PAWS
 //! (RFC 7323), SACK (RFC 2018) with SACK-based recovery (RFC 6675), NewReno (RFC 6582), the
-//! RFC 6298 timer, delayed ACKs, window probes, keep-alive and RFC 5961's checks.
+//! RFC 6298 timer, tail loss probes (RFC 8985 §7), delayed ACKs, window probes, keep-alive and RFC 5961's checks.
 //!
 //! There is no send buffer. The connection knows only how far its source reaches (`src_end`,
 //! a stream offset) and asks its caller to fill each segment it emits from the source at the
@@ -26,6 +26,7 @@ use timer::{Duration, Instant};
 mod input;
 mod output;
 mod recovery;
+mod tail_loss;
 mod timers;
 
 /// A connection's addresses, from this side's point of view.
@@ -263,6 +264,8 @@ struct Due {
     ack: bool,
     /// A window or keep-alive probe.
     probe: bool,
+    /// A tail loss probe (RFC 8985 §7).
+    tail_probe: bool,
     rst: Option<Reset>,
 }
 
@@ -279,6 +282,8 @@ struct Timers {
     delack: Option<Instant>,
     persist: Option<Instant>,
     keepalive: Option<Instant>,
+    /// The tail loss probe timer (RFC 8985's PTO).
+    pto: Option<Instant>,
     /// TIME-WAIT's or FIN-WAIT-2's end.
     end: Option<Instant>,
     /// Retransmission timeouts in a row.
@@ -306,6 +311,8 @@ struct Recovery {
     /// SND.UNA's segment is to be resent at once.
     rtx_una: bool,
     sacked: Ranges<SCOREBOARD>,
+    /// The tail loss probe in flight, until its ACK settles it.
+    probe: Option<tail_loss::Episode>,
 }
 
 /// The sequence space at a glance (for tests and diagnostics).
@@ -387,6 +394,7 @@ impl Tcb {
                 delack: None,
                 persist: None,
                 keepalive: None,
+                pto: None,
                 end: None,
                 retries: 0,
                 probes: 0,
@@ -402,6 +410,7 @@ impl Tcb {
                 high_rxt: iss,
                 rtx_una: false,
                 sacked: Ranges::default(),
+                probe: None,
             },
             notes: Notes::default(),
         }
@@ -630,6 +639,7 @@ impl Tcb {
         }
         self.due.ack
             || self.due.probe
+            || self.due.tail_probe
             || self.due.rst.is_some()
             || self.rec.rtx_una
             || self.snd.nxt == self.snd.iss

@@ -59,6 +59,11 @@ impl Tcb {
         if let Some(s) = self.retransmission(env, now, cut) {
             return Some(s);
         }
+        if self.due.tail_probe {
+            if let Some(s) = self.tail_probe(env, now, cut) {
+                return Some(s);
+            }
+        }
         if let Some(s) = self.new_data(now, cut) {
             return Some(s);
         }
@@ -229,6 +234,7 @@ impl Tcb {
         }
         if !rtx {
             self.snd.nxt = end;
+            self.timers.pto = None; // restarted after new data (RFC 8985 §7.2)
         }
         self.snd.max = self.snd.max.max(end);
         if self.timers.rtx.is_none() {

@@ -33,6 +33,9 @@ impl Tcb {
             return;
         }
         env.stats.fast_recoveries += 1;
+        self.rec.probe = None;
+        self.timers.pto = None;
+        self.due.tail_probe = false;
         let flight = self.flight();
         self.rec.point = Some(self.snd.max);
         self.rec.last_recover = self.snd.max;

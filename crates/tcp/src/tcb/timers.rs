@@ -1,4 +1,4 @@
-//! Timers: retransmission (RFC 6298), delayed ACK, window probes, keep-alive, TIME-WAIT and
+//! Timers: retransmission (RFC 6298), tail loss probe (RFC 8985), delayed ACK, window probes, keep-alive, TIME-WAIT and
 //! FIN-WAIT-2; which of them run is recomputed after every event.
 
 use super::{End, Env, State, Tcb};
@@ -7,10 +7,17 @@ use timer::Instant;
 impl Tcb {
     /// The earliest time [`on_timer`](Self::on_timer) has something to do.
     pub fn deadline(&self) -> Option<Instant> {
-        [self.timers.rtx, self.timers.delack, self.timers.persist, self.timers.keepalive, self.timers.end]
-            .into_iter()
-            .flatten()
-            .min()
+        [
+            self.timers.rtx,
+            self.timers.pto,
+            self.timers.delack,
+            self.timers.persist,
+            self.timers.keepalive,
+            self.timers.end,
+        ]
+        .into_iter()
+        .flatten()
+        .min()
     }
 
     /// Runs what is due at `now`.
@@ -32,6 +39,9 @@ impl Tcb {
             if self.state == State::Closed {
                 return;
             }
+        }
+        if self.timers.pto.is_some_and(|t| t <= now) {
+            self.on_probe_timer();
         }
         if self.timers.persist.is_some_and(|t| t <= now) {
             self.timers.persist = None;
@@ -60,6 +70,9 @@ impl Tcb {
 
     pub(super) fn on_rto(&mut self, env: &mut Env, now: Instant) {
         self.timers.rtx = None;
+        self.timers.pto = None;
+        self.due.tail_probe = false;
+        self.rec.probe = None;
         let outstanding = self.snd.max > self.snd.una || matches!(self.state, State::SynSent | State::SynReceived);
         if !outstanding {
             return;
@@ -117,5 +130,6 @@ impl Tcb {
             }
             _ => self.timers.keepalive = None,
         }
+        self.arm_probe(now);
     }
 }
