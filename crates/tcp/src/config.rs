@@ -27,6 +27,8 @@ pub struct Config {
     pub sack: bool,
     /// Tail loss probes (RFC 8985 §7; they need SACK).
     pub tail_loss_probes: bool,
+    /// RACK's time-based loss marking (RFC 8985 §6; it needs SACK).
+    pub rack: bool,
     /// Offer timestamps (and with them PAWS).
     pub timestamps: bool,
     /// Congestion control algorithm.
@@ -59,6 +61,7 @@ impl Default for Config {
             window_scale: true,
             sack: true,
             tail_loss_probes: true,
+            rack: true,
             timestamps: true,
             cc: CcKind::Cubic,
             rto_initial: Duration::from_secs(1),

@@ -757,3 +757,32 @@ fn no_tail_loss_probe_without_sack() {
     assert_eq!((r.seq, waited), (1, 200), "the timeout, not a probe");
     assert_eq!(s.ep.stats().tail_probes, 0);
 }
+
+#[test]
+fn rack_marks_a_hole_lost_once_later_data_is_sacked_and_the_reordering_window_passed() {
+    // Three segments out, the first lost: one SACKed segment above it is too few for RFC
+    // 6675 (three are needed), but RACK (RFC 8985 §6) marks it lost after SRTT/4.
+    let mut s = tail_of_a_flight(10, 3);
+    let blk = (s.ours(1001), s.ours(2001));
+    s.inject(Seg::ack(1, 1).win(65_535).sack(&[blk]));
+    s.expect_none();
+    let (r, waited) = wait_for_segment(&mut s, 1000);
+    assert_eq!((r.seq, r.payload.len()), (1, 1000), "the hole, retransmitted");
+    assert!((2..=3).contains(&waited), "after the 2.5 ms window, not the 22 ms probe: {waited}");
+    assert_eq!(s.ep.stats().fast_recoveries, 1);
+}
+
+#[test]
+fn rack_leaves_a_reordered_segment_alone() {
+    let mut s = tail_of_a_flight(10, 3);
+    let blk = (s.ours(1001), s.ours(2001));
+    s.inject(Seg::ack(1, 1).win(65_535).sack(&[blk]));
+    let t = s.ms() + 1;
+    s.at(t);
+    // The "hole" arrives within the window: it was reordered, not lost.
+    s.inject(Seg::ack(1, 2001).win(65_535));
+    let t = s.ms() + 10;
+    s.at(t);
+    s.expect_none();
+    assert_eq!((s.ep.stats().retransmits, s.ep.stats().fast_recoveries), (0, 0));
+}

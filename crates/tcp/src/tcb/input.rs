@@ -354,6 +354,9 @@ impl Tcb {
         }
 
         self.settle_probe(env, seg, advanced, new_sack, data_len);
+        if new_sack {
+            self.rack_on_ack(now);
+        }
 
         // Window update (RFC 9293: SND.WL1 < SEG.SEQ or (= and SND.WL2 =< SEG.ACK)).
         let seq = Seq(seg.seq);

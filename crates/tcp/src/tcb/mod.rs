@@ -1,6 +1,6 @@
 //! One connection: the RFC 9293 state machine with MSS, window scaling, timestamps and PAWS
 //! (RFC 7323), SACK (RFC 2018) with SACK-based recovery (RFC 6675), NewReno (RFC 6582), the
-//! RFC 6298 timer, tail loss probes (RFC 8985 §7), delayed ACKs, window probes, keep-alive and RFC 5961's checks.
+//! RFC 6298 timer, RACK-TLP (RFC 8985: time-based loss marking, tail loss probes), delayed ACKs, window probes, keep-alive and RFC 5961's checks.
 //!
 //! There is no send buffer. The connection knows only how far its source reaches (`src_end`,
 //! a stream offset) and asks its caller to fill each segment it emits from the source at the
@@ -25,6 +25,7 @@ use timer::{Duration, Instant};
 
 mod input;
 mod output;
+mod rack;
 mod recovery;
 mod tail_loss;
 mod timers;
@@ -284,6 +285,8 @@ struct Timers {
     keepalive: Option<Instant>,
     /// The tail loss probe timer (RFC 8985's PTO).
     pto: Option<Instant>,
+    /// RACK's reordering timer.
+    reo: Option<Instant>,
     /// TIME-WAIT's or FIN-WAIT-2's end.
     end: Option<Instant>,
     /// Retransmission timeouts in a row.
@@ -313,6 +316,10 @@ struct Recovery {
     sacked: Ranges<SCOREBOARD>,
     /// The tail loss probe in flight, until its ACK settles it.
     probe: Option<tail_loss::Episode>,
+    /// SACKed data above a hole, waiting out the reordering window (RACK).
+    reo_mark: Seq,
+    /// Unsacked bytes below this are lost (RACK).
+    rack_lost: Seq,
 }
 
 /// The sequence space at a glance (for tests and diagnostics).
@@ -395,6 +402,7 @@ impl Tcb {
                 persist: None,
                 keepalive: None,
                 pto: None,
+                reo: None,
                 end: None,
                 retries: 0,
                 probes: 0,
@@ -411,6 +419,8 @@ impl Tcb {
                 rtx_una: false,
                 sacked: Ranges::default(),
                 probe: None,
+                reo_mark: iss,
+                rack_lost: iss,
             },
             notes: Notes::default(),
         }

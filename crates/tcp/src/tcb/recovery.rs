@@ -53,15 +53,17 @@ impl Tcb {
     /// Every unSACKed byte below this is lost (RFC 6675 IsLost): walking down from the top,
     /// the first SACKed range at which more than (DupThresh − 1)·SMSS bytes, or DupThresh
     /// ranges, are SACKed above.
+    /// RACK's boundary is taken when it is higher.
     pub(super) fn lost_boundary(&self) -> Seq {
+        let rack = self.rack_boundary();
         let mut bytes = 0u32;
         for (n, r) in self.rec.sacked.as_slice().iter().rev().enumerate() {
             bytes += r.right.since(r.left);
             if bytes > (DUP_THRESH - 1) * self.snd.mss || n as u32 + 1 >= DUP_THRESH {
-                return r.left;
+                return if r.left > rack { r.left } else { rack };
             }
         }
-        self.snd.una
+        rack
     }
 
     pub(super) fn unsacked(&self, a: Seq, b: Seq) -> u32 {

@@ -10,6 +10,7 @@ impl Tcb {
         [
             self.timers.rtx,
             self.timers.pto,
+            self.timers.reo,
             self.timers.delack,
             self.timers.persist,
             self.timers.keepalive,
@@ -39,6 +40,9 @@ impl Tcb {
             if self.state == State::Closed {
                 return;
             }
+        }
+        if self.timers.reo.is_some_and(|t| t <= now) {
+            self.on_reorder_timer(env, now);
         }
         if self.timers.pto.is_some_and(|t| t <= now) {
             self.on_probe_timer();
@@ -71,6 +75,7 @@ impl Tcb {
     pub(super) fn on_rto(&mut self, env: &mut Env, now: Instant) {
         self.timers.rtx = None;
         self.timers.pto = None;
+        self.timers.reo = None;
         self.due.tail_probe = false;
         self.rec.probe = None;
         let outstanding = self.snd.max > self.snd.una || matches!(self.state, State::SynSent | State::SynReceived);
@@ -97,6 +102,7 @@ impl Tcb {
         self.rec.rtx_una = false;
         // The peer may have dropped what it SACKed (RFC 2018 §8): start again from SND.UNA.
         self.rec.sacked.clear();
+        self.rec.rack_lost = self.snd.una;
         self.rec.high_rxt = self.snd.una;
         self.snd.nxt = self.snd.una;
         self.rtt_probe = None;
