@@ -3,10 +3,16 @@
 //! that already holds its bytes. A replica in the TX ring belongs to that transmission until
 //! the kernel completes it; another client needing the same segment meanwhile gets another
 //! replica, made on demand up to a budget of frames. Past the budget a segment is copied from
-//! its master (memcpy mode) and counted as a fallback.
+//! its master (memcpy mode) and counted as a fallback — unless an idle replica can be taken
+//! back from another segment: the one idle the longest (a cold segment's, or a spare of a hot
+//! one) is copied over and serves the segment in demand. That costs the same copy a fallback
+//! would, and leaves a replica where the clients are, so with more segments in use than the
+//! budget holds (large files, many clients) the frames follow the demand.
 //!
 //! Replicas are found through the object slot and segment index, and come back by frame
 //! address, so both directions are a vector index — no hashing per send.
+
+use std::collections::VecDeque;
 
 use crate::segment::HEADER;
 use crate::store::Store;
@@ -22,6 +28,9 @@ struct Home {
     idx: u32,
     /// For heads: the date the copied head carries.
     stamp: u64,
+    /// Times the frame left the idle lists (to send, or taken back): tells a current entry of
+    /// the idle order from a stale one.
+    uses: u32,
 }
 
 /// The idle replicas of one object.
@@ -45,6 +54,8 @@ pub struct ReplicaStats {
     pub fallbacks: u64,
     /// Replicas given back to the free list (their object went away).
     pub released: u64,
+    /// Idle replicas taken back from another segment, the budget being spent.
+    pub reclaimed: u64,
 }
 
 /// The replicas of one engine.
@@ -54,6 +65,9 @@ pub struct Replicas {
     homes: Vec<Option<Home>>,
     objs: Vec<ObjReplicas>,
     unpin: Vec<u64>,
+    /// Frames in the order they became idle, with their `uses` then; entries of frames used
+    /// since are stale and skipped.
+    idle_order: VecDeque<(u64, u32)>,
     /// Counters.
     pub stats: ReplicaStats,
 }
@@ -70,6 +84,7 @@ impl Replicas {
             homes: Vec::new(),
             objs: Vec::new(),
             unpin: Vec::new(),
+            idle_order: VecDeque::new(),
             stats: Default::default(),
         }
     }
@@ -129,6 +144,7 @@ impl Replicas {
             Some(f) => {
                 self.stats.sends += 1;
                 let home = self.homes[(f / FRAME_UNIT) as usize].as_mut().expect("a pinned frame has a home");
+                home.uses = home.uses.wrapping_add(1);
                 if home.stamp == stamp {
                     // The header still holds the last client's fields, which the incremental
                     // checksum update cannot take out: start again from the template's
@@ -141,27 +157,66 @@ impl Replicas {
                 f
             }
             None => {
-                if self.pinned >= self.budget {
-                    self.stats.fallbacks += 1;
-                    return None;
-                }
-                let Some(f) = arena.pin() else {
-                    self.stats.fallbacks += 1;
-                    return None;
+                let new = if self.pinned < self.budget { arena.pin() } else { None };
+                let (f, uses) = match new {
+                    Some(f) => {
+                        self.pinned += 1;
+                        self.stats.made += 1;
+                        (f, 0)
+                    }
+                    None => match self.reclaim() {
+                        Some((f, uses)) => {
+                            self.stats.reclaimed += 1;
+                            (f, uses)
+                        }
+                        None => {
+                            self.stats.fallbacks += 1;
+                            return None;
+                        }
+                    },
                 };
-                self.pinned += 1;
-                self.stats.made += 1;
                 self.stats.sends += 1;
                 let i = (f / FRAME_UNIT) as usize;
                 if i >= self.homes.len() {
                     self.homes.resize(i + 1, None);
                 }
-                self.homes[i] = Some(Home { slot, incarnation: inc, idx: idx as u32, stamp });
+                self.homes[i] = Some(Home { slot, incarnation: inc, idx: idx as u32, stamp, uses });
                 f
             }
         };
         arena.segment_mut(frame)[..master.len()].copy_from_slice(master);
         Some(frame)
+    }
+
+    /// The replica idle the longest, out of its idle list, with its next `uses`.
+    fn reclaim(&mut self) -> Option<(u64, u32)> {
+        while let Some((f, uses)) = self.idle_order.pop_front() {
+            let Some(home) = self.homes.get((f / FRAME_UNIT) as usize).copied().flatten() else {
+                continue; // unpinned since
+            };
+            if home.uses != uses {
+                continue; // used since it was idle then
+            }
+            let Some(list) = self.objs.get_mut(home.slot as usize).and_then(|r| r.idle.get_mut(home.idx as usize))
+            else {
+                continue;
+            };
+            // Not in its list: on its way to be unpinned (its object went away).
+            let Some(at) = list.iter().position(|&x| x == f) else { continue };
+            list.swap_remove(at);
+            return Some((f, uses.wrapping_add(1)));
+        }
+        None
+    }
+
+    /// Records that `frame` became idle, keeping the order's stale entries bounded.
+    fn idle_since_now(&mut self, frame: u64, uses: u32) {
+        self.idle_order.push_back((frame, uses));
+        if self.idle_order.len() > 2 * self.pinned + 64 {
+            let homes = &self.homes;
+            self.idle_order
+                .retain(|&(f, u)| homes.get((f / FRAME_UNIT) as usize).copied().flatten().is_some_and(|h| h.uses == u));
+        }
     }
 
     /// A pinned frame came back (transmitted or dropped): idle again if its object is still
@@ -173,6 +228,7 @@ impl Replicas {
         let r = &mut self.objs[home.slot as usize];
         if r.incarnation == home.incarnation && store.incarnation(home.slot) == home.incarnation {
             r.idle[home.idx as usize].push(frame);
+            self.idle_since_now(frame, home.uses);
         } else {
             self.unpin.push(frame);
         }
@@ -317,5 +373,44 @@ mod tests {
         freed.sort();
         assert_eq!(freed, vec![idle.min(busy), idle.max(busy)]);
         assert_eq!(reps.pinned(), 0);
+    }
+
+    #[test]
+    fn past_the_budget_the_replica_idle_longest_is_taken_back() {
+        let (_, st, slot, mut a) = fixture();
+        assert!(st.obj(slot).segments() >= 2, "the fixture object has a body segment");
+        let mut reps = Replicas::new(2);
+        let (f0, _) = send(&mut reps, &st, slot, 0, 1001, &mut a).unwrap();
+        let (f1, _) = send(&mut reps, &st, slot, 1, 1001, &mut a).unwrap();
+        reps.back(&st, f0);
+        reps.back(&st, f1);
+        // The budget is spent and segment 0's close head has no replica: segment 0's
+        // keep-alive head, idle the longest, is copied over (send() checks the bytes).
+        let f = reps.take(&st, slot, 0, true, &mut a).unwrap();
+        assert_eq!(f, f0);
+        assert_eq!((reps.stats.reclaimed, reps.stats.fallbacks, reps.pinned()), (1, 0, 2));
+        // Segment 0 keep-alive lost its replica: it takes back the other idle one (f1).
+        let (g, _) = send(&mut reps, &st, slot, 0, 1002, &mut a).unwrap();
+        assert_eq!(g, f1);
+        // Both frames are in flight now: nothing idle to take back, so a copy.
+        assert!(send(&mut reps, &st, slot, 1, 1003, &mut a).is_none());
+        assert_eq!((reps.stats.reclaimed, reps.stats.fallbacks), (2, 1));
+        // Back from the ring, each is idle under its new segment.
+        reps.back(&st, f);
+        reps.back(&st, g);
+        let (h, _) = send(&mut reps, &st, slot, 0, 1004, &mut a).unwrap();
+        assert_eq!(h, g, "segment 0 keep-alive's own replica, no copy");
+        assert_eq!(reps.stats.reclaimed, 2);
+    }
+
+    #[test]
+    fn the_idle_order_stays_bounded_without_reclaims() {
+        let (_, st, slot, mut a) = fixture();
+        let mut reps = Replicas::new(8);
+        for i in 0..10_000u16 {
+            let (f, _) = send(&mut reps, &st, slot, 0, 1000 + i % 50, &mut a).unwrap();
+            reps.back(&st, f);
+        }
+        assert!(reps.idle_order.len() <= 2 * reps.pinned() + 64, "{}", reps.idle_order.len());
     }
 }

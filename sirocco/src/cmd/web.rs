@@ -282,10 +282,11 @@ pub fn run(a: WebArgs) -> Result<(), String> {
         }
         match svc.app().replicas() {
             Some(r) => println!(
-                "engine {q} precopy: replica sends {} made {} refreshed {} fallbacks {} released {}; pinned {} of {} frames",
+                "engine {q} precopy: replica sends {} made {} refreshed {} reclaimed {} fallbacks {} released {}; pinned {} of {} frames",
                 r.stats.sends,
                 r.stats.made,
                 r.stats.refreshed,
+                r.stats.reclaimed,
                 r.stats.fallbacks,
                 r.stats.released,
                 r.pinned(),
