@@ -112,15 +112,26 @@ def veth_chain(names, pairs, cpus, macs):
 def fresh_runs(make_server, run, show):
     """REPS runs of one point, each on a freshly started server: start, run(server), stop.
     show(rep, result, what stop() returned) reports each run. Returns the results."""
-    runs = []
+    return turn_runs([None], lambda _: make_server(), run, lambda _, rep, r, said: show(rep, r, said))[None]
+
+
+def turn_runs(kinds, make_server, run, show):
+    """REPS runs of one point for each server kind, the servers taking turns within each
+    repetition (this machine's speed drifts by tens of percent over minutes: one server's runs
+    all in a row would meet it at another time than the others'), each run on a freshly
+    started make_server(kind). show(kind, rep, result, what stop() returned) reports each
+    run. Returns {kind: [results]}."""
+    runs = {kind: [] for kind in kinds}
     for rep in range(REPS):
-        srv = make_server()
-        srv.start()
-        try:
-            runs.append(run(srv))
-        finally:
-            said = srv.stop()
-        show(rep, runs[-1], said)
+        for kind in kinds:
+            srv = make_server(kind)
+            srv.start()
+            try:
+                r = run(srv)
+            finally:
+                said = srv.stop()
+            runs[kind].append(r)
+            show(kind, rep, r, said)
     return runs
 
 

@@ -14,7 +14,7 @@ markdown table and a plot to bench/results/."""
 import json, os, platform, subprocess, sys, time
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
-from lib import (sh, ns, cpu_busy, proc_cpu, median_of, stop_process, server_kind, env_list, preflight, fresh_runs,  # noqa: E402
+from lib import (sh, ns, cpu_busy, proc_cpu, median_of, stop_process, server_kind, env_list, preflight, turn_runs,  # noqa: E402
                  Testnet, SIROCCO, BUILD, SECS, REPS, SRV_CPU, GEN_CPU, fmt, run_meta, save, plot, finish)
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -82,21 +82,20 @@ def build():
 
 def main():
     build()
-    results = {}
     with NET:
         # Many short connections from one client address: let the client reuse TIME-WAIT ports.
         ns(CLI_NS, "sysctl", "-qw", "net.ipv4.tcp_tw_reuse=1", "net.ipv4.ip_local_port_range=1024 65000")
-        for kind in SERVERS:
-            results[kind] = []
-            for (size, conns, rounds) in POINTS:
-                def show(rep, r, _):
-                    print(f"{kind:7} {size:>5} B {conns:>5} conns {rounds or 'inf':>4} rt rep {rep}: "
-                          f"{r['msgs_per_s']:>9.0f} msgs/s {r['conns_per_s']:>7.0f} conns/s "
-                          f"p50 {r['p50_us']:.0f} p99 {r['p99_us']:.0f} us, "
-                          f"{r['msgs_per_core_cpu_s'] or 0:.0f} msgs per core CPU-s", flush=True)
-                runs = fresh_runs(lambda: Server(kind), lambda srv: one_run(srv, size, conns, rounds), show)
-                point = {k: median_of(runs, k) for k in runs[0]}
-                point.update({"size": size, "conns": conns, "rounds": rounds, "runs": runs})
+        results = {kind: [] for kind in SERVERS}
+        for (size, conns, rounds) in POINTS:
+            def show(kind, rep, r, _):
+                print(f"{kind:7} {size:>5} B {conns:>5} conns {rounds or 'inf':>4} rt rep {rep}: "
+                      f"{r['msgs_per_s']:>9.0f} msgs/s {r['conns_per_s']:>7.0f} conns/s "
+                      f"p50 {r['p50_us']:.0f} p99 {r['p99_us']:.0f} us, "
+                      f"{r['msgs_per_core_cpu_s'] or 0:.0f} msgs per core CPU-s", flush=True)
+            runs = turn_runs(SERVERS, Server, lambda srv: one_run(srv, size, conns, rounds), show)
+            for kind in SERVERS:
+                point = {k: median_of(runs[kind], k) for k in runs[kind][0]}
+                point.update({"size": size, "conns": conns, "rounds": rounds, "runs": runs[kind]})
                 results[kind].append(point)
     write(results)
 
@@ -106,7 +105,7 @@ def write(results):
             placement="server CPU 1, client CPU 0, threaded NAPI pinned per side")
     stamp = meta["date"]
     lines = [f"# TCP echo ({stamp}, kernel {meta['kernel']})", "",
-             f"Median of {REPS} runs of {SECS:.0f} s per point. Server on CPU 1, `echo_client` on CPU 0. "
+             f"Median of {REPS} runs of {SECS:.0f} s per point, the servers taking turns within each repetition. Server on CPU 1, `echo_client` on CPU 0. "
              "Round trips 'inf': the connections last the whole run. CPU: the server process's own "
              "CPU-seconds and the server core's busy CPU-seconds (which also hold the kernel's receive work).", "",
              "| server | size | conns | round trips | msgs/s | conns/s | p50 µs | p99 µs | msgs per process CPU-s | msgs per core CPU-s | conns per core CPU-s |",

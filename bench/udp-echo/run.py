@@ -11,7 +11,7 @@ table and a plot to bench/results/."""
 import json, os, platform, re, subprocess, sys, time
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
-from lib import (sh, ns, cpu_busy, proc_cpu, median_of, stop_process, server_kind, env_list, preflight,  # noqa: E402
+from lib import (sh, ns, cpu_busy, proc_cpu, median_of, stop_process, server_kind, env_list, preflight, turn_runs,  # noqa: E402
                  Testnet, SIROCCO, BUILD, SECS, REPS, SRV_CPU, GEN_CPU, fmt, run_meta, save, plot, finish)
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -104,26 +104,15 @@ def main():
     build()
     results = {kind: [] for kind in SERVERS}
     with NET:
-        # Servers take turns within each repetition of each rate: this machine's speed drifts
-        # by tens of percent over minutes (other guests), and one server's runs all in a row
-        # would compare it with the others at another time.
         for rate in RATES:
-            runs = {kind: [] for kind in SERVERS}
-            for rep in range(REPS):
-                for kind in SERVERS:
-                    srv = Server(kind)
-                    srv.start()
-                    try:
-                        r = one_run(srv, rate)
-                    finally:
-                        sent = srv.stop()
-                    # What the server sent, counted by itself: under the flood the generator's
-                    # core may not take in every reply (its own sending starves its receive).
-                    r["server_sent_pps"] = sent / SECS if sent is not None else None
-                    runs[kind].append(r)
-                    print(f"{kind:8} offered {rate or 'max':>7} rep {rep}: {r['replies_pps']:>10.0f} replies/s, "
-                          f"core {r['core_us_per_reply'] or 0:.2f} us/reply, p50 {r['p50_us']:.0f} us p99 {r['p99_us']:.0f} us, "
-                          f"server sent {r['server_sent_pps'] or 0:.0f}/s", flush=True)
+            def show(kind, rep, r, sent):
+                # What the server sent, counted by itself: under the flood the generator's
+                # core may not take in every reply (its own sending starves its receive).
+                r["server_sent_pps"] = sent / SECS if sent is not None else None
+                print(f"{kind:8} offered {rate or 'max':>7} rep {rep}: {r['replies_pps']:>10.0f} replies/s, "
+                      f"core {r['core_us_per_reply'] or 0:.2f} us/reply, p50 {r['p50_us']:.0f} us p99 {r['p99_us']:.0f} us, "
+                      f"server sent {r['server_sent_pps'] or 0:.0f}/s", flush=True)
+            runs = turn_runs(SERVERS, Server, lambda srv: one_run(srv, rate), show)
             for kind in SERVERS:
                 point = {k: median_of(runs[kind], k) for k in runs[kind][0] if k != "offered_pps"}
                 point["offered_pps"] = rate

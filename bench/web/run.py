@@ -18,7 +18,7 @@ Writes bench/results/web.{json,md,png}."""
 import os, random, shutil, sys
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
-from lib import (ns, cpu_busy, median_of, env_list, preflight, fresh_runs, WebServer, gen_http,  # noqa: E402
+from lib import (ns, cpu_busy, median_of, env_list, preflight, turn_runs, WebServer, gen_http,  # noqa: E402
                  Testnet, Cpuset, SECS, REPS, SRV_CPU, GEN_CPU, fmt, run_meta, save, plot, finish)
 
 NET = Testnet("bw")
@@ -97,20 +97,21 @@ def main():
     try:
         with NET:
             ns(SRV_NS, "sysctl", "-qw", "net.core.somaxconn=4096", "net.ipv4.tcp_max_syn_backlog=8192")
-            for kind in SERVERS:
-                for (size, conns, close) in points:
-                    paths = os.path.join(DOCROOT, "mix.paths") if size == "mix" else f"/{size}.bin"
+            for (size, conns, close) in points:
+                paths = os.path.join(DOCROOT, "mix.paths") if size == "mix" else f"/{size}.bin"
 
-                    def show(rep, r, log):
-                        print(f"{kind:8} {size:>5} {conns:>5} conns {'close' if close else 'keep '} rep {rep}: "
-                              f"{r['req_per_s']:>9.0f} req/s {r['gbps']:6.2f} Gb/s p99 {r['p99_us']:8.0f} us "
-                              f"{r['req_per_core_cpu_s'] or 0:>9.0f} req/core-CPU-s errors {r['errors']}", flush=True)
-                        if kind != "nginx" and rep == 0 and size == "1k" and conns == CONNS and not close:
-                            print("   " + "\n   ".join(l for l in log.splitlines() if l.startswith("engine 0 ")), flush=True)
-                    runs = fresh_runs(lambda: server(kind), lambda srv: gen(srv, paths, conns, close), show)
-                    point = {k: median_of(runs, k) for k in runs[0]}
-                    point.update({"size": size, "conns": conns, "close": close, "runs": runs})
+                def show(kind, rep, r, log):
+                    print(f"{kind:8} {size:>5} {conns:>5} conns {'close' if close else 'keep '} rep {rep}: "
+                          f"{r['req_per_s']:>9.0f} req/s {r['gbps']:6.2f} Gb/s p99 {r['p99_us']:8.0f} us "
+                          f"{r['req_per_core_cpu_s'] or 0:>9.0f} req/core-CPU-s errors {r['errors']}", flush=True)
+                    if kind != "nginx" and rep == 0 and size == "1k" and conns == CONNS and not close:
+                        print("   " + "\n   ".join(l for l in log.splitlines() if l.startswith("engine 0 ")), flush=True)
+                runs = turn_runs(SERVERS, server, lambda srv: gen(srv, paths, conns, close), show)
+                for kind in SERVERS:
+                    point = {k: median_of(runs[kind], k) for k in runs[kind][0]}
+                    point.update({"size": size, "conns": conns, "close": close, "runs": runs[kind]})
                     results[kind].append(point)
+            for kind in SERVERS:
                 srv = server(kind)
                 srv.start()
                 try:
@@ -130,7 +131,7 @@ def write(results, check, mix):
             conns=CONNS, mix=mix, placement="server CPU 1 (cpuset), gen http CPU 0, threaded NAPI pinned per side")
     stamp = meta["date"]
     lines = [f"# Static web: sirocco web (pre-copy, memcpy) vs nginx ({stamp}, kernel {meta['kernel']})", "",
-             f"Median of {REPS} run(s) of {SECS:.0f} s per point. Server on CPU 1, `sirocco gen http` (closed loop) on "
+             f"Median of {REPS} run(s) of {SECS:.0f} s per point, the servers taking turns within each repetition. Server on CPU 1, `sirocco gen http` (closed loop) on "
              "CPU 0. nginx: 1 worker, sendfile, access_log off, keepalive_requests 10000. 'core CPU-s': the server "
              "core's busy time from /proc/stat (veth receive work and, for nginx, the kernel's TCP included). "
              f"Mix: {mix['files']} files, {mix['under_25k'] * 100:.0f} % under 25 KB, median {mix['median_bytes']} B, "
