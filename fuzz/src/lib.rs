@@ -10,6 +10,8 @@ use wire::udp::{UdpPacket, UdpRepr};
 
 const A: Ipv4Addr = Ipv4Addr([198, 18, 0, 2]);
 const B: Ipv4Addr = Ipv4Addr([198, 18, 0, 10]);
+/// 2001:2::10 (RFC 5180's benchmarking range).
+const V6_SERVER: wire::Ipv6Addr = wire::Ipv6Addr([0x20, 1, 0, 2, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0x10]);
 
 /// A fuzz target.
 pub type Target = fn(&[u8]);
@@ -19,6 +21,8 @@ pub const TARGETS: &[(&str, Target)] = &[
     ("ethernet", ethernet),
     ("arp", arp),
     ("ipv4", ipv4),
+    ("ipv6", ipv6),
+    ("icmpv6", icmpv6),
     ("icmp", icmp),
     ("udp", udp),
     ("tcp", tcp),
@@ -693,6 +697,45 @@ pub fn ipv4(data: &[u8]) {
     }
 }
 
+/// IPv6 and its extension header walk: whatever parses lies within the buffer and survives
+/// a round trip of the fixed header.
+pub fn ipv6(data: &[u8]) {
+    use wire::ipv6::{Ipv6Packet, Ipv6Repr, HEADER_LEN};
+    if let Ok(p) = Ipv6Packet::new_checked(data) {
+        if let Ok((r, off)) = Ipv6Repr::parse(&p) {
+            assert!(HEADER_LEN + off + r.payload_len <= data.len());
+            let mut b = vec![0u8; HEADER_LEN + r.payload_len];
+            r.emit(&mut b);
+            assert_eq!(Ipv6Repr::parse(&Ipv6Packet::new_checked(&b[..]).unwrap()).unwrap(), (r, 0));
+        }
+    }
+}
+
+/// ICMPv6 and neighbour discovery: the first byte is the hop limit; the checksum is filled
+/// so the fuzzer reaches the message parsers. What parses survives emit and parse.
+pub fn icmpv6(data: &[u8]) {
+    use wire::icmpv6::{Icmpv6Repr, HEADER_LEN};
+    let Some((&hop, msg)) = data.split_first() else { return };
+    if msg.len() < HEADER_LEN || msg.len() > 1500 {
+        return;
+    }
+    let (src, dst) = (wire::Ipv6Addr([0x20, 1, 0, 2, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 2]), V6_SERVER);
+    let mut m = msg.to_vec();
+    m[2..4].copy_from_slice(&[0, 0]);
+    let sum = wire::checksum::pseudo_header_v6(src, dst, 58, m.len() as u32);
+    let c = !wire::checksum::fold(wire::checksum::add(sum, &m));
+    m[2..4].copy_from_slice(&c.to_be_bytes());
+    if let Ok(r) = Icmpv6Repr::parse(src, dst, hop, &m) {
+        let data = &m[HEADER_LEN..];
+        let mut b = vec![0u8; r.len(data.len())];
+        if b.len() == m.len() && !matches!(r, Icmpv6Repr::NeighborSolicit { .. } | Icmpv6Repr::NeighborAdvert { .. }) {
+            b[HEADER_LEN..].copy_from_slice(data);
+        }
+        r.emit(src, dst, &mut b);
+        assert_eq!(Icmpv6Repr::parse(src, dst, hop, &b), Ok(r));
+    }
+}
+
 /// ICMP.
 pub fn icmp(data: &[u8]) {
     if let Ok(p) = IcmpPacket::new_checked(data) {
@@ -928,6 +971,25 @@ pub fn seeds(target: &str) -> Vec<Vec<u8>> {
         }],
         "arp" => vec![vec![0, 1, 8, 0, 6, 4, 0, 1, 2, 0, 0, 0, 0, 2, 198, 18, 0, 2, 0, 0, 0, 0, 0, 0, 198, 18, 0, 10]],
         "ipv4" => vec![udp_frame[14..].to_vec()],
+        "ipv6" => vec![{
+            let r = wire::Ipv6Repr {
+                src: wire::Ipv6Addr([0x20, 1, 0, 2, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 2]),
+                dst: V6_SERVER,
+                protocol: wire::NextHeader::DEST_OPTS,
+                payload_len: 16,
+                hop_limit: 64,
+                traffic_class: 0,
+                flow_label: 1,
+            };
+            let mut b = vec![0u8; 56];
+            r.emit(&mut b);
+            b[40..48].copy_from_slice(&[wire::NextHeader::UDP, 0, 1, 4, 0, 0, 0, 0]);
+            b
+        }],
+        "icmpv6" => vec![
+            [&[255u8, 135, 0, 0, 0, 0, 0, 0, 0][..], &V6_SERVER.0, &[1, 1, 2, 0, 0, 0, 0, 2]].concat(),
+            [&[64u8, 128, 0, 0, 0, 0, 1, 0, 1][..], b"ping data"].concat(),
+        ],
         "icmp" => vec![{
             let mut b = vec![0u8; 16];
             IcmpRepr::EchoRequest { ident: 1, seq: 1, data: &[1; 8] }.emit(&mut b);

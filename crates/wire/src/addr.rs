@@ -86,3 +86,71 @@ impl core::fmt::Display for Ipv4Addr {
         write!(f, "{}.{}.{}.{}", b[0], b[1], b[2], b[3])
     }
 }
+
+/// An IPv6 address in network byte order.
+#[derive(Clone, Copy, PartialEq, Eq, Hash, Default, PartialOrd, Ord)]
+pub struct Ipv6Addr(pub [u8; 16]);
+
+impl Ipv6Addr {
+    /// `::`
+    pub const UNSPECIFIED: Ipv6Addr = Ipv6Addr([0; 16]);
+    /// `ff02::1`, all nodes on the link.
+    pub const ALL_NODES: Ipv6Addr = Ipv6Addr([0xff, 0x02, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1]);
+
+    /// From the first sixteen bytes of `b`.
+    pub fn from_bytes(b: &[u8]) -> Ipv6Addr {
+        let mut a = [0u8; 16];
+        a.copy_from_slice(&b[..16]);
+        Ipv6Addr(a)
+    }
+
+    /// True for `ff00::/8`.
+    pub fn is_multicast(&self) -> bool {
+        self.0[0] == 0xff
+    }
+
+    /// True for `fe80::/10`.
+    pub fn is_link_local(&self) -> bool {
+        self.0[0] == 0xfe && self.0[1] & 0xc0 == 0x80
+    }
+
+    /// The solicited-node multicast address of this address (RFC 4291 §2.7.1):
+    /// `ff02::1:ffXX:XXXX` with its low 24 bits.
+    pub fn solicited_node(&self) -> Ipv6Addr {
+        let mut a = [0xff, 0x02, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0x01, 0xff, 0, 0, 0];
+        a[13..].copy_from_slice(&self.0[13..]);
+        Ipv6Addr(a)
+    }
+
+    /// The Ethernet address a multicast IPv6 address maps to (RFC 2464 §7): 33:33 and the
+    /// low 32 bits.
+    pub fn multicast_mac(&self) -> MacAddr {
+        let a = self.0;
+        MacAddr([0x33, 0x33, a[12], a[13], a[14], a[15]])
+    }
+}
+
+impl From<std::net::Ipv6Addr> for Ipv6Addr {
+    fn from(a: std::net::Ipv6Addr) -> Self {
+        Ipv6Addr(a.octets())
+    }
+}
+
+impl From<Ipv6Addr> for std::net::Ipv6Addr {
+    fn from(a: Ipv6Addr) -> Self {
+        std::net::Ipv6Addr::from(a.0)
+    }
+}
+
+impl core::fmt::Debug for Ipv6Addr {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        core::fmt::Display::fmt(self, f)
+    }
+}
+
+impl core::fmt::Display for Ipv6Addr {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        // RFC 5952's text form, as the standard library writes it.
+        core::fmt::Display::fmt(&std::net::Ipv6Addr::from(self.0), f)
+    }
+}

@@ -3,7 +3,7 @@
 //! Sums are carried as `u64` partial sums so that several pieces (pseudo-header, header,
 //! payload) can be added before one final fold.
 
-use crate::addr::Ipv4Addr;
+use crate::addr::{Ipv4Addr, Ipv6Addr};
 
 /// Adds `data` to a running one's-complement partial sum. Odd lengths are padded with a zero
 /// byte at the end, as RFC 1071 says; so only the last piece of a sum may have odd length.
@@ -67,6 +67,39 @@ pub fn pseudo_header(src: Ipv4Addr, dst: Ipv4Addr, protocol: u8, length: u16) ->
         + u64::from(d & 0xffff)
         + u64::from(protocol)
         + u64::from(length)
+}
+
+/// The partial sum of the IPv6 pseudo-header (RFC 8200 §8.1) used by UDP, TCP and ICMPv6:
+/// both addresses, the upper-layer length and the next header value.
+#[inline]
+pub fn pseudo_header_v6(src: Ipv6Addr, dst: Ipv6Addr, next_header: u8, length: u32) -> u64 {
+    add(add(0, &src.0), &dst.0) + u64::from(length >> 16) + u64::from(length & 0xffff) + u64::from(next_header)
+}
+
+/// An address family's pseudo-header, so UDP and TCP code serves IPv4 and IPv6 alike (each
+/// use is compiled for its family: no cost to IPv4).
+pub trait PseudoHeader: Copy {
+    /// UDP may leave its checksum out (zero) over this family: IPv4 yes (RFC 768), IPv6 no
+    /// (RFC 8200 §8.1).
+    const UDP_CHECKSUM_OPTIONAL: bool;
+    /// The partial sum of the pseudo-header for `protocol` and an upper-layer `length`.
+    fn pseudo_sum(src: Self, dst: Self, protocol: u8, length: u32) -> u64;
+}
+
+impl PseudoHeader for Ipv4Addr {
+    const UDP_CHECKSUM_OPTIONAL: bool = true;
+    #[inline]
+    fn pseudo_sum(src: Self, dst: Self, protocol: u8, length: u32) -> u64 {
+        pseudo_header(src, dst, protocol, length as u16)
+    }
+}
+
+impl PseudoHeader for Ipv6Addr {
+    const UDP_CHECKSUM_OPTIONAL: bool = false;
+    #[inline]
+    fn pseudo_sum(src: Self, dst: Self, protocol: u8, length: u32) -> u64 {
+        pseudo_header_v6(src, dst, protocol, length)
+    }
 }
 
 /// RFC 1624 eqn. 3: the new checksum field after a 16-bit word covered by it changes from

@@ -11,7 +11,9 @@ pub mod build;
 pub mod checksum;
 pub mod ethernet;
 pub mod icmp;
+pub mod icmpv6;
 pub mod ipv4;
+pub mod ipv6;
 pub mod pcap;
 pub mod tcp;
 pub mod udp;
@@ -20,6 +22,7 @@ pub use arp::{ArpOp, ArpPacket, ArpRepr};
 pub use ethernet::{EtherType, EthernetFrame, EthernetRepr, MacAddr};
 pub use icmp::{IcmpPacket, IcmpRepr};
 pub use ipv4::{Ipv4Addr, Ipv4Packet, Ipv4Repr, Protocol};
+pub use ipv6::{Ipv6Addr, Ipv6Packet, Ipv6Repr, NextHeader};
 pub use tcp::{TcpFlags, TcpOptions, TcpPacket, TcpRepr};
 pub use udp::{UdpPacket, UdpRepr};
 
@@ -34,7 +37,7 @@ pub enum Error {
     Unsupported,
     /// The checksum does not verify.
     BadChecksum,
-    /// An IPv4 fragment (sirocco does not reassemble).
+    /// An IPv4 or IPv6 fragment (sirocco does not reassemble).
     Fragment,
     /// A field holds a value the protocol forbids.
     Malformed,

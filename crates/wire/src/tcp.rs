@@ -1,7 +1,7 @@
 //! TCP header (RFC 9293) with the options sirocco speaks: MSS, window scale (RFC 7323),
 //! SACK-permitted and SACK blocks (RFC 2018), timestamps (RFC 7323).
 
-use crate::checksum;
+use crate::checksum::{self, PseudoHeader};
 use crate::{be16, be32, put16, put32, Error, Ipv4Addr, Protocol, Result};
 
 mod field {
@@ -127,16 +127,16 @@ impl<T: AsRef<[u8]>> TcpPacket<T> {
         &self.b()[self.header_len()..]
     }
     /// True if the checksum verifies against the pseudo-header.
-    pub fn verify_checksum(&self, src: Ipv4Addr, dst: Ipv4Addr) -> bool {
+    pub fn verify_checksum<A: PseudoHeader>(&self, src: A, dst: A) -> bool {
         let len = self.b().len() as u16;
-        let sum = checksum::add(checksum::pseudo_header(src, dst, Protocol::TCP, len), self.b());
+        let sum = checksum::add(A::pseudo_sum(src, dst, Protocol::TCP, u32::from(len)), self.b());
         checksum::fold(sum) == 0xffff
     }
     /// True if the checksum field holds only the pseudo-header's sum: the sender left the
     /// rest to a NIC (CHECKSUM_PARTIAL), which a veth with TX checksum offload never adds.
-    pub fn checksum_unfinished(&self, src: Ipv4Addr, dst: Ipv4Addr) -> bool {
+    pub fn checksum_unfinished<A: PseudoHeader>(&self, src: A, dst: A) -> bool {
         let len = self.b().len() as u16;
-        self.checksum() == checksum::fold(checksum::pseudo_header(src, dst, Protocol::TCP, len))
+        self.checksum() == checksum::fold(A::pseudo_sum(src, dst, Protocol::TCP, u32::from(len)))
     }
 }
 
@@ -178,10 +178,10 @@ impl<T: AsRef<[u8]> + AsMut<[u8]>> TcpPacket<T> {
         put16(self.bm(), field::CHECKSUM, c);
     }
     /// Computes the checksum over the whole segment.
-    pub fn fill_checksum(&mut self, src: Ipv4Addr, dst: Ipv4Addr) {
+    pub fn fill_checksum<A: PseudoHeader>(&mut self, src: A, dst: A) {
         put16(self.bm(), field::CHECKSUM, 0);
         let len = self.b().len() as u16;
-        let c = !checksum::fold(checksum::add(checksum::pseudo_header(src, dst, Protocol::TCP, len), self.b()));
+        let c = !checksum::fold(checksum::add(A::pseudo_sum(src, dst, Protocol::TCP, u32::from(len)), self.b()));
         put16(self.bm(), field::CHECKSUM, c);
     }
 }
@@ -345,7 +345,7 @@ pub struct TcpRepr {
 
 impl TcpRepr {
     /// Validates the checksum and options and reads the header. Port 0 is refused.
-    pub fn parse<T: AsRef<[u8]>>(p: &TcpPacket<T>, src: Ipv4Addr, dst: Ipv4Addr) -> Result<Self> {
+    pub fn parse<T: AsRef<[u8]>, A: PseudoHeader>(p: &TcpPacket<T>, src: A, dst: A) -> Result<Self> {
         if !p.verify_checksum(src, dst) {
             return Err(Error::BadChecksum);
         }
@@ -371,7 +371,7 @@ impl TcpRepr {
 
     /// Writes the header to `buf`, whose bytes after the header must already hold the data,
     /// and fills the checksum over header and data.
-    pub fn emit(&self, buf: &mut [u8], src: Ipv4Addr, dst: Ipv4Addr) {
+    pub fn emit<A: PseudoHeader>(&self, buf: &mut [u8], src: A, dst: A) {
         let h = self.header_len();
         let b = &mut buf[..h + self.payload_len];
         self.emit_fields(&mut b[..h]);
@@ -381,24 +381,24 @@ impl TcpRepr {
     /// Writes the header alone to `buf` (at least [`TcpRepr::header_len`] bytes) for a
     /// payload kept elsewhere, whose one's-complement sum (unfolded, as [`checksum::add`]
     /// gives it, taken from the payload's first byte) is `payload_sum`.
-    pub fn emit_header(&self, buf: &mut [u8], src: Ipv4Addr, dst: Ipv4Addr, payload_sum: u64) {
+    pub fn emit_header<A: PseudoHeader>(&self, buf: &mut [u8], src: A, dst: A, payload_sum: u64) {
         let h = self.header_len();
         let b = &mut buf[..h];
         self.emit_fields(b);
         let len = (h + self.payload_len) as u16;
-        let sum = checksum::add(checksum::pseudo_header(src, dst, Protocol::TCP, len) + payload_sum, b);
+        let sum = checksum::add(A::pseudo_sum(src, dst, Protocol::TCP, u32::from(len)) + payload_sum, b);
         put16(b, field::CHECKSUM, !checksum::fold(sum));
     }
 
     /// Writes the header alone for a device to finish the checksum (CHECKSUM_PARTIAL): the
     /// checksum field holds the folded pseudo-header sum, uncomplemented; the device adds
     /// header and payload and stores the complement (offset [`CHECKSUM_AT`] in the header).
-    pub fn emit_header_partial(&self, buf: &mut [u8], src: Ipv4Addr, dst: Ipv4Addr) {
+    pub fn emit_header_partial<A: PseudoHeader>(&self, buf: &mut [u8], src: A, dst: A) {
         let h = self.header_len();
         let b = &mut buf[..h];
         self.emit_fields(b);
         let len = (h + self.payload_len) as u16;
-        put16(b, field::CHECKSUM, checksum::fold(checksum::pseudo_header(src, dst, Protocol::TCP, len)));
+        put16(b, field::CHECKSUM, checksum::fold(A::pseudo_sum(src, dst, Protocol::TCP, u32::from(len))));
     }
 
     /// Every header field but the checksum (zeroed), options padded with EOL.
@@ -614,5 +614,30 @@ mod tests {
             p.update_checksum_for_addr(D, nd);
             prop_assert!(p.verify_checksum(S, nd));
         }
+    }
+
+    #[test]
+    fn over_ipv6_the_checksum_covers_the_v6_pseudo_header() {
+        use crate::Ipv6Addr;
+        let s6: Ipv6Addr = "2001:2::2".parse::<std::net::Ipv6Addr>().unwrap().into();
+        let d6: Ipv6Addr = "2001:2::10".parse::<std::net::Ipv6Addr>().unwrap().into();
+        let r = TcpRepr {
+            src_port: 40000,
+            dst_port: 80,
+            seq: 1,
+            ack: 2,
+            flags: TcpFlags(TcpFlags::ACK | TcpFlags::PSH),
+            window: 500,
+            options: TcpOptions { timestamps: Some((3, 4)), ..Default::default() },
+            payload_len: 3,
+        };
+        let h = r.header_len();
+        let mut b = vec![0u8; h + 3];
+        b[h..].copy_from_slice(b"GET");
+        r.emit(&mut b, s6, d6);
+        let p = TcpPacket::new_checked(&b[..]).unwrap();
+        assert_eq!(TcpRepr::parse(&p, s6, d6), Ok(r));
+        assert_eq!(TcpRepr::parse(&p, d6, s6), Ok(r), "the sum does not depend on the order");
+        assert_eq!(TcpRepr::parse(&p, s6, Ipv6Addr::UNSPECIFIED), Err(Error::BadChecksum));
     }
 }

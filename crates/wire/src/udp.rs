@@ -1,7 +1,7 @@
 //! UDP (RFC 768).
 
-use crate::checksum;
-use crate::{be16, put16, Error, Ipv4Addr, Protocol, Result};
+use crate::checksum::{self, PseudoHeader};
+use crate::{be16, put16, Error, Protocol, Result};
 
 mod field {
     pub const SRC_PORT: usize = 0;
@@ -67,19 +67,20 @@ impl<T: AsRef<[u8]>> UdpPacket<T> {
     pub fn payload(&self) -> &[u8] {
         &self.b()[HEADER_LEN..usize::from(self.len())]
     }
-    /// True if the checksum is absent (zero) or verifies against the pseudo-header.
-    pub fn verify_checksum(&self, src: Ipv4Addr, dst: Ipv4Addr) -> bool {
+    /// True if the checksum verifies against the pseudo-header, or is absent (zero) where
+    /// the family allows that (IPv4; over IPv6 a zero checksum is invalid).
+    pub fn verify_checksum<A: PseudoHeader>(&self, src: A, dst: A) -> bool {
         if self.checksum() == 0 {
-            return true;
+            return A::UDP_CHECKSUM_OPTIONAL;
         }
         let len = self.len();
-        let sum = checksum::add(checksum::pseudo_header(src, dst, Protocol::UDP, len), &self.b()[..usize::from(len)]);
+        let sum = checksum::add(A::pseudo_sum(src, dst, Protocol::UDP, u32::from(len)), &self.b()[..usize::from(len)]);
         checksum::fold(sum) == 0xffff
     }
     /// True if the checksum field holds only the pseudo-header's sum: the sender left the
     /// rest to a NIC (CHECKSUM_PARTIAL), which a veth with TX checksum offload never adds.
-    pub fn checksum_unfinished(&self, src: Ipv4Addr, dst: Ipv4Addr) -> bool {
-        self.checksum() == checksum::fold(checksum::pseudo_header(src, dst, Protocol::UDP, self.len()))
+    pub fn checksum_unfinished<A: PseudoHeader>(&self, src: A, dst: A) -> bool {
+        self.checksum() == checksum::fold(A::pseudo_sum(src, dst, Protocol::UDP, u32::from(self.len())))
     }
 }
 
@@ -115,7 +116,7 @@ pub struct UdpRepr {
 
 impl UdpRepr {
     /// Validates the checksum and reads the header.
-    pub fn parse<T: AsRef<[u8]>>(p: &UdpPacket<T>, src: Ipv4Addr, dst: Ipv4Addr) -> Result<Self> {
+    pub fn parse<T: AsRef<[u8]>, A: PseudoHeader>(p: &UdpPacket<T>, src: A, dst: A) -> Result<Self> {
         if !p.verify_checksum(src, dst) {
             return Err(Error::BadChecksum);
         }
@@ -124,17 +125,17 @@ impl UdpRepr {
 
     /// Writes the header to `buf`, whose payload (after 8 bytes) must already hold the data,
     /// and fills the checksum over it.
-    pub fn emit(&self, buf: &mut [u8], src: Ipv4Addr, dst: Ipv4Addr) {
+    pub fn emit<A: PseudoHeader>(&self, buf: &mut [u8], src: A, dst: A) {
         let len = self.write_header(buf);
-        let sum = checksum::add(checksum::pseudo_header(src, dst, Protocol::UDP, len), &buf[..usize::from(len)]);
+        let sum = checksum::add(A::pseudo_sum(src, dst, Protocol::UDP, u32::from(len)), &buf[..usize::from(len)]);
         self.put_checksum(buf, sum);
     }
 
     /// As [`UdpRepr::emit`], for a payload whose one's-complement sum (folded, not
     /// complemented) the caller already knows: only the header is read.
-    pub fn emit_summed(&self, buf: &mut [u8], src: Ipv4Addr, dst: Ipv4Addr, payload_sum: u16) {
+    pub fn emit_summed<A: PseudoHeader>(&self, buf: &mut [u8], src: A, dst: A, payload_sum: u16) {
         let len = self.write_header(buf);
-        let pseudo = checksum::pseudo_header(src, dst, Protocol::UDP, len);
+        let pseudo = A::pseudo_sum(src, dst, Protocol::UDP, u32::from(len));
         let sum = checksum::add(pseudo, &buf[..HEADER_LEN]) + u64::from(payload_sum);
         self.put_checksum(buf, sum);
     }
@@ -161,6 +162,7 @@ impl UdpRepr {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::Ipv4Addr;
     use proptest::prelude::*;
 
     const S: Ipv4Addr = Ipv4Addr([198, 18, 0, 2]);
@@ -244,5 +246,23 @@ mod tests {
             p2.swap_ports();
             prop_assert!(p2.verify_checksum(D, S));
         }
+    }
+
+    #[test]
+    fn over_ipv6_the_checksum_covers_the_v6_pseudo_header_and_is_mandatory() {
+        use crate::Ipv6Addr;
+        let s6: Ipv6Addr = "2001:2::2".parse::<std::net::Ipv6Addr>().unwrap().into();
+        let d6: Ipv6Addr = "2001:2::10".parse::<std::net::Ipv6Addr>().unwrap().into();
+        let r = UdpRepr { src_port: 5000, dst_port: 7, payload_len: 5 };
+        let mut b = vec![0u8; 13];
+        b[8..].copy_from_slice(b"hello");
+        r.emit(&mut b, s6, d6);
+        let p = UdpPacket::new_checked(&b[..]).unwrap();
+        assert_eq!(UdpRepr::parse(&p, s6, d6), Ok(r));
+        assert!(!p.verify_checksum(d6, Ipv6Addr::UNSPECIFIED), "another pseudo-header");
+        let mut z = b.clone();
+        UdpPacket::new_unchecked(&mut z[..]).set_checksum(0);
+        assert!(!UdpPacket::new_checked(&z[..]).unwrap().verify_checksum(s6, d6), "zero is no checksum: invalid");
+        assert!(UdpPacket::new_checked(&z[..]).unwrap().verify_checksum(S, D), "over IPv4 it is allowed");
     }
 }
