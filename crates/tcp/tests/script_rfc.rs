@@ -372,8 +372,9 @@ fn zero_window_is_probed_and_reopens() {
     s.expect(ACK | PSH, 3001, 1, 1000);
 }
 
-#[test]
-fn receive_window_closes_while_the_app_holds_data_and_reopens() {
+/// A connection with a 4000-byte window whose application holds the 4000 bytes the peer
+/// sent (at 50 ms): our window is shut.
+fn receive_window_shut() -> Script {
     let mut s = Script::server(Config { rcv_buf: 4000, ..cfg() });
     s.app.hold = true;
     s.handshake(Seg::syn(0).mss(1000));
@@ -381,6 +382,12 @@ fn receive_window_closes_while_the_app_holds_data_and_reopens() {
         s.inject(Seg::ack(1 + 1000 * i, 1).data(1000));
     }
     s.at(50);
+    s
+}
+
+#[test]
+fn receive_window_closes_while_the_app_holds_data_and_reopens() {
+    let mut s = receive_window_shut();
     let mut seen = Vec::new();
     let last = loop {
         match s.try_next() {
@@ -632,13 +639,7 @@ fn a_window_probe_acks_our_data_while_our_window_is_shut() {
     // Both windows shut, as in an echo whose output waits on its own unacknowledged data:
     // the peer's probes (an old sequence number) are not acceptable, but their ACK is taken
     // (RFC 9293 §3.10.7.4), so our data is not sent again on the backed-off timer.
-    let mut s = Script::server(Config { rcv_buf: 4000, ..cfg() });
-    s.app.hold = true;
-    s.handshake(Seg::syn(0).mss(1000));
-    for i in 0..4 {
-        s.inject(Seg::ack(1 + 1000 * i, 1).data(1000));
-    }
-    s.at(50);
+    let mut s = receive_window_shut();
     while s.try_next().is_some() {}
     server_app_data(&mut s, 1000);
     s.expect(ACK | PSH, 1, 4001, 1000);
@@ -704,42 +705,44 @@ fn a_tail_loss_probe_resends_the_last_segment_after_two_round_trips() {
     assert_eq!(s.ep.stats().rtos, 1);
 }
 
-#[test]
-fn a_loss_the_probe_repaired_reduces_the_window_once() {
+/// A probe of the last segment; the peer's ACK of it, with a DSACK for the probe's bytes or
+/// not; one more segment sent and acknowledged. Returns the script and the congestion
+/// window before the probe's ACK.
+fn probe_settled(dsack: bool) -> (Script, u32) {
     let mut s = tail_of_a_flight(10, 3);
     let h = s.app.accepted[0];
     let (p, _) = wait_for_segment(&mut s, 1000);
     assert_eq!(p.seq, 2001);
-    // The peer had the first two segments (their ACKs were lost) and the probe filled the
-    // third: the ACK reaches the probe's end without a DSACK. The episode stays open until an
-    // ACK goes beyond it, which shows the probe repaired a loss.
     let before = s.ep.tcb(h).unwrap().cwnd();
-    s.inject(Seg::ack(1, 3001).win(65_535));
-    assert_eq!(s.ep.stats().tail_recoveries, 0);
+    let mut ack = Seg::ack(1, 3001).win(65_535);
+    if dsack {
+        ack = ack.sack(&[(s.ours(2001), s.ours(3001))]);
+    }
+    s.inject(ack);
+    assert_eq!(s.ep.stats().tail_recoveries, 0, "an ACK up to the probe's end shows no loss yet");
     server_app_data(&mut s, 1000);
     s.expect(ACK | PSH, 3001, 1, 1000);
     s.inject(Seg::ack(1, 4001).win(65_535));
+    (s, before)
+}
+
+#[test]
+fn a_loss_the_probe_repaired_reduces_the_window_once() {
+    // The peer had the first two segments (their ACKs were lost) and the probe filled the
+    // third: no DSACK, and an ACK beyond the probe shows the probe repaired a loss.
+    let (s, before) = probe_settled(false);
     assert_eq!(s.ep.stats().tail_recoveries, 1);
-    assert!(s.ep.tcb(h).unwrap().cwnd() < before, "the window was reduced for the loss");
+    assert!(s.ep.tcb(s.app.accepted[0]).unwrap().cwnd() < before, "the window was reduced for the loss");
     assert_eq!(s.ep.stats().rtos, 0);
 }
 
 #[test]
 fn a_probe_the_peer_reports_as_a_duplicate_costs_nothing() {
-    let mut s = tail_of_a_flight(10, 3);
-    let h = s.app.accepted[0];
-    let (p, _) = wait_for_segment(&mut s, 1000);
-    assert_eq!(p.seq, 2001);
     // Everything had arrived; the peer's ACK was only late. It answers the probe with a
     // DSACK for the probe's bytes (RFC 2883).
-    let before = s.ep.tcb(h).unwrap().cwnd();
-    let dsack = (s.ours(2001), s.ours(3001));
-    s.inject(Seg::ack(1, 3001).win(65_535).sack(&[dsack]));
-    server_app_data(&mut s, 1000);
-    s.expect(ACK | PSH, 3001, 1, 1000);
-    s.inject(Seg::ack(1, 4001).win(65_535));
+    let (s, before) = probe_settled(true);
     assert_eq!(s.ep.stats().tail_recoveries, 0);
-    assert!(s.ep.tcb(h).unwrap().cwnd() >= before);
+    assert!(s.ep.tcb(s.app.accepted[0]).unwrap().cwnd() >= before);
 }
 
 #[test]
