@@ -216,6 +216,10 @@ impl Service for WebService {
         self.tcp.tcp_ports()
     }
 
+    fn hints(&self, frame: &[u8], each: &mut dyn FnMut(*const u8)) {
+        self.tcp.hints(frame, each);
+    }
+
     #[inline]
     fn tcp(&mut self, now: Instant, src: Ipv4Addr, dst: Ipv4Addr, seg: &TcpRepr, payload: &[u8], view: u32) {
         self.tcp.app.app.now = now;

@@ -60,6 +60,10 @@ impl<S: Server> Service for ChannelService<S> {
         self.ports.clone()
     }
 
+    fn hints(&self, frame: &[u8], each: &mut dyn FnMut(*const u8)) {
+        crate::tcp_service::tcp_hints(self.ch.endpoint(), frame, each);
+    }
+
     #[inline]
     fn tcp(&mut self, now: Instant, src: Ipv4Addr, dst: Ipv4Addr, seg: &TcpRepr, payload: &[u8], view: u32) {
         self.ch.input(now, src, dst, seg, payload, view);

@@ -23,6 +23,8 @@ enum Timer {
 const PUBLISH: Duration = Duration::from_millis(200);
 /// Frames of a batch whose headers are being loaded ahead of the one being processed.
 const PREFETCH: usize = 4;
+/// Frames ahead whose application lookups are prefetched (headers by then in cache).
+const HINT_AHEAD: usize = 2;
 /// How long to wait for a full device queue before transmitting again.
 const TX_RETRY_US: u32 = 50;
 
@@ -148,6 +150,11 @@ impl<P: Port> Engine<P> {
         for (i, &f) in self.rx[..n].iter().enumerate() {
             if let Some(&next) = self.rx[..n].get(i + PREFETCH) {
                 self.port.prefetch(next);
+            }
+            // The frame two ahead has had its headers on the way for two frames: where its
+            // lookups will go (TCP's connection and TIME-WAIT tables) is known now.
+            if let Some(&soon) = self.rx[..n].get(i + HINT_AHEAD) {
+                app.hints(self.port.data(soon), &mut |p| io::umem::prefetch_hint(p));
             }
             if self.node.impaired() {
                 self.port.free(f);

@@ -80,6 +80,13 @@ pub trait Service {
         let _ = (now, src, dst, seg, payload, view);
     }
 
+    /// Addresses of this application's state that `frame` (received, not yet checked) will
+    /// be looked up in first, handed to `each` for the engine to prefetch while it processes
+    /// the frames before it (none by default).
+    fn hints(&self, frame: &[u8], each: &mut dyn FnMut(*const u8)) {
+        let _ = (frame, each);
+    }
+
     /// True if the engine should keep the frames of TCP segments until `produce` returns (an
     /// application that hands out views of them in batches).
     fn holds_tcp_frames(&self) -> bool {

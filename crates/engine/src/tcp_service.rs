@@ -128,9 +128,29 @@ impl<T: tcp::App> TcpService<T> {
     }
 }
 
+/// The table slots a received frame's TCP segment will be looked up in (an IPv4 TCP frame
+/// without VLAN tag; anything else has none), for [`Service::hints`].
+pub fn tcp_hints<A: tcp::App>(ep: &Endpoint<A>, frame: &[u8], each: &mut dyn FnMut(*const u8)) {
+    const ETH: usize = 14;
+    if frame.len() < ETH + 40 || frame[12..14] != [0x08, 0x00] || frame[ETH + 9] != 6 {
+        return;
+    }
+    let ihl = usize::from(frame[ETH] & 0x0f) * 4;
+    let Some(ports) = frame.get(ETH + ihl..ETH + ihl + 4) else { return };
+    let ip = |at: usize| Ipv4Addr([frame[at], frame[at + 1], frame[at + 2], frame[at + 3]]);
+    let (src_port, dst_port) = (u16::from_be_bytes([ports[0], ports[1]]), u16::from_be_bytes([ports[2], ports[3]]));
+    for p in ep.lookup_hints(ip(ETH + 16), ip(ETH + 12), dst_port, src_port) {
+        each(p);
+    }
+}
+
 impl<T: tcp::App> Service for TcpService<T> {
     fn tcp_ports(&self) -> Vec<u16> {
         self.ports.clone()
+    }
+
+    fn hints(&self, frame: &[u8], each: &mut dyn FnMut(*const u8)) {
+        tcp_hints(&self.ep, frame, each);
     }
 
     #[inline]
@@ -161,5 +181,61 @@ impl<T: tcp::App> Service for TcpService<T> {
         } else {
             Duration::from_millis(5)
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use tcp::{Ctl, End, Handle, Source};
+    use wire::build::{Ipv4Frame, IPV4_PAYLOAD_AT};
+    use wire::tcp::{TcpFlags, TcpOptions};
+    use wire::MacAddr;
+
+    struct Nothing;
+    impl Source for Nothing {
+        fn end(&self) -> u64 {
+            0
+        }
+        fn fill(&self, _off: u64, _dst: &mut [u8]) {}
+    }
+    struct Refuse;
+    impl tcp::App for Refuse {
+        type Conn = Nothing;
+        fn accept(&mut self, _h: Handle, _port: u16, _remote: (Ipv4Addr, u16)) -> Option<Nothing> {
+            None
+        }
+        fn recv(&mut self, _h: Handle, _c: &mut Nothing, _data: &[u8], _ctl: &mut Ctl) {}
+        fn closed(&mut self, _h: Handle, _c: Nothing, _end: End) {}
+    }
+
+    #[test]
+    fn hints_name_the_slots_of_the_frames_own_lookup() {
+        let svc = TcpService::new(Refuse, &[80], Config::default(), Limits::default());
+        let (client, server) = (Ipv4Addr([198, 18, 0, 2]), Ipv4Addr([198, 18, 0, 10]));
+        let seg = TcpRepr {
+            src_port: 40_000,
+            dst_port: 80,
+            seq: 1,
+            ack: 0,
+            flags: TcpFlags(TcpFlags::SYN),
+            window: 1000,
+            options: TcpOptions::default(),
+            payload_len: 0,
+        };
+        let mut frame = vec![0u8; 100];
+        seg.emit(&mut frame[IPV4_PAYLOAD_AT..], client, server);
+        let ip =
+            Ipv4Frame { src_mac: MacAddr([2; 6]), dst_mac: MacAddr([4; 6]), src: client, dst: server, protocol: 6 };
+        let len = ip.emit(&mut frame, seg.header_len(), 1, 64);
+        let mut got = Vec::new();
+        svc.hints(&frame[..len], &mut |p| got.push(p));
+        assert_eq!(got, svc.ep.lookup_hints(server, client, 80, 40_000).to_vec(), "the server's view of the tuple");
+        assert_ne!(got, svc.ep.lookup_hints(client, server, 40_000, 80).to_vec());
+        // Not TCP over IPv4: nothing.
+        frame[IPV4_PAYLOAD_AT - 11] = 17;
+        got.clear();
+        svc.hints(&frame[..len], &mut |p| got.push(p));
+        assert!(got.is_empty());
     }
 }

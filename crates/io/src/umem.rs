@@ -102,15 +102,7 @@ impl Umem {
     /// each was most of the engine's own time under a flood).
     #[inline]
     pub fn prefetch(&self, addr: u64) {
-        let p = self.map.ptr().wrapping_add(addr as usize);
-        #[cfg(target_arch = "x86_64")]
-        // SAFETY: SSE is part of x86_64; a prefetch is a hint, not an access, and never
-        // faults whatever the address.
-        unsafe {
-            std::arch::x86_64::_mm_prefetch::<{ std::arch::x86_64::_MM_HINT_T0 }>(p as *const i8)
-        };
-        #[cfg(not(target_arch = "x86_64"))]
-        let _ = p;
+        prefetch_hint(self.map.ptr().wrapping_add(addr as usize));
     }
 
     /// `len` bytes at `addr`. Panics if the range leaves the arena.
@@ -141,4 +133,18 @@ fn check_frame_size(frame_size: usize) -> io::Result<()> {
         return Err(io::Error::new(io::ErrorKind::InvalidInput, "frame size must be 2048 or 4096"));
     }
     Ok(())
+}
+
+/// Starts loading the cache line at `p` into the caches: for memory the engine reads soon (a
+/// received frame, the table slot its segment will be looked up in).
+#[inline]
+pub fn prefetch_hint(p: *const u8) {
+    #[cfg(target_arch = "x86_64")]
+    // SAFETY: SSE is part of x86_64; a prefetch is a hint, not an access, and never faults
+    // whatever the address.
+    unsafe {
+        std::arch::x86_64::_mm_prefetch::<{ std::arch::x86_64::_MM_HINT_T0 }>(p as *const i8)
+    };
+    #[cfg(not(target_arch = "x86_64"))]
+    let _ = p;
 }

@@ -9,7 +9,6 @@
 //! that could not send stays queued for the next [`Endpoint::output`].
 
 use std::collections::{HashMap, VecDeque};
-use std::hash::{BuildHasher, Hasher};
 
 use timer::{TimerId, TimerWheel};
 use wire::tcp::{TcpFlags, TcpOptions, TcpRepr};
@@ -18,10 +17,11 @@ use wire::Ipv4Addr;
 use crate::config::Config;
 use crate::isn;
 use crate::seq::Seq;
-use crate::siphash::{self, Key};
+use crate::siphash::Key;
 use crate::stats::Stats;
 use crate::tcb::{ts_clock, End, Env, SegOut, State, Tcb, Tuple};
 use crate::time_wait::{Answer, QuietTable};
+use crate::tuple_table::{TupleHash, TupleTable};
 use timer::{Duration, Instant};
 
 /// Where a connection's outgoing bytes come from. Nothing is copied into a send buffer: the
@@ -343,39 +343,6 @@ struct Slot<C> {
     accepted: bool,
 }
 
-/// SipHash of the tuple under the endpoint's key: peers choose ports and addresses, so the
-/// table hash must be keyed.
-#[derive(Clone, Copy)]
-struct TupleHash(Key);
-
-struct TupleHasher {
-    key: Key,
-    buf: [u8; 16],
-    len: usize,
-}
-
-impl Hasher for TupleHasher {
-    fn write(&mut self, bytes: &[u8]) {
-        // A tuple writes 12 bytes once; anything longer folds in rather than being lost (a
-        // hasher that ignored bytes would put every connection in one bucket).
-        for &b in bytes {
-            let i = self.len % self.buf.len();
-            self.buf[i] ^= b;
-            self.len += 1;
-        }
-    }
-    fn finish(&self) -> u64 {
-        siphash::hash(self.key, &self.buf[..self.len.min(self.buf.len())])
-    }
-}
-
-impl BuildHasher for TupleHash {
-    type Hasher = TupleHasher;
-    fn build_hasher(&self) -> TupleHasher {
-        TupleHasher { key: self.0, buf: [0; 16], len: 0 }
-    }
-}
-
 /// Replies sent without a connection (RSTs, cookie SYN-ACKs) wait here, headers only, until
 /// the next [`Endpoint::output`]; beyond this many they are dropped (and counted).
 const STATELESS: usize = 256;
@@ -395,9 +362,11 @@ pub struct Endpoint<A: App> {
     key: Key,
     env: Env,
     listeners: HashMap<u16, Listener>,
-    table: HashMap<Tuple, u32, TupleHash>,
+    /// The key of both tables' hashes (not the ISN key).
+    table_key: Key,
+    table: TupleTable<u32>,
     /// Connections in TIME-WAIT, apart (see [`crate::time_wait`]).
-    quiet: QuietTable<TupleHash>,
+    quiet: QuietTable,
     /// The time of the input or timer run under way (a connection entering TIME-WAIT owes
     /// its last ACK, timestamped then).
     clock: Instant,
@@ -421,8 +390,9 @@ impl<A: App> Endpoint<A> {
             key,
             env: Env::new(limits.ooo_buffers, limits.max_rcv_buf, limits.challenge_per_sec),
             listeners: HashMap::new(),
-            table: HashMap::with_capacity_and_hasher(n, TupleHash(Key([key.0[1], key.0[0]]))),
-            quiet: QuietTable::new(limits.max_time_wait, TupleHash(Key([key.0[1], key.0[0]]))),
+            table_key: Key([key.0[1], key.0[0]]),
+            table: TupleTable::with_capacity(n),
+            quiet: QuietTable::new(limits.max_time_wait, Key([key.0[1], key.0[0]])),
             clock: now,
             slots: Vec::with_capacity(n),
             free: Vec::with_capacity(n),
@@ -547,10 +517,23 @@ impl<A: App> Endpoint<A> {
         true
     }
 
+    /// The addresses where the lookups of a segment from `remote:remote_port` to
+    /// `local:local_port` start (the connection table's, then TIME-WAIT's), for the caller to
+    /// prefetch while it processes the frames before that segment.
+    pub fn lookup_hints(&self, local: Ipv4Addr, remote: Ipv4Addr, local_port: u16, remote_port: u16) -> [*const u8; 2] {
+        let t = Tuple { local, remote, local_port, remote_port };
+        let h = self.hash(&t);
+        [self.table.first_slot(h), self.quiet.first_slot(h)]
+    }
+
+    fn hash(&self, t: &Tuple) -> TupleHash {
+        TupleHash::of(self.table_key, t)
+    }
+
     /// Smaller path MTU learned for a destination (ICMP "fragmentation needed").
     pub fn path_mtu(&mut self, local: Ipv4Addr, remote: Ipv4Addr, local_port: u16, remote_port: u16, mtu: u16) {
         let t = Tuple { local, remote, local_port, remote_port };
-        if let Some(&i) = self.table.get(&t) {
+        if let Some(&i) = self.table.get(self.hash(&t), &t) {
             if let Some(tcb) = self.slots[i as usize].tcb.as_mut() {
                 tcb.set_path_mtu(mtu);
                 self.queue_output(i);
@@ -584,7 +567,7 @@ impl<A: App> Endpoint<A> {
         s.tcb = Some(tcb);
         s.conn = conn;
         s.half_open = false;
-        self.table.insert(t, idx);
+        self.table.insert(self.hash(&t), t, idx);
         Some(idx)
     }
 
@@ -608,7 +591,7 @@ impl<A: App> Endpoint<A> {
         // generation); the slot's next connection must be able to queue itself.
         s.queued = false;
         s.conn = None;
-        self.table.remove(tcb.tuple());
+        self.table.remove(self.hash(tcb.tuple()), tcb.tuple());
         self.free.push(idx);
     }
 
@@ -701,7 +684,7 @@ impl<A: App> Endpoint<A> {
                 let ack = q.ack(&t, self.clock);
                 self.send_stateless(&t, ack);
             }
-            if !self.quiet.insert(t, q) {
+            if !self.quiet.insert(self.hash(&t), t, q) {
                 self.env.stats.time_wait_recycled += 1;
             }
             return;
@@ -752,11 +735,12 @@ impl<A: App> Endpoint<A> {
         self.clock = now;
         let t = Tuple { local, remote, local_port: seg.dst_port, remote_port: seg.src_port };
         let f = seg.flags;
-        if let Some(&idx) = self.table.get(&t) {
+        let h = self.hash(&t);
+        if let Some(&idx) = self.table.get(h, &t) {
             self.segment_to(app, idx, now, seg, payload);
             return;
         }
-        if let Some(q) = self.quiet.get_mut(&t) {
+        if let Some(q) = self.quiet.get_mut(h, &t) {
             // A new SYN with a higher sequence number (or newer timestamp) reopens the tuple
             // (RFC 9293 §3.10.7.4, RFC 6191); anything else is TIME-WAIT's to answer.
             if !(f.has(TcpFlags::SYN) && !f.has(TcpFlags::ACK) && q.accepts_reopen(seg)) {
@@ -765,12 +749,12 @@ impl<A: App> Endpoint<A> {
                         let ack = q.ack(&t, now);
                         self.send_stateless(&t, ack);
                     }
-                    Answer::Gone => self.quiet.remove(&t),
+                    Answer::Gone => self.quiet.remove(h, &t),
                     Answer::Nothing => {}
                 }
                 return;
             }
-            self.quiet.remove(&t);
+            self.quiet.remove(h, &t);
         }
         if f.has(TcpFlags::RST) {
             return;
@@ -961,8 +945,8 @@ impl<A: App> Endpoint<A> {
             let t = Tuple { local, remote, local_port: p, remote_port: port };
             // Not a tuple in TIME-WAIT either: its old segments may still be about.
             if port_ok(p)
-                && !self.table.contains_key(&t)
-                && !self.quiet.contains(&t)
+                && !self.table.contains(self.hash(&t), &t)
+                && !self.quiet.contains(self.hash(&t), &t)
                 && !self.listeners.contains_key(&p)
             {
                 chosen = Some(t);
@@ -1174,7 +1158,7 @@ mod tests {
     // bucket.
     #[test]
     fn tuples_differing_anywhere_hash_apart() {
-        let h = TupleHash(Key([1, 2]));
+        let key = Key([1, 2]);
         let base = Tuple {
             local: Ipv4Addr([198, 18, 0, 10]),
             remote: Ipv4Addr([198, 18, 0, 2]),
@@ -1183,10 +1167,10 @@ mod tests {
         };
         let mut seen = HashSet::new();
         for i in 0..1000u16 {
-            assert!(seen.insert(h.hash_one(Tuple { remote_port: 40_000 + i, ..base })));
-            assert!(seen.insert(h.hash_one(Tuple { local_port: 1000 + i, ..base })));
+            assert!(seen.insert(TupleHash::of(key, &Tuple { remote_port: 40_000 + i, ..base })));
+            assert!(seen.insert(TupleHash::of(key, &Tuple { local_port: 1000 + i, ..base })));
             let r = Ipv4Addr([198, 19, (i >> 8) as u8, i as u8]);
-            assert!(seen.insert(h.hash_one(Tuple { remote: r, ..base })));
+            assert!(seen.insert(TupleHash::of(key, &Tuple { remote: r, ..base })));
         }
     }
 }

@@ -20,6 +20,7 @@ pub mod siphash;
 pub mod stats;
 pub mod tcb;
 mod time_wait;
+mod tuple_table;
 
 pub use cc::CcKind;
 pub use channel::{Calls, Channel, Event, Events, Server};

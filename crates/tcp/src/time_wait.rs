@@ -10,13 +10,15 @@
 //! RSTs and SYNs with a (rate-limited) challenge ACK, and let a clearly newer SYN reopen the
 //! 4-tuple (RFC 6191). The table is consulted only when the main one misses.
 
-use std::collections::{HashMap, VecDeque};
+use std::collections::VecDeque;
 
 use timer::{Duration, Instant};
 use wire::tcp::{TcpFlags, TcpOptions, TcpRepr};
 
 use crate::seq::Seq;
+use crate::siphash::Key;
 use crate::tcb::{ts_clock, Env, Tuple, PAWS_IDLE};
+use crate::tuple_table::{TupleHash, TupleTable};
 
 /// Timestamps of a connection in TIME-WAIT, if it negotiated them.
 #[derive(Debug, Clone, Copy)]
@@ -141,49 +143,56 @@ impl Quiet {
 }
 
 /// The connections in TIME-WAIT, at most `max`: when full, the oldest goes early (counted by
-/// the caller), as Linux does past tcp_max_tw_buckets.
-pub(crate) struct QuietTable<S> {
-    map: HashMap<Tuple, Quiet, S>,
+/// the caller), as Linux does past tcp_max_tw_buckets. Lookups take the tuple's hash under
+/// the endpoint's table key, computed once for this table and the connection table.
+pub(crate) struct QuietTable {
+    key: Key,
+    map: TupleTable<Quiet>,
     /// Tuples in the order they entered, with the end each had then: all waits are equally
     /// long, so the front is always the next to end, unless a FIN restarted it.
     order: VecDeque<(Tuple, Instant)>,
     max: usize,
 }
 
-impl<S: std::hash::BuildHasher> QuietTable<S> {
-    pub(crate) fn new(max: usize, hasher: S) -> Self {
-        QuietTable { map: HashMap::with_capacity_and_hasher(max, hasher), order: VecDeque::with_capacity(max), max }
+impl QuietTable {
+    pub(crate) fn new(max: usize, key: Key) -> Self {
+        QuietTable { key, map: TupleTable::with_capacity(max), order: VecDeque::with_capacity(max), max }
     }
 
     pub(crate) fn len(&self) -> usize {
         self.map.len()
     }
 
-    pub(crate) fn contains(&self, t: &Tuple) -> bool {
-        self.map.contains_key(t)
+    pub(crate) fn contains(&self, h: TupleHash, t: &Tuple) -> bool {
+        self.map.contains(h, t)
     }
 
-    pub(crate) fn get_mut(&mut self, t: &Tuple) -> Option<&mut Quiet> {
-        self.map.get_mut(t)
+    pub(crate) fn get_mut(&mut self, h: TupleHash, t: &Tuple) -> Option<&mut Quiet> {
+        self.map.get_mut(h, t)
     }
 
-    pub(crate) fn remove(&mut self, t: &Tuple) {
+    pub(crate) fn remove(&mut self, h: TupleHash, t: &Tuple) {
         // Its place in `order` is skipped when it comes up.
-        self.map.remove(t);
+        self.map.remove(h, t);
+    }
+
+    /// Where a lookup of `h` starts, to prefetch.
+    pub(crate) fn first_slot(&self, h: TupleHash) -> *const u8 {
+        self.map.first_slot(h)
     }
 
     /// Adds a connection; returns false if it went at once, or an older one went to make
     /// room (the table is full, or holds nothing).
-    pub(crate) fn insert(&mut self, t: Tuple, q: Quiet) -> bool {
+    pub(crate) fn insert(&mut self, h: TupleHash, t: Tuple, q: Quiet) -> bool {
         if self.max == 0 {
             return false;
         }
         let mut room = true;
         while self.map.len() >= self.max {
             let Some((old, _)) = self.order.pop_front() else { break };
-            room &= self.map.remove(&old).is_none();
+            room &= self.map.remove(TupleHash::of(self.key, &old), &old).is_none();
         }
-        self.map.insert(t, q);
+        self.map.insert(h, t, q);
         self.order.push_back((t, q.until));
         room
     }
@@ -195,11 +204,12 @@ impl<S: std::hash::BuildHasher> QuietTable<S> {
                 break;
             }
             self.order.pop_front();
-            match self.map.get(&t) {
+            let h = TupleHash::of(self.key, &t);
+            match self.map.get(h, &t) {
                 // Restarted by a FIN (or the tuple reopened and closed again): wait on.
                 Some(q) if q.until > now => self.order.push_back((t, q.until)),
                 Some(_) => {
-                    self.map.remove(&t);
+                    self.map.remove(h, &t);
                 }
                 None => {}
             }
@@ -215,10 +225,14 @@ impl<S: std::hash::BuildHasher> QuietTable<S> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use std::collections::hash_map::RandomState;
     use wire::Ipv4Addr;
 
     const T0: Instant = Instant::ZERO;
+    const KEY: Key = Key([7, 9]);
+
+    fn h(port: u16) -> TupleHash {
+        TupleHash::of(KEY, &tuple(port))
+    }
 
     fn tuple(port: u16) -> Tuple {
         Tuple { local: Ipv4Addr([198, 18, 0, 1]), remote: Ipv4Addr([198, 18, 0, 2]), local_port: 80, remote_port: port }
@@ -298,24 +312,24 @@ mod tests {
 
     #[test]
     fn the_table_is_bounded_ends_waits_in_time_and_honours_restarts() {
-        let mut t = QuietTable::new(2, RandomState::new());
-        assert!(t.insert(tuple(1), quiet(false)));
+        let mut t = QuietTable::new(2, KEY);
+        assert!(t.insert(h(1), tuple(1), quiet(false)));
         let mut later = quiet(false);
         later.until = T0 + Duration::from_secs(61);
-        assert!(t.insert(tuple(2), later));
+        assert!(t.insert(h(2), tuple(2), later));
         assert_eq!(t.next_end(), Some(T0 + Duration::from_secs(60)));
-        assert!(!t.insert(tuple(3), later), "full: the oldest went");
-        assert!(t.get_mut(&tuple(1)).is_none() && t.len() == 2);
+        assert!(!t.insert(h(3), tuple(3), later), "full: the oldest went");
+        assert!(t.get_mut(h(1), &tuple(1)).is_none() && t.len() == 2);
         // A FIN restarted tuple 2's wait.
-        t.get_mut(&tuple(2)).unwrap().until = T0 + Duration::from_secs(100);
+        t.get_mut(h(2), &tuple(2)).unwrap().until = T0 + Duration::from_secs(100);
         t.expire(T0 + Duration::from_secs(61));
-        assert!(t.get_mut(&tuple(2)).is_some(), "restarted: still waiting");
-        assert!(t.get_mut(&tuple(3)).is_none(), "tuple 3's wait is over");
+        assert!(t.get_mut(h(2), &tuple(2)).is_some(), "restarted: still waiting");
+        assert!(t.get_mut(h(3), &tuple(3)).is_none(), "tuple 3's wait is over");
         t.expire(T0 + Duration::from_secs(100));
         assert_eq!(t.len(), 0);
         assert_eq!(t.next_end(), None);
-        let mut none = QuietTable::new(0, RandomState::new());
-        assert!(!none.insert(tuple(1), quiet(false)), "no TIME-WAIT kept at all");
+        let mut none = QuietTable::new(0, KEY);
+        assert!(!none.insert(h(1), tuple(1), quiet(false)), "no TIME-WAIT kept at all");
         assert_eq!(none.len(), 0);
     }
 }
