@@ -8,6 +8,7 @@
 //! stands for free slots of the TX ring. Nothing is built unless a slot is free; a connection
 //! that could not send stays queued for the next [`Endpoint::output`].
 
+use std::cell::Cell;
 use std::collections::{HashMap, VecDeque};
 
 use timer::{TimerId, TimerWheel};
@@ -343,6 +344,9 @@ struct Slot<C> {
     accepted: bool,
 }
 
+/// Hashes kept from the engine's hints: it names the frame two ahead of the one it processes.
+const HINTED: usize = 4;
+
 /// Replies sent without a connection (RSTs, cookie SYN-ACKs) wait here, headers only, until
 /// the next [`Endpoint::output`]; beyond this many they are dropped (and counted).
 const STATELESS: usize = 256;
@@ -364,6 +368,10 @@ pub struct Endpoint<A: App> {
     listeners: HashMap<u16, Listener>,
     /// The key of both tables' hashes (not the ISN key).
     table_key: Key,
+    /// Hashes computed for [`Endpoint::lookup_hints`], kept for the input of the same frames
+    /// a moment later, so a frame's tuple is hashed once.
+    hinted: [Cell<Option<(Tuple, TupleHash)>>; HINTED],
+    hinted_next: Cell<usize>,
     table: TupleTable<u32>,
     /// Connections in TIME-WAIT, apart (see [`crate::time_wait`]).
     quiet: QuietTable,
@@ -391,8 +399,10 @@ impl<A: App> Endpoint<A> {
             env: Env::new(limits.ooo_buffers, limits.max_rcv_buf, limits.challenge_per_sec),
             listeners: HashMap::new(),
             table_key: Key([key.0[1], key.0[0]]),
+            hinted: Default::default(),
+            hinted_next: Cell::new(0),
             table: TupleTable::with_capacity(n),
-            quiet: QuietTable::new(limits.max_time_wait, Key([key.0[1], key.0[0]])),
+            quiet: QuietTable::new(limits.max_time_wait),
             clock: now,
             slots: Vec::with_capacity(n),
             free: Vec::with_capacity(n),
@@ -523,11 +533,26 @@ impl<A: App> Endpoint<A> {
     pub fn lookup_hints(&self, local: Ipv4Addr, remote: Ipv4Addr, local_port: u16, remote_port: u16) -> [*const u8; 2] {
         let t = Tuple { local, remote, local_port, remote_port };
         let h = self.hash(&t);
+        let i = self.hinted_next.get();
+        self.hinted[i].set(Some((t, h)));
+        self.hinted_next.set((i + 1) % HINTED);
         [self.table.first_slot(h), self.quiet.first_slot(h)]
     }
 
     fn hash(&self, t: &Tuple) -> TupleHash {
         TupleHash::of(self.table_key, t)
+    }
+
+    /// The hash of a received segment's tuple: from the hints when they named it.
+    fn input_hash(&self, t: &Tuple) -> TupleHash {
+        for c in &self.hinted {
+            if let Some((ht, h)) = c.get() {
+                if ht == *t {
+                    return h;
+                }
+            }
+        }
+        self.hash(t)
     }
 
     /// Smaller path MTU learned for a destination (ICMP "fragmentation needed").
@@ -735,7 +760,7 @@ impl<A: App> Endpoint<A> {
         self.clock = now;
         let t = Tuple { local, remote, local_port: seg.dst_port, remote_port: seg.src_port };
         let f = seg.flags;
-        let h = self.hash(&t);
+        let h = self.input_hash(&t);
         if let Some(&idx) = self.table.get(h, &t) {
             self.segment_to(app, idx, now, seg, payload);
             return;
@@ -944,9 +969,10 @@ impl<A: App> Endpoint<A> {
             self.next_port = if p >= hi { lo } else { p + 1 };
             let t = Tuple { local, remote, local_port: p, remote_port: port };
             // Not a tuple in TIME-WAIT either: its old segments may still be about.
+            let h = self.hash(&t);
             if port_ok(p)
-                && !self.table.contains(self.hash(&t), &t)
-                && !self.quiet.contains(self.hash(&t), &t)
+                && !self.table.contains(h, &t)
+                && !self.quiet.contains(h, &t)
                 && !self.listeners.contains_key(&p)
             {
                 chosen = Some(t);

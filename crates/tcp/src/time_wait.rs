@@ -16,7 +16,6 @@ use timer::{Duration, Instant};
 use wire::tcp::{TcpFlags, TcpOptions, TcpRepr};
 
 use crate::seq::Seq;
-use crate::siphash::Key;
 use crate::tcb::{ts_clock, Env, Tuple, PAWS_IDLE};
 use crate::tuple_table::{TupleHash, TupleTable};
 
@@ -146,17 +145,17 @@ impl Quiet {
 /// the caller), as Linux does past tcp_max_tw_buckets. Lookups take the tuple's hash under
 /// the endpoint's table key, computed once for this table and the connection table.
 pub(crate) struct QuietTable {
-    key: Key,
     map: TupleTable<Quiet>,
-    /// Tuples in the order they entered, with the end each had then: all waits are equally
-    /// long, so the front is always the next to end, unless a FIN restarted it.
-    order: VecDeque<(Tuple, Instant)>,
+    /// Tuples (with their hashes) in the order they entered, with the end each had then: all
+    /// waits are equally long, so the front is always the next to end, unless a FIN
+    /// restarted it.
+    order: VecDeque<(Tuple, TupleHash, Instant)>,
     max: usize,
 }
 
 impl QuietTable {
-    pub(crate) fn new(max: usize, key: Key) -> Self {
-        QuietTable { key, map: TupleTable::with_capacity(max), order: VecDeque::with_capacity(max), max }
+    pub(crate) fn new(max: usize) -> Self {
+        QuietTable { map: TupleTable::with_capacity(max), order: VecDeque::with_capacity(max), max }
     }
 
     pub(crate) fn len(&self) -> usize {
@@ -189,25 +188,24 @@ impl QuietTable {
         }
         let mut room = true;
         while self.map.len() >= self.max {
-            let Some((old, _)) = self.order.pop_front() else { break };
-            room &= self.map.remove(TupleHash::of(self.key, &old), &old).is_none();
+            let Some((old, oh, _)) = self.order.pop_front() else { break };
+            room &= self.map.remove(oh, &old).is_none();
         }
         self.map.insert(h, t, q);
-        self.order.push_back((t, q.until));
+        self.order.push_back((t, h, q.until));
         room
     }
 
     /// Ends the waits that are over at `now`.
     pub(crate) fn expire(&mut self, now: Instant) {
-        while let Some(&(t, until)) = self.order.front() {
+        while let Some(&(t, h, until)) = self.order.front() {
             if until > now {
                 break;
             }
             self.order.pop_front();
-            let h = TupleHash::of(self.key, &t);
             match self.map.get(h, &t) {
                 // Restarted by a FIN (or the tuple reopened and closed again): wait on.
-                Some(q) if q.until > now => self.order.push_back((t, q.until)),
+                Some(q) if q.until > now => self.order.push_back((t, h, q.until)),
                 Some(_) => {
                     self.map.remove(h, &t);
                 }
@@ -218,7 +216,7 @@ impl QuietTable {
 
     /// When the next wait ends, if any.
     pub(crate) fn next_end(&self) -> Option<Instant> {
-        self.order.front().map(|&(_, u)| u)
+        self.order.front().map(|&(_, _, u)| u)
     }
 }
 
@@ -226,6 +224,8 @@ impl QuietTable {
 mod tests {
     use super::*;
     use wire::Ipv4Addr;
+
+    use crate::siphash::Key;
 
     const T0: Instant = Instant::ZERO;
     const KEY: Key = Key([7, 9]);
@@ -312,7 +312,7 @@ mod tests {
 
     #[test]
     fn the_table_is_bounded_ends_waits_in_time_and_honours_restarts() {
-        let mut t = QuietTable::new(2, KEY);
+        let mut t = QuietTable::new(2);
         assert!(t.insert(h(1), tuple(1), quiet(false)));
         let mut later = quiet(false);
         later.until = T0 + Duration::from_secs(61);
@@ -328,7 +328,7 @@ mod tests {
         t.expire(T0 + Duration::from_secs(100));
         assert_eq!(t.len(), 0);
         assert_eq!(t.next_end(), None);
-        let mut none = QuietTable::new(0, KEY);
+        let mut none = QuietTable::new(0);
         assert!(!none.insert(h(1), tuple(1), quiet(false)), "no TIME-WAIT kept at all");
         assert_eq!(none.len(), 0);
     }

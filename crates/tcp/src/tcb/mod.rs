@@ -1,6 +1,7 @@
 //! One connection: the RFC 9293 state machine with MSS, window scaling, timestamps and PAWS
 //! (RFC 7323), SACK (RFC 2018) with SACK-based recovery (RFC 6675), NewReno (RFC 6582), the
-//! RFC 6298 timer, RACK-TLP (RFC 8985: time-based loss marking, tail loss probes), delayed ACKs, window probes, keep-alive and RFC 5961's checks.
+//! RFC 6298 timer, RACK-TLP (RFC 8985: time-based loss marking, tail loss probes), delayed
+//! ACKs, window probes, keep-alive and RFC 5961's checks.
 //!
 //! There is no send buffer. The connection knows only how far its source reaches (`src_end`,
 //! a stream offset) and asks its caller to fill each segment it emits from the source at the

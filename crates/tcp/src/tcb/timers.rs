@@ -1,5 +1,6 @@
-//! Timers: retransmission (RFC 6298), tail loss probe (RFC 8985), delayed ACK, window probes, keep-alive, TIME-WAIT and
-//! FIN-WAIT-2; which of them run is recomputed after every event.
+//! Timers: retransmission (RFC 6298), tail loss probe and reordering (RFC 8985), delayed ACK,
+//! window probes, keep-alive, TIME-WAIT and FIN-WAIT-2; which of them run is recomputed
+//! after every event.
 
 use super::{End, Env, State, Tcb};
 use timer::Instant;
