@@ -154,3 +154,64 @@ impl core::fmt::Display for Ipv6Addr {
         core::fmt::Display::fmt(&std::net::Ipv6Addr::from(self.0), f)
     }
 }
+
+/// An address of either family: what an application sees of a peer on a dual-stack engine.
+#[derive(Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum IpAddr {
+    /// IPv4.
+    V4(Ipv4Addr),
+    /// IPv6.
+    V6(Ipv6Addr),
+}
+
+impl IpAddr {
+    /// True for an IPv6 address.
+    pub fn is_ipv6(&self) -> bool {
+        matches!(self, IpAddr::V6(_))
+    }
+}
+
+impl From<Ipv4Addr> for IpAddr {
+    fn from(a: Ipv4Addr) -> Self {
+        IpAddr::V4(a)
+    }
+}
+
+impl From<Ipv6Addr> for IpAddr {
+    fn from(a: Ipv6Addr) -> Self {
+        IpAddr::V6(a)
+    }
+}
+
+impl From<std::net::IpAddr> for IpAddr {
+    fn from(a: std::net::IpAddr) -> Self {
+        match a {
+            std::net::IpAddr::V4(a) => IpAddr::V4(a.into()),
+            std::net::IpAddr::V6(a) => IpAddr::V6(a.into()),
+        }
+    }
+}
+
+impl From<IpAddr> for std::net::IpAddr {
+    fn from(a: IpAddr) -> Self {
+        match a {
+            IpAddr::V4(a) => std::net::IpAddr::V4(a.into()),
+            IpAddr::V6(a) => std::net::IpAddr::V6(a.into()),
+        }
+    }
+}
+
+impl core::fmt::Debug for IpAddr {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        core::fmt::Display::fmt(self, f)
+    }
+}
+
+impl core::fmt::Display for IpAddr {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        match self {
+            IpAddr::V4(a) => core::fmt::Display::fmt(a, f),
+            IpAddr::V6(a) => core::fmt::Display::fmt(a, f),
+        }
+    }
+}

@@ -1,16 +1,24 @@
 //! Whole frames built at once, for the places that originate traffic (the engine's transmit
 //! path, the generator, tests): every header byte of an originated frame is written here.
 
-use crate::addr::{Ipv4Addr, MacAddr};
+use crate::addr::{Ipv4Addr, Ipv6Addr, MacAddr};
 use crate::arp::{self, ArpOp, ArpRepr};
 use crate::ethernet::{self, EtherType, EthernetRepr};
+use crate::icmpv6::Icmpv6Repr;
 use crate::ipv4::{self, Ipv4Repr, Protocol};
+use crate::ipv6::{self, Ipv6Repr, NextHeader};
 use crate::udp::{self, UdpRepr};
 
 /// Where the IPv4 payload starts in an untagged frame whose IPv4 header has no options.
 pub const IPV4_PAYLOAD_AT: usize = ethernet::HEADER_LEN + ipv4::HEADER_LEN;
 /// Bytes of Ethernet + IPv4 (no options) + UDP headers.
 pub const UDP_HEADERS: usize = IPV4_PAYLOAD_AT + udp::HEADER_LEN;
+/// Where the IPv6 payload starts in an untagged frame without extension headers.
+pub const IPV6_PAYLOAD_AT: usize = ethernet::HEADER_LEN + ipv6::HEADER_LEN;
+/// Bytes of Ethernet + IPv6 (no extension headers) + UDP headers.
+pub const UDP6_HEADERS: usize = IPV6_PAYLOAD_AT + udp::HEADER_LEN;
+/// Hop limit of neighbour discovery messages (RFC 4861 §7.1: receivers check it).
+pub const ND_HOP_LIMIT: u8 = 255;
 /// The shortest Ethernet frame (without its FCS); shorter ones are padded.
 pub const MIN_FRAME_LEN: usize = 60;
 
@@ -95,6 +103,49 @@ impl UdpFrame {
     }
 }
 
+/// Writes the Ethernet and IPv6 headers of an untagged frame from `src_mac`/`src` to
+/// `dst_mac`/`dst` carrying `payload_len` bytes of `protocol` at `buf[IPV6_PAYLOAD_AT..]`;
+/// returns the frame length.
+pub fn ipv6_headers(
+    buf: &mut [u8],
+    (src_mac, src): (MacAddr, Ipv6Addr),
+    (dst_mac, dst): (MacAddr, Ipv6Addr),
+    protocol: u8,
+    payload_len: usize,
+    hop_limit: u8,
+) -> usize {
+    EthernetRepr { src: src_mac, dst: dst_mac, vlan: None, ethertype: EtherType::IPV6 }.emit(buf);
+    Ipv6Repr { src, dst, protocol, payload_len, hop_limit, traffic_class: 0, flow_label: 0 }
+        .emit(&mut buf[ethernet::HEADER_LEN..]);
+    IPV6_PAYLOAD_AT + payload_len
+}
+
+/// Writes a UDP/IPv6 frame around a payload of `payload_len` bytes already at
+/// `buf[UDP6_HEADERS..]`, with its checksum; returns the frame length.
+pub fn udp6(
+    buf: &mut [u8],
+    from: (MacAddr, Ipv6Addr, u16),
+    to: (MacAddr, Ipv6Addr, u16),
+    payload_len: usize,
+    hop_limit: u8,
+) -> usize {
+    let n = udp::HEADER_LEN + payload_len;
+    ipv6_headers(buf, (from.0, from.1), (to.0, to.1), NextHeader::UDP, n, hop_limit);
+    UdpRepr { src_port: from.2, dst_port: to.2, payload_len }.emit(&mut buf[IPV6_PAYLOAD_AT..], from.1, to.1);
+    UDP6_HEADERS + payload_len
+}
+
+/// Writes a neighbour solicitation from `mac`/`src` for `target` to the target's
+/// solicited-node group (RFC 4861 §7.2.2), with our link-layer address; returns its length.
+pub fn neighbor_solicit(buf: &mut [u8], mac: MacAddr, src: Ipv6Addr, target: Ipv6Addr) -> usize {
+    let group = target.solicited_node();
+    let ns = Icmpv6Repr::NeighborSolicit { target, source_mac: Some(mac) };
+    let n = ns.len(0);
+    ipv6_headers(buf, (mac, src), (group.multicast_mac(), group), NextHeader::ICMPV6, n, ND_HOP_LIMIT);
+    ns.emit(src, group, &mut buf[IPV6_PAYLOAD_AT..IPV6_PAYLOAD_AT + n]);
+    IPV6_PAYLOAD_AT + n
+}
+
 /// Writes a broadcast ARP request from `mac`/`ip` for `target` to the start of `buf`, padded
 /// to the shortest frame; returns its length.
 pub fn arp_request(buf: &mut [u8], mac: MacAddr, ip: Ipv4Addr, target: Ipv4Addr) -> usize {
@@ -127,6 +178,33 @@ mod tests {
         let u = UdpPacket::new_checked(ip.payload()).unwrap();
         assert!(u.verify_checksum(f.src, f.dst));
         assert_eq!(u.payload(), b"payload");
+    }
+
+    #[test]
+    fn udp6_and_neighbor_solicit_parse_back() {
+        let (m1, m2) = (MacAddr([2, 0, 0, 0, 0, 1]), MacAddr([2, 0, 0, 0, 0, 2]));
+        let a1: Ipv6Addr = "2001:2::1".parse::<std::net::Ipv6Addr>().unwrap().into();
+        let a2: Ipv6Addr = "2001:2::2".parse::<std::net::Ipv6Addr>().unwrap().into();
+        let mut b = vec![0u8; 200];
+        b[UDP6_HEADERS..UDP6_HEADERS + 5].copy_from_slice(b"hello");
+        let n = udp6(&mut b, (m1, a1, 4000), (m2, a2, 53), 5, 64);
+        let e = EthernetFrame::new_checked(&b[..n]).unwrap();
+        assert_eq!(e.ethertype(), EtherType::IPV6);
+        let ip = crate::Ipv6Packet::new_checked(e.payload()).unwrap();
+        let (r, ext) = Ipv6Repr::parse(&ip).unwrap();
+        assert_eq!((r.src, r.dst, r.protocol, r.payload_len, ext), (a1, a2, NextHeader::UDP, 13, 0));
+        let u = UdpPacket::new_checked(ip.payload()).unwrap();
+        assert!(u.verify_checksum(a1, a2));
+        assert_eq!((u.src_port(), u.dst_port(), u.payload()), (4000, 53, &b"hello"[..]));
+
+        let n = neighbor_solicit(&mut b, m1, a1, a2);
+        let e = EthernetFrame::new_checked(&b[..n]).unwrap();
+        assert_eq!(e.dst_addr(), MacAddr([0x33, 0x33, 0xff, 0, 0, 2]));
+        let ip = crate::Ipv6Packet::new_checked(e.payload()).unwrap();
+        let (r, _) = Ipv6Repr::parse(&ip).unwrap();
+        assert_eq!((r.dst, r.hop_limit), (a2.solicited_node(), 255));
+        let m = Icmpv6Repr::parse(r.src, r.dst, r.hop_limit, ip.payload()).unwrap();
+        assert_eq!(m, Icmpv6Repr::NeighborSolicit { target: a2, source_mac: Some(m1) });
     }
 
     #[test]

@@ -14,7 +14,7 @@ impl EtherType {
     pub const ARP: u16 = 0x0806;
     /// 802.1Q VLAN tag.
     pub const VLAN: u16 = 0x8100;
-    /// IPv6 (passed to the kernel by the filter; counted if it ever reaches an engine).
+    /// IPv6.
     pub const IPV6: u16 = 0x86dd;
 }
 

@@ -131,6 +131,14 @@ impl<T: AsRef<[u8]> + AsMut<[u8]>> Ipv6Packet<T> {
     pub fn set_hop_limit(&mut self, h: u8) {
         self.bm()[field::HOP_LIMIT] = h;
     }
+    /// Sets the payload length field.
+    pub fn set_payload_len(&mut self, n: u16) {
+        put16(self.bm(), field::LENGTH, n);
+    }
+    /// Sets the fixed header's next header field.
+    pub fn set_next_header(&mut self, nh: u8) {
+        self.bm()[field::NEXT_HEADER] = nh;
+    }
     /// The payload, mutable.
     pub fn payload_mut(&mut self) -> &mut [u8] {
         let n = usize::from(self.payload_len());

@@ -18,6 +18,7 @@ pub mod pcap;
 pub mod tcp;
 pub mod udp;
 
+pub use addr::IpAddr;
 pub use arp::{ArpOp, ArpPacket, ArpRepr};
 pub use ethernet::{EtherType, EthernetFrame, EthernetRepr, MacAddr};
 pub use icmp::{IcmpPacket, IcmpRepr};
