@@ -10,7 +10,7 @@ pub mod kv;
 
 use engine::{Datagram, Duration, Instant, Originate, SendError, Service, Verdict};
 pub use timer::histogram::Histogram;
-use wire::Ipv4Addr;
+use wire::IpAddr;
 
 /// Bytes of the header each generated payload carries.
 pub const PAYLOAD_HEADER: usize = 20;
@@ -23,8 +23,8 @@ const MAX_BACKLOG: u64 = 4096;
 /// What to generate.
 #[derive(Debug, Clone)]
 pub struct GenConfig {
-    /// Destination address.
-    pub dst: Ipv4Addr,
+    /// Destination address (IPv4 or IPv6; the engine needs an address of the same family).
+    pub dst: IpAddr,
     /// Destination port.
     pub dst_port: u16,
     /// Datagrams per second for this engine; 0 means as fast as the ring takes them.
@@ -163,7 +163,7 @@ impl Service for UdpGen {
                     self.unresolved += 1;
                     break;
                 }
-                Err(SendError::Full) | Err(SendError::TooLong) => break,
+                Err(SendError::Full) | Err(SendError::TooLong) | Err(SendError::NoAddress) => break,
             }
         }
         if made > 0 {

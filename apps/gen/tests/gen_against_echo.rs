@@ -15,7 +15,7 @@ fn generator_gets_every_echo_back() {
     let (a, b) = MemPort::pair(512);
     let mut echo = UdpEcho::new(7);
     let mut gen = UdpGen::new(GenConfig {
-        dst: SRV,
+        dst: SRV.into(),
         dst_port: 7,
         rate: 1_000_000,
         size: 100,

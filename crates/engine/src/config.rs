@@ -2,6 +2,7 @@
 
 use wire::ethernet::MacAddr;
 use wire::ipv4::Ipv4Addr;
+use wire::ipv6::Ipv6Addr;
 
 /// TTL of packets sirocco sends.
 pub const TTL: u8 = 64;
@@ -9,13 +10,18 @@ pub const TTL: u8 = 64;
 /// What an engine serves and how.
 #[derive(Debug, Clone)]
 pub struct EngineConfig {
-    /// The IPv4 address served.
-    pub addr: Ipv4Addr,
+    /// The IPv4 address served, if any.
+    pub addr: Option<Ipv4Addr>,
     /// The interface's MAC address.
     pub mac: MacAddr,
     /// True when the kernel does not have `addr`: the engine then answers ARP and ICMP echo
     /// and resolves neighbours itself; otherwise it asks the kernel's neighbour table.
     pub owns_alone: bool,
+    /// The IPv6 address served, if any.
+    pub addr6: Option<Ipv6Addr>,
+    /// As `owns_alone`, for `addr6`: the engine then answers neighbour solicitations (for the
+    /// address and its solicited-node group) and ICMPv6 echo, and resolves neighbours itself.
+    pub owns_alone6: bool,
     /// Interface name (for kernel neighbour lookups).
     pub iface: String,
     /// IP MTU.
@@ -43,12 +49,28 @@ pub enum IdlePolicy {
 }
 
 impl EngineConfig {
+    /// Also serves the IPv6 address `addr6` (owned alone or shared with the kernel).
+    pub fn with_ipv6(mut self, addr6: Ipv6Addr, owns_alone6: bool) -> Self {
+        self.addr6 = Some(addr6);
+        self.owns_alone6 = owns_alone6;
+        self
+    }
+
+    /// Serves IPv6 only: `addr6`, owned alone or shared.
+    pub fn ipv6_only(addr6: Ipv6Addr, mac: MacAddr, owns_alone6: bool, iface: &str) -> Self {
+        let mut c = EngineConfig::new(Ipv4Addr::UNSPECIFIED, mac, false, iface).with_ipv6(addr6, owns_alone6);
+        c.addr = None;
+        c
+    }
+
     /// Defaults for `addr` on an interface with `mac`.
     pub fn new(addr: Ipv4Addr, mac: MacAddr, owns_alone: bool, iface: &str) -> Self {
         EngineConfig {
-            addr,
+            addr: Some(addr),
             mac,
             owns_alone,
+            addr6: None,
+            owns_alone6: false,
             iface: iface.to_string(),
             mtu: 1500,
             batch: 64,

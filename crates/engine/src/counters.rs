@@ -8,9 +8,10 @@ use std::fmt;
 pub enum DropReason {
     /// Shorter than an Ethernet header.
     EthTruncated,
-    /// Destination MAC neither ours nor broadcast.
+    /// Destination MAC neither ours, broadcast, nor our IPv6 address's solicited-node group.
     EthNotForUs,
-    /// EtherType sirocco does not handle (IPv6, LLDP, ...).
+    /// EtherType sirocco does not handle (LLDP, ..., or IPv6 on an engine without an IPv6
+    /// address).
     EthUnknownType,
     /// ARP that is malformed or not Ethernet/IPv4.
     ArpMalformed,
@@ -34,6 +35,23 @@ pub enum DropReason {
     IcmpMalformed,
     /// ICMP other than echo request.
     IcmpIgnored,
+    /// IPv6 header cut short, or a payload length beyond the frame.
+    Ipv6Truncated,
+    /// IPv6 version wrong, or an extension header chain refused (too long, an option that
+    /// says discard, hop-by-hop not first, a routing header naming another hop).
+    Ipv6Malformed,
+    /// IPv6 fragment (not reassembled).
+    Ipv6Fragment,
+    /// IPv6 destination not ours.
+    Ipv6NotForUs,
+    /// Upper-layer protocol sirocco does not serve over IPv6 here.
+    Ipv6UnknownProtocol,
+    /// ICMPv6 malformed, with a bad checksum, or neighbour discovery failing RFC 4861's
+    /// validity checks.
+    Icmpv6Malformed,
+    /// ICMPv6 sirocco does not answer (router discovery, errors, a solicitation for another
+    /// address, ...).
+    Icmpv6Ignored,
     /// UDP header or length bad.
     UdpMalformed,
     /// UDP checksum wrong.
@@ -83,6 +101,13 @@ impl DropReason {
         DropReason::Ipv4UnknownProtocol,
         DropReason::IcmpMalformed,
         DropReason::IcmpIgnored,
+        DropReason::Ipv6Truncated,
+        DropReason::Ipv6Malformed,
+        DropReason::Ipv6Fragment,
+        DropReason::Ipv6NotForUs,
+        DropReason::Ipv6UnknownProtocol,
+        DropReason::Icmpv6Malformed,
+        DropReason::Icmpv6Ignored,
         DropReason::UdpMalformed,
         DropReason::UdpBadChecksum,
         DropReason::UdpNoHandler,
@@ -113,6 +138,13 @@ impl DropReason {
             DropReason::Ipv4UnknownProtocol => "ipv4_unknown_protocol",
             DropReason::IcmpMalformed => "icmp_malformed",
             DropReason::IcmpIgnored => "icmp_ignored",
+            DropReason::Ipv6Truncated => "ipv6_truncated",
+            DropReason::Ipv6Malformed => "ipv6_malformed",
+            DropReason::Ipv6Fragment => "ipv6_fragment",
+            DropReason::Ipv6NotForUs => "ipv6_not_for_us",
+            DropReason::Ipv6UnknownProtocol => "ipv6_unknown_protocol",
+            DropReason::Icmpv6Malformed => "icmpv6_malformed",
+            DropReason::Icmpv6Ignored => "icmpv6_ignored",
             DropReason::UdpMalformed => "udp_malformed",
             DropReason::UdpBadChecksum => "udp_bad_checksum",
             DropReason::UdpNoHandler => "udp_no_handler",
@@ -158,6 +190,14 @@ pub struct Counters {
     pub arp_requests: u64,
     /// ICMP echo requests answered.
     pub icmp_echo: u64,
+    /// ICMPv6 echo requests answered.
+    pub icmpv6_echo: u64,
+    /// Neighbour solicitations answered (with an advertisement).
+    pub nd_replies: u64,
+    /// Neighbour solicitations sent.
+    pub nd_requests: u64,
+    /// Neighbour advertisements received (their link-layer address learnt).
+    pub nd_learned: u64,
     /// UDP datagrams handed to handlers.
     pub udp_delivered: u64,
     /// UDP replies sent.
@@ -218,6 +258,10 @@ impl Counters {
         self.arp_replies += o.arp_replies;
         self.arp_requests += o.arp_requests;
         self.icmp_echo += o.icmp_echo;
+        self.icmpv6_echo += o.icmpv6_echo;
+        self.nd_replies += o.nd_replies;
+        self.nd_requests += o.nd_requests;
+        self.nd_learned += o.nd_learned;
         self.udp_delivered += o.udp_delivered;
         self.udp_replies += o.udp_replies;
         self.udp_consumed += o.udp_consumed;
@@ -244,6 +288,10 @@ impl Counters {
             ("arp_replies".into(), self.arp_replies),
             ("arp_requests".into(), self.arp_requests),
             ("icmp_echo".into(), self.icmp_echo),
+            ("icmpv6_echo".into(), self.icmpv6_echo),
+            ("nd_replies".into(), self.nd_replies),
+            ("nd_requests".into(), self.nd_requests),
+            ("nd_learned".into(), self.nd_learned),
             ("udp_delivered".into(), self.udp_delivered),
             ("udp_replies".into(), self.udp_replies),
             ("udp_consumed".into(), self.udp_consumed),
@@ -291,10 +339,14 @@ impl fmt::Display for Counters {
         )?;
         writeln!(
             f,
-            "  arp replies {} requests {} | icmp echo {} | udp delivered {} replies {} consumed {}",
+            "  arp replies {} requests {} | nd replies {} requests {} learned {} | icmp echo {} icmpv6 echo {} | udp delivered {} replies {} consumed {}",
             self.arp_replies,
             self.arp_requests,
+            self.nd_replies,
+            self.nd_requests,
+            self.nd_learned,
             self.icmp_echo,
+            self.icmpv6_echo,
             self.udp_delivered,
             self.udp_replies,
             self.udp_consumed

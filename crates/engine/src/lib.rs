@@ -2,15 +2,16 @@
 //! and counters, with nothing shared (IX's run-to-completion dataplane).
 //!
 //! One iteration ([`engine`]): receive up to `batch` frames and run each through the receive
-//! path ([`rx`]: ARP/IPv4/ICMP/UDP/TCP and the application), put replies on TX, let the
+//! path ([`rx`]: ARP/IPv4/ICMP, IPv6/ICMPv6/neighbour discovery, UDP/TCP and the application), put replies on TX, let the
 //! application originate through the transmit path ([`tx`]), run timers, kick TX. The engine
 //! never waits to fill a batch; when there is no work it sleeps in poll().
 
-pub mod arp_cache;
 pub mod channel_service;
 pub mod config;
 pub mod counters;
 pub mod engine;
+mod family;
+pub mod neighbour_cache;
 mod node;
 pub mod published;
 mod rx;

@@ -1,7 +1,29 @@
-//! A bounded ARP cache for addresses sirocco sends to first (when it owns its address alone).
+//! A bounded neighbour cache for addresses sirocco sends to first (when it owns its address
+//! alone): ARP's for IPv4, neighbour discovery's for IPv6 (RFC 4861), one code for both.
 
 use timer::{Duration, Instant};
-use wire::{Ipv4Addr, MacAddr};
+use wire::{Ipv4Addr, Ipv6Addr, MacAddr};
+
+/// An address a neighbour cache is keyed by.
+pub trait NeighbourAddr: Copy + Eq {
+    /// A well-mixed 32-bit hash of the address, for the slot it lives near.
+    fn mix(&self) -> u32;
+}
+
+impl NeighbourAddr for Ipv4Addr {
+    fn mix(&self) -> u32 {
+        self.to_u32().wrapping_mul(0x9e37_79b1) >> 8
+    }
+}
+
+impl NeighbourAddr for Ipv6Addr {
+    fn mix(&self) -> u32 {
+        // The interface identifier's low bits differ between neighbours on one link.
+        let a = &self.0;
+        let low = u32::from_be_bytes([a[12], a[13], a[14], a[15]]) ^ u32::from_be_bytes([a[8], a[9], a[10], a[11]]);
+        low.wrapping_mul(0x9e37_79b1) >> 8
+    }
+}
 
 /// What the cache knows of a neighbour.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -10,13 +32,13 @@ pub enum Lookup {
     Known(MacAddr),
     /// A request is out; wait.
     Pending,
-    /// Nothing known: the caller should send a request (and call [`ArpCache::mark_pending`]).
+    /// Nothing known: the caller should send a request (and call [`NeighbourCache::mark_pending`]).
     Unknown,
 }
 
 #[derive(Clone, Copy)]
-struct Entry {
-    ip: Ipv4Addr,
+struct Entry<A> {
+    ip: A,
     mac: Option<MacAddr>,
     /// When the entry goes stale (resolved) or the request may be repeated.
     expires: Instant,
@@ -24,31 +46,36 @@ struct Entry {
 
 /// Fixed-size, direct-mapped-with-probing table; when full, the oldest entry in the probe
 /// window is replaced.
-pub struct ArpCache {
-    slots: Vec<Option<Entry>>,
+pub struct NeighbourCache<A> {
+    slots: Vec<Option<Entry<A>>>,
     ttl: Duration,
     retry: Duration,
 }
 
 const PROBE: usize = 4;
 
-impl ArpCache {
+/// IPv4's neighbour cache (ARP).
+pub type ArpCache = NeighbourCache<Ipv4Addr>;
+/// IPv6's neighbour cache (neighbour discovery).
+pub type NdCache = NeighbourCache<Ipv6Addr>;
+
+impl<A: NeighbourAddr> NeighbourCache<A> {
     /// A cache of `capacity` entries (power of two) keeping resolutions for `ttl` and
     /// repeating an unanswered request after `retry`.
     pub fn new(capacity: usize, ttl: Duration, retry: Duration) -> Self {
-        ArpCache { slots: vec![None; capacity.next_power_of_two().max(PROBE)], ttl, retry }
+        NeighbourCache { slots: vec![None; capacity.next_power_of_two().max(PROBE)], ttl, retry }
     }
 
-    fn home(&self, ip: Ipv4Addr) -> usize {
-        (ip.to_u32().wrapping_mul(0x9e37_79b1) >> 8) as usize & (self.slots.len() - 1)
+    fn home(&self, ip: A) -> usize {
+        ip.mix() as usize & (self.slots.len() - 1)
     }
 
-    fn find(&self, ip: Ipv4Addr) -> Option<usize> {
+    fn find(&self, ip: A) -> Option<usize> {
         let h = self.home(ip);
         (0..PROBE).map(|i| (h + i) & (self.slots.len() - 1)).find(|&s| self.slots[s].is_some_and(|e| e.ip == ip))
     }
 
-    fn place(&mut self, ip: Ipv4Addr) -> usize {
+    fn place(&mut self, ip: A) -> usize {
         if let Some(s) = self.find(ip) {
             return s;
         }
@@ -60,7 +87,7 @@ impl ArpCache {
     }
 
     /// What is known of `ip` at `now`.
-    pub fn lookup(&self, ip: Ipv4Addr, now: Instant) -> Lookup {
+    pub fn lookup(&self, ip: A, now: Instant) -> Lookup {
         match self.find(ip).and_then(|s| self.slots[s]) {
             Some(Entry { mac: Some(m), expires, .. }) if now < expires => Lookup::Known(m),
             Some(Entry { mac: None, expires, .. }) if now < expires => Lookup::Pending,
@@ -69,20 +96,20 @@ impl ArpCache {
     }
 
     /// Records that a request for `ip` was sent at `now`.
-    pub fn mark_pending(&mut self, ip: Ipv4Addr, now: Instant) {
+    pub fn mark_pending(&mut self, ip: A, now: Instant) {
         let s = self.place(ip);
         self.slots[s] = Some(Entry { ip, mac: None, expires: now + self.retry });
     }
 
     /// Records a resolution (from a reply, or a request's sender fields).
-    pub fn insert(&mut self, ip: Ipv4Addr, mac: MacAddr, now: Instant) {
+    pub fn insert(&mut self, ip: A, mac: MacAddr, now: Instant) {
         let s = self.place(ip);
         self.slots[s] = Some(Entry { ip, mac: Some(mac), expires: now + self.ttl });
     }
 
     /// Records a resolution only into a free or expired slot, never pushing out another
     /// entry (for hints a sender can forge, such as a SYN's source MAC).
-    pub fn insert_if_room(&mut self, ip: Ipv4Addr, mac: MacAddr, now: Instant) {
+    pub fn insert_if_room(&mut self, ip: A, mac: MacAddr, now: Instant) {
         if self.find(ip).is_some() {
             return self.insert(ip, mac, now);
         }
@@ -97,7 +124,7 @@ impl ArpCache {
 
     /// Refreshes `ip` only if it is already cached (RFC 826's merge rule for requests not
     /// addressed to us would add it; we only update, to keep the table ours).
-    pub fn update_if_present(&mut self, ip: Ipv4Addr, mac: MacAddr, now: Instant) {
+    pub fn update_if_present(&mut self, ip: A, mac: MacAddr, now: Instant) {
         if let Some(s) = self.find(ip) {
             self.slots[s] = Some(Entry { ip, mac: Some(mac), expires: now + self.ttl });
         }

@@ -3,9 +3,9 @@
 
 use timer::Duration;
 
-use crate::arp_cache::ArpCache;
 use crate::config::EngineConfig;
 use crate::counters::Counters;
+use crate::neighbour_cache::{ArpCache, NdCache};
 
 /// The engine's state besides its port and rings (split from them so both can be borrowed
 /// at once).
@@ -13,6 +13,7 @@ pub(crate) struct Node {
     pub(crate) cfg: EngineConfig,
     pub(crate) counters: Counters,
     pub(crate) arp: ArpCache,
+    pub(crate) nd: NdCache,
     ip_ident: u16,
     rng: u64,
 }
@@ -23,6 +24,7 @@ impl Node {
             cfg,
             counters: Counters::default(),
             arp: ArpCache::new(1024, Duration::from_secs(60), Duration::from_secs(1)),
+            nd: NdCache::new(1024, Duration::from_secs(60), Duration::from_secs(1)),
             ip_ident: 0,
             rng: 0x9e37_79b9_7f4a_7c15,
         }

@@ -1,21 +1,28 @@
-//! The receive path: one frame through Ethernet, ARP, IPv4, ICMP echo, UDP and TCP demux.
+//! The receive path: one frame through Ethernet, ARP, IPv4, ICMP echo, IPv6, ICMPv6 echo and
+//! neighbour discovery, UDP (either family) and TCP demux.
 //! Replies are built in the receive buffer itself (no allocation, no copy); TCP segments go
 //! to the application's TCP service as views of the frame. Each frame's fate is the return
 //! value: a reply to send from the same buffer, a frame to keep for the application, or done.
 
-use crate::arp_cache::Lookup;
-use crate::config::TTL;
 use crate::counters::DropReason;
+use crate::family::Family;
+use crate::neighbour_cache::Lookup;
 use crate::node::Node;
 use crate::service::{Datagram, Service, Verdict};
 use timer::Instant;
 use wire::arp::{self, ArpOp, ArpPacket, ArpRepr};
+use wire::checksum;
 use wire::ethernet::{EtherType, EthernetFrame, MacAddr};
 use wire::icmp::{kind, IcmpPacket};
-use wire::ipv4::{Ipv4Packet, Ipv4Repr, Protocol};
+use wire::icmpv6::{self, Icmpv6Repr, NaFlags};
+use wire::ipv4::{Ipv4Addr, Ipv4Packet, Ipv4Repr, Protocol};
+use wire::ipv6::{self, Ipv6Addr, Ipv6Packet, Ipv6Repr, NextHeader};
 use wire::tcp::{TcpFlags, TcpPacket, TcpRepr};
 use wire::udp::{self, UdpPacket, UdpRepr};
 use wire::Error;
+
+/// Hop limit of neighbour discovery messages (RFC 4861 §7.1: receivers check it).
+const ND_HOP_LIMIT: u8 = 255;
 
 /// What became of a received frame.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -77,15 +84,24 @@ impl<A: Service + ?Sized> Rx<'_, A> {
         };
         let (dst, hl, et) = (eth.dst_addr(), eth.header_len(), eth.ethertype());
         let ours = dst == self.node.cfg.mac;
-        if !ours && dst != MacAddr::BROADCAST {
+        if !ours && dst != MacAddr::BROADCAST && !self.solicited_group(dst) {
             return self.dropped(DropReason::EthNotForUs);
         }
         match et {
             EtherType::IPV4 if ours => self.ipv4(buf, hl, len),
+            EtherType::IPV6 if self.node.cfg.addr6.is_some() && dst != MacAddr::BROADCAST => self.ipv6(buf, hl, len),
             EtherType::ARP => self.arp(buf, hl, len),
             EtherType::IPV4 => self.dropped(DropReason::EthNotForUs),
+            EtherType::IPV6 if self.node.cfg.addr6.is_some() => self.dropped(DropReason::EthNotForUs),
             _ => self.dropped(DropReason::EthUnknownType),
         }
+    }
+
+    /// True for the Ethernet group of our IPv6 address's solicited-node multicast address,
+    /// where neighbour solicitations for it are sent (when we answer them).
+    fn solicited_group(&self, dst: MacAddr) -> bool {
+        let cfg = &self.node.cfg;
+        dst.is_multicast() && cfg.owns_alone6 && cfg.addr6.is_some_and(|a| dst == a.solicited_node().multicast_mac())
     }
 
     #[inline]
@@ -100,7 +116,7 @@ impl<A: Service + ?Sized> Rx<'_, A> {
         };
         let now = self.now;
         let node = &mut *self.node;
-        if repr.target_ip != node.cfg.addr || !node.cfg.owns_alone {
+        if Some(repr.target_ip) != node.cfg.addr || !node.cfg.owns_alone {
             node.arp.update_if_present(repr.sender_ip, repr.sender_mac, now);
             return self.dropped(DropReason::ArpNotForUs);
         }
@@ -111,7 +127,7 @@ impl<A: Service + ?Sized> Rx<'_, A> {
         let reply = ArpRepr {
             op: ArpOp::Reply,
             sender_mac: node.cfg.mac,
-            sender_ip: node.cfg.addr,
+            sender_ip: repr.target_ip,
             target_mac: repr.sender_mac,
             target_ip: repr.sender_ip,
         };
@@ -137,7 +153,7 @@ impl<A: Service + ?Sized> Rx<'_, A> {
             Err(Error::Fragment) => return self.dropped(DropReason::Ipv4Fragment),
             Err(_) => return self.dropped(DropReason::Ipv4BadVersion),
         };
-        if repr.dst != self.node.cfg.addr {
+        if Some(repr.dst) != self.node.cfg.addr {
             return self.dropped(DropReason::Ipv4NotForUs);
         }
         let l4 = hl + ip.header_len();
@@ -150,9 +166,122 @@ impl<A: Service + ?Sized> Rx<'_, A> {
         }
     }
 
+    /// An IPv6 packet to our address (or, for neighbour discovery, to its solicited-node
+    /// group). Extension headers are walked ([`ipv6::walk_extensions`]'s bounds) and then
+    /// taken out of the frame, so that an answer built in place carries none back.
+    fn ipv6(&mut self, buf: &mut [u8], hl: usize, len: usize) -> Received {
+        let Some(ours) = self.node.cfg.addr6 else { return self.dropped(DropReason::EthUnknownType) };
+        let Ok(ip) = Ipv6Packet::new_checked(&buf[hl..len]) else {
+            return self.dropped(DropReason::Ipv6Truncated);
+        };
+        let (repr, ext) = match Ipv6Repr::parse(&ip) {
+            Ok(r) => r,
+            Err(Error::Truncated) => return self.dropped(DropReason::Ipv6Truncated),
+            Err(Error::Fragment) => return self.dropped(DropReason::Ipv6Fragment),
+            Err(_) => return self.dropped(DropReason::Ipv6Malformed),
+        };
+        let to_group = repr.dst == ours.solicited_node() && repr.protocol == NextHeader::ICMPV6;
+        if repr.dst != ours && !(to_group && self.node.cfg.owns_alone6) {
+            return self.dropped(DropReason::Ipv6NotForUs);
+        }
+        let l4 = hl + ipv6::HEADER_LEN;
+        if ext > 0 {
+            buf.copy_within(l4 + ext..l4 + ext + repr.payload_len, l4);
+            let mut ip = Ipv6Packet::new_unchecked(&mut buf[hl..]);
+            ip.set_next_header(repr.protocol);
+            ip.set_payload_len(repr.payload_len as u16);
+        }
+        let at = L4 { hl, l4, end: l4 + repr.payload_len, src: repr.src, dst: repr.dst };
+        match repr.protocol {
+            NextHeader::UDP => self.udp(buf, at),
+            NextHeader::ICMPV6 if self.node.cfg.owns_alone6 => self.icmpv6(buf, at, repr.hop_limit),
+            _ => self.dropped(DropReason::Ipv6UnknownProtocol),
+        }
+    }
+
+    /// ICMPv6 to an address sirocco owns alone: echo answered in place, neighbour
+    /// solicitations for the address answered with an advertisement in place (RFC 4861
+    /// §7.2.4), advertisements learnt.
+    fn icmpv6(&mut self, buf: &mut [u8], at: L4<Ipv6Addr>, hop_limit: u8) -> Received {
+        let Ok(msg) = Icmpv6Repr::parse(at.src, at.dst, hop_limit, &buf[at.l4..at.end]) else {
+            return self.dropped(DropReason::Icmpv6Malformed);
+        };
+        let ours = at.dst == self.node.cfg.addr6.unwrap_or(Ipv6Addr::UNSPECIFIED);
+        let from = EthernetFrame::new_unchecked(&buf[..]).src_addr();
+        let now = self.now;
+        match msg {
+            Icmpv6Repr::EchoRequest { .. } if ours => {
+                let m = &mut buf[at.l4..at.end];
+                m[0] = icmpv6::kind::ECHO_REPLY;
+                let c = u16::from_be_bytes([m[2], m[3]]);
+                let c = checksum::update16(
+                    c,
+                    u16::from(icmpv6::kind::ECHO_REQUEST) << 8,
+                    u16::from(icmpv6::kind::ECHO_REPLY) << 8,
+                );
+                m[2..4].copy_from_slice(&c.to_be_bytes());
+                Ipv6Addr::turn_around(buf, at.hl);
+                self.node.counters.icmpv6_echo += 1;
+                Received::Reply(at.end)
+            }
+            Icmpv6Repr::NeighborSolicit { target, source_mac } if Some(target) == self.node.cfg.addr6 => {
+                let dad = at.src == Ipv6Addr::UNSPECIFIED;
+                if let (false, Some(m)) = (dad, source_mac) {
+                    self.node.nd.insert(at.src, m, now);
+                }
+                // §7.2.4: to the solicitation's source; a duplicate address detection probe
+                // (unspecified source) gets an unsolicited answer to all nodes.
+                let (dst, dst_mac) = if dad {
+                    (Ipv6Addr::ALL_NODES, Ipv6Addr::ALL_NODES.multicast_mac())
+                } else {
+                    (at.src, source_mac.unwrap_or(from))
+                };
+                let mac = self.node.cfg.mac;
+                let na = Icmpv6Repr::NeighborAdvert {
+                    flags: NaFlags { router: false, solicited: !dad, override_: true },
+                    target,
+                    target_mac: Some(mac),
+                };
+                let n = na.len(0);
+                let end = at.l4 + n;
+                if end > buf.len() {
+                    return self.dropped(DropReason::NoBuffer);
+                }
+                let mut eth = EthernetFrame::new_unchecked(&mut buf[..]);
+                eth.set_dst_addr(dst_mac);
+                eth.set_src_addr(mac);
+                Ipv6Repr {
+                    src: target,
+                    dst,
+                    protocol: NextHeader::ICMPV6,
+                    payload_len: n,
+                    hop_limit: ND_HOP_LIMIT,
+                    traffic_class: 0,
+                    flow_label: 0,
+                }
+                .emit(&mut buf[at.hl..]);
+                na.emit(target, dst, &mut buf[at.l4..end]);
+                self.node.counters.nd_replies += 1;
+                Received::Reply(end)
+            }
+            Icmpv6Repr::NeighborAdvert { flags, target, target_mac } => {
+                self.node.counters.nd_learned += 1;
+                if let Some(m) = target_mac {
+                    if flags.solicited {
+                        self.node.nd.insert(target, m, now);
+                    } else {
+                        self.node.nd.update_if_present(target, m, now);
+                    }
+                }
+                Received::Done
+            }
+            _ => self.dropped(DropReason::Icmpv6Ignored),
+        }
+    }
+
     /// Hands a TCP segment to the application's TCP service; the frame is released after,
     /// or held while the application reads it.
-    fn tcp(&mut self, buf: &mut [u8], at: L4) -> Received {
+    fn tcp(&mut self, buf: &mut [u8], at: L4<Ipv4Addr>) -> Received {
         let Ok(p) = TcpPacket::new_checked(&buf[at.l4..at.end]) else {
             return self.dropped(DropReason::TcpMalformed);
         };
@@ -184,7 +313,7 @@ impl<A: Service + ?Sized> Rx<'_, A> {
     /// answer to this engine's ARP request may reach another engine). A SYN only fills a free
     /// slot: a flood forges source addresses by the thousand and must neither redirect nor
     /// push out the real peers, which are learnt from their ACKs.
-    fn learn_peer(&mut self, src: wire::Ipv4Addr, mac: MacAddr, syn: bool) {
+    fn learn_peer(&mut self, src: Ipv4Addr, mac: MacAddr, syn: bool) {
         let now = self.now;
         let arp = &mut self.node.arp;
         match arp.lookup(src, now) {
@@ -195,16 +324,7 @@ impl<A: Service + ?Sized> Rx<'_, A> {
         }
     }
 
-    /// Turns the headers of a received IPv4 frame around: MACs, addresses, fresh TTL.
-    #[inline]
-    fn turn_around(buf: &mut [u8], hl: usize) {
-        EthernetFrame::new_unchecked(&mut buf[..]).swap_addrs();
-        let mut ip = Ipv4Packet::new_unchecked(&mut buf[hl..]);
-        ip.swap_addrs();
-        ip.set_ttl(TTL);
-    }
-
-    fn icmp(&mut self, buf: &mut [u8], at: L4) -> Received {
+    fn icmp(&mut self, buf: &mut [u8], at: L4<Ipv4Addr>) -> Received {
         let Ok(p) = IcmpPacket::new_checked(&buf[at.l4..at.end]) else {
             return self.dropped(DropReason::IcmpMalformed);
         };
@@ -215,13 +335,13 @@ impl<A: Service + ?Sized> Rx<'_, A> {
             return self.dropped(DropReason::IcmpIgnored);
         }
         IcmpPacket::new_unchecked(&mut buf[at.l4..at.end]).echo_request_to_reply();
-        Self::turn_around(buf, at.hl);
+        Ipv4Addr::turn_around(buf, at.hl);
         self.node.counters.icmp_echo += 1;
         Received::Reply(at.end)
     }
 
     #[inline]
-    fn udp(&mut self, buf: &mut [u8], at: L4) -> Received {
+    fn udp<F: Family>(&mut self, buf: &mut [u8], at: L4<F>) -> Received {
         let Ok(u) = UdpPacket::new_checked(&buf[at.l4..at.end]) else {
             return self.dropped(DropReason::UdpMalformed);
         };
@@ -239,7 +359,7 @@ impl<A: Service + ?Sized> Rx<'_, A> {
         // Replies may grow up to the MTU (and the buffer).
         let limit = (at.hl + self.node.cfg.mtu).min(buf.len());
         let d = Datagram {
-            src: at.src,
+            src: at.src.into(),
             src_port: repr.src_port,
             dst_port: repr.dst_port,
             buf: &mut buf[payload..limit],
@@ -252,7 +372,7 @@ impl<A: Service + ?Sized> Rx<'_, A> {
             }
             Verdict::Drop => return self.dropped(DropReason::UdpHandlerDropped),
             Verdict::Echo => {
-                Self::turn_around(buf, at.hl);
+                F::turn_around(buf, at.hl);
                 UdpPacket::new_unchecked(&mut buf[at.l4..at.end]).swap_ports();
                 self.node.counters.udp_replies += 1;
                 return Received::Reply(at.end);
@@ -260,9 +380,8 @@ impl<A: Service + ?Sized> Rx<'_, A> {
             Verdict::ReplySummed { len, sum } if len <= limit - payload => (len, Some(sum)),
             Verdict::Reply(n) | Verdict::ReplySummed { len: n, .. } => (n.min(limit - payload), None),
         };
-        Self::turn_around(buf, at.hl);
-        let mut ip = Ipv4Packet::new_unchecked(&mut buf[at.hl..]);
-        ip.set_total_len((at.l4 - at.hl + udp::HEADER_LEN + n) as u16);
+        F::turn_around(buf, at.hl);
+        F::set_upper_len(buf, at.hl, at.l4, udp::HEADER_LEN + n);
         let reply = UdpRepr { src_port: repr.dst_port, dst_port: repr.src_port, payload_len: n };
         let u = &mut buf[at.l4..payload + n];
         match known_sum {
@@ -276,13 +395,13 @@ impl<A: Service + ?Sized> Rx<'_, A> {
 
 /// Where a packet's transport header lies in its frame, and its addresses.
 #[derive(Clone, Copy)]
-struct L4 {
-    /// Start of the IPv4 header.
+struct L4<A> {
+    /// Start of the IP header.
     hl: usize,
     /// Start of the transport header.
     l4: usize,
-    /// End of the IPv4 packet (Ethernet padding excluded).
+    /// End of the IP packet (Ethernet padding excluded).
     end: usize,
-    src: wire::Ipv4Addr,
-    dst: wire::Ipv4Addr,
+    src: A,
+    dst: A,
 }

@@ -3,12 +3,12 @@
 
 use timer::{Duration, Instant};
 use wire::tcp::TcpRepr;
-use wire::Ipv4Addr;
+use wire::{IpAddr, Ipv4Addr};
 
 /// A datagram handed to an application, in the receive buffer itself.
 pub struct Datagram<'a> {
-    /// Sender's address.
-    pub src: Ipv4Addr,
+    /// Sender's address (IPv4 or IPv6: the reply goes back in the same family).
+    pub src: IpAddr,
     /// Sender's port.
     pub src_port: u16,
     /// Our port it was sent to.
@@ -46,8 +46,8 @@ pub enum Verdict {
 
 /// An application served by an engine.
 pub trait Service {
-    /// UDP ports this application serves on the engine's address (none by default: a TCP-only
-    /// application).
+    /// UDP ports this application serves on the engine's addresses, IPv4 and IPv6 (none by
+    /// default: a TCP-only application).
     fn udp_ports(&self) -> Vec<u16> {
         Vec::new()
     }
@@ -122,17 +122,20 @@ pub enum SendError {
     Unresolved,
     /// The payload does not fit in one frame.
     TooLong,
+    /// The engine has no address of the destination's family.
+    NoAddress,
 }
 
 /// What an application may use to originate UDP datagrams from the engine's address.
 pub trait Originate {
     /// Room for more frames in this iteration.
     fn room(&self) -> usize;
-    /// Builds a datagram to `dst:dst_port` from `src_port`; `fill` writes the payload into the
-    /// buffer it is given and returns its length.
+    /// Builds a datagram to `dst:dst_port` from `src_port` (from the engine's address of
+    /// `dst`'s family); `fill` writes the payload into the buffer it is given and returns its
+    /// length.
     fn udp(
         &mut self,
-        dst: Ipv4Addr,
+        dst: IpAddr,
         dst_port: u16,
         src_port: u16,
         fill: &mut dyn FnMut(&mut [u8]) -> usize,

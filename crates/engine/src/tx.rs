@@ -3,17 +3,19 @@
 //! segments in pinned frames). Every originated frame's link and IPv4 headers are written
 //! here, through `wire`'s builders, and only when a TX slot and a frame are free.
 
-use crate::arp_cache::Lookup;
 use crate::config::TTL;
 use crate::counters::DropReason;
+use crate::neighbour_cache::Lookup;
 use crate::node::Node;
 use crate::service::{Originate, SendError};
 use io::pcap::CaptureTap;
 use io::{Frame, Port};
 use timer::Instant;
-use wire::build::{self, Ipv4Frame, UdpFrame, IPV4_PAYLOAD_AT, UDP_HEADERS};
+use wire::build::{self, Ipv4Frame, UdpFrame, IPV4_PAYLOAD_AT, UDP6_HEADERS, UDP_HEADERS};
 use wire::ethernet::{self, MacAddr};
 use wire::ipv4::{self, Ipv4Addr, Protocol};
+use wire::ipv6::Ipv6Addr;
+use wire::IpAddr;
 
 /// Frames ready for the TX ring, in order.
 pub(crate) struct TxQueue {
@@ -141,6 +143,64 @@ impl<P: Port> Out<'_, P> {
         self.room <= self.tx.len()
     }
 
+    /// The engine's IPv4 address, as the source of what it sends to `dst`.
+    fn src4(&self) -> Result<Ipv4Addr, SendError> {
+        self.node.cfg.addr.ok_or(SendError::NoAddress)
+    }
+
+    /// The next hop's MAC for the IPv6 `dst`: from the cache, or a neighbour solicitation of
+    /// our own (owned address), in which case the caller waits. With an address shared with
+    /// the kernel only what traffic taught the cache is known.
+    fn resolve6(&mut self, src: Ipv6Addr, dst: Ipv6Addr) -> Result<MacAddr, SendError> {
+        match self.node.nd.lookup(dst, self.now) {
+            Lookup::Known(m) => return Ok(m),
+            Lookup::Pending => return Err(SendError::Unresolved),
+            Lookup::Unknown => {}
+        }
+        if !self.node.cfg.owns_alone6 {
+            self.node.nd.mark_pending(dst, self.now);
+            return Err(SendError::Unresolved);
+        }
+        if self.full() {
+            return Err(SendError::Full);
+        }
+        let Some(f) = self.port.alloc() else {
+            return Err(SendError::Full);
+        };
+        let len = build::neighbor_solicit(self.port.data_mut(f), self.node.cfg.mac, src, dst);
+        self.tx.push(Frame::new(f.addr, len as u32));
+        self.node.counters.nd_requests += 1;
+        self.node.nd.mark_pending(dst, self.now);
+        Err(SendError::Unresolved)
+    }
+
+    /// A UDP datagram over IPv6 (see [`Originate::udp`]).
+    fn udp6(
+        &mut self,
+        dst: Ipv6Addr,
+        dst_port: u16,
+        src_port: u16,
+        fill: &mut dyn FnMut(&mut [u8]) -> usize,
+    ) -> Result<(), SendError> {
+        let src = self.node.cfg.addr6.ok_or(SendError::NoAddress)?;
+        let mac = self.resolve6(src, dst)?;
+        let Some(f) = self.port.alloc() else {
+            self.node.counters.count_drop(DropReason::NoBuffer);
+            return Err(SendError::Full);
+        };
+        let (src_mac, mtu) = (self.node.cfg.mac, self.node.cfg.mtu);
+        let buf = self.port.data_mut(f);
+        let max = (ethernet::HEADER_LEN + mtu).min(buf.len()) - UDP6_HEADERS;
+        let n = fill(&mut buf[UDP6_HEADERS..UDP6_HEADERS + max]);
+        if n > max {
+            self.port.free(f);
+            return Err(SendError::TooLong);
+        }
+        let len = build::udp6(buf, (src_mac, src, src_port), (mac, dst, dst_port), n, TTL);
+        self.tx.push(Frame::new(f.addr, len as u32));
+        Ok(())
+    }
+
     /// The next hop's MAC for `dst`: from the cache, the kernel's neighbour table (shared
     /// address), or an ARP request of our own (owned address), in which case the caller waits.
     fn resolve(&mut self, dst: Ipv4Addr) -> Result<MacAddr, SendError> {
@@ -157,13 +217,14 @@ impl<P: Port> Out<'_, P> {
             self.node.arp.mark_pending(dst, self.now);
             return Err(SendError::Unresolved);
         }
+        let src = self.src4()?;
         if self.full() {
             return Err(SendError::Full);
         }
         let Some(f) = self.port.alloc() else {
             return Err(SendError::Full);
         };
-        let len = build::arp_request(self.port.data_mut(f), self.node.cfg.mac, self.node.cfg.addr, dst);
+        let len = build::arp_request(self.port.data_mut(f), self.node.cfg.mac, src, dst);
         self.tx.push(Frame::new(f.addr, len as u32));
         self.node.counters.arp_requests += 1;
         self.node.arp.mark_pending(dst, self.now);
@@ -172,6 +233,7 @@ impl<P: Port> Out<'_, P> {
 
     /// Room, length and next hop for a TCP segment of `len` bytes to `dst`.
     fn tcp_check(&mut self, dst: Ipv4Addr, len: usize) -> Result<MacAddr, SendError> {
+        self.src4()?;
         if self.full() {
             return Err(SendError::Full);
         }
@@ -181,9 +243,11 @@ impl<P: Port> Out<'_, P> {
         self.resolve(dst).inspect_err(|_| self.node.counters.count_drop(DropReason::ArpUnresolved))
     }
 
-    /// The link and IPv4 headers of a TCP segment from this engine to `dst` via `mac`.
+    /// The link and IPv4 headers of a TCP segment from this engine to `dst` via `mac` (only
+    /// asked for once [`Out::tcp_check`] found the engine an IPv4 address).
     fn tcp_headers(&self, mac: MacAddr, dst: Ipv4Addr) -> Ipv4Frame {
-        Ipv4Frame { src_mac: self.node.cfg.mac, dst_mac: mac, src: self.node.cfg.addr, dst, protocol: Protocol::TCP }
+        let src = self.node.cfg.addr.unwrap_or(Ipv4Addr::UNSPECIFIED);
+        Ipv4Frame { src_mac: self.node.cfg.mac, dst_mac: mac, src, dst, protocol: Protocol::TCP }
     }
 
     /// Has `write` fill the segment in the frame at `addr`, writes the link and IPv4 headers
@@ -224,7 +288,7 @@ impl<P: Port> Originate for Out<'_, P> {
 
     fn udp(
         &mut self,
-        dst: Ipv4Addr,
+        dst: IpAddr,
         dst_port: u16,
         src_port: u16,
         fill: &mut dyn FnMut(&mut [u8]) -> usize,
@@ -232,12 +296,17 @@ impl<P: Port> Originate for Out<'_, P> {
         if self.full() {
             return Err(SendError::Full);
         }
+        let dst = match dst {
+            IpAddr::V4(a) => a,
+            IpAddr::V6(a) => return self.udp6(a, dst_port, src_port, fill),
+        };
+        let src = self.src4()?;
         let mac = self.resolve(dst)?;
         let Some(f) = self.port.alloc() else {
             self.node.counters.count_drop(DropReason::NoBuffer);
             return Err(SendError::Full);
         };
-        let (src_mac, src, mtu) = (self.node.cfg.mac, self.node.cfg.addr, self.node.cfg.mtu);
+        let (src_mac, mtu) = (self.node.cfg.mac, self.node.cfg.mtu);
         let buf = self.port.data_mut(f);
         let max = (ethernet::HEADER_LEN + mtu).min(buf.len()) - UDP_HEADERS;
         let n = fill(&mut buf[UDP_HEADERS..UDP_HEADERS + max]);

@@ -375,7 +375,7 @@ impl Service for Burst {
         let mut n = 0;
         while out.room() > 0 && n < 1000 {
             if out
-                .udp(US, 9, 40000, &mut |b: &mut [u8]| {
+                .udp(US.into(), 9, 40000, &mut |b: &mut [u8]| {
                     b[0] = 1;
                     1
                 })

@@ -89,7 +89,7 @@ impl Service for Resolver {
             b[..m.len()].copy_from_slice(&m);
             m.len()
         };
-        match out.udp(SRV, 53, CLIENT_PORT, &mut fill) {
+        match out.udp(SRV.into(), 53, CLIENT_PORT, &mut fill) {
             Ok(()) => {
                 self.out.insert(id, q);
                 self.sent += 1;
