@@ -900,13 +900,15 @@ pub fn engine_frame(data: &[u8]) {
     let (port, wire) = MemPort::with_wire(4);
     let mut app = echo::UdpEcho::new(7);
     let mac = wire::MacAddr([0x02, 0, 0, 0, 0, 0x01]);
-    let mut e = Engine::new(port, EngineConfig::new(B, mac, true, "fuzz0"), &app);
+    let cfg = EngineConfig::new(B, mac, true, "fuzz0").with_ipv6(V6_SERVER, true);
+    let mut e = Engine::new(port, cfg, &app);
     wire.inject(data);
     e.poll(tcp::Instant::ZERO, &mut app);
     let c = e.counters();
     let out = wire.take_sent();
     assert_eq!(c.rx_packets, 1);
-    assert_eq!(c.total_drops() + c.udp_replies + c.arp_replies + c.icmp_echo, 1, "{c:?}");
+    let answered = c.udp_replies + c.arp_replies + c.icmp_echo + c.icmpv6_echo + c.nd_replies + c.nd_learned;
+    assert_eq!(c.total_drops() + answered, 1, "{c:?}");
     assert_eq!(out.len() as u64, c.tx_packets);
     assert_eq!(e.port().free_frames(), 4);
 }
@@ -964,11 +966,25 @@ pub fn seeds(target: &str) -> Vec<Vec<u8>> {
         b
     };
     match target {
-        "ethernet" | "engine" => vec![udp_frame.clone(), {
-            let mut b = udp_frame;
-            b.splice(12..12, [0x81, 0, 0, 5]);
-            b
-        }],
+        "ethernet" | "engine" => {
+            let (us, peer) = (MacAddr([2, 0, 0, 0, 0, 1]), MacAddr([2, 0, 0, 0, 0, 2]));
+            let a6 = wire::Ipv6Addr([0x20, 1, 0, 2, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 2]);
+            let mut udp6 = vec![0u8; wire::build::UDP6_HEADERS + 16];
+            wire::build::udp6(&mut udp6, (peer, a6, 40000), (us, V6_SERVER, 7), 16, 64);
+            let mut ns = vec![0u8; 200];
+            let n = wire::build::neighbor_solicit(&mut ns, peer, a6, V6_SERVER);
+            ns.truncate(n);
+            vec![
+                udp_frame.clone(),
+                {
+                    let mut b = udp_frame;
+                    b.splice(12..12, [0x81, 0, 0, 5]);
+                    b
+                },
+                udp6,
+                ns,
+            ]
+        }
         "arp" => vec![vec![0, 1, 8, 0, 6, 4, 0, 1, 2, 0, 0, 0, 0, 2, 198, 18, 0, 2, 0, 0, 0, 0, 0, 0, 198, 18, 0, 10]],
         "ipv4" => vec![udp_frame[14..].to_vec()],
         "ipv6" => vec![{

@@ -36,7 +36,7 @@ fn bad_arguments_are_refused_by_the_parser() {
     // --iface and --addr may come from a config file (sirocco dns), so their absence is
     // reported after parsing: still one line and a failure.
     let out = Command::new(sirocco()).args(["echo", "--iface", "lo"]).output().unwrap();
-    assert_one_clear_line(&out, "--addr IPv4 is required");
+    assert_one_clear_line(&out, "--addr ADDR is required");
     assert!(!out.status.success());
     let out = Command::new(sirocco()).args(["echo", "--iface", "lo", "--addr", "198.18.0.1", "--duration=-1"]).output();
     assert_one_clear_line(&out.unwrap(), "--duration");

@@ -13,6 +13,10 @@ pub const SERVER: &str = "198.18.0.1";
 pub const CLIENT: &str = "198.18.0.2";
 pub const SERVER_OWN: &str = "198.18.0.10";
 pub const CLIENT_OWN: &str = "198.18.0.20";
+pub const SERVER6: &str = "2001:2::1";
+pub const CLIENT6: &str = "2001:2::2";
+pub const SERVER_OWN6: &str = "2001:2::10";
+pub const CLIENT_OWN6: &str = "2001:2::20";
 
 pub fn sirocco() -> &'static str {
     env!("CARGO_BIN_EXE_sirocco")

@@ -23,6 +23,25 @@ use std::time::{Duration, Instant};
 const NSD_PORT: u16 = 5301;
 const KNOT_PORT: u16 = 5302;
 
+/// Where the queries go, per address family: sirocco's own address, the references' (the
+/// kernel's), and the client's.
+#[derive(Clone, Copy)]
+struct Family {
+    ours: &'static str,
+    theirs: &'static str,
+    client: &'static str,
+}
+
+const V4: Family = Family { ours: SERVER_OWN, theirs: SERVER, client: CLIENT };
+const V6: Family = Family { ours: SERVER_OWN6, theirs: SERVER6, client: CLIENT6 };
+
+impl Family {
+    fn dst(&self, port: u16) -> String {
+        let host = if port == 53 { self.ours } else { self.theirs };
+        std::net::SocketAddr::new(host.parse().unwrap(), port).to_string()
+    }
+}
+
 /// A reference server process, killed on drop.
 struct RefServer {
     name: &'static str,
@@ -46,7 +65,7 @@ fn tmpdir(tag: &str) -> PathBuf {
 
 fn start_nsd(net: &TestNet, dir: &Path, zones: &[(&str, &Path)]) -> RefServer {
     let mut conf = format!(
-        "server:\n  ip-address: {SERVER}@{NSD_PORT}\n  username: \"\"\n  zonesdir: \"{d}\"\n  database: \"\"\n  \
+        "server:\n  ip-address: {SERVER}@{NSD_PORT}\n  ip-address: {SERVER6}@{NSD_PORT}\n  username: \"\"\n  zonesdir: \"{d}\"\n  database: \"\"\n  \
          pidfile: \"{d}/nsd.pid\"\n  xfrdfile: \"{d}/xfrd.state\"\n  zonelistfile: \"{d}/zone.list\"\n  \
          server-count: 1\n  rrl-ratelimit: 0\n  verbosity: 1\nremote-control:\n  control-enable: no\n",
         d = dir.display()
@@ -70,7 +89,7 @@ fn start_knot(net: &TestNet, dir: &Path, zones: &[(&str, &Path)]) -> RefServer {
     let d = dir.join("knot");
     std::fs::create_dir_all(&d).unwrap();
     let mut conf = format!(
-        "server:\n  listen: {SERVER}@{KNOT_PORT}\n  rundir: {d}\nlog:\n  - target: stderr\n    any: warning\n\
+        "server:\n  listen: [ {SERVER}@{KNOT_PORT}, {SERVER6}@{KNOT_PORT} ]\n  rundir: {d}\nlog:\n  - target: stderr\n    any: warning\n\
          database:\n  storage: {d}\ntemplate:\n  - id: default\n    storage: {d}\n    journal-content: none\n    \
          zonefile-sync: -1\nzone:\n",
         d = d.display()
@@ -165,8 +184,8 @@ fn normalise(bytes: Vec<u8>) -> Norm {
 }
 
 /// Sends `q` and waits for the matching response (three tries).
-fn ask(sock: &UdpSocket, port: u16, id: u16, q: &Q) -> Vec<u8> {
-    let dst = format!("{}:{port}", if port == 53 { SERVER_OWN } else { SERVER });
+fn ask(sock: &UdpSocket, fam: Family, port: u16, id: u16, q: &Q) -> Vec<u8> {
+    let dst = fam.dst(port);
     let m = query(id, q);
     let mut buf = [0u8; 65535];
     for _ in 0..3 {
@@ -184,7 +203,14 @@ fn ask(sock: &UdpSocket, port: u16, id: u16, q: &Q) -> Vec<u8> {
 }
 
 /// Compares sirocco's answer with a reference server's; Err says how they differ.
-fn compare(sock: &UdpSocket, ours: &Norm, theirs: &Norm, q: &Q, port: u16, id: u16) -> Result<(), String> {
+fn compare(
+    sock: &UdpSocket,
+    fam: Family,
+    (ours, theirs): (&Norm, &Norm),
+    q: &Q,
+    port: u16,
+    id: u16,
+) -> Result<(), String> {
     // For QCLASS * NSD clears AA and leaves the SOA out of NODATA; sirocco answers as Knot
     // does, and is held to Knot only there.
     let aa_matters = q.qclass != 255 || port == KNOT_PORT;
@@ -206,7 +232,7 @@ fn compare(sock: &UdpSocket, ours: &Norm, theirs: &Norm, q: &Q, port: u16, id: u
             Some(n) => n.parse().unwrap(),
             None => Rtype::from_mnemonic(t.to_ascii_uppercase().as_bytes()).map(|r| r.to_int()).unwrap(),
         };
-        let direct = normalise(ask(sock, port, id ^ 0x5555, &Q { qtype: qt, ..q.clone() }));
+        let direct = normalise(ask(sock, fam, port, id ^ 0x5555, &Q { qtype: qt, ..q.clone() }));
         if theirs.answer.is_empty() || ours.answer != direct.answer {
             return Err(format!("ANY: {:?} is not the reference's {t} RRset {:?}", ours.answer, direct.answer));
         }
@@ -226,9 +252,9 @@ fn compare(sock: &UdpSocket, ours: &Norm, theirs: &Norm, q: &Q, port: u16, id: u
 }
 
 /// Waits until a server answers the zone's SOA query.
-fn wait_ready(sock: &UdpSocket, port: u16, origin: &str, limit: Duration) {
+fn wait_ready(sock: &UdpSocket, fam: Family, port: u16, origin: &str, limit: Duration) {
     let q = Q { name: origin.into(), qtype: 6, qclass: 1, edns: None };
-    let dst = format!("{}:{port}", if port == 53 { SERVER_OWN } else { SERVER });
+    let dst = fam.dst(port);
     let start = Instant::now();
     let mut buf = [0u8; 4096];
     while start.elapsed() < limit {
@@ -252,25 +278,31 @@ fn mixed_case(s: &str, k: usize) -> String {
 }
 
 /// Runs the corpus against sirocco and the references; returns every disagreement.
-fn run_corpus(net: &TestNet, refs: &[&RefServer], origins: &[String], corpus: Vec<Q>) -> (usize, Vec<String>) {
+fn run_corpus(
+    net: &TestNet,
+    fam: Family,
+    refs: &[&RefServer],
+    origins: &[String],
+    corpus: Vec<Q>,
+) -> (usize, Vec<String>) {
     let ports: Vec<(&'static str, u16)> = refs.iter().map(|r| (r.name, r.port)).collect();
     let origins = origins.to_vec();
     in_netns(&net.cli_ns, move || {
-        let sock = UdpSocket::bind(format!("{CLIENT}:0")).unwrap();
+        let sock = UdpSocket::bind(std::net::SocketAddr::new(fam.client.parse().unwrap(), 0)).unwrap();
         sock.set_read_timeout(Some(Duration::from_millis(500))).unwrap();
         for o in &origins {
-            wait_ready(&sock, 53, o, Duration::from_secs(120));
+            wait_ready(&sock, fam, 53, o, Duration::from_secs(120));
             for &(_, p) in &ports {
-                wait_ready(&sock, p, o, Duration::from_secs(300));
+                wait_ready(&sock, fam, p, o, Duration::from_secs(300));
             }
         }
         let mut diffs = Vec::new();
         for (i, q) in corpus.iter().enumerate() {
             let id = (i as u16).wrapping_mul(7919).wrapping_add(3);
-            let ours = normalise(ask(&sock, 53, id, q));
+            let ours = normalise(ask(&sock, fam, 53, id, q));
             for &(name, port) in &ports {
-                let theirs = normalise(ask(&sock, port, id, q));
-                if let Err(e) = compare(&sock, &ours, &theirs, q, port, id) {
+                let theirs = normalise(ask(&sock, fam, port, id, q));
+                if let Err(e) = compare(&sock, fam, (&ours, &theirs), q, port, id) {
                     diffs.push(format!("{name}: {} {} class {} edns {:?}: {e}", q.name, q.qtype, q.qclass, q.edns));
                 }
             }
@@ -337,11 +369,12 @@ fn data(file: &str) -> PathBuf {
     PathBuf::from(format!("{}/../tests/data/{file}", env!("CARGO_MANIFEST_DIR")))
 }
 
-fn differential(zones: &[(&str, PathBuf)], sample: usize) {
+fn differential(fam: Family, zones: &[(&str, PathBuf)], sample: usize) {
     let net = TestNet::new(1);
     let dir = tmpdir(&net.name);
     let specs: Vec<(&str, &Path)> = zones.iter().map(|(o, p)| (*o, p.as_path())).collect();
-    let mut args = vec!["dns", "--iface", &net.srv_if, "--addr", SERVER_OWN];
+    // Both families served at once, whichever the corpus uses.
+    let mut args = vec!["dns", "--iface", &net.srv_if, "--addr", SERVER_OWN, "--addr", SERVER_OWN6];
     let zone_args: Vec<String> = zones.iter().map(|(o, p)| format!("{o}={}", p.display())).collect();
     for z in &zone_args {
         args.extend(["--zone", z.as_str()]);
@@ -356,7 +389,7 @@ fn differential(zones: &[(&str, PathBuf)], sample: usize) {
         corpus.extend(corpus_for(&z, sample));
         origins.push(o.to_string());
     }
-    let (n, diffs) = run_corpus(&net, &[&nsd, &knot], &origins, corpus);
+    let (n, diffs) = run_corpus(&net, fam, &[&nsd, &knot], &origins, corpus);
     drop((nsd, knot));
     let (status, log) = s.stop();
     assert!(status.success(), "{log}");
@@ -368,7 +401,12 @@ fn differential(zones: &[(&str, PathBuf)], sample: usize) {
 
 #[test]
 fn agrees_with_nsd_and_knot_on_the_rules_zone() {
-    differential(&[("example.com", data("rules.zone"))], usize::MAX);
+    differential(V4, &[("example.com", data("rules.zone"))], usize::MAX);
+}
+
+#[test]
+fn agrees_with_nsd_and_knot_on_the_rules_zone_over_ipv6() {
+    differential(V6, &[("example.com", data("rules.zone"))], usize::MAX);
 }
 
 /// A generated zone of `n` names: addresses, IPv6, MX, CNAMEs, TXT under empty
@@ -397,6 +435,6 @@ fn generated_zone(dir: &Path, n: usize) -> PathBuf {
 fn agrees_with_nsd_and_knot_on_a_million_names() {
     let dir = tmpdir("gen");
     let zone = generated_zone(&dir, 1_000_000);
-    differential(&[("gen.test", zone)], 300);
+    differential(V4, &[("gen.test", zone)], 300);
     let _ = std::fs::remove_dir_all(&dir);
 }

@@ -15,6 +15,7 @@ mod dns_reload;
 mod echo;
 mod gen;
 mod gen_http;
+mod ipv6;
 mod kv;
 mod lifecycle;
 mod malformed;

@@ -7,7 +7,7 @@ use wire::ethernet::MacAddr;
 use wire::ipv4::Ipv4Packet;
 use wire::Ipv4Addr;
 
-fn mac_of(net: &TestNet, ns: &str, ifname: &str) -> MacAddr {
+pub fn mac_of(net: &TestNet, ns: &str, ifname: &str) -> MacAddr {
     let out = net.exec(ns, &["cat", &format!("/sys/class/net/{ifname}/address")]);
     MacAddr::parse(String::from_utf8_lossy(&out.stdout).trim()).unwrap()
 }
@@ -22,7 +22,7 @@ fn fix_ip(b: &mut [u8]) {
 }
 
 /// Sends raw frames out of `ifname` from inside `ns`.
-fn send_raw(ns: &str, ifname: &str, frames: Vec<Vec<u8>>) {
+pub fn send_raw(ns: &str, ifname: &str, frames: Vec<Vec<u8>>) {
     let ifname = ifname.to_string();
     in_netns(ns, move || {
         let c = std::ffi::CString::new(ifname.clone()).unwrap();

@@ -3,8 +3,13 @@
 // A packet goes to sirocco's AF_XDP socket on the queue it arrived on only if it was granted:
 //   - UDP/TCP to a granted (address, protocol, port) triple, or to (address, protocol, 0),
 //     which grants every port of that address and protocol (the load generator's replies);
-//   - for addresses sirocco owns alone (the kernel does not have them): ARP asking for them,
-//     ICMP to them, and IPv4 fragments to them (which sirocco counts and drops).
+//   - for IPv4 addresses sirocco owns alone (the kernel does not have them): ARP asking for
+//     them, ICMP to them, and IPv4 fragments to them (which sirocco counts and drops);
+//   - the same for IPv6 (grants6, owned6): UDP/TCP after at most MAX_EXT extension headers
+//     (hop-by-hop, destination options, routing), and for addresses owned alone ICMPv6 to
+//     them, fragments to them, and neighbour solicitations for them (sent to their
+//     solicited-node group). Neighbour discovery for the kernel's addresses, router
+//     advertisements and MLD stay with the kernel.
 // A pipeline (`sirocco pipeline`) that names the interface as one of its ports takes the whole
 // interface instead: `whole[0]` set sends it every frame, as a switch port must.
 // Everything else is passed to the kernel untouched, so SSH and every other service on the
@@ -14,6 +19,7 @@
 #include <linux/if_ether.h>
 #include <linux/in.h>
 #include <linux/ip.h>
+#include <linux/ipv6.h>
 #include <bpf/bpf_helpers.h>
 #include <bpf/bpf_endian.h>
 #include "arp.h"
@@ -25,7 +31,22 @@ struct grant_key {
     __u8 pad;
 };
 
+struct grant6_key {
+    __u8 addr[16];
+    __u16 port;  // network order; 0 = any port
+    __u8 proto;
+    __u8 pad;
+};
+
 #define OWNED_ALONE 1
+// Extension headers skipped before the upper layer; a longer chain goes to the kernel.
+#define MAX_EXT 4
+#define NEXTHDR_HOP 0
+#define NEXTHDR_ROUTING 43
+#define NEXTHDR_FRAGMENT 44
+#define NEXTHDR_ICMPV6 58
+#define NEXTHDR_DEST 60
+#define ND_NEIGHBOR_SOLICIT 135
 
 struct {
     __uint(type, BPF_MAP_TYPE_XSKMAP);
@@ -47,6 +68,20 @@ struct {
     __type(key, __u32);
     __type(value, __u32);
 } owned SEC(".maps");
+
+struct {
+    __uint(type, BPF_MAP_TYPE_HASH);
+    __uint(max_entries, 4096);
+    __type(key, struct grant6_key);
+    __type(value, __u32);
+} grants6 SEC(".maps");
+
+struct {
+    __uint(type, BPF_MAP_TYPE_HASH);
+    __uint(max_entries, 64);
+    __type(key, struct in6_addr);
+    __type(value, __u32);
+} owned6 SEC(".maps");
 
 struct {
     __uint(type, BPF_MAP_TYPE_ARRAY);
@@ -88,6 +123,56 @@ static __always_inline int owned_alone(__u32 addr)
     return f && (*f & OWNED_ALONE);
 }
 
+static __always_inline int owned6_alone(const struct in6_addr *addr)
+{
+    __u32 *f = bpf_map_lookup_elem(&owned6, addr);
+    return f && (*f & OWNED_ALONE);
+}
+
+static __always_inline int ipv6(struct xdp_md *ctx, struct ipv6hdr *ip, void *end)
+{
+    if ((void *)(ip + 1) > end)
+        return count(1, XDP_PASS);
+    __u8 nh = ip->nexthdr;
+    __u8 *l4 = (__u8 *)(ip + 1);
+#pragma unroll
+    for (int i = 0; i < MAX_EXT; i++) {
+        if (nh != NEXTHDR_HOP && nh != NEXTHDR_ROUTING && nh != NEXTHDR_DEST)
+            break;
+        if ((void *)(l4 + 2) > end)
+            return count(1, XDP_PASS);
+        nh = l4[0];
+        l4 += ((__u32)l4[1] + 1) * 8;
+    }
+    if (nh == NEXTHDR_FRAGMENT || nh == NEXTHDR_ICMPV6) {
+        if (owned6_alone(&ip->daddr))
+            return to_sirocco(ctx);
+        if (nh == NEXTHDR_FRAGMENT)
+            return count(1, XDP_PASS);
+        // A solicitation for an address owned alone, to its solicited-node group.
+        if ((void *)(l4 + 24) > end || l4[0] != ND_NEIGHBOR_SOLICIT)
+            return count(1, XDP_PASS);
+        struct in6_addr target;
+        __builtin_memcpy(&target, l4 + 8, 16);
+        if (owned6_alone(&target))
+            return to_sirocco(ctx);
+        return count(1, XDP_PASS);
+    }
+    if (nh != IPPROTO_UDP && nh != IPPROTO_TCP)
+        return count(1, XDP_PASS);
+    __be16 *ports = (__be16 *)l4;
+    if ((void *)(ports + 2) > end)
+        return count(1, XDP_PASS);
+    struct grant6_key k = { .port = ports[1], .proto = nh, .pad = 0 };
+    __builtin_memcpy(k.addr, &ip->daddr, 16);
+    if (bpf_map_lookup_elem(&grants6, &k))
+        return to_sirocco(ctx);
+    k.port = 0;
+    if (bpf_map_lookup_elem(&grants6, &k))
+        return to_sirocco(ctx);
+    return count(1, XDP_PASS);
+}
+
 SEC("xdp")
 int sirocco_filter(struct xdp_md *ctx)
 {
@@ -119,6 +204,8 @@ int sirocco_filter(struct xdp_md *ctx)
             return to_sirocco(ctx);
         return count(1, XDP_PASS);
     }
+    if (proto == bpf_htons(ETH_P_IPV6))
+        return ipv6(ctx, l3, end);
     if (proto != bpf_htons(ETH_P_IP))
         return count(1, XDP_PASS);
     struct iphdr *ip = l3;

@@ -10,7 +10,7 @@ use aya::programs::{Xdp, XdpFlags};
 use aya::Ebpf;
 use std::fmt;
 use std::os::fd::RawFd;
-use wire::Ipv4Addr;
+use wire::IpAddr;
 
 static FILTER_OBJ: &[u8] = aya::include_bytes_aligned!(concat!(env!("OUT_DIR"), "/filter.o"));
 
@@ -36,6 +36,19 @@ struct GrantKey {
 
 // SAFETY: plain old data with no padding (4 + 2 + 1 + 1 bytes), valid for any bit pattern.
 unsafe impl aya::Pod for GrantKey {}
+
+/// Key of the `grants6` map; must match `struct grant6_key` in filter.c.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+struct Grant6Key {
+    addr: [u8; 16],
+    port: [u8; 2],
+    proto: u8,
+    pad: u8,
+}
+
+// SAFETY: plain old data with no padding (16 + 2 + 1 + 1 bytes), valid for any bit pattern.
+unsafe impl aya::Pod for Grant6Key {}
 
 /// How the program was attached.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -76,6 +89,8 @@ pub struct Filter {
     xsks: XskMap<MapData>,
     grants: HashMap<MapData, GrantKey, u32>,
     owned: HashMap<MapData, [u8; 4], u32>,
+    grants6: HashMap<MapData, Grant6Key, u32>,
+    owned6: HashMap<MapData, [u8; 16], u32>,
     whole: Array<MapData, u32>,
     verdicts: PerCpuArray<MapData, u64>,
     mode: AttachMode,
@@ -92,6 +107,10 @@ impl Filter {
             .map_err(|e| err(format!("grants map: {e}")))?;
         let owned = HashMap::try_from(ebpf.take_map("owned").ok_or_else(|| err("filter has no owned map"))?)
             .map_err(|e| err(format!("owned map: {e}")))?;
+        let grants6 = HashMap::try_from(ebpf.take_map("grants6").ok_or_else(|| err("filter has no grants6 map"))?)
+            .map_err(|e| err(format!("grants6 map: {e}")))?;
+        let owned6 = HashMap::try_from(ebpf.take_map("owned6").ok_or_else(|| err("filter has no owned6 map"))?)
+            .map_err(|e| err(format!("owned6 map: {e}")))?;
         let whole = Array::try_from(ebpf.take_map("whole").ok_or_else(|| err("filter has no whole map"))?)
             .map_err(|e| err(format!("whole map: {e}")))?;
         let verdicts =
@@ -122,7 +141,18 @@ impl Filter {
                 }
             },
         };
-        Ok(Filter { _ebpf: ebpf, xsks, grants, owned, whole, verdicts, mode, iface: iface.to_string() })
+        Ok(Filter {
+            _ebpf: ebpf,
+            xsks,
+            grants,
+            owned,
+            grants6,
+            owned6,
+            whole,
+            verdicts,
+            mode,
+            iface: iface.to_string(),
+        })
     }
 
     /// How the program was attached.
@@ -136,15 +166,24 @@ impl Filter {
     }
 
     /// Grants sirocco the (address, protocol, port) flow; port 0 grants every port.
-    pub fn grant(&mut self, addr: Ipv4Addr, proto: u8, port: u16) -> Result<(), FilterError> {
-        let k = GrantKey { addr: addr.0, port: port.to_be_bytes(), proto, pad: 0 };
-        self.grants.insert(k, 1, 0).map_err(|e| err(format!("granting {addr} proto {proto} port {port}: {e}")))
+    pub fn grant(&mut self, addr: IpAddr, proto: u8, port: u16) -> Result<(), FilterError> {
+        let port_be = port.to_be_bytes();
+        match addr {
+            IpAddr::V4(a) => self.grants.insert(GrantKey { addr: a.0, port: port_be, proto, pad: 0 }, 1, 0),
+            IpAddr::V6(a) => self.grants6.insert(Grant6Key { addr: a.0, port: port_be, proto, pad: 0 }, 1, 0),
+        }
+        .map_err(|e| err(format!("granting {addr} proto {proto} port {port}: {e}")))
     }
 
-    /// Declares that sirocco owns `addr` alone: the filter then also hands it ARP requests for
-    /// the address, ICMP to it, and IPv4 fragments to it.
-    pub fn own_alone(&mut self, addr: Ipv4Addr) -> Result<(), FilterError> {
-        self.owned.insert(addr.0, OWNED_ALONE, 0).map_err(|e| err(format!("owning {addr}: {e}")))
+    /// Declares that sirocco owns `addr` alone: the filter then also hands it what the
+    /// kernel would otherwise answer for the address — ARP requests, ICMP and IPv4 fragments;
+    /// for IPv6, neighbour solicitations, ICMPv6 and fragments.
+    pub fn own_alone(&mut self, addr: IpAddr) -> Result<(), FilterError> {
+        match addr {
+            IpAddr::V4(a) => self.owned.insert(a.0, OWNED_ALONE, 0),
+            IpAddr::V6(a) => self.owned6.insert(a.0, OWNED_ALONE, 0),
+        }
+        .map_err(|e| err(format!("owning {addr}: {e}")))
     }
 
     /// Takes the whole interface: every frame goes to sirocco, none to the kernel. For a

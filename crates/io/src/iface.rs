@@ -2,7 +2,7 @@
 
 use crate::sys;
 use std::io;
-use wire::{Ipv4Addr, MacAddr};
+use wire::{Ipv4Addr, Ipv6Addr, MacAddr};
 
 /// What sirocco needs to know about the interface it serves.
 #[derive(Debug, Clone)]
@@ -39,12 +39,18 @@ impl Interface {
     /// True if the kernel has `addr` configured on this interface (then the kernel owns ARP and
     /// ICMP for it and sirocco shares the address).
     pub fn kernel_has(&self, addr: Ipv4Addr) -> io::Result<bool> {
-        Ok(sys::ipv4_addrs(&self.name)?.contains(&addr.0))
+        Ok(sys::ip_addrs(&self.name)?.0.contains(&addr.0))
+    }
+
+    /// True if the kernel has the IPv6 `addr` on this interface (then the kernel owns
+    /// neighbour discovery and ICMPv6 for it, duplicate address detection included).
+    pub fn kernel_has6(&self, addr: Ipv6Addr) -> io::Result<bool> {
+        Ok(sys::ip_addrs(&self.name)?.1.contains(&addr.0))
     }
 
     /// The kernel's IPv4 addresses on this interface.
     pub fn kernel_addrs(&self) -> io::Result<Vec<Ipv4Addr>> {
-        Ok(sys::ipv4_addrs(&self.name)?.into_iter().map(Ipv4Addr).collect())
+        Ok(sys::ip_addrs(&self.name)?.0.into_iter().map(Ipv4Addr).collect())
     }
 }
 

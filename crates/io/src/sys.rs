@@ -408,12 +408,15 @@ pub fn is_root() -> bool {
     unsafe { libc::geteuid() == 0 }
 }
 
-/// The IPv4 addresses configured on an interface.
-pub fn ipv4_addrs(iface: &str) -> io::Result<Vec<[u8; 4]>> {
+/// An interface's IPv4 and IPv6 addresses, as bytes in network order.
+pub type Addrs = (Vec<[u8; 4]>, Vec<[u8; 16]>);
+
+/// The kernel's addresses on `iface`: IPv4 and IPv6.
+pub fn ip_addrs(iface: &str) -> io::Result<Addrs> {
     let mut head: *mut libc::ifaddrs = std::ptr::null_mut();
     // SAFETY: getifaddrs fills `head` with a list we free below.
     check(unsafe { libc::getifaddrs(&mut head) })?;
-    let mut out = Vec::new();
+    let (mut v4, mut v6) = (Vec::new(), Vec::new());
     let mut cur = head;
     while !cur.is_null() {
         // SAFETY: `cur` is a node of the list the kernel gave us, alive until freeifaddrs.
@@ -426,14 +429,18 @@ pub fn ipv4_addrs(iface: &str) -> io::Result<Vec<[u8; 4]>> {
             if fam == libc::AF_INET {
                 // SAFETY: AF_INET addresses are sockaddr_in.
                 let sin = unsafe { &*(ifa.ifa_addr as *const libc::sockaddr_in) };
-                out.push(sin.sin_addr.s_addr.to_ne_bytes());
+                v4.push(sin.sin_addr.s_addr.to_ne_bytes());
+            } else if fam == libc::AF_INET6 {
+                // SAFETY: AF_INET6 addresses are sockaddr_in6.
+                let sin6 = unsafe { &*(ifa.ifa_addr as *const libc::sockaddr_in6) };
+                v6.push(sin6.sin6_addr.s6_addr);
             }
         }
         cur = ifa.ifa_next;
     }
     // SAFETY: frees the list getifaddrs made; nothing points into it any more.
     unsafe { libc::freeifaddrs(head) };
-    Ok(out)
+    Ok((v4, v6))
 }
 
 /// poll() on two descriptors for input, for at most `timeout_ms`.

@@ -79,10 +79,11 @@ pub fn run(a: GenHttpArgs) -> Result<(), String> {
     let opts = a.dp.options(true, 0)?;
     io::iface::require_root().map_err(|e| e.to_string())?;
     let ifc = io::iface::Interface::lookup(&opts.iface).map_err(|e| e.to_string())?;
-    if ifc.kernel_has(opts.addr).map_err(|e| e.to_string())? {
+    let local = opts.addr4("gen http")?;
+    if ifc.kernel_has(local).map_err(|e| e.to_string())? {
         return Err(format!(
             "--addr {} is the kernel's on {}: gen http needs an address of its own (its connections use every ephemeral port)",
-            opts.addr, ifc.name
+            local, ifc.name
         ));
     }
     let queues = opts.queues.unwrap_or(1).max(1);
@@ -95,7 +96,7 @@ pub fn run(a: GenHttpArgs) -> Result<(), String> {
     let running = Arc::new(AtomicUsize::new(queues as usize));
     let make = |q: u32| {
         let cfg = HttpGenConfig {
-            local: opts.addr,
+            local,
             dst: a.dst.into(),
             port: a.port,
             host: host.clone(),

@@ -94,10 +94,11 @@ pub fn run(a: GenKvArgs) -> Result<(), String> {
     let opts = a.dp.options(true, u32::MAX)?;
     io::iface::require_root().map_err(|e| e.to_string())?;
     let ifc = io::iface::Interface::lookup(&opts.iface).map_err(|e| e.to_string())?;
-    if ifc.kernel_has(opts.addr).map_err(|e| e.to_string())? {
+    let local = opts.addr4("gen kv")?;
+    if ifc.kernel_has(local).map_err(|e| e.to_string())? {
         return Err(format!(
             "--addr {} is the kernel's on {}: gen kv needs an address of its own (its connections use every ephemeral port)",
-            opts.addr, ifc.name
+            local, ifc.name
         ));
     }
     let queues = opts.queues.unwrap_or(1).max(1);
@@ -119,7 +120,7 @@ pub fn run(a: GenKvArgs) -> Result<(), String> {
         let per = a.keys.div_ceil(queues as usize);
         let from = (q as usize * per).min(a.keys);
         let cfg = KvGenConfig {
-            local: opts.addr,
+            local,
             dst: a.dst.into(),
             port: a.port,
             workload,

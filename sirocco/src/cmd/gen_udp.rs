@@ -6,7 +6,7 @@ use crate::dataplane::{self, report, DataplaneArgs, Options, Outcome, Until};
 use clap::Args;
 use gen::{Histogram, UdpGen};
 use serde::Serialize;
-use std::net::Ipv4Addr;
+use std::net::IpAddr;
 use std::time::Duration;
 use wire::Protocol;
 
@@ -14,9 +14,9 @@ use wire::Protocol;
 pub struct GenUdpArgs {
     #[command(flatten)]
     pub dp: DataplaneArgs,
-    /// Destination address.
-    #[arg(long, value_name = "IPv4")]
-    pub dst: Ipv4Addr,
+    /// Destination address, IPv4 or IPv6 (--addr needs one of the same family).
+    #[arg(long, value_name = "ADDR")]
+    pub dst: IpAddr,
     /// Destination port.
     #[arg(long, default_value_t = 7, value_parser = clap::value_parser!(u16).range(1..))]
     pub port: u16,
@@ -43,7 +43,7 @@ pub fn run(a: GenUdpArgs) -> Result<(), String> {
         return Err("--src-port + --flows must stay below 65536".into());
     }
     let opts = a.dp.options(true, 2000)?;
-    resolve_through_kernel(&opts, a.dst.into())?;
+    resolve_through_kernel(&opts, a.dst)?;
     let queues = a.dp.queues.unwrap_or(1).max(1);
     let opts = Options { queues: Some(queues), ..opts };
     let grants: Vec<_> = (0..a.flows).map(|i| (Protocol::UDP, a.src_port + i)).collect();
@@ -76,11 +76,28 @@ pub fn run(a: GenUdpArgs) -> Result<(), String> {
 }
 
 /// When the generator shares its address with the kernel, it sends to next hops from the
-/// kernel's neighbour table; make sure the kernel has resolved the destination first.
-fn resolve_through_kernel(opts: &Options, dst: wire::Ipv4Addr) -> Result<(), String> {
+/// kernel's neighbour table; make sure the kernel has resolved the destination first. Over
+/// IPv6 the generator resolves by itself, from an address of its own.
+fn resolve_through_kernel(opts: &Options, dst: IpAddr) -> Result<(), String> {
     io::iface::require_root().map_err(|e| e.to_string())?;
     let ifc = io::iface::Interface::lookup(&opts.iface).map_err(|e| e.to_string())?;
-    if !ifc.kernel_has(opts.addr).map_err(|e| e.to_string())? {
+    let dst = match dst {
+        IpAddr::V4(d) => wire::Ipv4Addr::from(d),
+        IpAddr::V6(d) => {
+            let Some(local) = opts.addr6 else {
+                return Err(format!("--dst {d} is IPv6: give an IPv6 --addr too"));
+            };
+            if ifc.kernel_has6(local).map_err(|e| e.to_string())? {
+                return Err(format!(
+                    "--addr {local} is the kernel's on {}: gen udp over IPv6 needs an address of its own (it resolves neighbours itself)",
+                    ifc.name
+                ));
+            }
+            return Ok(());
+        }
+    };
+    let local = opts.addr4("gen udp to an IPv4 --dst")?;
+    if !ifc.kernel_has(local).map_err(|e| e.to_string())? {
         return Ok(()); // sirocco owns the address and resolves by itself
     }
     io::iface::kernel_resolve(&ifc.name, dst, Duration::from_secs(3))

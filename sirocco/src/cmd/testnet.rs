@@ -1,12 +1,15 @@
 //! `sirocco testnet`: two network namespaces joined by a veth pair, for tests, the demo and
-//! the benchmarks. Addresses come from 198.18.0.0/15 (RFC 2544) only.
+//! the benchmarks. Addresses come from the benchmarking ranges only: 198.18.0.0/15 (RFC 2544)
+//! and 2001:2::/48 (RFC 5180), never a prefix of anyone's.
 //!
 //! ```text
 //!   namespace NAME-srv                      namespace NAME-cli
 //!   NAME-s  198.18.0.1/24  <-- veth -->  NAME-c  198.18.0.2/24
+//!           2001:2::1/64                         2001:2::2/64
 //! ```
-//! Sirocco can serve 198.18.0.1 (shared with the kernel) or 198.18.0.10 (its own: it answers
-//! ARP and ping); the generator can use 198.18.0.2 (shared) or 198.18.0.20 (its own).
+//! Sirocco can serve 198.18.0.1 or 2001:2::1 (shared with the kernel) or 198.18.0.10 and
+//! 2001:2::10 (its own: it answers ARP, neighbour discovery and ping); the generator can use
+//! 198.18.0.2 or 2001:2::2 (shared) or 198.18.0.20 and 2001:2::20 (its own).
 
 use clap::Subcommand;
 use std::process::Command;
@@ -14,7 +17,7 @@ use std::process::Command;
 #[derive(Subcommand)]
 pub enum TestnetCmd {
     /// Create namespaces NAME-srv and NAME-cli joined by veth NAME-s <-> NAME-c
-    /// (198.18.0.1/24 and 198.18.0.2/24).
+    /// (198.18.0.1/24 and 2001:2::1/64, 198.18.0.2/24 and 2001:2::2/64).
     Up {
         /// Prefix of the names (1-12 letters or digits).
         #[arg(long, default_value = "sx")]
@@ -42,10 +45,13 @@ pub fn run(cmd: TestnetCmd) -> Result<(), String> {
             up(&name, queues, bench)?;
             let n = names(&name);
             println!(
-                "test network {name}: {} ({}, {SERVER_ADDR}) <-> {} ({}, {CLIENT_ADDR}), {queues} queue(s)",
+                "test network {name}: {} ({}, {SERVER_ADDR} {SERVER_ADDR6}) <-> {} ({}, {CLIENT_ADDR} {CLIENT_ADDR6}), {queues} queue(s)",
                 n.srv_if, n.srv_ns, n.cli_if, n.cli_ns
             );
-            println!("sirocco may also serve {SERVER_OWN_ADDR} (its own) on the server side, {CLIENT_OWN_ADDR} on the client side");
+            println!(
+                "sirocco may also serve {SERVER_OWN_ADDR} and {SERVER_OWN_ADDR6} (its own) on the server side, \
+                 {CLIENT_OWN_ADDR} and {CLIENT_OWN_ADDR6} on the client side"
+            );
             Ok(())
         }
         TestnetCmd::Down { name } => down(&name),
@@ -60,6 +66,15 @@ pub const CLIENT_ADDR: &str = "198.18.0.2";
 pub const SERVER_OWN_ADDR: &str = "198.18.0.10";
 /// An address on the client side that only sirocco's generator answers.
 pub const CLIENT_OWN_ADDR: &str = "198.18.0.20";
+
+/// Kernel IPv6 address of the server end (RFC 5180's benchmarking range).
+pub const SERVER_ADDR6: &str = "2001:2::1";
+/// Kernel IPv6 address of the client end.
+pub const CLIENT_ADDR6: &str = "2001:2::2";
+/// An IPv6 address on the server side that only sirocco answers.
+pub const SERVER_OWN_ADDR6: &str = "2001:2::10";
+/// An IPv6 address on the client side that only sirocco's generator answers.
+pub const CLIENT_OWN_ADDR6: &str = "2001:2::20";
 
 /// Names of a test network's parts.
 pub struct Names {
@@ -135,6 +150,10 @@ pub fn up(name: &str, queues: u32, bench: bool) -> Result<(), String> {
         ])?;
         ns(&n.srv_ns, &["ip", "addr", "add", &format!("{SERVER_ADDR}/24"), "dev", &n.srv_if])?;
         ns(&n.cli_ns, &["ip", "addr", "add", &format!("{CLIENT_ADDR}/24"), "dev", &n.cli_if])?;
+        // No duplicate address detection: the pair is alone on its link, and an address in
+        // DAD is unusable for a second (tests and benchmarks start at once).
+        ns(&n.srv_ns, &["ip", "-6", "addr", "add", &format!("{SERVER_ADDR6}/64"), "dev", &n.srv_if, "nodad"])?;
+        ns(&n.cli_ns, &["ip", "-6", "addr", "add", &format!("{CLIENT_ADDR6}/64"), "dev", &n.cli_if, "nodad"])?;
         for (nsn, ifn) in [(&n.srv_ns, &n.srv_if), (&n.cli_ns, &n.cli_if)] {
             // veth hands the peer packets with checksums left to "hardware"; XDP and AF_XDP see
             // them unfinished. Have the kernel compute them, as a real NIC's peer would.
@@ -178,6 +197,12 @@ fn bench_placement(n: &Names) -> Result<(), String> {
     }
     for a in [CLIENT_ADDR, CLIENT_OWN_ADDR] {
         ns(&n.srv_ns, &["ip", "neigh", "replace", a, "lladdr", &cmac, "dev", &n.srv_if, "nud", "permanent"])?;
+    }
+    for a in [SERVER_ADDR6, SERVER_OWN_ADDR6] {
+        ns(&n.cli_ns, &["ip", "-6", "neigh", "replace", a, "lladdr", &smac, "dev", &n.cli_if, "nud", "permanent"])?;
+    }
+    for a in [CLIENT_ADDR6, CLIENT_OWN_ADDR6] {
+        ns(&n.srv_ns, &["ip", "-6", "neigh", "replace", a, "lladdr", &cmac, "dev", &n.srv_if, "nud", "permanent"])?;
     }
     Ok(())
 }

@@ -71,7 +71,7 @@ pub fn open_app_side(net: &PrivateNet, a: AppSide) -> Result<Vec<XskBound>, Stri
         ip(&["link", "set", "dev", &app, "address", &a.mac.to_string(), "addrgenmode", "none", "up"])?;
         let index = io::iface::index_of(&app).ok_or_else(|| format!("{app} vanished"))?;
         let mut filter = Filter::attach(&app, index).map_err(|e| e.to_string())?;
-        filter.grant(a.addr, a.proto, a.port).map_err(|e| e.to_string())?;
+        filter.grant(a.addr.into(), a.proto, a.port).map_err(|e| e.to_string())?;
         let mut socks = Vec::new();
         for q in 0..a.queues {
             let s = XskBound::open(index, q, a.xsk, true).map_err(|e| format!("AF_XDP socket on queue {q}: {e}"))?;

@@ -2,7 +2,7 @@
 
 use super::Options;
 use clap::Args;
-use std::net::Ipv4Addr;
+use std::net::IpAddr;
 use std::path::PathBuf;
 
 /// The options every dataplane command takes.
@@ -11,10 +11,11 @@ pub struct DataplaneArgs {
     /// Network interface to serve (required).
     #[arg(long, value_name = "IF")]
     pub iface: Option<String>,
-    /// IPv4 address to serve (required). If the kernel has it on IF, sirocco shares it (ARP
-    /// and ping stay with the kernel); otherwise sirocco owns it and answers ARP and ping itself.
-    #[arg(long, value_name = "IPv4")]
-    pub addr: Option<Ipv4Addr>,
+    /// Address to serve (required), IPv4 or IPv6; give it twice, once per family, to serve
+    /// both. If the kernel has it on IF, sirocco shares it (ARP or neighbour discovery, and
+    /// ping, stay with the kernel); otherwise sirocco owns it and answers them itself.
+    #[arg(long, value_name = "ADDR")]
+    pub addr: Vec<IpAddr>,
     /// Number of NIC queues to serve, one engine thread each [default: all of IF's queues].
     #[arg(long, value_name = "N")]
     pub queues: Option<u32>,
@@ -95,10 +96,11 @@ impl DataplaneArgs {
             (None, Some(_)) => String::new(),
             (None, None) => return Err("--iface IF is required".into()),
         };
-        let addr = self.addr.ok_or("--addr IPv4 is required")?;
+        let (addr, addr6) = split_families(&self.addr)?;
         Ok(Options {
             iface,
-            addr: addr.into(),
+            addr,
+            addr6,
             queues: self.queues,
             batch: usize::from(self.batch),
             stats: self.stats,
@@ -112,5 +114,46 @@ impl DataplaneArgs {
             lend: 0,
             ctl,
         })
+    }
+}
+
+/// The IPv4 and the IPv6 address among `addrs`: at least one, at most one of each.
+fn split_families(addrs: &[IpAddr]) -> Result<(Option<wire::Ipv4Addr>, Option<wire::Ipv6Addr>), String> {
+    let (mut v4, mut v6) = (None, None);
+    for a in addrs {
+        match a {
+            IpAddr::V4(a) if v4.is_none() => v4 = Some((*a).into()),
+            IpAddr::V6(a) if v6.is_none() => v6 = Some((*a).into()),
+            _ => return Err(format!("--addr {a}: one address per family (one IPv4, one IPv6) is served")),
+        }
+    }
+    if let Some(a) =
+        v6.filter(|a: &wire::Ipv6Addr| a.is_multicast() || a.is_link_local() || *a == wire::Ipv6Addr::UNSPECIFIED)
+    {
+        return Err(format!("--addr {a}: serve a unicast address of global scope (not multicast, link-local or ::)"));
+    }
+    if v4.is_none() && v6.is_none() {
+        return Err("--addr ADDR is required".into());
+    }
+    Ok((v4, v6))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::split_families;
+
+    fn split(a: &[&str]) -> Result<(Option<String>, Option<String>), String> {
+        let v: Vec<std::net::IpAddr> = a.iter().map(|s| s.parse().unwrap()).collect();
+        split_families(&v).map(|(x, y)| (x.map(|a| a.to_string()), y.map(|a| a.to_string())))
+    }
+
+    #[test]
+    fn one_address_per_family() {
+        assert_eq!(split(&["198.18.0.10"]), Ok((Some("198.18.0.10".into()), None)));
+        assert_eq!(split(&["2001:2::10", "198.18.0.10"]), Ok((Some("198.18.0.10".into()), Some("2001:2::10".into()))));
+        assert!(split(&["198.18.0.10", "198.18.0.11"]).unwrap_err().contains("one address per family"));
+        assert!(split(&["fe80::1"]).unwrap_err().contains("link-local"));
+        assert!(split(&["ff02::1"]).unwrap_err().contains("multicast"));
+        assert!(split(&[]).unwrap_err().contains("required"));
     }
 }

@@ -35,7 +35,7 @@ where
     A: Service + Send + 'static,
     F: FnMut(u32) -> A,
 {
-    let Opened { ifc, owns_alone, filter, ports, held } = opened;
+    let Opened { ifc, owns_alone, owns_alone6, filter, ports, held } = opened;
     let (capture, tap) = match &opts.pcap {
         Some(p) => {
             let (c, t) = Capture::create(p).map_err(|e| format!("cannot create capture file: {e}"))?;
@@ -50,7 +50,12 @@ where
     let mut running = Running { filter, held, capture, stop, epoch, handles: Vec::new(), snapshots: Vec::new() };
     for (q, port) in ports.into_iter().enumerate() {
         let mut app = make_app(q as u32);
-        let mut ecfg = EngineConfig::new(opts.addr, ifc.mac, owns_alone, &ifc.name);
+        let mut ecfg =
+            EngineConfig::new(opts.addr.unwrap_or(wire::Ipv4Addr::UNSPECIFIED), ifc.mac, owns_alone, &ifc.name);
+        ecfg.addr = opts.addr;
+        if let Some(a) = opts.addr6 {
+            ecfg = ecfg.with_ipv6(a, owns_alone6);
+        }
         ecfg.mtu = ifc.mtu;
         ecfg.batch = opts.batch;
         ecfg.idle_spins = opts.idle_spins;

@@ -16,15 +16,17 @@ use std::path::PathBuf;
 use std::sync::atomic::AtomicUsize;
 use std::sync::Arc;
 use std::time::Duration;
-use wire::Ipv4Addr;
+use wire::{Ipv4Addr, Ipv6Addr};
 
 /// Options every dataplane command takes.
 #[derive(Debug, Clone)]
 pub struct Options {
     /// Interface name.
     pub iface: String,
-    /// Address served.
-    pub addr: Ipv4Addr,
+    /// IPv4 address served, if any.
+    pub addr: Option<Ipv4Addr>,
+    /// IPv6 address served, if any.
+    pub addr6: Option<Ipv6Addr>,
     /// Queues to serve (default: all of the interface's).
     pub queues: Option<u32>,
     /// Receive batch bound.
@@ -62,6 +64,13 @@ pub struct CtlOptions {
     pub pps: Option<u64>,
     /// Bits per second to ask for.
     pub bps: Option<u64>,
+}
+
+impl Options {
+    /// The IPv4 address, for what is served over IPv4 only so far (`what` names it).
+    pub fn addr4(&self, what: &str) -> Result<Ipv4Addr, String> {
+        self.addr.ok_or_else(|| format!("{what} needs an IPv4 --addr (it is not served over IPv6 yet)"))
+    }
 }
 
 /// What the engines return when they stop.

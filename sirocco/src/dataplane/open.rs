@@ -12,6 +12,7 @@ use std::time::Duration;
 pub(super) struct Opened {
     pub(super) ifc: Interface,
     pub(super) owns_alone: bool,
+    pub(super) owns_alone6: bool,
     /// The filter, when this process attached it (not behind `sirocco ctl`).
     pub(super) filter: Option<Filter>,
     pub(super) ports: Vec<XskPort>,
@@ -29,14 +30,31 @@ pub(super) fn open(opts: &Options, grants: &[Grant], what: &str) -> Result<Opene
     if queues == 0 || queues > ifc.rx_queues {
         return Err(format!("{} has {} receive queue(s); cannot serve {queues}", ifc.name, ifc.rx_queues));
     }
-    let owns_alone = !ifc.kernel_has(opts.addr).map_err(|e| format!("reading addresses of {}: {e}", ifc.name))?;
+    if opts.addr6.is_some() {
+        if let Some(&(_, port)) = grants.iter().find(|g| g.0 == wire::Protocol::TCP) {
+            return Err(format!("{what}: TCP (port {port}) is not served over IPv6 yet; give an IPv4 --addr only"));
+        }
+    }
+    let reading = |e: std::io::Error| format!("reading addresses of {}: {e}", ifc.name);
+    let owns_alone = match opts.addr {
+        Some(a) => !ifc.kernel_has(a).map_err(reading)?,
+        None => false,
+    };
+    let owns_alone6 = match opts.addr6 {
+        Some(a) => !ifc.kernel_has6(a).map_err(reading)?,
+        None => false,
+    };
 
     let mut filter = Filter::attach(&ifc.name, ifc.index).map_err(|e| e.to_string())?;
-    if owns_alone {
-        filter.own_alone(opts.addr).map_err(|e| e.to_string())?;
-    }
-    for &(proto, port) in grants {
-        filter.grant(opts.addr, proto, port).map_err(|e| e.to_string())?;
+    let served =
+        opts.addr.map(|a| (a.into(), owns_alone)).into_iter().chain(opts.addr6.map(|a| (a.into(), owns_alone6)));
+    for (addr, alone) in served {
+        if alone {
+            filter.own_alone(addr).map_err(|e| e.to_string())?;
+        }
+        for &(proto, port) in grants {
+            filter.grant(addr, proto, port).map_err(|e| e.to_string())?;
+        }
     }
     let base = XskConfig::default();
     let mut xcfg =
@@ -58,15 +76,24 @@ pub(super) fn open(opts: &Options, grants: &[Grant], what: &str) -> Result<Opene
     }
     if !opts.quiet {
         let mode = ports.first().map(|p| p.mode()).unwrap_or(BindMode::Copy);
-        eprintln!(
-            "sirocco: {what} on {} {} ({}), {queues} queue(s), AF_XDP {} mode, XDP filter in {} mode, UMEM on {}",
-            ifc.name,
-            opts.addr,
-            if owns_alone {
-                "address owned by sirocco: it answers ARP and ping"
+        let ownership = |alone: bool, family: &str| {
+            if alone {
+                format!("owned by sirocco: it answers {family} and ping")
             } else {
-                "address shared with the kernel"
-            },
+                "shared with the kernel".to_string()
+            }
+        };
+        let mut said = Vec::new();
+        if let Some(a) = opts.addr {
+            said.push(format!("{a} ({})", ownership(owns_alone, "ARP")));
+        }
+        if let Some(a) = opts.addr6 {
+            said.push(format!("{a} ({})", ownership(owns_alone6, "neighbour discovery")));
+        }
+        eprintln!(
+            "sirocco: {what} on {} {}, {queues} queue(s), AF_XDP {} mode, XDP filter in {} mode, UMEM on {}",
+            ifc.name,
+            said.join(" and "),
             if mode == BindMode::ZeroCopy { "zero-copy" } else { "copy" },
             if filter.mode() == AttachMode::Driver { "driver" } else { "generic" },
             // The worst of the queues' (they are all made alike).
@@ -80,12 +107,16 @@ pub(super) fn open(opts: &Options, grants: &[Grant], what: &str) -> Result<Opene
             );
         }
     }
-    Ok(Opened { ifc, owns_alone, filter: Some(filter), ports, held: None })
+    Ok(Opened { ifc, owns_alone, owns_alone6, filter: Some(filter), ports, held: None })
 }
 
 /// Behind `sirocco ctl`: the daemon answers ARP and owns the interface; the server gets a
 /// virtual NIC carrying its one flow.
 fn open_granted(opts: &Options, c: &super::CtlOptions, grants: &[Grant], what: &str) -> Result<Opened, String> {
+    if opts.addr6.is_some() {
+        return Err(format!("{what} cannot run behind sirocco ctl over IPv6 yet: give an IPv4 --addr"));
+    }
+    let addr = opts.addr4(what)?;
     let &[(proto, port)] = grants else {
         return Err(format!("{what} cannot run behind sirocco ctl: it needs more than one flow"));
     };
@@ -100,7 +131,7 @@ fn open_granted(opts: &Options, c: &super::CtlOptions, grants: &[Grant], what: &
     let memory = (frames * base.frame_size).next_multiple_of(2 << 20) as u64 + lend;
     let want = ctl::Want {
         app: app.clone(),
-        addr: opts.addr.into(),
+        addr: addr.into(),
         proto: ctl::Proto::from_number(proto).ok_or_else(|| format!("{what}: sirocco ctl grants UDP and TCP only"))?,
         port,
         queues: opts.queues.unwrap_or(1),
@@ -114,12 +145,12 @@ fn open_granted(opts: &Options, c: &super::CtlOptions, grants: &[Grant], what: &
         eprintln!(
             "sirocco: {what} on {} {} through sirocco ctl (grant {} as '{app}'), {} queue(s), AF_XDP copy mode",
             g.ifc.name,
-            opts.addr,
+            addr,
             g.grant,
             g.ports.len()
         );
     }
-    Ok(Opened { ifc: g.ifc, owns_alone: false, filter: None, ports: g.ports, held: Some(g.held) })
+    Ok(Opened { ifc: g.ifc, owns_alone: false, owns_alone6: false, filter: None, ports: g.ports, held: Some(g.held) })
 }
 
 /// Opens the socket of queue `q` (also a pipeline's ports). A socket the last process on this queue had is torn down

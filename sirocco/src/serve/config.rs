@@ -5,7 +5,7 @@
 use serde::de::{self, DeserializeOwned, Visitor};
 use serde::Deserialize;
 use std::collections::BTreeMap;
-use std::net::Ipv4Addr;
+use std::net::IpAddr;
 use std::path::Path;
 
 /// The keys every server's config file takes (the same as the command-line options).
@@ -13,14 +13,35 @@ use std::path::Path;
 pub struct Common {
     /// Interface.
     pub iface: Option<String>,
-    /// Address.
-    pub addr: Option<Ipv4Addr>,
+    /// Address: one (`addr = "198.18.0.10"`), or one of each family
+    /// (`addr = ["198.18.0.10", "2001:2::10"]`).
+    pub addr: Option<Addrs>,
     /// Queues.
     pub queues: Option<u32>,
     /// CPUs to pin the engines to.
     pub cpus: Option<Vec<usize>>,
     /// Port.
     pub port: Option<u16>,
+}
+
+/// The `addr` key: one address or a list.
+#[derive(Deserialize, Debug, Clone, PartialEq)]
+#[serde(untagged)]
+pub enum Addrs {
+    /// One address.
+    One(IpAddr),
+    /// Several.
+    Many(Vec<IpAddr>),
+}
+
+impl Addrs {
+    /// The addresses, in order.
+    pub fn list(self) -> Vec<IpAddr> {
+        match self {
+            Addrs::One(a) => vec![a],
+            Addrs::Many(v) => v,
+        }
+    }
 }
 
 /// A config file read: the common keys and the server's own (`C`, a struct deriving

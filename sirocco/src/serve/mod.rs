@@ -65,7 +65,9 @@ impl ServeArgs {
         let (common, own) = file.map(|f| (f.common, f.own)).unwrap_or_default();
         let mut dp = self.dp.clone();
         dp.iface = dp.iface.or(common.iface);
-        dp.addr = dp.addr.or(common.addr);
+        if dp.addr.is_empty() {
+            dp.addr = common.addr.map(config::Addrs::list).unwrap_or_default();
+        }
         dp.queues = dp.queues.or(common.queues);
         dp.cpus = dp.cpus.or(common.cpus);
         let port = self.port.or(common.port).unwrap_or(d.port);
