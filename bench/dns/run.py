@@ -6,7 +6,8 @@ veth's NAPI thread, driven by kxdpgun on CPU 0 (placement of BENCHMARKING.md).
 Zones of ZONES names (default 10, 10000, 1000000) are generated with a realistic mix
 (addresses, IPv6, MX, CNAME, TXT under empty non-terminals, a wildcard); the queries hit
 existing names with their types, CNAMEs, the wildcard, and names that do not exist
-(NXDOMAIN, about a fifth). For each server, zone and offered rate (RATES, queries/s),
+(NXDOMAIN, about a fifth). `sirocco6` is sirocco dns queried over IPv6 (2001:2::1, RFC 5180's
+range), everything else as `sirocco`: the IPv6 point of issue 21. For each server, zone and offered rate (RATES, queries/s),
 REPS runs of SECS seconds: answers/s from kxdpgun, the server core's busy CPU-seconds
 (/proc/stat) and the server processes' own CPU-seconds per million answers, the rcode mix.
 A sample of answers is checked with kdig against what the zone says before each server is
@@ -25,9 +26,10 @@ WORK = os.path.join(BUILD, "dns")
 NET = Testnet("bd")
 SRV_NS, CLI_NS, SRV_IF, CLI_IF = NET.srv_ns, NET.cli_ns, NET.srv_if, NET.cli_if
 SERVER_ADDR = "198.18.0.1"
+SERVER_ADDR6 = "2001:2::1"
 RATES = env_list("RATES", "250000,400000,1000000", int)
 ZONES = env_list("ZONES", "10,10000,1000000", int)
-SERVERS = env_list("SERVERS", "sirocco,sirocco-decompress,sirocco-echo,knot-xdp,nsd")
+SERVERS = env_list("SERVERS", "sirocco,sirocco6,sirocco-decompress,sirocco-echo,knot-xdp,nsd")
 OUT_NAME = os.environ.get("OUT_NAME", "dns")
 ORIGIN = "bench.test"
 
@@ -80,6 +82,7 @@ def zone_and_queries(n):
 class Server:
     def __init__(self, kind, zone, cpuset):
         self.kind, self.zone, self.cpuset, self.proc = kind, zone, cpuset, None
+        self.addr = SERVER_ADDR6 if kind == "sirocco6" else SERVER_ADDR
         self.dir = os.path.join(WORK, kind)
         os.makedirs(self.dir, exist_ok=True)
 
@@ -89,9 +92,9 @@ class Server:
             # costs on top of the dataplane. Same idle policy as the DNS server.
             return [SIROCCO, "echo", "--iface", SRV_IF, "--addr", SERVER_ADDR, "--port", "53", "--queues", "1",
                     "--cpus", str(SRV_CPU), "--idle-spins", "0"]
-        if self.kind in ("sirocco", "sirocco-decompress"):
+        if self.kind in ("sirocco", "sirocco6", "sirocco-decompress"):
             mode = "decompress" if self.kind == "sirocco-decompress" else "wire"
-            return [SIROCCO, "dns", "--iface", SRV_IF, "--addr", SERVER_ADDR, "--queues", "1", "--cpus", str(SRV_CPU),
+            return [SIROCCO, "dns", "--iface", SRV_IF, "--addr", self.addr, "--queues", "1", "--cpus", str(SRV_CPU),
                     "--key-mode", mode, "--zone", f"{ORIGIN}={self.zone}"] + os.environ.get("SIROCCO_ARGS", "").split()
         if self.kind == "knot-xdp":
             d = self.dir
@@ -127,7 +130,7 @@ class Server:
                 return
             if self.proc.poll() is not None:
                 raise RuntimeError(f"{self.kind} exited: see {self.dir}/server.log")
-            r = ns(CLI_NS, "kdig", f"@{SERVER_ADDR}", "+time=1", "+retry=0", f"{ORIGIN}.", "SOA", check=False)
+            r = ns(CLI_NS, "kdig", f"@{self.addr}", "+time=1", "+retry=0", f"{ORIGIN}.", "SOA", check=False)
             if "status: NOERROR" in r.stdout and "ANSWER: 1" in r.stdout:
                 return
             time.sleep(0.5)
@@ -152,11 +155,11 @@ class Server:
         ns(SRV_NS, "ip", "link", "set", "dev", SRV_IF, "xdp", "off", check=False)
 
 
-def check_sample(sample):
+def check_sample(sample, addr):
     """kdig each sampled query; returns (right, total)."""
     right = 0
     for name, t, rcode, want in sample:
-        r = ns(CLI_NS, "kdig", f"@{SERVER_ADDR}", "+time=1", "+retry=2", name, t, check=False)
+        r = ns(CLI_NS, "kdig", f"@{addr}", "+time=1", "+retry=2", name, t, check=False)
         if f"status: {rcode}" in r.stdout and want in r.stdout:
             right += 1
         else:
@@ -165,7 +168,7 @@ def check_sample(sample):
 
 
 def one_run(srv, qpath, rate):
-    k = kxdpgun(CLI_NS, CLI_IF, qpath, rate, SERVER_ADDR, srv.cpu)
+    k = kxdpgun(CLI_NS, CLI_IF, qpath, rate, srv.addr, srv.cpu)
     sent, answers, rcodes = k["sent"], k["answers"], k["rcodes"]
     return {
         "offered_qps": rate, "sent_qps": k["sent_qps"], "answers_ps": answers / SECS, "answered": answers / max(sent, 1),
@@ -204,7 +207,7 @@ def run_all(cpuset, results):
             srv.start()
             load_s = time.time() - t
             try:
-                right, total = check_sample(sample) if kind != "sirocco-echo" else (0, 0)
+                right, total = check_sample(sample, srv.addr) if kind != "sirocco-echo" else (0, 0)
             finally:
                 srv.stop()
             per[kind] = {"load_s": load_s, "sample_right": right, "sample": total, "points": []}
@@ -250,6 +253,11 @@ def write(results):
     lines += ["", "## Ratios (best point of each)", ""]
     for n, per in results.items():
         s = best(per.get("sirocco"))
+        v6 = best(per.get("sirocco6"))
+        if s and v6:
+            lines.append(f"- {n} names, sirocco over IPv6 / over IPv4: answers/s **{v6['answers_ps'] / s['answers_ps'] * 100:.0f}%**, "
+                         f"answers per server-core CPU-second **{s['core_s_per_m'] / v6['core_s_per_m'] * 100:.0f}%** "
+                         "(goal ≥ 95%)")
         for peer in ("knot-xdp", "nsd", "sirocco-decompress"):
             p = best(per.get(peer))
             if s and p:

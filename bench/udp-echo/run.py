@@ -2,6 +2,8 @@
 """UDP echo benchmark: sirocco echo vs a kernel recvmmsg/sendmmsg echo vs the simplest AF_XDP
 echo in C (xsk_echo.c: the floor of this path) vs an in-kernel XDP_TX bounce, in one run, on the placement of BENCHMARKING.md (server side on CPU 1, generator on
 CPU 0, each veth end's NAPI thread on its own side's CPU), driven by `sirocco gen udp`.
+`sirocco6` is sirocco's echo over IPv6 (2001:2::1, RFC 5180's range; the generator from
+2001:2::20, an address of its own), the rest as `sirocco`: the IPv6 point of issue 21.
 
 For each server and offered load, REPS runs of SECS seconds; reports the median of replies/s,
 server-core busy CPU-seconds per million replies (from /proc/stat), the server process's own
@@ -18,21 +20,24 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 NET = Testnet("bx")
 SRV_NS, CLI_NS, SRV_IF, CLI_IF = NET.srv_ns, NET.cli_ns, NET.srv_if, NET.cli_if
 SERVER_ADDR, CLIENT_ADDR = "198.18.0.1", "198.18.0.2"
+SERVER_ADDR6, CLIENT_ADDR6 = "2001:2::1", "2001:2::20"
 RATES = env_list("RATES", "100000,200000,400000,600000,800000,0", int)
 SIZE = int(os.environ.get("SIZE", "64"))
-SERVERS = env_list("SERVERS", "sirocco,kernel,xsk_echo,xdp_tx")
+SERVERS = env_list("SERVERS", "sirocco,sirocco6,kernel,xsk_echo,xdp_tx")
 
 
 class Server:
     def __init__(self, kind):
         self.proc = None
         self.kind, self.bin = server_kind(kind, SIROCCO)
+        v6 = self.kind == "sirocco6"
+        self.addr, self.client = (SERVER_ADDR6, CLIENT_ADDR6) if v6 else (SERVER_ADDR, CLIENT_ADDR)
 
     def start(self):
-        if self.kind == "sirocco":
+        if self.kind in ("sirocco", "sirocco6"):
             self.proc = subprocess.Popen(
                 ["ip", "netns", "exec", SRV_NS, "taskset", "-c", str(SRV_CPU), self.bin, "echo", "--iface", SRV_IF,
-                 "--addr", SERVER_ADDR, "--queues", "1", "--cpus", str(SRV_CPU)],
+                 "--addr", self.addr, "--queues", "1", "--cpus", str(SRV_CPU)],
                 stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
         elif self.kind == "kernel":
             self.proc = subprocess.Popen(
@@ -69,8 +74,8 @@ class Server:
 def one_run(server, rate):
     report = f"/tmp/sirocco-bench-{os.getpid()}.json"
     b0, p0, t0 = cpu_busy(SRV_CPU), proc_cpu(server.pid()), time.time()
-    r = ns(CLI_NS, "taskset", "-c", str(GEN_CPU), SIROCCO, "gen", "udp", "--iface", CLI_IF, "--addr", CLIENT_ADDR,
-           "--dst", SERVER_ADDR, "--rate", str(rate), "--size", str(SIZE), "--flows", "16", "--duration", str(SECS),
+    r = ns(CLI_NS, "taskset", "-c", str(GEN_CPU), SIROCCO, "gen", "udp", "--iface", CLI_IF, "--addr", server.client,
+           "--dst", server.addr, "--rate", str(rate), "--size", str(SIZE), "--flows", "16", "--duration", str(SECS),
            "--drain", "0.3", "--cpus", str(GEN_CPU), "--json", report, check=False)
     b1, p1, t1 = cpu_busy(SRV_CPU), proc_cpu(server.pid()), time.time()
     if r.returncode != 0:
@@ -143,6 +148,14 @@ def write(results):
             sent = f"{p['server_sent_pps']:.0f}" if p.get("server_sent_pps") else "–"
             lines.append(f"| {kind} | {p['offered_pps'] or 'max'} | {p['replies_pps']:.0f} | {sent} | {p['loss'] * 100:.2f}% | {core} | {proc} | {p['p50_us']:.0f} | {p['p99_us']:.0f} |")
     s, k, x, m = sat("sirocco"), sat("kernel"), sat("xdp_tx"), sat("xsk_echo")
+    s6 = sat("sirocco6")
+    if s and s6:
+        lines += ["", "## IPv6 against IPv4 (best replies/s point of each)", ""]
+        lines.append(f"- sirocco over IPv6 / over IPv4 replies/s: **{s6['replies_pps'] / s['replies_pps'] * 100:.0f}%** "
+                     f"({s6['replies_pps']:.0f} vs {s['replies_pps']:.0f})")
+        if s.get("core_us_per_reply") and s6.get("core_us_per_reply"):
+            lines.append(f"- replies per server-core CPU-second: **{s['core_us_per_reply'] / s6['core_us_per_reply'] * 100:.0f}%** "
+                         "of IPv4's (goal ≥ 95%)")
     if s and k:
         lines += ["", "## Ratios at saturation (best replies/s point of each)", ""]
         lines.append(f"- sirocco / kernel replies/s: **{s['replies_pps'] / k['replies_pps']:.2f}×** "
