@@ -800,8 +800,8 @@ impl tcp::Output for TcpOut {
     fn room(&self) -> usize {
         16
     }
-    fn send(&mut self, local: Ipv4Addr, remote: Ipv4Addr, len: usize, write: &mut dyn FnMut(&mut [u8])) {
-        assert_eq!((local, remote), (B, A));
+    fn send(&mut self, local: wire::IpAddr, remote: wire::IpAddr, len: usize, write: &mut dyn FnMut(&mut [u8])) {
+        assert_eq!((local, remote), (B.into(), A.into()));
         let mut b = vec![0u8; len];
         write(&mut b);
         let p = TcpPacket::new_checked(&b[..]).expect("emitted segment is well formed");
@@ -828,7 +828,7 @@ impl tcp::Source for EchoConn {
 
 impl tcp::App for EchoApp {
     type Conn = EchoConn;
-    fn accept(&mut self, _: tcp::Handle, _: u16, _: (Ipv4Addr, u16)) -> Option<EchoConn> {
+    fn accept(&mut self, _: tcp::Handle, _: u16, _: (wire::IpAddr, u16)) -> Option<EchoConn> {
         Some(EchoConn::default())
     }
     fn recv(&mut self, _: tcp::Handle, c: &mut EchoConn, data: &[u8], ctl: &mut tcp::Ctl) {
@@ -860,7 +860,7 @@ pub fn tcp_endpoint(data: &[u8]) {
         options: TcpOptions { mss: Some(1000), sack_permitted: true, timestamps: Some((1, 0)), ..Default::default() },
         payload_len: 0,
     };
-    ep.input(&mut app, tcp::Instant::ZERO, A, B, &syn, &[]);
+    ep.input(&mut app, tcp::Instant::ZERO, A.into(), B.into(), &syn, &[]);
     ep.output(&mut app, tcp::Instant::ZERO, &mut out);
     let iss = out.0.last().map_or(0, |b| TcpPacket::new_unchecked(&b[..]).seq());
     let mut now = tcp::Instant::ZERO;
@@ -874,7 +874,7 @@ pub fn tcp_endpoint(data: &[u8]) {
             p.fill_checksum(A, B);
             let p = TcpPacket::new_checked(&b[..]).unwrap();
             if let Ok(r) = TcpRepr::parse(&p, A, B) {
-                ep.input(&mut app, now, A, B, &r, p.payload());
+                ep.input(&mut app, now, A.into(), B.into(), &r, p.payload());
             }
         }
         ep.advance(&mut app, now);
@@ -907,7 +907,8 @@ pub fn engine_frame(data: &[u8]) {
     let c = e.counters();
     let out = wire.take_sent();
     assert_eq!(c.rx_packets, 1);
-    let answered = c.udp_replies + c.arp_replies + c.icmp_echo + c.icmpv6_echo + c.nd_replies + c.nd_learned;
+    let answered =
+        c.udp_replies + c.arp_replies + c.icmp_echo + c.icmpv6_echo + c.nd_replies + c.nd_learned + c.icmp_too_big;
     assert_eq!(c.total_drops() + answered, 1, "{c:?}");
     assert_eq!(out.len() as u64, c.tx_packets);
     assert_eq!(e.port().free_frames(), 4);

@@ -18,6 +18,11 @@ pub const CLIENT6: &str = "2001:2::2";
 pub const SERVER_OWN6: &str = "2001:2::10";
 pub const CLIENT_OWN6: &str = "2001:2::20";
 
+/// `host:port` for either family (IPv6 literals need brackets in text, not here).
+pub fn sockaddr(host: &str, port: u16) -> std::net::SocketAddr {
+    std::net::SocketAddr::new(host.parse().unwrap_or_else(|e| panic!("{host}: {e}")), port)
+}
+
 pub fn sirocco() -> &'static str {
     env!("CARGO_BIN_EXE_sirocco")
 }

@@ -281,19 +281,134 @@ fn malformed_ipv6_from_the_wire_is_counted_and_dropped() {
 }
 
 #[test]
-fn tcp_servers_refuse_an_ipv6_address_until_they_serve_it() {
+fn two_addresses_of_one_family_are_refused() {
     require_root();
     let net = TestNet::new(1);
-    let out = net.exec(
-        &net.srv_ns,
-        &[sirocco(), "echo", "--proto", "tcp", "--iface", &net.srv_if, "--addr", SERVER_OWN, "--addr", SERVER_OWN6],
-    );
-    let err = String::from_utf8_lossy(&out.stderr);
-    assert!(!out.status.success() && err.contains("not served over IPv6 yet"), "{err}");
-    assert!(!err.contains("panicked"));
-    assert!(!net.server_has_xdp(), "no filter left behind");
     let out =
         net.exec(&net.srv_ns, &[sirocco(), "echo", "--iface", &net.srv_if, "--addr", SERVER_OWN, "--addr", SERVER]);
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(!out.status.success() && err.contains("one address per family"), "{err}");
+    assert!(!err.contains("panicked"));
+    assert!(!net.server_has_xdp(), "no filter left behind");
+}
+
+#[test]
+fn web_over_ipv6_answers_curl_and_wrk() {
+    let root = crate::web::Root::new("web6");
+    let big = crate::web::pattern(300_000, 6);
+    root.write("index.html", b"<html><body>over IPv6</body></html>\n");
+    root.write("big.bin", &big);
+    let net = TestNet::new(1);
+    let s =
+        net.start(&["web", "--iface", &net.srv_if, "--addr", SERVER_OWN, "--addr", SERVER_OWN6, "--root", root.path()]);
+    s.wait_for_log("web on port 80", Duration::from_secs(10));
+    let out =
+        net.exec(&net.cli_ns, &["curl", "-6", "-sS", "--max-time", "10", &format!("http://[{SERVER_OWN6}]/big.bin")]);
+    assert!(out.status.success(), "curl -6: {}", String::from_utf8_lossy(&out.stderr));
+    assert!(out.stdout == big, "curl -6 got {} bytes, not the file's {}", out.stdout.len(), big.len());
+    let out =
+        net.exec(&net.cli_ns, &["curl", "-4", "-sS", "--max-time", "10", &format!("http://{SERVER_OWN}/index.html")]);
+    assert_eq!(out.stdout, b"<html><body>over IPv6</body></html>\n", "IPv4 served by the same server");
+    let out = net.exec(
+        &net.cli_ns,
+        &["wrk", "-t1", "-c20", "-d3s", "--timeout", "5s", &format!("http://[{SERVER_OWN6}]/index.html")],
+    );
+    let text = String::from_utf8_lossy(&out.stdout).into_owned();
+    assert!(out.status.success(), "{text}");
+    assert!(!text.contains("Socket errors") && !text.contains("Non-2xx"), "{text}");
+    let n: u64 = text
+        .lines()
+        .find(|l| l.contains("requests in"))
+        .and_then(|l| l.split_whitespace().next())
+        .and_then(|v| v.parse().ok())
+        .unwrap_or_else(|| panic!("{text}"));
+    assert!(n > 1000, "{text}");
+    let (st, log) = s.stop();
+    assert!(st.success(), "{log}");
+    assert!(crate::web::web_stat(&log, "responses prepared") >= n, "{}", crate::web::web_line(&log));
+}
+
+/// The frames of a pcap file (little-endian, as sirocco writes it).
+fn pcap_frames(path: &std::path::Path) -> Vec<Vec<u8>> {
+    let b = std::fs::read(path).unwrap();
+    assert_eq!(&b[..4], &[0xd4, 0xc3, 0xb2, 0xa1], "a little-endian pcap");
+    let (mut at, mut out) = (24, Vec::new());
+    while at + 16 <= b.len() {
+        let n = u32::from_le_bytes(b[at + 8..at + 12].try_into().unwrap()) as usize;
+        out.push(b[at + 16..at + 16 + n].to_vec());
+        at += 16 + n;
+    }
+    out
+}
+
+#[test]
+fn tcp_honours_an_ipv6_packet_too_big() {
+    let net = TestNet::new(1);
+    let pcap = std::env::temp_dir().join(format!("sirocco-ptb-{}.pcap", std::process::id()));
+    let s = net.start(&[
+        "echo",
+        "--proto",
+        "tcp",
+        "--iface",
+        &net.srv_if,
+        "--addr",
+        SERVER_OWN6,
+        "--pcap",
+        pcap.to_str().unwrap(),
+    ]);
+    let srv_mac = mac_of(&net, &net.srv_ns, &net.srv_if);
+    let cli_mac = mac_of(&net, &net.cli_ns, &net.cli_if);
+    let (cli_ns, cli_if) = (net.cli_ns.clone(), net.cli_if.clone());
+    let echoed = in_netns(&net.cli_ns.clone(), move || {
+        let mut c = TcpStream::connect_timeout(&sockaddr(SERVER_OWN6, 7), Duration::from_secs(5)).unwrap();
+        c.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+        let mut one = [0u8; 1];
+        c.write_all(b"x").unwrap();
+        c.read_exact(&mut one).unwrap();
+        // A router on the way says 1280 bytes is all it takes: the invoking packet is one of
+        // sirocco's segments to us.
+        let port = c.local_addr().unwrap().port();
+        let mut inner = vec![0u8; 40 + 20];
+        let r = wire::ipv6::Ipv6Repr {
+            src: a6(SERVER_OWN6),
+            dst: a6(CLIENT6),
+            protocol: NextHeader::TCP,
+            payload_len: 1420,
+            hop_limit: 63,
+            traffic_class: 0,
+            flow_label: 0,
+        };
+        r.emit(&mut inner);
+        inner[40..42].copy_from_slice(&7u16.to_be_bytes());
+        inner[42..44].copy_from_slice(&port.to_be_bytes());
+        let m = Icmpv6Repr::PacketTooBig { mtu: 1280 };
+        let mut msg = vec![0u8; m.len(inner.len())];
+        msg[8..].copy_from_slice(&inner);
+        let router = a6("2001:2::fe");
+        m.emit(router, a6(SERVER_OWN6), &mut msg);
+        let mut f = vec![0u8; IPV6_PAYLOAD_AT + msg.len()];
+        build::ipv6_headers(&mut f, (cli_mac, router), (srv_mac, a6(SERVER_OWN6)), NextHeader::ICMPV6, msg.len(), 64);
+        f[IPV6_PAYLOAD_AT..].copy_from_slice(&msg);
+        send_raw(&cli_ns, &cli_if, vec![f]);
+        std::thread::sleep(Duration::from_millis(100));
+        // Now a bulk echo: every segment sirocco sends must fit 1280 bytes.
+        let data: Vec<u8> = (0..200_000u32).map(|i| (i % 251) as u8).collect();
+        let mut w = c.try_clone().unwrap();
+        let d = data.clone();
+        let writer = std::thread::spawn(move || w.write_all(&d).unwrap());
+        let mut back = vec![0u8; data.len()];
+        c.read_exact(&mut back).unwrap();
+        writer.join().unwrap();
+        back == data
+    });
+    assert!(echoed, "the echo came back intact");
+    let c = stop_and_count(s);
+    assert_eq!(total(&c, "icmp_too_big"), 1, "{c}");
+    let frames = pcap_frames(&pcap);
+    let _ = std::fs::remove_file(&pcap);
+    let sent: Vec<&Vec<u8>> = frames.iter().filter(|f| f.len() > 14 && f[6..12] == srv_mac.0).collect();
+    let biggest = sent.iter().map(|f| f.len()).max().unwrap_or(0);
+    assert!(sent.len() > 100, "sirocco's segments are in the capture ({})", sent.len());
+    assert!(biggest <= 14 + 1280, "a segment of {biggest} bytes went out after the path MTU fell to 1280");
+    assert!(biggest > 14 + 1200, "and the segments are as large as the path allows ({biggest})");
 }

@@ -21,8 +21,8 @@ impl Stream {
 }
 
 fn connect(dst: &str) -> TcpStream {
-    let s = TcpStream::connect_timeout(&format!("{dst}:7").parse().unwrap(), Duration::from_secs(5))
-        .unwrap_or_else(|e| panic!("connect to {dst}:7: {e}"));
+    let to = std::net::SocketAddr::new(dst.parse().unwrap(), 7);
+    let s = TcpStream::connect_timeout(&to, Duration::from_secs(5)).unwrap_or_else(|e| panic!("connect to {to}: {e}"));
     s.set_read_timeout(Some(Duration::from_secs(20))).unwrap();
     s.set_write_timeout(Some(Duration::from_secs(20))).unwrap();
     s
@@ -64,12 +64,34 @@ fn echo_stream(dst: &'static str, total: usize, seed: u64) -> usize {
 
 #[test]
 fn tcp_echo_carries_100_mb_each_way_intact() {
-    // The echo on the channel (the default) and on level-1 callbacks.
-    for api in ["channel", "callbacks"] {
+    hundred_mb_each_way(SERVER_OWN, &["channel", "callbacks"]);
+}
+
+#[test]
+fn tcp_echo_carries_100_mb_each_way_intact_over_ipv6() {
+    hundred_mb_each_way(SERVER_OWN6, &["channel"]);
+}
+
+/// 100 MB each way through the echo at `dst` (which serves both families at once), on each of
+/// `apis`: the channel (the default) and level-1 callbacks.
+fn hundred_mb_each_way(dst: &'static str, apis: &[&str]) {
+    for &api in apis {
         let net = TestNet::new(1);
-        let s = net.start(&["echo", "--proto", "tcp", "--tcp-api", api, "--iface", &net.srv_if, "--addr", SERVER_OWN]);
+        let s = net.start(&[
+            "echo",
+            "--proto",
+            "tcp",
+            "--tcp-api",
+            api,
+            "--iface",
+            &net.srv_if,
+            "--addr",
+            SERVER_OWN,
+            "--addr",
+            SERVER_OWN6,
+        ]);
         let bytes = 100 * 1000 * 1000;
-        let verified = in_netns(&net.cli_ns, move || echo_stream(SERVER_OWN, bytes, 7));
+        let verified = in_netns(&net.cli_ns, move || echo_stream(dst, bytes, 7));
         assert_eq!(verified, bytes, "{api}: every byte came back, then EOF");
         let (c, log) = stop_with_log(s);
         assert!(log.contains("accepted 1 closed 1 echoed 100000000 bytes"), "{api}: {log}");
@@ -144,14 +166,34 @@ fn segments_to_an_unserved_port_are_refused_by_the_kernel() {
 
 #[test]
 fn transfers_complete_intact_with_loss_both_ways() {
+    transfers_with_loss(SERVER_OWN);
+}
+
+#[test]
+fn transfers_complete_intact_with_loss_both_ways_over_ipv6() {
+    transfers_with_loss(SERVER_OWN6);
+}
+
+fn transfers_with_loss(dst: &'static str) {
     // sirocco drops 3% of what it receives and of what it sends: the kernel recovers what
     // sirocco dropped on receive, sirocco recovers what it dropped on send.
     let net = TestNet::new(1);
-    let s = net.start(&["echo", "--proto", "tcp", "--iface", &net.srv_if, "--addr", SERVER_OWN, "--impair-loss", "3"]);
+    let s = net.start(&[
+        "echo",
+        "--proto",
+        "tcp",
+        "--iface",
+        &net.srv_if,
+        "--addr",
+        SERVER_OWN,
+        "--addr",
+        SERVER_OWN6,
+        "--impair-loss",
+        "3",
+    ]);
     let each = 5 * 1000 * 1000;
     let verified = in_netns(&net.cli_ns, move || {
-        let threads: Vec<_> =
-            (0..4u64).map(|i| std::thread::spawn(move || echo_stream(SERVER_OWN, each, 100 + i))).collect();
+        let threads: Vec<_> = (0..4u64).map(|i| std::thread::spawn(move || echo_stream(dst, each, 100 + i))).collect();
         threads.into_iter().map(|t| t.join().unwrap()).sum::<usize>()
     });
     assert_eq!(verified, 4 * each);

@@ -60,7 +60,7 @@ pub fn with_tls<T: Send + 'static>(
     talk: impl FnOnce(&mut rustls::StreamOwned<rustls::ClientConnection, TcpStream>) -> T + Send + 'static,
 ) -> T {
     in_netns(ns, move || {
-        let s = TcpStream::connect_timeout(&format!("{dst}:{port}").parse().unwrap(), Duration::from_secs(5))
+        let s = TcpStream::connect_timeout(&sockaddr(dst, port), Duration::from_secs(5))
             .unwrap_or_else(|e| panic!("connect {dst}:{port}: {e}"));
         s.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
         let c = rustls::ClientConnection::new(client_config(), ServerName::try_from("sirocco.test").unwrap()).unwrap();

@@ -42,7 +42,7 @@ pub fn split_response(buf: &[u8], no_body: bool) -> Option<(Resp, usize)> {
 /// server closes (or 10 s pass); returns everything received.
 pub fn exchange(ns: &str, dst: &'static str, port: u16, raw: Vec<u8>) -> Vec<u8> {
     in_netns(ns, move || {
-        let mut s = TcpStream::connect_timeout(&format!("{dst}:{port}").parse().unwrap(), Duration::from_secs(5))
+        let mut s = TcpStream::connect_timeout(&sockaddr(dst, port), Duration::from_secs(5))
             .unwrap_or_else(|e| panic!("connect {dst}:{port}: {e}"));
         s.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
         s.write_all(&raw).unwrap();

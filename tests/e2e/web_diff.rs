@@ -27,7 +27,8 @@ pub fn nginx(ns: &str, root: &str) -> Nginx {
          http {{\n include /etc/nginx/mime.types;\n default_type application/octet-stream;\n access_log off;\n\
          sendfile on;\n server_tokens off;\n client_body_temp_path {d};\n proxy_temp_path {d};\n fastcgi_temp_path {d};\n\
          uwsgi_temp_path {d};\n scgi_temp_path {d};\n\
-         server {{ listen {SERVER}:80; listen {SERVER}:443 ssl; ssl_protocols TLSv1.3;\n\
+         server {{ listen {SERVER}:80; listen {SERVER}:443 ssl; listen [{SERVER6}]:80; listen [{SERVER6}]:443 ssl;\n\
+         ssl_protocols TLSv1.3;\n\
          ssl_certificate {c}/server.pem; ssl_certificate_key {c}/server.key;\n\
          root {root}; index index.html; }}\n}}\n",
         d = dir.display(),
@@ -45,7 +46,9 @@ pub fn nginx(ns: &str, root: &str) -> Nginx {
     while t.elapsed() < Duration::from_secs(10) {
         let out = Command::new("ip").args(["netns", "exec", ns, "ss", "-ltn"]).output().unwrap();
         let listening = String::from_utf8_lossy(&out.stdout).into_owned();
-        if listening.contains(&format!("{SERVER}:80")) && listening.contains(&format!("{SERVER}:443")) {
+        let all =
+            [format!("{SERVER}:80"), format!("{SERVER}:443"), format!("[{SERVER6}]:80"), format!("[{SERVER6}]:443")];
+        if all.iter().all(|a| listening.contains(a)) {
             return n;
         }
         std::thread::sleep(Duration::from_millis(50));
@@ -53,26 +56,39 @@ pub fn nginx(ns: &str, root: &str) -> Nginx {
     panic!("nginx did not start");
 }
 
+/// sirocco's address and nginx's, of one family.
+type Family = (&'static str, &'static str);
+const V4: Family = (SERVER_OWN, SERVER);
+const V6: Family = (SERVER_OWN6, SERVER6);
+
 #[test]
 fn same_answers_as_nginx() {
-    diff_against_nginx("diff", &[], false);
+    diff_against_nginx("diff", &[], false, V4);
+}
+
+/// Over IPv6: pre-packetised segments with IPv6's pseudo-header (copied: pre-copy replicas
+/// serve IPv4 only), and over HTTPS.
+#[test]
+fn same_answers_as_nginx_over_ipv6() {
+    diff_against_nginx("diff6", &[], false, V6);
+    diff_against_nginx("diff6-tls", &[], true, V6);
 }
 
 /// Stream mode (bodies read from disk as the window opens) answers as the packetised modes do.
 #[test]
 fn stream_mode_gives_the_same_answers_as_nginx() {
-    diff_against_nginx("diff-stream", &["--mode", "stream"], false);
+    diff_against_nginx("diff-stream", &["--mode", "stream"], false, V4);
 }
 
 /// Over HTTPS, against nginx with OpenSSL (TLS 1.3) on the same root: stream mode, and the
 /// default (pre-copy) mode, whose TLS connections seal their own segments.
 #[test]
 fn https_gives_the_same_answers_as_nginx() {
-    diff_against_nginx("diff-tls-stream", &["--mode", "stream"], true);
-    diff_against_nginx("diff-tls", &[], true);
+    diff_against_nginx("diff-tls-stream", &["--mode", "stream"], true, V4);
+    diff_against_nginx("diff-tls", &[], true, V4);
 }
 
-fn diff_against_nginx(tag: &str, mode: &[&str], tls: bool) {
+fn diff_against_nginx(tag: &str, mode: &[&str], tls: bool, (ours_addr, theirs_addr): Family) {
     let root = Root::new(tag);
     root.write("index.html", b"<html><body>root index</body></html>\n");
     root.write("a b.txt", b"space in the name\n");
@@ -87,7 +103,8 @@ fn diff_against_nginx(tag: &str, mode: &[&str], tls: bool) {
     root.write("noindex/file.txt", b"x\n");
     let net = TestNet::new(1);
     let _ng = nginx(&net.srv_ns, root.path());
-    let mut args = vec!["web", "--iface", &net.srv_if, "--addr", SERVER_OWN, "--root", root.path()];
+    let mut args =
+        vec!["web", "--iface", &net.srv_if, "--addr", SERVER_OWN, "--addr", SERVER_OWN6, "--root", root.path()];
     args.extend_from_slice(mode);
     let certs = crate::tls::cert_args();
     if tls {
@@ -105,7 +122,7 @@ fn diff_against_nginx(tag: &str, mode: &[&str], tls: bool) {
     };
 
     // An ETag and a date to ask with, from nginx.
-    let first = get(&net.cli_ns, SERVER, 80, "GET /style.css HTTP/1.1\r\nHost: a\r\nConnection: close\r\n\r\n");
+    let first = get(&net.cli_ns, theirs_addr, 80, "GET /style.css HTTP/1.1\r\nHost: a\r\nConnection: close\r\n\r\n");
     let etag = first.headers["etag"].clone();
     let lm = first.headers["last-modified"].clone();
     let h = "Host: a\r\nConnection: close\r\n";
@@ -180,8 +197,8 @@ fn diff_against_nginx(tag: &str, mode: &[&str], tls: bool) {
 
     let mut diffs = Vec::new();
     for req in &corpus {
-        let ours = get(&net.cli_ns, SERVER_OWN, 80, req);
-        let theirs = get(&net.cli_ns, SERVER, 80, req);
+        let ours = get(&net.cli_ns, ours_addr, 80, req);
+        let theirs = get(&net.cli_ns, theirs_addr, 80, req);
         let shown = req.lines().next().unwrap_or("").chars().take(80).collect::<String>();
         if ours.status != theirs.status {
             diffs.push(format!("{shown}: status {} vs nginx {}", ours.status, theirs.status));
@@ -206,7 +223,7 @@ fn diff_against_nginx(tag: &str, mode: &[&str], tls: bool) {
         }
     }
     for (r, want) in [("bytes=0-0,3-4", 200), ("bytes=5-4", 200)] {
-        let ours = get(&net.cli_ns, SERVER_OWN, 80, &format!("GET /style.css HTTP/1.1\r\n{h}Range: {r}\r\n\r\n"));
+        let ours = get(&net.cli_ns, ours_addr, 80, &format!("GET /style.css HTTP/1.1\r\n{h}Range: {r}\r\n\r\n"));
         assert_eq!(ours.status, want, "{r}");
     }
     drop(s);

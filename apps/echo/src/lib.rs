@@ -87,7 +87,7 @@ impl tcp::Source for EchoConn {
 impl tcp::App for TcpEcho {
     type Conn = EchoConn;
 
-    fn accept(&mut self, _h: tcp::Handle, _port: u16, _remote: (wire::Ipv4Addr, u16)) -> Option<EchoConn> {
+    fn accept(&mut self, _h: tcp::Handle, _port: u16, _remote: (wire::IpAddr, u16)) -> Option<EchoConn> {
         self.accepted += 1;
         Some(EchoConn::default())
     }
@@ -137,7 +137,7 @@ impl tcp::Source for Nothing {
 impl tcp::App for TcpDiscard {
     type Conn = Nothing;
 
-    fn accept(&mut self, _h: tcp::Handle, _port: u16, _remote: (wire::Ipv4Addr, u16)) -> Option<Nothing> {
+    fn accept(&mut self, _h: tcp::Handle, _port: u16, _remote: (wire::IpAddr, u16)) -> Option<Nothing> {
         self.accepted += 1;
         Some(Nothing)
     }
@@ -201,7 +201,7 @@ impl TcpSource {
 impl tcp::App for TcpSource {
     type Conn = Pattern;
 
-    fn accept(&mut self, _h: tcp::Handle, _port: u16, _remote: (wire::Ipv4Addr, u16)) -> Option<Pattern> {
+    fn accept(&mut self, _h: tcp::Handle, _port: u16, _remote: (wire::IpAddr, u16)) -> Option<Pattern> {
         self.accepted += 1;
         Some(Pattern { len: self.bytes, acked: 0 })
     }

@@ -19,15 +19,15 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use tcp::channel::{Calls, Event, Events, Extent, Server};
 use tcp::{Duration, End, Handle, Instant};
-use wire::Ipv4Addr;
+use wire::IpAddr;
 
 /// What to ask for.
 #[derive(Debug, Clone)]
 pub struct HttpGenConfig {
     /// Our address (the engine's).
-    pub local: Ipv4Addr,
+    pub local: IpAddr,
     /// The server.
-    pub dst: Ipv4Addr,
+    pub dst: IpAddr,
     /// Its port.
     pub port: u16,
     /// Host header.

@@ -16,7 +16,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use tcp::channel::{Calls, Event, Events, Outbox, Server};
 use tcp::{Duration, Handle, Instant};
-use wire::Ipv4Addr;
+use wire::IpAddr;
 
 /// A workload: key and value sizes and the share of gets.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -158,9 +158,9 @@ impl KeySpace {
 #[derive(Clone)]
 pub struct KvGenConfig {
     /// Our address (the engine's).
-    pub local: Ipv4Addr,
+    pub local: IpAddr,
     /// The server.
-    pub dst: Ipv4Addr,
+    pub dst: IpAddr,
     /// Its port.
     pub port: u16,
     /// The workload.

@@ -10,7 +10,7 @@ use crate::session::{Ctx, Flow, Info, Session};
 use crate::stats::Board;
 use tcp::channel::streams::{StreamServer, Verdict, Writer, HIGH_WATER};
 use tcp::{End, Instant};
-use wire::Ipv4Addr;
+use wire::IpAddr;
 
 /// The version `version` answers (memcached's protocol level, and ours).
 pub const VERSION: &str = concat!("1.6.18-sirocco-", env!("CARGO_PKG_VERSION"));
@@ -98,7 +98,7 @@ impl StreamServer for Kv {
         self.now = self.shared.cache.time_at(unix_now());
     }
 
-    fn open(&mut self, _remote: (Ipv4Addr, u16), _port: u16) -> Option<Session> {
+    fn open(&mut self, _remote: (IpAddr, u16), _port: u16) -> Option<Session> {
         let c = self.shared.board.engine(self.engine);
         c.curr_connections.inc();
         c.total_connections.inc();

@@ -283,7 +283,7 @@ mod tests {
         fn segment_mut(&mut self, frame: u64) -> &mut [u8] {
             &mut self.mem[frame as usize..frame as usize + 4096]
         }
-        fn send(&mut self, _remote: Ipv4Addr, frame: u64, len: usize, write: &mut dyn FnMut(&mut [u8])) {
+        fn send(&mut self, _remote: wire::IpAddr, frame: u64, len: usize, write: &mut dyn FnMut(&mut [u8])) {
             let seg = &mut self.mem[frame as usize..frame as usize + len];
             write(seg);
             self.sent.push((frame, seg.to_vec()));
@@ -304,7 +304,7 @@ mod tests {
     }
 
     fn send(reps: &mut Replicas, st: &Store, slot: u32, k: u64, port: u16, a: &mut Arena) -> Option<(u64, Vec<u8>)> {
-        let (src, dst) = (Ipv4Addr([198, 18, 0, 10]), Ipv4Addr([198, 18, 0, 2]));
+        let (src, dst) = (Ipv4Addr([198, 18, 0, 10]).into(), Ipv4Addr([198, 18, 0, 2]).into());
         let f = reps.take(st, slot, k, false, a)?;
         let r = repr(port, u32::from(port) * 1000 + k as u32, st.obj(slot).seg_len(k) as usize);
         tcp::PinnedFrames::send(a, dst, f, segment::HEADER + r.payload_len, &mut |s| segment::rewrite(s, &r, src, dst));

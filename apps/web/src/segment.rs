@@ -6,11 +6,12 @@
 //! that template. Serving a client copies the master and writes those fields; because they
 //! were zero, RFC 1624's update `HC' = ~(~HC + ~m + m')` reduces to adding the new words, plus
 //! the one word that was not zero in the template (offset and flags). The payload is never
-//! read again.
+//! read again. A master serves IPv4 and IPv6 alike: with zero addresses both pseudo-headers
+//! sum to the protocol and the length.
 
 use wire::checksum;
 use wire::tcp::{TcpFlags, TcpRepr};
-use wire::Ipv4Addr;
+use wire::{IpAddr, Ipv4Addr};
 
 /// TCP header of a prepared segment: 20 bytes and NOP NOP TIMESTAMP — the layout of every
 /// data segment of a connection that negotiated timestamps (all Linux clients do).
@@ -50,11 +51,20 @@ fn words32(v: u32) -> u64 {
     u64::from(v >> 16) + u64::from(v & 0xffff)
 }
 
+/// The sum of an address's 16-bit words, as its pseudo-header adds them.
+#[inline]
+fn addr_words(a: IpAddr) -> u64 {
+    match a {
+        IpAddr::V4(a) => words32(a.to_u32()),
+        IpAddr::V6(a) => checksum::add(0, &a.0),
+    }
+}
+
 /// Copies `master` (a segment from [`build_master`]) into `buf` and makes it `repr`'s
 /// segment from `src` to `dst`: the header fields are written and the checksum updated
 /// incrementally. `repr` must [`fit`](fits) and carry exactly the master's payload length.
 #[inline]
-pub fn write(master: &[u8], repr: &TcpRepr, src: Ipv4Addr, dst: Ipv4Addr, buf: &mut [u8]) {
+pub fn write(master: &[u8], repr: &TcpRepr, src: IpAddr, dst: IpAddr, buf: &mut [u8]) {
     debug_assert!(fits(repr) && master.len() == HEADER + repr.payload_len);
     let seg = &mut buf[..master.len()];
     seg.copy_from_slice(master);
@@ -63,7 +73,7 @@ pub fn write(master: &[u8], repr: &TcpRepr, src: Ipv4Addr, dst: Ipv4Addr, buf: &
 
 /// As [`write`], on a copy of the master that is already in place (a replica).
 #[inline]
-pub fn rewrite(seg: &mut [u8], repr: &TcpRepr, src: Ipv4Addr, dst: Ipv4Addr) {
+pub fn rewrite(seg: &mut [u8], repr: &TcpRepr, src: IpAddr, dst: IpAddr) {
     let (tsval, tsecr) = repr.options.timestamps.unwrap_or((0, 0));
     let flags = (8u16 << 12) | u16::from(repr.flags.0);
     seg[0..2].copy_from_slice(&repr.src_port.to_be_bytes());
@@ -76,8 +86,8 @@ pub fn rewrite(seg: &mut [u8], repr: &TcpRepr, src: Ipv4Addr, dst: Ipv4Addr) {
     seg[28..32].copy_from_slice(&tsecr.to_be_bytes());
     let hc = u16::from_be_bytes([seg[16], seg[17]]);
     // The fields that were zero in the template: their old words add nothing.
-    let added = words32(src.to_u32())
-        + words32(dst.to_u32())
+    let added = addr_words(src)
+        + addr_words(dst)
         + u64::from(repr.src_port)
         + u64::from(repr.dst_port)
         + words32(repr.seq)
@@ -108,9 +118,18 @@ mod tests {
     }
 
     #[test]
-    fn same_bytes_as_the_ordinary_path() {
-        let src = Ipv4Addr([198, 18, 0, 1]);
-        let dst = Ipv4Addr([198, 18, 0, 2]);
+    fn same_bytes_as_the_ordinary_path_in_both_families() {
+        let v6 = |s: &str| IpAddr::V6(s.parse::<std::net::Ipv6Addr>().unwrap().into());
+        let pairs = [
+            (IpAddr::V4(Ipv4Addr([198, 18, 0, 1])), IpAddr::V4(Ipv4Addr([198, 18, 0, 2]))),
+            (v6("2001:2::1"), v6("2001:2::ffff:2")),
+        ];
+        for (src, dst) in pairs {
+            same_bytes(src, dst);
+        }
+    }
+
+    fn same_bytes(src: IpAddr, dst: IpAddr) {
         for len in [1usize, 2, 3, 100, 1447, 1448] {
             let payload: Vec<u8> = (0..len).map(|i| (i * 7 + 3) as u8).collect();
             let mut m = Vec::new();

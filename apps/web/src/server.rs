@@ -16,7 +16,7 @@ use http::response::{self, ContentRange, Head};
 use http::{Method, Parsed, Request};
 use std::cell::Cell;
 use tcp::{Ctl, Duration, End, Handle, Instant, PinnedFrames, SegOut};
-use wire::Ipv4Addr;
+use wire::IpAddr;
 
 /// Per-connection limits and timeouts.
 #[derive(Debug, Clone, Copy)]
@@ -505,7 +505,7 @@ impl WebApp {
 impl tcp::App for WebApp {
     type Conn = Conn;
 
-    fn accept(&mut self, _h: Handle, _port: u16, _remote: (Ipv4Addr, u16)) -> Option<Conn> {
+    fn accept(&mut self, _h: Handle, _port: u16, _remote: (IpAddr, u16)) -> Option<Conn> {
         self.stats.accepted += 1;
         Some(Conn::new(self.now + self.settings.header_timeout))
     }
@@ -650,7 +650,7 @@ impl tcp::App for WebApp {
         lim.min(left).min(u64::from(u32::MAX)) as u32
     }
 
-    fn write_ready(&self, c: &Conn, seg: &SegOut, local: Ipv4Addr, remote: Ipv4Addr, buf: &mut [u8]) -> bool {
+    fn write_ready(&self, c: &Conn, seg: &SegOut, local: IpAddr, remote: IpAddr, buf: &mut [u8]) -> bool {
         let Some((obj, k, close)) = self.ready(c, seg) else {
             return false;
         };
@@ -663,11 +663,13 @@ impl tcp::App for WebApp {
         &mut self,
         c: &Conn,
         seg: &SegOut,
-        local: Ipv4Addr,
-        remote: Ipv4Addr,
+        local: IpAddr,
+        remote: IpAddr,
         arena: &mut dyn PinnedFrames,
     ) -> bool {
-        if self.replicas.is_none() {
+        // A replica sits where an IPv4 packet carries its segment; IPv6 clients get the same
+        // prepared segment copied (write_ready).
+        if self.replicas.is_none() || remote.is_ipv6() {
             return false;
         }
         let Some((obj, k, close)) = self.ready(c, seg) else {

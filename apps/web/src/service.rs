@@ -14,7 +14,7 @@ use std::time::{SystemTime, UNIX_EPOCH};
 use tcp::{Config, Duration, Instant, Limits};
 use tls::{Listener, Tls};
 use wire::tcp::TcpRepr;
-use wire::Ipv4Addr;
+use wire::IpAddr;
 
 fn wall_secs() -> u64 {
     SystemTime::now().duration_since(UNIX_EPOCH).map_or(0, |d| d.as_secs())
@@ -221,7 +221,7 @@ impl Service for WebService {
     }
 
     #[inline]
-    fn tcp(&mut self, now: Instant, src: Ipv4Addr, dst: Ipv4Addr, seg: &TcpRepr, payload: &[u8], view: u32) {
+    fn tcp(&mut self, now: Instant, src: IpAddr, dst: IpAddr, seg: &TcpRepr, payload: &[u8], view: u32) {
         self.tcp.app.app.now = now;
         self.tcp.tcp(now, src, dst, seg, payload, view);
     }

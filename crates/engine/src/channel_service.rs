@@ -9,7 +9,7 @@ use tcp::channel::{Buffers, Channel, Server, Views};
 use tcp::{Config, Limits};
 use timer::{Duration, Instant};
 use wire::tcp::TcpRepr;
-use wire::Ipv4Addr;
+use wire::IpAddr;
 
 /// Serves a channel application (`S`) on some ports.
 pub struct ChannelService<S: Server> {
@@ -65,8 +65,12 @@ impl<S: Server> Service for ChannelService<S> {
     }
 
     #[inline]
-    fn tcp(&mut self, now: Instant, src: Ipv4Addr, dst: Ipv4Addr, seg: &TcpRepr, payload: &[u8], view: u32) {
+    fn tcp(&mut self, now: Instant, src: IpAddr, dst: IpAddr, seg: &TcpRepr, payload: &[u8], view: u32) {
         self.ch.input(now, src, dst, seg, payload, view);
+    }
+
+    fn path_mtu(&mut self, local: IpAddr, remote: IpAddr, local_port: u16, remote_port: u16, mtu: u16) {
+        self.ch.path_mtu(local, remote, local_port, remote_port, mtu);
     }
 
     fn holds_tcp_frames(&self) -> bool {

@@ -198,6 +198,8 @@ pub struct Counters {
     pub nd_requests: u64,
     /// Neighbour advertisements received (their link-layer address learnt).
     pub nd_learned: u64,
+    /// ICMPv6 Packet Too Big about our TCP segments, handed to TCP as a path MTU.
+    pub icmp_too_big: u64,
     /// UDP datagrams handed to handlers.
     pub udp_delivered: u64,
     /// UDP replies sent.
@@ -262,6 +264,7 @@ impl Counters {
         self.nd_replies += o.nd_replies;
         self.nd_requests += o.nd_requests;
         self.nd_learned += o.nd_learned;
+        self.icmp_too_big += o.icmp_too_big;
         self.udp_delivered += o.udp_delivered;
         self.udp_replies += o.udp_replies;
         self.udp_consumed += o.udp_consumed;
@@ -292,6 +295,7 @@ impl Counters {
             ("nd_replies".into(), self.nd_replies),
             ("nd_requests".into(), self.nd_requests),
             ("nd_learned".into(), self.nd_learned),
+            ("icmp_too_big".into(), self.icmp_too_big),
             ("udp_delivered".into(), self.udp_delivered),
             ("udp_replies".into(), self.udp_replies),
             ("udp_consumed".into(), self.udp_consumed),

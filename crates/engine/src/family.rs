@@ -2,6 +2,8 @@
 //! same UDP code serves IPv4 and IPv6, compiled once per family.
 
 use crate::config::TTL;
+use crate::neighbour_cache::{NeighbourAddr, NeighbourCache};
+use crate::node::Node;
 use wire::checksum::PseudoHeader;
 use wire::ethernet::EthernetFrame;
 use wire::ipv4::{Ipv4Addr, Ipv4Packet};
@@ -9,7 +11,9 @@ use wire::ipv6::{self, Ipv6Addr, Ipv6Packet};
 use wire::IpAddr;
 
 /// An address family, as the receive path answers its packets.
-pub(crate) trait Family: PseudoHeader + Copy + Into<IpAddr> {
+pub(crate) trait Family: PseudoHeader + NeighbourAddr + Into<IpAddr> {
+    /// The engine's neighbour cache for this family.
+    fn neighbours(node: &mut Node) -> &mut NeighbourCache<Self>;
     /// Turns the headers of the received frame with its IP header at `hl` around: MACs and
     /// addresses swapped, a fresh TTL or hop limit.
     fn turn_around(buf: &mut [u8], hl: usize);
@@ -18,6 +22,10 @@ pub(crate) trait Family: PseudoHeader + Copy + Into<IpAddr> {
 }
 
 impl Family for Ipv4Addr {
+    fn neighbours(node: &mut Node) -> &mut NeighbourCache<Self> {
+        &mut node.arp
+    }
+
     #[inline]
     fn turn_around(buf: &mut [u8], hl: usize) {
         EthernetFrame::new_unchecked(&mut buf[..]).swap_addrs();
@@ -33,6 +41,10 @@ impl Family for Ipv4Addr {
 }
 
 impl Family for Ipv6Addr {
+    fn neighbours(node: &mut Node) -> &mut NeighbourCache<Self> {
+        &mut node.nd
+    }
+
     #[inline]
     fn turn_around(buf: &mut [u8], hl: usize) {
         EthernetFrame::new_unchecked(&mut buf[..]).swap_addrs();

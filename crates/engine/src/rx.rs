@@ -194,6 +194,7 @@ impl<A: Service + ?Sized> Rx<'_, A> {
         let at = L4 { hl, l4, end: l4 + repr.payload_len, src: repr.src, dst: repr.dst };
         match repr.protocol {
             NextHeader::UDP => self.udp(buf, at),
+            NextHeader::TCP => self.tcp(buf, at),
             NextHeader::ICMPV6 if self.node.cfg.owns_alone6 => self.icmpv6(buf, at, repr.hop_limit),
             _ => self.dropped(DropReason::Ipv6UnknownProtocol),
         }
@@ -264,6 +265,24 @@ impl<A: Service + ?Sized> Rx<'_, A> {
                 self.node.counters.nd_replies += 1;
                 Received::Reply(end)
             }
+            Icmpv6Repr::PacketTooBig { mtu } if ours => {
+                // The invoking packet: one of our TCP segments, as far as the router kept it.
+                let inner = &buf[at.l4 + icmpv6::HEADER_LEN..at.end];
+                if inner.len() < ipv6::HEADER_LEN + 4 || inner[6] != NextHeader::TCP {
+                    return self.dropped(DropReason::Icmpv6Ignored);
+                }
+                let (src, dst) = (Ipv6Addr::from_bytes(&inner[8..]), Ipv6Addr::from_bytes(&inner[24..]));
+                if src != at.dst {
+                    return self.dropped(DropReason::Icmpv6Ignored);
+                }
+                let p = &inner[ipv6::HEADER_LEN..];
+                let (sport, dport) = (u16::from_be_bytes([p[0], p[1]]), u16::from_be_bytes([p[2], p[3]]));
+                // RFC 8201 §4: never below IPv6's minimum link MTU.
+                let mtu = mtu.clamp(1280, u32::from(u16::MAX)) as u16;
+                self.app.path_mtu(src.into(), dst.into(), sport, dport, mtu);
+                self.node.counters.icmp_too_big += 1;
+                Received::Done
+            }
             Icmpv6Repr::NeighborAdvert { flags, target, target_mac } => {
                 self.node.counters.nd_learned += 1;
                 if let Some(m) = target_mac {
@@ -281,7 +300,7 @@ impl<A: Service + ?Sized> Rx<'_, A> {
 
     /// Hands a TCP segment to the application's TCP service; the frame is released after,
     /// or held while the application reads it.
-    fn tcp(&mut self, buf: &mut [u8], at: L4<Ipv4Addr>) -> Received {
+    fn tcp<F: Family>(&mut self, buf: &mut [u8], at: L4<F>) -> Received {
         let Ok(p) = TcpPacket::new_checked(&buf[at.l4..at.end]) else {
             return self.dropped(DropReason::TcpMalformed);
         };
@@ -299,7 +318,7 @@ impl<A: Service + ?Sized> Rx<'_, A> {
         self.learn_peer(at.src, mac, repr.flags.has(TcpFlags::SYN));
         self.node.counters.tcp_delivered += 1;
         let payload = p.payload();
-        self.app.tcp(self.now, at.src, at.dst, &repr, payload, self.view);
+        self.app.tcp(self.now, at.src.into(), at.dst.into(), &repr, payload, self.view);
         if self.app.holds_tcp_frames() {
             let len = payload.len();
             Received::Hold { at: (at.end - len) as u16, len: len as u16 }
@@ -313,9 +332,9 @@ impl<A: Service + ?Sized> Rx<'_, A> {
     /// answer to this engine's ARP request may reach another engine). A SYN only fills a free
     /// slot: a flood forges source addresses by the thousand and must neither redirect nor
     /// push out the real peers, which are learnt from their ACKs.
-    fn learn_peer(&mut self, src: Ipv4Addr, mac: MacAddr, syn: bool) {
+    fn learn_peer<F: Family>(&mut self, src: F, mac: MacAddr, syn: bool) {
         let now = self.now;
-        let arp = &mut self.node.arp;
+        let arp = F::neighbours(self.node);
         match arp.lookup(src, now) {
             Lookup::Known(m) if m == mac => {}
             Lookup::Known(_) if syn => {}

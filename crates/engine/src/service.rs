@@ -3,7 +3,7 @@
 
 use timer::{Duration, Instant};
 use wire::tcp::TcpRepr;
-use wire::{IpAddr, Ipv4Addr};
+use wire::IpAddr;
 
 /// A datagram handed to an application, in the receive buffer itself.
 pub struct Datagram<'a> {
@@ -76,8 +76,15 @@ pub trait Service {
     /// One TCP segment to one of [`Service::tcp_ports`], checksum verified; `payload` is a view of
     /// the receive buffer, valid for this call — or, when [`Service::holds_tcp_frames`], until
     /// [`Service::produce`] of this iteration returns, as `out.view(view)`.
-    fn tcp(&mut self, now: Instant, src: Ipv4Addr, dst: Ipv4Addr, seg: &TcpRepr, payload: &[u8], view: u32) {
+    fn tcp(&mut self, now: Instant, src: IpAddr, dst: IpAddr, seg: &TcpRepr, payload: &[u8], view: u32) {
         let _ = (now, src, dst, seg, payload, view);
+    }
+
+    /// A router on the way from `local:local_port` to `remote:remote_port` could not forward a
+    /// packet of ours larger than `mtu` (ICMPv6 Packet Too Big, ICMP fragmentation needed):
+    /// TCP sends smaller segments on that connection from now on.
+    fn path_mtu(&mut self, local: IpAddr, remote: IpAddr, local_port: u16, remote_port: u16, mtu: u16) {
+        let _ = (local, remote, local_port, remote_port, mtu);
     }
 
     /// Addresses of this application's state that `frame` (received, not yet checked) will
@@ -141,20 +148,20 @@ pub trait Originate {
         fill: &mut dyn FnMut(&mut [u8]) -> usize,
     ) -> Result<(), SendError>;
 
-    /// Builds an IPv4 packet carrying a TCP segment of `len` bytes to `dst`; `write` fills
-    /// the segment (header with its checksum, and payload).
-    fn tcp(&mut self, dst: Ipv4Addr, len: usize, write: &mut dyn FnMut(&mut [u8])) -> Result<(), SendError>;
+    /// Builds an IP packet (of `dst`'s family) carrying a TCP segment of `len` bytes to
+    /// `dst`; `write` fills the segment (header with its checksum, and payload).
+    fn tcp(&mut self, dst: IpAddr, len: usize, write: &mut dyn FnMut(&mut [u8])) -> Result<(), SendError>;
 
     /// The payload of the TCP segment this iteration handed over as `view` (for applications
     /// that [hold the frames](Service::holds_tcp_frames); empty otherwise).
     fn view(&self, view: u32) -> &[u8];
 
-    /// Builds an IPv4 packet carrying a TCP segment gathered from pieces: a header of
+    /// Builds an IP packet carrying a TCP segment gathered from pieces: a header of
     /// `header_len` bytes, then the payload `runs`, those in the lent region sent from where
     /// they are. See [`tcp::Gather::send`] for `fill` and `header`.
     fn tcp_gather(
         &mut self,
-        dst: Ipv4Addr,
+        dst: IpAddr,
         header_len: usize,
         runs: &[tcp::Placed],
         fill: &mut dyn FnMut(u64, &mut [u8]),
@@ -183,17 +190,19 @@ pub trait Originate {
     fn returned(&mut self, each: &mut dyn FnMut(u64)) {
         let _ = each;
     }
-    /// The TCP segment area of a pinned frame (after the link and IPv4 headers).
+    /// The TCP segment area of a pinned frame (after the link and IPv4 headers: pinned frames
+    /// serve IPv4 connections only).
     fn pinned_segment(&mut self, frame: u64) -> &mut [u8] {
         let _ = frame;
         &mut []
     }
     /// Sends the TCP segment of `len` bytes that pinned `frame` holds to `dst`, after `write`
-    /// has rewritten it in place; the engine writes the link and IPv4 headers. On failure the
-    /// frame comes back through [`Originate::returned`].
+    /// has rewritten it in place; the engine writes the link and IPv4 headers (an IPv6 `dst`
+    /// is refused with [`SendError::NoAddress`]). On failure the frame comes back through
+    /// [`Originate::returned`].
     fn tcp_pinned(
         &mut self,
-        dst: Ipv4Addr,
+        dst: IpAddr,
         frame: u64,
         len: usize,
         write: &mut dyn FnMut(&mut [u8]),

@@ -6,7 +6,7 @@ use crate::service::{Originate, SendError, Service};
 use tcp::{Config, Endpoint, Limits};
 use timer::{Duration, Instant};
 use wire::tcp::TcpRepr;
-use wire::Ipv4Addr;
+use wire::{IpAddr, Ipv4Addr, Ipv6Addr};
 
 /// Serves a level-1 TCP application (`T`) on some ports.
 pub struct TcpService<T: tcp::App> {
@@ -37,7 +37,7 @@ impl tcp::Output for Tx<'_> {
         self.room.min(self.out.room())
     }
 
-    fn send(&mut self, _local: Ipv4Addr, remote: Ipv4Addr, len: usize, write: &mut dyn FnMut(&mut [u8])) {
+    fn send(&mut self, _local: IpAddr, remote: IpAddr, len: usize, write: &mut dyn FnMut(&mut [u8])) {
         let r = self.out.tcp(remote, len, write);
         self.account(r);
     }
@@ -54,8 +54,8 @@ impl tcp::Output for Tx<'_> {
 impl tcp::Gather for Tx<'_> {
     fn send(
         &mut self,
-        _local: Ipv4Addr,
-        remote: Ipv4Addr,
+        _local: IpAddr,
+        remote: IpAddr,
         header_len: usize,
         runs: &[tcp::Placed],
         fill: &mut dyn FnMut(u64, &mut [u8]),
@@ -80,7 +80,7 @@ impl tcp::PinnedFrames for Tx<'_> {
         self.out.pinned_segment(frame)
     }
 
-    fn send(&mut self, remote: Ipv4Addr, frame: u64, len: usize, write: &mut dyn FnMut(&mut [u8])) {
+    fn send(&mut self, remote: IpAddr, frame: u64, len: usize, write: &mut dyn FnMut(&mut [u8])) {
         let r = self.out.tcp_pinned(remote, frame, len, write);
         self.account(r);
     }
@@ -128,18 +128,25 @@ impl<T: tcp::App> TcpService<T> {
     }
 }
 
-/// The table slots a received frame's TCP segment will be looked up in (an IPv4 TCP frame
-/// without VLAN tag; anything else has none), for [`Service::hints`].
+/// The table slots a received frame's TCP segment will be looked up in (a TCP frame without
+/// VLAN tag, over IPv4 or over IPv6 without extension headers; anything else has none), for
+/// [`Service::hints`].
 pub fn tcp_hints<A: tcp::App>(ep: &Endpoint<A>, frame: &[u8], each: &mut dyn FnMut(*const u8)) {
     const ETH: usize = 14;
-    if frame.len() < ETH + 40 || frame[12..14] != [0x08, 0x00] || frame[ETH + 9] != 6 {
-        return;
-    }
-    let ihl = usize::from(frame[ETH] & 0x0f) * 4;
-    let Some(ports) = frame.get(ETH + ihl..ETH + ihl + 4) else { return };
-    let ip = |at: usize| Ipv4Addr([frame[at], frame[at + 1], frame[at + 2], frame[at + 3]]);
+    let (src, dst, l4) = match frame.get(12..14) {
+        Some([0x08, 0x00]) if frame.len() >= ETH + 40 && frame[ETH + 9] == 6 => {
+            let ip = |at: usize| IpAddr::V4(Ipv4Addr::from_bytes(&frame[at..]));
+            (ip(ETH + 12), ip(ETH + 16), ETH + usize::from(frame[ETH] & 0x0f) * 4)
+        }
+        Some([0x86, 0xdd]) if frame.len() >= ETH + 60 && frame[ETH + 6] == 6 => {
+            let ip = |at: usize| IpAddr::V6(Ipv6Addr::from_bytes(&frame[at..]));
+            (ip(ETH + 8), ip(ETH + 24), ETH + 40)
+        }
+        _ => return,
+    };
+    let Some(ports) = frame.get(l4..l4 + 4) else { return };
     let (src_port, dst_port) = (u16::from_be_bytes([ports[0], ports[1]]), u16::from_be_bytes([ports[2], ports[3]]));
-    for p in ep.lookup_hints(ip(ETH + 16), ip(ETH + 12), dst_port, src_port) {
+    for p in ep.lookup_hints(dst, src, dst_port, src_port) {
         each(p);
     }
 }
@@ -153,8 +160,12 @@ impl<T: tcp::App> Service for TcpService<T> {
         tcp_hints(&self.ep, frame, each);
     }
 
+    fn path_mtu(&mut self, local: IpAddr, remote: IpAddr, local_port: u16, remote_port: u16, mtu: u16) {
+        self.ep.path_mtu(local, remote, local_port, remote_port, mtu);
+    }
+
     #[inline]
-    fn tcp(&mut self, now: Instant, src: Ipv4Addr, dst: Ipv4Addr, seg: &TcpRepr, payload: &[u8], _view: u32) {
+    fn tcp(&mut self, now: Instant, src: IpAddr, dst: IpAddr, seg: &TcpRepr, payload: &[u8], _view: u32) {
         self.ep.input(&mut self.app, now, src, dst, seg, payload);
     }
 
@@ -202,7 +213,7 @@ mod tests {
     struct Refuse;
     impl tcp::App for Refuse {
         type Conn = Nothing;
-        fn accept(&mut self, _h: Handle, _port: u16, _remote: (Ipv4Addr, u16)) -> Option<Nothing> {
+        fn accept(&mut self, _h: Handle, _port: u16, _remote: (IpAddr, u16)) -> Option<Nothing> {
             None
         }
         fn recv(&mut self, _h: Handle, _c: &mut Nothing, _data: &[u8], _ctl: &mut Ctl) {}
@@ -213,6 +224,7 @@ mod tests {
     fn hints_name_the_slots_of_the_frames_own_lookup() {
         let svc = TcpService::new(Refuse, &[80], Config::default(), Limits::default());
         let (client, server) = (Ipv4Addr([198, 18, 0, 2]), Ipv4Addr([198, 18, 0, 10]));
+        let (c, s) = (IpAddr::V4(client), IpAddr::V4(server));
         let seg = TcpRepr {
             src_port: 40_000,
             dst_port: 80,
@@ -230,12 +242,30 @@ mod tests {
         let len = ip.emit(&mut frame, seg.header_len(), 1, 64);
         let mut got = Vec::new();
         svc.hints(&frame[..len], &mut |p| got.push(p));
-        assert_eq!(got, svc.ep.lookup_hints(server, client, 80, 40_000).to_vec(), "the server's view of the tuple");
-        assert_ne!(got, svc.ep.lookup_hints(client, server, 40_000, 80).to_vec());
-        // Not TCP over IPv4: nothing.
+        assert_eq!(got, svc.ep.lookup_hints(s, c, 80, 40_000).to_vec(), "the server's view of the tuple");
+        assert_ne!(got, svc.ep.lookup_hints(c, s, 40_000, 80).to_vec());
+        // Not TCP: nothing.
         frame[IPV4_PAYLOAD_AT - 11] = 17;
         got.clear();
         svc.hints(&frame[..len], &mut |p| got.push(p));
         assert!(got.is_empty());
+        // Over IPv6.
+        let (c6, s6) = (
+            wire::Ipv6Addr([0x20, 1, 0, 2, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 2]),
+            wire::Ipv6Addr([0x20, 1, 0, 2, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0x10]),
+        );
+        let mut frame = vec![0u8; 120];
+        seg.emit(&mut frame[wire::build::IPV6_PAYLOAD_AT..], c6, s6);
+        let len = wire::build::ipv6_headers(
+            &mut frame,
+            (MacAddr([2; 6]), c6),
+            (MacAddr([4; 6]), s6),
+            6,
+            seg.header_len(),
+            64,
+        );
+        got.clear();
+        svc.hints(&frame[..len], &mut |p| got.push(p));
+        assert_eq!(got, svc.ep.lookup_hints(IpAddr::V6(s6), IpAddr::V6(c6), 80, 40_000).to_vec());
     }
 }

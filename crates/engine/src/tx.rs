@@ -11,11 +11,21 @@ use crate::service::{Originate, SendError};
 use io::pcap::CaptureTap;
 use io::{Frame, Port};
 use timer::Instant;
-use wire::build::{self, Ipv4Frame, UdpFrame, IPV4_PAYLOAD_AT, UDP6_HEADERS, UDP_HEADERS};
+use wire::build::{self, Ipv4Frame, UdpFrame, IPV4_PAYLOAD_AT, IPV6_PAYLOAD_AT, UDP6_HEADERS, UDP_HEADERS};
 use wire::ethernet::{self, MacAddr};
 use wire::ipv4::{self, Ipv4Addr, Protocol};
-use wire::ipv6::Ipv6Addr;
+use wire::ipv6::{self, Ipv6Addr, NextHeader};
 use wire::IpAddr;
+
+/// Where the TCP segment starts in an untagged frame to `dst` (no IP options or extension
+/// headers).
+#[inline]
+fn segment_at(dst: IpAddr) -> usize {
+    match dst {
+        IpAddr::V4(_) => IPV4_PAYLOAD_AT,
+        IpAddr::V6(_) => IPV6_PAYLOAD_AT,
+    }
+}
 
 /// Frames ready for the TX ring, in order.
 pub(crate) struct TxQueue {
@@ -113,10 +123,11 @@ impl TxQueue {
     }
 }
 
-/// Completes the TCP checksum of an Ethernet/IPv4 frame whose checksum field holds the
-/// pseudo-header sum (what a device does with CHECKSUM_PARTIAL).
+/// Completes the TCP checksum of an Ethernet/IPv4 or IPv6 frame whose checksum field holds
+/// the pseudo-header sum (what a device does with CHECKSUM_PARTIAL).
 fn finish_tcp_checksum(frame: &mut [u8]) {
-    let Some(seg) = frame.get_mut(IPV4_PAYLOAD_AT..) else { return };
+    let at = if frame.get(12..14) == Some(&[0x86, 0xdd]) { IPV6_PAYLOAD_AT } else { IPV4_PAYLOAD_AT };
+    let Some(seg) = frame.get_mut(at..) else { return };
     if seg.len() < wire::tcp::HEADER_LEN {
         return;
     }
@@ -232,42 +243,63 @@ impl<P: Port> Out<'_, P> {
     }
 
     /// Room, length and next hop for a TCP segment of `len` bytes to `dst`.
-    fn tcp_check(&mut self, dst: Ipv4Addr, len: usize) -> Result<MacAddr, SendError> {
-        self.src4()?;
+    fn tcp_check(&mut self, dst: IpAddr, len: usize) -> Result<MacAddr, SendError> {
+        let ip_header = match dst {
+            IpAddr::V4(_) => self.src4().map(|_| ipv4::HEADER_LEN)?,
+            IpAddr::V6(_) => self.node.cfg.addr6.map(|_| ipv6::HEADER_LEN).ok_or(SendError::NoAddress)?,
+        };
         if self.full() {
             return Err(SendError::Full);
         }
-        if len > self.node.cfg.mtu - ipv4::HEADER_LEN {
+        if len > self.node.cfg.mtu - ip_header {
             return Err(SendError::TooLong);
         }
-        self.resolve(dst).inspect_err(|_| self.node.counters.count_drop(DropReason::ArpUnresolved))
+        match dst {
+            IpAddr::V4(d) => self.resolve(d),
+            IpAddr::V6(d) => self.resolve6(self.node.cfg.addr6.unwrap_or(Ipv6Addr::UNSPECIFIED), d),
+        }
+        .inspect_err(|_| self.node.counters.count_drop(DropReason::ArpUnresolved))
     }
 
-    /// The link and IPv4 headers of a TCP segment from this engine to `dst` via `mac` (only
-    /// asked for once [`Out::tcp_check`] found the engine an IPv4 address).
-    fn tcp_headers(&self, mac: MacAddr, dst: Ipv4Addr) -> Ipv4Frame {
-        let src = self.node.cfg.addr.unwrap_or(Ipv4Addr::UNSPECIFIED);
-        Ipv4Frame { src_mac: self.node.cfg.mac, dst_mac: mac, src, dst, protocol: Protocol::TCP }
+    /// Writes the link and IP headers of a TCP segment of `len` bytes from this engine to
+    /// `dst` via `mac` in front of the segment at `buf[segment_at(dst)..]` (only once
+    /// [`Out::tcp_check`] found the engine an address of `dst`'s family); returns the frame
+    /// length.
+    fn tcp_headers(&mut self, buf_addr: u64, mac: MacAddr, dst: IpAddr, len: usize) -> usize {
+        let src_mac = self.node.cfg.mac;
+        match dst {
+            IpAddr::V4(dst) => {
+                let src = self.node.cfg.addr.unwrap_or(Ipv4Addr::UNSPECIFIED);
+                let ident = self.node.next_ident();
+                let buf = self.port.data_mut(Frame::new(buf_addr, 0));
+                Ipv4Frame { src_mac, dst_mac: mac, src, dst, protocol: Protocol::TCP }.emit(buf, len, ident, TTL)
+            }
+            IpAddr::V6(dst) => {
+                let src = self.node.cfg.addr6.unwrap_or(Ipv6Addr::UNSPECIFIED);
+                let buf = self.port.data_mut(Frame::new(buf_addr, 0));
+                build::ipv6_headers(buf, (src_mac, src), (mac, dst), NextHeader::TCP, len, TTL)
+            }
+        }
     }
 
-    /// Has `write` fill the segment in the frame at `addr`, writes the link and IPv4 headers
+    /// Has `write` fill the segment in the frame at `addr`, writes the link and IP headers
     /// in front of it and queues it.
     fn tcp_frame(
         &mut self,
         addr: u64,
         mac: MacAddr,
-        dst: Ipv4Addr,
+        dst: IpAddr,
         len: usize,
         write: &mut dyn FnMut(&mut [u8]),
     ) -> Result<(), SendError> {
-        let hdr = self.tcp_headers(mac, dst);
+        let at = segment_at(dst);
         let buf = self.port.data_mut(Frame::new(addr, 0));
-        if buf.len() < IPV4_PAYLOAD_AT + len {
+        if buf.len() < at + len {
             self.port.free(Frame::new(addr, 0));
             return Err(SendError::TooLong);
         }
-        write(&mut buf[IPV4_PAYLOAD_AT..IPV4_PAYLOAD_AT + len]);
-        let n = hdr.emit(buf, len, self.node.next_ident(), TTL);
+        write(&mut buf[at..at + len]);
+        let n = self.tcp_headers(addr, mac, dst, len);
         self.tx.push(Frame::new(addr, n as u32));
         self.node.counters.tcp_sent += 1;
         Ok(())
@@ -321,7 +353,7 @@ impl<P: Port> Originate for Out<'_, P> {
         Ok(())
     }
 
-    fn tcp(&mut self, dst: Ipv4Addr, len: usize, write: &mut dyn FnMut(&mut [u8])) -> Result<(), SendError> {
+    fn tcp(&mut self, dst: IpAddr, len: usize, write: &mut dyn FnMut(&mut [u8])) -> Result<(), SendError> {
         let mac = self.tcp_check(dst, len)?;
         let Some(f) = self.port.alloc() else {
             self.node.counters.count_drop(DropReason::NoBuffer);
@@ -332,7 +364,7 @@ impl<P: Port> Originate for Out<'_, P> {
 
     fn tcp_gather(
         &mut self,
-        dst: Ipv4Addr,
+        dst: IpAddr,
         header_len: usize,
         runs: &[tcp::Placed],
         fill: &mut dyn FnMut(u64, &mut [u8]),
@@ -351,18 +383,19 @@ impl<P: Port> Originate for Out<'_, P> {
         // The headers start TX_META_ROOM into their frame, where the port may put metadata
         // asking the device to finish the TCP checksum: then nobody reads the payload here.
         let head = self.port.alloc().expect("counted above").addr + io::port::TX_META_ROOM;
-        let partial = self.port.tx_csum_partial(head, IPV4_PAYLOAD_AT as u16, wire::tcp::CHECKSUM_AT as u16);
+        let seg_at = segment_at(dst);
+        let partial = self.port.tx_csum_partial(head, seg_at as u16, wire::tcp::CHECKSUM_AT as u16);
         let (mut at, mut sum) = (0usize, 0u64);
         let start = self.tx.len();
         {
-            let seg = &mut self.port.data_mut(Frame::new(head, 0))[IPV4_PAYLOAD_AT..];
+            let seg = &mut self.port.data_mut(Frame::new(head, 0))[seg_at..];
             fill(0, &mut seg[header_len..header_len + lead]);
             if !partial {
                 sum = wire::checksum::add_at(sum, &seg[header_len..header_len + lead], 0);
             }
         }
         at += lead;
-        let head_len = IPV4_PAYLOAD_AT + header_len + lead;
+        let head_len = seg_at + header_len + lead;
         self.tx.push(Frame { addr: head, len: head_len as u32, more: true, meta: partial });
         for r in runs.iter().skip_while(|r| matches!(r, Placed::Copy { .. })) {
             let f = match *r {
@@ -380,11 +413,9 @@ impl<P: Port> Originate for Out<'_, P> {
             self.tx.push(f);
         }
         self.tx.last_mut().more = false;
-        let hdr = self.tcp_headers(mac, dst);
-        let ident = self.node.next_ident();
         let buf = self.port.data_mut(Frame::new(head, 0));
-        header(&mut buf[IPV4_PAYLOAD_AT..IPV4_PAYLOAD_AT + header_len], (!partial).then_some(sum));
-        hdr.emit(buf, header_len + payload, ident, TTL);
+        header(&mut buf[seg_at..seg_at + header_len], (!partial).then_some(sum));
+        self.tcp_headers(head, mac, dst, header_len + payload);
         debug_assert_eq!(self.tx.len() - start, pieces);
         self.node.counters.tcp_sent += 1;
         self.node.counters.tx_gathered += 1;
@@ -413,12 +444,14 @@ impl<P: Port> Originate for Out<'_, P> {
 
     fn tcp_pinned(
         &mut self,
-        dst: Ipv4Addr,
+        dst: IpAddr,
         frame: u64,
         len: usize,
         write: &mut dyn FnMut(&mut [u8]),
     ) -> Result<(), SendError> {
-        match self.tcp_check(dst, len) {
+        // A pinned frame holds its segment where an IPv4 packet carries it.
+        let checked = if dst.is_ipv6() { Err(SendError::NoAddress) } else { self.tcp_check(dst, len) };
+        match checked {
             Ok(mac) => self.tcp_frame(frame, mac, dst, len, write),
             Err(e) => {
                 // Back to the application through `returned`, like a sent one.

@@ -274,8 +274,8 @@ fn refused_packets_are_counted_by_reason() {
     let mut t = frame6(US_MAC, peer(), us(), 64, NextHeader::UDP, &[], &u);
     t[18..20].copy_from_slice(&200u16.to_be_bytes());
     wire.inject(&t);
-    // TCP is not served over IPv6 yet.
-    send(NextHeader::TCP, &[], &[0u8; 20]);
+    // SCTP: not served.
+    send(132, &[], &[0u8; 20]);
     run(&mut e, &mut app);
     assert!(wire.take_sent().is_empty());
     let c = e.counters();

@@ -26,7 +26,7 @@ impl StreamServer for Shout {
     /// Per connection: the line read so far.
     type Conn = Vec<u8>;
 
-    fn open(&mut self, _remote: (Ipv4Addr, u16), _port: u16) -> Option<Vec<u8>> {
+    fn open(&mut self, _remote: (wire::IpAddr, u16), _port: u16) -> Option<Vec<u8>> {
         Some(Vec::new())
     }
 
@@ -65,7 +65,7 @@ impl Server for Ask {
     fn handle(&mut self, events: &Events<'_>, calls: &mut Calls<'_>) {
         if !self.started {
             self.started = true;
-            calls.connect(1, CLIENT, SERVER, PORT).expect("connect");
+            calls.connect(1, CLIENT.into(), SERVER.into(), PORT).expect("connect");
         }
         for ev in events.iter() {
             match ev {

@@ -7,7 +7,6 @@ use std::collections::HashMap;
 use tcp::endpoint::{App, Ctl, Handle, Source};
 use tcp::tcb::End;
 use tcp::{Duration, Instant};
-use wire::Ipv4Addr;
 
 use super::rng::{mix, Rng};
 
@@ -152,7 +151,7 @@ impl StreamApp {
 impl App for StreamApp {
     type Conn = Conn;
 
-    fn accept(&mut self, _h: Handle, _port: u16, _remote: (Ipv4Addr, u16)) -> Option<Conn> {
+    fn accept(&mut self, _h: Handle, _port: u16, _remote: (wire::IpAddr, u16)) -> Option<Conn> {
         self.accepts += 1;
         (!self.refuse).then(Conn::default)
     }

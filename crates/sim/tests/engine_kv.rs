@@ -83,7 +83,7 @@ impl Server for Client {
     fn handle(&mut self, events: &Events<'_>, calls: &mut Calls<'_>) {
         if !self.started {
             self.started = true;
-            calls.connect(1, CLI, SRV, PORT).expect("connect");
+            calls.connect(1, CLI.into(), SRV.into(), PORT).expect("connect");
         }
         for ev in events.iter() {
             match ev {

@@ -63,7 +63,7 @@ struct Getter {
 
 impl App for Getter {
     type Conn = GetConn;
-    fn accept(&mut self, _h: Handle, _port: u16, _remote: (Ipv4Addr, u16)) -> Option<GetConn> {
+    fn accept(&mut self, _h: Handle, _port: u16, _remote: (wire::IpAddr, u16)) -> Option<GetConn> {
         None
     }
     fn recv(&mut self, _h: Handle, c: &mut GetConn, data: &[u8], ctl: &mut Ctl) {
@@ -132,7 +132,11 @@ fn run_with(
         let range = c.range.map_or(String::new(), |(a, b)| format!("Range: bytes={a}-{b}\r\n"));
         let req = format!("GET /{} HTTP/1.1\r\nHost: sim\r\n{range}Connection: close\r\n\r\n", c.path).into_bytes();
         let conn = GetConn { req, got: Vec::new(), id };
-        client.ep.connect(net.now, CLI, SRV, 80, Config::default(), conn, |_| true).map_err(|(e, _)| e).unwrap();
+        client
+            .ep
+            .connect(net.now, CLI.into(), SRV.into(), 80, Config::default(), conn, |_| true)
+            .map_err(|(e, _)| e)
+            .unwrap();
     }
     let limit = Instant::ZERO + Duration::from_secs(600);
     // Until the files are closed too: TIME-WAIT leaves the table at once, so an empty

@@ -68,7 +68,7 @@ fn run(seed: u64) -> Result<String, String> {
         let spec = Spec { id, up: r.range(0, 200_000) as u32, down: r.range(0, 200_000) as u32 };
         let cfg = config(&mut r);
         let conn = StreamApp::client_conn(spec);
-        if let Err((e, _)) = client.ep.connect(net.now, CLI, SRV, PORT, cfg, conn, |_| true) {
+        if let Err((e, _)) = client.ep.connect(net.now, CLI.into(), SRV.into(), PORT, cfg, conn, |_| true) {
             return Err(format!("connect: {e}"));
         }
     }
@@ -144,7 +144,10 @@ fn the_first_segment_waits_for_arp_and_the_counters_show_the_path() {
     net.add(CLI, &client);
     net.set_links(Link { delay: Duration::from_millis(1), ..Link::default() });
     let spec = Spec { id: 9, up: 50_000, down: 80_000 };
-    client.ep.connect(net.now, CLI, SRV, PORT, Config::default(), StreamApp::client_conn(spec), |_| true).unwrap();
+    client
+        .ep
+        .connect(net.now, CLI.into(), SRV.into(), PORT, Config::default(), StreamApp::client_conn(spec), |_| true)
+        .unwrap();
     for _ in 0..200_000 {
         if client.app.finished.len() == 1 && server.app.finished.len() == 1 {
             break;

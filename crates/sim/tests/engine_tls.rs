@@ -101,7 +101,7 @@ struct Getter {
 
 impl App for Getter {
     type Conn = TlsGet;
-    fn accept(&mut self, _h: Handle, _port: u16, _remote: (Ipv4Addr, u16)) -> Option<TlsGet> {
+    fn accept(&mut self, _h: Handle, _port: u16, _remote: (wire::IpAddr, u16)) -> Option<TlsGet> {
         None
     }
     fn connected(&mut self, _h: Handle, c: &mut TlsGet, _ctl: &mut Ctl) {
@@ -206,7 +206,11 @@ fn run_many(
         let req = format!("GET /f{f}.bin HTTP/1.1\r\nHost: sim\r\n{close}\r\n").into_bytes();
         let tls = rustls::ClientConnection::new(client_config(), name.clone()).unwrap();
         let conn = TlsGet { tls, out: Vec::new(), req: Some(req), got: Vec::new(), id, error: None, clean_eof: false };
-        client.ep.connect(net.now, CLI, SRV, 443, Config::default(), conn, |_| true).map_err(|(e, _)| e).unwrap();
+        client
+            .ep
+            .connect(net.now, CLI.into(), SRV.into(), 443, Config::default(), conn, |_| true)
+            .map_err(|(e, _)| e)
+            .unwrap();
     }
     let limit = Instant::ZERO + Duration::from_secs(600);
     let mut ending = false;

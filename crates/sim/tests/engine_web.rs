@@ -41,8 +41,8 @@ fn run(seed: u64, path: &str, precopy: Option<usize>) -> Outcome {
         None,
     );
     let cfg = HttpGenConfig {
-        local: CLI,
-        dst: SRV,
+        local: CLI.into(),
+        dst: SRV.into(),
         port: 80,
         host: "sim".into(),
         paths: vec![format!("/{path}")],

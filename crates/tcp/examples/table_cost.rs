@@ -10,7 +10,7 @@ use std::time;
 use tcp::endpoint::{App, Ctl, Endpoint, Handle, Limits, Output, Source};
 use tcp::{Config, Duration, End, Instant};
 use wire::tcp::{TcpFlags, TcpOptions, TcpPacket, TcpRepr};
-use wire::Ipv4Addr;
+use wire::{IpAddr, Ipv4Addr};
 
 struct Sink;
 struct Empty;
@@ -24,7 +24,7 @@ impl Source for Empty {
 
 impl App for Sink {
     type Conn = Empty;
-    fn accept(&mut self, _: Handle, _: u16, _: (Ipv4Addr, u16)) -> Option<Empty> {
+    fn accept(&mut self, _: Handle, _: u16, _: (IpAddr, u16)) -> Option<Empty> {
         Some(Empty)
     }
     fn recv(&mut self, _: Handle, _: &mut Empty, data: &[u8], ctl: &mut Ctl) {
@@ -35,7 +35,7 @@ impl App for Sink {
 
 /// Keeps only the SYN-ACKs' sequence numbers (to complete handshakes); counts the rest.
 struct Out {
-    isn: Vec<(u16, Ipv4Addr, u32)>,
+    isn: Vec<(u16, IpAddr, u32)>,
     sent: u64,
 }
 
@@ -43,7 +43,7 @@ impl Output for Out {
     fn room(&self) -> usize {
         256
     }
-    fn send(&mut self, _: Ipv4Addr, remote: Ipv4Addr, len: usize, write: &mut dyn FnMut(&mut [u8])) {
+    fn send(&mut self, _: IpAddr, remote: IpAddr, len: usize, write: &mut dyn FnMut(&mut [u8])) {
         let mut b = [0u8; 128];
         write(&mut b[..len.min(128)]);
         let p = TcpPacket::new_unchecked(&b[..]);
@@ -54,10 +54,10 @@ impl Output for Out {
     }
 }
 
-const US: Ipv4Addr = Ipv4Addr([198, 18, 0, 10]);
+const US: IpAddr = IpAddr::V4(Ipv4Addr([198, 18, 0, 10]));
 
-fn peer(i: usize) -> (Ipv4Addr, u16) {
-    (Ipv4Addr([198, 18, 1 + (i / 50_000) as u8, 1]), 10_000 + (i % 50_000) as u16)
+fn peer(i: usize) -> (IpAddr, u16) {
+    (IpAddr::V4(Ipv4Addr([198, 18, 1 + (i / 50_000) as u8, 1])), 10_000 + (i % 50_000) as u16)
 }
 
 fn seg(port: u16, seq: u32, ack: u32, flags: u8, len: usize) -> TcpRepr {
@@ -86,7 +86,7 @@ fn run(n: usize) -> f64 {
         if i % 200 == 199 || i == n - 1 {
             ep.output(&mut app, Instant::ZERO, &mut out);
             for (p, ip, s) in out.isn.drain(..) {
-                let idx = (usize::from(ip.0[2]) - 1) * 50_000 + usize::from(p) - 10_000;
+                let idx = (usize::from(ip.octets()[2]) - 1) * 50_000 + usize::from(p) - 10_000;
                 isn[idx] = s;
             }
         }

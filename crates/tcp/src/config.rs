@@ -17,7 +17,8 @@ pub struct KeepAlive {
 /// How a connection behaves.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Config {
-    /// The MSS this side advertises and the largest payload it sends (link MTU − 40).
+    /// The MSS this side advertises and the largest payload it sends over IPv4 (link MTU −
+    /// 40); over IPv6, whose header is 20 bytes longer, 20 less ([`Config::for_ipv6`]).
     pub mss: u16,
     /// Receive window in bytes: what the application may hold unconsumed.
     pub rcv_buf: u32,
@@ -78,6 +79,12 @@ impl Default for Config {
 }
 
 impl Config {
+    /// The settings for a connection over IPv6: the MSS 20 bytes smaller, for the longer
+    /// IP header (RFC 8200 §8.3).
+    pub fn for_ipv6(self) -> Config {
+        Config { mss: self.mss.saturating_sub(20).max(64), ..self }
+    }
+
     /// The receive window scale this side offers: the smallest shift that lets `rcv_buf`
     /// be advertised in 16 bits (RFC 7323 §2.3), at most 14.
     pub fn rcv_wscale(&self) -> u8 {

@@ -13,7 +13,7 @@ use std::collections::{HashMap, VecDeque};
 
 use timer::{TimerId, TimerWheel};
 use wire::tcp::{TcpFlags, TcpOptions, TcpRepr};
-use wire::Ipv4Addr;
+use wire::IpAddr;
 
 use crate::config::Config;
 use crate::isn;
@@ -111,7 +111,7 @@ pub trait App {
     type Conn: Source;
     /// A connection to a listening port completed its handshake. Return its state to accept
     /// it, None to refuse (it is reset).
-    fn accept(&mut self, h: Handle, local_port: u16, remote: (Ipv4Addr, u16)) -> Option<Self::Conn>;
+    fn accept(&mut self, h: Handle, local_port: u16, remote: (IpAddr, u16)) -> Option<Self::Conn>;
     /// A passive open completed and was accepted (right after `accept`, with a `Ctl`).
     fn opened(&mut self, h: Handle, c: &mut Self::Conn, ctl: &mut Ctl) {
         let _ = (h, c, ctl);
@@ -155,7 +155,7 @@ pub trait App {
     /// `seg.data_off` — into `buf` (`header_len + payload_len` bytes) from a segment the
     /// application prepared, checksum included, and returns true; false has the segment built
     /// the ordinary way (header emitted, payload filled, checksum summed over it).
-    fn write_ready(&self, c: &Self::Conn, seg: &SegOut, local: Ipv4Addr, remote: Ipv4Addr, buf: &mut [u8]) -> bool {
+    fn write_ready(&self, c: &Self::Conn, seg: &SegOut, local: IpAddr, remote: IpAddr, buf: &mut [u8]) -> bool {
         let _ = (c, seg, local, remote, buf);
         false
     }
@@ -181,8 +181,8 @@ pub trait App {
         &mut self,
         c: &Self::Conn,
         seg: &SegOut,
-        local: Ipv4Addr,
-        remote: Ipv4Addr,
+        local: IpAddr,
+        remote: IpAddr,
         r: &mut dyn PinnedFrames,
     ) -> bool {
         let _ = (c, seg, local, remote, r);
@@ -235,8 +235,8 @@ pub trait Gather {
     /// and the caller sends it the ordinary way.
     fn send(
         &mut self,
-        local: Ipv4Addr,
-        remote: Ipv4Addr,
+        local: IpAddr,
+        remote: IpAddr,
         header_len: usize,
         runs: &[Placed],
         fill: &mut dyn FnMut(u64, &mut [u8]),
@@ -253,7 +253,7 @@ pub trait PinnedFrames {
     fn segment_mut(&mut self, frame: u64) -> &mut [u8];
     /// Sends the segment of `len` bytes held by pinned `frame` to `remote`, after `write`
     /// has rewritten it in place. Uses one unit of the output's room.
-    fn send(&mut self, remote: Ipv4Addr, frame: u64, len: usize, write: &mut dyn FnMut(&mut [u8]));
+    fn send(&mut self, remote: IpAddr, frame: u64, len: usize, write: &mut dyn FnMut(&mut [u8]));
 }
 
 /// The TX ring, as seen by the stack.
@@ -262,7 +262,7 @@ pub trait Output {
     fn room(&self) -> usize;
     /// Sends one segment of `len` bytes (TCP header and payload) from `local` to `remote`;
     /// `write` fills the buffer. Only called when `room() > 0`.
-    fn send(&mut self, local: Ipv4Addr, remote: Ipv4Addr, len: usize, write: &mut dyn FnMut(&mut [u8]));
+    fn send(&mut self, local: IpAddr, remote: IpAddr, len: usize, write: &mut dyn FnMut(&mut [u8]));
     /// The TX arena for replicas, if this output has one.
     fn replicas(&mut self) -> Option<&mut dyn PinnedFrames> {
         None
@@ -530,7 +530,7 @@ impl<A: App> Endpoint<A> {
     /// The addresses where the lookups of a segment from `remote:remote_port` to
     /// `local:local_port` start (the connection table's, then TIME-WAIT's), for the caller to
     /// prefetch while it processes the frames before that segment.
-    pub fn lookup_hints(&self, local: Ipv4Addr, remote: Ipv4Addr, local_port: u16, remote_port: u16) -> [*const u8; 2] {
+    pub fn lookup_hints(&self, local: IpAddr, remote: IpAddr, local_port: u16, remote_port: u16) -> [*const u8; 2] {
         let t = Tuple { local, remote, local_port, remote_port };
         let h = self.hash(&t);
         let i = self.hinted_next.get();
@@ -556,7 +556,7 @@ impl<A: App> Endpoint<A> {
     }
 
     /// Smaller path MTU learned for a destination (ICMP "fragmentation needed").
-    pub fn path_mtu(&mut self, local: Ipv4Addr, remote: Ipv4Addr, local_port: u16, remote_port: u16, mtu: u16) {
+    pub fn path_mtu(&mut self, local: IpAddr, remote: IpAddr, local_port: u16, remote_port: u16, mtu: u16) {
         let t = Tuple { local, remote, local_port, remote_port };
         if let Some(&i) = self.table.get(self.hash(&t), &t) {
             if let Some(tcb) = self.slots[i as usize].tcb.as_mut() {
@@ -747,15 +747,7 @@ impl<A: App> Endpoint<A> {
     /// Takes one segment (checksum already verified) from `remote` to `local`. Data goes to
     /// the application as views of `payload`; whatever is to be sent goes out at the next
     /// [`output`](Self::output).
-    pub fn input(
-        &mut self,
-        app: &mut A,
-        now: Instant,
-        remote: Ipv4Addr,
-        local: Ipv4Addr,
-        seg: &TcpRepr,
-        payload: &[u8],
-    ) {
+    pub fn input(&mut self, app: &mut A, now: Instant, remote: IpAddr, local: IpAddr, seg: &TcpRepr, payload: &[u8]) {
         self.env.stats.segs_in += 1;
         self.clock = now;
         let t = Tuple { local, remote, local_port: seg.dst_port, remote_port: seg.src_port };
@@ -907,6 +899,7 @@ impl<A: App> Endpoint<A> {
     }
 
     fn cookie_reply(&mut self, t: &Tuple, cfg: &Config, syn: &TcpRepr, now: Instant) {
+        let cfg = &if t.is_ipv6() { cfg.for_ipv6() } else { *cfg };
         let peer_mss = syn.options.mss.unwrap_or(536);
         let c = isn::cookie(self.key, t, syn.seq, peer_mss.min(cfg.mss), now);
         let mut o = TcpOptions { mss: Some(cfg.mss), ..TcpOptions::default() };
@@ -951,8 +944,8 @@ impl<A: App> Endpoint<A> {
     pub fn connect(
         &mut self,
         now: Instant,
-        local: Ipv4Addr,
-        remote: Ipv4Addr,
+        local: IpAddr,
+        remote: IpAddr,
         port: u16,
         cfg: Config,
         conn: A::Conn,
@@ -1178,6 +1171,7 @@ fn gather<A: App>(app: &A, c: &A::Conn, seg: &SegOut, t: &Tuple, g: &mut dyn Gat
 mod tests {
     use super::*;
     use std::collections::HashSet;
+    use wire::Ipv4Addr;
 
     // Every byte of the tuple must reach the hash: an earlier hasher dropped what came after
     // the first 16 bytes the derived Hash wrote, which put all peers of one address in one
@@ -1186,8 +1180,8 @@ mod tests {
     fn tuples_differing_anywhere_hash_apart() {
         let key = Key([1, 2]);
         let base = Tuple {
-            local: Ipv4Addr([198, 18, 0, 10]),
-            remote: Ipv4Addr([198, 18, 0, 2]),
+            local: wire::IpAddr::V4(Ipv4Addr([198, 18, 0, 10])),
+            remote: wire::IpAddr::V4(Ipv4Addr([198, 18, 0, 2])),
             local_port: 80,
             remote_port: 40_000,
         };
@@ -1195,8 +1189,12 @@ mod tests {
         for i in 0..1000u16 {
             assert!(seen.insert(TupleHash::of(key, &Tuple { remote_port: 40_000 + i, ..base })));
             assert!(seen.insert(TupleHash::of(key, &Tuple { local_port: 1000 + i, ..base })));
-            let r = Ipv4Addr([198, 19, (i >> 8) as u8, i as u8]);
+            let r = wire::IpAddr::V4(Ipv4Addr([198, 19, (i >> 8) as u8, i as u8]));
             assert!(seen.insert(TupleHash::of(key, &Tuple { remote: r, ..base })));
+            let mut a6 = [0x20, 1, 0, 2, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0];
+            a6[14..].copy_from_slice(&i.to_be_bytes());
+            let v6 = wire::IpAddr::V6(wire::Ipv6Addr(a6));
+            assert!(seen.insert(TupleHash::of(key, &Tuple { local: v6, remote: v6, ..base })));
         }
     }
 }

@@ -3,25 +3,29 @@
 
 use crate::seq::Seq;
 use crate::siphash::{hash, Key};
-use crate::tcb::Tuple;
+use crate::tcb::{Tuple, TUPLE_BYTES};
 use timer::{Duration, Instant};
 
-fn tuple_bytes(t: &Tuple, extra: u32) -> [u8; 16] {
-    let mut b = [0u8; 16];
-    b[..12].copy_from_slice(&t.bytes());
-    b[12..].copy_from_slice(&extra.to_be_bytes());
-    b
+/// The tuple's bytes with `extra` after them, and their length (16 for IPv4, 40 for IPv6).
+fn tuple_bytes(t: &Tuple, extra: u32) -> ([u8; TUPLE_BYTES + 4], usize) {
+    let mut b = [0u8; TUPLE_BYTES + 4];
+    let (tb, n) = t.bytes();
+    b[..n].copy_from_slice(&tb[..n]);
+    b[n..n + 4].copy_from_slice(&extra.to_be_bytes());
+    (b, n + 4)
 }
 
 /// RFC 6528: ISN = M + F(localip, localport, remoteip, remoteport, secretkey), M a 4 µs clock.
 pub fn isn(key: Key, t: &Tuple, now: Instant) -> Seq {
-    Seq((hash(key, &tuple_bytes(t, 0)) as u32).wrapping_add((now.as_micros() / 4) as u32))
+    let (b, n) = tuple_bytes(t, 0);
+    Seq((hash(key, &b[..n]) as u32).wrapping_add((now.as_micros() / 4) as u32))
 }
 
 /// The secret offset of a tuple's timestamp clock ([`ts_clock`](crate::tcb::ts_clock)): the
 /// same for every incarnation of the tuple, unrelated across tuples.
 pub fn ts_offset(key: Key, t: &Tuple) -> u32 {
-    hash(key, &tuple_bytes(t, 0x7473_6f66)) as u32
+    let (b, n) = tuple_bytes(t, 0x7473_6f66);
+    hash(key, &b[..n]) as u32
 }
 
 /// MSS values a cookie can carry (3 bits); the peer's MSS is rounded down to one of them.
@@ -34,11 +38,12 @@ fn slice(now: Instant) -> u32 {
 }
 
 fn mac(key: Key, t: &Tuple, peer_isn: u32, slice: u32, mss_idx: u32) -> u32 {
-    let mut b = [0u8; 24];
-    b[..16].copy_from_slice(&tuple_bytes(t, peer_isn));
-    b[16..20].copy_from_slice(&slice.to_be_bytes());
-    b[20..].copy_from_slice(&mss_idx.to_be_bytes());
-    hash(key, &b) as u32 & 0x00ff_ffff
+    let mut b = [0u8; TUPLE_BYTES + 12];
+    let (tb, n) = tuple_bytes(t, peer_isn);
+    b[..n].copy_from_slice(&tb[..n]);
+    b[n..n + 4].copy_from_slice(&slice.to_be_bytes());
+    b[n + 4..n + 8].copy_from_slice(&mss_idx.to_be_bytes());
+    hash(key, &b[..n + 8]) as u32 & 0x00ff_ffff
 }
 
 /// The cookie to use as our ISN in the SYN-ACK: 5 bits of time slice, 3 of MSS index and a
@@ -100,8 +105,8 @@ mod tests {
 
     const K: Key = Key([0x0123_4567_89ab_cdef, 0xfedc_ba98_7654_3210]);
     const T: Tuple = Tuple {
-        local: Ipv4Addr([198, 18, 0, 10]),
-        remote: Ipv4Addr([198, 18, 0, 2]),
+        local: wire::IpAddr::V4(Ipv4Addr([198, 18, 0, 10])),
+        remote: wire::IpAddr::V4(Ipv4Addr([198, 18, 0, 2])),
         local_port: 7,
         remote_port: 40000,
     };

@@ -6,7 +6,7 @@
 //! hash up in its indirection table. For a connection we open, the received packets come from
 //! the peer: the peer's address and port come first.
 
-use wire::Ipv4Addr;
+use wire::IpAddr;
 
 /// A NIC's RSS configuration (as `ethtool -x` shows it).
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -54,18 +54,21 @@ impl Rss {
         result
     }
 
-    /// The hash of a received TCP/IPv4 packet.
-    pub fn hash(&self, src: Ipv4Addr, dst: Ipv4Addr, src_port: u16, dst_port: u16) -> u32 {
-        let mut b = [0u8; 12];
-        b[..4].copy_from_slice(&src.0);
-        b[4..8].copy_from_slice(&dst.0);
-        b[8..10].copy_from_slice(&src_port.to_be_bytes());
-        b[10..].copy_from_slice(&dst_port.to_be_bytes());
-        self.toeplitz(&b)
+    /// The hash of a received TCP packet, over IPv4 or IPv6 (addresses, then ports, as
+    /// Microsoft's RSS specification hashes TCP/IPv4 and TCP/IPv6 without extension headers).
+    pub fn hash(&self, src: IpAddr, dst: IpAddr, src_port: u16, dst_port: u16) -> u32 {
+        let mut b = [0u8; 36];
+        let (s, d) = (src.octets(), dst.octets());
+        let a = s.len();
+        b[..a].copy_from_slice(s);
+        b[a..2 * a].copy_from_slice(&d[..a.min(d.len())]);
+        b[2 * a..2 * a + 2].copy_from_slice(&src_port.to_be_bytes());
+        b[2 * a + 2..2 * a + 4].copy_from_slice(&dst_port.to_be_bytes());
+        self.toeplitz(&b[..2 * a + 4])
     }
 
-    /// The queue a received TCP/IPv4 packet goes to.
-    pub fn queue(&self, src: Ipv4Addr, dst: Ipv4Addr, src_port: u16, dst_port: u16) -> u16 {
+    /// The queue a received TCP packet goes to.
+    pub fn queue(&self, src: IpAddr, dst: IpAddr, src_port: u16, dst_port: u16) -> u16 {
         let h = self.hash(src, dst, src_port, dst_port);
         self.table[h as usize % self.table.len()]
     }
@@ -97,14 +100,33 @@ mod tests {
             b[..4].copy_from_slice(&s);
             b[4..].copy_from_slice(&d);
             assert_eq!(rss.toeplitz(&b), l3, "{s:?} -> {d:?}");
-            assert_eq!(rss.hash(Ipv4Addr(s), Ipv4Addr(d), sp, dp), l4, "{s:?}:{sp} -> {d:?}:{dp}");
+            assert_eq!(
+                rss.hash(IpAddr::V4(wire::Ipv4Addr(s)), IpAddr::V4(wire::Ipv4Addr(d)), sp, dp),
+                l4,
+                "{s:?}:{sp} -> {d:?}:{dp}"
+            );
+        }
+    }
+
+    #[test]
+    fn the_verification_suite_hashes_ipv6() {
+        let rss = Rss::new(&KEY, &[0]).unwrap();
+        let a = |s: &str| IpAddr::V6(s.parse::<std::net::Ipv6Addr>().unwrap().into());
+        // (source, source port, destination, destination port, hash with ports)
+        let cases = [
+            ("3ffe:2501:200:1fff::7", 2794, "3ffe:2501:200:3::1", 1766, 0x4020_7d3du32),
+            ("3ffe:501:8::260:97ff:fe40:efab", 14230, "ff02::1", 4739, 0xdde5_1bbf),
+            ("3ffe:1900:4545:3:200:f8ff:fe21:67cf", 44251, "fe80::200:f8ff:fe21:67cf", 38024, 0x02d1_feef),
+        ];
+        for (s, sp, d, dp, l4) in cases {
+            assert_eq!(rss.hash(a(s), a(d), sp, dp), l4, "{s}:{sp} -> {d}:{dp}");
         }
     }
 
     #[test]
     fn the_table_picks_the_queue_and_bad_configurations_are_refused() {
         let rss = Rss::new(&KEY, &[0, 1, 2, 3]).unwrap();
-        let (s, d) = (Ipv4Addr([66, 9, 149, 187]), Ipv4Addr([161, 142, 100, 80]));
+        let (s, d) = (IpAddr::V4(wire::Ipv4Addr([66, 9, 149, 187])), IpAddr::V4(wire::Ipv4Addr([161, 142, 100, 80])));
         assert_eq!(rss.queue(s, d, 2794, 1766), (0x51cc_c178u32 % 4) as u16);
         assert_eq!(Rss::new(&KEY[..8], &[0]), Err(RssError::KeyTooShort));
         assert_eq!(Rss::new(&KEY, &[]), Err(RssError::EmptyTable));

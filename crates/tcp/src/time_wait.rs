@@ -235,7 +235,12 @@ mod tests {
     }
 
     fn tuple(port: u16) -> Tuple {
-        Tuple { local: Ipv4Addr([198, 18, 0, 1]), remote: Ipv4Addr([198, 18, 0, 2]), local_port: 80, remote_port: port }
+        Tuple {
+            local: wire::IpAddr::V4(Ipv4Addr([198, 18, 0, 1])),
+            remote: wire::IpAddr::V4(Ipv4Addr([198, 18, 0, 2])),
+            local_port: 80,
+            remote_port: port,
+        }
     }
 
     fn quiet(ts: bool) -> Quiet {

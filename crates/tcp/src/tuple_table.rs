@@ -20,7 +20,8 @@ pub(crate) struct TupleHash(u32);
 
 impl TupleHash {
     pub(crate) fn of(key: Key, t: &Tuple) -> TupleHash {
-        TupleHash(siphash::hash(key, &t.bytes()) as u32)
+        let (b, n) = t.bytes();
+        TupleHash(siphash::hash(key, &b[..n]) as u32)
     }
 }
 
@@ -140,8 +141,8 @@ mod tests {
 
     fn tuple(port: u16, remote: u8) -> Tuple {
         Tuple {
-            local: Ipv4Addr([198, 18, 0, 10]),
-            remote: Ipv4Addr([198, 18, 1, remote]),
+            local: wire::IpAddr::V4(Ipv4Addr([198, 18, 0, 10])),
+            remote: wire::IpAddr::V4(Ipv4Addr([198, 18, 1, remote])),
             local_port: 80,
             remote_port: port,
         }

@@ -10,10 +10,10 @@ use tcp::endpoint::{Handle, Limits, Output};
 use tcp::tcb::End;
 use tcp::{Config, Duration, Instant};
 use wire::tcp::{TcpPacket, TcpRepr};
-use wire::Ipv4Addr;
+use wire::{IpAddr, Ipv4Addr};
 
-const A: Ipv4Addr = Ipv4Addr([198, 18, 0, 1]);
-const B: Ipv4Addr = Ipv4Addr([198, 18, 0, 2]);
+const A: IpAddr = IpAddr::V4(Ipv4Addr([198, 18, 0, 1]));
+const B: IpAddr = IpAddr::V4(Ipv4Addr([198, 18, 0, 2]));
 const PORT: u16 = 7;
 
 fn byte(off: u64) -> u8 {
@@ -23,14 +23,14 @@ fn byte(off: u64) -> u8 {
 /// Segments in flight, and the ones delivered this round (kept alive as the views).
 #[derive(Default)]
 struct Wire {
-    out: Vec<(Ipv4Addr, Ipv4Addr, Vec<u8>)>,
+    out: Vec<(IpAddr, IpAddr, Vec<u8>)>,
 }
 
 impl Output for Wire {
     fn room(&self) -> usize {
         64
     }
-    fn send(&mut self, local: Ipv4Addr, remote: Ipv4Addr, len: usize, write: &mut dyn FnMut(&mut [u8])) {
+    fn send(&mut self, local: IpAddr, remote: IpAddr, len: usize, write: &mut dyn FnMut(&mut [u8])) {
         let mut b = vec![0; len];
         write(&mut b);
         self.out.push((local, remote, b));
@@ -64,7 +64,7 @@ impl<S: Server> Host<S> {
         Host { ch, srv, held: Held(Vec::new()) }
     }
 
-    fn input(&mut self, now: Instant, src: Ipv4Addr, dst: Ipv4Addr, seg: Vec<u8>) {
+    fn input(&mut self, now: Instant, src: IpAddr, dst: IpAddr, seg: Vec<u8>) {
         let p = TcpPacket::new_checked(&seg[..]).expect("well-formed");
         let repr = TcpRepr::parse(&p, src, dst).expect("valid");
         let at = seg.len() - repr.payload_len;

@@ -211,7 +211,7 @@ impl<A: App> Tls<A> {
 impl<A: App> App for Tls<A> {
     type Conn = Conn<A::Conn>;
 
-    fn accept(&mut self, h: Handle, local_port: u16, remote: (wire::Ipv4Addr, u16)) -> Option<Self::Conn> {
+    fn accept(&mut self, h: Handle, local_port: u16, remote: (wire::IpAddr, u16)) -> Option<Self::Conn> {
         let tls = match &self.config {
             Some((cfg, port)) if *port == local_port => {
                 self.stats.accepted += 1;
@@ -316,8 +316,8 @@ impl<A: App> App for Tls<A> {
         &self,
         c: &Self::Conn,
         seg: &SegOut,
-        local: wire::Ipv4Addr,
-        remote: wire::Ipv4Addr,
+        local: wire::IpAddr,
+        remote: wire::IpAddr,
         buf: &mut [u8],
     ) -> bool {
         // Prepared segments are plaintext: TLS connections always seal their own.
@@ -328,8 +328,8 @@ impl<A: App> App for Tls<A> {
         &mut self,
         c: &Self::Conn,
         seg: &SegOut,
-        local: wire::Ipv4Addr,
-        remote: wire::Ipv4Addr,
+        local: wire::IpAddr,
+        remote: wire::IpAddr,
         r: &mut dyn PinnedFrames,
     ) -> bool {
         c.tls.is_none() && self.app.send_replica(&c.inner, seg, local, remote, r)

@@ -169,6 +169,28 @@ impl IpAddr {
     pub fn is_ipv6(&self) -> bool {
         matches!(self, IpAddr::V6(_))
     }
+
+    /// The address as IPv6: itself, or an IPv4 address mapped (`::ffff:a.b.c.d`).
+    pub fn to_v6_mapped(self) -> Ipv6Addr {
+        match self {
+            IpAddr::V6(a) => a,
+            IpAddr::V4(a) => {
+                let mut b = [0u8; 16];
+                b[10] = 0xff;
+                b[11] = 0xff;
+                b[12..].copy_from_slice(&a.0);
+                Ipv6Addr(b)
+            }
+        }
+    }
+
+    /// The address's bytes in network order (4 or 16 of them).
+    pub fn octets(&self) -> &[u8] {
+        match self {
+            IpAddr::V4(a) => &a.0,
+            IpAddr::V6(a) => &a.0,
+        }
+    }
 }
 
 impl From<Ipv4Addr> for IpAddr {

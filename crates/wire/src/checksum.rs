@@ -3,7 +3,7 @@
 //! Sums are carried as `u64` partial sums so that several pieces (pseudo-header, header,
 //! payload) can be added before one final fold.
 
-use crate::addr::{Ipv4Addr, Ipv6Addr};
+use crate::addr::{IpAddr, Ipv4Addr, Ipv6Addr};
 
 /// Adds `data` to a running one's-complement partial sum. Odd lengths are padded with a zero
 /// byte at the end, as RFC 1071 says; so only the last piece of a sum may have odd length.
@@ -99,6 +99,20 @@ impl PseudoHeader for Ipv6Addr {
     #[inline]
     fn pseudo_sum(src: Self, dst: Self, protocol: u8, length: u32) -> u64 {
         pseudo_header_v6(src, dst, protocol, length)
+    }
+}
+
+/// Either family, chosen at run time (TCP's connections are of both). Both addresses are of
+/// one family in every real packet; a mixed pair sums as IPv6 with the IPv4 address mapped
+/// (`::ffff:a.b.c.d`), which no peer will accept — as it should not.
+impl PseudoHeader for IpAddr {
+    const UDP_CHECKSUM_OPTIONAL: bool = false;
+    #[inline]
+    fn pseudo_sum(src: Self, dst: Self, protocol: u8, length: u32) -> u64 {
+        match (src, dst) {
+            (IpAddr::V4(s), IpAddr::V4(d)) => pseudo_header(s, d, protocol, length as u16),
+            (s, d) => pseudo_header_v6(s.to_v6_mapped(), d.to_v6_mapped(), protocol, length),
+        }
     }
 }
 

@@ -7,7 +7,7 @@ use crate::tcp_limits::tcp_limits;
 use clap::Args;
 use gen::http::{HttpGen, HttpGenConfig, HttpGenStats};
 use serde::Serialize;
-use std::net::Ipv4Addr;
+use std::net::IpAddr;
 use std::path::PathBuf;
 use std::sync::atomic::AtomicUsize;
 use std::sync::Arc;
@@ -21,8 +21,8 @@ pub struct GenHttpArgs {
     #[command(flatten)]
     pub dp: DataplaneArgs,
     /// The server's address.
-    #[arg(long, value_name = "IPv4")]
-    pub dst: Ipv4Addr,
+    #[arg(long, value_name = "ADDR")]
+    pub dst: IpAddr,
     /// The server's port.
     #[arg(long, default_value_t = 80, value_parser = clap::value_parser!(u16).range(1..))]
     pub port: u16,
@@ -77,18 +77,13 @@ pub fn run(a: GenHttpArgs) -> Result<(), String> {
     }
     let paths = paths(&a)?;
     let opts = a.dp.options(true, 0)?;
-    io::iface::require_root().map_err(|e| e.to_string())?;
-    let ifc = io::iface::Interface::lookup(&opts.iface).map_err(|e| e.to_string())?;
-    let local = opts.addr4("gen http")?;
-    if ifc.kernel_has(local).map_err(|e| e.to_string())? {
-        return Err(format!(
-            "--addr {} is the kernel's on {}: gen http needs an address of its own (its connections use every ephemeral port)",
-            local, ifc.name
-        ));
-    }
+    let local = super::load::own_address(&opts, a.dst, "gen http")?;
     let queues = opts.queues.unwrap_or(1).max(1);
     let opts = dataplane::Options { queues: Some(queues), ..opts };
-    let host = a.host.clone().unwrap_or_else(|| a.dst.to_string());
+    let host = a.host.clone().unwrap_or_else(|| match a.dst {
+        IpAddr::V4(d) => d.to_string(),
+        IpAddr::V6(d) => format!("[{d}]"), // RFC 3986 §3.2.2
+    });
     let limits = tcp_limits();
     // The clock starts when the first connection is up (its SYN may wait for address
     // resolution, or a peer's TIME-WAIT); each engine counts down when it has asked and

@@ -7,7 +7,7 @@ use crate::tcp_limits::tcp_limits;
 use clap::Args;
 use gen::kv::{KeySpace, KvGen, KvGenConfig, KvGenStats, Proto, Workload};
 use serde::Serialize;
-use std::net::Ipv4Addr;
+use std::net::IpAddr;
 use std::sync::atomic::AtomicUsize;
 use std::sync::Arc;
 use std::time::Duration;
@@ -40,8 +40,8 @@ pub struct GenKvArgs {
     #[command(flatten)]
     pub dp: DataplaneArgs,
     /// The server's address.
-    #[arg(long, value_name = "IPv4")]
-    pub dst: Ipv4Addr,
+    #[arg(long, value_name = "ADDR")]
+    pub dst: IpAddr,
     /// The server's port.
     #[arg(long, default_value_t = 11211, value_parser = clap::value_parser!(u16).range(1..))]
     pub port: u16,
@@ -92,15 +92,7 @@ pub fn run(a: GenKvArgs) -> Result<(), String> {
     // An open-loop generator must be awake when requests fall due: it polls without
     // sleeping (yielding between empty polls) unless --idle-spins says otherwise.
     let opts = a.dp.options(true, u32::MAX)?;
-    io::iface::require_root().map_err(|e| e.to_string())?;
-    let ifc = io::iface::Interface::lookup(&opts.iface).map_err(|e| e.to_string())?;
-    let local = opts.addr4("gen kv")?;
-    if ifc.kernel_has(local).map_err(|e| e.to_string())? {
-        return Err(format!(
-            "--addr {} is the kernel's on {}: gen kv needs an address of its own (its connections use every ephemeral port)",
-            local, ifc.name
-        ));
-    }
+    let local = super::load::own_address(&opts, a.dst, "gen kv")?;
     let queues = opts.queues.unwrap_or(1).max(1);
     let opts = dataplane::Options { queues: Some(queues), ..opts };
     let workload = match a.workload {

@@ -30,6 +30,34 @@ impl LoadArgs {
 }
 
 /// `rate` split over `queues` engines, the remainder to the first ones.
+/// The generator's own address for connections to `dst`: its --addr of `dst`'s family, which
+/// the kernel must not have (a TCP generator's connections use every ephemeral port).
+pub fn own_address(
+    opts: &crate::dataplane::Options,
+    dst: std::net::IpAddr,
+    what: &str,
+) -> Result<wire::IpAddr, String> {
+    io::iface::require_root().map_err(|e| e.to_string())?;
+    let ifc = io::iface::Interface::lookup(&opts.iface).map_err(|e| e.to_string())?;
+    let (local, kernels) = match dst {
+        std::net::IpAddr::V4(_) => {
+            let a = opts.addr4(&format!("{what} to an IPv4 --dst"))?;
+            (wire::IpAddr::V4(a), ifc.kernel_has(a))
+        }
+        std::net::IpAddr::V6(_) => {
+            let a = opts.addr6.ok_or_else(|| format!("--dst {dst} is IPv6: give {what} an IPv6 --addr too"))?;
+            (wire::IpAddr::V6(a), ifc.kernel_has6(a))
+        }
+    };
+    if kernels.map_err(|e| e.to_string())? {
+        return Err(format!(
+            "--addr {local} is the kernel's on {}: {what} needs an address of its own (its connections use every ephemeral port)",
+            ifc.name
+        ));
+    }
+    Ok(local)
+}
+
 pub fn share(rate: u64, queues: u32, q: u32) -> u64 {
     rate / u64::from(queues) + u64::from(u64::from(q) < rate % u64::from(queues))
 }

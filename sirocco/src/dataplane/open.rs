@@ -30,11 +30,6 @@ pub(super) fn open(opts: &Options, grants: &[Grant], what: &str) -> Result<Opene
     if queues == 0 || queues > ifc.rx_queues {
         return Err(format!("{} has {} receive queue(s); cannot serve {queues}", ifc.name, ifc.rx_queues));
     }
-    if opts.addr6.is_some() {
-        if let Some(&(_, port)) = grants.iter().find(|g| g.0 == wire::Protocol::TCP) {
-            return Err(format!("{what}: TCP (port {port}) is not served over IPv6 yet; give an IPv4 --addr only"));
-        }
-    }
     let reading = |e: std::io::Error| format!("reading addresses of {}: {e}", ifc.name);
     let owns_alone = match opts.addr {
         Some(a) => !ifc.kernel_has(a).map_err(reading)?,

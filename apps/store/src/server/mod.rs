@@ -15,7 +15,7 @@ use std::sync::Arc;
 use std::time::{SystemTime, UNIX_EPOCH};
 use tcp::channel::streams::{StreamServer, Verdict, Writer};
 use tcp::{End, Instant};
-use wire::Ipv4Addr;
+use wire::IpAddr;
 
 /// The Redis version the store answers as (the protocol and replies it follows).
 pub const REDIS_VERSION: &str = "7.0.15";
@@ -203,7 +203,7 @@ impl StreamServer for Store {
         Some(self.log.ring_fd())
     }
 
-    fn open(&mut self, _remote: (Ipv4Addr, u16), _port: u16) -> Option<Session> {
+    fn open(&mut self, _remote: (IpAddr, u16), _port: u16) -> Option<Session> {
         let st = &self.shared.engines[self.engine];
         st.connections.fetch_add(1, Ordering::Relaxed);
         st.open.fetch_add(1, Ordering::Relaxed);

@@ -4,7 +4,7 @@
 
 use std::cell::Cell;
 
-use wire::Ipv4Addr;
+use wire::IpAddr;
 
 use super::buffers::{Buffers, Extent};
 use crate::endpoint::{App, Ctl, Handle, Source};
@@ -35,7 +35,7 @@ pub(crate) struct Raw {
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum Kind {
-    Knock { port: u16, remote: (Ipv4Addr, u16) },
+    Knock { port: u16, remote: (IpAddr, u16) },
     Connected { outcome: Result<(), End> },
     Recv { at: Where },
     Sent { acked: u64, window: u32 },
@@ -207,7 +207,7 @@ impl Hub {
 impl App for Hub {
     type Conn = ChannelConn;
 
-    fn accept(&mut self, h: Handle, port: u16, remote: (Ipv4Addr, u16)) -> Option<ChannelConn> {
+    fn accept(&mut self, h: Handle, port: u16, remote: (IpAddr, u16)) -> Option<ChannelConn> {
         self.push(h, None, Kind::Knock { port, remote });
         Some(ChannelConn::new(0, false))
     }

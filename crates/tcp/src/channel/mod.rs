@@ -23,7 +23,7 @@ pub mod outbox;
 pub mod streams;
 
 use wire::tcp::TcpRepr;
-use wire::Ipv4Addr;
+use wire::IpAddr;
 
 pub use buffers::{BufError, BufId, Buffers, Extent};
 pub use hub::{ChannelConn, Hub, MAX_EXTENTS};
@@ -48,7 +48,7 @@ pub enum Event<'a> {
         /// Our port it reached.
         port: u16,
         /// The peer.
-        remote: (Ipv4Addr, u16),
+        remote: (IpAddr, u16),
     },
     /// An active open finished: `Ok` when established, else why it failed.
     Connected {
@@ -283,7 +283,7 @@ impl Calls<'_> {
     /// Opens a connection from `local` to `remote:port`; `connected` reports the outcome. With
     /// the NIC's RSS configuration known ([`Channel::set_rss`]), the source port is one whose
     /// replies the NIC puts on this engine's queue.
-    pub fn connect(&mut self, cookie: u64, local: Ipv4Addr, remote: Ipv4Addr, port: u16) -> Result<Handle, CallError> {
+    pub fn connect(&mut self, cookie: u64, local: IpAddr, remote: IpAddr, port: u16) -> Result<Handle, CallError> {
         let conn = ChannelConn::new(cookie, true);
         let rss = self.rss;
         let mine = |p: u16| rss.is_none_or(|(r, q)| r.queue(remote, local, port, p) == *q);
@@ -396,6 +396,11 @@ impl Channel {
         &self.ep
     }
 
+    /// A smaller path MTU learnt for a connection (see [`Endpoint::path_mtu`]).
+    pub fn path_mtu(&mut self, local: IpAddr, remote: IpAddr, local_port: u16, remote_port: u16, mtu: u16) {
+        self.ep.path_mtu(local, remote, local_port, remote_port, mtu);
+    }
+
     /// The send buffers.
     pub fn buffers(&self) -> &Buffers {
         &self.hub.bufs
@@ -413,7 +418,7 @@ impl Channel {
 
     /// Takes one segment; `payload` must stay readable as `views.view(id)` until the next
     /// [`dispatch`](Self::dispatch) returns.
-    pub fn input(&mut self, now: Instant, remote: Ipv4Addr, local: Ipv4Addr, seg: &TcpRepr, payload: &[u8], id: u32) {
+    pub fn input(&mut self, now: Instant, remote: IpAddr, local: IpAddr, seg: &TcpRepr, payload: &[u8], id: u32) {
         self.hub.seg = Some((id, payload.as_ptr() as usize, payload.len()));
         self.ep.input(&mut self.hub, now, remote, local, seg, payload);
         self.hub.seg = None;

@@ -11,7 +11,7 @@
 //! ```
 //! use tcp::channel::streams::{StreamServer, Streams, Verdict, Writer};
 //! use tcp::End;
-//! use wire::Ipv4Addr;
+//! use wire::IpAddr;
 //!
 //! /// Answers every line with its length.
 //! struct LineLengths;
@@ -19,7 +19,7 @@
 //! impl StreamServer for LineLengths {
 //!     type Conn = Vec<u8>; // the partial line
 //!
-//!     fn open(&mut self, _remote: (Ipv4Addr, u16), _port: u16) -> Option<Vec<u8>> {
+//!     fn open(&mut self, _remote: (IpAddr, u16), _port: u16) -> Option<Vec<u8>> {
 //!         Some(Vec::new())
 //!     }
 //!
@@ -50,7 +50,7 @@ use super::{Calls, Event, Events, Outbox, Server};
 use crate::endpoint::Handle;
 use crate::tcb::End;
 use timer::Instant;
-use wire::Ipv4Addr;
+use wire::IpAddr;
 
 /// Output waiting for the window above which the receive window is held closed.
 pub const HIGH_WATER: usize = 256 * 1024;
@@ -180,7 +180,7 @@ pub trait StreamServer {
     fn refused(&mut self) {}
 
     /// A peer connected to `port`: its state, or None to refuse it (it is reset).
-    fn open(&mut self, remote: (Ipv4Addr, u16), port: u16) -> Option<Self::Conn>;
+    fn open(&mut self, remote: (IpAddr, u16), port: u16) -> Option<Self::Conn>;
 
     /// Bytes arrived (valid only during the call: keep what you need).
     fn data(&mut self, c: &mut Self::Conn, data: &[u8], w: &mut Writer<'_, '_>) -> Verdict;
@@ -257,7 +257,7 @@ impl<S: StreamServer> Streams<S> {
         self.open
     }
 
-    fn knock(&mut self, calls: &mut Calls<'_>, h: Handle, port: u16, remote: (Ipv4Addr, u16)) {
+    fn knock(&mut self, calls: &mut Calls<'_>, h: Handle, port: u16, remote: (IpAddr, u16)) {
         let conn = if self.open < self.max_conns {
             self.app.open(remote, port)
         } else {

@@ -12,7 +12,7 @@
 //! Sans-IO: every call takes the time; output is pulled with [`Tcb::poll`].
 
 use wire::tcp::{TcpFlags, TcpOptions, TcpRepr};
-use wire::Ipv4Addr;
+use wire::IpAddr;
 
 use crate::cc::Congestion;
 use crate::config::Config;
@@ -31,36 +31,57 @@ mod recovery;
 mod tail_loss;
 mod timers;
 
-/// A connection's addresses, from this side's point of view.
+/// A connection's addresses, from this side's point of view (both of one family).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Tuple {
     /// This side's address.
-    pub local: Ipv4Addr,
+    pub local: IpAddr,
     /// The peer's address.
-    pub remote: Ipv4Addr,
+    pub remote: IpAddr,
     /// This side's port.
     pub local_port: u16,
     /// The peer's port.
     pub remote_port: u16,
 }
 
+/// Most bytes [`Tuple::bytes`] gives (IPv6: two addresses and two ports).
+pub const TUPLE_BYTES: usize = 36;
+
 impl Tuple {
-    /// The 12 bytes that identify the connection.
-    pub fn bytes(&self) -> [u8; 12] {
-        let mut b = [0u8; 12];
-        b[..4].copy_from_slice(&self.local.0);
-        b[4..8].copy_from_slice(&self.remote.0);
-        b[8..10].copy_from_slice(&self.local_port.to_be_bytes());
-        b[10..].copy_from_slice(&self.remote_port.to_be_bytes());
-        b
+    /// The bytes that identify the connection, in `buf[..n]`: 12 for IPv4 (the same as
+    /// before IPv6 was served, so IPv4's hashes are unchanged), 36 for IPv6.
+    pub fn bytes(&self) -> ([u8; TUPLE_BYTES], usize) {
+        let mut b = [0u8; TUPLE_BYTES];
+        let (l, r) = (self.local.octets(), self.remote.octets());
+        let a = l.len();
+        b[..a].copy_from_slice(l);
+        b[a..2 * a].copy_from_slice(&r[..a.min(r.len())]);
+        b[2 * a..2 * a + 2].copy_from_slice(&self.local_port.to_be_bytes());
+        b[2 * a + 2..2 * a + 4].copy_from_slice(&self.remote_port.to_be_bytes());
+        (b, 2 * a + 4)
+    }
+
+    /// True for a connection over IPv6.
+    pub fn is_ipv6(&self) -> bool {
+        self.local.is_ipv6()
+    }
+
+    /// Bytes of the IP header in front of each segment (no options or extension headers).
+    pub fn ip_header_len(&self) -> u16 {
+        if self.is_ipv6() {
+            40
+        } else {
+            20
+        }
     }
 }
 
 // By hand: the derived Hash adds length prefixes that a small keyed hasher would have to
-// buffer; one 12-byte write is all the table needs.
+// buffer; one write of the tuple's bytes is all the table needs.
 impl std::hash::Hash for Tuple {
     fn hash<H: std::hash::Hasher>(&self, state: &mut H) {
-        state.write(&self.bytes());
+        let (b, n) = self.bytes();
+        state.write(&b[..n]);
     }
 }
 
@@ -359,6 +380,7 @@ fn syn_options(cfg: &Config, peer: Option<&TcpOptions>, ts: Option<(u32, u32)>) 
 
 impl Tcb {
     fn blank(tuple: Tuple, cfg: Config, iss: Seq, ts_offset: u32, now: Instant, passive: bool) -> Tcb {
+        let cfg = if tuple.is_ipv6() { cfg.for_ipv6() } else { cfg };
         Tcb {
             tuple,
             state: State::Closed,
@@ -691,7 +713,7 @@ impl Tcb {
     /// A smaller path MTU was learned (ICMP fragmentation needed): later segments, and
     /// retransmissions, are cut to fit. `mtu` is the IP MTU.
     pub fn set_path_mtu(&mut self, mtu: u16) {
-        let mss = mtu.saturating_sub(40).max(68);
+        let mss = mtu.saturating_sub(self.tuple.ip_header_len() + 20).max(68);
         if mss < self.snd.path_mss {
             self.snd.path_mss = mss;
             self.update_smss();

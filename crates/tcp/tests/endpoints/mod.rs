@@ -9,17 +9,17 @@ use sim::{Fate, Link, Net, NetStats, Rng};
 use tcp::endpoint::{Endpoint, Limits, Output};
 use tcp::{Config, Instant};
 use wire::tcp::{TcpPacket, TcpRepr};
-use wire::Ipv4Addr;
+use wire::{IpAddr, Ipv4Addr};
 
 pub struct Host {
-    pub addr: Ipv4Addr,
+    pub addr: IpAddr,
     pub ep: Endpoint<StreamApp>,
     pub app: StreamApp,
 }
 
 enum Event {
-    Packet { to: usize, src: Ipv4Addr, dst: Ipv4Addr, bytes: Vec<u8> },
-    Icmp { to: usize, local: Ipv4Addr, remote: Ipv4Addr, lport: u16, rport: u16, mtu: u16 },
+    Packet { to: usize, src: IpAddr, dst: IpAddr, bytes: Vec<u8> },
+    Icmp { to: usize, local: IpAddr, remote: IpAddr, lport: u16, rport: u16, mtu: u16 },
 }
 
 pub struct Sim {
@@ -34,14 +34,14 @@ pub struct Sim {
 /// TX ring stand-in: collects segments, with limited room.
 struct Collect {
     room: usize,
-    out: Vec<(Ipv4Addr, Ipv4Addr, Vec<u8>)>,
+    out: Vec<(IpAddr, IpAddr, Vec<u8>)>,
 }
 
 impl Output for Collect {
     fn room(&self) -> usize {
         self.room
     }
-    fn send(&mut self, local: Ipv4Addr, remote: Ipv4Addr, len: usize, write: &mut dyn FnMut(&mut [u8])) {
+    fn send(&mut self, local: IpAddr, remote: IpAddr, len: usize, write: &mut dyn FnMut(&mut [u8])) {
         assert!(self.room > 0, "send without room");
         let mut b = vec![0u8; len];
         write(&mut b);
@@ -50,18 +50,34 @@ impl Output for Collect {
     }
 }
 
-pub fn addr(i: usize) -> Ipv4Addr {
-    Ipv4Addr([198, 18, 1, i as u8 + 1])
+/// Host `i`'s address: 198.18.1.(i+1), or 2001:2::1:(i+1) over IPv6 (RFC 5180's range).
+pub fn addr(i: usize, v6: bool) -> IpAddr {
+    if v6 {
+        let mut a = [0x20, 0x01, 0, 0x02, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0x01, 0, 0];
+        a[15] = i as u8 + 1;
+        IpAddr::V6(wire::Ipv6Addr(a))
+    } else {
+        IpAddr::V4(Ipv4Addr([198, 18, 1, i as u8 + 1]))
+    }
 }
 
 impl Sim {
     pub fn new(seed: u64, hosts: usize, limits: Limits, hold: f64) -> Sim {
+        Sim::in_family(seed, hosts, limits, hold, false)
+    }
+
+    /// As [`Sim::new`], the hosts on IPv6 addresses when `v6`.
+    pub fn in_family(seed: u64, hosts: usize, limits: Limits, hold: f64, v6: bool) -> Sim {
         let mut rng = Rng::new(seed);
         let hosts = (0..hosts)
             .map(|i| {
                 let mut l = limits;
                 l.secret = [rng.next_u64(), rng.next_u64()];
-                Host { addr: addr(i), ep: Endpoint::new(l, Instant::ZERO), app: StreamApp::new(rng.next_u64(), hold) }
+                Host {
+                    addr: addr(i, v6),
+                    ep: Endpoint::new(l, Instant::ZERO),
+                    app: StreamApp::new(rng.next_u64(), hold),
+                }
             })
             .collect::<Vec<_>>();
         let n = hosts.len();
@@ -82,12 +98,12 @@ impl Sim {
         self.net.stats
     }
 
-    fn host_of(&self, a: Ipv4Addr) -> Option<usize> {
+    fn host_of(&self, a: IpAddr) -> Option<usize> {
         self.hosts.iter().position(|h| h.addr == a)
     }
 
     /// Puts a segment from host `from` on the wire.
-    pub fn transmit(&mut self, from: usize, src: Ipv4Addr, dst: Ipv4Addr, bytes: Vec<u8>) {
+    pub fn transmit(&mut self, from: usize, src: IpAddr, dst: IpAddr, bytes: Vec<u8>) {
         let Some(to) = self.host_of(dst) else {
             return;
         };
@@ -167,7 +183,7 @@ impl Sim {
 
     /// Delivers a hand-made segment to host `to` as if sent from `src` (which need not be a
     /// host: replies to it are lost).
-    pub fn inject(&mut self, to: usize, src: Ipv4Addr, repr: &TcpRepr) {
+    pub fn inject(&mut self, to: usize, src: IpAddr, repr: &TcpRepr) {
         let dst = self.hosts[to].addr;
         let mut bytes = vec![0u8; repr.header_len()];
         repr.emit(&mut bytes, src, dst);

@@ -9,10 +9,10 @@ use tcp::endpoint::{App, Ctl, Endpoint, Handle, Limits, Output, Source};
 use tcp::tcb::End;
 use tcp::{Config, Duration, Instant};
 use wire::tcp::{TcpFlags, TcpOptions, TcpPacket, TcpRepr};
-use wire::Ipv4Addr;
+use wire::{IpAddr, Ipv4Addr};
 
-pub const US: Ipv4Addr = Ipv4Addr([198, 18, 0, 10]);
-pub const PEER: Ipv4Addr = Ipv4Addr([198, 18, 0, 2]);
+pub const US: IpAddr = IpAddr::V4(Ipv4Addr([198, 18, 0, 10]));
+pub const PEER: IpAddr = IpAddr::V4(Ipv4Addr([198, 18, 0, 2]));
 pub const PORT: u16 = 80;
 pub const PEER_PORT: u16 = 40_000;
 pub const PEER_ISN: u32 = 1_000_000;
@@ -61,7 +61,7 @@ pub struct ScriptApp {
 
 impl App for ScriptApp {
     type Conn = Conn;
-    fn accept(&mut self, h: Handle, _port: u16, _remote: (Ipv4Addr, u16)) -> Option<Conn> {
+    fn accept(&mut self, h: Handle, _port: u16, _remote: (IpAddr, u16)) -> Option<Conn> {
         self.accepted.push(h);
         (!self.refuse).then(Conn::default)
     }
@@ -182,7 +182,7 @@ impl Output for Collect {
     fn room(&self) -> usize {
         64
     }
-    fn send(&mut self, local: Ipv4Addr, remote: Ipv4Addr, len: usize, write: &mut dyn FnMut(&mut [u8])) {
+    fn send(&mut self, local: IpAddr, remote: IpAddr, len: usize, write: &mut dyn FnMut(&mut [u8])) {
         assert_eq!((local, remote), (US, PEER));
         let mut b = vec![0u8; len];
         write(&mut b);
