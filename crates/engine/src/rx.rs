@@ -180,9 +180,13 @@ impl<A: Service + ?Sized> Rx<'_, A> {
             Err(Error::Fragment) => return self.dropped(DropReason::Ipv6Fragment),
             Err(_) => return self.dropped(DropReason::Ipv6Malformed),
         };
-        let to_group = repr.dst == ours.solicited_node() && repr.protocol == NextHeader::ICMPV6;
-        if repr.dst != ours && !(to_group && self.node.cfg.owns_alone6) {
-            return self.dropped(DropReason::Ipv6NotForUs);
+        if repr.dst != ours {
+            // Only neighbour discovery comes to our solicited-node group (and only when we
+            // answer it).
+            let to_group = repr.protocol == NextHeader::ICMPV6 && repr.dst == ours.solicited_node();
+            if !(to_group && self.node.cfg.owns_alone6) {
+                return self.dropped(DropReason::Ipv6NotForUs);
+            }
         }
         let l4 = hl + ipv6::HEADER_LEN;
         if ext > 0 {

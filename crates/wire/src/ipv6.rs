@@ -246,12 +246,17 @@ pub struct Ipv6Repr {
 impl Ipv6Repr {
     /// Validates the version and walks the extension headers; returns the header's meaning
     /// and the offset of the upper-layer header within the IPv6 payload.
+    #[inline]
     pub fn parse<T: AsRef<[u8]>>(p: &Ipv6Packet<T>) -> Result<(Self, usize)> {
         if p.version() != 6 {
             return Err(Error::Unsupported);
         }
         let payload = p.payload();
-        let up = walk_extensions(p.next_header(), payload)?;
+        let up = match p.next_header() {
+            // Most packets carry no extension headers: no walk for them.
+            nh @ (NextHeader::UDP | NextHeader::TCP | NextHeader::ICMPV6) => Upper { protocol: nh, offset: 0 },
+            nh => walk_extensions(nh, payload)?,
+        };
         Ok((
             Ipv6Repr {
                 src: p.src_addr(),

@@ -69,6 +69,7 @@ impl<T: AsRef<[u8]>> UdpPacket<T> {
     }
     /// True if the checksum verifies against the pseudo-header, or is absent (zero) where
     /// the family allows that (IPv4; over IPv6 a zero checksum is invalid).
+    #[inline]
     pub fn verify_checksum<A: PseudoHeader>(&self, src: A, dst: A) -> bool {
         if self.checksum() == 0 {
             return A::UDP_CHECKSUM_OPTIONAL;
@@ -116,6 +117,7 @@ pub struct UdpRepr {
 
 impl UdpRepr {
     /// Validates the checksum and reads the header.
+    #[inline]
     pub fn parse<T: AsRef<[u8]>, A: PseudoHeader>(p: &UdpPacket<T>, src: A, dst: A) -> Result<Self> {
         if !p.verify_checksum(src, dst) {
             return Err(Error::BadChecksum);
