@@ -326,6 +326,8 @@ fn web_over_ipv6_answers_curl_and_wrk() {
     let (st, log) = s.stop();
     assert!(st.success(), "{log}");
     assert!(crate::web::web_stat(&log, "responses prepared") >= n, "{}", crate::web::web_line(&log));
+    // Pre-copy (the default mode) serves IPv6 clients from replicas of their own.
+    assert!(crate::web::precopy_stat(&log, "replica sends") >= n, "{log}");
 }
 
 /// The frames of a pcap file (little-endian, as sirocco writes it).
@@ -411,4 +413,33 @@ fn tcp_honours_an_ipv6_packet_too_big() {
     assert!(sent.len() > 100, "sirocco's segments are in the capture ({})", sent.len());
     assert!(biggest <= 14 + 1280, "a segment of {biggest} bytes went out after the path MTU fell to 1280");
     assert!(biggest > 14 + 1200, "and the segments are as large as the path allows ({biggest})");
+    // One flow, one flow label (RFC 6437), not zero.
+    let labels: std::collections::BTreeSet<u32> = sent
+        .iter()
+        .filter(|f| f[12..14] == [0x86, 0xdd] && f[20] == NextHeader::TCP)
+        .map(|f| u32::from_be_bytes([0, f[15] & 0x0f, f[16], f[17]]))
+        .collect();
+    assert_eq!(labels.len(), 1, "flow labels {labels:?}");
+    assert!(!labels.contains(&0));
+}
+
+#[test]
+fn socat_talks_tcp_to_sirocco_over_ipv6() {
+    let net = TestNet::new(1);
+    let s = net.start(&["echo", "--proto", "tcp", "--iface", &net.srv_if, "--addr", SERVER_OWN6]);
+    s.wait_for_log("on port 7", Duration::from_secs(10));
+    let out = Command::new("sh")
+        .args([
+            "-c",
+            &format!(
+                "printf 'over tcp6\\n' | ip netns exec {} timeout 5 socat -t 2 - TCP6:[{SERVER_OWN6}]:7",
+                net.cli_ns
+            ),
+        ])
+        .output()
+        .unwrap();
+    assert_eq!(String::from_utf8_lossy(&out.stdout), "over tcp6\n", "{}", String::from_utf8_lossy(&out.stderr));
+    let (st, log) = s.stop();
+    assert!(st.success(), "{log}");
+    assert!(log.contains("accepted 1 closed 1"), "{log}");
 }

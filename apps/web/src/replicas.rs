@@ -24,7 +24,7 @@ struct Home {
     /// The object's incarnation when the replica was made: a slot reused by another object
     /// (or the same file packetised again) must not be served from it.
     incarnation: u32,
-    /// Segment list index: 0 and 1 are the keep-alive and close heads, `k + 1` segment `k`.
+    /// Segment list index ([`Replicas::index`]): the segment, its variant and the family.
     idx: u32,
     /// For heads: the date the copied head carries.
     stamp: u64,
@@ -110,19 +110,21 @@ impl Replicas {
     }
 
     /// An idle replica of segment `k` (variant `close`) of the object at `slot`, holding the
-    /// master's current bytes, or a new one made in a frame from `pin`; None when neither is
-    /// possible (the caller copies from the master).
+    /// master's current bytes where a packet of its family (`v6`) carries them, or a new one
+    /// made in a frame from `pin`; None when neither is possible (the caller copies from the
+    /// master).
     pub fn take(
         &mut self,
         store: &Store,
-        slot: u32,
-        k: u64,
-        close: bool,
+        (slot, k, close): (u32, u64, bool),
+        v6: bool,
         arena: &mut dyn tcp::PinnedFrames,
     ) -> Option<u64> {
         let o = store.obj(slot);
         let inc = store.incarnation(slot);
-        let idx = Self::index(k, close);
+        // Each family has replicas of its own: the segment sits 20 bytes further in a frame
+        // for IPv6.
+        let idx = 2 * Self::index(k, close) + usize::from(v6);
         let s = slot as usize;
         if s >= self.objs.len() {
             self.objs.resize_with(s + 1, Default::default);
@@ -149,7 +151,7 @@ impl Replicas {
                     // The header still holds the last client's fields, which the incremental
                     // checksum update cannot take out: start again from the template's
                     // header. The payload is already there.
-                    arena.segment_mut(f)[..HEADER].copy_from_slice(&master[..HEADER]);
+                    arena.segment_mut(f, v6)[..HEADER].copy_from_slice(&master[..HEADER]);
                     return Some(f);
                 }
                 home.stamp = stamp;
@@ -184,7 +186,7 @@ impl Replicas {
                 f
             }
         };
-        arena.segment_mut(frame)[..master.len()].copy_from_slice(master);
+        arena.segment_mut(frame, v6)[..master.len()].copy_from_slice(master);
         Some(frame)
     }
 
@@ -280,11 +282,14 @@ mod tests {
                 (self.next - 1) * 4096
             })
         }
-        fn segment_mut(&mut self, frame: u64) -> &mut [u8] {
-            &mut self.mem[frame as usize..frame as usize + 4096]
+        fn segment_mut(&mut self, frame: u64, v6: bool) -> &mut [u8] {
+            // The segment where the engine would put it: 20 bytes further for IPv6.
+            let at = frame as usize + if v6 { 20 } else { 0 };
+            &mut self.mem[at..frame as usize + 4096]
         }
-        fn send(&mut self, _remote: wire::IpAddr, frame: u64, len: usize, write: &mut dyn FnMut(&mut [u8])) {
-            let seg = &mut self.mem[frame as usize..frame as usize + len];
+        fn send(&mut self, remote: wire::IpAddr, frame: u64, len: usize, write: &mut dyn FnMut(&mut [u8])) {
+            let at = frame as usize + if remote.is_ipv6() { 20 } else { 0 };
+            let seg = &mut self.mem[at..at + len];
             write(seg);
             self.sent.push((frame, seg.to_vec()));
         }
@@ -304,8 +309,24 @@ mod tests {
     }
 
     fn send(reps: &mut Replicas, st: &Store, slot: u32, k: u64, port: u16, a: &mut Arena) -> Option<(u64, Vec<u8>)> {
-        let (src, dst) = (Ipv4Addr([198, 18, 0, 10]).into(), Ipv4Addr([198, 18, 0, 2]).into());
-        let f = reps.take(st, slot, k, false, a)?;
+        send_in(reps, st, (slot, k, port), false, a)
+    }
+
+    /// As `send`, to a client of either family.
+    fn send_in(
+        reps: &mut Replicas,
+        st: &Store,
+        (slot, k, port): (u32, u64, u16),
+        v6: bool,
+        a: &mut Arena,
+    ) -> Option<(u64, Vec<u8>)> {
+        let (src, dst): (wire::IpAddr, wire::IpAddr) = if v6 {
+            let a6 = |last: u8| wire::Ipv6Addr([0x20, 1, 0, 2, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, last]);
+            (a6(0x10).into(), a6(2).into())
+        } else {
+            (Ipv4Addr([198, 18, 0, 10]).into(), Ipv4Addr([198, 18, 0, 2]).into())
+        };
+        let f = reps.take(st, (slot, k, false), v6, a)?;
         let r = repr(port, u32::from(port) * 1000 + k as u32, st.obj(slot).seg_len(k) as usize);
         tcp::PinnedFrames::send(a, dst, f, segment::HEADER + r.payload_len, &mut |s| segment::rewrite(s, &r, src, dst));
         let (frame, bytes) = a.sent.last().cloned().unwrap();
@@ -386,7 +407,7 @@ mod tests {
         reps.back(&st, f1);
         // The budget is spent and segment 0's close head has no replica: segment 0's
         // keep-alive head, idle the longest, is copied over (send() checks the bytes).
-        let f = reps.take(&st, slot, 0, true, &mut a).unwrap();
+        let f = reps.take(&st, (slot, 0, true), false, &mut a).unwrap();
         assert_eq!(f, f0);
         assert_eq!((reps.stats.reclaimed, reps.stats.fallbacks, reps.pinned()), (1, 0, 2));
         // Segment 0 keep-alive lost its replica: it takes back the other idle one (f1).
@@ -412,5 +433,21 @@ mod tests {
             reps.back(&st, f);
         }
         assert!(reps.idle_order.len() <= 2 * reps.pinned() + 64, "{}", reps.idle_order.len());
+    }
+
+    #[test]
+    fn each_family_has_replicas_of_its_own() {
+        let (_, st, slot, mut a) = fixture();
+        let mut reps = Replicas::new(8);
+        // send_in checks each replica's bytes against the memcpy path for that client.
+        let (f4, _) = send_in(&mut reps, &st, (slot, 1, 1001), false, &mut a).unwrap();
+        let (f6, _) = send_in(&mut reps, &st, (slot, 1, 1002), true, &mut a).unwrap();
+        assert_ne!(f4, f6, "an IPv6 client does not get the IPv4 replica");
+        reps.back(&st, f4);
+        reps.back(&st, f6);
+        let (g6, _) = send_in(&mut reps, &st, (slot, 1, 1003), true, &mut a).unwrap();
+        let (g4, _) = send_in(&mut reps, &st, (slot, 1, 1004), false, &mut a).unwrap();
+        assert_eq!((g4, g6), (f4, f6), "each family reuses its own");
+        assert_eq!(reps.stats.made, 2);
     }
 }

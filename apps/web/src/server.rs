@@ -667,16 +667,14 @@ impl tcp::App for WebApp {
         remote: IpAddr,
         arena: &mut dyn PinnedFrames,
     ) -> bool {
-        // A replica sits where an IPv4 packet carries its segment; IPv6 clients get the same
-        // prepared segment copied (write_ready).
-        if self.replicas.is_none() || remote.is_ipv6() {
+        if self.replicas.is_none() {
             return false;
         }
         let Some((obj, k, close)) = self.ready(c, seg) else {
             return false;
         };
         let reps = self.replicas.as_mut().expect("checked");
-        let Some(frame) = reps.take(&self.store, obj, k, close, arena) else {
+        let Some(frame) = reps.take(&self.store, (obj, k, close), remote.is_ipv6(), arena) else {
             return false;
         };
         let repr = &seg.repr;

@@ -16,6 +16,8 @@ pub(crate) struct Node {
     pub(crate) nd: NdCache,
     ip_ident: u16,
     rng: u64,
+    /// The secret of this engine's IPv6 flow labels.
+    flow_key: u64,
 }
 
 impl Node {
@@ -27,7 +29,22 @@ impl Node {
             nd: NdCache::new(1024, Duration::from_secs(60), Duration::from_secs(1)),
             ip_ident: 0,
             rng: 0x9e37_79b9_7f4a_7c15,
+            flow_key: random_key(),
         }
+    }
+
+    /// The flow label of the IPv6 flow to `dst` from `src_port` to `dst_port` (RFC 6437 §3:
+    /// the same for every packet of a flow, different across flows, and not predictable
+    /// from outside without the engine's secret).
+    #[inline]
+    pub(crate) fn flow_label(&self, dst: &[u8; 16], src_port: u16, dst_port: u16) -> u32 {
+        let mut h = self.flow_key ^ (u64::from(src_port) << 16 | u64::from(dst_port));
+        for c in dst.chunks_exact(8) {
+            h = (h ^ u64::from_be_bytes([c[0], c[1], c[2], c[3], c[4], c[5], c[6], c[7]]))
+                .wrapping_mul(0x9e37_79b9_7f4a_7c15);
+            h ^= h >> 29;
+        }
+        (h >> 44) as u32 | 1 // never zero: zero says "no label"
     }
 
     /// The IPv4 identification of the next packet sent.
@@ -48,4 +65,13 @@ impl Node {
         self.rng ^= self.rng << 17;
         (self.rng % 1_000_000) < u64::from(self.cfg.loss_ppm)
     }
+}
+
+/// 64 random bits, from the standard library's per-process hash keys (the one source of
+/// randomness it offers; drawn once per engine).
+fn random_key() -> u64 {
+    use std::hash::{BuildHasher, Hasher};
+    let mut h = std::collections::hash_map::RandomState::new().build_hasher();
+    h.write_u64(0x5eed);
+    h.finish()
 }

@@ -190,16 +190,16 @@ pub trait Originate {
     fn returned(&mut self, each: &mut dyn FnMut(u64)) {
         let _ = each;
     }
-    /// The TCP segment area of a pinned frame (after the link and IPv4 headers: pinned frames
-    /// serve IPv4 connections only).
-    fn pinned_segment(&mut self, frame: u64) -> &mut [u8] {
-        let _ = frame;
+    /// The TCP segment area of a pinned frame: after the link and IPv6 headers (`v6`) or the
+    /// IPv4 ones.
+    fn pinned_segment(&mut self, frame: u64, v6: bool) -> &mut [u8] {
+        let _ = (frame, v6);
         &mut []
     }
     /// Sends the TCP segment of `len` bytes that pinned `frame` holds to `dst`, after `write`
-    /// has rewritten it in place; the engine writes the link and IPv4 headers (an IPv6 `dst`
-    /// is refused with [`SendError::NoAddress`]). On failure the frame comes back through
-    /// [`Originate::returned`].
+    /// has rewritten it in place (where [`Originate::pinned_segment`] put it for `dst`'s
+    /// family); the engine writes the link and IP headers. On failure the frame comes back
+    /// through [`Originate::returned`].
     fn tcp_pinned(
         &mut self,
         dst: IpAddr,

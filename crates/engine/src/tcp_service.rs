@@ -76,8 +76,8 @@ impl tcp::PinnedFrames for Tx<'_> {
         self.out.pin()
     }
 
-    fn segment_mut(&mut self, frame: u64) -> &mut [u8] {
-        self.out.pinned_segment(frame)
+    fn segment_mut(&mut self, frame: u64, v6: bool) -> &mut [u8] {
+        self.out.pinned_segment(frame, v6)
     }
 
     fn send(&mut self, remote: IpAddr, frame: u64, len: usize, write: &mut dyn FnMut(&mut [u8])) {

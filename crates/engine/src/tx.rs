@@ -277,7 +277,13 @@ impl<P: Port> Out<'_, P> {
             IpAddr::V6(dst) => {
                 let src = self.node.cfg.addr6.unwrap_or(Ipv6Addr::UNSPECIFIED);
                 let buf = self.port.data_mut(Frame::new(buf_addr, 0));
-                build::ipv6_headers(buf, (src_mac, src), (mac, dst), NextHeader::TCP, len, TTL)
+                let n = build::ipv6_headers(buf, (src_mac, src), (mac, dst), NextHeader::TCP, len, TTL);
+                let p = &buf[IPV6_PAYLOAD_AT..];
+                let (sport, dport) = (u16::from_be_bytes([p[0], p[1]]), u16::from_be_bytes([p[2], p[3]]));
+                let label = self.node.flow_label(&dst.0, sport, dport);
+                let buf = self.port.data_mut(Frame::new(buf_addr, 0));
+                wire::Ipv6Packet::new_unchecked(&mut buf[ethernet::HEADER_LEN..]).set_flow_label(label);
+                n
             }
         }
     }
@@ -438,8 +444,9 @@ impl<P: Port> Originate for Out<'_, P> {
         self.port.returned(each);
     }
 
-    fn pinned_segment(&mut self, frame: u64) -> &mut [u8] {
-        &mut self.port.data_mut(Frame::new(frame, 0))[IPV4_PAYLOAD_AT..]
+    fn pinned_segment(&mut self, frame: u64, v6: bool) -> &mut [u8] {
+        let at = if v6 { IPV6_PAYLOAD_AT } else { IPV4_PAYLOAD_AT };
+        &mut self.port.data_mut(Frame::new(frame, 0))[at..]
     }
 
     fn tcp_pinned(
@@ -449,9 +456,7 @@ impl<P: Port> Originate for Out<'_, P> {
         len: usize,
         write: &mut dyn FnMut(&mut [u8]),
     ) -> Result<(), SendError> {
-        // A pinned frame holds its segment where an IPv4 packet carries it.
-        let checked = if dst.is_ipv6() { Err(SendError::NoAddress) } else { self.tcp_check(dst, len) };
-        match checked {
+        match self.tcp_check(dst, len) {
             Ok(mac) => self.tcp_frame(frame, mac, dst, len, write),
             Err(e) => {
                 // Back to the application through `returned`, like a sent one.

@@ -249,8 +249,9 @@ pub trait PinnedFrames {
     /// A frame taken out of circulation for the application, or None (none free, or the
     /// output cannot pin). It comes back to the application after each transmission.
     fn pin(&mut self) -> Option<u64>;
-    /// Room for a segment in a pinned frame (where the TCP header goes, to the frame's end).
-    fn segment_mut(&mut self, frame: u64) -> &mut [u8];
+    /// Room for a segment in a pinned frame (where the TCP header goes, to the frame's end),
+    /// placed for a packet over IPv6 (`v6`) or IPv4: a replica serves one family.
+    fn segment_mut(&mut self, frame: u64, v6: bool) -> &mut [u8];
     /// Sends the segment of `len` bytes held by pinned `frame` to `remote`, after `write`
     /// has rewritten it in place. Uses one unit of the output's room.
     fn send(&mut self, remote: IpAddr, frame: u64, len: usize, write: &mut dyn FnMut(&mut [u8]));

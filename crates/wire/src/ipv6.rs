@@ -131,6 +131,12 @@ impl<T: AsRef<[u8]> + AsMut<[u8]>> Ipv6Packet<T> {
     pub fn set_hop_limit(&mut self, h: u8) {
         self.bm()[field::HOP_LIMIT] = h;
     }
+    /// Sets the flow label (its low 20 bits).
+    pub fn set_flow_label(&mut self, label: u32) {
+        let b = self.bm();
+        let w = (be32(b, field::VER_TC_FLOW) & 0xfff0_0000) | (label & 0x000f_ffff);
+        put32(b, field::VER_TC_FLOW, w);
+    }
     /// Sets the payload length field.
     pub fn set_payload_len(&mut self, n: u16) {
         put16(self.bm(), field::LENGTH, n);
