@@ -76,6 +76,13 @@ impl TestNet {
     pub fn start(&self, args: &[&str]) -> Sirocco {
         Sirocco::start(&self.srv_ns, args)
     }
+
+    /// Starts sirocco's TCP echo on the server veth with `more` options (addresses included).
+    pub fn start_tcp_echo(&self, more: &[&str]) -> Sirocco {
+        let mut args = vec!["echo", "--proto", "tcp", "--iface", &self.srv_if];
+        args.extend_from_slice(more);
+        self.start(&args)
+    }
 }
 
 impl Drop for TestNet {

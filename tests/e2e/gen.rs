@@ -5,7 +5,7 @@ use std::net::UdpSocket;
 use std::process::Command;
 use std::time::{Duration, Instant};
 
-fn run_gen(net: &TestNet, addr: &str, dst: &str, rate: &str, secs: &str) -> serde_json::Value {
+pub fn run_gen(net: &TestNet, addr: &str, dst: &str, rate: &str, secs: &str) -> serde_json::Value {
     let json = std::env::temp_dir().join(format!("sirocco-gen-{}-{}.json", std::process::id(), addr));
     let out = Command::new("ip")
         .args(["netns", "exec", &net.cli_ns, sirocco(), "gen", "udp", "--iface", &net.cli_if, "--addr", addr])

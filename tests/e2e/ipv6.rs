@@ -205,19 +205,9 @@ fn an_ipv6_address_shared_with_the_kernel_serves_udp_and_leaves_the_rest() {
 fn the_generator_resolves_its_ipv6_neighbour_and_measures_the_echo() {
     let net = TestNet::new(1);
     let s = net.start(&["echo", "--iface", &net.srv_if, "--addr", SERVER_OWN6]);
-    let json = std::env::temp_dir().join(format!("sirocco-gen6-{}.json", std::process::id()));
-    let out = Command::new("ip")
-        .args(["netns", "exec", &net.cli_ns, sirocco(), "gen", "udp", "--iface", &net.cli_if, "--addr", CLIENT_OWN6])
-        .args(["--dst", SERVER_OWN6, "--rate", "10000", "--duration", "1", "--size", "100", "--flows", "8"])
-        .args(["--json", json.to_str().unwrap()])
-        .output()
-        .expect("run gen");
-    let text = String::from_utf8_lossy(&out.stdout).to_string() + &String::from_utf8_lossy(&out.stderr);
-    assert!(out.status.success(), "gen failed:\n{text}");
-    let r: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
-    let _ = std::fs::remove_file(&json);
+    let r = crate::gen::run_gen(&net, CLIENT_OWN6, SERVER_OWN6, "10000", "1");
     let (sent, received) = (r["sent"].as_u64().unwrap(), r["received"].as_u64().unwrap());
-    assert!(sent >= 9_000, "sent {sent} at 10k/s for 1 s:\n{text}");
+    assert!(sent >= 9_000, "sent {sent} at 10k/s for 1 s: {r}");
     assert!(received as f64 >= sent as f64 * 0.99, "received {received} of {sent}");
     let c = stop_and_count(s);
     assert!(total(&c, "nd_replies") >= 1, "the generator asked for sirocco's address: {c}");
@@ -313,16 +303,8 @@ fn web_over_ipv6_answers_curl_and_wrk() {
         &net.cli_ns,
         &["wrk", "-t1", "-c20", "-d3s", "--timeout", "5s", &format!("http://[{SERVER_OWN6}]/index.html")],
     );
-    let text = String::from_utf8_lossy(&out.stdout).into_owned();
-    assert!(out.status.success(), "{text}");
-    assert!(!text.contains("Socket errors") && !text.contains("Non-2xx"), "{text}");
-    let n: u64 = text
-        .lines()
-        .find(|l| l.contains("requests in"))
-        .and_then(|l| l.split_whitespace().next())
-        .and_then(|v| v.parse().ok())
-        .unwrap_or_else(|| panic!("{text}"));
-    assert!(n > 1000, "{text}");
+    let n = crate::web::wrk_requests(&out);
+    assert!(n > 1000, "{n} requests in 3 s");
     let (st, log) = s.stop();
     assert!(st.success(), "{log}");
     assert!(crate::web::web_stat(&log, "responses prepared") >= n, "{}", crate::web::web_line(&log));
@@ -347,17 +329,7 @@ fn pcap_frames(path: &std::path::Path) -> Vec<Vec<u8>> {
 fn tcp_honours_an_ipv6_packet_too_big() {
     let net = TestNet::new(1);
     let pcap = std::env::temp_dir().join(format!("sirocco-ptb-{}.pcap", std::process::id()));
-    let s = net.start(&[
-        "echo",
-        "--proto",
-        "tcp",
-        "--iface",
-        &net.srv_if,
-        "--addr",
-        SERVER_OWN6,
-        "--pcap",
-        pcap.to_str().unwrap(),
-    ]);
+    let s = net.start_tcp_echo(&["--addr", SERVER_OWN6, "--pcap", pcap.to_str().unwrap()]);
     let srv_mac = mac_of(&net, &net.srv_ns, &net.srv_if);
     let cli_mac = mac_of(&net, &net.cli_ns, &net.cli_if);
     let (cli_ns, cli_if) = (net.cli_ns.clone(), net.cli_if.clone());
@@ -426,7 +398,7 @@ fn tcp_honours_an_ipv6_packet_too_big() {
 #[test]
 fn socat_talks_tcp_to_sirocco_over_ipv6() {
     let net = TestNet::new(1);
-    let s = net.start(&["echo", "--proto", "tcp", "--iface", &net.srv_if, "--addr", SERVER_OWN6]);
+    let s = net.start_tcp_echo(&["--addr", SERVER_OWN6]);
     s.wait_for_log("on port 7", Duration::from_secs(10));
     let out = Command::new("sh")
         .args([

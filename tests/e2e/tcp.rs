@@ -77,19 +77,7 @@ fn tcp_echo_carries_100_mb_each_way_intact_over_ipv6() {
 fn hundred_mb_each_way(dst: &'static str, apis: &[&str]) {
     for &api in apis {
         let net = TestNet::new(1);
-        let s = net.start(&[
-            "echo",
-            "--proto",
-            "tcp",
-            "--tcp-api",
-            api,
-            "--iface",
-            &net.srv_if,
-            "--addr",
-            SERVER_OWN,
-            "--addr",
-            SERVER_OWN6,
-        ]);
+        let s = net.start_tcp_echo(&["--tcp-api", api, "--addr", SERVER_OWN, "--addr", SERVER_OWN6]);
         let bytes = 100 * 1000 * 1000;
         let verified = in_netns(&net.cli_ns, move || echo_stream(dst, bytes, 7));
         assert_eq!(verified, bytes, "{api}: every byte came back, then EOF");
@@ -178,19 +166,7 @@ fn transfers_with_loss(dst: &'static str) {
     // sirocco drops 3% of what it receives and of what it sends: the kernel recovers what
     // sirocco dropped on receive, sirocco recovers what it dropped on send.
     let net = TestNet::new(1);
-    let s = net.start(&[
-        "echo",
-        "--proto",
-        "tcp",
-        "--iface",
-        &net.srv_if,
-        "--addr",
-        SERVER_OWN,
-        "--addr",
-        SERVER_OWN6,
-        "--impair-loss",
-        "3",
-    ]);
+    let s = net.start_tcp_echo(&["--addr", SERVER_OWN, "--addr", SERVER_OWN6, "--impair-loss", "3"]);
     let each = 5 * 1000 * 1000;
     let verified = in_netns(&net.cli_ns, move || {
         let threads: Vec<_> = (0..4u64).map(|i| std::thread::spawn(move || echo_stream(dst, each, 100 + i))).collect();

@@ -77,6 +77,18 @@ pub fn demo_file(name: &str) -> Vec<u8> {
     std::fs::read(Path::new(env!("CARGO_MANIFEST_DIR")).join("../apps/web/demo").join(name)).unwrap()
 }
 
+/// The requests a wrk run made, after checking it had no socket errors and no non-2xx answers.
+pub fn wrk_requests(out: &std::process::Output) -> u64 {
+    let text = String::from_utf8_lossy(&out.stdout).into_owned();
+    assert!(out.status.success(), "{text}");
+    assert!(!text.contains("Socket errors") && !text.contains("Non-2xx"), "{text}");
+    text.lines()
+        .find(|l| l.contains("requests in"))
+        .and_then(|l| l.split_whitespace().next())
+        .and_then(|v| v.parse().ok())
+        .unwrap_or_else(|| panic!("{text}"))
+}
+
 /// The numbers on sirocco's `engine 0 web:` line.
 pub fn web_line(log: &str) -> String {
     log.lines().find(|l| l.starts_with("engine 0 web:")).unwrap_or_else(|| panic!("no web line in:\n{log}")).to_string()
@@ -407,17 +419,8 @@ fn wrk_for_a_minute_without_errors() {
         &net.cli_ns,
         &["wrk", "-t2", "-c100", "-d60s", "--timeout", "5s", &format!("http://{SERVER_OWN}/index.html")],
     );
-    let text = String::from_utf8_lossy(&out.stdout).into_owned();
-    assert!(out.status.success(), "{text}");
-    assert!(!text.contains("Socket errors"), "{text}");
-    assert!(!text.contains("Non-2xx"), "{text}");
-    let n: u64 = text
-        .lines()
-        .find(|l| l.contains("requests in"))
-        .and_then(|l| l.split_whitespace().next())
-        .and_then(|v| v.parse().ok())
-        .unwrap_or_else(|| panic!("{text}"));
-    assert!(n > 100_000, "{text}");
+    let n = wrk_requests(&out);
+    assert!(n > 100_000, "{n} requests in a minute");
     let (_, log) = stop_with_log(s);
     assert!(web_stat(&log, "responses prepared") >= n, "{}", web_line(&log));
     assert!(log.contains("engine 0 memcpy:"), "{log}");
