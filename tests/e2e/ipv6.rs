@@ -415,3 +415,71 @@ fn socat_talks_tcp_to_sirocco_over_ipv6() {
     assert!(st.success(), "{log}");
     assert!(log.contains("accepted 1 closed 1"), "{log}");
 }
+
+/// The same for IPv4 (RFC 1191): an ICMP "fragmentation needed" cuts later segments to the
+/// next hop's MTU.
+#[test]
+fn tcp_honours_an_icmp_fragmentation_needed() {
+    use wire::build::{Ipv4Frame, IPV4_PAYLOAD_AT};
+    use wire::ipv4::{Ipv4Addr, Ipv4Repr};
+    let net = TestNet::new(1);
+    let pcap = std::env::temp_dir().join(format!("sirocco-fragneeded-{}.pcap", std::process::id()));
+    let s = net.start_tcp_echo(&["--addr", SERVER_OWN, "--pcap", pcap.to_str().unwrap()]);
+    let srv_mac = mac_of(&net, &net.srv_ns, &net.srv_if);
+    let cli_mac = mac_of(&net, &net.cli_ns, &net.cli_if);
+    let (cli_ns, cli_if) = (net.cli_ns.clone(), net.cli_if.clone());
+    let a4 = |s: &str| Ipv4Addr::from(s.parse::<std::net::Ipv4Addr>().unwrap());
+    let echoed = in_netns(&net.cli_ns.clone(), move || {
+        let mut c = TcpStream::connect_timeout(&sockaddr(SERVER_OWN, 7), Duration::from_secs(5)).unwrap();
+        c.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+        let mut one = [0u8; 1];
+        c.write_all(b"x").unwrap();
+        c.read_exact(&mut one).unwrap();
+        let port = c.local_addr().unwrap().port();
+        // The invoking packet: the IPv4 header of one of sirocco's segments and 8 bytes more.
+        let mut msg = vec![0u8; 8 + 20 + 8];
+        msg[0] = 3; // destination unreachable
+        msg[1] = 4; // fragmentation needed
+        msg[6..8].copy_from_slice(&1000u16.to_be_bytes());
+        let inner = Ipv4Repr {
+            src: a4(SERVER_OWN),
+            dst: a4(CLIENT),
+            protocol: wire::Protocol::TCP,
+            payload_len: 1400,
+            ttl: 63,
+            ident: 1,
+            tos: 0,
+            dont_frag: true,
+        };
+        inner.emit(&mut msg[8..]);
+        msg[28..30].copy_from_slice(&7u16.to_be_bytes());
+        msg[30..32].copy_from_slice(&port.to_be_bytes());
+        let c_sum = wire::checksum::checksum(&msg);
+        msg[2..4].copy_from_slice(&c_sum.to_be_bytes());
+        let router = a4("198.18.0.254");
+        let hdr = Ipv4Frame { src_mac: cli_mac, dst_mac: srv_mac, src: router, dst: a4(SERVER_OWN), protocol: 1 };
+        let mut f = vec![0u8; IPV4_PAYLOAD_AT + msg.len()];
+        f[IPV4_PAYLOAD_AT..].copy_from_slice(&msg);
+        hdr.emit(&mut f, msg.len(), 9, 64);
+        send_raw(&cli_ns, &cli_if, vec![f]);
+        std::thread::sleep(Duration::from_millis(100));
+        let data: Vec<u8> = (0..200_000u32).map(|i| (i % 251) as u8).collect();
+        let mut w = c.try_clone().unwrap();
+        let d = data.clone();
+        let writer = std::thread::spawn(move || w.write_all(&d).unwrap());
+        let mut back = vec![0u8; data.len()];
+        c.read_exact(&mut back).unwrap();
+        writer.join().unwrap();
+        back == data
+    });
+    assert!(echoed, "the echo came back intact");
+    let c = stop_and_count(s);
+    assert_eq!(total(&c, "icmp_too_big"), 1, "{c}");
+    let frames = pcap_frames(&pcap);
+    let _ = std::fs::remove_file(&pcap);
+    let sent: Vec<&Vec<u8>> = frames.iter().filter(|f| f.len() > 14 && f[6..12] == srv_mac.0).collect();
+    let biggest = sent.iter().map(|f| f.len()).max().unwrap_or(0);
+    assert!(sent.len() > 100, "sirocco's segments are in the capture ({})", sent.len());
+    assert!(biggest <= 14 + 1000, "a segment of {biggest} bytes went out after the path MTU fell to 1000");
+    assert!(biggest > 14 + 900, "and the segments are as large as the path allows ({biggest})");
+}

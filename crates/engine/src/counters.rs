@@ -198,7 +198,8 @@ pub struct Counters {
     pub nd_requests: u64,
     /// Neighbour advertisements received (their link-layer address learnt).
     pub nd_learned: u64,
-    /// ICMPv6 Packet Too Big about our TCP segments, handed to TCP as a path MTU.
+    /// ICMPv6 Packet Too Big or ICMP fragmentation needed about our TCP segments, handed to
+    /// TCP as a path MTU.
     pub icmp_too_big: u64,
     /// UDP datagrams handed to handlers.
     pub udp_delivered: u64,

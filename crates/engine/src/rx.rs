@@ -23,6 +23,10 @@ use wire::Error;
 
 /// Hop limit of neighbour discovery messages (RFC 4861 §7.1: receivers check it).
 const ND_HOP_LIMIT: u8 = 255;
+/// ICMP destination unreachable, code 4: fragmentation needed and DF set.
+const FRAG_NEEDED: u8 = 4;
+/// The smallest IPv4 path MTU believed from an ICMP message.
+const MIN_PATH_MTU4: u16 = 576;
 
 /// What became of a received frame.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -354,6 +358,9 @@ impl<A: Service + ?Sized> Rx<'_, A> {
         if !p.verify_checksum() {
             return self.dropped(DropReason::IcmpMalformed);
         }
+        if p.msg_type() == kind::DEST_UNREACHABLE && p.code() == FRAG_NEEDED {
+            return self.frag_needed(buf, at);
+        }
         if p.msg_type() != kind::ECHO_REQUEST || p.code() != 0 {
             return self.dropped(DropReason::IcmpIgnored);
         }
@@ -361,6 +368,29 @@ impl<A: Service + ?Sized> Rx<'_, A> {
         Ipv4Addr::turn_around(buf, at.hl);
         self.node.counters.icmp_echo += 1;
         Received::Reply(at.end)
+    }
+
+    /// ICMP "fragmentation needed" (RFC 1191) about one of our TCP segments: TCP sends
+    /// smaller ones on that connection.
+    fn frag_needed(&mut self, buf: &[u8], at: L4<Ipv4Addr>) -> Received {
+        let m = &buf[at.l4..at.end];
+        let inner = &m[wire::icmp::HEADER_LEN..];
+        let ihl = usize::from(inner.first().map_or(0, |b| b & 0x0f)) * 4;
+        if ihl < 20 || inner.len() < ihl + 4 || inner[9] != Protocol::TCP {
+            return self.dropped(DropReason::IcmpIgnored);
+        }
+        let (src, dst) = (Ipv4Addr::from_bytes(&inner[12..]), Ipv4Addr::from_bytes(&inner[16..]));
+        if src != at.dst {
+            return self.dropped(DropReason::IcmpIgnored);
+        }
+        let p = &inner[ihl..];
+        let (sport, dport) = (u16::from_be_bytes([p[0], p[1]]), u16::from_be_bytes([p[2], p[3]]));
+        // The next hop's MTU (0 from routers older than RFC 1191), never believed below 576:
+        // a forged message must not shrink segments to nothing.
+        let mtu = u16::from_be_bytes([m[6], m[7]]).max(MIN_PATH_MTU4);
+        self.app.path_mtu(src.into(), dst.into(), sport, dport, mtu);
+        self.node.counters.icmp_too_big += 1;
+        Received::Done
     }
 
     #[inline]
