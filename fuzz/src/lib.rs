@@ -31,6 +31,7 @@ pub const TARGETS: &[(&str, Target)] = &[
     ("tcp_endpoint", tcp_endpoint),
     ("dns_query", dns_query),
     ("dns_server", dns_server),
+    ("dns_tcp", dns_tcp),
     ("zone_text", zone_text),
     ("http_request", http_request),
     ("web_server", web_server),
@@ -591,6 +592,39 @@ thread_local! {
         std::cell::RefCell::new(fuzz_server(dns_server::KeyMode::Decompress));
 }
 
+/// DNS over TCP: the input cut into deliveries of a size it chooses; every answer that comes
+/// out is a framed response, and what is held stays below one message.
+pub fn dns_tcp(data: &[u8]) {
+    thread_local! {
+        static T: std::cell::RefCell<dns_server::DnsTcp> =
+            std::cell::RefCell::new(dns_server::DnsTcp::new(fuzz_server(dns_server::KeyMode::Wire)));
+    }
+    let Some((&cuts, rest)) = data.split_first() else { return };
+    T.with(|t| {
+        let mut t = t.borrow_mut();
+        let mut c = dns_server::tcp::DnsConn::default();
+        let step = usize::from(cuts % 16) + 1;
+        let mut alive = true;
+        for piece in rest.chunks(step) {
+            alive = t.feed(&mut c, piece);
+            if !alive {
+                break;
+            }
+        }
+        let out: Vec<u8> = c.pending().copied().collect();
+        let mut at = 0;
+        while at < out.len() {
+            let n = usize::from(u16::from_be_bytes([out[at], out[at + 1]]));
+            assert!(n >= 12 && at + 2 + n <= out.len(), "framed answers");
+            assert!(out[at + 2 + 2] & 0x80 != 0, "a response");
+            at += 2 + n;
+        }
+        if alive {
+            assert!(c.held() <= 2 + 65_535, "held input stays below one message");
+        }
+    });
+}
+
 /// The whole DNS responder on arbitrary messages: no panic, and a response that fits the
 /// buffer, keeps the ID, has QR set, parses record by record, carries the right checksum
 /// sum, and is byte for byte what the other key mode answers.
@@ -1057,6 +1091,7 @@ pub fn seeds(target: &str) -> Vec<Vec<u8>> {
             b"\x05GET / HTTP/1.1\r\nHost: a\r\n\r\nHEAD /about HTTP/1.0\r\n\r\nGET /%2e%2e/x HTTP/1.1\r\nHost: b\r\n\r\n".to_vec(),
             b"\x00GET /hello.txt HTTP/1.1\r\nHost: a\r\nContent-Length: 3\r\nIf-Modified-Since: Sun, 06 Nov 1994 08:49:37 GMT\r\n\r\nabcGET /style.css HTTP/1.1\r\nHost: a\r\nConnection: close\r\n\r\n".to_vec(),
         ],
+        "dns_tcp" => vec![[&[3u8, 0, 33][..], &[0x12, 0x34, 0, 0, 0, 1, 0, 0, 0, 0, 0, 0, 3, b'w', b'w', b'w', 7, b'e', b'x', b'a', b'm', b'p', b'l', b'e', 3, b'c', b'o', b'm', 0, 0, 1, 0, 1][..]].concat()],
         "dns_server" => vec![
             vec![
                 0xbe, 0xef, 1, 0, 0, 1, 0, 0, 0, 0, 0, 0, 3, b'w', b'w', b'w', 7, b'e', b'x', b'a', b'm', b'p', b'l',

@@ -5,8 +5,10 @@ pub mod compile;
 pub mod message;
 pub mod resolve;
 pub mod server;
+pub mod tcp;
 pub mod zone;
 
 pub use compile::{Catalog, CompiledZone};
 pub use dns::KeyMode;
 pub use server::DnsServer;
+pub use tcp::{DnsService, DnsTcp};

@@ -81,6 +81,16 @@ impl DnsServer {
 
     /// Builds the response to the message `buf[..len]` in place; None to stay silent.
     pub fn respond(&mut self, buf: &mut [u8], len: usize) -> Option<Response> {
+        self.answer(buf, len, false)
+    }
+
+    /// As [`DnsServer::respond`], for a query that came over TCP (RFC 7766): the answer may
+    /// fill `buf` up to 65 535 bytes and is never truncated for size below that.
+    pub fn respond_tcp(&mut self, buf: &mut [u8], len: usize) -> Option<usize> {
+        self.answer(buf, len, true).map(|r| r.len)
+    }
+
+    fn answer(&mut self, buf: &mut [u8], len: usize, tcp: bool) -> Option<Response> {
         let q = match Query::parse_keyed(&buf[..len], self.mode) {
             Ok(q) => q,
             Err(QueryError::Drop) => {
@@ -121,7 +131,7 @@ impl DnsServer {
             QName::Copied(n) => Some(n),
             QName::InPlace(_) => None,
         };
-        let lim = limit(q.edns, buf.len());
+        let lim = if tcp { buf.len().min(usize::from(u16::MAX)) - OPT_LEN } else { limit(q.edns, buf.len()) };
         let key = |buf: &[u8]| -> Lookup<'_> {
             let w = copied.map(|n| n.as_wire()).unwrap_or(&buf[HEADER_LEN..HEADER_LEN + qlen]);
             catalog.zone_for(w, q.qtype)

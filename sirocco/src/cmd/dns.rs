@@ -121,21 +121,36 @@ pub fn run(a: DnsArgs) -> Result<(), String> {
         KeyModeArg::Decompress => dns_server::KeyMode::Decompress,
     };
     let port = s.port;
-    let make = |_| dns_server::DnsServer::following(catalog.follow(), port).with_key_mode(mode);
-    let out =
-        s.run(&format!("dns on port {port}"), &[(Protocol::UDP, port)], make, Some(("zones", Box::new(reload))))?;
+    let limits = crate::tcp_limits::tcp_limits();
+    let make = |_| {
+        let server = dns_server::DnsServer::following(catalog.follow(), port).with_key_mode(mode);
+        dns_server::DnsService::new(server, port, limits)
+    };
+    // Behind sirocco ctl a grant is one flow: UDP there, no TCP yet.
+    let grants: &[_] =
+        if s.opts.ctl.is_some() { &[(Protocol::UDP, port)] } else { &[(Protocol::UDP, port), (Protocol::TCP, port)] };
+    let out = s.run(&format!("dns on port {port}"), grants, make, Some(("zones", Box::new(reload))))?;
     let mut rc = [0u64; 8];
     let (mut tc, mut dropped) = (0, 0);
-    for d in out.apps() {
+    let mut t = dns_server::tcp::TcpStats::default();
+    for svc in out.apps() {
+        let d = svc.server();
         for (i, v) in d.stats.rcodes.iter().enumerate() {
             rc[i] += v;
         }
         tc += d.stats.truncated;
         dropped += d.stats.dropped;
+        let s = svc.tcp.app.stats;
+        (t.accepted, t.closed, t.answered, t.cut) =
+            (t.accepted + s.accepted, t.closed + s.closed, t.answered + s.answered, t.cut + s.cut);
     }
     println!(
         "dns: noerror {} formerr {} servfail {} nxdomain {} notimp {} refused {} yxdomain {} badvers {} | truncated {tc} dropped {dropped}",
         rc[0], rc[1], rc[2], rc[3], rc[4], rc[5], rc[6], rc[7]
+    );
+    println!(
+        "dns over tcp: connections accepted {} closed {} cut off {} | answers {}",
+        t.accepted, t.closed, t.cut, t.answered
     );
     Ok(())
 }
