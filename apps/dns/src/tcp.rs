@@ -2,8 +2,6 @@
 //! several per connection, pipelined queries answered in the order they arrive, each from
 //! the same prepared responses as over UDP, without the UDP size limit.
 
-use std::collections::VecDeque;
-
 use engine::{Datagram, Duration, Instant, Originate, Service, TcpService, Verdict};
 use tcp::{Config, Limits};
 use wire::tcp::TcpRepr;
@@ -40,12 +38,11 @@ pub struct DnsTcp {
     pub stats: TcpStats,
 }
 
-/// One connection: its incomplete input and its answers from stream offset `base` on.
+/// One connection: its incomplete input and its answers not yet acknowledged.
 #[derive(Debug, Default)]
 pub struct DnsConn {
     input: Vec<u8>,
-    out: VecDeque<u8>,
-    base: u64,
+    out: tcp::ByteQueue,
 }
 
 impl DnsConn {
@@ -62,20 +59,15 @@ impl DnsConn {
 
 impl tcp::Source for DnsConn {
     fn end(&self) -> u64 {
-        self.base + self.out.len() as u64
+        self.out.end()
     }
 
     fn fill(&self, off: u64, dst: &mut [u8]) {
-        let at = (off - self.base) as usize;
-        for (d, s) in dst.iter_mut().zip(self.out.range(at..)) {
-            *d = *s;
-        }
+        self.out.fill(off, dst);
     }
 
     fn release(&mut self, off: u64) {
-        let n = (off - self.base) as usize;
-        self.out.drain(..n.min(self.out.len()));
-        self.base = off;
+        self.out.release(off);
     }
 }
 
@@ -105,7 +97,7 @@ impl DnsTcp {
             self.scratch[..n].copy_from_slice(&c.input[at + 2..at + 2 + n]);
             at += 2 + n;
             if let Some(len) = self.server.respond_tcp(&mut self.scratch, n) {
-                c.out.extend((len as u16).to_be_bytes());
+                c.out.extend(&(len as u16).to_be_bytes());
                 c.out.extend(&self.scratch[..len]);
                 self.stats.answered += 1;
             }

@@ -49,38 +49,24 @@ pub struct TcpEcho {
     pub closed: u64,
 }
 
-/// One echo connection: received bytes from stream offset `base` on.
+/// One echo connection: the received bytes it sends back, and how many were acknowledged.
 #[derive(Debug, Default)]
 pub struct EchoConn {
-    buf: std::collections::VecDeque<u8>,
-    base: u64,
+    out: tcp::ByteQueue,
     done: u64,
 }
 
 impl tcp::Source for EchoConn {
     fn end(&self) -> u64 {
-        self.base + self.buf.len() as u64
+        self.out.end()
     }
 
     fn fill(&self, off: u64, dst: &mut [u8]) {
-        let at = (off - self.base) as usize;
-        let (a, b) = self.buf.as_slices();
-        if at + dst.len() <= a.len() {
-            dst.copy_from_slice(&a[at..at + dst.len()]);
-        } else if at >= a.len() {
-            dst.copy_from_slice(&b[at - a.len()..at - a.len() + dst.len()]);
-        } else {
-            let first = a.len() - at;
-            let rest = dst.len() - first;
-            dst[..first].copy_from_slice(&a[at..]);
-            dst[first..].copy_from_slice(&b[..rest]);
-        }
+        self.out.fill(off, dst);
     }
 
     fn release(&mut self, off: u64) {
-        let n = (off - self.base) as usize;
-        self.buf.drain(..n.min(self.buf.len()));
-        self.base = off;
+        self.out.release(off);
     }
 }
 
@@ -93,7 +79,7 @@ impl tcp::App for TcpEcho {
     }
 
     fn recv(&mut self, _h: tcp::Handle, c: &mut EchoConn, data: &[u8], _ctl: &mut tcp::Ctl) {
-        c.buf.extend(data);
+        c.out.extend(data);
     }
 
     fn sent(&mut self, _h: tcp::Handle, c: &mut EchoConn, acked: u64, ctl: &mut tcp::Ctl) {

@@ -6,6 +6,7 @@
 //! the payload from the connection's source, so nothing is copied into a send buffer and a
 //! retransmission is regenerated from the source like the first transmission.
 
+pub mod byte_queue;
 pub mod cc;
 pub mod channel;
 pub mod config;
@@ -22,6 +23,7 @@ pub mod tcb;
 mod time_wait;
 mod tuple_table;
 
+pub use byte_queue::ByteQueue;
 pub use cc::CcKind;
 pub use channel::{Calls, Channel, Event, Events, Server};
 pub use config::{Config, KeepAlive};
