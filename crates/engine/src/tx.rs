@@ -159,32 +159,6 @@ impl<P: Port> Out<'_, P> {
         self.node.cfg.addr.ok_or(SendError::NoAddress)
     }
 
-    /// The next hop's MAC for the IPv6 `dst`: from the cache, or a neighbour solicitation of
-    /// our own (owned address), in which case the caller waits. With an address shared with
-    /// the kernel only what traffic taught the cache is known.
-    fn resolve6(&mut self, src: Ipv6Addr, dst: Ipv6Addr) -> Result<MacAddr, SendError> {
-        match self.node.nd.lookup(dst, self.now) {
-            Lookup::Known(m) => return Ok(m),
-            Lookup::Pending => return Err(SendError::Unresolved),
-            Lookup::Unknown => {}
-        }
-        if !self.node.cfg.owns_alone6 {
-            self.node.nd.mark_pending(dst, self.now);
-            return Err(SendError::Unresolved);
-        }
-        if self.full() {
-            return Err(SendError::Full);
-        }
-        let Some(f) = self.port.alloc() else {
-            return Err(SendError::Full);
-        };
-        let len = build::neighbor_solicit(self.port.data_mut(f), self.node.cfg.mac, src, dst);
-        self.tx.push(Frame::new(f.addr, len as u32));
-        self.node.counters.nd_requests += 1;
-        self.node.nd.mark_pending(dst, self.now);
-        Err(SendError::Unresolved)
-    }
-
     /// A UDP datagram over IPv6 (see [`Originate::udp`]).
     fn udp6(
         &mut self,
@@ -194,7 +168,7 @@ impl<P: Port> Out<'_, P> {
         fill: &mut dyn FnMut(&mut [u8]) -> usize,
     ) -> Result<(), SendError> {
         let src = self.node.cfg.addr6.ok_or(SendError::NoAddress)?;
-        let mac = self.resolve6(src, dst)?;
+        let mac = self.resolve(IpAddr::V6(dst))?;
         let Some(f) = self.port.alloc() else {
             self.node.counters.count_drop(DropReason::NoBuffer);
             return Err(SendError::Full);
@@ -212,34 +186,64 @@ impl<P: Port> Out<'_, P> {
         Ok(())
     }
 
-    /// The next hop's MAC for `dst`: from the cache, the kernel's neighbour table (shared
-    /// address), or an ARP request of our own (owned address), in which case the caller waits.
-    fn resolve(&mut self, dst: Ipv4Addr) -> Result<MacAddr, SendError> {
-        match self.node.arp.lookup(dst, self.now) {
+    /// The next hop's MAC for `dst`: from the family's neighbour cache; else, for an address
+    /// sirocco owns alone, from an ARP request or neighbour solicitation of its own (the
+    /// caller waits); for one shared with the kernel, from the kernel's ARP table (IPv6: only
+    /// what traffic taught the cache is known).
+    fn resolve(&mut self, dst: IpAddr) -> Result<MacAddr, SendError> {
+        let (now, node) = (self.now, &mut *self.node);
+        let (known, alone) = match dst {
+            IpAddr::V4(d) => (node.arp.lookup(d, now), node.cfg.owns_alone),
+            IpAddr::V6(d) => (node.nd.lookup(d, now), node.cfg.owns_alone6),
+        };
+        match known {
             Lookup::Known(m) => return Ok(m),
             Lookup::Pending => return Err(SendError::Unresolved),
             Lookup::Unknown => {}
         }
-        if !self.node.cfg.owns_alone {
-            if let Some(m) = io::iface::kernel_neighbour(&self.node.cfg.iface, dst) {
-                self.node.arp.insert(dst, m, self.now);
-                return Ok(m);
+        if !alone {
+            if let IpAddr::V4(d) = dst {
+                if let Some(m) = io::iface::kernel_neighbour(&node.cfg.iface, d) {
+                    node.arp.insert(d, m, now);
+                    return Ok(m);
+                }
             }
-            self.node.arp.mark_pending(dst, self.now);
+            self.mark_pending(dst);
             return Err(SendError::Unresolved);
         }
-        let src = self.src4()?;
+        let src = match dst {
+            IpAddr::V4(_) => IpAddr::V4(self.src4()?),
+            IpAddr::V6(_) => IpAddr::V6(self.node.cfg.addr6.ok_or(SendError::NoAddress)?),
+        };
         if self.full() {
             return Err(SendError::Full);
         }
         let Some(f) = self.port.alloc() else {
             return Err(SendError::Full);
         };
-        let len = build::arp_request(self.port.data_mut(f), self.node.cfg.mac, src, dst);
+        let (mac, buf) = (self.node.cfg.mac, self.port.data_mut(f));
+        let len = match (src, dst) {
+            (IpAddr::V4(s), IpAddr::V4(d)) => {
+                self.node.counters.arp_requests += 1;
+                build::arp_request(buf, mac, s, d)
+            }
+            (IpAddr::V6(s), IpAddr::V6(d)) => {
+                self.node.counters.nd_requests += 1;
+                build::neighbor_solicit(buf, mac, s, d)
+            }
+            _ => unreachable!("the source is of the destination's family"),
+        };
         self.tx.push(Frame::new(f.addr, len as u32));
-        self.node.counters.arp_requests += 1;
-        self.node.arp.mark_pending(dst, self.now);
+        self.mark_pending(dst);
         Err(SendError::Unresolved)
+    }
+
+    /// Records that `dst`'s resolution is under way.
+    fn mark_pending(&mut self, dst: IpAddr) {
+        match dst {
+            IpAddr::V4(d) => self.node.arp.mark_pending(d, self.now),
+            IpAddr::V6(d) => self.node.nd.mark_pending(d, self.now),
+        }
     }
 
     /// Room, length and next hop for a TCP segment of `len` bytes to `dst`.
@@ -254,11 +258,7 @@ impl<P: Port> Out<'_, P> {
         if len > self.node.cfg.mtu - ip_header {
             return Err(SendError::TooLong);
         }
-        match dst {
-            IpAddr::V4(d) => self.resolve(d),
-            IpAddr::V6(d) => self.resolve6(self.node.cfg.addr6.unwrap_or(Ipv6Addr::UNSPECIFIED), d),
-        }
-        .inspect_err(|_| self.node.counters.count_drop(DropReason::ArpUnresolved))
+        self.resolve(dst).inspect_err(|_| self.node.counters.count_drop(DropReason::ArpUnresolved))
     }
 
     /// Writes the link and IP headers of a TCP segment of `len` bytes from this engine to
@@ -339,7 +339,7 @@ impl<P: Port> Originate for Out<'_, P> {
             IpAddr::V6(a) => return self.udp6(a, dst_port, src_port, fill),
         };
         let src = self.src4()?;
-        let mac = self.resolve(dst)?;
+        let mac = self.resolve(IpAddr::V4(dst))?;
         let Some(f) = self.port.alloc() else {
             self.node.counters.count_drop(DropReason::NoBuffer);
             return Err(SendError::Full);
