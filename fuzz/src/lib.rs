@@ -597,12 +597,15 @@ thread_local! {
 pub fn dns_tcp(data: &[u8]) {
     thread_local! {
         static T: std::cell::RefCell<dns_server::DnsTcp> =
-            std::cell::RefCell::new(dns_server::DnsTcp::new(fuzz_server(dns_server::KeyMode::Wire)));
+            std::cell::RefCell::new(dns_server::DnsTcp::new(
+                fuzz_server(dns_server::KeyMode::Wire),
+                dns_server::tcp::TcpSettings::default(),
+            ));
     }
     let Some((&cuts, rest)) = data.split_first() else { return };
     T.with(|t| {
         let mut t = t.borrow_mut();
-        let mut c = dns_server::tcp::DnsConn::default();
+        let mut c = t.conn();
         let step = usize::from(cuts % 16) + 1;
         let mut alive = true;
         for piece in rest.chunks(step) {

@@ -1,6 +1,7 @@
 //! DNS over TCP (RFC 7766) against kdig and a raw kernel TCP client: answers in both
-//! families, a truncated UDP answer complete over TCP, pipelined and split queries, and
-//! framing that is not DNS.
+//! families, a truncated UDP answer complete over TCP, pipelined and split queries, framing
+//! that is not DNS, the idle timeout told by edns-tcp-keepalive (RFC 7828) and kept, and the
+//! connection limit.
 
 use crate::common::*;
 use std::io::{Read, Write};
@@ -77,7 +78,10 @@ fn kdig_over_tcp_in_both_families_and_a_truncated_answer_complete_over_tcp() {
     let (st, log) = s.stop();
     let _ = std::fs::remove_file(&z);
     assert!(st.success(), "{log}");
-    assert!(log.contains("dns over tcp: connections accepted 6 closed 6 cut off 0 | answers 6"), "{log}");
+    assert!(
+        log.contains("dns over tcp: connections accepted 6 refused 0 closed 6 (idle 0 cut off 0) | answers 6"),
+        "{log}"
+    );
     assert!(log.contains("truncated 4"), "two truncated answers per family over UDP: {log}");
 }
 
@@ -127,5 +131,76 @@ fn pipelined_and_split_queries_are_answered_in_order_and_bad_framing_is_cut_off(
     let (st, log) = s.stop();
     let _ = std::fs::remove_file(&z);
     assert!(st.success(), "{log}");
-    assert!(log.contains("cut off 1 | answers 5"), "{log}");
+    assert!(log.contains("cut off 1) | answers 5"), "{log}");
+}
+
+/// `query` with an OPT record carrying edns-tcp-keepalive, without a TIMEOUT.
+fn keepalive_query(id: u16, name: &str) -> Vec<u8> {
+    let mut m = query(id, name, 1);
+    m[11] = 1;
+    m.extend([0, 0, 41, 4, 0xd0, 0, 0, 0, 0, 0, 4, 0, 11, 0, 0]);
+    m
+}
+
+#[test]
+fn idle_connections_are_closed_after_the_timeout_told_and_past_the_limit_refused() {
+    let net = TestNet::new(1);
+    let z = big_zone("idle");
+    let zone_arg = format!("t.test={}", z.display());
+    let s = net.start(&[
+        "dns",
+        "--iface",
+        &net.srv_if,
+        "--addr",
+        SERVER_OWN,
+        "--zone",
+        &zone_arg,
+        "--tcp-idle-timeout",
+        "1.5",
+        "--tcp-max-clients",
+        "2",
+    ]);
+    s.wait_for_log("dns on port 53", Duration::from_secs(10));
+    let (told, refused, closed_in, again) = in_netns(&net.cli_ns, || {
+        let open = || {
+            let c = TcpStream::connect_timeout(&sockaddr(SERVER_OWN, 53), Duration::from_secs(5))?;
+            c.set_read_timeout(Some(Duration::from_secs(6)))?;
+            Ok::<_, std::io::Error>(c)
+        };
+        let (mut a, mut b) = (open().unwrap(), open().unwrap());
+        a.write_all(&framed(&keepalive_query(1, "small.t.test"))).unwrap();
+        let answer = read_msg(&mut a);
+        b.write_all(&framed(&query(2, "small.t.test", 1))).unwrap();
+        let plain = read_msg(&mut b);
+        assert_eq!(&plain[plain.len() - 4..], &[198, 18, 3, 2], "no OPT asked, none given: the A record last");
+        // The third is accepted by TCP and reset by the server when its handshake completes.
+        // (The reset may come before the socket is even set up.)
+        let mut buf = [0u8; 64];
+        let refused = match open() {
+            Ok(mut c) => {
+                let _ = c.write_all(&framed(&query(3, "small.t.test", 1)));
+                matches!(c.read(&mut buf), Ok(0) | Err(_))
+            }
+            Err(_) => true,
+        };
+        // Both open connections are closed by the server, with a FIN, after 1.5 s.
+        let t0 = std::time::Instant::now();
+        let fin = matches!(a.read(&mut buf), Ok(0)) && matches!(b.read(&mut buf), Ok(0));
+        let closed_in = fin.then(|| t0.elapsed());
+        // With them gone there is room again.
+        let mut d = open().unwrap();
+        d.write_all(&framed(&query(4, "small.t.test", 1))).unwrap();
+        let again = read_msg(&mut d)[..2] == 4u16.to_be_bytes();
+        (answer[answer.len() - 6..].to_vec(), refused, closed_in, again)
+    });
+    let (st, log) = s.stop();
+    let _ = std::fs::remove_file(&z);
+    assert!(st.success(), "{log}");
+    assert_eq!(told, [0, 11, 0, 2, 0, 15], "edns-tcp-keepalive: 15 × 100 ms");
+    assert!(refused, "the third connection past --tcp-max-clients 2 is reset: {log}");
+    let closed_in = closed_in.unwrap_or_else(|| panic!("both idle connections get a FIN: {log}"));
+    assert!(closed_in < Duration::from_secs(6), "closed after the idle timeout, not at the end: {closed_in:?}");
+    assert!(again, "a new connection once the idle ones are gone");
+    assert!(log.contains("accepted 3 refused 1 closed"), "{log}");
+    assert!(log.contains("(idle 2 cut off 0) | answers 3"), "{log}");
 }

@@ -15,6 +15,8 @@ use wire::checksum;
 pub const MAX_UDP: usize = 1232;
 /// Size of the OPT record sirocco appends.
 const OPT_LEN: usize = 11;
+/// Size of the edns-tcp-keepalive option with its TIMEOUT.
+const KEEPALIVE_LEN: usize = 6;
 
 /// What one engine's DNS application counted.
 #[derive(Debug, Default, Clone, Copy)]
@@ -81,16 +83,21 @@ impl DnsServer {
 
     /// Builds the response to the message `buf[..len]` in place; None to stay silent.
     pub fn respond(&mut self, buf: &mut [u8], len: usize) -> Option<Response> {
-        self.answer(buf, len, false)
+        self.answer(buf, len, None)
     }
 
     /// As [`DnsServer::respond`], for a query that came over TCP (RFC 7766): the answer may
-    /// fill `buf` up to 65 535 bytes and is never truncated for size below that.
-    pub fn respond_tcp(&mut self, buf: &mut [u8], len: usize) -> Option<usize> {
-        self.answer(buf, len, true).map(|r| r.len)
+    /// fill `buf` up to 65 535 bytes and is never truncated for size below that. A query
+    /// with the edns-tcp-keepalive option is told `keepalive`, the idle timeout in units of
+    /// 100 ms (RFC 7828).
+    pub fn respond_tcp(&mut self, buf: &mut [u8], len: usize, keepalive: u16) -> Option<usize> {
+        self.answer(buf, len, Some(keepalive)).map(|r| r.len)
     }
 
-    fn answer(&mut self, buf: &mut [u8], len: usize, tcp: bool) -> Option<Response> {
+    /// `tcp`: the keep-alive timeout to tell a client that asks, for a query over TCP.
+    fn answer(&mut self, buf: &mut [u8], len: usize, tcp: Option<u16>) -> Option<Response> {
+        // Over TCP the option is answered; over UDP it is ignored (RFC 7828 3.3.1).
+        let keepalive = |e: &Option<Edns>| tcp.filter(|_| e.is_some_and(|e| e.tcp_keepalive));
         let q = match Query::parse_keyed(&buf[..len], self.mode) {
             Ok(q) => q,
             Err(QueryError::Drop) => {
@@ -102,7 +109,7 @@ impl DnsServer {
                 let q_end = question_end.unwrap_or(HEADER_LEN);
                 let rd_cd = u16::from_be_bytes([buf[2], buf[3]]) & 0x0110;
                 let body = Body::empty(q_end, rc);
-                return Some(self.finish(buf, q_end, body, rd_cd, qd, edns));
+                return Some(self.finish(buf, q_end, body, rd_cd, qd, edns, keepalive(&edns)));
             }
         };
         let rd_cd = (u16::from(q.rd) << 8) | (u16::from(q.cd) << 4);
@@ -122,7 +129,7 @@ impl DnsServer {
         if q.qclass != class::IN && q.qclass != class::ANY {
             // Only class IN is served (QCLASS * asks for it too); CHAOS identity queries are
             // refused, as NSD does with hide-version and hide-identity.
-            return Some(self.finish(buf, q_end, refused, rd_cd, 1, q.edns));
+            return Some(self.finish(buf, q_end, refused, rd_cd, 1, q.edns, keepalive(&q.edns)));
         }
         // Borrowed, not cloned: an Arc clone per query would bounce its count between cores.
         let catalog = self.catalog.get();
@@ -131,7 +138,10 @@ impl DnsServer {
             QName::Copied(n) => Some(n),
             QName::InPlace(_) => None,
         };
-        let lim = if tcp { buf.len().min(usize::from(u16::MAX)) - OPT_LEN } else { limit(q.edns, buf.len()) };
+        let lim = match tcp {
+            Some(_) => buf.len().min(usize::from(u16::MAX)) - OPT_LEN - KEEPALIVE_LEN,
+            None => limit(q.edns, buf.len()),
+        };
         let key = |buf: &[u8]| -> Lookup<'_> {
             let w = copied.map(|n| n.as_wire()).unwrap_or(&buf[HEADER_LEN..HEADER_LEN + qlen]);
             catalog.zone_for(w, q.qtype)
@@ -140,10 +150,12 @@ impl DnsServer {
             Lookup::Zone(z) => assemble(buf, q_end, lim, z, copied, qlen, q.qtype),
             Lookup::Refused => refused,
         };
-        Some(self.finish(buf, q_end, body, rd_cd, 1, q.edns))
+        Some(self.finish(buf, q_end, body, rd_cd, 1, q.edns, keepalive(&q.edns)))
     }
 
-    /// Writes header flags and counts and the OPT record; returns the message and its sum.
+    /// Writes header flags and counts and the OPT record (with the keep-alive option if
+    /// `keepalive`); returns the message and its sum.
+    #[allow(clippy::too_many_arguments)]
     fn finish(
         &mut self,
         buf: &mut [u8],
@@ -152,6 +164,7 @@ impl DnsServer {
         rd_cd: u16,
         qdcount: u16,
         edns: Option<Edns>,
+        keepalive: Option<u16>,
     ) -> Response {
         let rc = body.rcode;
         let mut flags: u16 = 0x8000 | rd_cd | (rc & 0x000f);
@@ -183,6 +196,16 @@ impl DnsServer {
             buf[end..end + OPT_LEN].copy_from_slice(&opt);
             sum += sum_at(checksum::fold(checksum::add(0, &opt)), end);
             end += OPT_LEN;
+            if let Some(t) = keepalive {
+                buf[end - 2..end].copy_from_slice(&(KEEPALIVE_LEN as u16).to_be_bytes());
+                let code = dns::option::TCP_KEEPALIVE.to_be_bytes();
+                let t = t.to_be_bytes();
+                let option = [code[0], code[1], 0, 2, t[0], t[1]];
+                buf[end..end + KEEPALIVE_LEN].copy_from_slice(&option);
+                // Over TCP the sum goes unused; kept right all the same.
+                sum += sum_at(checksum::fold(checksum::add(0, &option) + u64::from(KEEPALIVE_LEN as u16)), end);
+                end += KEEPALIVE_LEN;
+            }
         }
         let slot = match rc {
             rcode::BADVERS => 7,
@@ -356,6 +379,21 @@ mod tests {
             let r = ask(&mut s, b"\x04many\x01t\x00", t);
             assert_eq!(r[7], 1, "type {t} of 300 at one name");
             assert_eq!(r[r.len() - 12], (t % 256) as u8, "its own data");
+        }
+    }
+
+    #[test]
+    fn the_sum_covers_the_keepalive_option() {
+        let mut s = server("$ORIGIN t.\n$TTL 60\n@ SOA ns h 1 2 3 4 5\n@ NS ns\nns A 198.18.0.1\n");
+        for name in [&b"\x02ns\x01t\x00"[..], b"\x03nsx\x01t\x00"] {
+            let mut q = vec![0x12, 0x34, 0, 0, 0, 1, 0, 0, 0, 0, 0, 1];
+            q.extend_from_slice(name);
+            q.extend([0, 1, 0, 1, 0, 0, 41, 0x10, 0, 0, 0, 0, 0, 0, 4, 0, 11, 0, 0]);
+            let mut buf = vec![0u8; 1500];
+            buf[..q.len()].copy_from_slice(&q);
+            let r = s.answer(&mut buf, q.len(), Some(100)).unwrap();
+            assert_eq!(&buf[r.len - 6..r.len], &[0, 11, 0, 2, 0, 100]);
+            assert_eq!(r.sum, checksum::fold(checksum::add(0, &buf[..r.len])), "odd and even lengths");
         }
     }
 }

@@ -15,34 +15,85 @@ pub const MAX_PENDING: usize = 1 << 20;
 /// Bytes a query arriving in pieces may take while it is incomplete (the largest message).
 const MAX_QUERY: usize = 2 + 65_535;
 
+/// How often connections are looked at for their idle timeout.
+const SWEEP: Duration = Duration::from_millis(250);
+
+/// The limits of the TCP side.
+#[derive(Debug, Clone, Copy)]
+pub struct TcpSettings {
+    /// A connection with nothing to answer and nothing arriving for this long is closed; one
+    /// whose answers the peer does not take for this long is reset. Told to clients that ask
+    /// with edns-tcp-keepalive (RFC 7828).
+    pub idle_timeout: Duration,
+    /// Connections open at once (per engine); past it new ones are reset when their
+    /// handshake completes.
+    pub max_clients: usize,
+}
+
+impl Default for TcpSettings {
+    /// Knot's defaults: 10 s idle, and a limit well under the endpoint's table.
+    fn default() -> Self {
+        TcpSettings { idle_timeout: Duration::from_secs(10), max_clients: 10_000 }
+    }
+}
+
 /// What the TCP side counted.
 #[derive(Debug, Default, Clone, Copy)]
 pub struct TcpStats {
     /// Connections accepted.
     pub accepted: u64,
+    /// Connections refused: `max_clients` were open.
+    pub refused: u64,
     /// Connections that ended.
     pub closed: u64,
     /// Queries answered over TCP.
     pub answered: u64,
-    /// Connections cut off: a message shorter than a DNS header, or answers left unread.
+    /// Connections closed after their idle timeout.
+    pub idle_closed: u64,
+    /// Connections cut off: a message shorter than a DNS header, answers left unread.
     pub cut: u64,
+}
+
+impl TcpStats {
+    /// Adds `o`'s counts to these.
+    pub fn add(&mut self, o: &TcpStats) {
+        self.accepted += o.accepted;
+        self.refused += o.refused;
+        self.closed += o.closed;
+        self.answered += o.answered;
+        self.idle_closed += o.idle_closed;
+        self.cut += o.cut;
+    }
 }
 
 /// The DNS application on TCP connections: the UDP server's answers, framed.
 pub struct DnsTcp {
     /// The server (shared with the UDP side).
     pub server: DnsServer,
+    settings: TcpSettings,
+    /// The idle timeout in the units of edns-tcp-keepalive (100 ms).
+    keepalive: u16,
     /// Where a query is answered in place.
     scratch: Vec<u8>,
+    /// The time of the segment or loop iteration being handled.
+    now: Instant,
+    /// Connections closed for idleness whose peer has not closed yet: they no longer count
+    /// against `max_clients`.
+    closing: u64,
     /// Counters.
     pub stats: TcpStats,
 }
 
 /// One connection: its incomplete input and its answers not yet acknowledged.
-#[derive(Debug, Default)]
+#[derive(Debug)]
 pub struct DnsConn {
     input: Vec<u8>,
     out: tcp::ByteQueue,
+    /// When the connection is closed (idle) or reset (answers not taken) unless something
+    /// happens first.
+    deadline: Instant,
+    /// Closed for idleness already: the next expiry resets it.
+    closing: bool,
 }
 
 impl DnsConn {
@@ -72,16 +123,58 @@ impl tcp::Source for DnsConn {
 }
 
 impl DnsTcp {
-    /// Answers over TCP with `server`.
-    pub fn new(server: DnsServer) -> DnsTcp {
-        DnsTcp { server, scratch: vec![0; 65_535], stats: TcpStats::default() }
+    /// Answers over TCP with `server`, within `settings`.
+    pub fn new(server: DnsServer, settings: TcpSettings) -> DnsTcp {
+        let keepalive = (settings.idle_timeout.as_millis() / 100).min(u64::from(u16::MAX)) as u16;
+        DnsTcp {
+            server,
+            settings,
+            keepalive,
+            scratch: vec![0; 65_535],
+            now: Instant::default(),
+            closing: 0,
+            stats: TcpStats::default(),
+        }
+    }
+
+    /// Connections open now and not being closed by the server.
+    pub fn open(&self) -> u64 {
+        self.stats.accepted - self.stats.closed - self.closing
+    }
+
+    /// A new connection's state, its idle timeout starting now.
+    pub fn conn(&self) -> DnsConn {
+        DnsConn {
+            input: Vec::new(),
+            out: tcp::ByteQueue::default(),
+            deadline: self.now + self.settings.idle_timeout,
+            closing: false,
+        }
     }
 
     /// Takes `data` received on `c` and answers every message it completes; false if the
     /// connection must end (a message shorter than a DNS header, or too much unread).
     pub fn feed(&mut self, c: &mut DnsConn, data: &[u8]) -> bool {
+        c.deadline = self.now + self.settings.idle_timeout;
         c.input.extend_from_slice(data);
         self.serve(c)
+    }
+
+    /// What `c`'s idle timeout asks for now: None, close (true: nothing left to say) or
+    /// reset (false: the peer stopped taking answers, or ignored our close).
+    pub fn expire(&mut self, c: &mut DnsConn) -> Option<bool> {
+        if self.now < c.deadline {
+            return None;
+        }
+        if c.out.is_empty() && c.input.is_empty() && !c.closing {
+            self.stats.idle_closed += 1;
+            self.closing += 1;
+            c.closing = true;
+            c.deadline = self.now + self.settings.idle_timeout;
+            return Some(true);
+        }
+        self.stats.cut += 1;
+        Some(false)
     }
 
     fn serve(&mut self, c: &mut DnsConn) -> bool {
@@ -96,7 +189,7 @@ impl DnsTcp {
             }
             self.scratch[..n].copy_from_slice(&c.input[at + 2..at + 2 + n]);
             at += 2 + n;
-            if let Some(len) = self.server.respond_tcp(&mut self.scratch, n) {
+            if let Some(len) = self.server.respond_tcp(&mut self.scratch, n, self.keepalive) {
                 c.out.extend(&(len as u16).to_be_bytes());
                 c.out.extend(&self.scratch[..len]);
                 self.stats.answered += 1;
@@ -111,8 +204,12 @@ impl tcp::App for DnsTcp {
     type Conn = DnsConn;
 
     fn accept(&mut self, _h: tcp::Handle, _port: u16, _remote: (IpAddr, u16)) -> Option<DnsConn> {
+        if self.open() >= self.settings.max_clients as u64 {
+            self.stats.refused += 1;
+            return None;
+        }
         self.stats.accepted += 1;
-        Some(DnsConn::default())
+        Some(self.conn())
     }
 
     fn recv(&mut self, _h: tcp::Handle, c: &mut DnsConn, data: &[u8], ctl: &mut tcp::Ctl) {
@@ -123,7 +220,17 @@ impl tcp::App for DnsTcp {
         }
     }
 
-    fn closed(&mut self, _h: tcp::Handle, _c: DnsConn, _end: tcp::End) {
+    fn sent(&mut self, _h: tcp::Handle, c: &mut DnsConn, _acked: u64, _ctl: &mut tcp::Ctl) {
+        // The peer is reading: a long answer taken slowly is not idle.
+        if !c.closing {
+            c.deadline = self.now + self.settings.idle_timeout;
+        }
+    }
+
+    fn closed(&mut self, _h: tcp::Handle, c: DnsConn, _end: tcp::End) {
+        if c.closing {
+            self.closing -= 1;
+        }
         self.stats.closed += 1;
     }
 }
@@ -133,12 +240,37 @@ pub struct DnsService {
     /// The TCP endpoint and, in its application, the server.
     pub tcp: TcpService<DnsTcp>,
     port: u16,
+    last_sweep: Instant,
 }
 
 impl DnsService {
     /// Serves `server` on `port` over UDP and TCP.
-    pub fn new(server: DnsServer, port: u16, limits: Limits) -> DnsService {
-        DnsService { tcp: TcpService::new(DnsTcp::new(server), &[port], Config::default(), limits), port }
+    pub fn new(server: DnsServer, port: u16, settings: TcpSettings, limits: Limits) -> DnsService {
+        let app = DnsTcp::new(server, settings);
+        DnsService {
+            tcp: TcpService::new(app, &[port], Config::default(), limits),
+            port,
+            last_sweep: Instant::default(),
+        }
+    }
+
+    /// Closes idle connections and resets those whose peer stopped reading.
+    fn sweep(&mut self) {
+        let (ep, app) = (&mut self.tcp.ep, &mut self.tcp.app);
+        if ep.is_empty() {
+            return;
+        }
+        for h in ep.handles() {
+            let Some(c) = ep.conn_mut(h) else { continue };
+            match app.expire(c) {
+                None => {}
+                Some(true) => {
+                    ep.close(h);
+                    ep.kick(h);
+                }
+                Some(false) => ep.abort(app, h),
+            }
+        }
     }
 
     /// The server (its counters).
@@ -161,6 +293,7 @@ impl Service for DnsService {
     }
 
     fn tcp(&mut self, now: Instant, src: IpAddr, dst: IpAddr, seg: &TcpRepr, payload: &[u8], view: u32) {
+        self.tcp.app.now = now;
         self.tcp.tcp(now, src, dst, seg, payload, view);
     }
 
@@ -173,6 +306,11 @@ impl Service for DnsService {
     }
 
     fn produce(&mut self, now: Instant, out: &mut dyn Originate) -> usize {
+        self.tcp.app.now = now;
+        if now >= self.last_sweep + SWEEP {
+            self.last_sweep = now;
+            self.sweep();
+        }
         self.tcp.app.server.produce(now, out) + self.tcp.produce(now, out)
     }
 
@@ -182,5 +320,83 @@ impl Service for DnsService {
 
     fn idle_wait(&self) -> Duration {
         self.tcp.idle_wait()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::sync::Arc;
+
+    fn app(idle_secs: u64) -> DnsTcp {
+        let zone = "$ORIGIN t.\n$TTL 60\n@ SOA ns h 1 2 3 4 5\n@ NS ns\nns A 198.18.0.1\n";
+        let z = crate::zone::load_text(std::path::Path::new("t.zone"), zone.as_bytes(), None).unwrap();
+        let server = DnsServer::new(Arc::new(crate::Catalog::new(vec![crate::CompiledZone::compile(&z)])), 53);
+        DnsTcp::new(server, TcpSettings { idle_timeout: Duration::from_secs(idle_secs), max_clients: 2 })
+    }
+
+    /// `ns.t. A` with an OPT record holding `options`, framed.
+    fn query(options: &[u8]) -> Vec<u8> {
+        let mut m = vec![0, 0, 0x12, 0x34, 0, 0, 0, 1, 0, 0, 0, 0, 0, 1, 2, b'n', b's', 1, b't', 0, 0, 1, 0, 1];
+        m.extend([0, 0, 41, 0x04, 0xd0, 0, 0, 0, 0]);
+        m.extend((options.len() as u16).to_be_bytes());
+        m.extend_from_slice(options);
+        let n = (m.len() - 2) as u16;
+        m[..2].copy_from_slice(&n.to_be_bytes());
+        m
+    }
+
+    fn answer(t: &mut DnsTcp, q: &[u8]) -> Vec<u8> {
+        let mut c = t.conn();
+        assert!(t.feed(&mut c, q));
+        c.pending().copied().skip(2).collect()
+    }
+
+    #[test]
+    fn the_keepalive_option_is_answered_with_the_idle_timeout() {
+        let mut t = app(10);
+        let with = answer(&mut t, &query(&[0, 11, 0, 0]));
+        assert_eq!(u16::from_be_bytes([with[6], with[7]]), 1, "the answer");
+        assert_eq!(&with[with.len() - 8..], &[0, 6, 0, 11, 0, 2, 0, 100], "OPT rdlen 6: keepalive, 100 × 100 ms");
+        let without = answer(&mut t, &query(&[]));
+        assert_eq!(without.len(), with.len() - 6);
+        assert_eq!(&without[without.len() - 2..], &[0, 0], "no option asked, none given");
+    }
+
+    #[test]
+    fn idle_connections_are_closed_then_reset_and_unread_answers_reset() {
+        let mut t = app(10);
+        t.now = Instant::from_millis(100_000);
+        let mut idle = t.conn();
+        let mut busy = t.conn();
+        assert!(t.feed(&mut busy, &query(&[])));
+        t.now = Instant::from_millis(109_000);
+        assert_eq!((t.expire(&mut idle), t.expire(&mut busy)), (None, None));
+        t.now = Instant::from_millis(110_000);
+        assert_eq!(t.expire(&mut idle), Some(true), "nothing pending: closed");
+        assert_eq!(t.expire(&mut idle), None, "once");
+        assert_eq!(t.expire(&mut busy), Some(false), "an answer not taken for 10 s: reset");
+        t.now = Instant::from_millis(120_000);
+        assert_eq!(t.expire(&mut idle), Some(false), "the close was not completed: reset");
+        assert_eq!((t.stats.idle_closed, t.stats.cut), (1, 2));
+    }
+
+    #[test]
+    fn past_max_clients_connections_are_refused() {
+        use tcp::App as _;
+        let mut t = app(10);
+        let h = tcp::Handle::from_bits(0);
+        let peer = (IpAddr::V4(wire::Ipv4Addr([198, 18, 0, 2])), 4000);
+        let a = t.accept(h, 53, peer).expect("first");
+        let _b = t.accept(h, 53, peer).expect("second");
+        assert!(t.accept(h, 53, peer).is_none(), "a third past max_clients 2");
+        t.closed(h, a, tcp::End::Closed);
+        let mut c = t.accept(h, 53, peer).expect("room again");
+        t.now += Duration::from_secs(10);
+        assert_eq!(t.expire(&mut c), Some(true));
+        assert_eq!(t.open(), 1, "one closed for idleness no longer counts");
+        assert!(t.accept(h, 53, peer).is_some(), "room while it finishes closing");
+        t.closed(h, c, tcp::End::Closed);
+        assert_eq!((t.stats.accepted, t.stats.refused, t.open()), (4, 1, 2));
     }
 }

@@ -51,6 +51,12 @@ pub mod class {
     pub const ANY: u16 = 255;
 }
 
+/// EDNS option codes.
+pub mod option {
+    /// edns-tcp-keepalive (RFC 7828).
+    pub const TCP_KEEPALIVE: u16 = 11;
+}
+
 /// Response codes.
 pub mod rcode {
     /// No error.

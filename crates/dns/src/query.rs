@@ -1,7 +1,7 @@
 //! Validating a query: the header, exactly one question, and an EDNS(0) OPT record if any.
 
 use crate::name::{Name, NameError};
-use crate::{rcode, rtype, HEADER_LEN};
+use crate::{option, rcode, rtype, HEADER_LEN};
 
 /// EDNS(0) as the client sent it (RFC 6891).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -12,6 +12,9 @@ pub struct Edns {
     pub version: u8,
     /// DNSSEC OK bit.
     pub dnssec_ok: bool,
+    /// The edns-tcp-keepalive option was there (RFC 7828): over TCP the answer says how
+    /// long an idle connection is kept.
+    pub tcp_keepalive: bool,
 }
 
 /// How the question name is turned into a lookup key — the two modes of the Namestorm
@@ -185,11 +188,16 @@ fn read_additional(m: &[u8], mut at: usize, count: u16) -> Result<Option<Edns>, 
             if edns.is_some() || owner.label_count() != 0 {
                 return Err(());
             }
-            // Options are not interpreted (unknown ones are ignored, RFC 6891 6.1.2); only
-            // their framing is checked.
+            // Only edns-tcp-keepalive is interpreted (unknown options are ignored, RFC 6891
+            // 6.1.2); the framing of all is checked.
             let mut o = next + 10;
+            let mut tcp_keepalive = false;
             while o < end {
+                let code = be16(m, o).ok_or(())?;
                 let olen = usize::from(be16(m, o + 2).ok_or(())?);
+                // A client sends it without a TIMEOUT (RFC 7828 3.2.1); one that sends one
+                // anyway is still told the server's.
+                tcp_keepalive |= code == option::TCP_KEEPALIVE && (olen == 0 || olen == 2);
                 o += 4 + olen;
             }
             if o != end {
@@ -199,6 +207,7 @@ fn read_additional(m: &[u8], mut at: usize, count: u16) -> Result<Option<Edns>, 
                 udp_size: class.max(512),
                 version: (ttl_hi & 0xff) as u8,
                 dnssec_ok: ttl_lo & 0x8000 != 0,
+                tcp_keepalive,
             });
         }
         at = end;
@@ -237,7 +246,7 @@ mod tests {
     #[test]
     fn edns() {
         let q = Query::parse(&query(Some((1232, 0)))).unwrap();
-        assert_eq!(q.edns, Some(Edns { udp_size: 1232, version: 0, dnssec_ok: true }));
+        assert_eq!(q.edns, Some(Edns { udp_size: 1232, version: 0, dnssec_ok: true, tcp_keepalive: false }));
         let q = Query::parse(&query(Some((100, 0)))).unwrap();
         assert_eq!(q.edns.unwrap().udp_size, 512, "sizes below 512 count as 512");
         match Query::parse(&query(Some((1232, 1)))) {
@@ -252,6 +261,24 @@ mod tests {
         let n = bad_opt_len.len();
         bad_opt_len[n - 1] = 4; // rdlen 4 with nothing after
         assert!(matches!(Query::parse(&bad_opt_len), Err(QueryError::Respond { rcode: 1, .. })));
+    }
+
+    #[test]
+    fn tcp_keepalive_option() {
+        let with = |opts: &[u8]| {
+            let mut m = query(Some((1232, 0)));
+            let n = m.len();
+            m[n - 2..].copy_from_slice(&(opts.len() as u16).to_be_bytes());
+            m.extend_from_slice(opts);
+            Query::parse(&m).map(|q| q.edns.unwrap().tcp_keepalive)
+        };
+        assert_eq!(with(&[]), Ok(false));
+        assert_eq!(with(&[0, 11, 0, 0]), Ok(true));
+        assert_eq!(with(&[0, 10, 0, 2, 1, 2, 0, 11, 0, 0]), Ok(true), "behind another option");
+        assert_eq!(with(&[0, 11, 0, 2, 0, 50]), Ok(true), "a TIMEOUT sent anyway");
+        assert_eq!(with(&[0, 11, 0, 1, 0]), Ok(false), "no valid length: ignored");
+        assert_eq!(with(&[0, 12, 0, 0]), Ok(false));
+        assert!(with(&[0, 11, 0, 4, 0]).is_err(), "an option past the record");
     }
 
     #[test]

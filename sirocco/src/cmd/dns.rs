@@ -23,6 +23,15 @@ pub struct DnsArgs {
     /// two modes; the benchmark compares them).
     #[arg(long, value_enum, default_value_t = KeyModeArg::Wire)]
     pub key_mode: KeyModeArg,
+    /// Seconds a TCP connection may stay idle before it is closed, and a peer that takes no
+    /// answers waited for before a reset; told to clients that send edns-tcp-keepalive
+    /// [default: 10]. Config key tcp_idle_timeout.
+    #[arg(long, value_name = "SECS")]
+    pub tcp_idle_timeout: Option<f64>,
+    /// TCP connections each engine keeps open at once; past it new ones are reset
+    /// [default: 10000]. Config key tcp_max_clients.
+    #[arg(long, value_name = "N")]
+    pub tcp_max_clients: Option<usize>,
 }
 
 #[derive(clap::ValueEnum, Clone, Copy)]
@@ -36,6 +45,8 @@ pub enum KeyModeArg {
 pub struct DnsConfig {
     #[serde(default)]
     zone: Vec<ZoneConfig>,
+    tcp_idle_timeout: Option<f64>,
+    tcp_max_clients: Option<usize>,
 }
 
 #[derive(Deserialize)]
@@ -121,10 +132,23 @@ pub fn run(a: DnsArgs) -> Result<(), String> {
         KeyModeArg::Decompress => dns_server::KeyMode::Decompress,
     };
     let port = s.port;
-    let limits = crate::tcp_limits::tcp_limits();
+    let idle = a.tcp_idle_timeout.or(s.own.tcp_idle_timeout).unwrap_or(10.0);
+    let settings = dns_server::tcp::TcpSettings {
+        idle_timeout: crate::serve::secs(idle, "--tcp-idle-timeout")?.into(),
+        max_clients: a.tcp_max_clients.or(s.own.tcp_max_clients).unwrap_or(10_000),
+    };
+    if settings.max_clients == 0 {
+        return Err("--tcp-max-clients must be at least 1".into());
+    }
+    // The endpoint's table holds the clients and the connections sirocco closed, waiting
+    // out TIME-WAIT in its own table.
+    let limits = tcp::Limits {
+        max_conns: settings.max_clients + settings.max_clients / 4 + 64,
+        ..crate::tcp_limits::tcp_limits()
+    };
     let make = |_| {
         let server = dns_server::DnsServer::following(catalog.follow(), port).with_key_mode(mode);
-        dns_server::DnsService::new(server, port, limits)
+        dns_server::DnsService::new(server, port, settings, limits)
     };
     // Behind sirocco ctl a grant is one flow: UDP there, no TCP yet.
     let grants: &[_] =
@@ -140,17 +164,15 @@ pub fn run(a: DnsArgs) -> Result<(), String> {
         }
         tc += d.stats.truncated;
         dropped += d.stats.dropped;
-        let s = svc.tcp.app.stats;
-        (t.accepted, t.closed, t.answered, t.cut) =
-            (t.accepted + s.accepted, t.closed + s.closed, t.answered + s.answered, t.cut + s.cut);
+        t.add(&svc.tcp.app.stats);
     }
     println!(
         "dns: noerror {} formerr {} servfail {} nxdomain {} notimp {} refused {} yxdomain {} badvers {} | truncated {tc} dropped {dropped}",
         rc[0], rc[1], rc[2], rc[3], rc[4], rc[5], rc[6], rc[7]
     );
     println!(
-        "dns over tcp: connections accepted {} closed {} cut off {} | answers {}",
-        t.accepted, t.closed, t.cut, t.answered
+        "dns over tcp: connections accepted {} refused {} closed {} (idle {} cut off {}) | answers {}",
+        t.accepted, t.refused, t.closed, t.idle_closed, t.cut, t.answered
     );
     Ok(())
 }
