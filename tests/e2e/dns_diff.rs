@@ -2,6 +2,8 @@
 //! namespace; a corpus of queries goes to all three from the client namespace, and the
 //! answers must agree where the RFCs say what they must be.
 //!
+//! Over UDP and, on one connection per server, over TCP, where no answer is truncated.
+//!
 //! Compared: rcode (extended included), AA, TC, the answer section (as a set), the SOA in
 //! authority, the NS in authority and the glue of referrals, and the additional addresses
 //! (sirocco's must be among the reference's: NSD also adds the zone's NS and their
@@ -14,8 +16,9 @@ use crate::common::*;
 use domain::base::iana::Rtype;
 use domain::base::{Message, ParsedName, Record};
 use domain::rdata::AllRecordData;
-use std::collections::BTreeSet;
-use std::net::UdpSocket;
+use std::collections::{BTreeSet, HashMap};
+use std::io::{Read, Write};
+use std::net::{TcpStream, UdpSocket};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
@@ -183,13 +186,46 @@ fn normalise(bytes: Vec<u8>) -> Norm {
     }
 }
 
-/// Sends `q` and waits for the matching response (three tries).
-fn ask(sock: &UdpSocket, fam: Family, port: u16, id: u16, q: &Q) -> Vec<u8> {
-    let dst = fam.dst(port);
-    let m = query(id, q);
+/// How the corpus is sent: over UDP, or over TCP on one connection per server (RFC 7766
+/// reuse), opened again if a server closed it.
+struct Asker {
+    sock: UdpSocket,
+    fam: Family,
+    tcp: Option<HashMap<u16, TcpStream>>,
+}
+
+impl Asker {
+    fn ask(&mut self, port: u16, id: u16, q: &Q) -> Vec<u8> {
+        let m = query(id, q);
+        let dst = self.fam.dst(port);
+        match &mut self.tcp {
+            None => ask_udp(&self.sock, &dst, &m, id, q),
+            Some(conns) => {
+                for _ in 0..3 {
+                    let c = match conns.entry(port) {
+                        std::collections::hash_map::Entry::Occupied(e) => e.into_mut(),
+                        std::collections::hash_map::Entry::Vacant(v) => {
+                            let c = TcpStream::connect_timeout(&dst.parse().unwrap(), Duration::from_secs(5)).unwrap();
+                            c.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
+                            v.insert(c)
+                        }
+                    };
+                    match ask_tcp(c, &m, id) {
+                        Ok(a) => return a,
+                        Err(_) => drop(conns.remove(&port)),
+                    }
+                }
+                panic!("no answer over TCP from port {port} to {q:?}")
+            }
+        }
+    }
+}
+
+/// Sends `m` and waits for the matching response (three tries).
+fn ask_udp(sock: &UdpSocket, dst: &str, m: &[u8], id: u16, q: &Q) -> Vec<u8> {
     let mut buf = [0u8; 65535];
     for _ in 0..3 {
-        sock.send_to(&m, &dst).unwrap();
+        sock.send_to(m, dst).unwrap();
         let deadline = Instant::now() + Duration::from_secs(2);
         while Instant::now() < deadline {
             match sock.recv_from(&mut buf) {
@@ -199,13 +235,27 @@ fn ask(sock: &UdpSocket, fam: Family, port: u16, id: u16, q: &Q) -> Vec<u8> {
             }
         }
     }
-    panic!("no answer from port {port} to {q:?}");
+    panic!("no answer from {dst} to {q:?}");
+}
+
+/// Sends `m` framed on `c` and reads the framed answer.
+fn ask_tcp(c: &mut TcpStream, m: &[u8], id: u16) -> std::io::Result<Vec<u8>> {
+    let mut framed = (m.len() as u16).to_be_bytes().to_vec();
+    framed.extend_from_slice(m);
+    c.write_all(&framed)?;
+    let mut len = [0u8; 2];
+    c.read_exact(&mut len)?;
+    let mut a = vec![0u8; usize::from(u16::from_be_bytes(len))];
+    c.read_exact(&mut a)?;
+    if a.len() < 2 || a[..2] != id.to_be_bytes() {
+        return Err(std::io::Error::other("answer to another query"));
+    }
+    Ok(a)
 }
 
 /// Compares sirocco's answer with a reference server's; Err says how they differ.
 fn compare(
-    sock: &UdpSocket,
-    fam: Family,
+    asker: &mut Asker,
     (ours, theirs): (&Norm, &Norm),
     q: &Q,
     port: u16,
@@ -232,7 +282,7 @@ fn compare(
             Some(n) => n.parse().unwrap(),
             None => Rtype::from_mnemonic(t.to_ascii_uppercase().as_bytes()).map(|r| r.to_int()).unwrap(),
         };
-        let direct = normalise(ask(sock, fam, port, id ^ 0x5555, &Q { qtype: qt, ..q.clone() }));
+        let direct = normalise(asker.ask(port, id ^ 0x5555, &Q { qtype: qt, ..q.clone() }));
         if theirs.answer.is_empty() || ours.answer != direct.answer {
             return Err(format!("ANY: {:?} is not the reference's {t} RRset {:?}", ours.answer, direct.answer));
         }
@@ -281,6 +331,7 @@ fn mixed_case(s: &str, k: usize) -> String {
 fn run_corpus(
     net: &TestNet,
     fam: Family,
+    tcp: bool,
     refs: &[&RefServer],
     origins: &[String],
     corpus: Vec<Q>,
@@ -297,12 +348,13 @@ fn run_corpus(
             }
         }
         let mut diffs = Vec::new();
+        let mut asker = Asker { sock, fam, tcp: tcp.then(HashMap::new) };
         for (i, q) in corpus.iter().enumerate() {
             let id = (i as u16).wrapping_mul(7919).wrapping_add(3);
-            let ours = normalise(ask(&sock, fam, 53, id, q));
+            let ours = normalise(asker.ask(53, id, q));
             for &(name, port) in &ports {
-                let theirs = normalise(ask(&sock, fam, port, id, q));
-                if let Err(e) = compare(&sock, fam, (&ours, &theirs), q, port, id) {
+                let theirs = normalise(asker.ask(port, id, q));
+                if let Err(e) = compare(&mut asker, (&ours, &theirs), q, port, id) {
                     diffs.push(format!("{name}: {} {} class {} edns {:?}: {e}", q.name, q.qtype, q.qclass, q.edns));
                 }
             }
@@ -370,6 +422,11 @@ fn data(file: &str) -> PathBuf {
 }
 
 fn differential(fam: Family, zones: &[(&str, PathBuf)], sample: usize) {
+    differential_over(fam, false, zones, sample);
+}
+
+/// The differential with the corpus sent over TCP (`tcp`) or UDP.
+fn differential_over(fam: Family, tcp: bool, zones: &[(&str, PathBuf)], sample: usize) {
     let net = TestNet::new(1);
     let dir = tmpdir(&net.name);
     let specs: Vec<(&str, &Path)> = zones.iter().map(|(o, p)| (*o, p.as_path())).collect();
@@ -389,12 +446,17 @@ fn differential(fam: Family, zones: &[(&str, PathBuf)], sample: usize) {
         corpus.extend(corpus_for(&z, sample));
         origins.push(o.to_string());
     }
-    let (n, diffs) = run_corpus(&net, fam, &[&nsd, &knot], &origins, corpus);
+    let (n, diffs) = run_corpus(&net, fam, tcp, &[&nsd, &knot], &origins, corpus);
     drop((nsd, knot));
     let (status, log) = s.stop();
     assert!(status.success(), "{log}");
     let _ = std::fs::remove_dir_all(&dir);
     assert!(n > 100, "a real corpus ({n} queries)");
+    if tcp {
+        let line = log.lines().find(|l| l.starts_with("dns over tcp:")).unwrap_or_else(|| panic!("{log}"));
+        let answers: usize = line.rsplit(' ').next().unwrap().parse().unwrap();
+        assert!(answers >= n, "the corpus went over TCP: {line}");
+    }
     assert!(diffs.is_empty(), "{} of {n} queries disagree:\n{}", diffs.len(), diffs.join("\n"));
     // CHAOS identity queries: refused (the deliberate difference).
 }
@@ -402,6 +464,11 @@ fn differential(fam: Family, zones: &[(&str, PathBuf)], sample: usize) {
 #[test]
 fn agrees_with_nsd_and_knot_on_the_rules_zone() {
     differential(V4, &[("example.com", data("rules.zone"))], usize::MAX);
+}
+
+#[test]
+fn agrees_with_nsd_and_knot_on_the_rules_zone_over_tcp() {
+    differential_over(V4, true, &[("example.com", data("rules.zone"))], usize::MAX);
 }
 
 #[test]
