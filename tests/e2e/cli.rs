@@ -83,6 +83,34 @@ fn a_second_sirocco_on_the_same_interface_is_refused_cleanly() {
 /// `sirocco kv`'s own options and config keys: one line naming what is wrong, before any
 /// interface is touched.
 #[test]
+fn dns_limits_are_checked() {
+    let base = ["dns", "--iface", "lo", "--addr", "198.18.0.1", "--zone", "/nonexistent.zone"];
+    for (extra, needle) in [
+        (vec!["--tcp-idle-timeout=-1"], "--tcp-idle-timeout must be"),
+        (vec!["--tcp-max-clients", "0"], "--tcp-max-clients must be at least 1"),
+        (vec!["--rrl-rate", "5", "--rrl-ipv4-prefix", "33"], "--rrl-ipv4-prefix must be 1 to 32"),
+        (vec!["--rrl-ipv6-prefix", "0"], "--rrl-ipv6-prefix must be 1 to 128"),
+        (vec!["--rrl-table-size", "1"], "--rrl-table-size must be"),
+    ] {
+        let out = Command::new(sirocco()).args(base).args(&extra).output().unwrap();
+        assert_one_clear_line(&out, needle);
+        assert_eq!(String::from_utf8_lossy(&out.stderr).lines().count(), 1, "{extra:?}");
+    }
+    // The same keys in a config file: known to its check, and checked alike.
+    let path = std::env::temp_dir().join(format!("sirocco-dns-cli-{}.toml", std::process::id()));
+    for (text, needle) in [
+        ("tcp_idle_timeout = 5\nrrl_rate = 5\nrrl_ipv4_prefix = 40\n", "--rrl-ipv4-prefix must be 1 to 32, not 40"),
+        ("tcp_max_clients = 0\n", "--tcp-max-clients must be at least 1"),
+        ("rrl_rat = 5\n", "unknown key `rrl_rat`"),
+    ] {
+        std::fs::write(&path, text).unwrap();
+        let out = Command::new(sirocco()).args(base).args(["--config", path.to_str().unwrap()]).output().unwrap();
+        assert_one_clear_line(&out, needle);
+    }
+    let _ = std::fs::remove_file(&path);
+}
+
+#[test]
 fn kv_options_and_config_are_checked() {
     let base = ["kv", "--iface", "lo", "--addr", "198.18.0.1"];
     for (extra, needle) in [

@@ -254,13 +254,7 @@ fn ask_tcp(c: &mut TcpStream, m: &[u8], id: u16) -> std::io::Result<Vec<u8>> {
 }
 
 /// Compares sirocco's answer with a reference server's; Err says how they differ.
-fn compare(
-    asker: &mut Asker,
-    (ours, theirs): (&Norm, &Norm),
-    q: &Q,
-    port: u16,
-    id: u16,
-) -> Result<(), String> {
+fn compare(asker: &mut Asker, (ours, theirs): (&Norm, &Norm), q: &Q, port: u16, id: u16) -> Result<(), String> {
     // For QCLASS * NSD clears AA and leaves the SOA out of NODATA; sirocco answers as Knot
     // does, and is held to Knot only there.
     let aa_matters = q.qclass != 255 || port == KNOT_PORT;

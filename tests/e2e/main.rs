@@ -12,6 +12,7 @@ mod ctl;
 mod dns;
 mod dns_diff;
 mod dns_reload;
+mod dns_rrl;
 mod dns_tcp;
 mod echo;
 mod gen;

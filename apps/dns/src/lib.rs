@@ -4,6 +4,7 @@
 pub mod compile;
 pub mod message;
 pub mod resolve;
+pub mod rrl;
 pub mod server;
 pub mod tcp;
 pub mod zone;

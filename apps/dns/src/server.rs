@@ -4,6 +4,7 @@
 use crate::compile::{Catalog, CompiledZone, Lookup, Step};
 use crate::message::sum_at;
 use crate::resolve::MAX_CHAIN;
+use crate::rrl::{self, Decision, Rrl};
 use dns::name::{wire_ends_with, Name};
 use dns::{class, rcode, rtype, Edns, KeyMode, QName, Query, QueryError, HEADER_LEN};
 use engine::published::Follower;
@@ -27,6 +28,10 @@ pub struct DnsStats {
     pub truncated: u64,
     /// Messages dropped without an answer (responses, runts).
     pub dropped: u64,
+    /// Responses not sent: over the rate limit.
+    pub rrl_dropped: u64,
+    /// Responses over the rate limit sent truncated instead (slipped).
+    pub rrl_slipped: u64,
 }
 
 /// A response built in the query's buffer.
@@ -36,6 +41,33 @@ pub struct Response {
     pub len: usize,
     /// Folded one's-complement sum of the message (for the UDP checksum).
     pub sum: u16,
+    /// End of the question echoed.
+    pub q_end: usize,
+    /// What answered it: the address of the first prepared response copied (0 for none),
+    /// the same for every name a wildcard or a zone's denial answers (the RRL key).
+    pub key: usize,
+    /// An OPT record ends it.
+    pub edns: bool,
+}
+
+impl Response {
+    /// The class response rate limiting counts this response under.
+    pub fn rrl_class(&self, buf: &[u8]) -> rrl::Class {
+        let rcode = buf[3] & 0x0f;
+        let qtype = if self.q_end >= HEADER_LEN + 5 {
+            u16::from_be_bytes([buf[self.q_end - 4], buf[self.q_end - 3]])
+        } else {
+            0
+        };
+        match rcode {
+            rcode::NXDOMAIN => rrl::Class::Nxdomain,
+            0 if qtype == rtype::ANY => rrl::Class::Any,
+            0 if self.len > 1024 => rrl::Class::Large,
+            0 if buf[6..8] == [0, 0] && buf[2] & 0x04 != 0 => rrl::Class::Empty,
+            0 => rrl::Class::Normal,
+            _ => rrl::Class::Error,
+        }
+    }
 }
 
 /// The DNS server for one engine.
@@ -43,6 +75,8 @@ pub struct DnsServer {
     catalog: Follower<Catalog>,
     port: u16,
     mode: KeyMode,
+    /// Response rate limiting over UDP, if on.
+    rrl: Option<Rrl>,
     /// Counters.
     pub stats: DnsStats,
 }
@@ -56,6 +90,8 @@ struct Body {
     rcode: u16,
     aa: bool,
     tc: bool,
+    /// The first prepared response copied (its address), 0 for none.
+    key: usize,
 }
 
 impl DnsServer {
@@ -67,7 +103,27 @@ impl DnsServer {
     /// Serves the catalog `catalog` follows, switching when a new one is published (between
     /// batches: the engine calls `produce` once per loop iteration).
     pub fn following(catalog: Follower<Catalog>, port: u16) -> Self {
-        DnsServer { catalog, port, mode: KeyMode::default(), stats: DnsStats::default() }
+        DnsServer { catalog, port, mode: KeyMode::default(), rrl: None, stats: DnsStats::default() }
+    }
+
+    /// Limits the responses over UDP as `settings` say.
+    pub fn with_rrl(mut self, settings: rrl::RrlSettings) -> Self {
+        self.rrl = Some(Rrl::new(settings));
+        self
+    }
+
+    /// Turns the response `r` in `buf` into its truncated form: TC set, nothing behind the
+    /// question but the OPT record (a slipped response under rate limiting).
+    fn slip(buf: &mut [u8], r: Response) -> Response {
+        buf[2] |= 0x02;
+        buf[6..10].fill(0);
+        buf[10..12].copy_from_slice(&u16::from(r.edns).to_be_bytes());
+        let mut len = r.q_end;
+        if r.edns {
+            buf.copy_within(r.len - OPT_LEN..r.len, len);
+            len += OPT_LEN;
+        }
+        Response { len, sum: checksum::fold(checksum::add(0, &buf[..len])), ..r }
     }
 
     /// Keys question names as `mode` says.
@@ -213,19 +269,19 @@ impl DnsServer {
             _ => 2,
         };
         self.stats.rcodes[slot] += 1;
-        Response { len: end, sum: checksum::fold(sum) }
+        Response { len: end, sum: checksum::fold(sum), q_end, key: body.key, edns: edns.is_some() }
     }
 }
 
 impl Body {
     fn empty(q_end: usize, rcode: u16) -> Body {
-        Body { start: q_end, end: q_end, counts: [0; 3], sum: 0, rcode, aa: false, tc: false }
+        Body { start: q_end, end: q_end, counts: [0; 3], sum: 0, rcode, aa: false, tc: false, key: 0 }
     }
 
     /// RFC 2181 section 9: a response that does not fit is sent with TC set and nothing
     /// behind the question, so the client retries over TCP.
     fn truncated(self) -> Body {
-        Body { end: self.start, counts: [0; 3], sum: 0, tc: true, ..self }
+        Body { end: self.start, counts: [0; 3], sum: 0, tc: true, key: 0, ..self }
     }
 }
 
@@ -265,6 +321,9 @@ fn assemble(
                 }
                 b.sum += p.write(&mut buf[b.end..b.end + n], b.end, name_at, name_len);
                 b.end += n;
+                if b.key == 0 {
+                    b.key = p.body.as_ptr() as usize;
+                }
                 for (c, add) in b.counts.iter_mut().zip(p.counts) {
                     *c += add;
                 }
@@ -285,6 +344,7 @@ fn assemble(
                 }
                 b.sum += record.write(&mut buf[b.end..b.end + n], b.end, name_at, name_len);
                 b.end += n;
+                b.key = record.body.as_ptr() as usize;
                 b.counts[0] += 1;
                 if target_len > dns::name::MAX_NAME {
                     b.rcode = u16::from(rcode::YXDOMAIN);
@@ -331,11 +391,24 @@ impl Service for DnsServer {
         0
     }
 
-    fn udp(&mut self, _now: engine::Instant, d: Datagram<'_>) -> Verdict {
-        match self.respond(d.buf, d.len) {
-            Some(r) => Verdict::ReplySummed { len: r.len, sum: r.sum },
-            None => Verdict::Drop,
+    fn udp(&mut self, now: engine::Instant, d: Datagram<'_>) -> Verdict {
+        let Some(mut r) = self.respond(d.buf, d.len) else {
+            return Verdict::Drop;
+        };
+        if let Some(rrl) = &mut self.rrl {
+            match rrl.check(now.as_millis(), d.src, r.rrl_class(d.buf), r.key) {
+                Decision::Pass => {}
+                Decision::Drop => {
+                    self.stats.rrl_dropped += 1;
+                    return Verdict::Drop;
+                }
+                Decision::Slip => {
+                    self.stats.rrl_slipped += 1;
+                    r = DnsServer::slip(d.buf, r);
+                }
+            }
         }
+        Verdict::ReplySummed { len: r.len, sum: r.sum }
     }
 }
 
@@ -395,5 +468,45 @@ mod tests {
             assert_eq!(&buf[r.len - 6..r.len], &[0, 11, 0, 2, 0, 100]);
             assert_eq!(r.sum, checksum::fold(checksum::add(0, &buf[..r.len])), "odd and even lengths");
         }
+    }
+
+    #[test]
+    fn over_the_rate_limit_responses_are_dropped_or_slipped_truncated() {
+        use engine::Service as _;
+        let zone = "$ORIGIN t.\n$TTL 60\n@ SOA ns h 1 2 3 4 5\n@ NS ns\nns A 198.18.0.1\n*.w A 198.18.0.2\n";
+        let settings = crate::rrl::RrlSettings { rate: 1, slip: 2, ..Default::default() };
+        let mut s = server(zone).with_rrl(settings);
+        let client = wire::IpAddr::V4(wire::Ipv4Addr([198, 18, 7, 1]));
+        let mut ask = |name: &[u8]| {
+            let mut buf = vec![0u8; 1500];
+            let mut q = vec![0x12, 0x34, 0, 0, 0, 1, 0, 0, 0, 0, 0, 1];
+            q.extend_from_slice(name);
+            q.extend([0, 1, 0, 1, 0, 0, 41, 0x10, 0, 0, 0, 0, 0, 0, 0]);
+            buf[..q.len()].copy_from_slice(&q);
+            let d = Datagram { src: client, src_port: 5000, dst_port: 53, buf: &mut buf, len: q.len() };
+            match s.udp(engine::Instant::from_millis(5000), d) {
+                Verdict::ReplySummed { len, sum } => {
+                    assert_eq!(sum, checksum::fold(checksum::add(0, &buf[..len])));
+                    Some(buf[..len].to_vec())
+                }
+                Verdict::Drop => None,
+                _ => unreachable!(),
+            }
+        };
+        let full = ask(b"\x02ns\x01t\x00").expect("the first within the rate");
+        assert_eq!((full[2] & 0x02, full[7]), (0, 1));
+        assert_eq!(ask(b"\x02ns\x01t\x00"), None, "the second dropped");
+        let slipped = ask(b"\x02ns\x01t\x00").expect("the third slipped");
+        assert_eq!(slipped[2] & 0x02, 0x02, "TC");
+        assert_eq!(&slipped[6..12], &[0, 0, 0, 0, 0, 1], "no records but the OPT");
+        assert_eq!(slipped.len(), 12 + 6 + 4 + 11, "header, question, OPT");
+        assert_eq!(&slipped[22..25], &[0, 0, 41]);
+        // Names under one wildcard share its bucket; another answer has its own.
+        assert!(ask(b"\x01a\x01w\x01t\x00").is_some());
+        assert!(ask(b"\x01b\x01w\x01t\x00").is_none(), "one bucket for the wildcard");
+        assert!(ask(b"\x01t\x00").is_some(), "NODATA at the apex: its own class");
+        assert!(ask(b"\x03nx1\x01t\x00").is_some());
+        assert!(ask(b"\x03nx2\x01t\x00").is_none(), "NXDOMAIN for another name: one bucket per denial");
+        assert_eq!((s.stats.rrl_dropped, s.stats.rrl_slipped), (3, 1));
     }
 }

@@ -32,6 +32,56 @@ pub struct DnsArgs {
     /// [default: 10000]. Config key tcp_max_clients.
     #[arg(long, value_name = "N")]
     pub tcp_max_clients: Option<usize>,
+    #[command(flatten)]
+    pub rrl: RrlArgs,
+}
+
+/// Response rate limiting; each option has a config-file key of the same name (`_` for `-`).
+#[derive(Args, Default, Clone, Copy)]
+pub struct RrlArgs {
+    /// Response rate limiting over UDP: responses per second to one client prefix, per
+    /// response class and answer, per engine; 0 turns it off [default: 0, off].
+    #[arg(long, value_name = "N")]
+    pub rrl_rate: Option<u32>,
+    /// Every Nth response over the limit is sent truncated (TC) instead of dropped, so a
+    /// real client retries over TCP; 0 drops them all [default: 2].
+    #[arg(long, value_name = "N")]
+    pub rrl_slip: Option<u32>,
+    /// Bits of an IPv4 client address that make the prefix limited together [default: 24].
+    #[arg(long, value_name = "BITS")]
+    pub rrl_ipv4_prefix: Option<u8>,
+    /// Bits of an IPv6 client address that make the prefix limited together [default: 56].
+    #[arg(long, value_name = "BITS")]
+    pub rrl_ipv6_prefix: Option<u8>,
+    /// Rate-limit buckets per engine (a flood from more prefixes evicts the idlest)
+    /// [default: 65536].
+    #[arg(long, value_name = "N")]
+    pub rrl_table_size: Option<usize>,
+}
+
+impl RrlArgs {
+    /// The command line's over the config file's; None when RRL is off.
+    fn settings(self, f: RrlArgs) -> Result<Option<dns_server::rrl::RrlSettings>, String> {
+        let d = dns_server::rrl::RrlSettings::default();
+        let rate = self.rrl_rate.or(f.rrl_rate).unwrap_or(0);
+        let s = dns_server::rrl::RrlSettings {
+            rate,
+            slip: self.rrl_slip.or(f.rrl_slip).unwrap_or(d.slip),
+            ipv4_prefix: self.rrl_ipv4_prefix.or(f.rrl_ipv4_prefix).unwrap_or(d.ipv4_prefix),
+            ipv6_prefix: self.rrl_ipv6_prefix.or(f.rrl_ipv6_prefix).unwrap_or(d.ipv6_prefix),
+            table_size: self.rrl_table_size.or(f.rrl_table_size).unwrap_or(d.table_size),
+        };
+        if s.ipv4_prefix == 0 || s.ipv4_prefix > 32 {
+            return Err(format!("--rrl-ipv4-prefix must be 1 to 32, not {}", s.ipv4_prefix));
+        }
+        if s.ipv6_prefix == 0 || s.ipv6_prefix > 128 {
+            return Err(format!("--rrl-ipv6-prefix must be 1 to 128, not {}", s.ipv6_prefix));
+        }
+        if !(2..=1 << 26).contains(&s.table_size) {
+            return Err(format!("--rrl-table-size must be 2 to {}, not {}", 1 << 26, s.table_size));
+        }
+        Ok((rate > 0).then_some(s))
+    }
 }
 
 #[derive(clap::ValueEnum, Clone, Copy)]
@@ -47,6 +97,25 @@ pub struct DnsConfig {
     zone: Vec<ZoneConfig>,
     tcp_idle_timeout: Option<f64>,
     tcp_max_clients: Option<usize>,
+    rrl_rate: Option<u32>,
+    rrl_slip: Option<u32>,
+    rrl_ipv4_prefix: Option<u8>,
+    rrl_ipv6_prefix: Option<u8>,
+    rrl_table_size: Option<usize>,
+}
+
+impl DnsConfig {
+    /// The config file's rate-limiting keys (flat in the file: flattened structs would hide
+    /// their keys from the unknown-key check).
+    fn rrl(&self) -> RrlArgs {
+        RrlArgs {
+            rrl_rate: self.rrl_rate,
+            rrl_slip: self.rrl_slip,
+            rrl_ipv4_prefix: self.rrl_ipv4_prefix,
+            rrl_ipv6_prefix: self.rrl_ipv6_prefix,
+            rrl_table_size: self.rrl_table_size,
+        }
+    }
 }
 
 #[derive(Deserialize)]
@@ -112,6 +181,23 @@ fn build(specs: &[ZoneSpec], verbose: bool) -> Result<Catalog, String> {
 /// Runs the DNS server.
 pub fn run(a: DnsArgs) -> Result<(), String> {
     let s = a.serve.setup::<DnsConfig>(Defaults { port: 53, idle_spins: 0 })?;
+    // Options first: a mistake there is reported before zones take long to compile.
+    let port = s.port;
+    let idle = a.tcp_idle_timeout.or(s.own.tcp_idle_timeout).unwrap_or(10.0);
+    let settings = dns_server::tcp::TcpSettings {
+        idle_timeout: crate::serve::secs(idle, "--tcp-idle-timeout")?.into(),
+        max_clients: a.tcp_max_clients.or(s.own.tcp_max_clients).unwrap_or(10_000),
+    };
+    if settings.max_clients == 0 {
+        return Err("--tcp-max-clients must be at least 1".into());
+    }
+    // The endpoint's table holds the clients and the connections sirocco closed, waiting
+    // out TIME-WAIT in its own table.
+    let limits = tcp::Limits {
+        max_conns: settings.max_clients + settings.max_clients / 4 + 64,
+        ..crate::tcp_limits::tcp_limits()
+    };
+    let rrl = a.rrl.settings(s.own.rrl())?;
     let started = Instant::now();
     let catalog = Published::new(build(&zone_specs(s.config.as_deref(), &s.own, &a.zone), true)?);
     eprintln!("sirocco: zones compiled in {:.2} s", started.elapsed().as_secs_f64());
@@ -131,23 +217,11 @@ pub fn run(a: DnsArgs) -> Result<(), String> {
         KeyModeArg::Wire => dns_server::KeyMode::Wire,
         KeyModeArg::Decompress => dns_server::KeyMode::Decompress,
     };
-    let port = s.port;
-    let idle = a.tcp_idle_timeout.or(s.own.tcp_idle_timeout).unwrap_or(10.0);
-    let settings = dns_server::tcp::TcpSettings {
-        idle_timeout: crate::serve::secs(idle, "--tcp-idle-timeout")?.into(),
-        max_clients: a.tcp_max_clients.or(s.own.tcp_max_clients).unwrap_or(10_000),
-    };
-    if settings.max_clients == 0 {
-        return Err("--tcp-max-clients must be at least 1".into());
-    }
-    // The endpoint's table holds the clients and the connections sirocco closed, waiting
-    // out TIME-WAIT in its own table.
-    let limits = tcp::Limits {
-        max_conns: settings.max_clients + settings.max_clients / 4 + 64,
-        ..crate::tcp_limits::tcp_limits()
-    };
     let make = |_| {
-        let server = dns_server::DnsServer::following(catalog.follow(), port).with_key_mode(mode);
+        let mut server = dns_server::DnsServer::following(catalog.follow(), port).with_key_mode(mode);
+        if let Some(r) = rrl {
+            server = server.with_rrl(r);
+        }
         dns_server::DnsService::new(server, port, settings, limits)
     };
     // Behind sirocco ctl a grant is one flow: UDP there, no TCP yet.
@@ -155,7 +229,7 @@ pub fn run(a: DnsArgs) -> Result<(), String> {
         if s.opts.ctl.is_some() { &[(Protocol::UDP, port)] } else { &[(Protocol::UDP, port), (Protocol::TCP, port)] };
     let out = s.run(&format!("dns on port {port}"), grants, make, Some(("zones", Box::new(reload))))?;
     let mut rc = [0u64; 8];
-    let (mut tc, mut dropped) = (0, 0);
+    let (mut tc, mut dropped, mut rrl_dropped, mut rrl_slipped) = (0, 0, 0, 0);
     let mut t = dns_server::tcp::TcpStats::default();
     for svc in out.apps() {
         let d = svc.server();
@@ -164,12 +238,20 @@ pub fn run(a: DnsArgs) -> Result<(), String> {
         }
         tc += d.stats.truncated;
         dropped += d.stats.dropped;
+        rrl_dropped += d.stats.rrl_dropped;
+        rrl_slipped += d.stats.rrl_slipped;
         t.add(&svc.tcp.app.stats);
     }
     println!(
         "dns: noerror {} formerr {} servfail {} nxdomain {} notimp {} refused {} yxdomain {} badvers {} | truncated {tc} dropped {dropped}",
         rc[0], rc[1], rc[2], rc[3], rc[4], rc[5], rc[6], rc[7]
     );
+    if let Some(r) = rrl {
+        println!(
+            "dns rate limit ({} per second, slip {}): dropped {rrl_dropped} slipped {rrl_slipped} (counted above too)",
+            r.rate, r.slip
+        );
+    }
     println!(
         "dns over tcp: connections accepted {} refused {} closed {} (idle {} cut off {}) | answers {}",
         t.accepted, t.refused, t.closed, t.idle_closed, t.cut, t.answered
