@@ -11,6 +11,7 @@ mod cli;
 mod ctl;
 mod dns;
 mod dns_diff;
+mod dns_dnssec;
 mod dns_reload;
 mod dns_rrl;
 mod dns_tcp;

@@ -3,11 +3,15 @@
 //! [`crate::resolve`]; names that do not exist are answered through their closest encloser
 //! (NXDOMAIN, a wildcard, a referral or a DNAME). Identical responses — every NODATA of a
 //! zone, every answer a wildcard synthesises — are stored once.
+//!
+//! A signed zone gets a second response per entry, for queries with the DO bit, and its NSEC
+//! records ready to append: what proves a query name does not exist is the one record that
+//! depends on the name, found per query by a binary search in canonical order.
 
-use crate::message::{Draft, Encoded, Owner, Prepared};
+use crate::message::{Draft, Encoded, Owner, Prepared, COVER, NO_COVER};
 use crate::resolve::{any_choice, Found, View, MAX_CHAIN};
-use crate::zone::Zone;
-use dns::name::{hash_wire, hash_wire_ci, wire_ends_with, FnvBuild, Name};
+use crate::zone::{sigs_in, Zone};
+use dns::name::{canonical_cmp, hash_wire, hash_wire_ci, wire_ends_with, FnvBuild, Name};
 use dns::{rcode, rtype};
 use std::borrow::Cow;
 use std::collections::HashMap;
@@ -27,8 +31,9 @@ enum Below {
 #[derive(Debug, Clone)]
 pub struct Dname {
     /// The answer section's DNAME record (owner written as a suffix of the query name),
-    /// encoded.
+    /// encoded; then with its RRSIGs, for DO.
     record: Box<[u8]>,
+    record_do: Box<[u8]>,
     /// Length of the owner in wire form.
     pub owner_len: usize,
     /// TTL of the synthesised CNAME.
@@ -38,9 +43,9 @@ pub struct Dname {
 }
 
 impl Dname {
-    /// The DNAME record, ready to copy.
-    pub fn record(&self) -> Encoded<'_> {
-        Encoded::at(&self.record)
+    /// The DNAME record, ready to copy (with its signatures if `dnssec`).
+    pub fn record(&self, dnssec: bool) -> Encoded<'_> {
+        Encoded::at(if dnssec { &self.record_do } else { &self.record })
     }
 }
 
@@ -48,10 +53,13 @@ impl Dname {
 #[derive(Debug, Clone)]
 struct Node {
     name: Box<[u8]>,
-    /// Query types with their own response (an index into the zone's responses), sorted.
-    answers: Box<[(u16, u32)]>,
-    /// The response for every other query type.
-    other: u32,
+    /// Query types with their own response (an index into the zone's responses; then the
+    /// one for DO), sorted.
+    answers: Box<[(u16, u32, u32)]>,
+    /// The responses for every other query type.
+    other: (u32, u32),
+    /// NXDOMAIN with DO for names this node is the closest encloser of.
+    nx_do: u32,
     below: Below,
 }
 
@@ -72,11 +80,37 @@ pub struct CompiledZone {
     distinct: usize,
     dnames: Vec<Dname>,
     nxdomain: u32,
+    /// NSEC owners in canonical order, and their records (NSEC and RRSIGs) ready to copy.
+    nsec: NsecChain,
+}
+
+/// A zone's NSEC records for the query path.
+#[derive(Debug, Clone, Default)]
+struct NsecChain {
+    owners: Vec<Box<[u8]>>,
+    /// Per owner: offset in `blocks` of [records u16, sum u16, length u16, wire bytes].
+    at: Vec<u32>,
+    blocks: Vec<u8>,
+}
+
+/// Records ready to append to a message: how many, their sum (as at an even offset), bytes.
+#[derive(Clone, Copy)]
+pub struct Block<'a> {
+    /// Index of the owner in the chain (to tell two apart).
+    pub index: u32,
+    /// Records.
+    pub count: u16,
+    /// One's-complement sum.
+    pub sum: u16,
+    /// Uncompressed records.
+    pub bytes: &'a [u8],
 }
 
 /// Node record: name length (u8), below kind (u8), answer count (u16), other (u32), below
-/// argument (u32), then the name and (type u16, response offset u32) per answer.
-const NODE_HEAD: usize = 12;
+/// argument (u32), other for DO (u32), then the name and (type u16, response offset u32,
+/// DO response offset u32) per answer. Below NX, the argument is the DO NXDOMAIN.
+const NODE_HEAD: usize = 16;
+const ANSWER_LEN: usize = 10;
 const BELOW_NX: u8 = 0;
 const BELOW_CUT: u8 = 1;
 const BELOW_WILD: u8 = 2;
@@ -93,22 +127,23 @@ impl<'a> NodeView<'a> {
     fn name(&self) -> &'a [u8] {
         &self.0[NODE_HEAD..NODE_HEAD + usize::from(self.0[0])]
     }
-    fn other(&self) -> u32 {
-        self.u32_at(4)
+    fn other(&self, dnssec: bool) -> u32 {
+        self.u32_at(if dnssec { 12 } else { 4 })
     }
     fn below(&self) -> (u8, u32) {
         (self.0[1], self.u32_at(8))
     }
     /// The response offset for `qtype`.
-    fn answer(&self, qtype: u16) -> u32 {
+    fn answer(&self, qtype: u16, dnssec: bool) -> u32 {
         let start = NODE_HEAD + usize::from(self.0[0]);
         let count = usize::from(u16::from_le_bytes([self.0[2], self.0[3]]));
-        for a in self.0[start..start + count * 6].chunks_exact(6) {
+        let pick = if dnssec { 6 } else { 2 };
+        for a in self.0[start..start + count * ANSWER_LEN].chunks_exact(ANSWER_LEN) {
             if u16::from_le_bytes([a[0], a[1]]) == qtype {
-                return u32::from_le_bytes([a[2], a[3], a[4], a[5]]);
+                return u32::from_le_bytes([a[pick], a[pick + 1], a[pick + 2], a[pick + 3]]);
             }
         }
-        self.other()
+        self.other(dnssec)
     }
 }
 
@@ -117,12 +152,65 @@ fn encode_node(out: &mut Vec<u8>, n: &Node, offsets: &[u32], below: (u8, u32)) {
     out.push(below.0);
     // At most one answer per type: the count fits 16 bits.
     out.extend((n.answers.len() as u16).to_le_bytes());
-    out.extend(offsets[n.other as usize].to_le_bytes());
+    out.extend(offsets[n.other.0 as usize].to_le_bytes());
     out.extend(below.1.to_le_bytes());
+    out.extend(offsets[n.other.1 as usize].to_le_bytes());
     out.extend_from_slice(&n.name);
-    for &(t, i) in n.answers.iter() {
+    for &(t, i, j) in n.answers.iter() {
         out.extend(t.to_le_bytes());
         out.extend(offsets[i as usize].to_le_bytes());
+        out.extend(offsets[j as usize].to_le_bytes());
+    }
+}
+
+impl NsecChain {
+    /// The chain of the zone `view` shows, each NSEC with its RRSIGs, owners uncompressed.
+    fn build(view: &View<'_>) -> NsecChain {
+        let mut c = NsecChain::default();
+        for &owner in view.nsec_owners() {
+            let sets = view.sets(owner);
+            let mut bytes = Vec::new();
+            let mut count = 0u16;
+            let nsec = sets.iter().find(|s| s.rtype == rtype::NSEC).into_iter();
+            for set in nsec.chain(sigs_in(sets, rtype::NSEC)) {
+                for r in &set.rdatas {
+                    bytes.extend_from_slice(owner);
+                    bytes.extend(set.rtype.to_be_bytes());
+                    bytes.extend(1u16.to_be_bytes());
+                    bytes.extend(set.ttl.to_be_bytes());
+                    bytes.extend((r.len() as u16).to_be_bytes());
+                    bytes.extend_from_slice(r);
+                    count += 1;
+                }
+            }
+            c.at.push(c.blocks.len() as u32);
+            let sum = wire::checksum::fold(wire::checksum::add(0, &bytes));
+            c.blocks.extend(count.to_le_bytes());
+            c.blocks.extend(sum.to_le_bytes());
+            c.blocks.extend((bytes.len() as u16).to_le_bytes());
+            c.blocks.extend_from_slice(&bytes);
+            c.owners.push(owner.into());
+        }
+        c
+    }
+
+    fn index_of(&self, owner: &[u8]) -> Option<u32> {
+        self.owners.binary_search_by(|o| canonical_cmp(o, owner)).ok().map(|i| i as u32)
+    }
+
+    /// The NSEC covering `name` (a name that does not exist, any letter case); None when
+    /// an NSEC matches it (it exists after all) or the zone has none.
+    fn covering(&self, name: &[u8]) -> Option<Block<'_>> {
+        let i = self.owners.partition_point(|o| canonical_cmp(o, name).is_le());
+        let i = match i.checked_sub(1) {
+            Some(i) if self.owners[i].eq_ignore_ascii_case(name) => return None,
+            Some(i) => i,
+            // Before the first owner (the apex): the last NSEC wraps around.
+            None => self.owners.len().checked_sub(1)?,
+        };
+        let b = &self.blocks[self.at[i] as usize..];
+        let le = |k: usize| u16::from_le_bytes([b[k], b[k + 1]]);
+        Some(Block { index: i as u32, count: le(0), sum: le(2), bytes: &b[6..6 + usize::from(le(4))] })
     }
 }
 
@@ -161,14 +249,25 @@ impl CompiledZone {
     pub fn compile(z: &Zone) -> CompiledZone {
         let view = View::new(z);
         let apex = z.origin.as_wire();
+        let nsec = NsecChain::build(&view);
         let mut pool = Pool { responses: Vec::new(), index: HashMap::default() };
+        let prep = |d: Draft<'_>, known: &[u8]| {
+            let mut p = d.prepare(known);
+            p.cover = match &d.cover {
+                None => NO_COVER,
+                Some(None) => COVER,
+                Some(Some(o)) => nsec.index_of(o).unwrap_or(COVER),
+            };
+            p
+        };
         let mut nx = Draft { aa: true, rcode: rcode::NXDOMAIN, ..Default::default() };
         let soa = view.negative_soa();
         nx.push(1, Owner::Name(Cow::Borrowed(apex)), rtype::SOA, soa.ttl, &soa.rdatas);
         let nxdomain = pool.add(nx.prepare(apex));
         // NODATA is the same for every name of the zone: the SOA, pointed at by the part of
-        // the query name that is the apex.
-        let nodata = pool.add(view.draft(apex, Owner::Qname, 0).prepare(apex));
+        // the query name that is the apex (not so with DO: the NSEC at the name is in it).
+        let nodata = pool.add(view.draft(apex, Owner::Qname, 0, false).prepare(apex));
+        let signed = z.signed;
 
         let mut names: Vec<&[u8]> = view.names().filter(|n| !view.occluded(n)).collect();
         names.sort_unstable();
@@ -179,41 +278,57 @@ impl CompiledZone {
             // A wildcard's answers are shared by every name it matches: compress only
             // against the part of the query name they all have.
             let known = if name.starts_with(b"\x01*") { &name[2..] } else { name };
-            let mut draft = |t: u16| pool.add(view.draft(name, Owner::Qname, t).prepare(known));
+            // Both drafts of a type: without and with DO (the same one for an unsigned zone).
+            let mut draft = |t: u16| {
+                let plain = pool.add(prep(view.draft(name, Owner::Qname, t, false), known));
+                let with_do =
+                    if signed { pool.add(prep(view.draft(name, Owner::Qname, t, true), known)) } else { plain };
+                (t, plain, with_do)
+            };
             let is_cut = view.is_cut(name);
             let cname = sets.iter().any(|s| s.rtype == rtype::CNAME);
             let mut answers = Vec::new();
             let other = if is_cut {
-                answers.push((rtype::DS, draft(rtype::DS)));
+                answers.push(draft(rtype::DS));
                 draft(0)
             } else if cname {
                 for t in chain_types(&view, name) {
-                    answers.push((t, draft(t)));
+                    answers.push(draft(t));
                 }
                 let c = draft(rtype::CNAME);
-                answers.push((rtype::CNAME, c));
-                answers.push((rtype::ANY, c));
+                answers.push(c);
+                answers.push((rtype::ANY, c.1, c.2));
                 draft(0)
             } else {
                 for s in sets {
-                    answers.push((s.rtype, draft(s.rtype)));
+                    answers.push(draft(s.rtype));
                 }
                 if let Some(s) = any_choice(sets) {
-                    let chosen = answers.iter().find(|a| a.0 == s.rtype).expect("drafted").1;
-                    answers.push((rtype::ANY, chosen));
+                    let chosen = *answers.iter().find(|a| a.0 == s.rtype).expect("drafted");
+                    answers.push((rtype::ANY, chosen.1, chosen.2));
                 }
-                nodata
+                if signed {
+                    draft(0)
+                } else {
+                    (0, nodata, nodata)
+                }
             };
-            answers.retain(|a| a.1 != other);
+            answers.retain(|a| (a.1, a.2) != (other.1, other.2));
             answers.sort_unstable();
             answers.dedup_by_key(|a| a.0);
+            let nx_do = if signed { pool.add(prep(view.nxdomain(name, true), apex)) } else { nxdomain };
             let below = if is_cut {
                 Below::Cut
             } else if let Some(d) = sets.iter().find(|s| s.rtype == rtype::DNAME) {
                 let mut dd = Draft { aa: true, ..Default::default() };
                 dd.push(0, Owner::Name(Cow::Borrowed(name)), rtype::DNAME, d.ttl, &d.rdatas);
+                let record = dd.prepare(name).encoded();
+                if let Some(sig) = sigs_in(sets, rtype::DNAME) {
+                    dd.push(0, Owner::Name(Cow::Borrowed(name)), rtype::RRSIG, sig.ttl, &sig.rdatas);
+                }
                 Below::Dname(Box::new(Dname {
-                    record: dd.prepare(name).encoded(),
+                    record,
+                    record_do: dd.prepare(name).encoded(),
                     owner_len: name.len(),
                     ttl: d.ttl,
                     target: d.rdatas[0].clone().into_boxed_slice(),
@@ -224,7 +339,13 @@ impl CompiledZone {
                 wild_of.push((nodes.len(), w));
                 Below::Nx
             };
-            nodes.push(Node { name: name.into(), answers: answers.into_boxed_slice(), other, below });
+            nodes.push(Node {
+                name: name.into(),
+                answers: answers.into_boxed_slice(),
+                other: (other.1, other.2),
+                nx_do,
+                below,
+            });
         }
         // Encode: responses first (their offsets go into the nodes), then nodes.
         let mut responses = Vec::new();
@@ -241,7 +362,7 @@ impl CompiledZone {
         let mut end = 0u32;
         for n in &nodes {
             node_at.push(end);
-            end += (NODE_HEAD + n.name.len() + n.answers.len() * 6) as u32;
+            end += (NODE_HEAD + n.name.len() + n.answers.len() * ANSWER_LEN) as u32;
         }
         let mut cz = CompiledZone {
             origin: z.origin.clone(),
@@ -252,6 +373,7 @@ impl CompiledZone {
             distinct: offsets.len(),
             dnames: Vec::new(),
             nxdomain: offsets[nxdomain as usize],
+            nsec,
         };
         for (i, n) in nodes.iter().enumerate() {
             cz.insert(&n.name, node_at[i]);
@@ -267,7 +389,7 @@ impl CompiledZone {
             let below = match n.below {
                 Below::Nx => match wild.get(&i) {
                     Some(&at) => (BELOW_WILD, at),
-                    None => (BELOW_NX, 0),
+                    None => (BELOW_NX, offsets[n.nx_do as usize]),
                 },
                 Below::Cut => (BELOW_CUT, 0),
                 Below::Dname(ref d) => {
@@ -325,17 +447,24 @@ impl CompiledZone {
 
     /// Memory held by the compiled zone.
     pub fn memory_bytes(&self) -> usize {
-        self.nodes.capacity() + self.responses.capacity() + self.table.len() * 8
+        let nsec = self.nsec.blocks.capacity() + self.nsec.owners.iter().map(|o| o.len() + 16).sum::<usize>();
+        self.nodes.capacity() + self.responses.capacity() + self.table.len() * 8 + nsec
     }
 
     fn response(&self, at: u32) -> Encoded<'_> {
         Encoded::at(&self.responses[at as usize..])
     }
 
-    /// The response for the wire name `w` (in this zone, any letter case) and `qtype`.
-    pub fn lookup(&self, w: &[u8], qtype: u16) -> Step<'_> {
+    /// The NSEC records covering `name`, a name that does not exist (any letter case).
+    pub fn covering(&self, name: &[u8]) -> Option<Block<'_>> {
+        self.nsec.covering(name)
+    }
+
+    /// The response for the wire name `w` (in this zone, any letter case) and `qtype`, for a
+    /// query with the DO bit if `dnssec`.
+    pub fn lookup(&self, w: &[u8], qtype: u16, dnssec: bool) -> Step<'_> {
         if let Some(at) = self.node_offset(w) {
-            return Step::Answer(self.response(self.node(at as u32).answer(qtype)));
+            return Step::Answer(self.response(self.node(at as u32).answer(qtype, dnssec)));
         }
         // The name does not exist: its closest encloser decides. Suffixes are tried longest
         // first, hashed in place.
@@ -346,9 +475,10 @@ impl CompiledZone {
             let Some(at) = self.node_offset(&w[i..]) else { continue };
             let n = self.node(at as u32);
             return match n.below() {
-                (BELOW_CUT, _) => Step::Answer(self.response(n.other())),
-                (BELOW_WILD, wild) => Step::Answer(self.response(self.node(wild).answer(qtype))),
+                (BELOW_CUT, _) => Step::Answer(self.response(n.other(dnssec))),
+                (BELOW_WILD, wild) => Step::Answer(self.response(self.node(wild).answer(qtype, dnssec))),
                 (BELOW_DNAME, d) => Step::Dname(&self.dnames[d as usize]),
+                (_, nx_do) if dnssec => Step::Answer(self.response(nx_do)),
                 _ => Step::Answer(self.response(self.nxdomain)),
             };
         }
@@ -359,11 +489,12 @@ impl CompiledZone {
 /// Query types whose answer at the CNAME `name` may differ from that of an absent type:
 /// the types along its chain inside the zone.
 fn chain_types(view: &View<'_>, name: &[u8]) -> Vec<u16> {
-    let mut out = vec![rtype::DS];
+    // DS, and the types answered at the CNAME's own name in a signed zone.
+    let mut out = vec![rtype::DS, rtype::RRSIG, rtype::NSEC];
     let mut cur: Vec<u8> = name.to_vec();
     for _ in 0..MAX_CHAIN {
         let sets = match view.find(&cur) {
-            Found::Exact(s) | Found::Wild(s) => s,
+            Found::Exact(s) | Found::Wild(_, s) => s,
             _ => break,
         };
         out.extend(sets.iter().map(|s| s.rtype));

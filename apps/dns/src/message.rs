@@ -37,7 +37,15 @@ pub struct Prepared {
     /// One's-complement sum of `body` (pointers left zero), as if it started at an even
     /// offset: the UDP checksum of a response is then summed from parts.
     sum: u16,
+    /// [`NO_COVER`], or the NSEC covering the query name is to be appended per query:
+    /// [`COVER`], or the index of the NSEC owner already in the body (not to repeat).
+    pub cover: u32,
 }
+
+/// No record depends on the query name.
+pub const NO_COVER: u32 = u32::MAX;
+/// The NSEC covering the query name goes last in the authority section.
+pub const COVER: u32 = u32::MAX - 1;
 
 /// A 16-bit one's-complement sum of bytes that start at message offset `at`: bytes at odd
 /// offsets land in the low half, so an odd start swaps the sum's bytes.
@@ -53,7 +61,9 @@ impl Prepared {
         if self.body.len() > usize::from(u16::MAX) {
             // Larger than any DNS message: kept only as "does not fit" (TC over UDP).
             out.push(u8::from(self.aa) << 7 | OVERSIZE | (self.rcode & 0x3f));
-            out.extend([0; ENCODED_HEAD - 1]);
+            out.extend([0; 8]);
+            out.extend(NO_COVER.to_le_bytes());
+            out.extend([0; ENCODED_HEAD - 13]);
             return;
         }
         out.push(u8::from(self.aa) << 7 | (self.rcode & 0x3f));
@@ -61,6 +71,7 @@ impl Prepared {
             out.extend(c.to_le_bytes());
         }
         out.extend(self.sum.to_le_bytes());
+        out.extend(self.cover.to_le_bytes());
         out.extend((self.body.len() as u16).to_le_bytes());
         out.extend((self.patches.len() as u16).to_le_bytes());
         for p in self.patches.iter() {
@@ -83,6 +94,7 @@ impl Prepared {
         for p in self.patches.iter() {
             h = (h ^ (u64::from(p.at) << 16 | u64::from(p.to))).wrapping_mul(0x0100_0000_01b3);
         }
+        h ^= u64::from(self.cover).rotate_left(17);
         h ^ (u64::from(self.rcode) << 56 | u64::from(self.aa) << 48 | u64::from(self.counts[0]) << 32)
     }
 
@@ -93,7 +105,7 @@ impl Prepared {
 }
 
 /// Bytes before the patches in the encoded form.
-const ENCODED_HEAD: usize = 1 + 6 + 2 + 2 + 2;
+const ENCODED_HEAD: usize = 1 + 6 + 2 + 4 + 2 + 2;
 /// Flag bit of an encoded response whose sections exceed 64 KiB.
 const OVERSIZE: u8 = 0x40;
 
@@ -109,6 +121,8 @@ pub struct Encoded<'a> {
     /// Answer, authority and additional counts.
     pub counts: [u16; 3],
     sum: u16,
+    /// See [`Prepared::cover`].
+    pub cover: u32,
     patches: &'a [u8],
     /// The sections' bytes.
     pub body: &'a [u8],
@@ -118,14 +132,15 @@ impl<'a> Encoded<'a> {
     /// Reads the response encoded at the start of `b`.
     pub fn at(b: &'a [u8]) -> Encoded<'a> {
         let le = |i: usize| u16::from_le_bytes([b[i], b[i + 1]]);
-        let body_len = usize::from(le(9));
-        let patches_end = ENCODED_HEAD + usize::from(le(11)) * 4;
+        let body_len = usize::from(le(13));
+        let patches_end = ENCODED_HEAD + usize::from(le(15)) * 4;
         Encoded {
             aa: b[0] & 0x80 != 0,
             rcode: b[0] & 0x3f,
             oversize: b[0] & OVERSIZE != 0,
             counts: [le(1), le(3), le(5)],
             sum: le(7),
+            cover: u32::from_le_bytes([b[9], b[10], b[11], b[12]]),
             patches: &b[ENCODED_HEAD..patches_end],
             body: &b[patches_end..patches_end + body_len],
         }
@@ -190,6 +205,12 @@ pub struct Draft<'a> {
     pub rcode: u8,
     /// Answer, authority, additional.
     pub sections: [Vec<Rec<'a>>; 3],
+    /// Signed answers about a name that does not exist (wildcards, NXDOMAIN): the NSEC
+    /// covering the query name goes in the authority section per query, unless it is the
+    /// one at the owner given, already there.
+    pub cover: Option<Option<Vec<u8>>>,
+    /// Nothing in the additional section (the per-query records come last).
+    pub no_additional: bool,
 }
 
 impl<'a> Draft<'a> {
@@ -247,6 +268,7 @@ impl<'a> Draft<'a> {
             sum,
             body: w.body.into_boxed_slice(),
             patches: w.patches.into_boxed_slice(),
+            cover: NO_COVER,
         }
     }
 }

@@ -2,7 +2,7 @@
 //! client's header and question, patch, sum, done. No allocation per query.
 
 use crate::compile::{Catalog, CompiledZone, Lookup, Step};
-use crate::message::sum_at;
+use crate::message::{sum_at, COVER, NO_COVER};
 use crate::resolve::MAX_CHAIN;
 use crate::rrl::{self, Decision, Rrl};
 use dns::name::{wire_ends_with, Name};
@@ -202,8 +202,9 @@ impl DnsServer {
             let w = copied.map(|n| n.as_wire()).unwrap_or(&buf[HEADER_LEN..HEADER_LEN + qlen]);
             catalog.zone_for(w, q.qtype)
         };
+        let dnssec = q.edns.is_some_and(|e| e.dnssec_ok);
         let body = match key(buf) {
-            Lookup::Zone(z) => assemble(buf, q_end, lim, z, copied, qlen, q.qtype),
+            Lookup::Zone(z) => assemble(buf, q_end, lim, z, copied, qlen, Question { qtype: q.qtype, dnssec }),
             Lookup::Refused => refused,
         };
         Some(self.finish(buf, q_end, body, rd_cd, 1, q.edns, keepalive(&q.edns)))
@@ -248,7 +249,9 @@ impl DnsServer {
         if edns.is_some() {
             let ext = (rc >> 4) as u8;
             let size = (MAX_UDP as u16).to_be_bytes();
-            let opt = [0, 0, 41, size[0], size[1], ext, 0, 0, 0, 0, 0];
+            // The DO bit is copied into the response (RFC 3225 section 3).
+            let dnssec_ok = if edns.is_some_and(|e| e.dnssec_ok) { 0x80 } else { 0 };
+            let opt = [0, 0, 41, size[0], size[1], ext, 0, dnssec_ok, 0, 0, 0];
             buf[end..end + OPT_LEN].copy_from_slice(&opt);
             sum += sum_at(checksum::fold(checksum::add(0, &opt)), end);
             end += OPT_LEN;
@@ -294,9 +297,17 @@ fn limit(edns: Option<Edns>, buf_len: usize) -> usize {
     }
 }
 
+/// What is asked, as the prepared responses tell apart.
+#[derive(Clone, Copy)]
+struct Question {
+    qtype: u16,
+    /// The DO bit.
+    dnssec: bool,
+}
+
 /// Copies the prepared response(s) for the question behind it. A DNAME (rare) makes the
 /// server synthesise the CNAME itself and continue at its target; everything else is one
-/// prepared response.
+/// prepared response, and with DO, for a name that does not exist, the NSEC covering it.
 fn assemble(
     buf: &mut [u8],
     q_end: usize,
@@ -304,14 +315,15 @@ fn assemble(
     z: &CompiledZone,
     copied: Option<&Name>,
     qlen: usize,
-    qtype: u16,
+    q: Question,
 ) -> Body {
+    let Question { qtype, dnssec } = q;
     let mut b = Body { aa: true, ..Body::empty(q_end, 0) };
     let (mut name_at, mut name_len) = (HEADER_LEN, qlen);
     for depth in 0..MAX_CHAIN {
         let step = match copied.filter(|_| depth == 0) {
-            Some(n) => z.lookup(n.as_wire(), qtype),
-            None => z.lookup(&buf[name_at..name_at + name_len], qtype),
+            Some(n) => z.lookup(n.as_wire(), qtype, dnssec),
+            None => z.lookup(&buf[name_at..name_at + name_len], qtype, dnssec),
         };
         match step {
             Step::Answer(p) => {
@@ -331,10 +343,24 @@ fn assemble(
                 if depth == 0 {
                     b.aa = p.aa;
                 }
+                if dnssec && p.cover != NO_COVER {
+                    // The body ends with its authority section: the NSEC goes right after.
+                    if let Some(c) = z.covering(&buf[name_at..name_at + name_len]) {
+                        if p.cover == COVER || c.index != p.cover {
+                            if b.end + c.bytes.len() > limit {
+                                return b.truncated();
+                            }
+                            buf[b.end..b.end + c.bytes.len()].copy_from_slice(c.bytes);
+                            b.sum += sum_at(c.sum, b.end);
+                            b.end += c.bytes.len();
+                            b.counts[1] += c.count;
+                        }
+                    }
+                }
                 return b;
             }
             Step::Dname(d) => {
-                let record = d.record();
+                let record = d.record(dnssec);
                 let n = record.body.len();
                 let prefix = name_len - d.owner_len;
                 let target_len = prefix + d.target.len();
@@ -345,7 +371,7 @@ fn assemble(
                 b.sum += record.write(&mut buf[b.end..b.end + n], b.end, name_at, name_len);
                 b.end += n;
                 b.key = record.body.as_ptr() as usize;
-                b.counts[0] += 1;
+                b.counts[0] += record.counts[0];
                 if target_len > dns::name::MAX_NAME {
                     b.rcode = u16::from(rcode::YXDOMAIN);
                     return b;

@@ -12,7 +12,8 @@ use std::borrow::Cow;
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 
-/// One RRset.
+/// One RRset. The RRSIGs at a name make one RRset per type they cover (each with the TTL of
+/// the RRset it signs).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct RRset {
     /// Type.
@@ -30,8 +31,13 @@ pub struct Zone {
     pub origin: Name,
     /// Owner name (lowercase wire form) → RRsets.
     pub nodes: HashMap<Box<[u8]>, Vec<RRset>, FnvBuild>,
+    /// NSEC3 records and their RRSIGs, by owner: kept out of `nodes`, as their hashed owner
+    /// names are not names of the zone (RFC 5155 section 7.2.8).
+    pub nsec3: HashMap<Box<[u8]>, Vec<RRset>, FnvBuild>,
     /// Records loaded.
     pub records: usize,
+    /// RRSIG records were loaded: the zone is signed.
+    pub signed: bool,
 }
 
 impl Zone {
@@ -40,10 +46,20 @@ impl Zone {
         self.nodes.get(name)?.iter().find(|r| r.rtype == rtype)
     }
 
+    /// The RRSIGs at `name` that cover `rtype`.
+    pub fn sigs(&self, name: &[u8], rtype: u16) -> Option<&RRset> {
+        self.nodes.get(name).and_then(|sets| sigs_in(sets, rtype))
+    }
+
     /// The SOA record data at the apex.
     pub fn soa(&self) -> Option<&RRset> {
         self.rrset(self.origin.as_wire(), rtype::SOA)
     }
+}
+
+/// The RRSIGs among `sets` that cover `rtype`.
+pub fn sigs_in(sets: &[RRset], rtype: u16) -> Option<&RRset> {
+    sets.iter().find(|s| s.rtype == rtype::RRSIG && s.rdatas[0].get(..2) == Some(&rtype.to_be_bytes()[..]))
 }
 
 /// A record as scanned: lowercase wire owner, type, TTL, uncompressed data.
@@ -74,14 +90,18 @@ pub fn load_text(path: &Path, text: &[u8], origin: Option<&str>) -> Result<Zone,
             )?
         }
     };
-    let mut zone = Zone { origin, nodes: HashMap::default(), records: 0 };
+    let mut zone = Zone { origin, nodes: HashMap::default(), nsec3: HashMap::default(), records: 0, signed: false };
     for (owner, t, ttl, rdata) in records {
         if !wire_ends_with(&owner, zone.origin.as_wire()) {
             let owner = Name::from_wire(&owner).expect("valid");
             return Err(format!("{}: {owner} is outside the zone {}", path.display(), zone.origin));
         }
-        let sets = zone.nodes.entry(owner).or_default();
-        match sets.iter_mut().find(|s| s.rtype == t) {
+        let covers = |r: &[u8]| if r.len() >= 2 { u16::from_be_bytes([r[0], r[1]]) } else { 0 };
+        let covered = if t == rtype::RRSIG { covers(&rdata) } else { 0 };
+        zone.signed |= t == rtype::RRSIG;
+        let nsec3 = t == rtype::NSEC3 || (t == rtype::RRSIG && covered == rtype::NSEC3);
+        let sets = if nsec3 { zone.nsec3.entry(owner).or_default() } else { zone.nodes.entry(owner).or_default() };
+        match sets.iter_mut().find(|s| s.rtype == t && (t != rtype::RRSIG || covers(&s.rdatas[0]) == covered)) {
             Some(s) => {
                 s.ttl = s.ttl.min(ttl);
                 if !s.rdatas.contains(&rdata) {

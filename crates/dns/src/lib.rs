@@ -37,6 +37,16 @@ pub mod rtype {
     pub const DS: u16 = 43;
     /// EDNS(0) pseudo-record.
     pub const OPT: u16 = 41;
+    /// RRSIG (RFC 4034).
+    pub const RRSIG: u16 = 46;
+    /// NSEC (RFC 4034).
+    pub const NSEC: u16 = 47;
+    /// DNSKEY (RFC 4034).
+    pub const DNSKEY: u16 = 48;
+    /// NSEC3 (RFC 5155).
+    pub const NSEC3: u16 = 50;
+    /// NSEC3PARAM (RFC 5155).
+    pub const NSEC3PARAM: u16 = 51;
     /// Any type (RFC 8482 answers it minimally).
     pub const ANY: u16 = 255;
 }

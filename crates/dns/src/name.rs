@@ -193,6 +193,24 @@ pub fn label_starts(w: &[u8], out: &mut [u8; 128]) -> usize {
     n
 }
 
+/// RFC 4034 section 6.1 canonical order of two wire names (any letter case): label by label
+/// from the root, each compared as lowercase octets, a name before the names below it.
+pub fn canonical_cmp(a: &[u8], b: &[u8]) -> std::cmp::Ordering {
+    let (mut sa, mut sb) = ([0u8; 128], [0u8; 128]);
+    // Both counts include the root label, which compares equal.
+    let (ka, kb) = (label_starts(a, &mut sa), label_starts(b, &mut sb));
+    for i in 1..ka.min(kb) {
+        let (x, y) = (usize::from(sa[ka - 1 - i]), usize::from(sb[kb - 1 - i]));
+        let la = &a[x + 1..x + 1 + usize::from(a[x])];
+        let lb = &b[y + 1..y + 1 + usize::from(b[y])];
+        let o = la.iter().map(u8::to_ascii_lowercase).cmp(lb.iter().map(u8::to_ascii_lowercase));
+        if o.is_ne() {
+            return o;
+        }
+    }
+    ka.cmp(&kb)
+}
+
 /// FNV-1a as a `Hasher`, for tables keyed by names (the std default, SipHash, costs more
 /// than the rest of a lookup; keys are zone data, not attacker-chosen per query).
 #[derive(Clone, Copy)]
@@ -377,5 +395,35 @@ mod tests {
         assert_eq!(n.parent().unwrap().to_string(), "b.example.com.");
         assert!(Name::root().parent().is_none());
         assert!(n.ends_with(&Name::root()));
+    }
+
+    #[test]
+    fn canonical_order_is_rfc_4034s() {
+        // The example of RFC 4034 section 6.1, in order.
+        let names = [
+            "example.",
+            "a.example.",
+            "yljkjljk.a.example.",
+            "Z.a.example.",
+            "zABC.a.EXAMPLE.",
+            "z.example.",
+            "\\001.z.example.",
+            "*.z.example.",
+            "\\200.z.example.",
+        ];
+        let wire: Vec<Vec<u8>> = names
+            .iter()
+            .map(|n| match *n {
+                "\\001.z.example." => b"\x01\x01\x01z\x07example\x00".to_vec(),
+                "\\200.z.example." => b"\x01\xc8\x01z\x07example\x00".to_vec(),
+                n => wire_from_text(n).unwrap(),
+            })
+            .collect();
+        for i in 0..wire.len() {
+            for j in 0..wire.len() {
+                assert_eq!(canonical_cmp(&wire[i], &wire[j]), i.cmp(&j), "{} vs {}", names[i], names[j]);
+            }
+        }
+        assert!(canonical_cmp(b"\x00", b"\x03com\x00").is_lt(), "the root first");
     }
 }
