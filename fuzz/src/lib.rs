@@ -32,6 +32,7 @@ pub const TARGETS: &[(&str, Target)] = &[
     ("dns_query", dns_query),
     ("dns_server", dns_server),
     ("dns_tcp", dns_tcp),
+    ("dns_signed", dns_signed),
     ("zone_text", zone_text),
     ("http_request", http_request),
     ("web_server", web_server),
@@ -639,27 +640,75 @@ pub fn dns_server(data: &[u8]) {
     let other_r = DNS_DECOMPRESS.with(|s| s.borrow_mut().respond(&mut other, n));
     DNS.with(|s| {
         let r = s.borrow_mut().respond(&mut buf, n);
-        assert_eq!(r, other_r, "both key modes answer alike");
+        // (Not the RRL key: the address of the response copied, one per server.)
+        let same = |r: Option<dns_server::server::Response>| r.map(|r| (r.len, r.sum, r.q_end, r.edns));
+        assert_eq!(same(r), same(other_r), "both key modes answer alike");
         if let Some(r) = r {
             assert_eq!(&buf[..r.len], &other[..r.len], "both key modes answer alike");
-            let len = r.len;
-            assert!((12..=1232).contains(&len), "len {len}");
             assert_eq!(&buf[0..2], &data[0..2]);
-            assert!(buf[2] & 0x80 != 0);
-            assert_eq!(r.sum, wire::checksum::fold(wire::checksum::add(0, &buf[..len])), "summed from parts");
-            let records: usize =
-                [6, 8, 10].iter().map(|&i| usize::from(u16::from_be_bytes([buf[i], buf[i + 1]]))).sum();
-            let mut at = 12;
-            if buf[5] == 1 {
-                at = dns::Name::read(&buf[..len], 12).expect("question").1 + 4;
-            }
-            for _ in 0..records {
-                at = dns::Name::read(&buf[..len], at).expect("owner").1;
-                assert!(at + 10 <= len, "record header inside the message");
-                let rdlen = usize::from(u16::from_be_bytes([buf[at + 8], buf[at + 9]]));
-                at += 10 + rdlen;
-            }
-            assert_eq!(at, len, "the counts describe the whole message");
+            well_formed_response(&buf, r);
+        }
+    });
+}
+
+/// A response as the server built it: within the UDP limit, QR set, summed right, and its
+/// counts describe the whole message.
+fn well_formed_response(buf: &[u8], r: dns_server::server::Response) {
+    let len = r.len;
+    assert!((12..=1232).contains(&len), "len {len}");
+    assert!(buf[2] & 0x80 != 0);
+    assert_eq!(r.sum, wire::checksum::fold(wire::checksum::add(0, &buf[..len])), "summed from parts");
+    let records: usize = [6, 8, 10].iter().map(|&i| usize::from(u16::from_be_bytes([buf[i], buf[i + 1]]))).sum();
+    let mut at = 12;
+    if buf[5] == 1 {
+        at = dns::Name::read(&buf[..len], 12).expect("question").1 + 4;
+    }
+    for _ in 0..records {
+        at = dns::Name::read(&buf[..len], at).expect("owner").1;
+        assert!(at + 10 <= len, "record header inside the message");
+        let rdlen = usize::from(u16::from_be_bytes([buf[at + 8], buf[at + 9]]));
+        at += 10 + rdlen;
+    }
+    assert_eq!(at, len, "the counts describe the whole message");
+}
+
+fn signed_server(text: &str) -> dns_server::DnsServer {
+    let z = dns_server::zone::load_text(std::path::Path::new("signed.zone"), text.as_bytes(), None).unwrap();
+    assert!(z.signed);
+    let c = dns_server::Catalog::new(vec![dns_server::CompiledZone::compile(&z)]);
+    dns_server::DnsServer::new(std::sync::Arc::new(c), 53)
+}
+
+thread_local! {
+    static SIGNED: std::cell::RefCell<[dns_server::DnsServer; 2]> = std::cell::RefCell::new([
+        signed_server(include_str!("../data/signed-nsec.zone")),
+        signed_server(include_str!("../data/signed-nsec3.zone")),
+    ]);
+}
+
+/// Signed zones (NSEC; NSEC3 with opt-out, salt and iterations) asked with DO: the first
+/// byte picks the zone and whether the rest is a whole message or a question (type, then
+/// the name's wire bytes) put into a DO query; every answer is a well-formed response.
+pub fn dns_signed(data: &[u8]) {
+    let Some((&sel, rest)) = data.split_first() else { return };
+    let mut buf = vec![0u8; 1472];
+    let n = if sel & 2 == 0 {
+        let n = rest.len().min(buf.len());
+        buf[..n].copy_from_slice(&rest[..n]);
+        n
+    } else {
+        let Some((qtype, name)) = rest.split_at_checked(2) else { return };
+        let name = &name[..name.len().min(300)];
+        let mut q = vec![0x12, 0x34, 0, 0, 0, 1, 0, 0, 0, 0, 0, 1];
+        q.extend_from_slice(name);
+        q.extend_from_slice(qtype);
+        q.extend([0, 1, 0, 0, 41, 0x04, 0xd0, 0, 0, 0x80, 0, 0, 0]);
+        buf[..q.len()].copy_from_slice(&q);
+        q.len()
+    };
+    SIGNED.with(|s| {
+        if let Some(r) = s.borrow_mut()[usize::from(sel & 1)].respond(&mut buf, n) {
+            well_formed_response(&buf, r);
         }
     });
 }
@@ -1079,7 +1128,29 @@ pub fn seeds(target: &str) -> Vec<Vec<u8>> {
             b"HTTP/1.1 200 OK\r\nContent-Length: 5\r\nConnection: keep-alive\r\n\r\nhello".to_vec(),
             b"HTTP/1.1 304 Not Modified\r\nETag: \"1-2\"\r\nConnection: close\r\n\r\n".to_vec(),
         ],
-        "zone_text" => vec![FUZZ_ZONE.as_bytes().to_vec()],
+        "zone_text" => vec![
+            FUZZ_ZONE.as_bytes().to_vec(),
+            include_bytes!("../data/signed-nsec.zone").to_vec(),
+            include_bytes!("../data/signed-nsec3.zone").to_vec(),
+        ],
+        "dns_signed" => {
+            let q = |sel: u8, t: u16, name: &str| {
+                [&[sel][..], &t.to_be_bytes(), &dns::name::wire_from_text(name).unwrap()].concat()
+            };
+            vec![
+                q(2, 1, "www.example.com."),
+                q(3, 1, "www.example.com."),
+                q(2, 15, "nx.example.com."),
+                q(3, 15, "nx.example.com."),
+                q(3, 15, "a.b.x.w.example.com."),
+                q(2, 1, "x.w.example.com."),
+                q(3, 16, "a.example.com."),
+                q(3, 43, "open.example.com."),
+                q(3, 1, "host.open.example.com."),
+                q(2, 1, "tow.example.com."),
+                q(3, 46, "example.com."),
+            ]
+        }
         "tls_handshake" => vec![
             [&[255u8][..], &client_hello()].concat(),
             [&[7u8][..], &client_hello()].concat(),

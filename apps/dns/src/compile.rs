@@ -8,8 +8,9 @@
 //! records ready to append: what proves a query name does not exist is the one record that
 //! depends on the name, found per query by a binary search in canonical order.
 
-use crate::message::{Draft, Encoded, Owner, Prepared, COVER, NO_COVER};
-use crate::resolve::{any_choice, Found, View, MAX_CHAIN};
+use crate::message::{Cover, Draft, Encoded, Owner, Prepared};
+use crate::nsec3;
+use crate::resolve::{any_choice, next_closer, Chain, Found, View, MAX_CHAIN};
 use crate::zone::{sigs_in, Zone};
 use dns::name::{canonical_cmp, hash_wire, hash_wire_ci, wire_ends_with, FnvBuild, Name};
 use dns::{rcode, rtype};
@@ -80,15 +81,20 @@ pub struct CompiledZone {
     distinct: usize,
     dnames: Vec<Dname>,
     nxdomain: u32,
-    /// NSEC owners in canonical order, and their records (NSEC and RRSIGs) ready to copy.
-    nsec: NsecChain,
+    /// The denial records (NSEC or NSEC3 and RRSIGs) ready to copy.
+    denial: Denial,
 }
 
-/// A zone's NSEC records for the query path.
+/// A signed zone's denial records (NSEC or NSEC3, each with its RRSIGs) ready to append,
+/// and how to find the one a query name needs.
 #[derive(Debug, Clone, Default)]
-struct NsecChain {
+struct Denial {
+    /// NSEC owners in canonical order (empty for NSEC3).
     owners: Vec<Box<[u8]>>,
-    /// Per owner: offset in `blocks` of [records u16, sum u16, length u16, wire bytes].
+    /// NSEC3 parameters and hashes in order (empty for NSEC).
+    nsec3: nsec3::Chain,
+    /// Per record (same order): offset in `blocks` of [records u16, sum u16, length u16,
+    /// wire bytes].
     at: Vec<u32>,
     blocks: Vec<u8>,
 }
@@ -163,16 +169,26 @@ fn encode_node(out: &mut Vec<u8>, n: &Node, offsets: &[u32], below: (u8, u32)) {
     }
 }
 
-impl NsecChain {
-    /// The chain of the zone `view` shows, each NSEC with its RRSIGs, owners uncompressed.
-    fn build(view: &View<'_>) -> NsecChain {
-        let mut c = NsecChain::default();
-        for &owner in view.nsec_owners() {
-            let sets = view.sets(owner);
+impl Denial {
+    /// The records of the chain `view` shows, owners uncompressed.
+    fn build(view: &View<'_>) -> Denial {
+        let mut c = Denial::default();
+        let (owners, rtype): (&[&[u8]], u16) = match view.chain() {
+            Chain::None => return c,
+            Chain::Nsec(o) => (o, rtype::NSEC),
+            Chain::Nsec3(chain, o) => {
+                c.nsec3 = chain.clone();
+                (o, rtype::NSEC3)
+            }
+        };
+        for &owner in owners {
+            let sets = match rtype {
+                rtype::NSEC => view.sets(owner),
+                _ => view.z.nsec3.get(owner).map(|v| v.as_slice()).unwrap_or(&[]),
+            };
             let mut bytes = Vec::new();
             let mut count = 0u16;
-            let nsec = sets.iter().find(|s| s.rtype == rtype::NSEC).into_iter();
-            for set in nsec.chain(sigs_in(sets, rtype::NSEC)) {
+            for set in sets.iter().filter(|s| s.rtype == rtype).chain(sigs_in(sets, rtype)) {
                 for r in &set.rdatas {
                     bytes.extend_from_slice(owner);
                     bytes.extend(set.rtype.to_be_bytes());
@@ -189,13 +205,26 @@ impl NsecChain {
             c.blocks.extend(sum.to_le_bytes());
             c.blocks.extend((bytes.len() as u16).to_le_bytes());
             c.blocks.extend_from_slice(&bytes);
-            c.owners.push(owner.into());
+            if rtype == rtype::NSEC {
+                c.owners.push(owner.into());
+            }
         }
         c
     }
 
+    /// The chain index of the record owned by `owner`.
     fn index_of(&self, owner: &[u8]) -> Option<u32> {
-        self.owners.binary_search_by(|o| canonical_cmp(o, owner)).ok().map(|i| i as u32)
+        if !self.owners.is_empty() {
+            return self.owners.binary_search_by(|o| canonical_cmp(o, owner)).ok().map(|i| i as u32);
+        }
+        let h = nsec3::unbase32hex(owner.get(1..1 + usize::from(*owner.first()?))?)?;
+        self.nsec3.hashes.binary_search(&h).ok().map(|i| i as u32)
+    }
+
+    fn block(&self, i: usize) -> Block<'_> {
+        let b = &self.blocks[self.at[i] as usize..];
+        let le = |k: usize| u16::from_le_bytes([b[k], b[k + 1]]);
+        Block { index: i as u32, count: le(0), sum: le(2), bytes: &b[6..6 + usize::from(le(4))] }
     }
 
     /// The NSEC covering `name` (a name that does not exist, any letter case); None when
@@ -208,9 +237,15 @@ impl NsecChain {
             // Before the first owner (the apex): the last NSEC wraps around.
             None => self.owners.len().checked_sub(1)?,
         };
-        let b = &self.blocks[self.at[i] as usize..];
-        let le = |k: usize| u16::from_le_bytes([b[k], b[k + 1]]);
-        Some(Block { index: i as u32, count: le(0), sum: le(2), bytes: &b[6..6 + usize::from(le(4))] })
+        Some(self.block(i))
+    }
+
+    /// The NSEC3 covering the hash of `name`; None if one matches it or there is none.
+    fn covering3(&self, name: &[u8]) -> Option<Block<'_>> {
+        match self.nsec3.place(&self.nsec3.params.hash(name))? {
+            nsec3::Place::Covered(i) => Some(self.block(i)),
+            nsec3::Place::Matches(_) => None,
+        }
     }
 }
 
@@ -249,15 +284,18 @@ impl CompiledZone {
     pub fn compile(z: &Zone) -> CompiledZone {
         let view = View::new(z);
         let apex = z.origin.as_wire();
-        let nsec = NsecChain::build(&view);
+        let denial = Denial::build(&view);
         let mut pool = Pool { responses: Vec::new(), index: HashMap::default() };
         let prep = |d: Draft<'_>, known: &[u8]| {
             let mut p = d.prepare(known);
-            p.cover = match &d.cover {
-                None => NO_COVER,
-                Some(None) => COVER,
-                Some(Some(o)) => nsec.index_of(o).unwrap_or(COVER),
-            };
+            if let Some(c) = &d.cover {
+                let mut exclude = [u32::MAX; 2];
+                for (e, o) in exclude.iter_mut().zip(c.exclude.iter().filter_map(|o| denial.index_of(o))) {
+                    *e = o;
+                }
+                let mode = if c.nsec3 { Cover::NSEC3 } else { Cover::NSEC };
+                p.cover = Cover { mode, ce_len: c.ce_len, exclude };
+            }
             p
         };
         let mut nx = Draft { aa: true, rcode: rcode::NXDOMAIN, ..Default::default() };
@@ -273,7 +311,13 @@ impl CompiledZone {
         names.sort_unstable();
         let mut nodes = Vec::with_capacity(names.len());
         let mut wild_of: Vec<(usize, Vec<u8>)> = Vec::new();
-        for name in names {
+        // In a signed zone a wildcard answers differently for itself and for the names it
+        // stands for (those need proofs they do not exist): the latter get a node of their
+        // own, reached only through the wildcard's parent.
+        let mut expansions: HashMap<Box<[u8]>, Node> = HashMap::new();
+        let wildcards = names.iter().filter(|n| signed && n.starts_with(b"\x01*")).map(|&n| (n, true));
+        let all: Vec<(&[u8], bool)> = names.iter().map(|&n| (n, false)).chain(wildcards).collect();
+        for (name, expand) in all {
             let sets = view.sets(name);
             // A wildcard's answers are shared by every name it matches: compress only
             // against the part of the query name they all have.
@@ -281,8 +325,11 @@ impl CompiledZone {
             // Both drafts of a type: without and with DO (the same one for an unsigned zone).
             let mut draft = |t: u16| {
                 let plain = pool.add(prep(view.draft(name, Owner::Qname, t, false), known));
-                let with_do =
-                    if signed { pool.add(prep(view.draft(name, Owner::Qname, t, true), known)) } else { plain };
+                let with_do = match (signed, expand) {
+                    (false, _) => plain,
+                    (true, false) => pool.add(prep(view.draft(name, Owner::Qname, t, true), known)),
+                    (true, true) => pool.add(prep(view.draft_expansion(name, t), known)),
+                };
                 (t, plain, with_do)
             };
             let is_cut = view.is_cut(name);
@@ -336,16 +383,23 @@ impl CompiledZone {
             } else {
                 let mut w = b"\x01*".to_vec();
                 w.extend_from_slice(name);
-                wild_of.push((nodes.len(), w));
+                if !expand {
+                    wild_of.push((nodes.len(), w));
+                }
                 Below::Nx
             };
-            nodes.push(Node {
+            let node = Node {
                 name: name.into(),
                 answers: answers.into_boxed_slice(),
                 other: (other.1, other.2),
                 nx_do,
                 below,
-            });
+            };
+            if expand {
+                expansions.insert(name.into(), node);
+            } else {
+                nodes.push(node);
+            }
         }
         // Encode: responses first (their offsets go into the nodes), then nodes.
         let mut responses = Vec::new();
@@ -360,9 +414,18 @@ impl CompiledZone {
             .collect();
         let mut node_at = Vec::with_capacity(nodes.len());
         let mut end = 0u32;
+        let size = |n: &Node| (NODE_HEAD + n.name.len() + n.answers.len() * ANSWER_LEN) as u32;
         for n in &nodes {
             node_at.push(end);
-            end += (NODE_HEAD + n.name.len() + n.answers.len() * ANSWER_LEN) as u32;
+            end += size(n);
+        }
+        // Wildcard expansion nodes go after the others, in no table.
+        let mut expansion_at: HashMap<Box<[u8]>, u32> = HashMap::new();
+        let mut expansion_list: Vec<Node> = expansions.into_values().collect();
+        expansion_list.sort_unstable_by(|a, b| a.name.cmp(&b.name));
+        for n in &expansion_list {
+            expansion_at.insert(n.name.clone(), end);
+            end += size(n);
         }
         let mut cz = CompiledZone {
             origin: z.origin.clone(),
@@ -373,7 +436,7 @@ impl CompiledZone {
             distinct: offsets.len(),
             dnames: Vec::new(),
             nxdomain: offsets[nxdomain as usize],
-            nsec,
+            denial,
         };
         for (i, n) in nodes.iter().enumerate() {
             cz.insert(&n.name, node_at[i]);
@@ -382,7 +445,7 @@ impl CompiledZone {
         let mut wild: HashMap<usize, u32> = HashMap::new();
         for (i, w) in wild_of {
             if let Ok(k) = nodes.binary_search_by(|n| (*n.name).cmp(&w[..])) {
-                wild.insert(i, node_at[k]);
+                wild.insert(i, expansion_at.get(&w[..]).copied().unwrap_or(node_at[k]));
             }
         }
         for (i, n) in nodes.into_iter().enumerate() {
@@ -398,6 +461,9 @@ impl CompiledZone {
                 }
             };
             encode_node(&mut cz.nodes, &n, &offsets, below);
+        }
+        for n in &expansion_list {
+            encode_node(&mut cz.nodes, n, &offsets, (BELOW_NX, 0));
         }
         cz.responses.shrink_to_fit();
         cz
@@ -447,7 +513,8 @@ impl CompiledZone {
 
     /// Memory held by the compiled zone.
     pub fn memory_bytes(&self) -> usize {
-        let nsec = self.nsec.blocks.capacity() + self.nsec.owners.iter().map(|o| o.len() + 16).sum::<usize>();
+        let d = &self.denial;
+        let nsec = d.blocks.capacity() + d.owners.iter().map(|o| o.len() + 16).sum::<usize>() + d.at.len() * 24;
         self.nodes.capacity() + self.responses.capacity() + self.table.len() * 8 + nsec
     }
 
@@ -455,9 +522,16 @@ impl CompiledZone {
         Encoded::at(&self.responses[at as usize..])
     }
 
-    /// The NSEC records covering `name`, a name that does not exist (any letter case).
-    pub fn covering(&self, name: &[u8]) -> Option<Block<'_>> {
-        self.nsec.covering(name)
+    /// The records `cover` says to append for the query name `name` (any letter case):
+    /// the NSEC covering it, or the NSEC3 covering its next closer name; None if there is
+    /// none to add.
+    pub fn covering(&self, cover: &Cover, name: &[u8]) -> Option<Block<'_>> {
+        let b = match cover.mode {
+            Cover::NSEC => self.denial.covering(name)?,
+            Cover::NSEC3 => self.denial.covering3(next_closer(name, usize::from(cover.ce_len))?)?,
+            _ => return None,
+        };
+        (!cover.exclude.contains(&b.index)).then_some(b)
     }
 
     /// The response for the wire name `w` (in this zone, any letter case) and `qtype`, for a

@@ -37,15 +37,37 @@ pub struct Prepared {
     /// One's-complement sum of `body` (pointers left zero), as if it started at an even
     /// offset: the UDP checksum of a response is then summed from parts.
     sum: u16,
-    /// [`NO_COVER`], or the NSEC covering the query name is to be appended per query:
-    /// [`COVER`], or the index of the NSEC owner already in the body (not to repeat).
-    pub cover: u32,
+    /// What is appended per query, if anything.
+    pub cover: Cover,
 }
 
-/// No record depends on the query name.
-pub const NO_COVER: u32 = u32::MAX;
-/// The NSEC covering the query name goes last in the authority section.
-pub const COVER: u32 = u32::MAX - 1;
+/// The record that depends on the query name, appended to a prepared response per query
+/// (signed zones, DO): last in the authority section, unless the body already has it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct Cover {
+    /// [`Cover::NONE`], [`Cover::NSEC`] (the NSEC covering the query name) or
+    /// [`Cover::NSEC3`] (the NSEC3 covering its next closer name).
+    pub mode: u8,
+    /// NSEC3: the length of the closest encloser the next closer name is one label below.
+    pub ce_len: u8,
+    /// Chain indices of the records already in the body (`u32::MAX`: none).
+    pub exclude: [u32; 2],
+}
+
+impl Cover {
+    /// Nothing depends on the query name.
+    pub const NONE: u8 = 0;
+    /// The NSEC covering the query name.
+    pub const NSEC: u8 = 1;
+    /// The NSEC3 covering the next closer name.
+    pub const NSEC3: u8 = 2;
+}
+
+impl Default for Cover {
+    fn default() -> Cover {
+        Cover { mode: Cover::NONE, ce_len: 0, exclude: [u32::MAX; 2] }
+    }
+}
 
 /// A 16-bit one's-complement sum of bytes that start at message offset `at`: bytes at odd
 /// offsets land in the low half, so an odd start swaps the sum's bytes.
@@ -61,9 +83,7 @@ impl Prepared {
         if self.body.len() > usize::from(u16::MAX) {
             // Larger than any DNS message: kept only as "does not fit" (TC over UDP).
             out.push(u8::from(self.aa) << 7 | OVERSIZE | (self.rcode & 0x3f));
-            out.extend([0; 8]);
-            out.extend(NO_COVER.to_le_bytes());
-            out.extend([0; ENCODED_HEAD - 13]);
+            out.extend([0; ENCODED_HEAD - 1]);
             return;
         }
         out.push(u8::from(self.aa) << 7 | (self.rcode & 0x3f));
@@ -71,7 +91,11 @@ impl Prepared {
             out.extend(c.to_le_bytes());
         }
         out.extend(self.sum.to_le_bytes());
-        out.extend(self.cover.to_le_bytes());
+        out.push(self.cover.mode);
+        out.push(self.cover.ce_len);
+        for e in self.cover.exclude {
+            out.extend(e.to_le_bytes());
+        }
         out.extend((self.body.len() as u16).to_le_bytes());
         out.extend((self.patches.len() as u16).to_le_bytes());
         for p in self.patches.iter() {
@@ -94,7 +118,8 @@ impl Prepared {
         for p in self.patches.iter() {
             h = (h ^ (u64::from(p.at) << 16 | u64::from(p.to))).wrapping_mul(0x0100_0000_01b3);
         }
-        h ^= u64::from(self.cover).rotate_left(17);
+        h ^= (u64::from(self.cover.mode) << 8 | u64::from(self.cover.ce_len)).rotate_left(17);
+        h ^= (u64::from(self.cover.exclude[0]) << 32 | u64::from(self.cover.exclude[1])).rotate_left(29);
         h ^ (u64::from(self.rcode) << 56 | u64::from(self.aa) << 48 | u64::from(self.counts[0]) << 32)
     }
 
@@ -105,7 +130,7 @@ impl Prepared {
 }
 
 /// Bytes before the patches in the encoded form.
-const ENCODED_HEAD: usize = 1 + 6 + 2 + 4 + 2 + 2;
+const ENCODED_HEAD: usize = 1 + 6 + 2 + 10 + 2 + 2;
 /// Flag bit of an encoded response whose sections exceed 64 KiB.
 const OVERSIZE: u8 = 0x40;
 
@@ -122,7 +147,7 @@ pub struct Encoded<'a> {
     pub counts: [u16; 3],
     sum: u16,
     /// See [`Prepared::cover`].
-    pub cover: u32,
+    pub cover: Cover,
     patches: &'a [u8],
     /// The sections' bytes.
     pub body: &'a [u8],
@@ -132,15 +157,16 @@ impl<'a> Encoded<'a> {
     /// Reads the response encoded at the start of `b`.
     pub fn at(b: &'a [u8]) -> Encoded<'a> {
         let le = |i: usize| u16::from_le_bytes([b[i], b[i + 1]]);
-        let body_len = usize::from(le(13));
-        let patches_end = ENCODED_HEAD + usize::from(le(15)) * 4;
+        let le32 = |i: usize| u32::from_le_bytes([b[i], b[i + 1], b[i + 2], b[i + 3]]);
+        let body_len = usize::from(le(19));
+        let patches_end = ENCODED_HEAD + usize::from(le(21)) * 4;
         Encoded {
             aa: b[0] & 0x80 != 0,
             rcode: b[0] & 0x3f,
             oversize: b[0] & OVERSIZE != 0,
             counts: [le(1), le(3), le(5)],
             sum: le(7),
-            cover: u32::from_le_bytes([b[9], b[10], b[11], b[12]]),
+            cover: Cover { mode: b[9], ce_len: b[10], exclude: [le32(11), le32(15)] },
             patches: &b[ENCODED_HEAD..patches_end],
             body: &b[patches_end..patches_end + body_len],
         }
@@ -174,6 +200,18 @@ impl<'a> Encoded<'a> {
     }
 }
 
+/// A draft's [`Cover`], with owner names where the compiled form has chain indices.
+#[derive(Debug, Clone, Default)]
+pub struct DraftCover {
+    /// NSEC3 (else NSEC).
+    pub nsec3: bool,
+    /// NSEC3: the closest encloser's length.
+    pub ce_len: u8,
+    /// Owners of the NSEC or NSEC3 records the draft already has that the per-query one
+    /// may repeat.
+    pub exclude: Vec<Vec<u8>>,
+}
+
 /// Who owns a record in a draft.
 #[derive(Debug, Clone)]
 pub enum Owner<'a> {
@@ -205,10 +243,9 @@ pub struct Draft<'a> {
     pub rcode: u8,
     /// Answer, authority, additional.
     pub sections: [Vec<Rec<'a>>; 3],
-    /// Signed answers about a name that does not exist (wildcards, NXDOMAIN): the NSEC
-    /// covering the query name goes in the authority section per query, unless it is the
-    /// one at the owner given, already there.
-    pub cover: Option<Option<Vec<u8>>>,
+    /// Signed answers about a name that does not exist (wildcards, NXDOMAIN): the record
+    /// proving it (see [`Cover`]) goes in the authority section per query.
+    pub cover: Option<DraftCover>,
     /// Nothing in the additional section (the per-query records come last).
     pub no_additional: bool,
 }
@@ -268,7 +305,7 @@ impl<'a> Draft<'a> {
             sum,
             body: w.body.into_boxed_slice(),
             patches: w.patches.into_boxed_slice(),
-            cover: NO_COVER,
+            cover: Cover::default(),
         }
     }
 }

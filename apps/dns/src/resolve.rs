@@ -11,7 +11,8 @@
 //! itself (the NSEC covering a name that does not exist) is marked on the draft and added
 //! per query.
 
-use crate::message::{Draft, Owner, Rec};
+use crate::message::{Draft, DraftCover, Owner, Rec};
+use crate::nsec3;
 use crate::zone::{sigs_in, RRset, Zone};
 use dns::name::{canonical_cmp, hash_wire, label_starts, wire_ends_with, FnvBuild, Name};
 use dns::{rcode, rtype};
@@ -45,8 +46,18 @@ pub struct View<'z> {
     /// Every name that exists: owners and empty non-terminals (suffixes of owners).
     exists: HashSet<&'z [u8], FnvBuild>,
     neg_soa: RRset,
-    /// Owners of NSEC records in canonical order (empty unless the zone is signed with NSEC).
-    nsec: Vec<&'z [u8]>,
+    /// How the zone proves names and types do not exist, if it is signed.
+    chain: Chain<'z>,
+}
+
+/// A signed zone's chain of denial records.
+pub enum Chain<'z> {
+    /// Not signed (or neither NSEC nor a usable NSEC3 chain).
+    None,
+    /// NSEC owners in canonical order.
+    Nsec(Vec<&'z [u8]>),
+    /// NSEC3: the parameters and hashes, and the owners in the same (hash) order.
+    Nsec3(nsec3::Chain, Vec<&'z [u8]>),
 }
 
 impl<'z> View<'z> {
@@ -73,28 +84,72 @@ impl<'z> View<'z> {
         // RFC 2308 section 3: the negative TTL is the lesser of the SOA's TTL and MINIMUM.
         let neg_soa =
             RRset { rtype: rtype::SOA, ttl: soa.ttl.min(minimum.unwrap_or(soa.ttl)), rdatas: soa.rdatas.clone() };
-        let mut nsec: Vec<&'z [u8]> = match z.signed {
-            true => z
-                .nodes
-                .iter()
-                .filter(|(_, sets)| sets.iter().any(|s| s.rtype == rtype::NSEC))
-                .map(|(n, _)| &**n)
-                .collect(),
-            false => Vec::new(),
-        };
-        nsec.sort_unstable_by(|a, b| canonical_cmp(a, b));
-        View { z, apex, exists, neg_soa, nsec }
+        View { z, apex, exists, neg_soa, chain: Chain::of(z) }
     }
 
-    /// NSEC owners in canonical order.
-    pub fn nsec_owners(&self) -> &[&'z [u8]] {
-        &self.nsec
+    /// The zone's denial chain.
+    pub fn chain(&self) -> &Chain<'z> {
+        &self.chain
     }
 
     /// The owner of the NSEC that matches or covers `name` (the last one not after it).
     pub fn nsec_for(&self, name: &[u8]) -> Option<&'z [u8]> {
-        let i = self.nsec.partition_point(|o| canonical_cmp(o, name).is_le());
-        i.checked_sub(1).map(|i| self.nsec[i]).or(self.nsec.last().copied())
+        let Chain::Nsec(nsec) = &self.chain else { return None };
+        let i = nsec.partition_point(|o| canonical_cmp(o, name).is_le());
+        i.checked_sub(1).map(|i| nsec[i]).or(nsec.last().copied())
+    }
+
+    /// Where `name` hashes in the NSEC3 chain.
+    fn n3_place(&self, name: &[u8]) -> Option<nsec3::Place> {
+        let Chain::Nsec3(c, _) = &self.chain else { return None };
+        c.place(&c.params.hash(name))
+    }
+
+    /// Adds the NSEC3 at chain index `i` and its RRSIGs to the authority section, once;
+    /// returns its owner.
+    fn push_nsec3<'a>(&'a self, d: &mut Draft<'a>, i: usize) -> Vec<u8> {
+        let Chain::Nsec3(_, owners) = &self.chain else { return Vec::new() };
+        let owner = owners[i];
+        if !d.has(1, owner, rtype::NSEC3) {
+            let sets = self.z.nsec3.get(owner).map(|v| v.as_slice()).unwrap_or(&[]);
+            for set in sets.iter().filter(|s| s.rtype == rtype::NSEC3).chain(sigs_in(sets, rtype::NSEC3)) {
+                d.push(1, Owner::Name(Cow::Borrowed(owner)), set.rtype, set.ttl, &set.rdatas);
+            }
+        }
+        owner.to_vec()
+    }
+
+    /// Adds the NSEC3 matching (`Some(true)`), covering (`Some(false)`) or either (`None`)
+    /// `name`; returns its owner, or None if `name` does not fall as asked.
+    fn push_nsec3_for<'a>(&'a self, d: &mut Draft<'a>, name: &[u8], matching: Option<bool>) -> Option<Vec<u8>> {
+        match (self.n3_place(name)?, matching) {
+            (nsec3::Place::Matches(i), None | Some(true)) | (nsec3::Place::Covered(i), None | Some(false)) => {
+                Some(self.push_nsec3(d, i))
+            }
+            _ => None,
+        }
+    }
+
+    /// RFC 5155 section 7.2.1: the closest provable encloser of `name` (the longest suffix
+    /// with a matching NSEC3) and the NSEC3 covering the next closer name; the matching one
+    /// alone if `name` has one. Returns the encloser's owner NSEC3 and the covering one.
+    fn closest_encloser_proof<'a>(&'a self, d: &mut Draft<'a>, name: &[u8]) -> Vec<Vec<u8>> {
+        let mut i = 0;
+        let mut below: Option<usize> = None;
+        loop {
+            if let Some(m) = self.push_nsec3_for(d, &name[i..], Some(true)) {
+                let mut owners = vec![m];
+                if let Some(b) = below {
+                    owners.extend(self.push_nsec3_for(d, &name[b..], Some(false)));
+                }
+                return owners;
+            }
+            if name.len() - i <= self.apex.len() {
+                return Vec::new();
+            }
+            below = Some(i);
+            i += 1 + usize::from(name[i]);
+        }
     }
 
     /// The longest suffix of `name` that exists (its closest encloser, RFC 4592).
@@ -215,26 +270,97 @@ impl<'z> View<'z> {
     pub fn draft<'a>(&'a self, name: &[u8], owner: Owner<'a>, qtype: u16, dnssec: bool) -> Draft<'a> {
         let mut d = Draft { aa: true, rcode: rcode::NOERROR, ..Default::default() };
         let mut seen = Vec::with_capacity(MAX_CHAIN);
-        let q = Query { qtype, dnssec };
+        let q = Query { qtype, dnssec, expand: false };
         self.answer(&mut d, name, owner, q, 0, &mut seen);
         d
     }
 
+    /// Drafts, with DO, what the wildcard `wild` answers for `qtype` when it stands for a
+    /// query name (which then does not exist, and that is proved).
+    pub fn draft_expansion<'a>(&'a self, wild: &[u8], qtype: u16) -> Draft<'a> {
+        let mut d = Draft { aa: true, rcode: rcode::NOERROR, ..Default::default() };
+        let mut seen = Vec::with_capacity(MAX_CHAIN);
+        let q = Query { qtype, dnssec: true, expand: true };
+        self.answer(&mut d, wild, Owner::Qname, q, 0, &mut seen);
+        d
+    }
+
     /// The draft of an NXDOMAIN for a name whose closest encloser is `ce`: the SOA and, with
-    /// `dnssec`, the NSEC covering the wildcard `*.ce` (the NSEC covering the name itself
-    /// is added per query).
+    /// `dnssec`, what proves there is no wildcard `*.ce` (and with NSEC3, that `ce` exists);
+    /// the record proving the name itself does not exist is added per query.
     pub fn nxdomain<'a>(&'a self, ce: &[u8], dnssec: bool) -> Draft<'a> {
         let mut d = Draft { aa: true, ..Default::default() };
         self.negative(&mut d, rcode::NXDOMAIN, dnssec);
-        if dnssec && !self.nsec.is_empty() {
-            let mut w = b"\x01*".to_vec();
-            w.extend_from_slice(ce);
-            if let Some(o) = self.nsec_for(&w) {
-                self.push_nsec(&mut d, o);
-                d.cover = Some(Some(o.to_vec()));
+        if !dnssec {
+            return d;
+        }
+        let mut w = b"\x01*".to_vec();
+        w.extend_from_slice(ce);
+        match &self.chain {
+            Chain::None => {}
+            Chain::Nsec(_) => {
+                if let Some(o) = self.nsec_for(&w) {
+                    self.push_nsec(&mut d, o);
+                    d.cover = Some(DraftCover { nsec3: false, ce_len: 0, exclude: vec![o.to_vec()] });
+                }
+            }
+            Chain::Nsec3(..) => {
+                // RFC 5155 section 7.2.2: the closest encloser's NSEC3, the one covering the
+                // wildcard, and (per query) the one covering the next closer name.
+                let exclude =
+                    [self.push_nsec3_for(&mut d, ce, Some(true)), self.push_nsec3_for(&mut d, &w, Some(false))];
+                d.cover = Some(DraftCover {
+                    nsec3: true,
+                    ce_len: ce.len() as u8,
+                    exclude: exclude.into_iter().flatten().collect(),
+                });
             }
         }
         d
+    }
+
+    /// Proves that `name`, a chain's target in the zone, does not exist: both NSECs, or the
+    /// three NSEC3s of RFC 5155 section 7.2.2 (all known at load).
+    fn deny_known<'a>(&'a self, d: &mut Draft<'a>, name: &[u8]) {
+        let ce = self.closest_encloser(name);
+        let mut w = b"\x01*".to_vec();
+        w.extend_from_slice(ce);
+        match &self.chain {
+            Chain::None => {}
+            Chain::Nsec(_) => {
+                for n in [name, &w[..]] {
+                    if let Some(o) = self.nsec_for(n) {
+                        self.push_nsec(d, o);
+                    }
+                }
+            }
+            Chain::Nsec3(..) => {
+                self.closest_encloser_proof(d, name);
+                self.push_nsec3_for(d, &w, Some(false));
+            }
+        }
+    }
+
+    /// The answer for a name that a wildcard `*.<parent>` stands for: with NSEC3 the next
+    /// closer name's NSEC3 proves it does not exist, with NSEC the name's NSEC; the query
+    /// name's is added per query (`depth` 0), a chain target's now.
+    fn wildcard_proof<'a>(&'a self, d: &mut Draft<'a>, name: &[u8], parent_len: usize, depth: usize) {
+        let nsec3 = match &self.chain {
+            Chain::None => return,
+            Chain::Nsec(_) => false,
+            Chain::Nsec3(..) => true,
+        };
+        if depth == 0 {
+            // Additional data is left out so that the per-query record can go last.
+            d.cover = Some(DraftCover { nsec3, ce_len: parent_len as u8, exclude: Vec::new() });
+            d.no_additional = true;
+        } else if nsec3 {
+            if let Some(nc) = next_closer(name, parent_len) {
+                self.push_nsec3_for(d, nc, Some(false));
+            }
+        } else if let Some(o) = self.nsec_for(name) {
+            self.push_nsec(d, o);
+        }
     }
 
     fn answer<'a>(
@@ -246,14 +372,14 @@ impl<'z> View<'z> {
         depth: usize,
         seen: &mut Vec<u64>,
     ) {
-        let Query { qtype, dnssec } = q;
+        let Query { qtype, dnssec, .. } = q;
         seen.push(hash_wire(name));
-        let (at, sets) = match self.find(name) {
+        let (at, sets, wild) = match self.find(name) {
             Found::Cut(c) if c == name && qtype == rtype::DS => {
                 // The parent side is authoritative for DS (RFC 4035 section 3.1.4.1).
                 match self.z.rrset(name, rtype::DS) {
                     Some(ds) => self.push_signed(d, 0, owner, c, ds, dnssec),
-                    None => self.nodata(d, c, dnssec),
+                    None => self.nodata(d, c, dnssec, false),
                 }
                 return;
             }
@@ -266,16 +392,8 @@ impl<'z> View<'z> {
             }
             Found::Nx => {
                 self.negative(d, rcode::NXDOMAIN, dnssec);
-                if dnssec && !self.nsec.is_empty() {
-                    // Known here (a chain's target in the zone): both proofs at load.
-                    if let Some(o) = self.nsec_for(name) {
-                        self.push_nsec(d, o);
-                    }
-                    let mut w = b"\x01*".to_vec();
-                    w.extend_from_slice(self.closest_encloser(name));
-                    if let Some(o) = self.nsec_for(&w) {
-                        self.push_nsec(d, o);
-                    }
+                if dnssec {
+                    self.deny_known(d, name);
                 }
                 return;
             }
@@ -292,28 +410,19 @@ impl<'z> View<'z> {
                 return;
             }
             Found::Exact(s) => {
-                if dnssec && depth == 0 && name.starts_with(b"\x01*") && !self.nsec.is_empty() {
-                    // A wildcard's own answers are what it synthesises for every name it
-                    // matches (the compiler drafts them here): they need the NSEC covering
-                    // the query name, found per query (none when the name is `*` itself).
-                    d.cover = Some(None);
-                    d.no_additional = true;
+                let expand = q.expand && depth == 0;
+                if expand {
+                    // What the wildcard synthesises for every name it stands for: the proof
+                    // for the query name is found per query.
+                    self.wildcard_proof(d, name, name.len() - 2, 0);
                 }
-                (name, s)
+                (name, s, expand)
             }
             Found::Wild(w, s) => {
-                if dnssec && !self.nsec.is_empty() {
-                    // The name the wildcard stands for does not exist: the NSEC covering it
-                    // proves so. The query name's is added per query (additional data left
-                    // out so that it can go last); a chain target's is known now.
-                    if depth == 0 {
-                        d.cover = Some(None);
-                        d.no_additional = true;
-                    } else if let Some(o) = self.nsec_for(name) {
-                        self.push_nsec(d, o);
-                    }
+                if dnssec {
+                    self.wildcard_proof(d, name, w.len().saturating_sub(2), depth);
                 }
-                (w, s)
+                (w, s, true)
             }
         };
         // A CNAME's name may have its own NSEC and RRSIGs (RFC 4035 section 2.5): asked for,
@@ -333,7 +442,7 @@ impl<'z> View<'z> {
             // Every signature at the name (they make one RRset per type they cover).
             let sigs: Vec<&RRset> = sets.iter().filter(|s| s.rtype == rtype::RRSIG).collect();
             if sigs.is_empty() {
-                return self.nodata(d, at, dnssec);
+                return self.nodata(d, at, dnssec, wild);
             }
             for s in sigs {
                 d.push(0, owner.clone(), s.rtype, s.ttl, &s.rdatas);
@@ -348,22 +457,43 @@ impl<'z> View<'z> {
                     self.target_addresses(d, s, dnssec);
                 }
             }
-            None => self.nodata(d, at, dnssec),
+            None => self.nodata(d, at, dnssec, wild),
         }
     }
 
     /// NODATA at the zone name `at`: the SOA and, with `dnssec`, the NSEC at the name (or,
     /// for an empty non-terminal, the NSEC covering it) showing the type is not there.
-    fn nodata<'a>(&'a self, d: &mut Draft<'a>, at: &[u8], dnssec: bool) {
+    /// `wild`: `at` is a wildcard standing for the query name.
+    fn nodata<'a>(&'a self, d: &mut Draft<'a>, at: &[u8], dnssec: bool, wild: bool) {
         self.negative(d, rcode::NOERROR, dnssec);
-        if dnssec {
-            if let Some(o) = self.nsec_for(at) {
-                self.push_nsec(d, o);
-                if d.cover.is_some() {
-                    // A wildcard's NODATA: the per-query NSEC need not repeat this one.
-                    d.cover = Some(Some(o.to_vec()));
+        if !dnssec {
+            return;
+        }
+        let mut shown = Vec::new();
+        match &self.chain {
+            Chain::None => {}
+            Chain::Nsec(_) => {
+                if let Some(o) = self.nsec_for(at) {
+                    self.push_nsec(d, o);
+                    shown.push(o.to_vec());
                 }
             }
+            Chain::Nsec3(..) => {
+                // RFC 5155 7.2.3: the NSEC3 matching the name; 7.2.4 (a DS at an opt-out
+                // delegation without one): the closest provable encloser proof; 7.2.5 (a
+                // wildcard's NODATA): also the closest encloser's, the wildcard's parent.
+                match self.push_nsec3_for(d, at, Some(true)) {
+                    Some(o) => shown.push(o),
+                    None => shown = self.closest_encloser_proof(d, at),
+                }
+                if wild && at.starts_with(b"\x01*") {
+                    shown.extend(self.push_nsec3_for(d, &at[2..], Some(true)));
+                }
+            }
+        }
+        if let Some(c) = d.cover.as_mut() {
+            // A wildcard's NODATA: the per-query record need not repeat these.
+            c.exclude = shown;
         }
     }
 
@@ -396,10 +526,13 @@ impl<'z> View<'z> {
         let ns = self.z.rrset(cut, rtype::NS).expect("a cut has NS");
         d.push(1, Owner::Name(Cow::Borrowed(cut)), rtype::NS, ns.ttl, &ns.rdatas);
         if dnssec {
-            match self.z.rrset(cut, rtype::DS) {
-                Some(ds) => self.push_signed(d, 1, Owner::Name(Cow::Borrowed(cut)), cut, ds, true),
-                None if !self.nsec.is_empty() => self.push_nsec(d, cut),
-                None => {}
+            match (self.z.rrset(cut, rtype::DS), &self.chain) {
+                (Some(ds), _) => self.push_signed(d, 1, Owner::Name(Cow::Borrowed(cut)), cut, ds, true),
+                (None, Chain::Nsec(_)) => self.push_nsec(d, cut),
+                // RFC 5155 7.2.7: the cut's NSEC3, or with opt-out the closest provable
+                // encloser proof.
+                (None, Chain::Nsec3(..)) => drop(self.closest_encloser_proof(d, cut)),
+                (None, Chain::None) => {}
             }
         }
         for r in &ns.rdatas {
@@ -448,11 +581,57 @@ pub fn substitute(name: &[u8], owner: &[u8], target: &[u8]) -> Option<Name> {
     Name::from_wire(&w).ok()
 }
 
+/// The suffix of `name` one label longer than its suffix of `ce_len` bytes (RFC 5155's
+/// next closer name); None if `name` is not longer.
+pub fn next_closer(name: &[u8], ce_len: usize) -> Option<&[u8]> {
+    let mut i = 0;
+    while i < name.len() && name[i] != 0 {
+        let j = i + 1 + usize::from(name[i]);
+        if name.len().checked_sub(j)? == ce_len {
+            return Some(&name[i..]);
+        }
+        i = j;
+    }
+    None
+}
+
+impl<'z> Chain<'z> {
+    /// The chain `z` is signed with: NSEC if it has NSEC records, else NSEC3 if the apex has
+    /// an NSEC3PARAM of a known algorithm.
+    fn of(z: &'z Zone) -> Chain<'z> {
+        if !z.signed {
+            return Chain::None;
+        }
+        let mut nsec: Vec<&'z [u8]> =
+            z.nodes.iter().filter(|(_, sets)| sets.iter().any(|s| s.rtype == rtype::NSEC)).map(|(n, _)| &**n).collect();
+        if !nsec.is_empty() {
+            nsec.sort_unstable_by(|a, b| canonical_cmp(a, b));
+            return Chain::Nsec(nsec);
+        }
+        let params =
+            z.rrset(z.origin.as_wire(), rtype::NSEC3PARAM).and_then(|p| nsec3::Params::from_rdata(&p.rdatas[0]));
+        let Some(params) = params else { return Chain::None };
+        let mut hashed: Vec<([u8; nsec3::HASH_LEN], &'z [u8])> = z
+            .nsec3
+            .keys()
+            .filter_map(|o| {
+                let label = o.get(1..1 + usize::from(*o.first()?))?;
+                Some((nsec3::unbase32hex(label)?, &**o))
+            })
+            .collect();
+        hashed.sort_unstable();
+        let chain = nsec3::Chain { params, hashes: hashed.iter().map(|h| h.0).collect() };
+        Chain::Nsec3(chain, hashed.into_iter().map(|h| h.1).collect())
+    }
+}
+
 /// What a draft answers.
 #[derive(Clone, Copy)]
 struct Query {
     qtype: u16,
     dnssec: bool,
+    /// Drafting a wildcard's answers for the names it stands for.
+    expand: bool,
 }
 
 /// RFC 8482 section 4.1: answer ANY with one RRset of the name. sirocco picks the smallest,
@@ -462,4 +641,19 @@ pub fn any_choice(sets: &[RRset]) -> Option<&RRset> {
     sets.iter()
         .filter(|s| !matches!(s.rtype, rtype::RRSIG | rtype::NSEC))
         .min_by_key(|s| (s.rdatas.iter().map(|r| r.len() + 12).sum::<usize>(), s.rtype))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::next_closer;
+
+    #[test]
+    fn the_next_closer_name_is_one_label_below_the_encloser() {
+        let w = |s: &str| dns::name::wire_from_text(s).unwrap();
+        let (q, ce) = (w("a.b.c.example."), w("c.example."));
+        assert_eq!(next_closer(&q, ce.len()), Some(&w("b.c.example.")[..]));
+        assert_eq!(next_closer(&w("b.c.example."), ce.len()), Some(&w("b.c.example.")[..]));
+        assert_eq!(next_closer(&ce, ce.len()), None, "the encloser itself");
+        assert_eq!(next_closer(&w("example."), ce.len()), None, "shorter");
+    }
 }

@@ -2,7 +2,7 @@
 //! client's header and question, patch, sum, done. No allocation per query.
 
 use crate::compile::{Catalog, CompiledZone, Lookup, Step};
-use crate::message::{sum_at, COVER, NO_COVER};
+use crate::message::{sum_at, Cover};
 use crate::resolve::MAX_CHAIN;
 use crate::rrl::{self, Decision, Rrl};
 use dns::name::{wire_ends_with, Name};
@@ -161,6 +161,12 @@ impl DnsServer {
                 return None;
             }
             Err(QueryError::Respond { rcode: rc, question_end, edns }) => {
+                // A compressed question is echoed only if its name is whole in it: a
+                // pointer may lead to bytes past the question, which the answer does not
+                // keep (RFC 1035 lets an error answer leave the question out).
+                let plain =
+                    |e: usize| matches!(Name::scan(&buf[..e], HEADER_LEN), Ok(Some(l)) if HEADER_LEN + l + 4 == e);
+                let question_end = question_end.filter(|&e| plain(e));
                 let qd = question_end.is_some() as u16;
                 let q_end = question_end.unwrap_or(HEADER_LEN);
                 let rd_cd = u16::from_be_bytes([buf[2], buf[3]]) & 0x0110;
@@ -343,18 +349,16 @@ fn assemble(
                 if depth == 0 {
                     b.aa = p.aa;
                 }
-                if dnssec && p.cover != NO_COVER {
-                    // The body ends with its authority section: the NSEC goes right after.
-                    if let Some(c) = z.covering(&buf[name_at..name_at + name_len]) {
-                        if p.cover == COVER || c.index != p.cover {
-                            if b.end + c.bytes.len() > limit {
-                                return b.truncated();
-                            }
-                            buf[b.end..b.end + c.bytes.len()].copy_from_slice(c.bytes);
-                            b.sum += sum_at(c.sum, b.end);
-                            b.end += c.bytes.len();
-                            b.counts[1] += c.count;
+                if dnssec && p.cover.mode != Cover::NONE {
+                    // The body ends with its authority section: the record goes right after.
+                    if let Some(c) = z.covering(&p.cover, &buf[name_at..name_at + name_len]) {
+                        if b.end + c.bytes.len() > limit {
+                            return b.truncated();
                         }
+                        buf[b.end..b.end + c.bytes.len()].copy_from_slice(c.bytes);
+                        b.sum += sum_at(c.sum, b.end);
+                        b.end += c.bytes.len();
+                        b.counts[1] += c.count;
                     }
                 }
                 return b;

@@ -148,6 +148,8 @@ fn owner_wire(n: &impl ToName) -> Result<Box<[u8]>, String> {
     let mut w = Vec::with_capacity(n.compose_len() as usize);
     n.compose(&mut w).map_err(|_| "name too long".to_string())?;
     w.make_ascii_lowercase();
+    // The scanner lets an empty label through (`a..example.com`); no name has one.
+    Name::from_wire(&w).map_err(|_| format!("{} is not a valid name (an empty label?)", n.to_name::<Vec<u8>>()))?;
     Ok(w.into_boxed_slice())
 }
 
@@ -185,7 +187,7 @@ fn scan(
                 if r.class() != Class::IN {
                     return Err(format!("{}: only class IN zones are served (found {})", path.display(), r.class()));
                 }
-                let owner = owner_wire(r.owner())?;
+                let owner = owner_wire(r.owner()).map_err(|e| format!("{}: {e}", path.display()))?;
                 let t = RecordData::rtype(r.data()).to_int();
                 let ttl = r.ttl().as_secs();
                 let mut rdata = Vec::new();
@@ -372,7 +374,30 @@ mod tests {
         assert!(e.contains("bad.zone:3"), "{e}");
         let p2 = write("nosoa.zone", "$ORIGIN example.com.\nwww 60 IN A 198.18.0.1\n");
         assert!(load(&p2, None).unwrap_err().contains("SOA"));
+        let p3 = write("empty-label.zone", "$ORIGIN example.com.\n@ 60 SOA ns1 h 1 2 3 4 5\na.. A 198.18.0.1\n");
+        let e = load(&p3, None).unwrap_err();
+        assert!(e.contains("empty-label.zone") && e.contains("not a valid name"), "{e}");
         let _ = std::fs::remove_file(p);
         let _ = std::fs::remove_file(p2);
+        let _ = std::fs::remove_file(p3);
+    }
+
+    #[test]
+    fn signatures_group_by_the_type_they_cover_and_nsec3_stays_apart() {
+        let text = "$ORIGIN example.com.\n$TTL 60\n@ SOA ns1 h 1 2 3 4 5\n@ NS ns1\nns1 A 198.18.0.1\n\
+            ns1 300 RRSIG A 13 3 300 20991231000000 20260101000000 1 example.com. AAAA\n\
+            ns1 60 RRSIG NSEC 13 3 60 20991231000000 20260101000000 1 example.com. BBBB\n\
+            ns1 60 NSEC example.com. A RRSIG NSEC\n\
+            0p9mhaveqvm6t7vbl5lop2u3t2rp3tom 60 NSEC3 1 0 0 - 0p9mhaveqvm6t7vbl5lop2u3t2rp3tom A\n\
+            0p9mhaveqvm6t7vbl5lop2u3t2rp3tom 60 RRSIG NSEC3 13 3 60 20991231000000 20260101000000 1 example.com. CCCC\n";
+        let z = load_text(Path::new("s.zone"), text.as_bytes(), None).unwrap();
+        assert!(z.signed);
+        let ns1 = dns::name::wire_from_text("ns1.example.com.").unwrap();
+        assert_eq!(z.sigs(&ns1, rtype::A).map(|s| (s.ttl, s.rdatas.len())), Some((300, 1)));
+        assert_eq!(z.sigs(&ns1, rtype::NSEC).map(|s| (s.ttl, s.rdatas.len())), Some((60, 1)));
+        assert!(z.sigs(&ns1, rtype::AAAA).is_none());
+        assert_eq!(z.nsec3.len(), 1, "the hashed owner");
+        assert_eq!(z.nsec3.values().next().unwrap().len(), 2, "its NSEC3 and its RRSIG");
+        assert_eq!(z.nodes.len(), 2, "apex and ns1: the NSEC3 owner is not a name of the zone");
     }
 }
