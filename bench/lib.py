@@ -251,21 +251,22 @@ end
     return {"gbps": nbytes * 8 / dur / 1e9, "req_per_s": reqs / dur, "errors": errors}
 
 
-def kxdpgun(cli_ns, cli_if, qpath, rate, dst, srv_cpu_time):
-    """Runs kxdpgun for SECS seconds at `rate` queries/s from `qpath`, pinned to GEN_CPU; returns
-    the queries sent, the answers, the queries/s it reached, the rcode counts, and the busy
-    CPU-seconds of the server core and of `srv_cpu_time()` over the run."""
+def kxdpgun(cli_ns, cli_if, qpath, rate, dst, srv_cpu_time, tcp=False):
+    """Runs kxdpgun for SECS seconds at `rate` queries/s from `qpath` (each over a TCP
+    connection of its own with `tcp`), pinned to GEN_CPU; returns the queries sent, the
+    answers, the queries/s it reached, the rcode counts, and the busy CPU-seconds of the
+    server core and of `srv_cpu_time()` over the run."""
     for attempt in range(3):
         b0, p0 = cpu_busy(SRV_CPU), srv_cpu_time()
         r = ns(cli_ns, "taskset", "-c", str(GEN_CPU), "kxdpgun", "-t", str(int(SECS)), "-Q", str(rate), "-F",
-               str(GEN_CPU), "-i", qpath, "-I", cli_if, dst, check=False)
+               str(GEN_CPU), *(["-T"] if tcp else []), "-i", qpath, "-I", cli_if, dst, check=False)
         b1, p1 = cpu_busy(SRV_CPU), srv_cpu_time()
         out = r.stdout + r.stderr
         # The last run's socket may not be released yet (seen after a flood): wait, try again.
         if "resource is busy" not in out:
             break
         time.sleep(2)
-    m = re.search(r"total queries:\s+(\d+) \((\d+) pps\)", out)
+    m = re.search(r"total (?:queries|SYNs):\s+(\d+) \((\d+) pps\)", out)
     a = re.search(r"total replies:\s+(\d+) \((\d+) pps\)", out)
     if not (m and a):
         raise RuntimeError(f"kxdpgun: {out}")

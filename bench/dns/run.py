@@ -14,7 +14,12 @@ A sample of answers is checked with kdig against what the zone says before each 
 measured. The highest of RATES is the flood: the report gives each server's answers/s there
 against its own best point and against Knot's under the same flood (issue 20's goals).
 Writes bench/results/NAME.{json,md,png}, NAME from OUT_NAME (default dns: a run with other
-ZONES, RATES or SERVERS can keep the full sweep's report)."""
+ZONES, RATES or SERVERS can keep the full sweep's report).
+
+Issue 22's points: a server kind ending in `-dnssec` serves the zone signed with NSEC3 (no
+salt, no extra iterations, RFC 9276) by ldns-signzone and is asked with DO (kxdpgun's D
+flag); one ending in `-tcp` is asked over TCP, a connection per query (kxdpgun -T), with
+`knot-tcp` being Knot on the kernel's TCP (no XDP)."""
 
 import json, os, platform, random, signal, subprocess, sys, time
 
@@ -32,6 +37,26 @@ ZONES = env_list("ZONES", "10,10000,1000000", int)
 SERVERS = env_list("SERVERS", "sirocco,sirocco6,sirocco-decompress,sirocco-echo,knot-xdp,nsd")
 OUT_NAME = os.environ.get("OUT_NAME", "dns")
 ORIGIN = "bench.test"
+
+
+def signed(zpath, qpath):
+    """The zone signed with NSEC3 by ldns-signzone (fresh keys), and the queries with DO."""
+    d = os.path.join(WORK, "keys")
+    os.makedirs(d, exist_ok=True)
+    ksk = sh("ldns-keygen", "-a", "ECDSAP256SHA256", "-k", ORIGIN, cwd=d).stdout.strip()
+    zsk = sh("ldns-keygen", "-a", "ECDSAP256SHA256", ORIGIN, cwd=d).stdout.strip()
+    unsigned = zpath + ".keys"
+    with open(unsigned, "w") as out:
+        out.write(open(zpath).read())
+        for k in (ksk, zsk):
+            out.write(open(os.path.join(d, k + ".key")).read())
+    spath = zpath + ".signed"
+    sh("ldns-signzone", "-n", "-t", "0", "-o", ORIGIN, "-f", spath, unsigned, os.path.join(d, ksk), os.path.join(d, zsk))
+    dq = qpath + ".do"
+    with open(qpath) as f, open(dq, "w") as out:
+        for line in f:
+            out.write(line.rstrip("\n") + " D\n")
+    return spath, dq
 
 
 def zone_and_queries(n):
@@ -79,6 +104,10 @@ def zone_and_queries(n):
     return zpath, qpath, sample
 
 
+def base_kind(kind):
+    return kind.removesuffix("-dnssec").removesuffix("-tcp")
+
+
 class Server:
     def __init__(self, kind, zone, cpuset):
         self.kind, self.zone, self.cpuset, self.proc = kind, zone, cpuset, None
@@ -87,25 +116,27 @@ class Server:
         os.makedirs(self.dir, exist_ok=True)
 
     def argv(self):
-        if self.kind == "sirocco-echo":
+        kind = base_kind(self.kind)
+        if kind == "sirocco-echo":
             # The same engine answering every query with the query itself: what answering
             # costs on top of the dataplane. Same idle policy as the DNS server.
             return [SIROCCO, "echo", "--iface", SRV_IF, "--addr", SERVER_ADDR, "--port", "53", "--queues", "1",
                     "--cpus", str(SRV_CPU), "--idle-spins", "0"]
-        if self.kind in ("sirocco", "sirocco6", "sirocco-decompress"):
-            mode = "decompress" if self.kind == "sirocco-decompress" else "wire"
+        if kind in ("sirocco", "sirocco6", "sirocco-decompress"):
+            mode = "decompress" if kind == "sirocco-decompress" else "wire"
             return [SIROCCO, "dns", "--iface", SRV_IF, "--addr", self.addr, "--queues", "1", "--cpus", str(SRV_CPU),
                     "--key-mode", mode, "--zone", f"{ORIGIN}={self.zone}"] + os.environ.get("SIROCCO_ARGS", "").split()
-        if self.kind == "knot-xdp":
+        if kind in ("knot-xdp", "knot"):
             d = self.dir
             conf = os.path.join(d, "knot.conf")
+            xdp = f"xdp:\n  listen: {SRV_IF}@53\n  udp: on\n" if kind == "knot-xdp" else ""
             with open(conf, "w") as f:
                 f.write(f"server:\n  listen: {SERVER_ADDR}@53\n  rundir: {d}\n  udp-workers: 1\n  tcp-workers: 1\n"
-                        f"  background-workers: 1\nxdp:\n  listen: {SRV_IF}@53\n  udp: on\nlog:\n  - target: stderr\n"
+                        f"  background-workers: 1\n{xdp}log:\n  - target: stderr\n"
                         f"    any: warning\ndatabase:\n  storage: {d}\ntemplate:\n  - id: default\n    storage: {d}\n"
                         f"    journal-content: none\n    zonefile-sync: -1\nzone:\n  - domain: {ORIGIN}\n    file: {self.zone}\n")
             return ["knotd", "-c", conf]
-        if self.kind == "nsd":
+        if kind == "nsd":
             d = self.dir
             conf = os.path.join(d, "nsd.conf")
             with open(conf, "w") as f:
@@ -155,11 +186,16 @@ class Server:
         ns(SRV_NS, "ip", "link", "set", "dev", SRV_IF, "xdp", "off", check=False)
 
 
-def check_sample(sample, addr):
-    """kdig each sampled query; returns (right, total)."""
+def check_sample(sample, addr, kind):
+    """kdig each sampled query (over TCP, or with DO, as `kind` is asked); returns (right,
+    total)."""
     right = 0
+    how = ["+tcp"] if kind.endswith("-tcp") else ["+dnssec"] if kind.endswith("-dnssec") else []
     for name, t, rcode, want in sample:
-        r = ns(CLI_NS, "kdig", f"@{addr}", "+time=1", "+retry=2", name, t, check=False)
+        r = ns(CLI_NS, "kdig", f"@{addr}", "+time=1", "+retry=2", *how, name, t, check=False)
+        if kind.endswith("-dnssec") and "RRSIG" not in r.stdout:
+            print(f"  no RRSIG for {name} {t}: {r.stdout}", flush=True)
+            continue
         if f"status: {rcode}" in r.stdout and want in r.stdout:
             right += 1
         else:
@@ -168,7 +204,7 @@ def check_sample(sample, addr):
 
 
 def one_run(srv, qpath, rate):
-    k = kxdpgun(CLI_NS, CLI_IF, qpath, rate, srv.addr, srv.cpu)
+    k = kxdpgun(CLI_NS, CLI_IF, qpath, rate, srv.addr, srv.cpu, tcp=srv.kind.endswith("-tcp"))
     sent, answers, rcodes = k["sent"], k["answers"], k["rcodes"]
     return {
         "offered_qps": rate, "sent_qps": k["sent_qps"], "answers_ps": answers / SECS, "answered": answers / max(sent, 1),
@@ -200,14 +236,17 @@ def run_all(cpuset, results):
     for n in ZONES:
         zpath, qpath, sample = zone_and_queries(n)
         kinds = [k for k in SERVERS if not (k == "sirocco-echo" and n != ZONES[0])]  # the echo reads no zone
+        spath, sqpath = signed(zpath, qpath) if any(k.endswith("-dnssec") for k in kinds) else (None, None)
+        zone_of = lambda kind: spath if kind.endswith("-dnssec") else zpath  # noqa: E731
+        queries_of = lambda kind: sqpath if kind.endswith("-dnssec") else qpath  # noqa: E731
         per = results.setdefault(str(n), {})
         for kind in kinds:
-            srv = Server(kind, zpath, cpuset)
+            srv = Server(kind, zone_of(kind), cpuset)
             t = time.time()
             srv.start()
             load_s = time.time() - t
             try:
-                right, total = check_sample(sample, srv.addr) if kind != "sirocco-echo" else (0, 0)
+                right, total = check_sample(sample, srv.addr, kind) if kind != "sirocco-echo" else (0, 0)
             finally:
                 srv.stop()
             per[kind] = {"load_s": load_s, "sample_right": right, "sample": total, "points": []}
@@ -215,10 +254,10 @@ def run_all(cpuset, results):
             runs = {kind: [] for kind in kinds}
             for _ in range(REPS):
                 for kind in kinds:
-                    srv = Server(kind, zpath, cpuset)
+                    srv = Server(kind, zone_of(kind), cpuset)
                     srv.start()
                     try:
-                        runs[kind].append(one_run(srv, qpath, rate))
+                        runs[kind].append(one_run(srv, queries_of(kind), rate))
                     finally:
                         srv.stop()
             for kind in kinds:
@@ -263,6 +302,23 @@ def write(results):
             if s and p:
                 lines.append(f"- {n} names, sirocco / {peer}: answers/s **{s['answers_ps'] / p['answers_ps']:.2f}×**, "
                              f"answers per server-core CPU-second **{p['core_s_per_m'] / s['core_s_per_m']:.2f}×**")
+        d = best(per.get("sirocco-dnssec"))
+        if s and d:
+            lines.append(f"- {n} names, sirocco signed (NSEC3, DO) / unsigned: answers/s **{d['answers_ps'] / s['answers_ps'] * 100:.0f}%**, "
+                         f"answers per server-core CPU-second **{s['core_s_per_m'] / d['core_s_per_m'] * 100:.0f}%** "
+                         "(goal ≥ 80%)")
+        for peer in ("knot-xdp-dnssec", "nsd-dnssec"):
+            p = best(per.get(peer))
+            if d and p:
+                lines.append(f"- {n} names, signed, sirocco / {base_kind(peer)}: answers/s **{d['answers_ps'] / p['answers_ps']:.2f}×**, "
+                             f"answers per server-core CPU-second **{p['core_s_per_m'] / d['core_s_per_m']:.2f}×**")
+        t = best(per.get("sirocco-tcp"))
+        for peer in ("nsd-tcp", "knot-tcp"):
+            p = best(per.get(peer))
+            if t and p:
+                lines.append(f"- {n} names, over TCP (a connection per query), sirocco / {base_kind(peer)}: answers/s "
+                             f"**{t['answers_ps'] / p['answers_ps']:.2f}×**, answers per server-core CPU-second "
+                             f"**{p['core_s_per_m'] / t['core_s_per_m']:.2f}×**" + (" (goal ≥ 2× NSD)" if peer == "nsd-tcp" else ""))
         e = best(results[str(ZONES[0])].get("sirocco-echo"))
         if s and e:
             lines.append(f"- {n} names, sirocco dns / sirocco echo (same engine, same load): "
