@@ -218,7 +218,10 @@ impl Denial {
             return self.owners.binary_search_by(|o| canonical_cmp(o, owner)).ok().map(|i| i as u32);
         }
         let h = nsec3::unbase32hex(owner.get(1..1 + usize::from(*owner.first()?))?)?;
-        self.nsec3.hashes.binary_search(&h).ok().map(|i| i as u32)
+        match self.nsec3.place(&h)? {
+            nsec3::Place::Matches(i) => Some(i as u32),
+            nsec3::Place::Covered(_) => None,
+        }
     }
 
     fn block(&self, i: usize) -> Block<'_> {

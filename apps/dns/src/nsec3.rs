@@ -108,8 +108,10 @@ pub fn owner(hash: &[u8; HASH_LEN], apex: &Name) -> Vec<u8> {
 pub struct Chain {
     /// Parameters every name is hashed with.
     pub params: Params,
-    /// Hashes in order.
-    pub hashes: Vec<[u8; HASH_LEN]>,
+    hashes: Vec<[u8; HASH_LEN]>,
+    /// The first 8 bytes of each hash: the search runs over these (a compact array, one
+    /// integer compare per step) and looks at whole hashes only among equal prefixes.
+    prefixes: Vec<u64>,
 }
 
 /// Where a hash falls in a chain.
@@ -121,13 +123,42 @@ pub enum Place {
     Covered(usize),
 }
 
+fn prefix(h: &[u8; HASH_LEN]) -> u64 {
+    u64::from_be_bytes([h[0], h[1], h[2], h[3], h[4], h[5], h[6], h[7]])
+}
+
 impl Chain {
+    /// The chain of `hashes` (sorted here) under `params`.
+    pub fn new(params: Params, mut hashes: Vec<[u8; HASH_LEN]>) -> Chain {
+        hashes.sort_unstable();
+        let prefixes = hashes.iter().map(prefix).collect();
+        Chain { params, hashes, prefixes }
+    }
+
+    /// Hashes in the chain.
+    pub fn len(&self) -> usize {
+        self.hashes.len()
+    }
+
+    /// True for an empty chain.
+    pub fn is_empty(&self) -> bool {
+        self.hashes.is_empty()
+    }
+
     /// Where `h` falls; None for an empty chain.
     pub fn place(&self, h: &[u8; HASH_LEN]) -> Option<Place> {
-        match self.hashes.binary_search(h) {
-            Ok(i) => Some(Place::Matches(i)),
-            Err(0) => self.hashes.len().checked_sub(1).map(Place::Covered),
-            Err(i) => Some(Place::Covered(i - 1)),
+        let key = prefix(h);
+        let mut i = self.prefixes.partition_point(|&p| p < key);
+        while i < self.hashes.len() && self.prefixes[i] == key {
+            match self.hashes[i].cmp(h) {
+                std::cmp::Ordering::Less => i += 1,
+                std::cmp::Ordering::Equal => return Some(Place::Matches(i)),
+                std::cmp::Ordering::Greater => break,
+            }
+        }
+        match i {
+            0 => self.hashes.len().checked_sub(1).map(Place::Covered),
+            i => Some(Place::Covered(i - 1)),
         }
     }
 }
@@ -161,11 +192,25 @@ mod tests {
 
     #[test]
     fn hashes_are_placed_matching_or_covered_with_wrap_around() {
-        let c = Chain { params: Params::default(), hashes: vec![[2; 20], [5; 20], [9; 20]] };
+        let c = Chain::new(Params::default(), vec![[9; 20], [2; 20], [5; 20]]);
         assert_eq!(c.place(&[5; 20]), Some(Place::Matches(1)));
         assert_eq!(c.place(&[6; 20]), Some(Place::Covered(1)));
         assert_eq!(c.place(&[1; 20]), Some(Place::Covered(2)), "before the first: the last wraps");
         assert_eq!(c.place(&[10; 20]), Some(Place::Covered(2)));
         assert_eq!(Chain::default().place(&[1; 20]), None);
+        // Hashes that share their first 8 bytes are told apart by the rest.
+        let h = |last: u8| {
+            let mut x = [7u8; 20];
+            x[19] = last;
+            x
+        };
+        let c = Chain::new(Params::default(), vec![h(30), h(10), h(20), [1; 20], [200; 20]]);
+        assert_eq!(c.place(&h(20)), Some(Place::Matches(2)));
+        assert_eq!(c.place(&h(15)), Some(Place::Covered(1)));
+        assert_eq!(c.place(&h(5)), Some(Place::Covered(0)));
+        assert_eq!(c.place(&h(31)), Some(Place::Covered(3)));
+        let mut after = h(0);
+        after[8] = 8;
+        assert_eq!(c.place(&after), Some(Place::Covered(3)), "a larger prefix-equal hash");
     }
 }

@@ -620,7 +620,7 @@ impl<'z> Chain<'z> {
             })
             .collect();
         hashed.sort_unstable();
-        let chain = nsec3::Chain { params, hashes: hashed.iter().map(|h| h.0).collect() };
+        let chain = nsec3::Chain::new(params, hashed.iter().map(|h| h.0).collect());
         Chain::Nsec3(chain, hashed.into_iter().map(|h| h.1).collect())
     }
 }
