@@ -582,7 +582,9 @@ www A 198.18.1.2\nalias CNAME www\na.b A 198.18.1.3\nsub NS ns.sub\nns.sub A 198
 
 fn fuzz_server(mode: dns_server::KeyMode) -> dns_server::DnsServer {
     let z = dns_server::zone::load_text(std::path::Path::new("fuzz.zone"), FUZZ_ZONE.as_bytes(), None).unwrap();
-    let c = dns_server::Catalog::new(vec![dns_server::CompiledZone::compile(&z)]);
+    // Anyone may transfer it (the TCP target's connections come from 0.0.0.0).
+    let acl = dns_server::transfer::Acl::parse(&["0.0.0.0/0"]).unwrap();
+    let c = dns_server::Catalog::new(vec![dns_server::CompiledZone::compile(&z).with_transfers(&z, acl)]);
     dns_server::DnsServer::new(std::sync::Arc::new(c), 53).with_key_mode(mode)
 }
 
@@ -1165,7 +1167,22 @@ pub fn seeds(target: &str) -> Vec<Vec<u8>> {
             b"\x05GET / HTTP/1.1\r\nHost: a\r\n\r\nHEAD /about HTTP/1.0\r\n\r\nGET /%2e%2e/x HTTP/1.1\r\nHost: b\r\n\r\n".to_vec(),
             b"\x00GET /hello.txt HTTP/1.1\r\nHost: a\r\nContent-Length: 3\r\nIf-Modified-Since: Sun, 06 Nov 1994 08:49:37 GMT\r\n\r\nabcGET /style.css HTTP/1.1\r\nHost: a\r\nConnection: close\r\n\r\n".to_vec(),
         ],
-        "dns_tcp" => vec![[&[3u8, 0, 33][..], &[0x12, 0x34, 0, 0, 0, 1, 0, 0, 0, 0, 0, 0, 3, b'w', b'w', b'w', 7, b'e', b'x', b'a', b'm', b'p', b'l', b'e', 3, b'c', b'o', b'm', 0, 0, 1, 0, 1][..]].concat()],
+        "dns_tcp" => {
+            let q = |qtype: u8, name: &[u8]| {
+                let mut m = vec![0x12, 0x34, 0, 0, 0, 1, 0, 0, 0, 0, 0, 0];
+                m.extend_from_slice(name);
+                m.extend([0, qtype, 0, 1]);
+                [&(m.len() as u16).to_be_bytes()[..], &m].concat()
+            };
+            let www = b"\x03www\x07example\x03com\x00";
+            let apex = b"\x07example\x03com\x00";
+            vec![
+                [&[3u8][..], &q(1, www)].concat(),
+                [&[5u8][..], &q(252, apex), &q(1, www)].concat(),
+                [&[0u8][..], &q(251, apex)].concat(),
+                [&[7u8][..], &q(252, b"\x05other\x00")].concat(),
+            ]
+        }
         "dns_server" => vec![
             vec![
                 0xbe, 0xef, 1, 0, 0, 1, 0, 0, 0, 0, 0, 0, 3, b'w', b'w', b'w', 7, b'e', b'x', b'a', b'm', b'p', b'l',

@@ -15,6 +15,7 @@ mod dns_dnssec;
 mod dns_reload;
 mod dns_rrl;
 mod dns_tcp;
+mod dns_xfr;
 mod echo;
 mod gen;
 mod gen_http;

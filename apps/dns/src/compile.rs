@@ -11,11 +11,13 @@
 use crate::message::{Cover, Draft, Encoded, Owner, Prepared};
 use crate::nsec3;
 use crate::resolve::{any_choice, next_closer, Chain, Found, View, MAX_CHAIN};
+use crate::transfer::{Acl, Transfer};
 use crate::zone::{sigs_in, Zone};
 use dns::name::{canonical_cmp, hash_wire, hash_wire_ci, wire_ends_with, FnvBuild, Name};
 use dns::{rcode, rtype};
 use std::borrow::Cow;
 use std::collections::HashMap;
+use wire::IpAddr;
 
 /// What answers for names below a node that do not exist themselves.
 #[derive(Debug, Clone)]
@@ -83,6 +85,10 @@ pub struct CompiledZone {
     nxdomain: u32,
     /// The denial records (NSEC or NSEC3 and RRSIGs) ready to copy.
     denial: Denial,
+    /// The zone laid out for AXFR, if any address may transfer it.
+    transfer: Option<std::sync::Arc<Transfer>>,
+    /// Who may transfer the zone.
+    acl: Acl,
 }
 
 /// A signed zone's denial records (NSEC or NSEC3, each with its RRSIGs) ready to append,
@@ -440,6 +446,8 @@ impl CompiledZone {
             dnames: Vec::new(),
             nxdomain: offsets[nxdomain as usize],
             denial,
+            transfer: None,
+            acl: Acl::default(),
         };
         for (i, n) in nodes.iter().enumerate() {
             cz.insert(&n.name, node_at[i]);
@@ -523,6 +531,19 @@ impl CompiledZone {
 
     fn response(&self, at: u32) -> Encoded<'_> {
         Encoded::at(&self.responses[at as usize..])
+    }
+
+    /// Lets the addresses of `acl` transfer the zone `z` (this zone, as loaded): its
+    /// records are laid out for AXFR now.
+    pub fn with_transfers(mut self, z: &Zone, acl: Acl) -> CompiledZone {
+        self.transfer = (!acl.is_empty()).then(|| std::sync::Arc::new(Transfer::build(z)));
+        self.acl = acl;
+        self
+    }
+
+    /// The zone's transfer, if `client` may have it.
+    pub fn transfer_for(&self, client: IpAddr) -> Option<&std::sync::Arc<Transfer>> {
+        self.transfer.as_ref().filter(|_| self.acl.allows(client))
     }
 
     /// The records `cover` says to append for the query name `name` (any letter case):

@@ -8,6 +8,7 @@ pub mod resolve;
 pub mod rrl;
 pub mod server;
 pub mod tcp;
+pub mod transfer;
 pub mod zone;
 
 pub use compile::{Catalog, CompiledZone};

@@ -8,12 +8,35 @@ use wire::tcp::TcpRepr;
 use wire::IpAddr;
 
 use crate::server::DnsServer;
+use crate::transfer::Transfer;
+use dns::HEADER_LEN;
+use std::sync::Arc;
 
 /// Answers a connection may have waiting for the peer to read before it is cut off (a client
 /// that pipelines without reading).
 pub const MAX_PENDING: usize = 1 << 20;
 /// Bytes a query arriving in pieces may take while it is incomplete (the largest message).
 const MAX_QUERY: usize = 2 + 65_535;
+/// A transfer's messages queued ahead of what the peer has acknowledged.
+const TRANSFER_WINDOW: usize = 256 * 1024;
+
+/// The end of the question if `m` is a transfer query (AXFR, or IXFR: answered with the
+/// whole zone, as RFC 1995 section 4 allows a server without a journal) for a name written
+/// out in full, as every transfer client writes it.
+fn axfr_question(m: &[u8]) -> Option<usize> {
+    if m.len() < HEADER_LEN + 5 || m[2] & 0xf8 != 0 || m[4..6] != [0, 1] {
+        return None;
+    }
+    let len = dns::name::Name::scan(m, HEADER_LEN).ok()??;
+    let q_end = HEADER_LEN + len + 4;
+    let qtype = u16::from_be_bytes([*m.get(q_end - 4)?, *m.get(q_end - 3)?]);
+    (m.len() >= q_end && (qtype == AXFR || qtype == IXFR)).then_some(q_end)
+}
+
+/// QTYPE AXFR.
+const AXFR: u16 = 252;
+/// QTYPE IXFR.
+const IXFR: u16 = 251;
 
 /// How often connections are looked at for their idle timeout.
 const SWEEP: Duration = Duration::from_millis(250);
@@ -52,6 +75,10 @@ pub struct TcpStats {
     pub idle_closed: u64,
     /// Connections cut off: a message shorter than a DNS header, answers left unread.
     pub cut: u64,
+    /// Zone transfers (AXFR) sent whole.
+    pub transfers: u64,
+    /// Transfers refused: not from an allowed address, or not a zone served.
+    pub transfers_refused: u64,
 }
 
 impl TcpStats {
@@ -63,6 +90,8 @@ impl TcpStats {
         self.answered += o.answered;
         self.idle_closed += o.idle_closed;
         self.cut += o.cut;
+        self.transfers += o.transfers;
+        self.transfers_refused += o.transfers_refused;
     }
 }
 
@@ -94,6 +123,20 @@ pub struct DnsConn {
     deadline: Instant,
     /// Closed for idleness already: the next expiry resets it.
     closing: bool,
+    /// The peer's address (who may transfer a zone).
+    remote: IpAddr,
+    /// A zone transfer being sent; queries behind it wait.
+    sending: Option<Sending>,
+}
+
+/// A transfer in progress: the zone's layout (kept alive across a reload: the transfer
+/// finishes with the version it started with), the next message, the query answered.
+#[derive(Debug)]
+struct Sending {
+    transfer: Arc<Transfer>,
+    next: usize,
+    id: u16,
+    question: Vec<u8>,
 }
 
 impl DnsConn {
@@ -144,11 +187,60 @@ impl DnsTcp {
 
     /// A new connection's state, its idle timeout starting now.
     pub fn conn(&self) -> DnsConn {
+        self.conn_from(IpAddr::V4(wire::Ipv4Addr([0; 4])))
+    }
+
+    /// A new connection from `remote`.
+    pub fn conn_from(&self, remote: IpAddr) -> DnsConn {
         DnsConn {
             input: Vec::new(),
             out: tcp::ByteQueue::default(),
             deadline: self.now + self.settings.idle_timeout,
             closing: false,
+            remote,
+            sending: None,
+        }
+    }
+
+    /// Starts the transfer the AXFR query in `scratch` (its question ending at `q_end`) asks
+    /// for, or answers it with an error: NOTAUTH for a zone not served here, REFUSED for a
+    /// client not allowed.
+    fn start_transfer(&mut self, c: &mut DnsConn, q_end: usize) {
+        let name = &self.scratch[HEADER_LEN..q_end - 4];
+        let zone = self.server.catalog().zones().iter().find(|z| z.origin.as_wire().eq_ignore_ascii_case(name));
+        let rcode = match zone.map(|z| z.transfer_for(c.remote)) {
+            Some(Some(t)) => {
+                let id = u16::from_be_bytes([self.scratch[0], self.scratch[1]]);
+                let question = self.scratch[HEADER_LEN..q_end].to_vec();
+                c.sending = Some(Sending { transfer: t.clone(), next: 0, id, question });
+                self.pump(c);
+                return;
+            }
+            Some(None) => dns::rcode::REFUSED,
+            None => dns::rcode::NOTAUTH,
+        };
+        self.stats.transfers_refused += 1;
+        let m = &mut self.scratch[..q_end];
+        // QR, the query's opcode and RD, the rcode; the question echoed, nothing else.
+        m[2] = 0x80 | (m[2] & 0x79);
+        m[3] = rcode;
+        m[4..12].copy_from_slice(&[0, 1, 0, 0, 0, 0, 0, 0]);
+        c.out.extend(&(q_end as u16).to_be_bytes());
+        c.out.extend(m);
+    }
+
+    /// Queues the transfer's next messages while the connection has room for them.
+    fn pump(&mut self, c: &mut DnsConn) {
+        while let Some(s) = c.sending.as_mut() {
+            if c.out.len() >= TRANSFER_WINDOW {
+                return;
+            }
+            s.transfer.write(s.next, s.id, &s.question, &mut c.out);
+            s.next += 1;
+            if s.next == s.transfer.messages() {
+                c.sending = None;
+                self.stats.transfers += 1;
+            }
         }
     }
 
@@ -179,7 +271,7 @@ impl DnsTcp {
 
     fn serve(&mut self, c: &mut DnsConn) -> bool {
         let mut at = 0;
-        while c.input.len() - at >= 2 {
+        while c.input.len() - at >= 2 && c.sending.is_none() {
             let n = usize::from(u16::from_be_bytes([c.input[at], c.input[at + 1]]));
             if n < 12 {
                 return false; // not a DNS message: nothing to answer it with
@@ -189,6 +281,10 @@ impl DnsTcp {
             }
             self.scratch[..n].copy_from_slice(&c.input[at + 2..at + 2 + n]);
             at += 2 + n;
+            if let Some(q_end) = axfr_question(&self.scratch[..n]) {
+                self.start_transfer(c, q_end);
+                continue;
+            }
             if let Some(len) = self.server.respond_tcp(&mut self.scratch, n, self.keepalive) {
                 c.out.extend(&(len as u16).to_be_bytes());
                 c.out.extend(&self.scratch[..len]);
@@ -203,13 +299,13 @@ impl DnsTcp {
 impl tcp::App for DnsTcp {
     type Conn = DnsConn;
 
-    fn accept(&mut self, _h: tcp::Handle, _port: u16, _remote: (IpAddr, u16)) -> Option<DnsConn> {
+    fn accept(&mut self, _h: tcp::Handle, _port: u16, remote: (IpAddr, u16)) -> Option<DnsConn> {
         if self.open() >= self.settings.max_clients as u64 {
             self.stats.refused += 1;
             return None;
         }
         self.stats.accepted += 1;
-        Some(self.conn())
+        Some(self.conn_from(remote.0))
     }
 
     fn recv(&mut self, _h: tcp::Handle, c: &mut DnsConn, data: &[u8], ctl: &mut tcp::Ctl) {
@@ -220,10 +316,18 @@ impl tcp::App for DnsTcp {
         }
     }
 
-    fn sent(&mut self, _h: tcp::Handle, c: &mut DnsConn, _acked: u64, _ctl: &mut tcp::Ctl) {
+    fn sent(&mut self, _h: tcp::Handle, c: &mut DnsConn, _acked: u64, ctl: &mut tcp::Ctl) {
         // The peer is reading: a long answer taken slowly is not idle.
         if !c.closing {
             c.deadline = self.now + self.settings.idle_timeout;
+        }
+        if c.sending.is_some() {
+            self.pump(c);
+            // Queries that came behind the transfer are answered once it is all queued.
+            if c.sending.is_none() && !self.serve(c) {
+                self.stats.cut += 1;
+                ctl.abort();
+            }
         }
     }
 

@@ -32,6 +32,10 @@ pub struct DnsArgs {
     /// [default: 10000]. Config key tcp_max_clients.
     #[arg(long, value_name = "N")]
     pub tcp_max_clients: Option<usize>,
+    /// Addresses or prefixes (198.18.0.0/24, 2001:2::/48) that may transfer every zone by
+    /// AXFR over TCP; repeatable. Added to each [[zone]]'s allow_transfer. None by default.
+    #[arg(long, value_name = "PREFIX")]
+    pub allow_transfer: Vec<String>,
     #[command(flatten)]
     pub rrl: RrlArgs,
 }
@@ -123,24 +127,36 @@ impl DnsConfig {
 struct ZoneConfig {
     file: PathBuf,
     name: Option<String>,
+    /// Addresses or prefixes that may transfer the zone.
+    #[serde(default)]
+    allow_transfer: Vec<String>,
 }
 
-/// A zone to load: origin (if given) and file.
+/// A zone to load: origin (if given), file, who may transfer it.
 struct ZoneSpec {
     origin: Option<String>,
     file: PathBuf,
+    allow_transfer: Vec<String>,
 }
 
-/// The zones to serve: the config's (files relative to it), then the command line's.
-fn zone_specs(config: Option<&Path>, own: &DnsConfig, cli: &[String]) -> Vec<ZoneSpec> {
-    let mut v: Vec<ZoneSpec> =
-        own.zone.iter().map(|z| ZoneSpec { origin: z.name.clone(), file: relative_to(config, &z.file) }).collect();
+/// The zones to serve: the config's (files relative to it), then the command line's; every
+/// one may be transferred by the `allow` prefixes too.
+fn zone_specs(config: Option<&Path>, own: &DnsConfig, cli: &[String], allow: &[String]) -> Vec<ZoneSpec> {
+    let mut v: Vec<ZoneSpec> = own
+        .zone
+        .iter()
+        .map(|z| ZoneSpec {
+            origin: z.name.clone(),
+            file: relative_to(config, &z.file),
+            allow_transfer: z.allow_transfer.iter().chain(allow).cloned().collect(),
+        })
+        .collect();
     for spec in cli {
         let (origin, file) = match spec.split_once('=') {
             Some((n, f)) => (Some(n.to_string()), f),
             None => (None, spec.as_str()),
         };
-        v.push(ZoneSpec { origin, file: PathBuf::from(file) });
+        v.push(ZoneSpec { origin, file: PathBuf::from(file), allow_transfer: allow.to_vec() });
     }
     v
 }
@@ -153,9 +169,11 @@ fn build(specs: &[ZoneSpec], verbose: bool) -> Result<Catalog, String> {
     let mut compiled: Vec<CompiledZone> = Vec::new();
     for spec in specs {
         let t0 = Instant::now();
+        let acl = dns_server::transfer::Acl::parse(&spec.allow_transfer)
+            .map_err(|e| format!("{}: allow_transfer: {e}", spec.file.display()))?;
         let z = dns_server::zone::load(&spec.file, spec.origin.as_deref())?;
         let t1 = Instant::now();
-        let c = CompiledZone::compile(&z);
+        let c = CompiledZone::compile(&z).with_transfers(&z, acl);
         if compiled.iter().any(|o| o.origin == c.origin) {
             return Err(format!("{}: zone {} is given twice", spec.file.display(), c.origin));
         }
@@ -199,16 +217,17 @@ pub fn run(a: DnsArgs) -> Result<(), String> {
     };
     let rrl = a.rrl.settings(s.own.rrl())?;
     let started = Instant::now();
-    let catalog = Published::new(build(&zone_specs(s.config.as_deref(), &s.own, &a.zone), true)?);
+    let catalog = Published::new(build(&zone_specs(s.config.as_deref(), &s.own, &a.zone, &a.allow_transfer), true)?);
     eprintln!("sirocco: zones compiled in {:.2} s", started.elapsed().as_secs_f64());
     let reload = {
         let (published, config_path, cli) = (catalog.clone(), s.config.clone(), a.zone.clone());
+        let allow = a.allow_transfer.clone();
         move || {
             let own = match &config_path {
                 Some(p) => config::read::<DnsConfig>(p)?.own,
                 None => DnsConfig::default(),
             };
-            let c = build(&zone_specs(config_path.as_deref(), &own, &cli), false)?;
+            let c = build(&zone_specs(config_path.as_deref(), &own, &cli, &allow), false)?;
             let zones = c.zones().len();
             Ok((format!("{zones} zone(s)"), published.publish(c)))
         }
@@ -253,8 +272,8 @@ pub fn run(a: DnsArgs) -> Result<(), String> {
         );
     }
     println!(
-        "dns over tcp: connections accepted {} refused {} closed {} (idle {} cut off {}) | answers {}",
-        t.accepted, t.refused, t.closed, t.idle_closed, t.cut, t.answered
+        "dns over tcp: connections accepted {} refused {} closed {} (idle {} cut off {}) | answers {} | transfers {} refused {}",
+        t.accepted, t.refused, t.closed, t.idle_closed, t.cut, t.answered, t.transfers, t.transfers_refused
     );
     Ok(())
 }

@@ -1,0 +1,201 @@
+//! Zone transfers out (AXFR, RFC 5936): a zone's records laid out once, at load, in transfer
+//! order — its SOA, every other RRset (signatures and NSEC3 records included), its SOA
+//! again — and cut into messages; a transfer copies them out as the peer takes them. Who may
+//! transfer a zone is an address list per zone.
+
+use crate::zone::Zone;
+use dns::rtype;
+use wire::IpAddr;
+
+/// Record bytes per message, at most: well under the 64 KiB a message over TCP may carry.
+const MESSAGE_RECORDS: usize = 16 * 1024;
+
+/// Addresses allowed to transfer a zone: prefixes, IPv4 or IPv6.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Acl(Vec<(IpAddr, u8)>);
+
+impl Acl {
+    /// Parses prefixes such as `198.18.0.0/24`, `2001:2::/48` or a lone address.
+    pub fn parse<S: AsRef<str>>(entries: &[S]) -> Result<Acl, String> {
+        let mut v = Vec::new();
+        for e in entries {
+            let e = e.as_ref();
+            let (a, bits) = match e.split_once('/') {
+                Some((a, b)) => (a, Some(b)),
+                None => (e, None),
+            };
+            let addr: std::net::IpAddr = a.parse().map_err(|_| format!("{e:?} is not an address or prefix"))?;
+            let max = if addr.is_ipv4() { 32 } else { 128 };
+            let bits = match bits {
+                Some(b) => {
+                    b.parse::<u8>().ok().filter(|&b| b <= max).ok_or_else(|| format!("{e:?}: bad prefix length"))?
+                }
+                None => max,
+            };
+            v.push((IpAddr::from(addr), bits));
+        }
+        Ok(Acl(v))
+    }
+
+    /// True if `a` is in one of the prefixes.
+    pub fn allows(&self, a: IpAddr) -> bool {
+        self.0.iter().any(|&(p, bits)| {
+            let (x, y) = (p.octets(), a.octets());
+            x.len() == y.len() && {
+                let full = usize::from(bits / 8);
+                let rest = bits % 8;
+                x[..full] == y[..full] && (rest == 0 || (x[full] ^ y[full]) >> (8 - rest) == 0)
+            }
+        })
+    }
+
+    /// No address is allowed.
+    pub fn is_empty(&self) -> bool {
+        self.0.is_empty()
+    }
+}
+
+/// A zone's transfer, laid out.
+#[derive(Debug, Clone, Default)]
+pub struct Transfer {
+    bytes: Vec<u8>,
+    /// Per message: start and end in `bytes`, and how many records.
+    messages: Vec<(usize, usize, u16)>,
+    /// Records in all.
+    pub records: usize,
+}
+
+impl Transfer {
+    /// The transfer of `z`.
+    pub fn build(z: &Zone) -> Transfer {
+        let apex = z.origin.as_wire();
+        let soa = z.soa().expect("the loader checks the SOA");
+        let mut t = Transfer::default();
+        let mut start = 0;
+        let mut count = 0u16;
+        let mut push = |t: &mut Transfer, owner: &[u8], rt: u16, ttl: u32, rdata: &[u8]| {
+            if t.bytes.len() - start + owner.len() + 10 + rdata.len() > MESSAGE_RECORDS && count > 0 {
+                t.messages.push((start, t.bytes.len(), count));
+                (start, count) = (t.bytes.len(), 0);
+            }
+            t.bytes.extend_from_slice(owner);
+            t.bytes.extend(rt.to_be_bytes());
+            t.bytes.extend(1u16.to_be_bytes());
+            t.bytes.extend(ttl.to_be_bytes());
+            t.bytes.extend((rdata.len() as u16).to_be_bytes());
+            t.bytes.extend_from_slice(rdata);
+            count += 1;
+            t.records += 1;
+        };
+        push(&mut t, apex, rtype::SOA, soa.ttl, &soa.rdatas[0]);
+        // Sorted, so that a transfer is the same bytes every time for the same zone.
+        let mut names: Vec<&[u8]> = z.nodes.keys().chain(z.nsec3.keys()).map(|n| &**n).collect();
+        names.sort_unstable();
+        for name in names {
+            let sets = z.nodes.get(name).or_else(|| z.nsec3.get(name)).expect("a name of the zone");
+            for s in sets {
+                if s.rtype == rtype::SOA && name == apex {
+                    continue;
+                }
+                for r in &s.rdatas {
+                    push(&mut t, name, s.rtype, s.ttl, r);
+                }
+            }
+        }
+        push(&mut t, apex, rtype::SOA, soa.ttl, &soa.rdatas[0]);
+        if count > 0 {
+            t.messages.push((start, t.bytes.len(), count));
+        }
+        t
+    }
+
+    /// Messages the transfer takes.
+    pub fn messages(&self) -> usize {
+        self.messages.len()
+    }
+
+    /// Appends message `i` of the transfer, answering the query with `id` and `question`
+    /// (echoed in the first message only), with its TCP length prefix.
+    pub fn write(&self, i: usize, id: u16, question: &[u8], out: &mut tcp::ByteQueue) {
+        let (start, end, count) = self.messages[i];
+        let q = if i == 0 { question } else { &[] };
+        let len = 12 + q.len() + (end - start);
+        out.extend(&(len as u16).to_be_bytes());
+        let id = id.to_be_bytes();
+        let qd = u8::from(i == 0);
+        let c = count.to_be_bytes();
+        // QR and AA; no error.
+        out.extend(&[id[0], id[1], 0x84, 0, 0, qd, c[0], c[1], 0, 0, 0, 0]);
+        out.extend(q);
+        out.extend(&self.bytes[start..end]);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn v4(a: [u8; 4]) -> IpAddr {
+        IpAddr::V4(wire::Ipv4Addr(a))
+    }
+
+    #[test]
+    fn acl_prefixes() {
+        let acl = Acl::parse(&["198.18.0.0/24", "198.19.1.1", "2001:2::/48", "198.18.128.0/17"]).unwrap();
+        assert!(acl.allows(v4([198, 18, 0, 77])));
+        assert!(!acl.allows(v4([198, 18, 1, 77])));
+        assert!(acl.allows(v4([198, 19, 1, 1])) && !acl.allows(v4([198, 19, 1, 2])));
+        assert!(acl.allows(v4([198, 18, 200, 1])) && !acl.allows(v4([198, 18, 127, 1])), "/17");
+        let v6 = |last: u8, third: u8| {
+            let mut o = [0u8; 16];
+            o[..4].copy_from_slice(&[0x20, 0x01, 0, 2]);
+            o[5] = third;
+            o[15] = last;
+            IpAddr::V6(wire::Ipv6Addr(o))
+        };
+        assert!(acl.allows(v6(1, 0)) && !acl.allows(v6(1, 1)));
+        assert!(!Acl::default().allows(v4([198, 18, 0, 1])));
+        for bad in ["198.18.0.0/33", "nonsense", "2001:2::/129", "198.18.0.0/x"] {
+            assert!(Acl::parse(&[bad]).is_err(), "{bad}");
+        }
+    }
+
+    #[test]
+    fn a_transfer_starts_and_ends_with_the_soa_and_carries_every_record_once() {
+        use std::fmt::Write as _;
+        let mut text = String::from("$ORIGIN t.\n$TTL 60\n@ SOA ns h 1 2 3 4 5\n@ NS ns\nns A 198.18.0.1\n");
+        for i in 0..2000 {
+            let _ = writeln!(text, "h{i} TXT \"{i:04} padding padding padding\"");
+        }
+        let z = crate::zone::load_text(std::path::Path::new("t.zone"), text.as_bytes(), None).unwrap();
+        let t = Transfer::build(&z);
+        assert!(t.messages() > 1, "{} messages", t.messages());
+        assert_eq!(t.records, z.records + 1, "every record, the SOA twice");
+        let mut out = tcp::ByteQueue::default();
+        for i in 0..t.messages() {
+            t.write(i, 0xabcd, b"\x01t\x00\x00\xfc\x00\x01", &mut out);
+        }
+        let bytes: Vec<u8> = out.iter().copied().collect();
+        let (mut at, mut records, mut soas) = (0, 0, Vec::new());
+        while at < bytes.len() {
+            let n = usize::from(u16::from_be_bytes([bytes[at], bytes[at + 1]]));
+            let m = &bytes[at + 2..at + 2 + n];
+            assert!(n <= 65_535 && m[..4] == [0xab, 0xcd, 0x84, 0]);
+            let an = usize::from(u16::from_be_bytes([m[6], m[7]]));
+            let mut p = if m[5] == 1 { 12 + 7 } else { 12 };
+            for _ in 0..an {
+                let (_, end) = dns::Name::read(m, p).unwrap();
+                let rt = u16::from_be_bytes([m[end], m[end + 1]]);
+                if rt == rtype::SOA {
+                    soas.push(records);
+                }
+                p = end + 10 + usize::from(u16::from_be_bytes([m[end + 8], m[end + 9]]));
+                records += 1;
+            }
+            assert_eq!(p, m.len(), "the counts describe the message");
+            at += 2 + n;
+        }
+        assert_eq!(records, t.records);
+        assert_eq!(soas, vec![0, records - 1], "the SOA first and last, nowhere else");
+    }
+}

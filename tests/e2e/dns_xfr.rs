@@ -1,0 +1,172 @@
+//! Zone transfers out (AXFR over TCP): kdig's transfer from sirocco holds exactly the records
+//! Knot's transfer of the same signed zone file holds; a client outside the allowed prefixes
+//! is refused, a zone not served is NOTAUTH; Knot as a secondary loads the zone from sirocco
+//! and then answers as sirocco does.
+
+use crate::common::*;
+use crate::dns_diff::{signed_rules_zone, tmpdir};
+use std::collections::BTreeSet;
+use std::path::Path;
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+const KNOT_PORT: u16 = 5302;
+
+/// knotd, killed on drop.
+struct Knot(Child);
+
+impl Drop for Knot {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+/// Knot in `ns` on `addr`, with `zone_conf` (its `zone:` section) and an ACL letting the
+/// test client transfer.
+fn knot(ns: &str, dir: &Path, addr: &str, zone_conf: &str) -> Knot {
+    let d = dir.join(format!("knot-{ns}"));
+    std::fs::create_dir_all(&d).unwrap();
+    let conf = format!(
+        "server:\n  listen: {addr}@{KNOT_PORT}\n  rundir: {d}\nlog:\n  - target: stderr\n    any: info\n\
+         database:\n  storage: {d}\nacl:\n  - id: xfr\n    address: {CLIENT}\n    action: transfer\n\
+         remote:\n  - id: sirocco\n    address: {SERVER_OWN}@53\n\
+         template:\n  - id: default\n    storage: {d}\n    journal-content: none\n    zonefile-sync: -1\nzone:\n{zone_conf}",
+        d = d.display()
+    );
+    let path = d.join("knot.conf");
+    std::fs::write(&path, conf).unwrap();
+    let child = Command::new("ip")
+        .args(["netns", "exec", ns, "knotd", "-c"])
+        .arg(&path)
+        .stdout(Stdio::null())
+        .stderr(std::fs::File::create(d.join("knot.log")).unwrap())
+        .spawn()
+        .expect("knotd (apt install knot)");
+    Knot(child)
+}
+
+/// The records of `kdig AXFR` at `server`, one normalised line each; the transfer's status
+/// line if it failed.
+fn axfr(net: &TestNet, server: &str, port: u16) -> Result<Vec<String>, String> {
+    let out = net.exec(
+        &net.cli_ns,
+        &["kdig", "+time=3", "+retry=1", "-p", &port.to_string(), &format!("@{server}"), "AXFR", "example.com."],
+    );
+    let text = format!("{}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
+    if text.contains(";; ERROR") || text.contains("failed") {
+        return Err(text);
+    }
+    let records: Vec<String> = text
+        .lines()
+        .filter(|l| !l.starts_with(';') && !l.trim().is_empty())
+        .map(|l| l.split_whitespace().collect::<Vec<_>>().join(" ").to_ascii_lowercase())
+        .collect();
+    if records.is_empty() {
+        return Err(format!("no records: {text}"));
+    }
+    Ok(records)
+}
+
+#[test]
+fn axfr_matches_knots_and_knot_loads_the_zone_from_sirocco() {
+    let net = TestNet::new(1);
+    let dir = tmpdir(&format!("xfr-{}", net.name));
+    let zone = signed_rules_zone(&dir, &["-n", "-t", "0"]);
+    let zone_arg = format!("example.com={}", zone.display());
+    let client = format!("{CLIENT}/32");
+    let s = net.start(&[
+        "dns",
+        "--iface",
+        &net.srv_if,
+        "--addr",
+        SERVER_OWN,
+        "--zone",
+        &zone_arg,
+        "--allow-transfer",
+        &client,
+    ]);
+    s.wait_for_log("dns on port 53", Duration::from_secs(10));
+    let reference = knot(
+        &net.srv_ns,
+        &dir,
+        SERVER,
+        &format!("  - domain: example.com\n    file: {}\n    acl: xfr\n", zone.display()),
+    );
+
+    // The transfer: SOA first and last, every record once, as Knot's of the same file.
+    let ours = axfr(&net, SERVER_OWN, 53).expect("sirocco transfers the zone");
+    let deadline = Instant::now() + Duration::from_secs(60);
+    let theirs = loop {
+        match axfr(&net, SERVER, KNOT_PORT) {
+            Ok(r) => break r,
+            Err(e) if Instant::now() > deadline => panic!("Knot's transfer: {e}"),
+            Err(_) => std::thread::sleep(Duration::from_millis(300)),
+        }
+    };
+    assert!(ours.first().unwrap().contains(" soa ") && ours.last() == ours.first(), "SOA first and last");
+    let (a, b): (BTreeSet<&String>, BTreeSet<&String>) = (ours.iter().collect(), theirs.iter().collect());
+    assert!(a.len() > 150 && ours.len() == theirs.len(), "{} records vs Knot's {}", ours.len(), theirs.len());
+    let only_ours: Vec<_> = a.difference(&b).collect();
+    let only_theirs: Vec<_> = b.difference(&a).collect();
+    assert!(only_ours.is_empty() && only_theirs.is_empty(), "only sirocco: {only_ours:?}\nonly Knot: {only_theirs:?}");
+    drop(reference);
+
+    // Knot as a secondary in the client's namespace, its primary sirocco.
+    let _secondary = knot(&net.cli_ns, &dir, CLIENT, "  - domain: example.com\n    master: sirocco\n");
+    let loaded = (0..100).any(|_| {
+        let out = net.exec(
+            &net.cli_ns,
+            &["kdig", "+short", "+time=1", "+retry=0", "-p", "5302", &format!("@{CLIENT}"), "www.example.com", "AAAA"],
+        );
+        let ok = String::from_utf8_lossy(&out.stdout).trim() == "2001:db8::4";
+        if !ok {
+            std::thread::sleep(Duration::from_millis(300));
+        }
+        ok
+    });
+    assert!(loaded, "the secondary loaded the zone from sirocco");
+    let signed =
+        net.exec(&net.cli_ns, &["kdig", "+dnssec", "-p", "5302", &format!("@{CLIENT}"), "nothere.example.com", "A"]);
+    let text = String::from_utf8_lossy(&signed.stdout);
+    assert!(text.contains("NXDOMAIN") && text.contains("NSEC3"), "the signed zone whole on the secondary: {text}");
+
+    let (st, log) = s.stop();
+    assert!(st.success(), "{log}");
+    assert!(log.contains("| transfers 2 refused 0"), "ours and the secondary's: {log}");
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn transfers_are_refused_outside_the_allowed_prefixes_and_for_zones_not_served() {
+    let net = TestNet::new(1);
+    let z = std::env::temp_dir().join(format!("sirocco-xfr-{}.zone", std::process::id()));
+    std::fs::write(&z, "$ORIGIN example.com.\n$TTL 60\n@ SOA ns h 1 2 3 4 5\n@ NS ns\nns A 198.18.3.1\n").unwrap();
+    let zone_arg = format!("example.com={}", z.display());
+    let s = net.start(&[
+        "dns",
+        "--iface",
+        &net.srv_if,
+        "--addr",
+        SERVER_OWN,
+        "--zone",
+        &zone_arg,
+        "--allow-transfer",
+        "198.18.0.99",
+        "--allow-transfer",
+        "2001:2::/48",
+    ]);
+    s.wait_for_log("dns on port 53", Duration::from_secs(10));
+    let refused = axfr(&net, SERVER_OWN, 53).expect_err("198.18.0.2 is not allowed");
+    assert!(refused.contains("REFUSED"), "{refused}");
+    let ok = net.exec(&net.cli_ns, &["kdig", "+time=3", &format!("@{SERVER_OWN}"), "AXFR", "other.test."]);
+    let text = format!("{}{}", String::from_utf8_lossy(&ok.stdout), String::from_utf8_lossy(&ok.stderr));
+    assert!(text.contains("NOTAUTH"), "a zone not served: {text}");
+    // Still answering, queries over the same port.
+    let q = net.exec(&net.cli_ns, &["kdig", "+short", "+tcp", &format!("@{SERVER_OWN}"), "ns.example.com", "A"]);
+    assert_eq!(String::from_utf8_lossy(&q.stdout).trim(), "198.18.3.1");
+    let (st, log) = s.stop();
+    let _ = std::fs::remove_file(&z);
+    assert!(st.success(), "{log}");
+    assert!(log.contains("| transfers 0 refused 2"), "{log}");
+}
