@@ -278,7 +278,7 @@ def write(results):
             rates=RATES, placement="servers in a cpuset on CPU 1 with the server veth's NAPI thread; kxdpgun on CPU 0",
             knot=sh("knotd", "--version", check=False).stdout.strip(), nsd=sh("nsd", "-v", check=False).stderr.strip())
     stamp = meta["date"]
-    lines = [f"# Authoritative DNS over UDP ({stamp}, kernel {meta['kernel']})", "",
+    lines = [f"# Authoritative DNS ({stamp}, kernel {meta['kernel']})", "",
              f"Median of {REPS} runs of {SECS:.0f} s per point, the servers taking turns within each repetition; "
              f"best point over offered rates {RATES} per server. "
              "Each server confined to CPU 1 (with the server veth's NAPI thread), kxdpgun on CPU 0.", "",
