@@ -91,6 +91,9 @@ fn dns_limits_are_checked() {
         (vec!["--rrl-rate", "5", "--rrl-ipv4-prefix", "33"], "--rrl-ipv4-prefix must be 1 to 32"),
         (vec!["--rrl-ipv6-prefix", "0"], "--rrl-ipv6-prefix must be 1 to 128"),
         (vec!["--rrl-table-size", "1"], "--rrl-table-size must be"),
+        (vec!["--allow-transfer", "198.18.0.0/40"], "allow_transfer: \"198.18.0.0/40\": bad prefix length"),
+        (vec!["--notify", "198.18.0.2@0"], "notify \"198.18.0.2@0\": bad port"),
+        (vec!["--notify", "secondary.example"], "not an address"),
     ] {
         let out = Command::new(sirocco()).args(base).args(&extra).output().unwrap();
         assert_one_clear_line(&out, needle);

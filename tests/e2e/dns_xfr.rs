@@ -1,7 +1,7 @@
 //! Zone transfers out (AXFR over TCP): kdig's transfer from sirocco holds exactly the records
 //! Knot's transfer of the same signed zone file holds; a client outside the allowed prefixes
 //! is refused, a zone not served is NOTAUTH; Knot as a secondary loads the zone from sirocco
-//! and then answers as sirocco does.
+//! and then answers as sirocco does, and a reload of sirocco reaches it by NOTIFY.
 
 use crate::common::*;
 use crate::dns_diff::{signed_rules_zone, tmpdir};
@@ -30,6 +30,7 @@ fn knot(ns: &str, dir: &Path, addr: &str, zone_conf: &str) -> Knot {
     let conf = format!(
         "server:\n  listen: {addr}@{KNOT_PORT}\n  rundir: {d}\nlog:\n  - target: stderr\n    any: info\n\
          database:\n  storage: {d}\nacl:\n  - id: xfr\n    address: {CLIENT}\n    action: transfer\n\
+         \x20 - id: notify\n    address: {SERVER_OWN}\n    action: notify\n\
          remote:\n  - id: sirocco\n    address: {SERVER_OWN}@53\n\
          template:\n  - id: default\n    storage: {d}\n    journal-content: none\n    zonefile-sync: -1\nzone:\n{zone_conf}",
         d = d.display()
@@ -169,4 +170,63 @@ fn transfers_are_refused_outside_the_allowed_prefixes_and_for_zones_not_served()
     let _ = std::fs::remove_file(&z);
     assert!(st.success(), "{log}");
     assert!(log.contains("| transfers 0 refused 2"), "{log}");
+}
+
+/// What Knot in the client's namespace answers for www.example.com AAAA.
+fn secondary_answer(net: &TestNet) -> String {
+    let at = format!("@{CLIENT}");
+    let out =
+        net.exec(&net.cli_ns, &["kdig", "+short", "+time=1", "+retry=0", "-p", "5302", &at, "www.example.com", "AAAA"]);
+    String::from_utf8_lossy(&out.stdout).trim().to_string()
+}
+
+fn wait_for(limit: Duration, mut f: impl FnMut() -> bool) -> bool {
+    let deadline = Instant::now() + limit;
+    while Instant::now() < deadline {
+        if f() {
+            return true;
+        }
+        std::thread::sleep(Duration::from_millis(200));
+    }
+    false
+}
+
+#[test]
+fn a_reload_reaches_the_secondary_by_notify() {
+    let net = TestNet::new(1);
+    let dir = tmpdir(&format!("notify-{}", net.name));
+    let zone = dir.join("example.zone");
+    // A refresh interval of an hour: only a NOTIFY brings the secondary the new version soon.
+    let text = |serial: u32, last: u8| {
+        format!("$ORIGIN example.com.\n$TTL 60\n@ SOA ns h {serial} 3600 600 86400 60\n@ NS ns\nns A 198.18.3.1\nwww AAAA 2001:db8::{last}\n")
+    };
+    std::fs::write(&zone, text(1, 1)).unwrap();
+    let zone_arg = format!("example.com={}", zone.display());
+    let (allow, notify) = (format!("{CLIENT}/32"), format!("{CLIENT}@{KNOT_PORT}"));
+    let s = net.start(&[
+        "dns",
+        "--iface",
+        &net.srv_if,
+        "--addr",
+        SERVER_OWN,
+        "--zone",
+        &zone_arg,
+        "--allow-transfer",
+        &allow,
+        "--notify",
+        &notify,
+    ]);
+    s.wait_for_log("dns on port 53", Duration::from_secs(10));
+    let _secondary = knot(&net.cli_ns, &dir, CLIENT, "  - domain: example.com\n    master: sirocco\n    acl: notify\n");
+    assert!(wait_for(Duration::from_secs(20), || secondary_answer(&net) == "2001:db8::1"), "the first version");
+    std::fs::write(&zone, text(2, 2)).unwrap();
+    s.hup();
+    let got = wait_for(Duration::from_secs(20), || secondary_answer(&net) == "2001:db8::2");
+    let (st, log) = s.stop();
+    let _ = std::fs::remove_dir_all(&dir);
+    assert!(got, "the new version on the secondary within seconds: {log}");
+    assert!(st.success(), "{log}");
+    let line = log.lines().find(|l| l.starts_with("dns notify:")).unwrap_or_else(|| panic!("{log}"));
+    let acked: u64 = line.split("acknowledged ").nth(1).and_then(|r| r.split(' ').next()).unwrap().parse().unwrap();
+    assert!(acked >= 2, "the load and the reload acknowledged: {line}");
 }

@@ -89,6 +89,20 @@ pub struct CompiledZone {
     transfer: Option<std::sync::Arc<Transfer>>,
     /// Who may transfer the zone.
     acl: Acl,
+    /// Secondaries told of a new version (NOTIFY).
+    notify: Vec<(IpAddr, u16)>,
+    soa: Soa,
+}
+
+/// A zone's SOA, as NOTIFY carries it.
+#[derive(Debug, Clone, Default)]
+pub struct Soa {
+    /// The serial.
+    pub serial: u32,
+    /// TTL.
+    pub ttl: u32,
+    /// Record data.
+    pub rdata: Vec<u8>,
 }
 
 /// A signed zone's denial records (NSEC or NSEC3, each with its RRSIGs) ready to append,
@@ -448,6 +462,16 @@ impl CompiledZone {
             denial,
             transfer: None,
             acl: Acl::default(),
+            notify: Vec::new(),
+            soa: z
+                .soa()
+                .map(|s| {
+                    let r = &s.rdatas[0];
+                    let serial =
+                        r.len().checked_sub(20).map_or(0, |i| u32::from_be_bytes([r[i], r[i + 1], r[i + 2], r[i + 3]]));
+                    Soa { serial, ttl: s.ttl, rdata: r.clone() }
+                })
+                .unwrap_or_default(),
         };
         for (i, n) in nodes.iter().enumerate() {
             cz.insert(&n.name, node_at[i]);
@@ -539,6 +563,22 @@ impl CompiledZone {
         self.transfer = (!acl.is_empty()).then(|| std::sync::Arc::new(Transfer::build(z)));
         self.acl = acl;
         self
+    }
+
+    /// Tells `targets` (address, port) of every new version of the zone (NOTIFY).
+    pub fn with_notify(mut self, targets: Vec<(IpAddr, u16)>) -> CompiledZone {
+        self.notify = targets;
+        self
+    }
+
+    /// The secondaries to notify.
+    pub fn notify_targets(&self) -> &[(IpAddr, u16)] {
+        &self.notify
+    }
+
+    /// The zone's SOA.
+    pub fn soa(&self) -> &Soa {
+        &self.soa
     }
 
     /// The zone's transfer, if `client` may have it.

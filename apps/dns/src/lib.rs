@@ -3,6 +3,7 @@
 
 pub mod compile;
 pub mod message;
+pub mod notify;
 pub mod nsec3;
 pub mod resolve;
 pub mod rrl;

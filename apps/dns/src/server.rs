@@ -3,6 +3,7 @@
 
 use crate::compile::{Catalog, CompiledZone, Lookup, Step};
 use crate::message::{sum_at, Cover};
+use crate::notify::Notifier;
 use crate::resolve::MAX_CHAIN;
 use crate::rrl::{self, Decision, Rrl};
 use dns::name::{wire_ends_with, Name};
@@ -77,6 +78,10 @@ pub struct DnsServer {
     mode: KeyMode,
     /// Response rate limiting over UDP, if on.
     rrl: Option<Rrl>,
+    /// NOTIFY to secondaries (the server of one engine only).
+    notifier: Option<Notifier>,
+    /// The catalog's zones were not looked at for NOTIFY yet.
+    announce: bool,
     /// Counters.
     pub stats: DnsStats,
 }
@@ -103,7 +108,26 @@ impl DnsServer {
     /// Serves the catalog `catalog` follows, switching when a new one is published (between
     /// batches: the engine calls `produce` once per loop iteration).
     pub fn following(catalog: Follower<Catalog>, port: u16) -> Self {
-        DnsServer { catalog, port, mode: KeyMode::default(), rrl: None, stats: DnsStats::default() }
+        DnsServer {
+            catalog,
+            port,
+            mode: KeyMode::default(),
+            rrl: None,
+            notifier: None,
+            announce: true,
+            stats: DnsStats::default(),
+        }
+    }
+
+    /// Sends the NOTIFY messages of zones that name secondaries (one engine's server).
+    pub fn with_notify(mut self) -> Self {
+        self.notifier = Some(Notifier::default());
+        self
+    }
+
+    /// The NOTIFY side, if this server sends them.
+    pub fn notifier(&self) -> Option<&Notifier> {
+        self.notifier.as_ref()
     }
 
     /// Limits the responses over UDP as `settings` say.
@@ -415,13 +439,29 @@ impl Service for DnsServer {
         vec![self.port]
     }
 
-    fn produce(&mut self, _now: engine::Instant, _out: &mut dyn engine::Originate) -> usize {
+    fn produce(&mut self, now: engine::Instant, out: &mut dyn engine::Originate) -> usize {
         // Called once per engine loop iteration: the place to switch catalogs.
-        self.catalog.refresh();
-        0
+        let switched = self.catalog.refresh();
+        let Some(n) = self.notifier.as_mut() else { return 0 };
+        if switched || self.announce {
+            self.announce = false;
+            n.catalog(self.catalog.get(), now);
+        }
+        if n.waiting() == 0 {
+            return 0;
+        }
+        n.produce(now, self.port, out)
     }
 
     fn udp(&mut self, now: engine::Instant, d: Datagram<'_>) -> Verdict {
+        if d.len >= 12 && d.buf[2] & 0x80 != 0 {
+            // A response: only a secondary's answer to our NOTIFY is expected.
+            if let Some(n) = self.notifier.as_mut() {
+                if n.response(d.src, &d.buf[..d.len]) {
+                    return Verdict::Drop;
+                }
+            }
+        }
         let Some(mut r) = self.respond(d.buf, d.len) else {
             return Verdict::Drop;
         };

@@ -36,6 +36,10 @@ pub struct DnsArgs {
     /// AXFR over TCP; repeatable. Added to each [[zone]]'s allow_transfer. None by default.
     #[arg(long, value_name = "PREFIX")]
     pub allow_transfer: Vec<String>,
+    /// A secondary told of every zone's new versions by NOTIFY (RFC 1996), as ADDR or
+    /// ADDR@PORT; repeatable. Added to each [[zone]]'s notify.
+    #[arg(long, value_name = "ADDR[@PORT]")]
+    pub notify: Vec<String>,
     #[command(flatten)]
     pub rrl: RrlArgs,
 }
@@ -130,25 +134,36 @@ struct ZoneConfig {
     /// Addresses or prefixes that may transfer the zone.
     #[serde(default)]
     allow_transfer: Vec<String>,
+    /// Secondaries to NOTIFY, ADDR or ADDR@PORT.
+    #[serde(default)]
+    notify: Vec<String>,
 }
 
-/// A zone to load: origin (if given), file, who may transfer it.
+/// A zone to load: origin (if given), file, who may transfer it, whom to notify.
 struct ZoneSpec {
     origin: Option<String>,
     file: PathBuf,
     allow_transfer: Vec<String>,
+    notify: Vec<String>,
+}
+
+/// What every zone gets besides its own: transfer prefixes and secondaries.
+struct ForAll<'a> {
+    allow_transfer: &'a [String],
+    notify: &'a [String],
 }
 
 /// The zones to serve: the config's (files relative to it), then the command line's; every
 /// one may be transferred by the `allow` prefixes too.
-fn zone_specs(config: Option<&Path>, own: &DnsConfig, cli: &[String], allow: &[String]) -> Vec<ZoneSpec> {
+fn zone_specs(config: Option<&Path>, own: &DnsConfig, cli: &[String], all: &ForAll<'_>) -> Vec<ZoneSpec> {
     let mut v: Vec<ZoneSpec> = own
         .zone
         .iter()
         .map(|z| ZoneSpec {
             origin: z.name.clone(),
             file: relative_to(config, &z.file),
-            allow_transfer: z.allow_transfer.iter().chain(allow).cloned().collect(),
+            allow_transfer: z.allow_transfer.iter().chain(all.allow_transfer).cloned().collect(),
+            notify: z.notify.iter().chain(all.notify).cloned().collect(),
         })
         .collect();
     for spec in cli {
@@ -156,9 +171,26 @@ fn zone_specs(config: Option<&Path>, own: &DnsConfig, cli: &[String], allow: &[S
             Some((n, f)) => (Some(n.to_string()), f),
             None => (None, spec.as_str()),
         };
-        v.push(ZoneSpec { origin, file: PathBuf::from(file), allow_transfer: allow.to_vec() });
+        v.push(ZoneSpec {
+            origin,
+            file: PathBuf::from(file),
+            allow_transfer: all.allow_transfer.to_vec(),
+            notify: all.notify.to_vec(),
+        });
     }
     v
+}
+
+/// A secondary: ADDR or ADDR@PORT (port 53 by default).
+fn secondary(s: &str) -> Result<(wire::IpAddr, u16), String> {
+    let (a, port) = match s.rsplit_once('@') {
+        Some((a, p)) => {
+            (a, p.parse::<u16>().ok().filter(|&p| p != 0).ok_or_else(|| format!("notify {s:?}: bad port"))?)
+        }
+        None => (s, 53),
+    };
+    let a: std::net::IpAddr = a.parse().map_err(|_| format!("notify {s:?}: not an address"))?;
+    Ok((a.into(), port))
 }
 
 /// Loads and compiles every zone; the first error (naming file and line) stops it.
@@ -171,9 +203,15 @@ fn build(specs: &[ZoneSpec], verbose: bool) -> Result<Catalog, String> {
         let t0 = Instant::now();
         let acl = dns_server::transfer::Acl::parse(&spec.allow_transfer)
             .map_err(|e| format!("{}: allow_transfer: {e}", spec.file.display()))?;
+        let notify = spec
+            .notify
+            .iter()
+            .map(|n| secondary(n))
+            .collect::<Result<Vec<_>, _>>()
+            .map_err(|e| format!("{}: {e}", spec.file.display()))?;
         let z = dns_server::zone::load(&spec.file, spec.origin.as_deref())?;
         let t1 = Instant::now();
-        let c = CompiledZone::compile(&z).with_transfers(&z, acl);
+        let c = CompiledZone::compile(&z).with_transfers(&z, acl).with_notify(notify);
         if compiled.iter().any(|o| o.origin == c.origin) {
             return Err(format!("{}: zone {} is given twice", spec.file.display(), c.origin));
         }
@@ -217,17 +255,19 @@ pub fn run(a: DnsArgs) -> Result<(), String> {
     };
     let rrl = a.rrl.settings(s.own.rrl())?;
     let started = Instant::now();
-    let catalog = Published::new(build(&zone_specs(s.config.as_deref(), &s.own, &a.zone, &a.allow_transfer), true)?);
+    let all = ForAll { allow_transfer: &a.allow_transfer, notify: &a.notify };
+    let catalog = Published::new(build(&zone_specs(s.config.as_deref(), &s.own, &a.zone, &all), true)?);
     eprintln!("sirocco: zones compiled in {:.2} s", started.elapsed().as_secs_f64());
     let reload = {
         let (published, config_path, cli) = (catalog.clone(), s.config.clone(), a.zone.clone());
-        let allow = a.allow_transfer.clone();
+        let (allow, notify) = (a.allow_transfer.clone(), a.notify.clone());
         move || {
             let own = match &config_path {
                 Some(p) => config::read::<DnsConfig>(p)?.own,
                 None => DnsConfig::default(),
             };
-            let c = build(&zone_specs(config_path.as_deref(), &own, &cli, &allow), false)?;
+            let all = ForAll { allow_transfer: &allow, notify: &notify };
+            let c = build(&zone_specs(config_path.as_deref(), &own, &cli, &all), false)?;
             let zones = c.zones().len();
             Ok((format!("{zones} zone(s)"), published.publish(c)))
         }
@@ -236,10 +276,14 @@ pub fn run(a: DnsArgs) -> Result<(), String> {
         KeyModeArg::Wire => dns_server::KeyMode::Wire,
         KeyModeArg::Decompress => dns_server::KeyMode::Decompress,
     };
-    let make = |_| {
+    let make = |engine| {
         let mut server = dns_server::DnsServer::following(catalog.follow(), port).with_key_mode(mode);
         if let Some(r) = rrl {
             server = server.with_rrl(r);
+        }
+        if engine == 0 {
+            // One engine tells the secondaries: they hear of each version once.
+            server = server.with_notify();
         }
         dns_server::DnsService::new(server, port, settings, limits)
     };
@@ -250,8 +294,12 @@ pub fn run(a: DnsArgs) -> Result<(), String> {
     let mut rc = [0u64; 8];
     let (mut tc, mut dropped, mut rrl_dropped, mut rrl_slipped) = (0, 0, 0, 0);
     let mut t = dns_server::tcp::TcpStats::default();
+    let mut n = dns_server::notify::NotifyStats::default();
     for svc in out.apps() {
         let d = svc.server();
+        if let Some(s) = d.notifier() {
+            n = s.stats;
+        }
         for (i, v) in d.stats.rcodes.iter().enumerate() {
             rc[i] += v;
         }
@@ -270,6 +318,9 @@ pub fn run(a: DnsArgs) -> Result<(), String> {
             "dns rate limit ({} per second, slip {}): dropped {rrl_dropped} slipped {rrl_slipped} (counted above too)",
             r.rate, r.slip
         );
+    }
+    if n.sent > 0 {
+        println!("dns notify: sent {} acknowledged {} unanswered {}", n.sent, n.acked, n.unanswered);
     }
     println!(
         "dns over tcp: connections accepted {} refused {} closed {} (idle {} cut off {}) | answers {} | transfers {} refused {}",
