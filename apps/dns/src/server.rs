@@ -211,6 +211,15 @@ impl DnsServer {
                 q_end = HEADER_LEN + qlen + 4;
             }
         }
+        if tcp.is_none() && q.qtype == rtype::AXFR {
+            // A transfer over UDP is not defined (RFC 5936 section 4.2): NOTIMP, as Knot
+            // and NSD answer.
+            let body = Body::empty(q_end, u16::from(rcode::NOTIMP));
+            return Some(self.finish(buf, q_end, body, rd_cd, 1, q.edns, None));
+        }
+        // IXFR over UDP gets the zone's SOA alone: the client then transfers over TCP (RFC
+        // 1995 section 2); over TCP it never comes here.
+        let qtype = if q.qtype == rtype::IXFR { rtype::SOA } else { q.qtype };
         let refused = Body::empty(q_end, u16::from(rcode::REFUSED));
         if q.qclass != class::IN && q.qclass != class::ANY {
             // Only class IN is served (QCLASS * asks for it too); CHAOS identity queries are
@@ -234,7 +243,7 @@ impl DnsServer {
         };
         let dnssec = q.edns.is_some_and(|e| e.dnssec_ok);
         let body = match key(buf) {
-            Lookup::Zone(z) => assemble(buf, q_end, lim, z, copied, qlen, Question { qtype: q.qtype, dnssec }),
+            Lookup::Zone(z) => assemble(buf, q_end, lim, z, copied, qlen, Question { qtype, dnssec }),
             Lookup::Refused => refused,
         };
         Some(self.finish(buf, q_end, body, rd_cd, 1, q.edns, keepalive(&q.edns)))
@@ -578,5 +587,24 @@ mod tests {
         assert!(ask(b"\x03nx1\x01t\x00").is_some());
         assert!(ask(b"\x03nx2\x01t\x00").is_none(), "NXDOMAIN for another name: one bucket per denial");
         assert_eq!((s.stats.rrl_dropped, s.stats.rrl_slipped), (3, 1));
+    }
+
+    #[test]
+    fn transfers_over_udp_notimp_for_axfr_and_the_soa_for_ixfr() {
+        let mut s = server("$ORIGIN t.\n$TTL 60\n@ SOA ns h 7 2 3 4 5\n@ NS ns\nns A 198.18.0.1\n");
+        let r = ask(&mut s, b"\x01t\x00", 252);
+        assert_eq!((r[3] & 0x0f, r[7]), (4, 0), "AXFR over UDP: NOTIMP");
+        // IXFR with the client's SOA (serial 3) in the authority section.
+        let mut q = vec![0x12, 0x34, 0, 0, 0, 1, 0, 0, 0, 1, 0, 0];
+        q.extend(b"\x01t\x00\x00\xfb\x00\x01");
+        q.extend([0xc0, 12, 0, 6, 0, 1, 0, 0, 0, 60, 0, 22]);
+        q.extend(b"\x02ns\xc0\x0c\x01h\xc0\x0c");
+        q.extend([0, 0, 0, 3, 0, 0, 0, 2, 0, 0, 0, 3, 0, 0, 0, 4, 0, 0, 0, 5]);
+        let mut buf = vec![0u8; 1500];
+        buf[..q.len()].copy_from_slice(&q);
+        let r = s.respond(&mut buf, q.len()).expect("answered");
+        let m = &buf[..r.len];
+        assert_eq!((m[3] & 0x0f, m[7], m[2] & 0x04), (0, 1, 0x04), "NOERROR, the SOA alone, authoritative");
+        assert_eq!(&m[r.len - 4..], &[0, 0, 0, 5], "the SOA record last");
     }
 }

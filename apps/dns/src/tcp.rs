@@ -30,13 +30,8 @@ fn axfr_question(m: &[u8]) -> Option<usize> {
     let len = dns::name::Name::scan(m, HEADER_LEN).ok()??;
     let q_end = HEADER_LEN + len + 4;
     let qtype = u16::from_be_bytes([*m.get(q_end - 4)?, *m.get(q_end - 3)?]);
-    (m.len() >= q_end && (qtype == AXFR || qtype == IXFR)).then_some(q_end)
+    (m.len() >= q_end && (qtype == dns::rtype::AXFR || qtype == dns::rtype::IXFR)).then_some(q_end)
 }
-
-/// QTYPE AXFR.
-const AXFR: u16 = 252;
-/// QTYPE IXFR.
-const IXFR: u16 = 251;
 
 /// How often connections are looked at for their idle timeout.
 const SWEEP: Duration = Duration::from_millis(250);

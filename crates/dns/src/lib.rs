@@ -47,6 +47,10 @@ pub mod rtype {
     pub const NSEC3: u16 = 50;
     /// NSEC3PARAM (RFC 5155).
     pub const NSEC3PARAM: u16 = 51;
+    /// Incremental zone transfer (RFC 1995).
+    pub const IXFR: u16 = 251;
+    /// Whole zone transfer (RFC 5936).
+    pub const AXFR: u16 = 252;
     /// Any type (RFC 8482 answers it minimally).
     pub const ANY: u16 = 255;
 }

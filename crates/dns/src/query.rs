@@ -127,10 +127,14 @@ impl Query {
         let Some((qname, qtype, qclass, question_end)) = question else {
             return Err(formerr(None));
         };
-        if an != 0 || ns != 0 {
+        // IXFR carries the client's SOA in the authority section (RFC 1995 section 3).
+        let ixfr_soa = qtype == rtype::IXFR && ns == 1;
+        if an != 0 || (ns != 0 && !ixfr_soa) {
             return Err(formerr(Some(question_end)));
         }
-        let edns = read_additional(m, question_end, ar).map_err(|_| formerr(Some(question_end)))?;
+        let additional = if ixfr_soa { skip_record(m, question_end) } else { Some(question_end) };
+        let additional = additional.ok_or(formerr(Some(question_end)))?;
+        let edns = read_additional(m, additional, ar).map_err(|_| formerr(Some(question_end)))?;
         if let Some(e) = edns {
             if e.version > 0 {
                 return Err(QueryError::Respond { rcode: rcode::BADVERS, question_end: Some(question_end), edns });
@@ -167,6 +171,13 @@ fn read_question(m: &[u8], mode: KeyMode) -> Result<(QName, u16, u16, usize), Na
     let qtype = be16(m, at).ok_or(NameError::Truncated)?;
     let qclass = be16(m, at + 2).ok_or(NameError::Truncated)?;
     Ok((name, qtype, qclass, at + 4))
+}
+
+/// The end of the record at `at`, if it is whole.
+fn skip_record(m: &[u8], at: usize) -> Option<usize> {
+    let (_, next) = Name::read(m, at).ok()?;
+    let end = next + 10 + usize::from(be16(m, next + 8)?);
+    (end <= m.len()).then_some(end)
 }
 
 /// Reads the additional records, returning the OPT if one is there. More than one OPT, an
