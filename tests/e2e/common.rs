@@ -73,6 +73,15 @@ impl TestNet {
     }
 
     /// Starts sirocco in the server namespace.
+    /// `sirocco dns` on sirocco's own address serving `zone` (`NAME=FILE`), with `more`
+    /// options, once it serves.
+    pub fn start_dns(&self, zone: &str, more: &[&str]) -> Sirocco {
+        let base = ["dns", "--iface", &self.srv_if, "--addr", SERVER_OWN, "--zone", zone];
+        let s = self.start(&[&base[..], more].concat());
+        s.wait_for_log("dns on port 53", Duration::from_secs(10));
+        s
+    }
+
     pub fn start(&self, args: &[&str]) -> Sirocco {
         Sirocco::start(&self.srv_ns, args)
     }

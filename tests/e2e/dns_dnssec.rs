@@ -6,7 +6,6 @@
 use crate::common::*;
 use crate::dns_diff::{signed_rules_zone, tmpdir};
 use std::path::{Path, PathBuf};
-use std::time::Duration;
 
 /// A delv trust anchor file for the zone's key-signing key, taken from the signed zone.
 fn anchor(dir: &Path, signed: &Path) -> String {
@@ -46,10 +45,7 @@ fn delv(net: &TestNet, anchors: &str, name: &str, qtype: &str) -> String {
 }
 
 fn serve(net: &TestNet, zone: &Path) -> Sirocco {
-    let zone_arg = format!("example.com={}", zone.display());
-    let s = net.start(&["dns", "--iface", &net.srv_if, "--addr", SERVER_OWN, "--zone", &zone_arg]);
-    s.wait_for_log("dns on port 53", Duration::from_secs(10));
-    s
+    net.start_dns(&format!("example.com={}", zone.display()), &[])
 }
 
 /// Signs the rules zone with `args`, serves it and has delv validate answers of every kind.

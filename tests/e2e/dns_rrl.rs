@@ -100,20 +100,7 @@ fn a_spoofed_flood_is_limited_while_other_prefixes_and_tcp_are_served() {
     .unwrap();
     let zone_arg = format!("t.test={}", z.display());
     let rate = RATE.to_string();
-    let s = net.start(&[
-        "dns",
-        "--iface",
-        &net.srv_if,
-        "--addr",
-        SERVER_OWN,
-        "--zone",
-        &zone_arg,
-        "--rrl-rate",
-        &rate,
-        "--rrl-slip",
-        "2",
-    ]);
-    s.wait_for_log("dns on port 53", Duration::from_secs(10));
+    let s = net.start_dns(&zone_arg, &["--rrl-rate", &rate, "--rrl-slip", "2"]);
     let macs = (mac_of(&net, &net.cli_ns, &net.cli_if), mac_of(&net, &net.srv_ns, &net.srv_if));
 
     // 1. 2000 queries in 1 s from 198.18.7.0/24 while the client (198.18.0.2) asks 10 a second.

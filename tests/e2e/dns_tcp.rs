@@ -90,8 +90,7 @@ fn pipelined_and_split_queries_are_answered_in_order_and_bad_framing_is_cut_off(
     let net = TestNet::new(1);
     let z = big_zone("raw");
     let zone_arg = format!("t.test={}", z.display());
-    let s = net.start(&["dns", "--iface", &net.srv_if, "--addr", SERVER_OWN, "--zone", &zone_arg]);
-    s.wait_for_log("dns on port 53", Duration::from_secs(10));
+    let s = net.start_dns(&zone_arg, &[]);
     let cut = in_netns(&net.cli_ns, || {
         let mut c = TcpStream::connect_timeout(&sockaddr(SERVER_OWN, 53), Duration::from_secs(5)).unwrap();
         c.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
@@ -147,20 +146,7 @@ fn idle_connections_are_closed_after_the_timeout_told_and_past_the_limit_refused
     let net = TestNet::new(1);
     let z = big_zone("idle");
     let zone_arg = format!("t.test={}", z.display());
-    let s = net.start(&[
-        "dns",
-        "--iface",
-        &net.srv_if,
-        "--addr",
-        SERVER_OWN,
-        "--zone",
-        &zone_arg,
-        "--tcp-idle-timeout",
-        "1.5",
-        "--tcp-max-clients",
-        "2",
-    ]);
-    s.wait_for_log("dns on port 53", Duration::from_secs(10));
+    let s = net.start_dns(&zone_arg, &["--tcp-idle-timeout", "1.5", "--tcp-max-clients", "2"]);
     let (told, refused, closed_in, again) = in_netns(&net.cli_ns, || {
         let open = || {
             let c = TcpStream::connect_timeout(&sockaddr(SERVER_OWN, 53), Duration::from_secs(5))?;

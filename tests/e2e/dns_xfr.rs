@@ -76,18 +76,7 @@ fn axfr_matches_knots_and_knot_loads_the_zone_from_sirocco() {
     let zone = signed_rules_zone(&dir, &["-n", "-t", "0"]);
     let zone_arg = format!("example.com={}", zone.display());
     let client = format!("{CLIENT}/32");
-    let s = net.start(&[
-        "dns",
-        "--iface",
-        &net.srv_if,
-        "--addr",
-        SERVER_OWN,
-        "--zone",
-        &zone_arg,
-        "--allow-transfer",
-        &client,
-    ]);
-    s.wait_for_log("dns on port 53", Duration::from_secs(10));
+    let s = net.start_dns(&zone_arg, &["--allow-transfer", &client]);
     let reference = knot(
         &net.srv_ns,
         &dir,
@@ -144,20 +133,7 @@ fn transfers_are_refused_outside_the_allowed_prefixes_and_for_zones_not_served()
     let z = std::env::temp_dir().join(format!("sirocco-xfr-{}.zone", std::process::id()));
     std::fs::write(&z, "$ORIGIN example.com.\n$TTL 60\n@ SOA ns h 1 2 3 4 5\n@ NS ns\nns A 198.18.3.1\n").unwrap();
     let zone_arg = format!("example.com={}", z.display());
-    let s = net.start(&[
-        "dns",
-        "--iface",
-        &net.srv_if,
-        "--addr",
-        SERVER_OWN,
-        "--zone",
-        &zone_arg,
-        "--allow-transfer",
-        "198.18.0.99",
-        "--allow-transfer",
-        "2001:2::/48",
-    ]);
-    s.wait_for_log("dns on port 53", Duration::from_secs(10));
+    let s = net.start_dns(&zone_arg, &["--allow-transfer", "198.18.0.99", "--allow-transfer", "2001:2::/48"]);
     let refused = axfr(&net, SERVER_OWN, 53).expect_err("198.18.0.2 is not allowed");
     assert!(refused.contains("REFUSED"), "{refused}");
     let ok = net.exec(&net.cli_ns, &["kdig", "+time=3", &format!("@{SERVER_OWN}"), "AXFR", "other.test."]);
@@ -203,20 +179,7 @@ fn a_reload_reaches_the_secondary_by_notify() {
     std::fs::write(&zone, text(1, 1)).unwrap();
     let zone_arg = format!("example.com={}", zone.display());
     let (allow, notify) = (format!("{CLIENT}/32"), format!("{CLIENT}@{KNOT_PORT}"));
-    let s = net.start(&[
-        "dns",
-        "--iface",
-        &net.srv_if,
-        "--addr",
-        SERVER_OWN,
-        "--zone",
-        &zone_arg,
-        "--allow-transfer",
-        &allow,
-        "--notify",
-        &notify,
-    ]);
-    s.wait_for_log("dns on port 53", Duration::from_secs(10));
+    let s = net.start_dns(&zone_arg, &["--allow-transfer", &allow, "--notify", &notify]);
     let _secondary = knot(&net.cli_ns, &dir, CLIENT, "  - domain: example.com\n    master: sirocco\n    acl: notify\n");
     assert!(wait_for(Duration::from_secs(20), || secondary_answer(&net) == "2001:db8::1"), "the first version");
     std::fs::write(&zone, text(2, 2)).unwrap();
