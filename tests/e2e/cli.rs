@@ -94,6 +94,10 @@ fn dns_limits_are_checked() {
         (vec!["--allow-transfer", "198.18.0.0/40"], "allow_transfer: \"198.18.0.0/40\": bad prefix length"),
         (vec!["--notify", "198.18.0.2@0"], "notify \"198.18.0.2@0\": bad port"),
         (vec!["--notify", "secondary.example"], "not an address"),
+        (
+            vec!["--rrl-rate", "5", "--rrl-exempt", "198.18.0.0/99"],
+            "--rrl-exempt: \"198.18.0.0/99\": bad prefix length",
+        ),
     ] {
         let out = Command::new(sirocco()).args(base).args(&extra).output().unwrap();
         assert_one_clear_line(&out, needle);

@@ -9,6 +9,7 @@
 //! buckets, so a flood from many prefixes evicts idle entries and never makes two clients
 //! share one.
 
+use crate::transfer::Acl;
 use std::hash::{BuildHasher, Hasher};
 use wire::IpAddr;
 
@@ -83,13 +84,21 @@ pub struct Rrl {
     settings: RrlSettings,
     table: Vec<Bucket>,
     keys: std::collections::hash_map::RandomState,
+    /// Clients never limited (monitoring, other servers of the operator's).
+    exempt: Acl,
 }
 
 impl Rrl {
     /// An empty table for `settings` (`rate` at least 1, `table_size` rounded up to even).
     pub fn new(settings: RrlSettings) -> Rrl {
         let size = settings.table_size.max(2).next_multiple_of(2);
-        Rrl { settings, table: vec![Bucket::default(); size], keys: Default::default() }
+        Rrl { settings, table: vec![Bucket::default(); size], keys: Default::default(), exempt: Acl::default() }
+    }
+
+    /// Never limits the clients `exempt` names.
+    pub fn with_exempt(mut self, exempt: Acl) -> Rrl {
+        self.exempt = exempt;
+        self
     }
 
     /// The prefix of `addr` the limits count, as bytes (the rest zeroed).
@@ -114,6 +123,9 @@ impl Rrl {
     /// Counts a response of `class` about `key` (what answered it; 0 for none) to `client`
     /// at `now_ms` and says what to do with it.
     pub fn check(&mut self, now_ms: u64, client: IpAddr, class: Class, key: usize) -> Decision {
+        if !self.exempt.is_empty() && self.exempt.allows(client) {
+            return Decision::Pass;
+        }
         let mut h = self.keys.build_hasher();
         h.write(&self.prefix(client));
         h.write_u8(class as u8);
@@ -198,6 +210,16 @@ mod tests {
         assert_eq!(r.check(0, same56, Class::Normal, 7), Decision::Drop, "bits past 56 differ: one /56");
         let other56 = IpAddr::V6(Ipv6Addr([0x20, 1, 0, 2, 0, 0, 1, 0x12, 0, 0, 0, 0, 0, 0, 0, 1]));
         assert_eq!(r.check(0, other56, Class::Normal, 7), Decision::Pass, "another /56");
+    }
+
+    #[test]
+    fn exempt_clients_are_never_limited() {
+        let exempt = Acl::parse(&["198.18.9.0/24"]).unwrap();
+        let mut r = rrl(1, 0).with_exempt(exempt);
+        let (monitor, other) = (v4([198, 18, 9, 5]), v4([198, 18, 10, 5]));
+        assert!((0..100).all(|_| r.check(0, monitor, Class::Normal, 7) == Decision::Pass));
+        assert_eq!(r.check(0, other, Class::Normal, 7), Decision::Pass);
+        assert_eq!(r.check(0, other, Class::Normal, 7), Decision::Drop, "the others are");
     }
 
     #[test]

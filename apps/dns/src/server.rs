@@ -131,8 +131,8 @@ impl DnsServer {
     }
 
     /// Limits the responses over UDP as `settings` say.
-    pub fn with_rrl(mut self, settings: rrl::RrlSettings) -> Self {
-        self.rrl = Some(Rrl::new(settings));
+    pub fn with_rrl(mut self, settings: rrl::RrlSettings, exempt: crate::transfer::Acl) -> Self {
+        self.rrl = Some(Rrl::new(settings).with_exempt(exempt));
         self
     }
 
@@ -554,7 +554,7 @@ mod tests {
         use engine::Service as _;
         let zone = "$ORIGIN t.\n$TTL 60\n@ SOA ns h 1 2 3 4 5\n@ NS ns\nns A 198.18.0.1\n*.w A 198.18.0.2\n";
         let settings = crate::rrl::RrlSettings { rate: 1, slip: 2, ..Default::default() };
-        let mut s = server(zone).with_rrl(settings);
+        let mut s = server(zone).with_rrl(settings, Default::default());
         let client = wire::IpAddr::V4(wire::Ipv4Addr([198, 18, 7, 1]));
         let mut ask = |name: &[u8]| {
             let mut buf = vec![0u8; 1500];

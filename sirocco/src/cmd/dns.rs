@@ -42,6 +42,9 @@ pub struct DnsArgs {
     pub notify: Vec<String>,
     #[command(flatten)]
     pub rrl: RrlArgs,
+    /// Clients never rate-limited (addresses or prefixes; repeatable). Config key rrl_exempt.
+    #[arg(long, value_name = "PREFIX")]
+    pub rrl_exempt: Vec<String>,
 }
 
 /// Response rate limiting; each option has a config-file key of the same name (`_` for `-`).
@@ -110,6 +113,8 @@ pub struct DnsConfig {
     rrl_ipv4_prefix: Option<u8>,
     rrl_ipv6_prefix: Option<u8>,
     rrl_table_size: Option<usize>,
+    #[serde(default)]
+    rrl_exempt: Vec<String>,
 }
 
 impl DnsConfig {
@@ -254,6 +259,8 @@ pub fn run(a: DnsArgs) -> Result<(), String> {
         ..crate::tcp_limits::tcp_limits()
     };
     let rrl = a.rrl.settings(s.own.rrl())?;
+    let exempt: Vec<&String> = a.rrl_exempt.iter().chain(&s.own.rrl_exempt).collect();
+    let rrl_exempt = dns_server::transfer::Acl::parse(&exempt).map_err(|e| format!("--rrl-exempt: {e}"))?;
     let started = Instant::now();
     let all = ForAll { allow_transfer: &a.allow_transfer, notify: &a.notify };
     let catalog = Published::new(build(&zone_specs(s.config.as_deref(), &s.own, &a.zone, &all), true)?);
@@ -279,7 +286,7 @@ pub fn run(a: DnsArgs) -> Result<(), String> {
     let make = |engine| {
         let mut server = dns_server::DnsServer::following(catalog.follow(), port).with_key_mode(mode);
         if let Some(r) = rrl {
-            server = server.with_rrl(r);
+            server = server.with_rrl(r, rrl_exempt.clone());
         }
         if engine == 0 {
             // One engine tells the secondaries: they hear of each version once.
