@@ -193,7 +193,7 @@ impl Denial {
     /// The records of the chain `view` shows, owners uncompressed.
     fn build(view: &View<'_>) -> Denial {
         let mut c = Denial::default();
-        let (owners, rtype): (&[&[u8]], u16) = match view.chain() {
+        let (owners, kind): (&[&[u8]], u16) = match view.chain() {
             Chain::None => return c,
             Chain::Nsec(o) => (o, rtype::NSEC),
             Chain::Nsec3(chain, o) => {
@@ -202,13 +202,13 @@ impl Denial {
             }
         };
         for &owner in owners {
-            let sets = match rtype {
+            let sets = match kind {
                 rtype::NSEC => view.sets(owner),
                 _ => view.z.nsec3.get(owner).map(|v| v.as_slice()).unwrap_or(&[]),
             };
             let mut bytes = Vec::new();
             let mut count = 0u16;
-            for set in sets.iter().filter(|s| s.rtype == rtype).chain(sigs_in(sets, rtype)) {
+            for set in sets.iter().filter(|s| s.rtype == kind).chain(sigs_in(sets, kind)) {
                 for r in &set.rdatas {
                     bytes.extend_from_slice(owner);
                     bytes.extend(set.rtype.to_be_bytes());
@@ -225,7 +225,7 @@ impl Denial {
             c.blocks.extend(sum.to_le_bytes());
             c.blocks.extend((bytes.len() as u16).to_le_bytes());
             c.blocks.extend_from_slice(&bytes);
-            if rtype == rtype::NSEC {
+            if kind == rtype::NSEC {
                 c.owners.push(owner.into());
             }
         }
@@ -337,7 +337,7 @@ impl CompiledZone {
         // In a signed zone a wildcard answers differently for itself and for the names it
         // stands for (those need proofs they do not exist): the latter get a node of their
         // own, reached only through the wildcard's parent.
-        let mut expansions: HashMap<Box<[u8]>, Node> = HashMap::new();
+        let mut expansions: Vec<Node> = Vec::new();
         let wildcards = names.iter().filter(|n| signed && n.starts_with(b"\x01*")).map(|&n| (n, true));
         let all: Vec<(&[u8], bool)> = names.iter().map(|&n| (n, false)).chain(wildcards).collect();
         for (name, expand) in all {
@@ -419,7 +419,7 @@ impl CompiledZone {
                 below,
             };
             if expand {
-                expansions.insert(name.into(), node);
+                expansions.push(node);
             } else {
                 nodes.push(node);
             }
@@ -442,12 +442,11 @@ impl CompiledZone {
             node_at.push(end);
             end += size(n);
         }
-        // Wildcard expansion nodes go after the others, in no table.
-        let mut expansion_at: HashMap<Box<[u8]>, u32> = HashMap::new();
-        let mut expansion_list: Vec<Node> = expansions.into_values().collect();
-        expansion_list.sort_unstable_by(|a, b| a.name.cmp(&b.name));
-        for n in &expansion_list {
-            expansion_at.insert(n.name.clone(), end);
+        // Wildcard expansion nodes go after the others, in no table (in name order, as the
+        // names were drafted).
+        let mut expansion_at = Vec::with_capacity(expansions.len());
+        for n in &expansions {
+            expansion_at.push(end);
             end += size(n);
         }
         let mut cz = CompiledZone {
@@ -480,7 +479,8 @@ impl CompiledZone {
         let mut wild: HashMap<usize, u32> = HashMap::new();
         for (i, w) in wild_of {
             if let Ok(k) = nodes.binary_search_by(|n| (*n.name).cmp(&w[..])) {
-                wild.insert(i, expansion_at.get(&w[..]).copied().unwrap_or(node_at[k]));
+                let expansion = expansions.binary_search_by(|n| (*n.name).cmp(&w[..])).ok().map(|e| expansion_at[e]);
+                wild.insert(i, expansion.unwrap_or(node_at[k]));
             }
         }
         for (i, n) in nodes.into_iter().enumerate() {
@@ -497,7 +497,7 @@ impl CompiledZone {
             };
             encode_node(&mut cz.nodes, &n, &offsets, below);
         }
-        for n in &expansion_list {
+        for n in &expansions {
             encode_node(&mut cz.nodes, n, &offsets, (BELOW_NX, 0));
         }
         cz.responses.shrink_to_fit();

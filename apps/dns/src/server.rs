@@ -290,18 +290,17 @@ impl DnsServer {
             let size = (MAX_UDP as u16).to_be_bytes();
             // The DO bit is copied into the response (RFC 3225 section 3).
             let dnssec_ok = if edns.is_some_and(|e| e.dnssec_ok) { 0x80 } else { 0 };
-            let opt = [0, 0, 41, size[0], size[1], ext, 0, dnssec_ok, 0, 0, 0];
+            let rdlen = if keepalive.is_some() { KEEPALIVE_LEN as u8 } else { 0 };
+            let opt = [0, 0, 41, size[0], size[1], ext, 0, dnssec_ok, 0, 0, rdlen];
             buf[end..end + OPT_LEN].copy_from_slice(&opt);
             sum += sum_at(checksum::fold(checksum::add(0, &opt)), end);
             end += OPT_LEN;
             if let Some(t) = keepalive {
-                buf[end - 2..end].copy_from_slice(&(KEEPALIVE_LEN as u16).to_be_bytes());
-                let code = dns::option::TCP_KEEPALIVE.to_be_bytes();
-                let t = t.to_be_bytes();
+                let (code, t) = (dns::option::TCP_KEEPALIVE.to_be_bytes(), t.to_be_bytes());
                 let option = [code[0], code[1], 0, 2, t[0], t[1]];
                 buf[end..end + KEEPALIVE_LEN].copy_from_slice(&option);
                 // Over TCP the sum goes unused; kept right all the same.
-                sum += sum_at(checksum::fold(checksum::add(0, &option) + u64::from(KEEPALIVE_LEN as u16)), end);
+                sum += sum_at(checksum::fold(checksum::add(0, &option)), end);
                 end += KEEPALIVE_LEN;
             }
         }
