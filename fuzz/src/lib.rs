@@ -33,6 +33,7 @@ pub const TARGETS: &[(&str, Target)] = &[
     ("dns_server", dns_server),
     ("dns_tcp", dns_tcp),
     ("dns_signed", dns_signed),
+    ("dns_tsig", dns_tsig),
     ("zone_text", zone_text),
     ("http_request", http_request),
     ("web_server", web_server),
@@ -584,8 +585,55 @@ fn fuzz_server(mode: dns_server::KeyMode) -> dns_server::DnsServer {
     let z = dns_server::zone::load_text(std::path::Path::new("fuzz.zone"), FUZZ_ZONE.as_bytes(), None).unwrap();
     // Anyone may transfer it (the TCP target's connections come from 0.0.0.0).
     let acl = dns_server::transfer::Acl::parse(&["0.0.0.0/0"]).unwrap();
-    let c = dns_server::Catalog::new(vec![dns_server::CompiledZone::compile(&z).with_transfers(&z, acl)]);
+    let c = dns_server::Catalog::new(vec![dns_server::CompiledZone::compile(&z).with_transfers(&z, acl)])
+        .with_keys(dns_server::tsig::Keyring::new(vec![fuzz_key()]).unwrap());
     dns_server::DnsServer::new(std::sync::Arc::new(c), 53).with_key_mode(mode)
+}
+
+/// The TSIG key the fuzzed servers know.
+fn fuzz_key() -> dns_server::tsig::Key {
+    dns_server::tsig::Key::parse("hmac-sha256:fuzz.key:ZnV6eiBrZXkgZnV6eiBrZXkgZnV6eiBrZXkgMTIzNA==").unwrap()
+}
+
+/// Signed queries (TSIG): the first byte says whether the rest is signed with the server's
+/// key now (then mutated by its second byte at a position its third picks) or taken as it
+/// is. Every answer is well formed, and the answer to a query whose signature holds is
+/// signed over its MAC, verifiably.
+pub fn dns_tsig(data: &[u8]) {
+    use dns_server::tsig;
+    let Some((&sel, rest)) = data.split_first() else { return };
+    let mut buf = vec![0u8; 1472];
+    let now = dns_server::server::unix_now();
+    let key = fuzz_key();
+    let mut n = rest.len().min(buf.len());
+    buf[..n].copy_from_slice(&rest[..n]);
+    if sel & 1 == 1 && n >= 14 {
+        let (flip, pos) = (buf[0], usize::from(buf[1]));
+        buf.copy_within(2..n, 0);
+        n -= 2;
+        let Some((len, _)) = tsig::sign(&key, &mut buf, n, tsig::Chain::Request, now, 0, &[]) else { return };
+        n = len;
+        if sel & 2 == 2 {
+            buf[pos % n] ^= flip;
+        }
+    }
+    let keys = tsig::Keyring::new(vec![key.clone()]).unwrap();
+    let request_mac = tsig::find(&buf[..n]).and_then(|at| match tsig::verify(&keys, &buf[..n], at, now) {
+        tsig::Check::Valid { mac, .. } => Some(mac),
+        _ => None,
+    });
+    let query = dns::Query::parse(&buf[..n]);
+    DNS.with(|s| {
+        let Some(r) = s.borrow_mut().respond(&mut buf, n) else { return };
+        well_formed_response(&buf, r);
+        if let (Some(mac), Ok(q)) = (request_mac, query) {
+            if q.tsig.is_some() {
+                let at = tsig::find(&buf[..r.len]).expect("a signed query's answer is signed");
+                tsig::verify_answer(&key, &buf[..r.len], at, tsig::Chain::Answer(mac.as_bytes()), now)
+                    .expect("the answer's signature holds");
+            }
+        }
+    });
 }
 
 thread_local! {
@@ -1135,6 +1183,19 @@ pub fn seeds(target: &str) -> Vec<Vec<u8>> {
             include_bytes!("../data/signed-nsec.zone").to_vec(),
             include_bytes!("../data/signed-nsec3.zone").to_vec(),
         ],
+        "dns_tsig" => {
+            let www = [
+                &[0x12u8, 0x34, 0, 0, 0, 1, 0, 0, 0, 0, 0, 0][..],
+                b"\x03www\x07example\x03com\x00\x00\x01\x00\x01",
+            ]
+            .concat();
+            let signed = |sel: u8| [&[sel, 0x5a, 40][..], &www].concat();
+            let mut stale = www.clone();
+            stale.resize(300, 0);
+            let (len, _) = dns_server::tsig::sign(&fuzz_key(), &mut stale, www.len(), dns_server::tsig::Chain::Request, 1, 0, &[])
+                .unwrap();
+            vec![signed(1), signed(3), [&[0u8][..], &stale[..len]].concat()]
+        }
         "dns_signed" => {
             let q = |sel: u8, t: u16, name: &str| {
                 [&[sel][..], &t.to_be_bytes(), &dns::name::wire_from_text(name).unwrap()].concat()

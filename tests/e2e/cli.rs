@@ -94,6 +94,10 @@ fn dns_limits_are_checked() {
         (vec!["--allow-transfer", "198.18.0.0/40"], "allow_transfer: \"198.18.0.0/40\": bad prefix length"),
         (vec!["--notify", "198.18.0.2@0"], "notify \"198.18.0.2@0\": bad port"),
         (vec!["--notify", "secondary.example"], "not an address"),
+        (vec!["--key", "nonsense"], "--key: key \"nonsense\": not [ALGORITHM:]NAME:SECRET"),
+        (vec!["--key", "hmac-md5:k:c2VjcmV0"], "algorithm \"hmac-md5\" is not one of hmac-sha256"),
+        (vec!["--key", "k:c2VjcmV0", "--key", "K.:c2VjcmV0"], "key \"k\" is given twice"),
+        (vec!["--tsig-key", "nokey"], "tsig_key \"nokey\": no such key"),
         (
             vec!["--rrl-rate", "5", "--rrl-exempt", "198.18.0.0/99"],
             "--rrl-exempt: \"198.18.0.0/99\": bad prefix length",
@@ -109,6 +113,8 @@ fn dns_limits_are_checked() {
         ("tcp_idle_timeout = 5\nrrl_rate = 5\nrrl_ipv4_prefix = 40\n", "--rrl-ipv4-prefix must be 1 to 32, not 40"),
         ("tcp_max_clients = 0\n", "--tcp-max-clients must be at least 1"),
         ("rrl_rat = 5\n", "unknown key `rrl_rat`"),
+        ("[[key]]\nname = \"k\"\nsecret = \"!!\"\n", "key \"k\": the secret is not base64"),
+        ("[[key]]\nname = \"k\"\nsecrt = \"c2VjcmV0\"\n", "unknown field `secrt`"),
     ] {
         std::fs::write(&path, text).unwrap();
         let out = Command::new(sirocco()).args(base).args(["--config", path.to_str().unwrap()]).output().unwrap();

@@ -25,13 +25,26 @@ impl Drop for Knot {
 /// Knot in `ns` on `addr`, with `zone_conf` (its `zone:` section) and an ACL letting the
 /// test client transfer.
 fn knot(ns: &str, dir: &Path, addr: &str, zone_conf: &str) -> Knot {
+    knot_keyed(ns, dir, addr, None, zone_conf)
+}
+
+/// As [`knot`]; with `key` (hmac-sha256 secret of key `xfr.test`), sirocco as its primary
+/// and its NOTIFYs must sign with it.
+fn knot_keyed(ns: &str, dir: &Path, addr: &str, key: Option<&str>, zone_conf: &str) -> Knot {
     let d = dir.join(format!("knot-{ns}"));
     std::fs::create_dir_all(&d).unwrap();
+    let (keys, use_key) = match key {
+        Some(secret) => (
+            format!("key:\n  - id: xfr.test\n    algorithm: hmac-sha256\n    secret: {secret}\n"),
+            "    key: xfr.test\n",
+        ),
+        None => (String::new(), ""),
+    };
     let conf = format!(
         "server:\n  listen: {addr}@{KNOT_PORT}\n  rundir: {d}\nlog:\n  - target: stderr\n    any: info\n\
-         database:\n  storage: {d}\nacl:\n  - id: xfr\n    address: {CLIENT}\n    action: transfer\n\
-         \x20 - id: notify\n    address: {SERVER_OWN}\n    action: notify\n\
-         remote:\n  - id: sirocco\n    address: {SERVER_OWN}@53\n\
+         database:\n  storage: {d}\n{keys}acl:\n  - id: xfr\n    address: {CLIENT}\n    action: transfer\n\
+         \x20 - id: notify\n    address: {SERVER_OWN}\n    action: notify\n{use_key}\
+         remote:\n  - id: sirocco\n    address: {SERVER_OWN}@53\n{use_key}\
          template:\n  - id: default\n    storage: {d}\n    journal-content: none\n    zonefile-sync: -1\nzone:\n{zone_conf}",
         d = d.display()
     );
@@ -192,4 +205,104 @@ fn a_reload_reaches_the_secondary_by_notify() {
     let line = log.lines().find(|l| l.starts_with("dns notify:")).unwrap_or_else(|| panic!("{log}"));
     let acked: u64 = line.split("acknowledged ").nth(1).and_then(|r| r.split(' ').next()).unwrap().parse().unwrap();
     assert!(acked >= 2, "the load and the reload acknowledged: {line}");
+}
+
+/// The secret of key `xfr.test` (32 bytes, base64).
+const SECRET: &str = "c2lyb2NjbyB0c2lnIHRlc3Qga2V5IDAxMjM0NTY3ODk=";
+
+/// kdig's output (stdout and stderr) for `args`, signed with key `xfr.test` of `secret`.
+fn kdig_signed(net: &TestNet, secret: &str, args: &[&str]) -> String {
+    let key = format!("hmac-sha256:xfr.test:{secret}");
+    let at = format!("@{SERVER_OWN}");
+    let mut all = vec!["kdig", "+time=3", "+retry=0", "-y", &key, &at];
+    all.extend_from_slice(args);
+    let out = net.exec(&net.cli_ns, &all);
+    format!("{}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr))
+}
+
+#[test]
+fn tsig_signs_answers_transfers_and_notify_and_knot_accepts_them() {
+    let net = TestNet::new(1);
+    let dir = tmpdir(&format!("tsig-{}", net.name));
+    let zone = dir.join("example.zone");
+    // Enough records for a transfer of several messages, each signed over the one before.
+    let padding: String = (0..1500).map(|i| format!("t{i} TXT \"{i:04} padding padding padding\"\n")).collect();
+    let text = |serial: u32, last: u8| {
+        format!("$ORIGIN example.com.\n$TTL 60\n@ SOA ns h {serial} 3600 600 86400 60\n@ NS ns\nns A 198.18.3.1\nwww AAAA 2001:db8::{last}\n{padding}")
+    };
+    std::fs::write(&zone, text(1, 1)).unwrap();
+    let zone_arg = format!("example.com={}", zone.display());
+    let (allow, notify, key) =
+        (format!("{CLIENT}/32"), format!("{CLIENT}@{KNOT_PORT}"), format!("hmac-sha256:xfr.test:{SECRET}"));
+    let s = net.start_dns(
+        &zone_arg,
+        &["--allow-transfer", &allow, "--notify", &notify, "--key", &key, "--tsig-key", "xfr.test"],
+    );
+
+    // Signed queries over UDP and TCP: answered and signed; kdig checks the signature.
+    for transport in ["+notcp", "+tcp"] {
+        let out = kdig_signed(&net, SECRET, &[transport, "ns.example.com", "A"]);
+        assert!(out.contains("198.18.3.1") && out.contains("TSIG PSEUDOSECTION"), "{transport}: {out}");
+        assert!(
+            !out.contains(";; WARNING") && !out.contains(";; ERROR") && !out.contains("failed"),
+            "{transport}: {out}"
+        );
+    }
+    // A wrong secret, an unknown key: NOTAUTH with the TSIG error (kdig shows the error as
+    // the status).
+    let bad = kdig_signed(&net, "d3Jvbmcgc2VjcmV0", &["ns.example.com", "A"]);
+    assert!(bad.contains("status: BADSIG") && bad.contains("ANSWER: 0"), "{bad}");
+    let out = net.exec(
+        &net.cli_ns,
+        &[
+            "kdig",
+            "+time=3",
+            "+retry=0",
+            "-y",
+            &format!("other.key:{SECRET}"),
+            &format!("@{SERVER_OWN}"),
+            "ns.example.com",
+        ],
+    );
+    let unknown = String::from_utf8_lossy(&out.stdout);
+    assert!(unknown.contains("status: BADKEY") && unknown.contains("ANSWER: 0"), "{unknown}");
+
+    // The zone wants its key: an unsigned transfer is refused, a signed one is whole.
+    let refused = axfr(&net, SERVER_OWN, 53).expect_err("unsigned");
+    assert!(refused.contains("REFUSED"), "{refused}");
+    let xfr = kdig_signed(&net, SECRET, &["AXFR", "example.com."]);
+    let summary = xfr.lines().find(|l| l.starts_with(";; Received")).unwrap_or_else(|| panic!("{xfr}"));
+    let messages: u32 = summary.split('(').nth(1).and_then(|r| r.split(' ').next()).unwrap().parse().unwrap();
+    assert!(summary.ends_with("messages, 1505 records)") && messages > 1, "SOA, NS, A, AAAA, 1500 TXT, SOA: {summary}");
+    // kdig checks every message's signature and warns of one that fails.
+    assert!(!xfr.contains(";; WARNING") && !xfr.contains(";; ERROR") && !xfr.contains("failed"), "{summary}");
+    assert!(xfr.contains("\tTSIG\thmac-sha256."), "signed: {summary}");
+
+    // Knot as a secondary with the key: it signs its SOA queries and transfer, checks our
+    // signatures, and takes only signed NOTIFYs.
+    let _secondary = knot_keyed(
+        &net.cli_ns,
+        &dir,
+        CLIENT,
+        Some(SECRET),
+        "  - domain: example.com\n    master: sirocco\n    acl: notify\n",
+    );
+    assert!(wait_for(Duration::from_secs(20), || secondary_answer(&net) == "2001:db8::1"), "the first version");
+    std::fs::write(&zone, text(2, 2)).unwrap();
+    s.hup();
+    let got = wait_for(Duration::from_secs(20), || secondary_answer(&net) == "2001:db8::2");
+    let (st, log) = s.stop();
+    let knot_log = std::fs::read_to_string(dir.join(format!("knot-{}/knot.log", net.cli_ns))).unwrap_or_default();
+    let _ = std::fs::remove_dir_all(&dir);
+    assert!(got, "the new version on the secondary by a signed NOTIFY: {log}\n{knot_log}");
+    assert!(st.success(), "{log}");
+    assert!(log.contains("notauth 2 "), "BADSIG and BADKEY: {log}");
+    let signed: u64 =
+        log.split("signed (tsig) ").nth(1).and_then(|r| r.split_whitespace().next()).unwrap().parse().unwrap();
+    assert!(signed >= 4, "ours and Knot's signed queries: {log}");
+    let tcp = log.lines().find(|l| l.starts_with("dns over tcp:")).unwrap_or_else(|| panic!("{log}"));
+    assert!(tcp.ends_with(" refused 1"), "the unsigned transfer refused: {tcp}");
+    let line = log.lines().find(|l| l.starts_with("dns notify:")).unwrap_or_else(|| panic!("{log}"));
+    let acked: u64 = line.split("acknowledged ").nth(1).and_then(|r| r.split(' ').next()).unwrap().parse().unwrap();
+    assert!(acked >= 2, "both signed NOTIFYs acknowledged: {line}");
 }

@@ -91,6 +91,8 @@ pub struct CompiledZone {
     acl: Acl,
     /// Secondaries told of a new version (NOTIFY).
     notify: Vec<(IpAddr, u16)>,
+    /// The key transfers must be signed with, and NOTIFYs are (TSIG).
+    key: Option<dns::tsig::Key>,
     soa: Soa,
 }
 
@@ -462,6 +464,7 @@ impl CompiledZone {
             transfer: None,
             acl: Acl::default(),
             notify: Vec::new(),
+            key: None,
             soa: z
                 .soa()
                 .map(|s| {
@@ -571,6 +574,17 @@ impl CompiledZone {
         self
     }
 
+    /// Asks transfers of the zone to be signed with `key`, and signs its NOTIFYs with it.
+    pub fn with_key(mut self, key: Option<dns::tsig::Key>) -> CompiledZone {
+        self.key = key;
+        self
+    }
+
+    /// The zone's TSIG key, if it has one.
+    pub fn key(&self) -> Option<&dns::tsig::Key> {
+        self.key.as_ref()
+    }
+
     /// The secondaries to notify.
     pub fn notify_targets(&self) -> &[(IpAddr, u16)] {
         &self.notify
@@ -581,9 +595,14 @@ impl CompiledZone {
         &self.soa
     }
 
-    /// The zone's transfer, if `client` may have it.
-    pub fn transfer_for(&self, client: IpAddr) -> Option<&std::sync::Arc<Transfer>> {
-        self.transfer.as_ref().filter(|_| self.acl.allows(client))
+    /// The zone's transfer, if `client`, asking with a request signed by `signer` (TSIG
+    /// verified), may have it: an allowed address, and the zone's key if it has one.
+    pub fn transfer_for(&self, client: IpAddr, signer: Option<&str>) -> Option<&std::sync::Arc<Transfer>> {
+        let key_ok = match &self.key {
+            Some(k) => signer == Some(k.name()),
+            None => true,
+        };
+        self.transfer.as_ref().filter(|_| key_ok && self.acl.allows(client))
     }
 
     /// The records `cover` says to append for the query name `name` (any letter case):
@@ -651,6 +670,8 @@ fn chain_types(view: &View<'_>, name: &[u8]) -> Vec<u16> {
 #[derive(Debug, Clone, Default)]
 pub struct Catalog {
     zones: Vec<CompiledZone>,
+    /// The TSIG keys requests may be signed with.
+    keys: dns::tsig::Keyring,
 }
 
 /// The result of a catalog lookup.
@@ -667,7 +688,18 @@ impl Catalog {
         let mut zones = zones;
         // Most specific origin first, so the first match is the closest enclosing zone.
         zones.sort_by_key(|z| std::cmp::Reverse(z.origin.label_count()));
-        Catalog { zones }
+        Catalog { zones, keys: dns::tsig::Keyring::default() }
+    }
+
+    /// Knows `keys` for signed requests (TSIG).
+    pub fn with_keys(mut self, keys: dns::tsig::Keyring) -> Catalog {
+        self.keys = keys;
+        self
+    }
+
+    /// The TSIG keys.
+    pub fn keys(&self) -> &dns::tsig::Keyring {
+        &self.keys
     }
 
     /// The zones.

@@ -13,6 +13,6 @@ pub mod transfer;
 pub mod zone;
 
 pub use compile::{Catalog, CompiledZone};
-pub use dns::KeyMode;
+pub use dns::{tsig, KeyMode};
 pub use server::DnsServer;
 pub use tcp::{DnsService, DnsTcp};

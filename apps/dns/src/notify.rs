@@ -32,6 +32,8 @@ struct Pending {
     id: u16,
     tries: u32,
     due: Instant,
+    /// The zone's TSIG key: the NOTIFY is signed with it.
+    key: Option<dns::tsig::Key>,
 }
 
 /// The NOTIFY side of one server.
@@ -63,7 +65,9 @@ impl Notifier {
             for &dst in targets {
                 self.next_id = self.next_id.wrapping_add(0x3b5d);
                 let soa = (soa.ttl, soa.rdata.clone());
-                self.pending.push(Pending { dst, origin: origin.to_vec(), soa, id: self.next_id, tries: 0, due: now });
+                let key = z.key().cloned();
+                let id = self.next_id;
+                self.pending.push(Pending { dst, origin: origin.to_vec(), soa, id, tries: 0, due: now, key });
             }
         }
     }
@@ -85,7 +89,8 @@ impl Notifier {
             }
             let (dst, port) = p.dst;
             // Not sent (no room, the neighbour being resolved): tried next iteration.
-            if out.udp(dst, port, src_port, &mut |buf: &mut [u8]| message(p, buf)).is_ok() {
+            let wall = crate::server::unix_now();
+            if out.udp(dst, port, src_port, &mut |buf: &mut [u8]| message(p, buf, wall)).is_ok() {
                 p.tries += 1;
                 p.due = now + Duration::from_nanos(FIRST_RETRY.as_nanos() << (p.tries - 1));
                 sent += 1;
@@ -123,8 +128,9 @@ impl Notifier {
 const NOTIFY: u8 = 4;
 
 /// Writes the NOTIFY for `p` into `buf`: the zone's SOA as question and as answer (RFC 1996
-/// section 3.7); returns its length, 0 if it does not fit.
-fn message(p: &Pending, buf: &mut [u8]) -> usize {
+/// section 3.7), signed at `wall` (seconds since the epoch) if the zone has a key; returns
+/// its length, 0 if it does not fit.
+fn message(p: &Pending, buf: &mut [u8], wall: u64) -> usize {
     let o = &p.origin;
     let len = 12 + o.len() + 4 + 2 + 10 + p.soa.1.len();
     if buf.len() < len {
@@ -146,7 +152,10 @@ fn message(p: &Pending, buf: &mut [u8]) -> usize {
     buf[at..at + 10].copy_from_slice(&[0, 6, 0, 1, ttl[0], ttl[1], ttl[2], ttl[3], rdlen[0], rdlen[1]]);
     at += 10;
     buf[at..at + p.soa.1.len()].copy_from_slice(&p.soa.1);
-    len
+    match &p.key {
+        Some(k) => dns::tsig::sign(k, buf, len, dns::tsig::Chain::Request, wall, 0, &[]).map_or(0, |(n, _)| n),
+        None => len,
+    }
 }
 
 #[cfg(test)]
@@ -162,14 +171,22 @@ mod tests {
             id: 0x1234,
             tries: 0,
             due: Instant::default(),
+            key: None,
         };
         let mut buf = [0u8; 512];
-        let n = message(&p, &mut buf);
-        let m = &buf[..n];
+        let n = message(&p, &mut buf, 0);
+        let m = buf[..n].to_vec();
         assert_eq!(&m[..12], &[0x12, 0x34, 0x24, 0, 0, 1, 0, 1, 0, 0, 0, 0], "opcode 4, AA, 1 question, 1 answer");
         assert_eq!(&m[12..19], b"\x01t\x00\x00\x06\x00\x01", "the zone's SOA asked");
         assert_eq!(&m[19..], &[0xc0, 12, 0, 6, 0, 1, 0, 0, 0, 60, 0, 3, 1, 2, 3]);
-        assert_eq!(message(&p, &mut [0u8; 20]), 0, "no room: nothing");
+        assert_eq!(message(&p, &mut [0u8; 20], 0), 0, "no room: nothing");
+        let k = dns::tsig::Key::parse("notify.key:c2VjcmV0").unwrap();
+        let keys = dns::tsig::Keyring::new(vec![k.clone()]).unwrap();
+        let signed = Pending { key: Some(k), ..p };
+        let n = message(&signed, &mut buf, 1_700_000_000);
+        assert_eq!(dns::tsig::find(&buf[..n]), Some(m.len()), "a TSIG record after the NOTIFY");
+        let check = dns::tsig::verify(&keys, &buf[..n], m.len(), 1_700_000_000);
+        assert!(matches!(check, dns::tsig::Check::Valid { .. }), "{check:?}");
     }
 
     /// Keeps what is sent.

@@ -7,6 +7,7 @@ use crate::notify::Notifier;
 use crate::resolve::MAX_CHAIN;
 use crate::rrl::{self, Decision, Rrl};
 use dns::name::{wire_ends_with, Name};
+use dns::tsig::{self, Chain, Check};
 use dns::{class, rcode, rtype, Edns, KeyMode, QName, Query, QueryError, HEADER_LEN};
 use engine::published::Follower;
 use engine::{Datagram, Service, Verdict};
@@ -23,8 +24,10 @@ const KEEPALIVE_LEN: usize = 6;
 /// What one engine's DNS application counted.
 #[derive(Debug, Default, Clone, Copy)]
 pub struct DnsStats {
-    /// Queries answered, by rcode (0..=5), YXDOMAIN at 6, BADVERS at index 7.
-    pub rcodes: [u64; 8],
+    /// Queries answered, by rcode (0..=5), YXDOMAIN at 6, BADVERS at 7, NOTAUTH at 8.
+    pub rcodes: [u64; 9],
+    /// Signed queries (TSIG) answered, whether the signature held or not.
+    pub signed: u64,
     /// Responses truncated (TC set) to fit the client's size.
     pub truncated: u64,
     /// Messages dropped without an answer (responses, runts).
@@ -163,7 +166,7 @@ impl DnsServer {
 
     /// Builds the response to the message `buf[..len]` in place; None to stay silent.
     pub fn respond(&mut self, buf: &mut [u8], len: usize) -> Option<Response> {
-        self.answer(buf, len, None)
+        self.answer(buf, len, None, 0)
     }
 
     /// As [`DnsServer::respond`], for a query that came over TCP (RFC 7766): the answer may
@@ -171,11 +174,12 @@ impl DnsServer {
     /// with the edns-tcp-keepalive option is told `keepalive`, the idle timeout in units of
     /// 100 ms (RFC 7828).
     pub fn respond_tcp(&mut self, buf: &mut [u8], len: usize, keepalive: u16) -> Option<usize> {
-        self.answer(buf, len, Some(keepalive)).map(|r| r.len)
+        self.answer(buf, len, Some(keepalive), 0).map(|r| r.len)
     }
 
-    /// `tcp`: the keep-alive timeout to tell a client that asks, for a query over TCP.
-    fn answer(&mut self, buf: &mut [u8], len: usize, tcp: Option<u16>) -> Option<Response> {
+    /// `tcp`: the keep-alive timeout to tell a client that asks, for a query over TCP;
+    /// `reserve`: bytes to leave free behind the answer (for its TSIG record).
+    fn answer(&mut self, buf: &mut [u8], len: usize, tcp: Option<u16>, reserve: usize) -> Option<Response> {
         // Over TCP the option is answered; over UDP it is ignored (RFC 7828 3.3.1).
         let keepalive = |e: &Option<Edns>| tcp.filter(|_| e.is_some_and(|e| e.tcp_keepalive));
         let q = match Query::parse_keyed(&buf[..len], self.mode) {
@@ -198,6 +202,9 @@ impl DnsServer {
                 return Some(self.finish(buf, q_end, body, rd_cd, qd, edns, keepalive(&edns)));
             }
         };
+        if let Some(at) = q.tsig {
+            return self.answer_signed(buf, len, &q, at, tcp);
+        }
         let rd_cd = (u16::from(q.rd) << 8) | (u16::from(q.cd) << 4);
         let qlen = q.qname(buf).len();
         let mut q_end = q.question_end;
@@ -236,7 +243,8 @@ impl DnsServer {
         let lim = match tcp {
             Some(_) => buf.len().min(usize::from(u16::MAX)) - OPT_LEN - KEEPALIVE_LEN,
             None => limit(q.edns, buf.len()),
-        };
+        }
+        .saturating_sub(reserve);
         let key = |buf: &[u8]| -> Lookup<'_> {
             let w = copied.map(|n| n.as_wire()).unwrap_or(&buf[HEADER_LEN..HEADER_LEN + qlen]);
             catalog.zone_for(w, q.qtype)
@@ -247,6 +255,65 @@ impl DnsServer {
             Lookup::Refused => refused,
         };
         Some(self.finish(buf, q_end, body, rd_cd, 1, q.edns, keepalive(&q.edns)))
+    }
+
+    /// Answers a signed query (RFC 8945 section 5.2): checks its TSIG record at `at`, then
+    /// answers the query without it and signs the answer over the query's MAC; a signature
+    /// that does not hold gets NOTAUTH with the TSIG error. Off the fast path: only zone
+    /// transfer clients and operators sign queries.
+    fn answer_signed(
+        &mut self,
+        buf: &mut [u8],
+        len: usize,
+        q: &Query,
+        at: usize,
+        tcp: Option<u16>,
+    ) -> Option<Response> {
+        let now = unix_now();
+        // A clone of the handle, not a borrow: `self` answers while the key is in use.
+        let catalog = self.catalog.get().clone();
+        let check = tsig::verify(catalog.keys(), &buf[..len], at, now);
+        // The query as it was before it was signed: without the record.
+        let ar = u16::from_be_bytes([buf[10], buf[11]]) - 1;
+        buf[10..12].copy_from_slice(&ar.to_be_bytes());
+        let (len, r) = match check {
+            Check::Valid { key, mac } => {
+                let r = self.answer(buf, at, tcp, key.record_len(0))?;
+                (tsig::sign(key, buf, r.len, Chain::Answer(mac.as_bytes()), now, 0, &[])?.0, r)
+            }
+            Check::BadTime { key, mac, time } => {
+                let r = self.refuse(buf, q, rcode::NOTAUTH, tcp);
+                let ours = now.to_be_bytes();
+                let other = &ours[2..];
+                let signed =
+                    tsig::sign(key, buf, r.len, Chain::Answer(mac.as_bytes()), time, tsig::error::BADTIME, other);
+                (signed?.0, r)
+            }
+            Check::Failed { error, key_name, alg_name, .. } => {
+                let r = self.refuse(buf, q, rcode::NOTAUTH, tcp);
+                (tsig::append_unsigned(buf, r.len, key_name.as_wire(), alg_name.as_wire(), now, error)?, r)
+            }
+            Check::Malformed => {
+                let r = self.refuse(buf, q, rcode::FORMERR, tcp);
+                (r.len, r)
+            }
+        };
+        self.stats.signed += 1;
+        Some(Response { len, sum: checksum::fold(checksum::add(0, &buf[..len])), ..r })
+    }
+
+    /// An answer with `rc` and the question alone (the question written out in full).
+    fn refuse(&mut self, buf: &mut [u8], q: &Query, rc: u8, tcp: Option<u16>) -> Response {
+        let mut q_end = q.question_end;
+        if let QName::Copied(n) = &q.qname {
+            let (qlen, tail) = (n.as_wire().len(), [buf[q_end - 4], buf[q_end - 3], buf[q_end - 2], buf[q_end - 1]]);
+            buf[HEADER_LEN..HEADER_LEN + qlen].copy_from_slice(n.as_wire());
+            buf[HEADER_LEN + qlen..HEADER_LEN + qlen + 4].copy_from_slice(&tail);
+            q_end = HEADER_LEN + qlen + 4;
+        }
+        let rd_cd = (u16::from(q.rd) << 8) | (u16::from(q.cd) << 4);
+        let keepalive = tcp.filter(|_| q.edns.is_some_and(|e| e.tcp_keepalive));
+        self.finish(buf, q_end, Body::empty(q_end, u16::from(rc)), rd_cd, 1, q.edns, keepalive)
     }
 
     /// Writes header flags and counts and the OPT record (with the keep-alive option if
@@ -306,6 +373,7 @@ impl DnsServer {
         }
         let slot = match rc {
             rcode::BADVERS => 7,
+            r if r == u16::from(rcode::NOTAUTH) => 8,
             r if r <= 6 => usize::from(r),
             _ => 2,
         };
@@ -324,6 +392,11 @@ impl Body {
     fn truncated(self) -> Body {
         Body { end: self.start, counts: [0; 3], sum: 0, tc: true, key: 0, ..self }
     }
+}
+
+/// Seconds since the epoch, for TSIG (a vDSO read, no system call; signed queries only).
+pub fn unix_now() -> u64 {
+    std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_secs())
 }
 
 /// The size a response must fit: the client's EDNS size (512 without EDNS), at most
@@ -542,7 +615,7 @@ mod tests {
             q.extend([0, 1, 0, 1, 0, 0, 41, 0x10, 0, 0, 0, 0, 0, 0, 4, 0, 11, 0, 0]);
             let mut buf = vec![0u8; 1500];
             buf[..q.len()].copy_from_slice(&q);
-            let r = s.answer(&mut buf, q.len(), Some(100)).unwrap();
+            let r = s.answer(&mut buf, q.len(), Some(100), 0).unwrap();
             assert_eq!(&buf[r.len - 6..r.len], &[0, 11, 0, 2, 0, 100]);
             assert_eq!(r.sum, checksum::fold(checksum::add(0, &buf[..r.len])), "odd and even lengths");
         }

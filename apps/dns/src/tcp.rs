@@ -9,7 +9,7 @@ use wire::IpAddr;
 
 use crate::server::DnsServer;
 use crate::transfer::Transfer;
-use dns::HEADER_LEN;
+use dns::{tsig, HEADER_LEN};
 use std::sync::Arc;
 
 /// Answers a connection may have waiting for the peer to read before it is cut off (a client
@@ -99,6 +99,8 @@ pub struct DnsTcp {
     keepalive: u16,
     /// Where a query is answered in place.
     scratch: Vec<u8>,
+    /// Where a transfer's message is written and signed.
+    message: Vec<u8>,
     /// The time of the segment or loop iteration being handled.
     now: Instant,
     /// Connections closed for idleness whose peer has not closed yet: they no longer count
@@ -132,6 +134,26 @@ struct Sending {
     next: usize,
     id: u16,
     question: Vec<u8>,
+    /// Signing every message (the query was signed): the key and the MAC to chain on.
+    signing: Option<Signing>,
+}
+
+/// A signed request's key and MAC: its answer, or each message of its transfer, is signed
+/// over the MAC before it (RFC 8945 section 5.3.1).
+#[derive(Debug)]
+struct Signing {
+    key: tsig::Key,
+    mac: tsig::Mac,
+}
+
+/// What a transfer query's signature says.
+enum Signer {
+    /// Not signed.
+    None,
+    /// Signed, verified (boxed: a key is large; once per transfer).
+    Valid(Box<Signing>),
+    /// Signed, not verified: answered by the server with the TSIG error.
+    Failed,
 }
 
 impl DnsConn {
@@ -169,6 +191,7 @@ impl DnsTcp {
             settings,
             keepalive,
             scratch: vec![0; 65_535],
+            message: Vec::new(),
             now: Instant::default(),
             closing: 0,
             stats: TcpStats::default(),
@@ -197,17 +220,28 @@ impl DnsTcp {
         }
     }
 
+    /// Checks the signature of the transfer query `scratch[..n]`, if it has one.
+    fn signer(&self, n: usize) -> Signer {
+        let m = &self.scratch[..n];
+        let Some(at) = tsig::find(m) else { return Signer::None };
+        match tsig::verify(self.server.catalog().keys(), m, at, crate::server::unix_now()) {
+            tsig::Check::Valid { key, mac } => Signer::Valid(Box::new(Signing { key: key.clone(), mac })),
+            _ => Signer::Failed,
+        }
+    }
+
     /// Starts the transfer the AXFR query in `scratch` (its question ending at `q_end`) asks
     /// for, or answers it with an error: NOTAUTH for a zone not served here, REFUSED for a
-    /// client not allowed.
-    fn start_transfer(&mut self, c: &mut DnsConn, q_end: usize) {
+    /// client not allowed (or not signing with the zone's key).
+    fn start_transfer(&mut self, c: &mut DnsConn, q_end: usize, signing: Option<Signing>) {
         let name = &self.scratch[HEADER_LEN..q_end - 4];
         let zone = self.server.catalog().zones().iter().find(|z| z.origin.as_wire().eq_ignore_ascii_case(name));
-        let rcode = match zone.map(|z| z.transfer_for(c.remote)) {
+        let signer = signing.as_ref().map(|s| s.key.name());
+        let rcode = match zone.map(|z| z.transfer_for(c.remote, signer)) {
             Some(Some(t)) => {
                 let id = u16::from_be_bytes([self.scratch[0], self.scratch[1]]);
                 let question = self.scratch[HEADER_LEN..q_end].to_vec();
-                c.sending = Some(Sending { transfer: t.clone(), next: 0, id, question });
+                c.sending = Some(Sending { transfer: t.clone(), next: 0, id, question, signing });
                 self.pump(c);
                 return;
             }
@@ -220,21 +254,44 @@ impl DnsTcp {
         m[2] = 0x80 | (m[2] & 0x79);
         m[3] = rcode;
         m[4..12].copy_from_slice(&[0, 1, 0, 0, 0, 0, 0, 0]);
-        c.out.extend(&(q_end as u16).to_be_bytes());
-        c.out.extend(m);
+        self.message.clear();
+        self.message.extend_from_slice(m);
+        if let Some(mut s) = signing {
+            self.sign(&mut s, true);
+        }
+        c.out.extend(&(self.message.len() as u16).to_be_bytes());
+        c.out.extend(&self.message);
+    }
+
+    /// Signs the message in `message` with `s`'s key over its MAC, which becomes this one's.
+    fn sign(&mut self, s: &mut Signing, first: bool) {
+        let len = self.message.len();
+        self.message.resize(len + s.key.record_len(0), 0);
+        let chain = if first { tsig::Chain::Answer(s.mac.as_bytes()) } else { tsig::Chain::Next(s.mac.as_bytes()) };
+        let now = crate::server::unix_now();
+        let (end, mac) = tsig::sign(&s.key, &mut self.message, len, chain, now, 0, &[]).expect("room was made for it");
+        self.message.truncate(end);
+        s.mac = mac;
     }
 
     /// Queues the transfer's next messages while the connection has room for them.
     fn pump(&mut self, c: &mut DnsConn) {
-        while let Some(s) = c.sending.as_mut() {
+        while let Some(mut s) = c.sending.take() {
             if c.out.len() >= TRANSFER_WINDOW {
+                c.sending = Some(s);
                 return;
             }
-            s.transfer.write(s.next, s.id, &s.question, &mut c.out);
+            s.transfer.write(s.next, s.id, &s.question, &mut self.message);
+            if let Some(sg) = s.signing.as_mut() {
+                self.sign(sg, s.next == 0);
+            }
+            c.out.extend(&(self.message.len() as u16).to_be_bytes());
+            c.out.extend(&self.message);
             s.next += 1;
             if s.next == s.transfer.messages() {
-                c.sending = None;
                 self.stats.transfers += 1;
+            } else {
+                c.sending = Some(s);
             }
         }
     }
@@ -277,17 +334,27 @@ impl DnsTcp {
             self.scratch[..n].copy_from_slice(&c.input[at + 2..at + 2 + n]);
             at += 2 + n;
             if let Some(q_end) = axfr_question(&self.scratch[..n]) {
-                self.start_transfer(c, q_end);
+                match self.signer(n) {
+                    Signer::None => self.start_transfer(c, q_end, None),
+                    Signer::Valid(s) => self.start_transfer(c, q_end, Some(*s)),
+                    // The server's answer to the query carries the TSIG error.
+                    Signer::Failed => self.answer(c, n),
+                }
                 continue;
             }
-            if let Some(len) = self.server.respond_tcp(&mut self.scratch, n, self.keepalive) {
-                c.out.extend(&(len as u16).to_be_bytes());
-                c.out.extend(&self.scratch[..len]);
-                self.stats.answered += 1;
-            }
+            self.answer(c, n);
         }
         c.input.drain(..at);
         c.out.len() <= MAX_PENDING && c.input.len() <= MAX_QUERY
+    }
+
+    /// Answers the query `scratch[..n]` on `c`.
+    fn answer(&mut self, c: &mut DnsConn, n: usize) {
+        if let Some(len) = self.server.respond_tcp(&mut self.scratch, n, self.keepalive) {
+            c.out.extend(&(len as u16).to_be_bytes());
+            c.out.extend(&self.scratch[..len]);
+            self.stats.answered += 1;
+        }
     }
 }
 

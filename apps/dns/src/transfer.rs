@@ -114,20 +114,19 @@ impl Transfer {
         self.messages.len()
     }
 
-    /// Appends message `i` of the transfer, answering the query with `id` and `question`
-    /// (echoed in the first message only), with its TCP length prefix.
-    pub fn write(&self, i: usize, id: u16, question: &[u8], out: &mut tcp::ByteQueue) {
+    /// Writes message `i` of the transfer into `out` (cleared first), answering the query
+    /// with `id` and `question` (echoed in the first message only).
+    pub fn write(&self, i: usize, id: u16, question: &[u8], out: &mut Vec<u8>) {
         let (start, end, count) = self.messages[i];
         let q = if i == 0 { question } else { &[] };
-        let len = 12 + q.len() + (end - start);
-        out.extend(&(len as u16).to_be_bytes());
         let id = id.to_be_bytes();
         let qd = u8::from(i == 0);
         let c = count.to_be_bytes();
+        out.clear();
         // QR and AA; no error.
-        out.extend(&[id[0], id[1], 0x84, 0, 0, qd, c[0], c[1], 0, 0, 0, 0]);
-        out.extend(q);
-        out.extend(&self.bytes[start..end]);
+        out.extend([id[0], id[1], 0x84, 0, 0, qd, c[0], c[1], 0, 0, 0, 0]);
+        out.extend_from_slice(q);
+        out.extend_from_slice(&self.bytes[start..end]);
     }
 }
 
@@ -171,20 +170,15 @@ mod tests {
         let t = Transfer::build(&z);
         assert!(t.messages() > 1, "{} messages", t.messages());
         assert_eq!(t.records, z.records + 1, "every record, the SOA twice");
-        let mut out = tcp::ByteQueue::default();
+        let mut m = Vec::new();
+        let (mut records, mut soas) = (0, Vec::new());
         for i in 0..t.messages() {
-            t.write(i, 0xabcd, b"\x01t\x00\x00\xfc\x00\x01", &mut out);
-        }
-        let bytes: Vec<u8> = out.iter().copied().collect();
-        let (mut at, mut records, mut soas) = (0, 0, Vec::new());
-        while at < bytes.len() {
-            let n = usize::from(u16::from_be_bytes([bytes[at], bytes[at + 1]]));
-            let m = &bytes[at + 2..at + 2 + n];
-            assert!(n <= 65_535 && m[..4] == [0xab, 0xcd, 0x84, 0]);
+            t.write(i, 0xabcd, b"\x01t\x00\x00\xfc\x00\x01", &mut m);
+            assert!(m.len() <= 65_535 && m[..4] == [0xab, 0xcd, 0x84, 0]);
             let an = usize::from(u16::from_be_bytes([m[6], m[7]]));
             let mut p = if m[5] == 1 { 12 + 7 } else { 12 };
             for _ in 0..an {
-                let (_, end) = dns::Name::read(m, p).unwrap();
+                let (_, end) = dns::Name::read(&m, p).unwrap();
                 let rt = u16::from_be_bytes([m[end], m[end + 1]]);
                 if rt == rtype::SOA {
                     soas.push(records);
@@ -193,7 +187,6 @@ mod tests {
                 records += 1;
             }
             assert_eq!(p, m.len(), "the counts describe the message");
-            at += 2 + n;
         }
         assert_eq!(records, t.records);
         assert_eq!(soas, vec![0, records - 1], "the SOA first and last, nowhere else");

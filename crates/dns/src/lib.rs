@@ -4,9 +4,11 @@
 //!   decompression (pointer loops and lengths bounded), lowercasing, hashing.
 //! - [`query`]: validating a query (header, one question, EDNS(0) OPT) and saying how to
 //!   answer a malformed one (FORMERR, NOTIMP, BADVERS) or whether to drop it.
+//! - [`tsig`]: transaction signatures (RFC 8945), requests checked and answers signed.
 
 pub mod name;
 pub mod query;
+pub mod tsig;
 
 pub use name::{Name, NameError};
 pub use query::{Edns, KeyMode, QName, Query, QueryError};
@@ -47,6 +49,8 @@ pub mod rtype {
     pub const NSEC3: u16 = 50;
     /// NSEC3PARAM (RFC 5155).
     pub const NSEC3PARAM: u16 = 51;
+    /// Transaction signature (RFC 8945).
+    pub const TSIG: u16 = 250;
     /// Incremental zone transfer (RFC 1995).
     pub const IXFR: u16 = 251;
     /// Whole zone transfer (RFC 5936).

@@ -60,6 +60,9 @@ pub struct Query {
     pub question_end: usize,
     /// EDNS, if the query had an OPT record.
     pub edns: Option<Edns>,
+    /// Where its TSIG record starts, if it is signed (RFC 8945): the last record; the
+    /// message without it ends there.
+    pub tsig: Option<usize>,
 }
 
 /// Why a message is not a valid query, and what to do about it.
@@ -134,7 +137,7 @@ impl Query {
         }
         let additional = if ixfr_soa { skip_record(m, question_end) } else { Some(question_end) };
         let additional = additional.ok_or(formerr(Some(question_end)))?;
-        let edns = read_additional(m, additional, ar).map_err(|_| formerr(Some(question_end)))?;
+        let (edns, tsig) = read_additional(m, additional, ar).map_err(|_| formerr(Some(question_end)))?;
         if let Some(e) = edns {
             if e.version > 0 {
                 return Err(QueryError::Respond { rcode: rcode::BADVERS, question_end: Some(question_end), edns });
@@ -152,6 +155,7 @@ impl Query {
             qclass,
             question_end,
             edns,
+            tsig,
         })
     }
 }
@@ -180,11 +184,13 @@ fn skip_record(m: &[u8], at: usize) -> Option<usize> {
     (end <= m.len()).then_some(end)
 }
 
-/// Reads the additional records, returning the OPT if one is there. More than one OPT, an
-/// OPT not owned by the root, or a record running past the end is malformed.
-fn read_additional(m: &[u8], mut at: usize, count: u16) -> Result<Option<Edns>, ()> {
+/// Reads the additional records, returning the OPT if one is there and where a TSIG record
+/// starts. More than one OPT, an OPT not owned by the root, a TSIG record not last, or a
+/// record running past the end is malformed.
+fn read_additional(m: &[u8], mut at: usize, count: u16) -> Result<(Option<Edns>, Option<usize>), ()> {
     let mut edns = None;
-    for _ in 0..count {
+    let mut tsig = None;
+    for i in 0..count {
         let (owner, next) = Name::read(m, at).map_err(|_| ())?;
         let t = be16(m, next).ok_or(())?;
         let class = be16(m, next + 2).ok_or(())?;
@@ -194,6 +200,12 @@ fn read_additional(m: &[u8], mut at: usize, count: u16) -> Result<Option<Edns>, 
         let end = next + 10 + rdlen;
         if end > m.len() {
             return Err(());
+        }
+        if t == rtype::TSIG {
+            if i + 1 != count || end != m.len() {
+                return Err(());
+            }
+            tsig = Some(at);
         }
         if t == rtype::OPT {
             if edns.is_some() || owner.label_count() != 0 {
@@ -223,7 +235,7 @@ fn read_additional(m: &[u8], mut at: usize, count: u16) -> Result<Option<Edns>, 
         }
         at = end;
     }
-    Ok(edns)
+    Ok((edns, tsig))
 }
 
 #[cfg(test)]
@@ -316,5 +328,21 @@ mod tests {
         huge[10] = 0xff;
         huge[11] = 0xff; // 65535 additional records claimed, none present
         assert!(matches!(Query::parse(&huge), Err(QueryError::Respond { rcode: 1, .. })));
+    }
+
+    #[test]
+    fn a_tsig_record_is_found_when_last_and_malformed_elsewhere() {
+        let tsig = [&[1u8, b'k', 0, 0, 250, 0, 255, 0, 0, 0, 0, 0, 3][..], &[0, 0, 0]].concat();
+        let mut m = query(Some((1232, 0)));
+        let at = m.len();
+        m[11] = 2;
+        m.extend_from_slice(&tsig);
+        assert_eq!(Query::parse(&m).unwrap().tsig, Some(at));
+        let mut first = query(None);
+        first[11] = 2;
+        first.extend_from_slice(&tsig);
+        first.extend([0, 0, 41, 4, 0xd0, 0, 0, 0, 0, 0, 0]);
+        assert!(matches!(Query::parse(&first), Err(QueryError::Respond { rcode: 1, .. })), "not last: FORMERR");
+        assert_eq!(Query::parse(&query(None)).unwrap().tsig, None);
     }
 }

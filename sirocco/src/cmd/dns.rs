@@ -40,6 +40,16 @@ pub struct DnsArgs {
     /// ADDR@PORT; repeatable. Added to each [[zone]]'s notify.
     #[arg(long, value_name = "ADDR[@PORT]")]
     pub notify: Vec<String>,
+    /// A TSIG key (RFC 8945) as kdig's -y takes it: [ALGORITHM:]NAME:SECRET, the secret in
+    /// base64, hmac-sha256 if no algorithm; repeatable. Signed queries with a known key get
+    /// signed answers. Also [[key]] tables (name, algorithm, secret) in the config file,
+    /// which keep the secret out of the process list.
+    #[arg(long, value_name = "[ALG:]NAME:SECRET")]
+    pub key: Vec<String>,
+    /// The key every zone's transfers must be signed with (besides an allowed address), and
+    /// its NOTIFYs are signed with, unless its [[zone]] names its own tsig_key.
+    #[arg(long, value_name = "NAME")]
+    pub tsig_key: Option<String>,
     #[command(flatten)]
     pub rrl: RrlArgs,
     /// Clients never rate-limited (addresses or prefixes; repeatable). Config key rrl_exempt.
@@ -106,6 +116,8 @@ pub enum KeyModeArg {
 pub struct DnsConfig {
     #[serde(default)]
     zone: Vec<ZoneConfig>,
+    #[serde(default)]
+    key: Vec<KeyConfig>,
     tcp_idle_timeout: Option<f64>,
     tcp_max_clients: Option<usize>,
     rrl_rate: Option<u32>,
@@ -131,6 +143,32 @@ impl DnsConfig {
     }
 }
 
+/// A TSIG key in the config file.
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct KeyConfig {
+    name: String,
+    #[serde(default = "hmac_sha256")]
+    algorithm: String,
+    secret: String,
+}
+
+fn hmac_sha256() -> String {
+    "hmac-sha256".into()
+}
+
+/// The keys of the config file and the command line.
+fn keyring(own: &DnsConfig, cli: &[String]) -> Result<dns_server::tsig::Keyring, String> {
+    let mut keys = Vec::new();
+    for k in &own.key {
+        keys.push(dns_server::tsig::Key::new(&k.algorithm, &k.name, &k.secret)?);
+    }
+    for k in cli {
+        keys.push(dns_server::tsig::Key::parse(k).map_err(|e| format!("--key: {e}"))?);
+    }
+    dns_server::tsig::Keyring::new(keys)
+}
+
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
 struct ZoneConfig {
@@ -142,20 +180,24 @@ struct ZoneConfig {
     /// Secondaries to NOTIFY, ADDR or ADDR@PORT.
     #[serde(default)]
     notify: Vec<String>,
+    /// The TSIG key transfers must be signed with and NOTIFYs are.
+    tsig_key: Option<String>,
 }
 
-/// A zone to load: origin (if given), file, who may transfer it, whom to notify.
+/// A zone to load: origin (if given), file, who may transfer it, whom to notify, its key.
 struct ZoneSpec {
     origin: Option<String>,
     file: PathBuf,
     allow_transfer: Vec<String>,
     notify: Vec<String>,
+    tsig_key: Option<String>,
 }
 
-/// What every zone gets besides its own: transfer prefixes and secondaries.
+/// What every zone gets besides its own: transfer prefixes, secondaries, a key.
 struct ForAll<'a> {
     allow_transfer: &'a [String],
     notify: &'a [String],
+    tsig_key: Option<&'a str>,
 }
 
 /// The zones to serve: the config's (files relative to it), then the command line's; every
@@ -169,6 +211,7 @@ fn zone_specs(config: Option<&Path>, own: &DnsConfig, cli: &[String], all: &ForA
             file: relative_to(config, &z.file),
             allow_transfer: z.allow_transfer.iter().chain(all.allow_transfer).cloned().collect(),
             notify: z.notify.iter().chain(all.notify).cloned().collect(),
+            tsig_key: z.tsig_key.clone().or(all.tsig_key.map(String::from)),
         })
         .collect();
     for spec in cli {
@@ -181,6 +224,7 @@ fn zone_specs(config: Option<&Path>, own: &DnsConfig, cli: &[String], all: &ForA
             file: PathBuf::from(file),
             allow_transfer: all.allow_transfer.to_vec(),
             notify: all.notify.to_vec(),
+            tsig_key: all.tsig_key.map(String::from),
         });
     }
     v
@@ -199,7 +243,7 @@ fn secondary(s: &str) -> Result<(wire::IpAddr, u16), String> {
 }
 
 /// Loads and compiles every zone; the first error (naming file and line) stops it.
-fn build(specs: &[ZoneSpec], verbose: bool) -> Result<Catalog, String> {
+fn build(specs: &[ZoneSpec], keys: dns_server::tsig::Keyring, verbose: bool) -> Result<Catalog, String> {
     if specs.is_empty() {
         return Err("no zones: give --zone FILE or [[zone]] in --config".into());
     }
@@ -214,9 +258,15 @@ fn build(specs: &[ZoneSpec], verbose: bool) -> Result<Catalog, String> {
             .map(|n| secondary(n))
             .collect::<Result<Vec<_>, _>>()
             .map_err(|e| format!("{}: {e}", spec.file.display()))?;
+        let key = match &spec.tsig_key {
+            Some(name) => Some(keys.named(name).cloned().ok_or_else(|| {
+                format!("{}: tsig_key {name:?}: no such key (give it with --key or [[key]])", spec.file.display())
+            })?),
+            None => None,
+        };
         let z = dns_server::zone::load(&spec.file, spec.origin.as_deref())?;
         let t1 = Instant::now();
-        let c = CompiledZone::compile(&z).with_transfers(&z, acl).with_notify(notify);
+        let c = CompiledZone::compile(&z).with_transfers(&z, acl).with_notify(notify).with_key(key);
         if compiled.iter().any(|o| o.origin == c.origin) {
             return Err(format!("{}: zone {} is given twice", spec.file.display(), c.origin));
         }
@@ -236,7 +286,7 @@ fn build(specs: &[ZoneSpec], verbose: bool) -> Result<Catalog, String> {
         }
         compiled.push(c);
     }
-    Ok(Catalog::new(compiled))
+    Ok(Catalog::new(compiled).with_keys(keys))
 }
 
 /// Runs the DNS server.
@@ -262,19 +312,22 @@ pub fn run(a: DnsArgs) -> Result<(), String> {
     let exempt: Vec<&String> = a.rrl_exempt.iter().chain(&s.own.rrl_exempt).collect();
     let rrl_exempt = dns_server::transfer::Acl::parse(&exempt).map_err(|e| format!("--rrl-exempt: {e}"))?;
     let started = Instant::now();
-    let all = ForAll { allow_transfer: &a.allow_transfer, notify: &a.notify };
-    let catalog = Published::new(build(&zone_specs(s.config.as_deref(), &s.own, &a.zone, &all), true)?);
+    let all = ForAll { allow_transfer: &a.allow_transfer, notify: &a.notify, tsig_key: a.tsig_key.as_deref() };
+    let keys = keyring(&s.own, &a.key)?;
+    let catalog = Published::new(build(&zone_specs(s.config.as_deref(), &s.own, &a.zone, &all), keys, true)?);
     eprintln!("sirocco: zones compiled in {:.2} s", started.elapsed().as_secs_f64());
     let reload = {
         let (published, config_path, cli) = (catalog.clone(), s.config.clone(), a.zone.clone());
-        let (allow, notify) = (a.allow_transfer.clone(), a.notify.clone());
+        let (allow, notify, tsig_key, cli_keys) =
+            (a.allow_transfer.clone(), a.notify.clone(), a.tsig_key.clone(), a.key.clone());
         move || {
             let own = match &config_path {
                 Some(p) => config::read::<DnsConfig>(p)?.own,
                 None => DnsConfig::default(),
             };
-            let all = ForAll { allow_transfer: &allow, notify: &notify };
-            let c = build(&zone_specs(config_path.as_deref(), &own, &cli, &all), false)?;
+            let all = ForAll { allow_transfer: &allow, notify: &notify, tsig_key: tsig_key.as_deref() };
+            let keys = keyring(&own, &cli_keys)?;
+            let c = build(&zone_specs(config_path.as_deref(), &own, &cli, &all), keys, false)?;
             let zones = c.zones().len();
             Ok((format!("{zones} zone(s)"), published.publish(c)))
         }
@@ -298,8 +351,8 @@ pub fn run(a: DnsArgs) -> Result<(), String> {
     let grants: &[_] =
         if s.opts.ctl.is_some() { &[(Protocol::UDP, port)] } else { &[(Protocol::UDP, port), (Protocol::TCP, port)] };
     let out = s.run(&format!("dns on port {port}"), grants, make, Some(("zones", Box::new(reload))))?;
-    let mut rc = [0u64; 8];
-    let (mut tc, mut dropped, mut rrl_dropped, mut rrl_slipped) = (0, 0, 0, 0);
+    let mut rc = [0u64; 9];
+    let (mut tc, mut dropped, mut rrl_dropped, mut rrl_slipped, mut signed) = (0, 0, 0, 0, 0);
     let mut t = dns_server::tcp::TcpStats::default();
     let mut n = dns_server::notify::NotifyStats::default();
     for svc in out.apps() {
@@ -311,14 +364,15 @@ pub fn run(a: DnsArgs) -> Result<(), String> {
             rc[i] += v;
         }
         tc += d.stats.truncated;
+        signed += d.stats.signed;
         dropped += d.stats.dropped;
         rrl_dropped += d.stats.rrl_dropped;
         rrl_slipped += d.stats.rrl_slipped;
         t.add(&svc.tcp.app.stats);
     }
     println!(
-        "dns: noerror {} formerr {} servfail {} nxdomain {} notimp {} refused {} yxdomain {} badvers {} | truncated {tc} dropped {dropped}",
-        rc[0], rc[1], rc[2], rc[3], rc[4], rc[5], rc[6], rc[7]
+        "dns: noerror {} formerr {} servfail {} nxdomain {} notimp {} refused {} yxdomain {} badvers {} notauth {} | truncated {tc} dropped {dropped} | signed (tsig) {signed}",
+        rc[0], rc[1], rc[2], rc[3], rc[4], rc[5], rc[6], rc[7], rc[8]
     );
     if let Some(r) = rrl {
         println!(
