@@ -34,6 +34,7 @@ pub const TARGETS: &[(&str, Target)] = &[
     ("dns_tcp", dns_tcp),
     ("dns_signed", dns_signed),
     ("dns_tsig", dns_tsig),
+    ("dns_xfr_in", dns_xfr_in),
     ("zone_text", zone_text),
     ("http_request", http_request),
     ("web_server", web_server),
@@ -588,6 +589,38 @@ fn fuzz_server(mode: dns_server::KeyMode) -> dns_server::DnsServer {
     let c = dns_server::Catalog::new(vec![dns_server::CompiledZone::compile(&z).with_transfers(&z, acl)])
         .with_keys(dns_server::tsig::Keyring::new(vec![fuzz_key()]).unwrap());
     dns_server::DnsServer::new(std::sync::Arc::new(c), 53).with_key_mode(mode)
+}
+
+/// A primary's answers to sirocco as a secondary (an SOA answer, then a transfer), cut where
+/// the first byte says: never a panic; a transfer that completes starts with the zone's SOA
+/// and holds only names of the zone; the query it sends next is whole.
+pub fn dns_xfr_in(data: &[u8]) {
+    use dns_server::secondary::{Outcome, XfrIn};
+    let Some((&sel, rest)) = data.split_first() else { return };
+    let origin = b"\x07example\x03com\x00";
+    let known = (sel & 1 == 1).then_some(5);
+    let mut x = XfrIn::new(0, origin, None, known, 0x100);
+    let mut out = Vec::new();
+    x.start(0, &mut out);
+    let cut = usize::from(sel >> 1) % (rest.len() + 1);
+    for piece in [&rest[..cut], &rest[cut..]] {
+        out.clear();
+        let outcome = x.feed(piece, 0, &mut out);
+        if !out.is_empty() {
+            let n = usize::from(u16::from_be_bytes([out[0], out[1]]));
+            assert_eq!(n + 2, out.len(), "a whole query");
+            dns::Query::parse(&out[2..]).expect("a query that parses");
+        }
+        match outcome {
+            Some(Outcome::Transferred { records, .. }) => {
+                assert!(records[0].0[..] == origin[..] && records[0].1 == dns::rtype::SOA, "the SOA first");
+                assert!(records.iter().all(|r| dns::name::wire_ends_with(&r.0, origin)), "names of the zone only");
+                return;
+            }
+            Some(_) => return,
+            None => {}
+        }
+    }
 }
 
 /// The TSIG key the fuzzed servers know.
@@ -1183,6 +1216,34 @@ pub fn seeds(target: &str) -> Vec<Vec<u8>> {
             include_bytes!("../data/signed-nsec.zone").to_vec(),
             include_bytes!("../data/signed-nsec3.zone").to_vec(),
         ],
+        "dns_xfr_in" => {
+            let answer = |id: u16, qd: bool, records: &[(&[u8], u16, &[u8])]| {
+                let mut m = [&id.to_be_bytes()[..], &[0x84, 0, 0, u8::from(qd), 0, records.len() as u8, 0, 0, 0, 0]]
+                    .concat();
+                if qd {
+                    m.extend_from_slice(b"\x07example\x03com\x00\x00\x06\x00\x01");
+                }
+                for (owner, t, data) in records {
+                    m.extend_from_slice(owner);
+                    m.extend(t.to_be_bytes());
+                    m.extend([0, 1, 0, 0, 0, 60]);
+                    m.extend((data.len() as u16).to_be_bytes());
+                    m.extend_from_slice(data);
+                }
+                [&(m.len() as u16).to_be_bytes()[..], &m].concat()
+            };
+            let soa: &[u8] = b"\x02ns\xc0\x0c\x01h\xc0\x0c\x00\x00\x00\x06\x00\x00\x0e\x10\x00\x00\x02\x58\x00\x01\x51\x80\x00\x00\x00\x3c";
+            let apex: &[u8] = b"\xc0\x0c";
+            let www: &[u8] = b"\x03www\x07example\x03com\x00";
+            let stream = [
+                answer(0x100, true, &[(apex, 6, soa)]),
+                answer(0x101, true, &[(apex, 6, soa), (apex, 2, b"\x02ns\xc0\x0c"), (b"\x02ns\xc0\x0c", 1, &[198, 18, 0, 1])]),
+                answer(0x101, false, &[(www, 5, b"\x02ns\x07example\x03com\x00"), (www, 15, b"\x00\x0a\x02mx\x07example\x03com\x00")]),
+                answer(0x101, true, &[(apex, 6, soa)]),
+            ]
+            .concat();
+            vec![[&[0x20u8][..], &stream].concat(), [&[0x41u8][..], &stream].concat()]
+        }
         "dns_tsig" => {
             let www = [
                 &[0x12u8, 0x34, 0, 0, 0, 1, 0, 0, 0, 0, 0, 0][..],

@@ -14,6 +14,7 @@ mod dns_diff;
 mod dns_dnssec;
 mod dns_reload;
 mod dns_rrl;
+mod dns_secondary;
 mod dns_tcp;
 mod dns_xfr;
 mod echo;

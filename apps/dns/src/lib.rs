@@ -7,6 +7,7 @@ pub mod notify;
 pub mod nsec3;
 pub mod resolve;
 pub mod rrl;
+pub mod secondary;
 pub mod server;
 pub mod tcp;
 pub mod transfer;

@@ -6,6 +6,7 @@ use crate::message::{sum_at, Cover};
 use crate::notify::Notifier;
 use crate::resolve::MAX_CHAIN;
 use crate::rrl::{self, Decision, Rrl};
+use crate::secondary::Secondaries;
 use dns::name::{wire_ends_with, Name};
 use dns::tsig::{self, Chain, Check};
 use dns::{class, rcode, rtype, Edns, KeyMode, QName, Query, QueryError, HEADER_LEN};
@@ -36,6 +37,10 @@ pub struct DnsStats {
     pub rrl_dropped: u64,
     /// Responses over the rate limit sent truncated instead (slipped).
     pub rrl_slipped: u64,
+    /// NOTIFYs from a primary accepted (sirocco as a secondary).
+    pub notify_in: u64,
+    /// NOTIFYs refused: not a secondary zone here, not from its primary, not signed.
+    pub notify_refused: u64,
 }
 
 /// A response built in the query's buffer.
@@ -85,6 +90,8 @@ pub struct DnsServer {
     notifier: Option<Notifier>,
     /// The catalog's zones were not looked at for NOTIFY yet.
     announce: bool,
+    /// The zones served as a secondary, which NOTIFYs may name.
+    secondaries: Option<Arc<Secondaries>>,
     /// Counters.
     pub stats: DnsStats,
 }
@@ -118,6 +125,7 @@ impl DnsServer {
             rrl: None,
             notifier: None,
             announce: true,
+            secondaries: None,
             stats: DnsStats::default(),
         }
     }
@@ -126,6 +134,64 @@ impl DnsServer {
     pub fn with_notify(mut self) -> Self {
         self.notifier = Some(Notifier::default());
         self
+    }
+
+    /// Takes NOTIFYs for the secondary zones of `s` from their primaries.
+    pub fn with_secondaries(mut self, s: Arc<Secondaries>) -> Self {
+        self.secondaries = Some(s);
+        self
+    }
+
+    /// A NOTIFY (RFC 1996) in `buf[..len]` from `src`, over UDP or TCP: a secondary zone's
+    /// primary says it has a new version. Accepted, it makes engine 0 check the zone; the answer echoes the
+    /// question (signed if the NOTIFY was).
+    fn notify_in(&mut self, buf: &mut [u8], len: usize, src: wire::IpAddr) -> Option<Response> {
+        let secondaries = self.secondaries.clone()?;
+        if buf[4..6] != [0, 1] {
+            return None;
+        }
+        let (name, next) = Name::read(&buf[..len], HEADER_LEN).ok()?;
+        let q_end = next + 4;
+        if q_end > len {
+            return None;
+        }
+        let zone = secondaries.find(name.as_wire());
+        let spec = zone.map(|i| &secondaries.zones()[i]);
+        let now = unix_now();
+        let catalog = self.catalog.get().clone();
+        let signed = tsig::find(&buf[..len]).map(|at| tsig::verify(catalog.keys(), &buf[..len], at, now));
+        let mut mac = None;
+        let rc = match (spec, &signed) {
+            (None, _) => rcode::NOTAUTH,
+            (Some(s), _) if !s.primaries.iter().any(|p| p.0 == src) => rcode::REFUSED,
+            (Some(s), Some(Check::Valid { key, mac: m })) if s.key.as_ref().is_none_or(|k| k.name() == key.name()) => {
+                mac = Some((*key, *m));
+                rcode::NOERROR
+            }
+            (Some(_), Some(Check::Valid { .. })) => rcode::REFUSED,
+            (Some(_), Some(_)) => rcode::NOTAUTH,
+            (Some(s), None) if s.key.is_some() => rcode::REFUSED,
+            (Some(_), None) => rcode::NOERROR,
+        };
+        if rc == rcode::NOERROR {
+            secondaries.notify(zone.expect("a zone"));
+            self.stats.notify_in += 1;
+        } else {
+            self.stats.notify_refused += 1;
+        }
+        // QR, opcode NOTIFY, AA; the question alone.
+        buf[2] = 0x80 | (4 << 3) | 0x04;
+        buf[3] = rc;
+        buf[6..12].fill(0);
+        let mut end = q_end;
+        match (mac, signed) {
+            (Some((key, m)), _) => end = tsig::sign(key, buf, end, Chain::Answer(m.as_bytes()), now, 0, &[])?.0,
+            (None, Some(Check::Failed { error, key_name, alg_name, .. })) => {
+                end = tsig::append_unsigned(buf, end, key_name.as_wire(), alg_name.as_wire(), now, error)?
+            }
+            _ => {}
+        }
+        Some(Response { len: end, sum: checksum::fold(checksum::add(0, &buf[..end])), q_end, key: 0, edns: false })
     }
 
     /// The NOTIFY side, if this server sends them.
@@ -173,7 +239,11 @@ impl DnsServer {
     /// fill `buf` up to 65 535 bytes and is never truncated for size below that. A query
     /// with the edns-tcp-keepalive option is told `keepalive`, the idle timeout in units of
     /// 100 ms (RFC 7828).
-    pub fn respond_tcp(&mut self, buf: &mut [u8], len: usize, keepalive: u16) -> Option<usize> {
+    /// `src` is the client (a NOTIFY must come from a primary).
+    pub fn respond_tcp(&mut self, buf: &mut [u8], len: usize, keepalive: u16, src: wire::IpAddr) -> Option<usize> {
+        if len >= HEADER_LEN && buf[2] & 0xf8 == 4 << 3 && self.secondaries.is_some() {
+            return self.notify_in(buf, len, src).map(|r| r.len);
+        }
         self.answer(buf, len, Some(keepalive), 0).map(|r| r.len)
     }
 
@@ -535,6 +605,12 @@ impl Service for DnsServer {
     }
 
     fn udp(&mut self, now: engine::Instant, d: Datagram<'_>) -> Verdict {
+        if d.len >= 12 && d.buf[2] & 0xf8 == 4 << 3 && self.secondaries.is_some() {
+            return match self.notify_in(d.buf, d.len, d.src) {
+                Some(r) => Verdict::ReplySummed { len: r.len, sum: r.sum },
+                None => Verdict::Drop,
+            };
+        }
         if d.len >= 12 && d.buf[2] & 0x80 != 0 {
             // A response: only a secondary's answer to our NOTIFY is expected.
             if let Some(n) = self.notifier.as_mut() {

@@ -7,6 +7,7 @@ use tcp::{Config, Limits};
 use wire::tcp::TcpRepr;
 use wire::IpAddr;
 
+use crate::secondary::{Outcome, Refresher, XfrIn};
 use crate::server::DnsServer;
 use crate::transfer::Transfer;
 use dns::{tsig, HEADER_LEN};
@@ -108,6 +109,8 @@ pub struct DnsTcp {
     closing: u64,
     /// Counters.
     pub stats: TcpStats,
+    /// Checks of secondary zones that ended, for the refresher.
+    pub outcomes: Vec<(usize, Outcome)>,
 }
 
 /// One connection: its incomplete input and its answers not yet acknowledged.
@@ -124,6 +127,10 @@ pub struct DnsConn {
     remote: IpAddr,
     /// A zone transfer being sent; queries behind it wait.
     sending: Option<Sending>,
+    /// A connection of ours to a primary (sirocco as a secondary), not a client's.
+    primary: bool,
+    /// The check it runs, until it ends.
+    xfr: Option<Box<XfrIn>>,
 }
 
 /// A transfer in progress: the zone's layout (kept alive across a reload: the transfer
@@ -195,6 +202,7 @@ impl DnsTcp {
             now: Instant::default(),
             closing: 0,
             stats: TcpStats::default(),
+            outcomes: Vec::new(),
         }
     }
 
@@ -217,7 +225,14 @@ impl DnsTcp {
             closing: false,
             remote,
             sending: None,
+            primary: false,
+            xfr: None,
         }
+    }
+
+    /// The state of a connection of ours to a primary, running `x`.
+    pub fn conn_to_primary(&self, x: XfrIn, remote: IpAddr) -> DnsConn {
+        DnsConn { primary: true, xfr: Some(Box::new(x)), ..self.conn_from(remote) }
     }
 
     /// Checks the signature of the transfer query `scratch[..n]`, if it has one.
@@ -310,6 +325,10 @@ impl DnsTcp {
         if self.now < c.deadline {
             return None;
         }
+        if c.primary {
+            // A primary that stopped sending: the check fails when the reset is done.
+            return Some(false);
+        }
         if c.out.is_empty() && c.input.is_empty() && !c.closing {
             self.stats.idle_closed += 1;
             self.closing += 1;
@@ -319,6 +338,20 @@ impl DnsTcp {
         }
         self.stats.cut += 1;
         Some(false)
+    }
+
+    /// Data from a primary on our connection `c`.
+    fn primary_data(&mut self, c: &mut DnsConn, data: &[u8], ctl: &mut tcp::Ctl) {
+        c.deadline = self.now + self.settings.idle_timeout;
+        let Some(x) = c.xfr.as_mut() else { return };
+        self.message.clear();
+        let outcome = x.feed(data, crate::server::unix_now(), &mut self.message);
+        c.out.extend(&self.message);
+        if let Some(o) = outcome {
+            self.outcomes.push((x.zone, o));
+            c.xfr = None;
+            ctl.close();
+        }
     }
 
     fn serve(&mut self, c: &mut DnsConn) -> bool {
@@ -350,7 +383,7 @@ impl DnsTcp {
 
     /// Answers the query `scratch[..n]` on `c`.
     fn answer(&mut self, c: &mut DnsConn, n: usize) {
-        if let Some(len) = self.server.respond_tcp(&mut self.scratch, n, self.keepalive) {
+        if let Some(len) = self.server.respond_tcp(&mut self.scratch, n, self.keepalive, c.remote) {
             c.out.extend(&(len as u16).to_be_bytes());
             c.out.extend(&self.scratch[..len]);
             self.stats.answered += 1;
@@ -370,8 +403,21 @@ impl tcp::App for DnsTcp {
         Some(self.conn_from(remote.0))
     }
 
+    fn connected(&mut self, _h: tcp::Handle, c: &mut DnsConn, _ctl: &mut tcp::Ctl) {
+        if let Some(x) = c.xfr.as_mut() {
+            self.message.clear();
+            x.start(crate::server::unix_now(), &mut self.message);
+            c.out.extend(&self.message);
+            c.deadline = self.now + self.settings.idle_timeout;
+        }
+    }
+
     fn recv(&mut self, _h: tcp::Handle, c: &mut DnsConn, data: &[u8], ctl: &mut tcp::Ctl) {
         ctl.recv_done(data.len() as u32);
+        if c.primary {
+            self.primary_data(c, data, ctl);
+            return;
+        }
         if !self.feed(c, data) {
             self.stats.cut += 1;
             ctl.abort();
@@ -393,7 +439,20 @@ impl tcp::App for DnsTcp {
         }
     }
 
-    fn closed(&mut self, _h: tcp::Handle, c: DnsConn, _end: tcp::End) {
+    fn closed(&mut self, _h: tcp::Handle, c: DnsConn, end: tcp::End) {
+        if c.primary {
+            if let Some(x) = c.xfr {
+                let why = match end {
+                    tcp::End::Closed => "was closed",
+                    tcp::End::Reset => "was reset",
+                    tcp::End::Refused => "was refused",
+                    tcp::End::TimedOut => "timed out",
+                    tcp::End::Aborted => "was cut off (nothing for the idle timeout)",
+                };
+                self.outcomes.push((x.zone, x.cut_off(why)));
+            }
+            return;
+        }
         if c.closing {
             self.closing -= 1;
         }
@@ -407,6 +466,12 @@ pub struct DnsService {
     pub tcp: TcpService<DnsTcp>,
     port: u16,
     last_sweep: Instant,
+    /// Checks of secondary zones (engine 0's service only).
+    pub refresher: Option<Refresher>,
+    /// Our addresses, to connect to primaries from.
+    locals: Vec<IpAddr>,
+    /// The ephemeral ports our connections to primaries start from.
+    client_ports: (u16, u16),
 }
 
 impl DnsService {
@@ -417,6 +482,41 @@ impl DnsService {
             tcp: TcpService::new(app, &[port], Config::default(), limits),
             port,
             last_sweep: Instant::default(),
+            refresher: None,
+            locals: Vec::new(),
+            client_ports: limits.ephemeral,
+        }
+    }
+
+    /// Keeps the secondary zones of `r` current, connecting to their primaries from one of
+    /// `locals` (of the primary's family).
+    pub fn with_refresher(mut self, r: Refresher, locals: Vec<IpAddr>) -> DnsService {
+        self.refresher = Some(r);
+        self.locals = locals;
+        self
+    }
+
+    /// Starts the checks of secondary zones that are due, and takes those that ended.
+    fn refresh(&mut self, now: Instant) {
+        let Some(r) = self.refresher.as_mut() else { return };
+        for (zone, o) in self.tcp.app.outcomes.drain(..) {
+            r.finished(now, zone, o);
+        }
+        r.expire(now);
+        while let Some(job) = r.due(now) {
+            let x = r.start(job);
+            let (addr, port) = job.primary;
+            let Some(local) =
+                self.locals.iter().copied().find(|l| matches!(l, IpAddr::V4(_)) == matches!(addr, IpAddr::V4(_)))
+            else {
+                r.finished(now, job.zone, Outcome::Failed(format!("no address of ours to reach {addr} from")));
+                continue;
+            };
+            let conn = self.tcp.app.conn_to_primary(x, addr);
+            self.tcp.app.now = now;
+            if let Err((e, _)) = self.tcp.ep.connect(now, local, addr, port, Config::default(), conn, |_| true) {
+                r.finished(now, job.zone, Outcome::Failed(format!("connecting to {addr}@{port}: {e:?}")));
+            }
         }
     }
 
@@ -455,7 +555,12 @@ impl Service for DnsService {
     }
 
     fn tcp_ports(&self) -> Vec<u16> {
-        self.tcp.tcp_ports()
+        let mut ports = self.tcp.tcp_ports();
+        if self.refresher.is_some() {
+            // Where the primaries answer our connections.
+            ports.extend(self.client_ports.0..=self.client_ports.1);
+        }
+        ports
     }
 
     fn tcp(&mut self, now: Instant, src: IpAddr, dst: IpAddr, seg: &TcpRepr, payload: &[u8], view: u32) {
@@ -477,6 +582,7 @@ impl Service for DnsService {
             self.last_sweep = now;
             self.sweep();
         }
+        self.refresh(now);
         self.tcp.app.server.produce(now, out) + self.tcp.produce(now, out)
     }
 

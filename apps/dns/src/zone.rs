@@ -62,8 +62,9 @@ pub fn sigs_in(sets: &[RRset], rtype: u16) -> Option<&RRset> {
     sets.iter().find(|s| s.rtype == rtype::RRSIG && s.rdatas[0].get(..2) == Some(&rtype.to_be_bytes()[..]))
 }
 
-/// A record as scanned: lowercase wire owner, type, TTL, uncompressed data.
-type Scanned = (Box<[u8]>, u16, u32, Vec<u8>);
+/// A record as scanned or received: lowercase wire owner, type, TTL, uncompressed data.
+pub type Record = (Box<[u8]>, u16, u32, Vec<u8>);
+type Scanned = Record;
 
 const MAX_INCLUDE_DEPTH: usize = 8;
 
@@ -83,7 +84,17 @@ pub fn load_text(path: &Path, text: &[u8], origin: Option<&str>) -> Result<Zone,
     let mut records: Vec<Scanned> = Vec::new();
     scan(path, text, origin_name.clone(), &mut records, 0)?;
     let origin = match origin_name {
-        Some(o) => dns_name(&o)?,
+        Some(o) => Some(dns_name(&o)?),
+        None => None,
+    };
+    from_records(path, origin, records)
+}
+
+/// The zone of `records` (`path` names it in errors); its origin is `origin` if given, else
+/// the SOA's owner.
+pub fn from_records(path: &Path, origin: Option<Name>, records: Vec<Record>) -> Result<Zone, String> {
+    let origin = match origin {
+        Some(o) => o,
         None => {
             records.iter().find(|r| r.1 == rtype::SOA).map(|r| Name::from_wire(&r.0).expect("valid")).ok_or_else(
                 || format!("{}: no SOA record, and no origin given (use --zone NAME=FILE)", path.display()),
@@ -124,6 +135,55 @@ pub fn load_text(path: &Path, text: &[u8], origin: Option<&str>) -> Result<Zone,
         ));
     }
     Ok(zone)
+}
+
+/// The zone as master-file text: `$ORIGIN`, then every record, one per line, in the
+/// presentation form NLnet Labs' `domain` writes for the types it knows and the RFC 3597
+/// generic form for others (which every zone parser reads).
+pub fn to_text(z: &Zone) -> String {
+    use std::fmt::Write as _;
+    let mut out = format!("; written by sirocco\n$ORIGIN {}\n", z.origin);
+    let soa = z.soa().expect("a zone has its SOA");
+    let mut write = |owner: &[u8], rtype: u16, ttl: u32, rdata: &[u8]| {
+        let name = Name::from_wire(owner).map(|n| n.to_string()).unwrap_or_else(|_| ".".into());
+        let _ = match presentation(rtype, rdata) {
+            Some(text) => writeln!(out, "{name} {ttl} IN {} {text}", domain::base::iana::Rtype::from_int(rtype)),
+            None => writeln!(out, "{name} {ttl} IN TYPE{rtype} \\# {} {}", rdata.len(), hex(rdata)),
+        };
+    };
+    write(z.origin.as_wire(), rtype::SOA, soa.ttl, &soa.rdatas[0]);
+    let mut names: Vec<&[u8]> = z.nodes.keys().chain(z.nsec3.keys()).map(|n| &**n).collect();
+    names.sort_unstable_by(|a, b| dns::name::canonical_cmp(a, b));
+    for name in names {
+        let sets = z.nodes.get(name).or_else(|| z.nsec3.get(name)).expect("a name of the zone");
+        for set in sets {
+            if set.rtype == rtype::SOA && name == z.origin.as_wire() {
+                continue;
+            }
+            for r in &set.rdatas {
+                write(name, set.rtype, set.ttl, r);
+            }
+        }
+    }
+    out
+}
+
+/// `rdata` of `rtype` in presentation form, if `domain` knows the type and the data parses
+/// and reads back the same (else the generic form is written).
+fn presentation(rtype: u16, rdata: &[u8]) -> Option<String> {
+    use domain::base::rdata::ParseRecordData;
+    use domain::rdata::ZoneRecordData;
+    let mut parser = domain::dep::octseq::Parser::from_ref(rdata);
+    let t = domain::base::iana::Rtype::from_int(rtype);
+    let data = ZoneRecordData::<&[u8], domain::base::ParsedName<&[u8]>>::parse_rdata(t, &mut parser).ok()??;
+    if parser.remaining() != 0 || matches!(data, ZoneRecordData::Unknown(_)) {
+        return None;
+    }
+    Some(data.to_string())
+}
+
+fn hex(b: &[u8]) -> String {
+    b.iter().map(|x| format!("{x:02x}")).collect()
 }
 
 /// The scanner reports the position after the entry it failed on, which is the start of the
@@ -399,5 +459,23 @@ mod tests {
         assert_eq!(z.nsec3.len(), 1, "the hashed owner");
         assert_eq!(z.nsec3.values().next().unwrap().len(), 2, "its NSEC3 and its RRSIG");
         assert_eq!(z.nodes.len(), 2, "apex and ns1: the NSEC3 owner is not a name of the zone");
+    }
+
+    #[test]
+    fn written_text_loads_back_as_the_same_zone() {
+        let mut text = String::from(include_str!("../../../fuzz/data/signed-nsec3.zone"));
+        text.push_str(
+            "x 60 IN TYPE1234 \\# 3 010203\nm 60 IN MX 10 mail.example.com.\nt 60 IN TXT \"a b\" \"c\\\"d\"\n",
+        );
+        let z = load_text(Path::new("t.zone"), text.as_bytes(), Some("example.com.")).unwrap();
+        let written = to_text(&z);
+        let again =
+            load_text(Path::new("again.zone"), written.as_bytes(), None).unwrap_or_else(|e| panic!("{e}\n{written}"));
+        assert_eq!(again.origin.as_wire(), z.origin.as_wire());
+        assert_eq!((again.records, again.signed), (z.records, z.signed));
+        assert_eq!(again.nodes, z.nodes);
+        assert_eq!(again.nsec3, z.nsec3);
+        assert!(written.contains(" IN MX 10 mail.example.com."), "presentation form: {written}");
+        assert!(written.contains(" IN TYPE1234 \\# 3 010203"), "generic form for an unknown type");
     }
 }

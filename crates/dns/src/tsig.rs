@@ -244,6 +244,11 @@ impl Record {
         self.mac.as_bytes()
     }
 
+    /// The MAC, kept (the next message of a transfer is checked against it).
+    pub fn kept_mac(&self) -> Mac {
+        self.mac
+    }
+
     /// Other data (a BADTIME answer's server time), if short enough to be kept.
     pub fn other(&self) -> &[u8] {
         &self.other[..self.other_len.min(6)]

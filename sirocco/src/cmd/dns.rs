@@ -3,10 +3,14 @@
 
 use crate::serve::{config, relative_to, Defaults, ServeArgs};
 use clap::Args;
+use dns_server::secondary::Secondaries;
+use dns_server::zone::Zone;
 use dns_server::{Catalog, CompiledZone};
 use engine::published::Published;
 use serde::Deserialize;
+use std::collections::HashMap;
 use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
 use std::time::Instant;
 use wire::Protocol;
 
@@ -50,6 +54,11 @@ pub struct DnsArgs {
     /// its NOTIFYs are signed with, unless its [[zone]] names its own tsig_key.
     #[arg(long, value_name = "NAME")]
     pub tsig_key: Option<String>,
+    /// A zone served as a secondary, NAME=PRIMARY with PRIMARY as ADDR or ADDR@PORT: got by
+    /// AXFR over TCP, refreshed by its SOA timers and NOTIFY; repeatable. Kept in memory; a
+    /// [[zone]] with name, primary and file also stores it.
+    #[arg(long, value_name = "NAME=ADDR[@PORT]")]
+    pub secondary: Vec<String>,
     #[command(flatten)]
     pub rrl: RrlArgs,
     /// Clients never rate-limited (addresses or prefixes; repeatable). Config key rrl_exempt.
@@ -172,8 +181,13 @@ fn keyring(own: &DnsConfig, cli: &[String]) -> Result<dns_server::tsig::Keyring,
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
 struct ZoneConfig {
-    file: PathBuf,
+    /// The zone file; for a secondary zone, where each version transferred is stored (and
+    /// loaded from at start).
+    file: Option<PathBuf>,
     name: Option<String>,
+    /// The zone's primaries, ADDR or ADDR@PORT: the zone is served as a secondary.
+    #[serde(default)]
+    primary: Vec<String>,
     /// Addresses or prefixes that may transfer the zone.
     #[serde(default)]
     allow_transfer: Vec<String>,
@@ -184,10 +198,12 @@ struct ZoneConfig {
     tsig_key: Option<String>,
 }
 
-/// A zone to load: origin (if given), file, who may transfer it, whom to notify, its key.
+/// A zone to load: origin (if given), file, who may transfer it, whom to notify, its key;
+/// or, with primaries, a zone served as a secondary (stored in the file if one is given).
 struct ZoneSpec {
     origin: Option<String>,
-    file: PathBuf,
+    file: Option<PathBuf>,
+    primaries: Vec<String>,
     allow_transfer: Vec<String>,
     notify: Vec<String>,
     tsig_key: Option<String>,
@@ -200,15 +216,23 @@ struct ForAll<'a> {
     tsig_key: Option<&'a str>,
 }
 
-/// The zones to serve: the config's (files relative to it), then the command line's; every
-/// one may be transferred by the `allow` prefixes too.
-fn zone_specs(config: Option<&Path>, own: &DnsConfig, cli: &[String], all: &ForAll<'_>) -> Vec<ZoneSpec> {
+/// The zones to serve: the config's (files relative to it), then the command line's, then
+/// its secondaries (`NAME=ADDR[@PORT]`); every one may be transferred by the `allow` prefixes
+/// too.
+fn zone_specs(
+    config: Option<&Path>,
+    own: &DnsConfig,
+    cli: &[String],
+    cli_secondaries: &[String],
+    all: &ForAll<'_>,
+) -> Vec<ZoneSpec> {
     let mut v: Vec<ZoneSpec> = own
         .zone
         .iter()
         .map(|z| ZoneSpec {
             origin: z.name.clone(),
-            file: relative_to(config, &z.file),
+            file: z.file.as_ref().map(|f| relative_to(config, f)),
+            primaries: z.primary.clone(),
             allow_transfer: z.allow_transfer.iter().chain(all.allow_transfer).cloned().collect(),
             notify: z.notify.iter().chain(all.notify).cloned().collect(),
             tsig_key: z.tsig_key.clone().or(all.tsig_key.map(String::from)),
@@ -221,7 +245,19 @@ fn zone_specs(config: Option<&Path>, own: &DnsConfig, cli: &[String], all: &ForA
         };
         v.push(ZoneSpec {
             origin,
-            file: PathBuf::from(file),
+            file: Some(PathBuf::from(file)),
+            primaries: Vec::new(),
+            allow_transfer: all.allow_transfer.to_vec(),
+            notify: all.notify.to_vec(),
+            tsig_key: all.tsig_key.map(String::from),
+        });
+    }
+    for spec in cli_secondaries {
+        let (origin, primary) = spec.split_once('=').unwrap_or(("", spec));
+        v.push(ZoneSpec {
+            origin: Some(origin.to_string()),
+            file: None,
+            primaries: vec![primary.to_string()],
             allow_transfer: all.allow_transfer.to_vec(),
             notify: all.notify.to_vec(),
             tsig_key: all.tsig_key.map(String::from),
@@ -230,51 +266,118 @@ fn zone_specs(config: Option<&Path>, own: &DnsConfig, cli: &[String], all: &ForA
     v
 }
 
-/// A secondary: ADDR or ADDR@PORT (port 53 by default).
-fn secondary(s: &str) -> Result<(wire::IpAddr, u16), String> {
+impl ZoneSpec {
+    /// What names the zone in errors: its file, else its name.
+    fn label(&self) -> String {
+        match (&self.file, &self.origin) {
+            (Some(f), _) => f.display().to_string(),
+            (None, Some(o)) => format!("zone {o}"),
+            (None, None) => "a zone".into(),
+        }
+    }
+
+    /// The zone's key, looked up in `keys`.
+    fn key(&self, keys: &dns_server::tsig::Keyring) -> Result<Option<dns_server::tsig::Key>, String> {
+        match &self.tsig_key {
+            Some(name) => Ok(Some(keys.named(name).cloned().ok_or_else(|| {
+                format!("{}: tsig_key {name:?}: no such key (give it with --key or [[key]])", self.label())
+            })?)),
+            None => Ok(None),
+        }
+    }
+}
+
+/// The secondary zones among `specs`: origin, primaries, key.
+fn secondary_specs(
+    specs: &[ZoneSpec],
+    keys: &dns_server::tsig::Keyring,
+) -> Result<Vec<dns_server::secondary::SecondarySpec>, String> {
+    let mut out = Vec::new();
+    for spec in specs.iter().filter(|s| !s.primaries.is_empty()) {
+        let label = spec.label();
+        let origin = spec
+            .origin
+            .as_deref()
+            .filter(|o| !o.is_empty())
+            .ok_or_else(|| format!("{label}: a zone with a primary needs its name (name = \"example.com\")"))?;
+        let wire = dns::name::wire_from_text(&origin.to_ascii_lowercase())
+            .map_err(|_| format!("{label}: {origin:?} is not a domain name"))?;
+        let primaries = spec
+            .primaries
+            .iter()
+            .map(|p| endpoint(p, "primary"))
+            .collect::<Result<Vec<_>, _>>()
+            .map_err(|e| format!("{label}: {e}"))?;
+        out.push(dns_server::secondary::SecondarySpec { origin: wire, primaries, key: spec.key(keys)? });
+    }
+    Ok(out)
+}
+
+/// A secondary to notify or a primary (`what`): ADDR or ADDR@PORT (port 53 by default).
+fn endpoint(s: &str, what: &str) -> Result<(wire::IpAddr, u16), String> {
     let (a, port) = match s.rsplit_once('@') {
         Some((a, p)) => {
-            (a, p.parse::<u16>().ok().filter(|&p| p != 0).ok_or_else(|| format!("notify {s:?}: bad port"))?)
+            (a, p.parse::<u16>().ok().filter(|&p| p != 0).ok_or_else(|| format!("{what} {s:?}: bad port"))?)
         }
         None => (s, 53),
     };
-    let a: std::net::IpAddr = a.parse().map_err(|_| format!("notify {s:?}: not an address"))?;
+    let a: std::net::IpAddr = a.parse().map_err(|_| format!("{what} {s:?}: not an address"))?;
     Ok((a.into(), port))
 }
 
-/// Loads and compiles every zone; the first error (naming file and line) stops it.
-fn build(specs: &[ZoneSpec], keys: dns_server::tsig::Keyring, verbose: bool) -> Result<Catalog, String> {
+/// The versions of the secondary zones transferred so far (or loaded from their files at
+/// start), by origin in lowercase wire form.
+type Received = Arc<Mutex<HashMap<Vec<u8>, Arc<Zone>>>>;
+
+/// The lowercase wire form of a zone name given in text.
+fn origin_wire(origin: &str) -> Vec<u8> {
+    dns::name::wire_from_text(&origin.to_ascii_lowercase()).unwrap_or_default()
+}
+
+/// Loads and compiles every zone (a secondary zone: its last version received, if any); the
+/// first error (naming file and line) stops it.
+fn build(
+    specs: &[ZoneSpec],
+    keys: dns_server::tsig::Keyring,
+    verbose: bool,
+    received: &Received,
+) -> Result<Catalog, String> {
     if specs.is_empty() {
-        return Err("no zones: give --zone FILE or [[zone]] in --config".into());
+        return Err("no zones: give --zone FILE, --secondary NAME=PRIMARY or [[zone]] in --config".into());
     }
+    let have = received.lock().unwrap_or_else(|p| p.into_inner()).clone();
     let mut compiled: Vec<CompiledZone> = Vec::new();
     for spec in specs {
+        let label = spec.label();
         let t0 = Instant::now();
         let acl = dns_server::transfer::Acl::parse(&spec.allow_transfer)
-            .map_err(|e| format!("{}: allow_transfer: {e}", spec.file.display()))?;
+            .map_err(|e| format!("{label}: allow_transfer: {e}"))?;
         let notify = spec
             .notify
             .iter()
-            .map(|n| secondary(n))
+            .map(|n| endpoint(n, "notify"))
             .collect::<Result<Vec<_>, _>>()
-            .map_err(|e| format!("{}: {e}", spec.file.display()))?;
-        let key = match &spec.tsig_key {
-            Some(name) => Some(keys.named(name).cloned().ok_or_else(|| {
-                format!("{}: tsig_key {name:?}: no such key (give it with --key or [[key]])", spec.file.display())
-            })?),
-            None => None,
+            .map_err(|e| format!("{label}: {e}"))?;
+        let key = spec.key(&keys)?;
+        let z = if spec.primaries.is_empty() {
+            let file = spec.file.as_ref().ok_or_else(|| format!("{label}: a zone needs a file or a primary"))?;
+            Arc::new(dns_server::zone::load(file, spec.origin.as_deref())?)
+        } else {
+            match have.get(&origin_wire(spec.origin.as_deref().unwrap_or_default())) {
+                Some(z) => z.clone(),
+                // Not transferred yet: not served (REFUSED) until it is.
+                None => continue,
+            }
         };
-        let z = dns_server::zone::load(&spec.file, spec.origin.as_deref())?;
         let t1 = Instant::now();
         let c = CompiledZone::compile(&z).with_transfers(&z, acl).with_notify(notify).with_key(key);
         if compiled.iter().any(|o| o.origin == c.origin) {
-            return Err(format!("{}: zone {} is given twice", spec.file.display(), c.origin));
+            return Err(format!("{label}: zone {} is given twice", c.origin));
         }
         if verbose {
             eprintln!(
-                "sirocco: zone {} from {}: {} records, {} names, {} distinct responses, {} bytes compiled ({:.0} per name); loaded in {:.2} s, compiled in {:.2} s",
+                "sirocco: zone {} from {label}: {} records, {} names, {} distinct responses, {} bytes compiled ({:.0} per name); loaded in {:.2} s, compiled in {:.2} s",
                 c.origin,
-                spec.file.display(),
                 z.records,
                 c.names(),
                 c.responses(),
@@ -287,6 +390,80 @@ fn build(specs: &[ZoneSpec], keys: dns_server::tsig::Keyring, verbose: bool) -> 
         compiled.push(c);
     }
     Ok(Catalog::new(compiled).with_keys(keys))
+}
+
+/// Loads the files of secondary zones that have one, as the version served at start; returns
+/// each secondary's serial and timers (None: to be transferred first).
+fn initial_versions(specs: &[ZoneSpec], received: &Received) -> Vec<Option<(u32, dns_server::secondary::Timers)>> {
+    let mut out = Vec::new();
+    for spec in specs.iter().filter(|s| !s.primaries.is_empty()) {
+        let loaded = spec.file.as_ref().filter(|f| f.exists()).and_then(|f| {
+            match dns_server::zone::load(f, spec.origin.as_deref()) {
+                Ok(z) => Some(z),
+                Err(e) => {
+                    eprintln!("sirocco: {e}; transferring the zone from its primary instead");
+                    None
+                }
+            }
+        });
+        let version = loaded.and_then(|z| {
+            let soa = dns_server::secondary::Timers::of_soa(&z.soa()?.rdatas[0])?;
+            received.lock().unwrap_or_else(|p| p.into_inner()).insert(z.origin.as_wire().to_vec(), Arc::new(z));
+            Some(soa)
+        });
+        out.push(version);
+    }
+    out
+}
+
+/// Takes what the refresher reported: new versions (stored in their zone's file, if it has
+/// one) and expired zones. Returns what happened, for the log.
+fn take_transfers(shared: &Secondaries, specs: &[ZoneSpec], received: &Received) -> Vec<String> {
+    use dns_server::secondary::Event;
+    let mut log = Vec::new();
+    for e in shared.take_events() {
+        match e {
+            Event::Transferred { origin, serial, records, from } => {
+                let name = dns::Name::from_wire(&origin).map(|n| n.to_string()).unwrap_or_default();
+                let z =
+                    match dns_server::zone::from_records(Path::new(&name), dns::Name::from_wire(&origin).ok(), records)
+                    {
+                        Ok(z) => z,
+                        Err(e) => {
+                            log.push(format!(
+                                "zone {name} serial {serial} from {}@{}: not loaded: {e}",
+                                from.0, from.1
+                            ));
+                            continue;
+                        }
+                    };
+                let file = specs
+                    .iter()
+                    .find(|s| !s.primaries.is_empty() && origin_wire(s.origin.as_deref().unwrap_or_default()) == origin)
+                    .and_then(|s| s.file.clone());
+                if let Some(f) = file {
+                    // Written whole beside it, then renamed over it: a crash leaves one version.
+                    let tmp = f.with_extension("sirocco-tmp");
+                    let written =
+                        std::fs::write(&tmp, dns_server::zone::to_text(&z)).and_then(|_| std::fs::rename(&tmp, &f));
+                    if let Err(e) = written {
+                        log.push(format!("zone {name}: could not store it in {}: {e}", f.display()));
+                    }
+                }
+                log.push(format!(
+                    "zone {name} serial {serial} transferred from {}@{}: {} records",
+                    from.0, from.1, z.records
+                ));
+                received.lock().unwrap_or_else(|p| p.into_inner()).insert(origin, Arc::new(z));
+            }
+            Event::Expired { origin } => {
+                let name = dns::Name::from_wire(&origin).map(|n| n.to_string()).unwrap_or_default();
+                log.push(format!("zone {name} expired: no primary answered for its expire time; not served"));
+                received.lock().unwrap_or_else(|p| p.into_inner()).remove(&origin);
+            }
+        }
+    }
+    log
 }
 
 /// Runs the DNS server.
@@ -314,12 +491,21 @@ pub fn run(a: DnsArgs) -> Result<(), String> {
     let started = Instant::now();
     let all = ForAll { allow_transfer: &a.allow_transfer, notify: &a.notify, tsig_key: a.tsig_key.as_deref() };
     let keys = keyring(&s.own, &a.key)?;
-    let catalog = Published::new(build(&zone_specs(s.config.as_deref(), &s.own, &a.zone, &all), keys, true)?);
+    let specs = zone_specs(s.config.as_deref(), &s.own, &a.zone, &a.secondary, &all);
+    // Secondary zones are fixed at start (a reload re-reads the files of the others).
+    let shared = Secondaries::new(secondary_specs(&specs, &keys)?);
+    if !shared.zones().is_empty() && s.opts.ctl.is_some() {
+        return Err("secondary zones need TCP, which sirocco ctl does not grant yet".into());
+    }
+    let received: Received = Arc::default();
+    let initial = initial_versions(&specs, &received);
+    let catalog = Published::new(build(&specs, keys, true, &received)?);
     eprintln!("sirocco: zones compiled in {:.2} s", started.elapsed().as_secs_f64());
     let reload = {
         let (published, config_path, cli) = (catalog.clone(), s.config.clone(), a.zone.clone());
-        let (allow, notify, tsig_key, cli_keys) =
-            (a.allow_transfer.clone(), a.notify.clone(), a.tsig_key.clone(), a.key.clone());
+        let (allow, notify, tsig_key, cli_keys, cli_secondaries) =
+            (a.allow_transfer.clone(), a.notify.clone(), a.tsig_key.clone(), a.key.clone(), a.secondary.clone());
+        let (shared, received) = (shared.clone(), received.clone());
         move || {
             let own = match &config_path {
                 Some(p) => config::read::<DnsConfig>(p)?.own,
@@ -327,15 +513,20 @@ pub fn run(a: DnsArgs) -> Result<(), String> {
             };
             let all = ForAll { allow_transfer: &allow, notify: &notify, tsig_key: tsig_key.as_deref() };
             let keys = keyring(&own, &cli_keys)?;
-            let c = build(&zone_specs(config_path.as_deref(), &own, &cli, &all), keys, false)?;
-            let zones = c.zones().len();
-            Ok((format!("{zones} zone(s)"), published.publish(c)))
+            let specs = zone_specs(config_path.as_deref(), &own, &cli, &cli_secondaries, &all);
+            let mut done = take_transfers(&shared, &specs, &received);
+            let c = build(&specs, keys, false, &received)?;
+            done.push(format!("{} zone(s)", c.zones().len()));
+            Ok((done.join("; "), published.publish(c)))
         }
     };
     let mode = match a.key_mode {
         KeyModeArg::Wire => dns_server::KeyMode::Wire,
         KeyModeArg::Decompress => dns_server::KeyMode::Decompress,
     };
+    let secondaries = !shared.zones().is_empty();
+    let mut refresher = secondaries.then(|| dns_server::secondary::Refresher::new(shared.clone(), &initial));
+    let locals: Vec<wire::IpAddr> = s.opts.addr.iter().map(|&a| a.into()).collect();
     let make = |engine| {
         let mut server = dns_server::DnsServer::following(catalog.follow(), port).with_key_mode(mode);
         if let Some(r) = rrl {
@@ -345,18 +536,44 @@ pub fn run(a: DnsArgs) -> Result<(), String> {
             // One engine tells the secondaries: they hear of each version once.
             server = server.with_notify();
         }
-        dns_server::DnsService::new(server, port, settings, limits)
+        if secondaries {
+            server = server.with_secondaries(shared.clone());
+        }
+        let service = dns_server::DnsService::new(server, port, settings, limits);
+        // One engine keeps the secondary zones current.
+        match refresher.take() {
+            Some(r) if engine == 0 => service.with_refresher(r, locals.clone()),
+            r => {
+                refresher = r;
+                service
+            }
+        }
     };
-    // Behind sirocco ctl a grant is one flow: UDP there, no TCP yet.
-    let grants: &[_] =
-        if s.opts.ctl.is_some() { &[(Protocol::UDP, port)] } else { &[(Protocol::UDP, port), (Protocol::TCP, port)] };
-    let out = s.run(&format!("dns on port {port}"), grants, make, Some(("zones", Box::new(reload))))?;
+    // Behind sirocco ctl a grant is one flow: UDP there, no TCP yet. A secondary's
+    // connections to its primaries come back to ephemeral ports: every TCP port of the
+    // served address is granted.
+    let tcp_port = if secondaries { 0 } else { port };
+    let grants: &[_] = if s.opts.ctl.is_some() {
+        &[(Protocol::UDP, port)]
+    } else {
+        &[(Protocol::UDP, port), (Protocol::TCP, tcp_port)]
+    };
+    let wake = Some(shared.wake.clone());
+    let reload = crate::serve::Reload { what: "zones", f: Box::new(reload), wake };
+    let out = s.run(&format!("dns on port {port}"), grants, make, Some(reload))?;
     let mut rc = [0u64; 9];
     let (mut tc, mut dropped, mut rrl_dropped, mut rrl_slipped, mut signed) = (0, 0, 0, 0, 0);
     let mut t = dns_server::tcp::TcpStats::default();
     let mut n = dns_server::notify::NotifyStats::default();
+    let (mut notify_in, mut notify_refused) = (0, 0);
+    let mut sec = None;
     for svc in out.apps() {
+        if let Some(r) = &svc.refresher {
+            sec = Some((r.stats, r.last_error.clone()));
+        }
         let d = svc.server();
+        notify_in += d.stats.notify_in;
+        notify_refused += d.stats.notify_refused;
         if let Some(s) = d.notifier() {
             n = s.stats;
         }
@@ -382,6 +599,15 @@ pub fn run(a: DnsArgs) -> Result<(), String> {
     }
     if n.sent > 0 {
         println!("dns notify: sent {} acknowledged {} unanswered {}", n.sent, n.acked, n.unanswered);
+    }
+    if let Some((st, last_error)) = sec {
+        println!(
+            "dns secondary: checks {} up to date {} transferred {} failed {} expired {} | notify received {notify_in} refused {notify_refused}",
+            st.checks, st.up_to_date, st.transferred, st.failed, st.expired
+        );
+        if let Some(e) = last_error {
+            println!("dns secondary: last failure: {e}");
+        }
     }
     println!(
         "dns over tcp: connections accepted {} refused {} closed {} (idle {} cut off {}) | answers {} | transfers {} refused {}",

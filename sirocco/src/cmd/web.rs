@@ -233,7 +233,7 @@ pub fn run(a: WebArgs) -> Result<(), String> {
         grants.push((Protocol::TCP, t.port));
         what = format!("{what}, HTTPS on port {}", t.port);
     }
-    let out = s.run(&what, &grants, make, Some(("tree", Box::new(reload))))?;
+    let out = s.run(&what, &grants, make, Some(crate::serve::Reload::on_hup("tree", Box::new(reload))))?;
     for (q, svc) in out.apps().enumerate() {
         let (st, store, tcp) = (&svc.app().stats, &svc.app().store.stats, svc.tcp.ep.stats());
         let statuses: Vec<String> = st.status.iter().map(|(k, v)| format!("{k}:{v}")).collect();

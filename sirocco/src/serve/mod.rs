@@ -9,7 +9,8 @@ pub mod reload;
 use crate::dataplane::{self, report, DataplaneArgs, Grant, Options, Outcome, Until};
 use clap::Args;
 use engine::Service;
-use reload::{ReloadFn, Reloader};
+pub use reload::Reload;
+use reload::Reloader;
 use serde::de::DeserializeOwned;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
@@ -83,18 +84,12 @@ impl<C> Serve<C> {
     /// Runs `make(queue)` on every engine until it is time to stop; with `reload`, SIGHUP
     /// calls it on a thread of its own (`what` names the state it reloads). Prints the
     /// counters and writes them with `--counters`; the caller prints its summary after.
-    pub fn run<A, F>(
-        self,
-        what: &str,
-        grants: &[Grant],
-        make: F,
-        reload: Option<(&'static str, ReloadFn)>,
-    ) -> Result<Outcome<A>, String>
+    pub fn run<A, F>(self, what: &str, grants: &[Grant], make: F, reload: Option<Reload>) -> Result<Outcome<A>, String>
     where
         A: Service + Send + 'static,
         F: FnMut(u32) -> A,
     {
-        let reloader = reload.map(|(state, f)| Reloader::start(state, f)).transpose()?;
+        let reloader = reload.map(Reloader::start).transpose()?;
         let out = dataplane::run(&self.opts, grants, make, self.until, what);
         if let Some(r) = reloader {
             r.stop();

@@ -12,6 +12,24 @@ use std::time::{Duration, Instant};
 /// Builds and publishes the new state; says what it loaded ("3 zone(s)").
 pub type ReloadFn = Box<dyn FnMut() -> Result<(String, Retired), String> + Send>;
 
+/// What a server reloads: `what` names the state in the log ("zones", "tree"); `wake`, if
+/// given, asks for a reload too when set (a zone transferred in, besides SIGHUP).
+pub struct Reload {
+    /// The state's name in the log.
+    pub what: &'static str,
+    /// Builds and publishes it.
+    pub f: ReloadFn,
+    /// Set by others who want a reload.
+    pub wake: Option<Arc<AtomicBool>>,
+}
+
+impl Reload {
+    /// A reload on SIGHUP only.
+    pub fn on_hup(what: &'static str, f: ReloadFn) -> Reload {
+        Reload { what, f, wake: None }
+    }
+}
+
 /// The reload thread while the server runs.
 pub struct Reloader {
     done: Arc<AtomicBool>,
@@ -19,8 +37,9 @@ pub struct Reloader {
 }
 
 impl Reloader {
-    /// Makes SIGHUP call `reload`; `what` names the state in the log ("zones", "tree").
-    pub fn start(what: &'static str, mut reload: ReloadFn) -> Result<Reloader, String> {
+    /// Makes SIGHUP (or `r.wake`) call `r.f`.
+    pub fn start(r: Reload) -> Result<Reloader, String> {
+        let Reload { what, f: mut reload, wake } = r;
         signals::install_reload();
         let done = Arc::new(AtomicBool::new(false));
         let stop = done.clone();
@@ -31,7 +50,8 @@ impl Reloader {
                 while !stop.load(Ordering::SeqCst) {
                     std::thread::sleep(Duration::from_millis(50));
                     retired.retain_mut(|r| !r.try_free());
-                    if !signals::take_reload() {
+                    let woken = wake.as_ref().is_some_and(|w| w.swap(false, Ordering::AcqRel));
+                    if !(signals::take_reload() | woken) {
                         continue;
                     }
                     let t = Instant::now();
