@@ -1242,7 +1242,29 @@ pub fn seeds(target: &str) -> Vec<Vec<u8>> {
                 answer(0x101, true, &[(apex, 6, soa)]),
             ]
             .concat();
-            vec![[&[0x20u8][..], &stream].concat(), [&[0x41u8][..], &stream].concat()]
+            // Known serial 5, the primary at 6: the changes between them (RFC 1995).
+            let soa5: Vec<u8> = soa.iter().enumerate().map(|(i, &b)| if i == 12 { 5 } else { b }).collect();
+            let ixfr = [
+                answer(0x100, true, &[(apex, 6, soa)]),
+                answer(
+                    0x101,
+                    true,
+                    &[
+                        (apex, 6, soa),
+                        (apex, 6, &soa5),
+                        (www, 1, &[198, 18, 0, 1]),
+                        (apex, 6, soa),
+                        (www, 1, &[198, 18, 0, 2]),
+                        (apex, 6, soa),
+                    ],
+                ),
+            ]
+            .concat();
+            vec![
+                [&[0x20u8][..], &stream].concat(),
+                [&[0x41u8][..], &stream].concat(),
+                [&[0x31u8][..], &ixfr].concat(),
+            ]
         }
         "dns_tsig" => {
             let www = [

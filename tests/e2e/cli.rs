@@ -98,6 +98,9 @@ fn dns_limits_are_checked() {
         (vec!["--key", "hmac-md5:k:c2VjcmV0"], "algorithm \"hmac-md5\" is not one of hmac-sha256"),
         (vec!["--key", "k:c2VjcmV0", "--key", "K.:c2VjcmV0"], "key \"k\" is given twice"),
         (vec!["--tsig-key", "nokey"], "tsig_key \"nokey\": no such key"),
+        (vec!["--secondary", "example.com=primary.example"], "primary \"primary.example\": not an address"),
+        (vec!["--secondary", "198.18.0.1"], "a zone with a primary needs its name"),
+        (vec!["--secondary", "example.com=198.18.0.1@99999"], "bad port"),
         (
             vec!["--rrl-rate", "5", "--rrl-exempt", "198.18.0.0/99"],
             "--rrl-exempt: \"198.18.0.0/99\": bad prefix length",

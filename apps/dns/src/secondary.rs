@@ -32,6 +32,9 @@ pub struct SecondarySpec {
     pub key: Option<Key>,
 }
 
+/// One change of an incremental transfer: records deleted, then records added.
+pub type Change = (Vec<Record>, Vec<Record>);
+
 /// What the refresher tells the loader.
 #[derive(Debug)]
 pub enum Event {
@@ -43,6 +46,17 @@ pub enum Event {
         serial: u32,
         /// Every record, the SOA once.
         records: Vec<Record>,
+        /// From which primary.
+        from: (IpAddr, u16),
+    },
+    /// A new version arrived as changes to the one served (IXFR).
+    Changed {
+        /// The zone.
+        origin: Vec<u8>,
+        /// Its serial.
+        serial: u32,
+        /// Per change: records deleted, records added (the SOAs among them).
+        changes: Vec<Change>,
         /// From which primary.
         from: (IpAddr, u16),
     },
@@ -58,6 +72,8 @@ pub enum Event {
 pub struct Secondaries {
     zones: Vec<SecondarySpec>,
     notified: Vec<AtomicBool>,
+    /// The loader could not apply changes: transfer the whole zone next.
+    resync: Vec<AtomicBool>,
     events: Mutex<Vec<Event>>,
     /// Set when events wait: the loader wakes up for them.
     pub wake: Arc<AtomicBool>,
@@ -67,7 +83,8 @@ impl Secondaries {
     /// The shared state of `zones`.
     pub fn new(zones: Vec<SecondarySpec>) -> Arc<Secondaries> {
         let notified = zones.iter().map(|_| AtomicBool::new(false)).collect();
-        Arc::new(Secondaries { zones, notified, events: Mutex::default(), wake: Arc::default() })
+        let resync = zones.iter().map(|_| AtomicBool::new(false)).collect();
+        Arc::new(Secondaries { zones, notified, resync, events: Mutex::default(), wake: Arc::default() })
     }
 
     /// The zones.
@@ -83,6 +100,13 @@ impl Secondaries {
     /// A primary told of a new version of zone `i`: engine 0 checks it soon.
     pub fn notify(&self, i: usize) {
         self.notified[i].store(true, Ordering::Release);
+    }
+
+    /// The changes to zone `i` did not apply to the version served: engine 0 transfers the
+    /// whole zone at once.
+    pub fn resync(&self, i: usize) {
+        self.resync[i].store(true, Ordering::Release);
+        self.notify(i);
     }
 
     fn take_notified(&self, i: usize) -> bool {
@@ -160,6 +184,15 @@ pub enum Outcome {
         /// Every record, the SOA once.
         records: Vec<Record>,
     },
+    /// A newer version arrived as changes to the one served.
+    Incremental {
+        /// Its serial.
+        serial: u32,
+        /// Its SOA's timers.
+        timers: Timers,
+        /// The changes, oldest first.
+        changes: Vec<Change>,
+    },
     /// The check failed: why.
     Failed(String),
 }
@@ -171,8 +204,10 @@ pub struct SecondaryStats {
     pub checks: u64,
     /// Checks that found the version served current.
     pub up_to_date: u64,
-    /// Versions transferred.
+    /// Versions transferred (whole or as changes).
     pub transferred: u64,
+    /// Of those, versions that came as changes (IXFR).
+    pub incremental: u64,
     /// Checks or transfers that failed.
     pub failed: u64,
     /// Zones that expired.
@@ -254,6 +289,9 @@ impl Refresher {
     pub fn due(&mut self, now: Instant) -> Option<Job> {
         self.begin(now);
         for (i, z) in self.zones.iter_mut().enumerate() {
+            if self.shared.resync[i].swap(false, Ordering::AcqRel) {
+                z.serial = None;
+            }
             if self.shared.take_notified(i) {
                 if z.busy {
                     z.again = true;
@@ -298,6 +336,15 @@ impl Refresher {
                 let from = spec.primaries[z.primary % spec.primaries.len()];
                 self.shared.push(Event::Transferred { origin: spec.origin.clone(), serial, records, from });
             }
+            Outcome::Incremental { serial, timers, changes } => {
+                self.stats.transferred += 1;
+                self.stats.incremental += 1;
+                (z.serial, z.timers, z.last_ok) = (Some(serial), timers, Some(now));
+                z.due = now + Timers::secs(timers.refresh);
+                let spec = &self.shared.zones[zone];
+                let from = spec.primaries[z.primary % spec.primaries.len()];
+                self.shared.push(Event::Changed { origin: spec.origin.clone(), serial, changes, from });
+            }
             Outcome::Failed(why) => {
                 self.stats.failed += 1;
                 self.last_error = Some(why);
@@ -328,13 +375,25 @@ impl Refresher {
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Phase {
     Soa,
-    Axfr,
+    Xfr,
     Done,
 }
 
+/// What the transfer's answer turned out to be (RFC 1995 section 4).
+#[derive(Debug)]
+enum Style {
+    /// Only its first SOA seen.
+    Unknown,
+    /// The whole zone, as AXFR.
+    Whole,
+    /// Changes; `deleting` while in a change's deletions.
+    Changes { deleting: bool, changes: Vec<Change> },
+}
+
 /// One check on a TCP connection to a primary: an SOA query, then, if the primary's serial
-/// is newer than the one served, an AXFR query on the same connection, whose answer is
-/// gathered until the closing SOA.
+/// is newer than the one served, on the same connection an IXFR query (with the serial
+/// served) or, with nothing served yet, an AXFR query. The answer, the whole zone or the
+/// changes since the serial served, is gathered until its closing SOA.
 #[derive(Debug)]
 pub struct XfrIn {
     /// The zone's index.
@@ -348,6 +407,7 @@ pub struct XfrIn {
     mac: Option<(Mac, bool)>,
     input: Vec<u8>,
     records: Vec<Record>,
+    style: Style,
     bytes: usize,
     soa: Option<(u32, Timers)>,
 }
@@ -366,6 +426,7 @@ impl XfrIn {
             mac: None,
             input: Vec::new(),
             records: Vec::new(),
+            style: Style::Unknown,
             bytes: 0,
             soa: None,
         }
@@ -379,10 +440,19 @@ impl XfrIn {
 
     fn query(&mut self, qtype: u16, wall: u64, out: &mut Vec<u8>) {
         let id = self.id.to_be_bytes();
-        let mut m = vec![id[0], id[1], 0, 0, 0, 1, 0, 0, 0, 0, 0, 0];
+        let ixfr = self.known.filter(|_| qtype == rtype::IXFR);
+        let ns = u8::from(ixfr.is_some());
+        let mut m = vec![id[0], id[1], 0, 0, 0, 1, 0, 0, 0, ns, 0, 0];
         m.extend_from_slice(&self.origin);
         m.extend(qtype.to_be_bytes());
         m.extend(class::IN.to_be_bytes());
+        if let Some(serial) = ixfr {
+            // The version served, as an SOA in the authority section (RFC 1995 section 3):
+            // only its serial counts, the rest is left empty.
+            m.extend([0xc0, HEADER_LEN as u8, 0, 6, 0, 1, 0, 0, 0, 0, 0, 22, 0, 0]);
+            m.extend(serial.to_be_bytes());
+            m.extend([0; 16]);
+        }
         if let Some(k) = &self.key {
             let len = m.len();
             m.resize(len + k.record_len(0), 0);
@@ -473,27 +543,14 @@ impl XfrIn {
                         return Ok(Some(Outcome::UpToDate { serial, timers }));
                     }
                     self.soa = Some((serial, timers));
-                    self.phase = Phase::Axfr;
+                    self.phase = Phase::Xfr;
                     self.id = self.id.wrapping_add(1);
-                    self.query(rtype::AXFR, wall, out);
+                    let qtype = if self.known.is_some() { rtype::IXFR } else { rtype::AXFR };
+                    self.query(qtype, wall, out);
                     return Ok(None);
                 }
                 Phase::Soa | Phase::Done => {}
-                Phase::Axfr => {
-                    if self.records.is_empty() {
-                        if !zone_soa {
-                            return Err("the transfer does not start with the zone's SOA".into());
-                        }
-                        let (serial, timers) = Timers::of_soa(&rdata).ok_or("a malformed SOA")?;
-                        self.soa = Some((serial, timers));
-                    } else if zone_soa {
-                        let (serial, timers) = self.soa.expect("set by the first record");
-                        if Timers::of_soa(&rdata).map(|s| s.0) != Some(serial) {
-                            return Err("the transfer ends with another serial than it began".into());
-                        }
-                        let records = std::mem::take(&mut self.records);
-                        return Ok(Some(Outcome::Transferred { serial, timers, records }));
-                    }
+                Phase::Xfr => {
                     // Records outside the zone are left out (RFC 5936 section 3.5).
                     if !wire_ends_with(owner.as_wire(), &self.origin) {
                         continue;
@@ -502,13 +559,81 @@ impl XfrIn {
                     if self.bytes > MAX_ZONE_BYTES {
                         return Err(format!("the zone is larger than {} MB", MAX_ZONE_BYTES >> 20));
                     }
-                    self.records.push((owner.as_wire().into(), t, ttl, rdata));
+                    let serial = if zone_soa { Some(Timers::of_soa(&rdata).ok_or("a malformed SOA")?.0) } else { None };
+                    let record = (owner.as_wire().into(), t, ttl, rdata);
+                    if let Some(done) = self.record(record, serial)? {
+                        return Ok(Some(done));
+                    }
                 }
             }
         }
         match self.phase {
             Phase::Soa => Err("the primary's answer has no SOA for the zone".into()),
+            // A lone SOA not newer than ours: nothing changed after all (RFC 1995 section 2).
+            Phase::Xfr if matches!(self.style, Style::Unknown) && self.records.len() == 1 => {
+                let (serial, timers) = self.soa.expect("set by the first record");
+                match self.known {
+                    Some(k) if !newer(serial, k) => Ok(Some(Outcome::UpToDate { serial, timers })),
+                    _ => Ok(None),
+                }
+            }
             _ => Ok(None),
+        }
+    }
+
+    /// One record of the transfer's answer (`soa`: the zone's SOA, with this serial).
+    fn record(&mut self, r: Record, soa: Option<u32>) -> Result<Option<Outcome>, String> {
+        if self.records.is_empty() && matches!(self.style, Style::Unknown) {
+            let Some(serial) = soa else { return Err("the transfer does not start with the zone's SOA".into()) };
+            self.soa = Some((serial, Timers::of_soa(&r.3).expect("read above").1));
+            self.records.push(r);
+            return Ok(None);
+        }
+        let (serial, timers) = self.soa.expect("set by the first record");
+        match &mut self.style {
+            Style::Unknown => {
+                if soa.is_some() && soa == self.known && soa != Some(serial) {
+                    // The SOA of the version served: changes follow, its deletions first.
+                    self.records.clear();
+                    self.style = Style::Changes { deleting: true, changes: vec![(vec![r], Vec::new())] };
+                    return Ok(None);
+                }
+                self.style = Style::Whole;
+                self.record(r, soa)
+            }
+            Style::Whole => {
+                if let Some(s) = soa {
+                    if s != serial {
+                        return Err("the transfer ends with another serial than it began".into());
+                    }
+                    let records = std::mem::take(&mut self.records);
+                    return Ok(Some(Outcome::Transferred { serial, timers, records }));
+                }
+                self.records.push(r);
+                Ok(None)
+            }
+            Style::Changes { deleting, changes } => {
+                let last = changes.last_mut().expect("one change at least");
+                match soa {
+                    // A change's deletions end with the SOA of the version it makes.
+                    Some(_) if *deleting => {
+                        last.1.push(r);
+                        *deleting = false;
+                    }
+                    Some(s) if s == serial => {
+                        let changes = std::mem::take(changes);
+                        return Ok(Some(Outcome::Incremental { serial, timers, changes }));
+                    }
+                    // The next change, from the version the last one made.
+                    Some(_) => {
+                        changes.push((vec![r], Vec::new()));
+                        *deleting = true;
+                    }
+                    None if *deleting => last.0.push(r),
+                    None => last.1.push(r),
+                }
+                Ok(None)
+            }
         }
     }
 
@@ -616,7 +741,11 @@ mod tests {
         x.start(0, &mut out);
         out.clear();
         assert!(x.feed(&answer(0x100, rtype::SOA, &[(b"\xc0\x0c", rtype::SOA, soa(8))]), 0, &mut out).is_none());
-        assert_eq!(sent_query(&out), (0x101, rtype::AXFR), "then AXFR on the same connection");
+        assert_eq!(sent_query(&out), (0x101, rtype::IXFR), "then IXFR on the same connection");
+        let q = dns::Query::parse(&out[2..]).expect("a query");
+        assert_eq!(&out[out.len() - 20..out.len() - 16], &7u32.to_be_bytes(), "the serial served in the authority");
+        assert_eq!(q.qtype, rtype::IXFR);
+        // This primary keeps no changes: its answer is the whole zone.
         let first = answer(
             0x101,
             rtype::AXFR,
@@ -645,6 +774,42 @@ mod tests {
                 assert_eq!(records[1].3, b"\x03web\x07example\x03com\x00", "the name in the data written out");
                 assert_eq!(records[2].3, b"\x00\x0a\x07example\x03com\x00");
                 assert_eq!(Timers::of_soa(&records[0].3).map(|s| s.0), Some(8));
+            }
+            other => panic!("{other:?}"),
+        }
+    }
+
+    #[test]
+    fn an_incremental_answer_is_taken_as_its_changes() {
+        let mut x = XfrIn::new(0, ORIGIN, None, Some(7), 0x100);
+        let mut out = Vec::new();
+        x.start(0, &mut out);
+        assert!(x.feed(&answer(0x100, rtype::SOA, &[(b"\xc0\x0c", rtype::SOA, soa(9))]), 0, &mut out).is_none());
+        let a = |last: u8| vec![198, 18, 0, last];
+        let stream = answer(
+            0x101,
+            rtype::IXFR,
+            &[
+                (b"\xc0\x0c", rtype::SOA, soa(9)),
+                (b"\xc0\x0c", rtype::SOA, soa(7)),
+                (b"\x03www\xc0\x0c", rtype::A, a(1)),
+                (b"\xc0\x0c", rtype::SOA, soa(8)),
+                (b"\x03www\xc0\x0c", rtype::A, a(2)),
+                (b"\xc0\x0c", rtype::SOA, soa(8)),
+                (b"\xc0\x0c", rtype::SOA, soa(9)),
+                (b"\x03new\xc0\x0c", rtype::A, a(3)),
+                (b"\xc0\x0c", rtype::SOA, soa(9)),
+            ],
+        );
+        match x.feed(&stream, 0, &mut out) {
+            Some(Outcome::Incremental { serial: 9, changes, .. }) => {
+                let shape: Vec<(Vec<u16>, Vec<u16>)> = changes
+                    .iter()
+                    .map(|(d, a)| (d.iter().map(|r| r.1).collect(), a.iter().map(|r| r.1).collect()))
+                    .collect();
+                assert_eq!(shape, [(vec![6, 1], vec![6, 1]), (vec![6], vec![6, 1])]);
+                assert_eq!(changes[0].1[1].3, a(2));
+                assert_eq!(&*changes[1].1[1].0, b"\x03new\x07example\x03com\x00");
             }
             other => panic!("{other:?}"),
         }

@@ -102,39 +102,118 @@ pub fn from_records(path: &Path, origin: Option<Name>, records: Vec<Record>) -> 
         }
     };
     let mut zone = Zone { origin, nodes: HashMap::default(), nsec3: HashMap::default(), records: 0, signed: false };
-    for (owner, t, ttl, rdata) in records {
-        if !wire_ends_with(&owner, zone.origin.as_wire()) {
-            let owner = Name::from_wire(&owner).expect("valid");
-            return Err(format!("{}: {owner} is outside the zone {}", path.display(), zone.origin));
-        }
-        let covers = |r: &[u8]| if r.len() >= 2 { u16::from_be_bytes([r[0], r[1]]) } else { 0 };
-        let covered = if t == rtype::RRSIG { covers(&rdata) } else { 0 };
-        zone.signed |= t == rtype::RRSIG;
+    for r in records {
+        zone.insert(path, r)?;
+    }
+    zone.check_soa(path)?;
+    Ok(zone)
+}
+
+/// The type a signature's data says it covers.
+fn covers(r: &[u8]) -> u16 {
+    if r.len() >= 2 {
+        u16::from_be_bytes([r[0], r[1]])
+    } else {
+        0
+    }
+}
+
+impl Zone {
+    /// Where records of type `t` (covering `covered`, for RRSIG) are kept: NSEC3 and its
+    /// signatures apart.
+    fn sets_mut(&mut self, owner: Box<[u8]>, t: u16, covered: u16) -> &mut Vec<RRset> {
         let nsec3 = t == rtype::NSEC3 || (t == rtype::RRSIG && covered == rtype::NSEC3);
-        let sets = if nsec3 { zone.nsec3.entry(owner).or_default() } else { zone.nodes.entry(owner).or_default() };
-        match sets.iter_mut().find(|s| s.rtype == t && (t != rtype::RRSIG || covers(&s.rdatas[0]) == covered)) {
-            Some(s) => {
-                s.ttl = s.ttl.min(ttl);
-                if !s.rdatas.contains(&rdata) {
-                    s.rdatas.push(rdata);
-                    zone.records += 1;
+        if nsec3 {
+            self.nsec3.entry(owner).or_default()
+        } else {
+            self.nodes.entry(owner).or_default()
+        }
+    }
+
+    /// Adds a record (one already there is not added twice; an RRset keeps its lowest TTL).
+    fn insert(&mut self, path: &Path, (owner, t, ttl, rdata): Record) -> Result<(), String> {
+        if !wire_ends_with(&owner, self.origin.as_wire()) {
+            let owner = Name::from_wire(&owner).expect("valid");
+            return Err(format!("{}: {owner} is outside the zone {}", path.display(), self.origin));
+        }
+        let covered = if t == rtype::RRSIG { covers(&rdata) } else { 0 };
+        self.signed |= t == rtype::RRSIG;
+        let sets = self.sets_mut(owner, t, covered);
+        let added =
+            match sets.iter_mut().find(|s| s.rtype == t && (t != rtype::RRSIG || covers(&s.rdatas[0]) == covered)) {
+                Some(s) => {
+                    s.ttl = s.ttl.min(ttl);
+                    let new = !s.rdatas.contains(&rdata);
+                    if new {
+                        s.rdatas.push(rdata);
+                    }
+                    new
+                }
+                None => {
+                    sets.push(RRset { rtype: t, ttl, rdatas: vec![rdata] });
+                    true
+                }
+            };
+        self.records += usize::from(added);
+        Ok(())
+    }
+
+    /// Removes a record; false if the zone does not hold it.
+    fn remove(&mut self, (owner, t, _ttl, rdata): &Record) -> bool {
+        let covered = if *t == rtype::RRSIG { covers(rdata) } else { 0 };
+        let nsec3 = *t == rtype::NSEC3 || (*t == rtype::RRSIG && covered == rtype::NSEC3);
+        let map = if nsec3 { &mut self.nsec3 } else { &mut self.nodes };
+        let Some(sets) = map.get_mut(owner) else { return false };
+        let Some(i) =
+            sets.iter().position(|s| s.rtype == *t && (*t != rtype::RRSIG || covers(&s.rdatas[0]) == covered))
+        else {
+            return false;
+        };
+        let Some(j) = sets[i].rdatas.iter().position(|r| r == rdata) else { return false };
+        sets[i].rdatas.remove(j);
+        if sets[i].rdatas.is_empty() {
+            sets.remove(i);
+        }
+        if sets.is_empty() {
+            map.remove(owner);
+        }
+        self.records -= 1;
+        true
+    }
+
+    fn check_soa(&self, path: &Path) -> Result<(), String> {
+        let soas = self.soa().map(|s| s.rdatas.len()).unwrap_or(0);
+        if soas != 1 {
+            return Err(format!(
+                "{}: the zone {} needs exactly one SOA at its apex (found {soas})",
+                path.display(),
+                self.origin
+            ));
+        }
+        Ok(())
+    }
+
+    /// The next version of the zone: `diffs` (records deleted, then added, per change, as
+    /// IXFR brings them; RFC 1995) applied in order. A deletion of a record the zone does not
+    /// hold is an error: the versions do not match.
+    pub fn apply(&self, diffs: Vec<(Vec<Record>, Vec<Record>)>) -> Result<Zone, String> {
+        let mut z = self.clone();
+        let path = PathBuf::from(z.origin.to_string());
+        for (deleted, added) in diffs {
+            for r in &deleted {
+                if !z.remove(r) {
+                    let owner = Name::from_wire(&r.0).map(|n| n.to_string()).unwrap_or_default();
+                    return Err(format!("the change deletes a record the zone does not hold ({owner} type {})", r.1));
                 }
             }
-            None => {
-                sets.push(RRset { rtype: t, ttl, rdatas: vec![rdata] });
-                zone.records += 1;
+            for r in added {
+                z.insert(&path, r)?;
             }
         }
+        z.signed = z.nodes.values().chain(z.nsec3.values()).flatten().any(|s| s.rtype == rtype::RRSIG);
+        z.check_soa(&path)?;
+        Ok(z)
     }
-    let soas = zone.soa().map(|s| s.rdatas.len()).unwrap_or(0);
-    if soas != 1 {
-        return Err(format!(
-            "{}: the zone {} needs exactly one SOA at its apex (found {soas})",
-            path.display(),
-            zone.origin
-        ));
-    }
-    Ok(zone)
 }
 
 /// The zone as master-file text: `$ORIGIN`, then every record, one per line, in the
@@ -477,5 +556,38 @@ mod tests {
         assert_eq!(again.nsec3, z.nsec3);
         assert!(written.contains(" IN MX 10 mail.example.com."), "presentation form: {written}");
         assert!(written.contains(" IN TYPE1234 \\# 3 010203"), "generic form for an unknown type");
+    }
+
+    #[test]
+    fn changes_apply_in_order_and_a_missing_record_is_an_error() {
+        let text = "$ORIGIN t.\n$TTL 60\n@ SOA ns h 1 2 3 4 5\n@ NS ns\nns A 198.18.0.1\nwww A 198.18.0.2\n";
+        let z = load_text(Path::new("t.zone"), text.as_bytes(), None).unwrap();
+        let soa = |serial: u8| {
+            z.soa().unwrap().rdatas[0]
+                .iter()
+                .enumerate()
+                .map(|(i, &b)| if i == 14 { serial } else { b })
+                .collect::<Vec<u8>>()
+        };
+        let rec = |owner: &[u8], t: u16, data: Vec<u8>| -> Record { (owner.into(), t, 60, data) };
+        let apex: &[u8] = b"\x01t\x00";
+        let www: &[u8] = b"\x03www\x01t\x00";
+        let changes = vec![
+            (
+                vec![rec(apex, rtype::SOA, soa(1)), rec(www, 1, vec![198, 18, 0, 2])],
+                vec![rec(apex, rtype::SOA, soa(2))],
+            ),
+            (
+                vec![rec(apex, rtype::SOA, soa(2))],
+                vec![rec(apex, rtype::SOA, soa(3)), rec(b"\x03new\x01t\x00", 1, vec![198, 18, 0, 3])],
+            ),
+        ];
+        let next = z.apply(changes.clone()).unwrap();
+        assert!(!next.nodes.contains_key(www), "www deleted");
+        assert_eq!(next.rrset(b"\x03new\x01t\x00", 1).unwrap().rdatas, [vec![198, 18, 0, 3]]);
+        assert_eq!(next.soa().unwrap().rdatas, [soa(3)]);
+        assert_eq!(next.records, z.records, "one record gone, one come");
+        let err = next.apply(changes).unwrap_err();
+        assert!(err.contains("does not hold"), "{err}");
     }
 }

@@ -416,6 +416,28 @@ fn initial_versions(specs: &[ZoneSpec], received: &Received) -> Vec<Option<(u32,
     out
 }
 
+fn zone_name(origin: &[u8]) -> String {
+    dns::Name::from_wire(origin).map(|n| n.to_string()).unwrap_or_default()
+}
+
+/// Serves `z` as the new version of the secondary zone `origin`, and stores it in the
+/// zone's file if it has one.
+fn keep(z: Zone, origin: &[u8], specs: &[ZoneSpec], received: &Received, log: &mut Vec<String>) {
+    let file = specs
+        .iter()
+        .find(|s| !s.primaries.is_empty() && origin_wire(s.origin.as_deref().unwrap_or_default()) == origin)
+        .and_then(|s| s.file.clone());
+    if let Some(f) = file {
+        // Written whole beside it, then renamed over it: a crash leaves one version or the other.
+        let tmp = f.with_extension("sirocco-tmp");
+        let written = std::fs::write(&tmp, dns_server::zone::to_text(&z)).and_then(|_| std::fs::rename(&tmp, &f));
+        if let Err(e) = written {
+            log.push(format!("zone {}: could not store it in {}: {e}", zone_name(origin), f.display()));
+        }
+    }
+    received.lock().unwrap_or_else(|p| p.into_inner()).insert(origin.to_vec(), Arc::new(z));
+}
+
 /// Takes what the refresher reported: new versions (stored in their zone's file, if it has
 /// one) and expired zones. Returns what happened, for the log.
 fn take_transfers(shared: &Secondaries, specs: &[ZoneSpec], received: &Received) -> Vec<String> {
@@ -424,40 +446,45 @@ fn take_transfers(shared: &Secondaries, specs: &[ZoneSpec], received: &Received)
     for e in shared.take_events() {
         match e {
             Event::Transferred { origin, serial, records, from } => {
-                let name = dns::Name::from_wire(&origin).map(|n| n.to_string()).unwrap_or_default();
-                let z =
-                    match dns_server::zone::from_records(Path::new(&name), dns::Name::from_wire(&origin).ok(), records)
-                    {
-                        Ok(z) => z,
-                        Err(e) => {
-                            log.push(format!(
-                                "zone {name} serial {serial} from {}@{}: not loaded: {e}",
-                                from.0, from.1
-                            ));
-                            continue;
-                        }
-                    };
-                let file = specs
-                    .iter()
-                    .find(|s| !s.primaries.is_empty() && origin_wire(s.origin.as_deref().unwrap_or_default()) == origin)
-                    .and_then(|s| s.file.clone());
-                if let Some(f) = file {
-                    // Written whole beside it, then renamed over it: a crash leaves one version.
-                    let tmp = f.with_extension("sirocco-tmp");
-                    let written =
-                        std::fs::write(&tmp, dns_server::zone::to_text(&z)).and_then(|_| std::fs::rename(&tmp, &f));
-                    if let Err(e) = written {
-                        log.push(format!("zone {name}: could not store it in {}: {e}", f.display()));
+                let name = zone_name(&origin);
+                match dns_server::zone::from_records(Path::new(&name), dns::Name::from_wire(&origin).ok(), records) {
+                    Ok(z) => {
+                        log.push(format!(
+                            "zone {name} serial {serial} transferred from {}@{}: {} records",
+                            from.0, from.1, z.records
+                        ));
+                        keep(z, &origin, specs, received, &mut log);
+                    }
+                    Err(e) => {
+                        log.push(format!("zone {name} serial {serial} from {}@{}: not loaded: {e}", from.0, from.1))
                     }
                 }
-                log.push(format!(
-                    "zone {name} serial {serial} transferred from {}@{}: {} records",
-                    from.0, from.1, z.records
-                ));
-                received.lock().unwrap_or_else(|p| p.into_inner()).insert(origin, Arc::new(z));
+            }
+            Event::Changed { origin, serial, changes, from } => {
+                let name = zone_name(&origin);
+                let current = received.lock().unwrap_or_else(|p| p.into_inner()).get(&origin).cloned();
+                let (n, records) = (changes.len(), changes.iter().map(|c| c.0.len() + c.1.len()).sum::<usize>());
+                let next = current.ok_or_else(|| "no version to change".to_string()).and_then(|z| z.apply(changes));
+                match next {
+                    Ok(z) => {
+                        log.push(format!(
+                            "zone {name} serial {serial} transferred from {}@{} as {n} change(s) of {records} records (IXFR)",
+                            from.0, from.1
+                        ));
+                        keep(z, &origin, specs, received, &mut log);
+                    }
+                    Err(e) => {
+                        log.push(format!(
+                            "zone {name} serial {serial}: the changes do not apply ({e}); transferring it whole"
+                        ));
+                        if let Some(i) = shared.find(&origin) {
+                            shared.resync(i);
+                        }
+                    }
+                }
             }
             Event::Expired { origin } => {
-                let name = dns::Name::from_wire(&origin).map(|n| n.to_string()).unwrap_or_default();
+                let name = zone_name(&origin);
                 log.push(format!("zone {name} expired: no primary answered for its expire time; not served"));
                 received.lock().unwrap_or_else(|p| p.into_inner()).remove(&origin);
             }
@@ -602,8 +629,8 @@ pub fn run(a: DnsArgs) -> Result<(), String> {
     }
     if let Some((st, last_error)) = sec {
         println!(
-            "dns secondary: checks {} up to date {} transferred {} failed {} expired {} | notify received {notify_in} refused {notify_refused}",
-            st.checks, st.up_to_date, st.transferred, st.failed, st.expired
+            "dns secondary: checks {} up to date {} transferred {} (as changes {}) failed {} expired {} | notify received {notify_in} refused {notify_refused}",
+            st.checks, st.up_to_date, st.transferred, st.incremental, st.failed, st.expired
         );
         if let Some(e) = last_error {
             println!("dns secondary: last failure: {e}");
