@@ -5,29 +5,12 @@
 
 use crate::common::*;
 use crate::dns_diff::tmpdir;
+use crate::dns_xfr::{spawn_knot, wait_for, Knot};
 use std::path::Path;
-use std::process::{Child, Command, Stdio};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 const PRIMARY_PORT: u16 = 5303;
 const SECRET: &str = "c2lyb2NjbyBzZWNvbmRhcnkga2V5IDAxMjM0NTY3ODk=";
-
-/// knotd, killed on drop.
-struct Knot(Child);
-
-impl Drop for Knot {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
-}
-
-impl Knot {
-    /// Reloads its zones (and sends NOTIFY for a changed serial).
-    fn reload(&self) {
-        let _ = Command::new("kill").args(["-HUP", &self.0.id().to_string()]).status();
-    }
-}
 
 /// Knot in the client's namespace as the primary of `zone_file`, letting sirocco transfer
 /// it with key `xfr.test` and telling sirocco of new versions.
@@ -45,16 +28,7 @@ fn primary(net: &TestNet, dir: &Path, zone_file: &Path) -> Knot {
         d = d.display(),
         f = zone_file.display()
     );
-    let path = d.join("knot.conf");
-    std::fs::write(&path, conf).unwrap();
-    let child = Command::new("ip")
-        .args(["netns", "exec", &net.cli_ns, "knotd", "-c"])
-        .arg(&path)
-        .stdout(Stdio::null())
-        .stderr(std::fs::File::create(d.join("knot.log")).unwrap())
-        .spawn()
-        .expect("knotd (apt install knot)");
-    Knot(child)
+    spawn_knot(&net.cli_ns, &d, &conf)
 }
 
 /// The zone at `serial`, `www` at 2001:db8::`last`, with `timers` (refresh retry expire)
@@ -114,17 +88,6 @@ fn ask(net: &TestNet, server: &str, port: u16, name: &str, qtype: &str) -> Strin
         &["kdig", "+short", "+time=1", "+retry=0", "-p", &port.to_string(), &format!("@{server}"), name, qtype],
     );
     String::from_utf8_lossy(&out.stdout).trim().to_string()
-}
-
-fn wait_for(limit: Duration, mut f: impl FnMut() -> bool) -> bool {
-    let deadline = Instant::now() + limit;
-    while Instant::now() < deadline {
-        if f() {
-            return true;
-        }
-        std::thread::sleep(Duration::from_millis(200));
-    }
-    false
 }
 
 #[test]

@@ -13,13 +13,34 @@ use std::time::{Duration, Instant};
 const KNOT_PORT: u16 = 5302;
 
 /// knotd, killed on drop.
-struct Knot(Child);
+pub struct Knot(Child);
 
 impl Drop for Knot {
     fn drop(&mut self) {
         let _ = self.0.kill();
         let _ = self.0.wait();
     }
+}
+
+impl Knot {
+    /// Reloads its zones (and sends NOTIFY for a changed serial).
+    pub fn reload(&self) {
+        let _ = Command::new("kill").args(["-HUP", &self.0.id().to_string()]).status();
+    }
+}
+
+/// knotd in `ns` with the configuration `conf`, written in `d` with its log beside it.
+pub fn spawn_knot(ns: &str, d: &Path, conf: &str) -> Knot {
+    let path = d.join("knot.conf");
+    std::fs::write(&path, conf).unwrap();
+    let child = Command::new("ip")
+        .args(["netns", "exec", ns, "knotd", "-c"])
+        .arg(&path)
+        .stdout(Stdio::null())
+        .stderr(std::fs::File::create(d.join("knot.log")).unwrap())
+        .spawn()
+        .expect("knotd (apt install knot)");
+    Knot(child)
 }
 
 /// Knot in `ns` on `addr`, with `zone_conf` (its `zone:` section) and an ACL letting the
@@ -48,16 +69,7 @@ fn knot_keyed(ns: &str, dir: &Path, addr: &str, key: Option<&str>, zone_conf: &s
          template:\n  - id: default\n    storage: {d}\n    journal-content: none\n    zonefile-sync: -1\nzone:\n{zone_conf}",
         d = d.display()
     );
-    let path = d.join("knot.conf");
-    std::fs::write(&path, conf).unwrap();
-    let child = Command::new("ip")
-        .args(["netns", "exec", ns, "knotd", "-c"])
-        .arg(&path)
-        .stdout(Stdio::null())
-        .stderr(std::fs::File::create(d.join("knot.log")).unwrap())
-        .spawn()
-        .expect("knotd (apt install knot)");
-    Knot(child)
+    spawn_knot(ns, &d, &conf)
 }
 
 /// The records of `kdig AXFR` at `server`, one normalised line each; the transfer's status
@@ -169,7 +181,7 @@ fn secondary_answer(net: &TestNet) -> String {
     String::from_utf8_lossy(&out.stdout).trim().to_string()
 }
 
-fn wait_for(limit: Duration, mut f: impl FnMut() -> bool) -> bool {
+pub fn wait_for(limit: Duration, mut f: impl FnMut() -> bool) -> bool {
     let deadline = Instant::now() + limit;
     while Instant::now() < deadline {
         if f() {
