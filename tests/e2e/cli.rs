@@ -196,3 +196,26 @@ fn engines_stay_on_the_cpus_the_process_was_given() {
     );
     assert!(!net.server_has_xdp());
 }
+
+/// `--metrics`: an address that is not one, and a port in use, before anything is touched
+/// (the interface named is in a test namespace, not here, so nothing could be).
+#[test]
+fn a_bad_or_busy_metrics_address_is_one_clear_line() {
+    let base = ["dns", "--iface", "lo", "--addr", "198.18.0.1", "--zone", "/nonexistent.zone"];
+    let out = Command::new(sirocco()).args(base).args(["--metrics", "localhost"]).output().unwrap();
+    assert_one_clear_line(&out, "--metrics \"localhost\": not PORT, ADDR:PORT or [ADDR]:PORT");
+    let net = TestNet::new(1);
+    let busy = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = busy.local_addr().unwrap().port().to_string();
+    // In the host's namespace the port is taken; sirocco says so before touching anything.
+    let zone = std::env::temp_dir().join(format!("sirocco-metrics-busy-{}.zone", std::process::id()));
+    std::fs::write(&zone, "$ORIGIN t.\n$TTL 60\n@ SOA ns h 1 2 3 4 5\n@ NS ns\nns A 198.18.3.1\n").unwrap();
+    let out = Command::new(sirocco())
+        .args(["dns", "--iface", &net.srv_if, "--addr", SERVER_OWN, "--zone"])
+        .arg(&zone)
+        .args(["--metrics", &port])
+        .output()
+        .unwrap();
+    let _ = std::fs::remove_file(&zone);
+    assert_one_clear_line(&out, "Address already in use");
+}

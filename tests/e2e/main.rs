@@ -24,6 +24,7 @@ mod ipv6;
 mod kv;
 mod lifecycle;
 mod malformed;
+mod metrics;
 mod pipeline;
 mod store;
 mod stream;

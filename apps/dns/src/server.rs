@@ -194,6 +194,34 @@ impl DnsServer {
         Some(Response { len: end, sum: checksum::fold(checksum::add(0, &buf[..end])), q_end, key: 0, edns: false })
     }
 
+    /// Writes the counters for the metrics endpoint.
+    pub fn metrics(&self, out: &mut engine::Samples) {
+        const RCODES: [&str; 9] =
+            ["NOERROR", "FORMERR", "SERVFAIL", "NXDOMAIN", "NOTIMP", "REFUSED", "YXDOMAIN", "BADVERS", "NOTAUTH"];
+        let st = &self.stats;
+        for (name, v) in RCODES.iter().zip(st.rcodes) {
+            out.counter_with("sirocco_dns_responses_total", "DNS responses sent, by rcode.", ("rcode", name), v);
+        }
+        out.counter("sirocco_dns_truncated_total", "Responses truncated (TC) to fit the client's size.", st.truncated);
+        out.counter("sirocco_dns_dropped_total", "Messages dropped without an answer (responses, runts).", st.dropped);
+        out.counter("sirocco_dns_signed_queries_total", "Signed queries (TSIG) answered, valid or not.", st.signed);
+        let rrl = "Responses over the rate limit (RRL), dropped or slipped (sent truncated).";
+        out.counter_with("sirocco_dns_rrl_limited_total", rrl, ("action", "dropped"), st.rrl_dropped);
+        out.counter_with("sirocco_dns_rrl_limited_total", rrl, ("action", "slipped"), st.rrl_slipped);
+        let notify = "NOTIFY messages from primaries, accepted or refused.";
+        out.counter_with("sirocco_dns_notify_received_total", notify, ("result", "accepted"), st.notify_in);
+        out.counter_with("sirocco_dns_notify_received_total", notify, ("result", "refused"), st.notify_refused);
+        if let Some(n) = &self.notifier {
+            let help = "NOTIFY to secondaries: messages sent, changes acknowledged or never acknowledged.";
+            for (what, v) in
+                [("sent", n.stats.sent), ("acknowledged", n.stats.acked), ("unanswered", n.stats.unanswered)]
+            {
+                out.counter_with("sirocco_dns_notify_sent_total", help, ("event", what), v);
+            }
+        }
+        out.gauge("sirocco_dns_zones", "Zones served.", self.catalog.get().zones().len() as u64);
+    }
+
     /// The NOTIFY side, if this server sends them.
     pub fn notifier(&self) -> Option<&Notifier> {
         self.notifier.as_ref()

@@ -593,6 +593,43 @@ impl Service for DnsService {
     fn idle_wait(&self) -> Duration {
         self.tcp.idle_wait()
     }
+
+    fn metrics(&self, out: &mut engine::Samples) {
+        self.server().metrics(out);
+        let t = &self.tcp.app.stats;
+        let conns = "sirocco_dns_tcp_connections_total";
+        let help = "DNS-over-TCP connections, by what became of them.";
+        for (what, v) in [
+            ("accepted", t.accepted),
+            ("refused", t.refused),
+            ("closed", t.closed),
+            ("idle_closed", t.idle_closed),
+            ("cut_off", t.cut),
+        ] {
+            out.counter_with(conns, help, ("event", what), v);
+        }
+        out.counter("sirocco_dns_tcp_answers_total", "Queries answered over TCP.", t.answered);
+        out.counter("sirocco_dns_transfers_total", "Zone transfers sent whole (AXFR, IXFR).", t.transfers);
+        out.counter(
+            "sirocco_dns_transfers_refused_total",
+            "Zone transfers refused or not authoritative.",
+            t.transfers_refused,
+        );
+        if let Some(r) = &self.refresher {
+            let st = r.stats;
+            let help = "Secondary zone checks, by outcome.";
+            for (what, v) in [
+                ("checked", st.checks),
+                ("up_to_date", st.up_to_date),
+                ("transferred", st.transferred),
+                ("incremental", st.incremental),
+                ("failed", st.failed),
+                ("expired", st.expired),
+            ] {
+                out.counter_with("sirocco_dns_secondary_events_total", help, ("event", what), v);
+            }
+        }
+    }
 }
 
 #[cfg(test)]

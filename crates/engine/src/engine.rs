@@ -4,6 +4,7 @@
 
 use crate::config::{EngineConfig, IdlePolicy};
 use crate::counters::{Counters, DropReason};
+use crate::metrics::Samples;
 use crate::node::Node;
 use crate::rx::{PortSet, Received, Rx, Served};
 use crate::service::Service;
@@ -38,6 +39,8 @@ pub struct Engine<P: Port> {
     timers: TimerWheel<Timer>,
     tap: Option<CaptureTap>,
     snapshot: Option<Arc<Mutex<Counters>>>,
+    /// Where the application's own counters are published, if anyone reads them.
+    app_snapshot: Option<Arc<Mutex<Samples>>>,
     started: time::Instant,
     last_rx: usize,
     /// Frames kept for the application until `produce` returns, with their TCP payload's
@@ -69,6 +72,7 @@ impl<P: Port> Engine<P> {
             timers,
             tap: None,
             snapshot: None,
+            app_snapshot: None,
             started: time::Instant::now(),
             last_rx: 0,
             held: Vec::with_capacity(batch),
@@ -84,6 +88,12 @@ impl<P: Port> Engine<P> {
     /// Publishes the counters to `shared` a few times a second (for `--stats`).
     pub fn set_snapshot(&mut self, shared: Arc<Mutex<Counters>>) {
         self.snapshot = Some(shared);
+    }
+
+    /// Publishes the application's counters ([`Service::metrics`]) to `shared` with the
+    /// engine's (for the metrics endpoint).
+    pub fn set_app_snapshot(&mut self, shared: Arc<Mutex<Samples>>) {
+        self.app_snapshot = Some(shared);
     }
 
     /// Sets the clock origin, so several engines (and their applications) share one time base.
@@ -130,7 +140,7 @@ impl<P: Port> Engine<P> {
             self.port.free(f);
         }
         self.tx.flush(&mut self.port, &mut self.node, self.tap.as_ref());
-        self.run_timers(now);
+        self.run_timers(now, app);
         self.port.flush();
         n + produced
     }
@@ -180,7 +190,7 @@ impl<P: Port> Engine<P> {
         n
     }
 
-    fn run_timers(&mut self, now: Instant) {
+    fn run_timers<A: Service + ?Sized>(&mut self, now: Instant, app: &A) {
         // The wheel's ticks are milliseconds.
         let now_ms = now.as_millis();
         let mut publish = false;
@@ -188,11 +198,7 @@ impl<P: Port> Engine<P> {
             Timer::PublishCounters => publish = true,
         });
         if publish {
-            if let Some(s) = &self.snapshot {
-                if let Ok(mut g) = s.try_lock() {
-                    *g = self.node.counters;
-                }
-            }
+            self.publish(app, false);
             self.timers.schedule(now_ms + PUBLISH.as_millis(), Timer::PublishCounters);
         }
     }
@@ -233,10 +239,18 @@ impl<P: Port> Engine<P> {
                 None => self.port.wait(ms),
             }
         }
-        if let Some(s) = &self.snapshot {
-            if let Ok(mut g) = s.lock() {
-                *g = self.node.counters;
-            }
+        self.publish(app, true);
+    }
+
+    /// Copies the counters (and the application's) to whoever reads them; `wait`: take the
+    /// locks even if a reader holds them (the last publication), else skip this time.
+    fn publish<A: Service + ?Sized>(&self, app: &A, wait: bool) {
+        if let Some(mut g) = self.snapshot.as_deref().and_then(|m| take(m, wait)) {
+            *g = self.node.counters;
+        }
+        if let Some(mut g) = self.app_snapshot.as_deref().and_then(|m| take(m, wait)) {
+            g.clear();
+            app.metrics(&mut g);
         }
     }
 
@@ -246,5 +260,14 @@ impl<P: Port> Engine<P> {
             self.node.counters.yields += 1;
             io::sched::yield_now();
         }
+    }
+}
+
+/// The lock of `m`: waited for if `wait`, else only if free.
+fn take<T>(m: &Mutex<T>, wait: bool) -> Option<std::sync::MutexGuard<'_, T>> {
+    if wait {
+        m.lock().ok()
+    } else {
+        m.try_lock().ok()
     }
 }

@@ -118,6 +118,12 @@ pub trait Service {
     fn idle_wait(&self) -> Duration {
         Duration::from_millis(100)
     }
+
+    /// Writes the application's counters into `out` for the metrics endpoint (called a few
+    /// times a second, never per packet; none by default).
+    fn metrics(&self, out: &mut crate::Samples) {
+        let _ = out;
+    }
 }
 
 /// Why a frame could not be originated.

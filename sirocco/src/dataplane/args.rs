@@ -45,6 +45,11 @@ pub struct DataplaneArgs {
     /// ~40% less CPU per answer; the TCP echo spends ~40% less CPU per message with 0.
     #[arg(long, value_name = "N")]
     pub idle_spins: Option<u32>,
+    /// Serve the counters of the engines, the XDP filter and the application as Prometheus
+    /// metrics over HTTP at /metrics on this kernel socket: PORT (on 127.0.0.1), ADDR:PORT or
+    /// [ADDR]:PORT. Config key metrics.
+    #[arg(long, value_name = "[ADDR:]PORT")]
+    pub metrics: Option<String>,
     /// On exit, also write the counters as JSON to this file.
     #[arg(long, value_name = "FILE")]
     pub counters: Option<PathBuf>,
@@ -113,6 +118,7 @@ impl DataplaneArgs {
             extra_frames: 0,
             lend: 0,
             ctl,
+            metrics: self.metrics.as_deref().map(super::metrics::parse_addr).transpose()?,
         })
     }
 }

@@ -1,10 +1,11 @@
 //! The engine threads: spawned one per queue, pinned to their CPUs, watched until it is time
 //! to stop, then joined and their counters and applications collected.
 
+use super::metrics::{Endpoint, Sources};
 use super::open::Opened;
 use super::{Options, Outcome, Until};
 use crate::signals;
-use engine::{Counters, DropReason, Engine, EngineConfig, Service};
+use engine::{Counters, DropReason, Engine, EngineConfig, Samples, Service};
 use io::filter::Filter;
 use io::iface;
 use io::pcap::Capture;
@@ -27,10 +28,18 @@ pub(super) struct Running<A> {
     epoch: Instant,
     handles: Vec<JoinHandle<Finished<A>>>,
     snapshots: Vec<Arc<Mutex<Counters>>>,
+    /// The applications' counters, published for the metrics endpoint.
+    app_snapshots: Vec<Arc<Mutex<Samples>>>,
+    metrics: Option<Endpoint>,
 }
 
 /// Starts an engine thread per opened queue, each running `make_app(queue)`.
-pub(super) fn spawn<A, F>(opened: Opened, opts: &Options, mut make_app: F) -> Result<Running<A>, String>
+pub(super) fn spawn<A, F>(
+    opened: Opened,
+    opts: &Options,
+    mut make_app: F,
+    metrics: Option<Endpoint>,
+) -> Result<Running<A>, String>
 where
     A: Service + Send + 'static,
     F: FnMut(u32) -> A,
@@ -47,7 +56,22 @@ where
     let epoch = Instant::now();
     // Engines go on the CPUs the process was given (taskset, a cpuset), queue i on the i-th.
     let allowed = iface::allowed_cpus();
-    let mut running = Running { filter, held, capture, stop, epoch, handles: Vec::new(), snapshots: Vec::new() };
+    if let Some(a) = metrics.as_ref().and_then(Endpoint::local_addr) {
+        if !opts.quiet {
+            eprintln!("sirocco: metrics on http://{a}/metrics");
+        }
+    }
+    let mut running = Running {
+        filter,
+        held,
+        capture,
+        stop,
+        epoch,
+        handles: Vec::new(),
+        snapshots: Vec::new(),
+        app_snapshots: Vec::new(),
+        metrics,
+    };
     for (q, port) in ports.into_iter().enumerate() {
         let mut app = make_app(q as u32);
         let mut ecfg =
@@ -63,12 +87,18 @@ where
         let cpu = opts.cpus.as_ref().and_then(|c| c.get(q).copied()).unwrap_or(allowed[q % allowed.len()]);
         let snap = Arc::new(Mutex::new(Counters::default()));
         running.snapshots.push(snap.clone());
+        // The application's counters are copied out only if someone reads them.
+        let app_snap = running.metrics.is_some().then(|| Arc::new(Mutex::new(Samples::default())));
+        running.app_snapshots.extend(app_snap.clone());
         let (stop, tap) = (running.stop.clone(), tap.clone());
         let h = std::thread::Builder::new().name(format!("sirocco-q{q}")).spawn(move || {
             let pinned = iface::pin_thread(cpu).is_ok();
             let mut engine = Engine::new(port, ecfg, &app);
             engine.set_epoch(epoch);
             engine.set_snapshot(snap);
+            if let Some(a) = app_snap {
+                engine.set_app_snapshot(a);
+            }
             if let Some(t) = tap {
                 engine.set_capture(t);
             }
@@ -108,6 +138,9 @@ impl<A> Running<A> {
             && self.held.as_ref().is_none_or(|h| h.ended().is_none())
         {
             std::thread::sleep(Duration::from_millis(20));
+            if let Some(m) = &self.metrics {
+                m.poll(&mut || self.sources());
+            }
             if !hinted {
                 let unfinished = DropReason::ChecksumUnfinished as usize;
                 hinted =
@@ -126,6 +159,21 @@ impl<A> Running<A> {
                 }
             }
         }
+    }
+
+    /// What the engines and the filter published last, for the metrics endpoint.
+    fn sources(&self) -> Sources {
+        let engines = self
+            .snapshots
+            .iter()
+            .enumerate()
+            .map(|(q, s)| {
+                let c = *s.lock().unwrap_or_else(|e| e.into_inner());
+                let a = self.app_snapshots.get(q).map(|a| a.lock().unwrap_or_else(|e| e.into_inner()).clone());
+                (c, a.unwrap_or_default())
+            })
+            .collect();
+        Sources { engines, filter: self.filter.as_ref().map(Filter::verdicts) }
     }
 
     /// Stops the engines, joins them, detaches the filter and finishes the capture.

@@ -5,6 +5,7 @@
 
 mod args;
 mod engines;
+pub mod metrics;
 mod open;
 pub mod report;
 
@@ -51,6 +52,8 @@ pub struct Options {
     pub lend: usize,
     /// Ask `sirocco ctl` for the interface instead of attaching to it.
     pub ctl: Option<CtlOptions>,
+    /// Serve the counters as Prometheus metrics on this kernel socket.
+    pub metrics: Option<std::net::SocketAddr>,
 }
 
 /// How to ask `sirocco ctl` for a grant (`--ctl`).
@@ -121,9 +124,11 @@ where
     A: Service + Send + 'static,
     F: FnMut(u32) -> A,
 {
+    // Bound first: a port in use is one error line before the interface is touched.
+    let metrics = opts.metrics.map(|a| metrics::Endpoint::bind(a, what)).transpose()?;
     let opened = open::open(opts, grants, what)?;
     // From here on, returning drops the filter, which detaches it: no error leaves it behind.
-    let running = engines::spawn(opened, opts, make_app)?;
+    let running = engines::spawn(opened, opts, make_app, metrics)?;
     running.watch(opts, until);
     running.collect(opts.quiet)
 }

@@ -22,6 +22,8 @@ pub struct Common {
     pub cpus: Option<Vec<usize>>,
     /// Port.
     pub port: Option<u16>,
+    /// The metrics endpoint (`--metrics`).
+    pub metrics: Option<String>,
 }
 
 /// The `addr` key: one address or a list.
@@ -153,7 +155,7 @@ mod tests {
 
     #[test]
     fn field_names_are_read_from_the_derive() {
-        assert_eq!(field_names::<Common>(), &["iface", "addr", "queues", "cpus", "port"]);
+        assert_eq!(field_names::<Common>(), &["iface", "addr", "queues", "cpus", "port", "metrics"]);
         assert!(field_names::<NoOwnKeys>().is_empty());
     }
 }

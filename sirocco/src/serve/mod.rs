@@ -20,7 +20,7 @@ use std::time::Duration;
 pub struct ServeArgs {
     #[command(flatten)]
     pub dp: DataplaneArgs,
-    /// TOML config file: `iface`, `addr`, `queues`, `cpus`, `port`, and the server's own keys
+    /// TOML config file: `iface`, `addr`, `queues`, `cpus`, `port`, `metrics`, and the server's own keys
     /// (named as its options, with `_` for `-`); command-line options override it.
     #[arg(long, value_name = "FILE")]
     pub config: Option<PathBuf>,
@@ -71,6 +71,7 @@ impl ServeArgs {
         }
         dp.queues = dp.queues.or(common.queues);
         dp.cpus = dp.cpus.or(common.cpus);
+        dp.metrics = dp.metrics.or(common.metrics);
         let port = self.port.or(common.port).unwrap_or(d.port);
         if port == 0 {
             return Err("port must be 1..65535".into());

@@ -1,0 +1,136 @@
+//! `--metrics`: scraped during load and after it with Prometheus' own parser (the Python
+//! client's `text_string_to_metric_families`), and checked against the counters sirocco
+//! prints and writes at exit.
+
+use crate::common::*;
+use std::collections::BTreeMap;
+use std::process::Command;
+use std::time::Duration;
+
+/// Samples by name and sorted labels (`name{k=v,..}`), as Prometheus' parser reads the
+/// endpoint in `ns`; also each family's type.
+type Scrape = (BTreeMap<String, f64>, BTreeMap<String, String>);
+
+const PARSE: &str = r#"
+import json, sys, urllib.request
+from prometheus_client.parser import text_string_to_metric_families
+text = urllib.request.urlopen(sys.argv[1], timeout=5).read().decode()
+samples, types = {}, {}
+for fam in text_string_to_metric_families(text):
+    types[fam.name] = fam.type
+    for s in fam.samples:
+        labels = ",".join(f"{k}={v}" for k, v in sorted(s.labels.items()))
+        samples[f"{s.name}{{{labels}}}"] = s.value
+print(json.dumps({"samples": samples, "types": types}))
+"#;
+
+fn scrape(ns: &str, url: &str) -> Scrape {
+    let out = Command::new("ip")
+        .args(["netns", "exec", ns, "/usr/bin/python3", "-c", PARSE, url])
+        .output()
+        .expect("python3 (apt install python3-prometheus-client)");
+    assert!(out.status.success(), "the parser refused the exposition: {}", String::from_utf8_lossy(&out.stderr));
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let samples = v["samples"].as_object().unwrap().iter().map(|(k, v)| (k.clone(), v.as_f64().unwrap())).collect();
+    let types =
+        v["types"].as_object().unwrap().iter().map(|(k, v)| (k.clone(), v.as_str().unwrap().to_string())).collect();
+    (samples, types)
+}
+
+/// The sum of the samples of `name` whose labels include every one of `with`.
+fn sum(s: &Scrape, name: &str, with: &[&str]) -> f64 {
+    s.0.iter()
+        .filter(|(k, _)| k.starts_with(&format!("{name}{{")) && with.iter().all(|w| k.contains(w)))
+        .map(|(_, v)| v)
+        .sum()
+}
+
+#[test]
+fn metrics_scraped_under_load_match_the_counters_at_exit() {
+    let net = TestNet::new(2);
+    let zone = std::env::temp_dir().join(format!("sirocco-metrics-{}.zone", std::process::id()));
+    std::fs::write(&zone, "$ORIGIN example.com.\n$TTL 60\n@ SOA ns h 1 2 3 4 5\n@ NS ns\nns A 198.18.3.1\n").unwrap();
+    let zone_arg = format!("example.com={}", zone.display());
+    let s = net.start_dns(&zone_arg, &["--metrics", "127.0.0.1:9153"]);
+    let url = "http://127.0.0.1:9153/metrics";
+    let queries = std::env::temp_dir().join(format!("sirocco-metrics-{}.txt", std::process::id()));
+    std::fs::write(&queries, "ns.example.com A\nnothere.example.com A\nexample.com SOA\nother.test A\n").unwrap();
+    // Scraped while dnsperf runs.
+    let load = std::thread::spawn({
+        let (ns, q) = (net.cli_ns.clone(), queries.clone());
+        move || {
+            Command::new("ip")
+                .args(["netns", "exec", &ns, "dnsperf", "-s", SERVER_OWN, "-d", q.to_str().unwrap()])
+                .args(["-l", "3", "-Q", "3000", "-t", "2"])
+                .output()
+        }
+    });
+    std::thread::sleep(Duration::from_millis(1500));
+    let during = scrape(&net.srv_ns, url);
+    let load = load.join().expect("dnsperf thread");
+    assert!(load.is_ok_and(|o| o.status.success()), "dnsperf ran");
+    // The engines publish five times a second; after the load, what is served is final.
+    std::thread::sleep(Duration::from_millis(600));
+    let after = scrape(&net.srv_ns, url);
+    let other =
+        net.exec(&net.srv_ns, &["curl", "-s", "-o", "/dev/null", "-w", "%{http_code}", "http://127.0.0.1:9153/"]);
+    let (counters, log) = stop_with_log(s);
+    let _ = (std::fs::remove_file(&zone), std::fs::remove_file(&queries));
+
+    // The families and their types, as Prometheus reads them.
+    for (family, kind) in [
+        ("sirocco_build_info", "gauge"),
+        ("sirocco_engine_rx_packets", "counter"),
+        ("sirocco_engine_drops", "counter"),
+        ("sirocco_engine_batch_size", "histogram"),
+        ("sirocco_xdp_filter_packets", "counter"),
+        ("sirocco_dns_responses", "counter"),
+        ("sirocco_dns_tcp_connections", "counter"),
+        ("sirocco_dns_zones", "gauge"),
+    ] {
+        assert_eq!(after.1.get(family).map(String::as_str), Some(kind), "{family}: {:?}", after.1);
+    }
+    assert_eq!(sum(&after, "sirocco_engines", &[]), 2.0, "two queues");
+    assert_eq!(String::from_utf8_lossy(&other.stdout), "404", "only /metrics");
+
+    // Under load it was counting; it only went up.
+    let answered = |s: &Scrape| sum(s, "sirocco_dns_responses_total", &[]);
+    assert!(
+        answered(&during) > 0.0 && answered(&during) < answered(&after),
+        "{} then {}",
+        answered(&during),
+        answered(&after)
+    );
+    for (k, v) in &during.0 {
+        if k.contains("_total{") || k.contains("_bucket{") {
+            assert!(after.0.get(k).is_some_and(|a| a >= v), "{k} went down: {v} then {:?}", after.0.get(k));
+        }
+    }
+
+    // After the load: the same as the counters at exit.
+    let line = log.lines().find(|l| l.starts_with("dns: noerror")).unwrap_or_else(|| panic!("{log}"));
+    let field = |name: &str| -> f64 {
+        line.split(&format!("{name} ")).nth(1).unwrap().split(' ').next().unwrap().parse().unwrap()
+    };
+    for (rcode, exit) in [("NOERROR", "noerror"), ("NXDOMAIN", "nxdomain"), ("REFUSED", "refused")] {
+        let scraped = sum(&after, "sirocco_dns_responses_total", &[&format!("rcode={rcode}")]);
+        assert_eq!(scraped, field(exit), "{rcode}: scraped {scraped}, at exit {line}");
+    }
+    assert!(field("noerror") > 1000.0 && field("nxdomain") > 500.0, "{line}");
+    // The engines' own counters: what arrived after the last scrape is at most the odd ARP
+    // or neighbour discovery frame.
+    for name in ["rx_packets", "tx_packets", "udp_delivered"] {
+        let scraped = sum(&after, &format!("sirocco_engine_{name}_total"), &[]);
+        let exit = total(&counters, name) as f64;
+        assert!(scraped <= exit && exit - scraped <= 20.0, "{name}: scraped {scraped}, at exit {exit}");
+    }
+    for q in 0..2 {
+        let label = format!("queue={q}");
+        let batches = sum(&after, "sirocco_engine_batch_size_count", &[&label]);
+        let inf = sum(&after, "sirocco_engine_batch_size_bucket", &[&label, "le=+Inf"]);
+        assert_eq!(batches, inf, "the +Inf bucket holds every batch");
+        assert!(batches <= engine(&counters, q, "batches") as f64);
+    }
+    let redirected = sum(&after, "sirocco_xdp_filter_packets_total", &["verdict=redirected"]);
+    assert!(redirected >= sum(&after, "sirocco_engine_rx_packets_total", &[]) - 20.0, "{redirected}");
+}
