@@ -134,3 +134,31 @@ fn metrics_scraped_under_load_match_the_counters_at_exit() {
     let redirected = sum(&after, "sirocco_xdp_filter_packets_total", &["verdict=redirected"]);
     assert!(redirected >= sum(&after, "sirocco_engine_rx_packets_total", &[]) - 20.0, "{redirected}");
 }
+
+#[test]
+fn web_metrics_count_requests_by_status_and_tcp_as_the_exit_lines_do() {
+    let net = TestNet::new(1);
+    let s = net.start(&["web", "--iface", &net.srv_if, "--addr", SERVER_OWN, "--metrics", "9154"]);
+    s.wait_for_log("web on port", Duration::from_secs(10));
+    let base = format!("http://{SERVER_OWN}");
+    for i in 0..30 {
+        let path = if i % 3 == 0 { "/missing" } else { "/hello.txt" };
+        let out =
+            net.exec(&net.cli_ns, &["curl", "-s", "-o", "/dev/null", "--max-time", "5", &format!("{base}{path}")]);
+        assert!(out.status.success(), "curl {path}");
+    }
+    std::thread::sleep(Duration::from_millis(600));
+    let m = scrape(&net.srv_ns, "http://127.0.0.1:9154/metrics");
+    let (_, log) = stop_with_log(s);
+    let line = log.lines().find(|l| l.starts_with("engine 0 web:")).unwrap_or_else(|| panic!("{log}"));
+    let field = |name: &str| -> f64 {
+        line.split(&format!("{name} ")).nth(1).unwrap().split(' ').next().unwrap().parse().unwrap()
+    };
+    assert_eq!(sum(&m, "sirocco_http_requests_total", &[]), field("requests"), "{line}");
+    assert_eq!(sum(&m, "sirocco_http_responses_total", &["status=200"]), 20.0, "{line}");
+    assert_eq!(sum(&m, "sirocco_http_responses_total", &["status=404"]), 10.0, "{line}");
+    assert!(line.contains("[200:20 404:10]"), "{line}");
+    assert_eq!(sum(&m, "sirocco_http_connections_accepted_total", &[]), field("accepted"));
+    assert_eq!(sum(&m, "sirocco_tcp_established_total", &[]), 30.0, "one connection per curl");
+    assert_eq!(m.1.get("sirocco_tcp_connections").map(String::as_str), Some("gauge"));
+}

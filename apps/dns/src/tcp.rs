@@ -596,6 +596,7 @@ impl Service for DnsService {
 
     fn metrics(&self, out: &mut engine::Samples) {
         self.server().metrics(out);
+        self.tcp.metrics(out);
         let t = &self.tcp.app.stats;
         let conns = "sirocco_dns_tcp_connections_total";
         let help = "DNS-over-TCP connections, by what became of them.";

@@ -250,4 +250,53 @@ impl Service for WebService {
     fn idle_wait(&self) -> Duration {
         self.tcp.idle_wait().min(SWEEP)
     }
+
+    fn metrics(&self, out: &mut engine::Samples) {
+        let st = &self.tcp.app.app.stats;
+        out.counter("sirocco_http_requests_total", "HTTP requests parsed (refused ones too).", st.requests);
+        // Codes outside the list are summed under "other": a label set appears once.
+        let mut other = 0;
+        for (&code, &n) in &st.status {
+            match status_label(code) {
+                Some(l) => {
+                    out.counter_with("sirocco_http_responses_total", "HTTP responses, by status.", ("status", l), n)
+                }
+                None => other += n,
+            }
+        }
+        if other > 0 {
+            out.counter_with("sirocco_http_responses_total", "HTTP responses, by status.", ("status", "other"), other);
+        }
+        let help = "HTTP connections closed by a timeout: request head too slow (408), idle, peer not reading.";
+        for (what, v) in [("header", st.header_timeouts), ("idle", st.idle_timeouts), ("send", st.send_timeouts)] {
+            out.counter_with("sirocco_http_timeouts_total", help, ("timeout", what), v);
+        }
+        out.counter("sirocco_http_connections_accepted_total", "HTTP connections accepted.", st.accepted);
+        self.tcp.metrics(out);
+    }
+}
+
+/// A status code as a label value (the codes the server sends).
+fn status_label(code: u16) -> Option<&'static str> {
+    Some(match code {
+        200 => "200",
+        206 => "206",
+        301 => "301",
+        304 => "304",
+        400 => "400",
+        403 => "403",
+        404 => "404",
+        405 => "405",
+        408 => "408",
+        412 => "412",
+        413 => "413",
+        414 => "414",
+        416 => "416",
+        431 => "431",
+        500 => "500",
+        501 => "501",
+        503 => "503",
+        505 => "505",
+        _ => return None,
+    })
 }

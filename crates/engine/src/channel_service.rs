@@ -104,6 +104,10 @@ impl<S: Server> Service for ChannelService<S> {
         self.server.wake_fd()
     }
 
+    fn metrics(&self, out: &mut crate::Samples) {
+        crate::tcp_service::endpoint_metrics(self.ch.endpoint(), out);
+    }
+
     fn idle_wait(&self) -> Duration {
         if self.ch.endpoint().is_empty() {
             Duration::from_millis(100)

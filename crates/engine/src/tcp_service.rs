@@ -151,6 +151,15 @@ pub fn tcp_hints<A: tcp::App>(ep: &Endpoint<A>, frame: &[u8], each: &mut dyn FnM
     }
 }
 
+/// The TCP endpoint's counters and its connections now, for the metrics endpoint.
+pub fn endpoint_metrics<A: tcp::App>(ep: &Endpoint<A>, out: &mut crate::Samples) {
+    for (name, help, v) in ep.stats().metrics() {
+        out.counter(name, help, v);
+    }
+    out.gauge("sirocco_tcp_connections", "TCP connections in the table (every state but TIME-WAIT).", ep.len() as u64);
+    out.gauge("sirocco_tcp_time_wait", "TCP connections in TIME-WAIT.", ep.time_wait() as u64);
+}
+
 impl<T: tcp::App> Service for TcpService<T> {
     fn tcp_ports(&self) -> Vec<u16> {
         self.ports.clone()
@@ -183,6 +192,10 @@ impl<T: tcp::App> Service for TcpService<T> {
 
     fn lend(&mut self, _region: io::ArenaRegion) {
         self.lent = true;
+    }
+
+    fn metrics(&self, out: &mut crate::Samples) {
+        endpoint_metrics(&self.ep, out);
     }
 
     fn idle_wait(&self) -> Duration {

@@ -54,3 +54,73 @@ pub struct Stats {
     /// Connections closed straight from TIME-WAIT because the TIME-WAIT limit was reached.
     pub time_wait_recycled: u64,
 }
+
+impl Stats {
+    /// Every counter as a metric: its name by Prometheus conventions, what it counts, its
+    /// value.
+    pub fn metrics(&self) -> [(&'static str, &'static str, u64); 25] {
+        [
+            ("sirocco_tcp_segs_in_total", "Segments taken in (after checksum).", self.segs_in),
+            ("sirocco_tcp_segs_out_total", "Segments sent.", self.segs_out),
+            (
+                "sirocco_tcp_retransmits_total",
+                "Segments sent again (RTO, fast retransmit, SACK recovery).",
+                self.retransmits,
+            ),
+            ("sirocco_tcp_rtos_total", "Retransmission timeouts.", self.rtos),
+            ("sirocco_tcp_tail_probes_total", "Tail loss probes sent (RFC 8985 §7).", self.tail_probes),
+            (
+                "sirocco_tcp_tail_recoveries_total",
+                "Losses a tail loss probe repaired (answered by reducing the window).",
+                self.tail_recoveries,
+            ),
+            ("sirocco_tcp_fast_recoveries_total", "Entries into fast recovery.", self.fast_recoveries),
+            ("sirocco_tcp_ooo_kept_total", "Out-of-order segments kept for reassembly.", self.ooo_kept),
+            (
+                "sirocco_tcp_ooo_dropped_total",
+                "Out-of-order segments dropped (pool empty or too many holes).",
+                self.ooo_dropped,
+            ),
+            ("sirocco_tcp_out_of_window_total", "Segments outside the receive window.", self.out_of_window),
+            ("sirocco_tcp_paws_dropped_total", "Segments dropped by PAWS (RFC 7323).", self.paws_dropped),
+            ("sirocco_tcp_challenge_acks_total", "Challenge ACKs sent (RFC 5961).", self.challenge_acks),
+            (
+                "sirocco_tcp_challenge_limited_total",
+                "Challenge ACKs suppressed by the rate limit.",
+                self.challenge_limited,
+            ),
+            ("sirocco_tcp_resets_in_total", "Connections reset by the peer.", self.resets_in),
+            ("sirocco_tcp_resets_out_total", "RSTs sent.", self.resets_out),
+            ("sirocco_tcp_timeouts_total", "Connections that timed out.", self.timeouts),
+            (
+                "sirocco_tcp_established_total",
+                "Connections opened (passive and active) that reached ESTABLISHED.",
+                self.established,
+            ),
+            ("sirocco_tcp_cookies_sent_total", "SYNs answered with a cookie instead of state.", self.cookies_sent),
+            ("sirocco_tcp_cookies_accepted_total", "Connections created from a valid cookie.", self.cookies_accepted),
+            (
+                "sirocco_tcp_cookies_invalid_total",
+                "ACKs that looked like cookie replies but did not validate.",
+                self.cookies_invalid,
+            ),
+            ("sirocco_tcp_table_full_total", "SYNs dropped because the connection table was full.", self.table_full),
+            (
+                "sirocco_tcp_no_connection_total",
+                "Segments for no connection (answered with RST unless they were RSTs).",
+                self.no_connection,
+            ),
+            (
+                "sirocco_tcp_tx_full_total",
+                "Segments that could not be sent because the TX ring had no room (retried later).",
+                self.tx_full,
+            ),
+            ("sirocco_tcp_probes_total", "Zero-window and keep-alive probes sent.", self.probes),
+            (
+                "sirocco_tcp_time_wait_recycled_total",
+                "Connections closed straight from TIME-WAIT because the TIME-WAIT limit was reached.",
+                self.time_wait_recycled,
+            ),
+        ]
+    }
+}
