@@ -7,6 +7,7 @@
 mod common;
 
 mod capture;
+mod check;
 mod cli;
 mod ctl;
 mod dns;

@@ -528,6 +528,14 @@ pub fn run(a: DnsArgs) -> Result<(), String> {
     let initial = initial_versions(&specs, &received);
     let catalog = Published::new(build(&specs, keys, true, &received)?);
     eprintln!("sirocco: zones compiled in {:.2} s", started.elapsed().as_secs_f64());
+    let served = format!(
+        "dns on port {port}, {} zone(s) compiled, {} secondary zone(s)",
+        catalog.follow().get().zones().len(),
+        shared.zones().len()
+    );
+    if s.check_only(&served)? {
+        return Ok(());
+    }
     let reload = {
         let (published, config_path, cli) = (catalog.clone(), s.config.clone(), a.zone.clone());
         let (allow, notify, tsig_key, cli_keys, cli_secondaries) =

@@ -66,6 +66,10 @@ pub fn run(a: EchoArgs) -> Result<(), String> {
     // spends ~40% less CPU per message than yielding through 2000 empty polls.
     let s = a.serve.setup::<NoOwnKeys>(Defaults { port: 7, idle_spins: if tcp { 0 } else { 2000 } })?;
     let port = s.port;
+    let proto = if tcp { "tcp" } else { "udp" };
+    if s.check_only(&format!("{proto} echo on port {port}"))? {
+        return Ok(());
+    }
     if !tcp {
         s.run(&format!("udp echo on port {port}"), &[(Protocol::UDP, port)], |_| echo::UdpEcho::new(port), None)?;
         return Ok(());

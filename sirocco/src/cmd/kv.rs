@@ -100,6 +100,9 @@ pub fn run(a: KvArgs) -> Result<(), String> {
     let pages = (memory_mb << 20) / max_item.max(1 << 20);
     let shards = if engines == 1 { 1 } else { (4 * engines).min(pages / 16).max(engines) };
     let cfg = CacheConfig { memory: memory_mb << 20, max_item, shards, factor: 1.25 };
+    if s.check_only(&format!("memcached protocol on port {}, {memory_mb} MB of items", s.port))? {
+        return Ok(());
+    }
     let cache = Cache::new(cfg, unix_now())?;
     let shared = Arc::new(Shared {
         cache,

@@ -8,7 +8,7 @@ use clap::Args;
 use engine::ChannelService;
 use io::storage::{StorageConfig, StoragePort};
 use serde::Deserialize;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use store::keyspace::Keyspace;
 use store::log::compact::Gens;
@@ -93,6 +93,20 @@ pub fn run(a: StoreArgs) -> Result<(), String> {
     let max_conns = a.max_conns.or(s.own.max_conns).unwrap_or(10_000);
     if max_conns == 0 {
         return Err("--max-conns must be at least 1".into());
+    }
+    if s.checking() {
+        // Nothing is created or replayed: the folder must be one, or its parent must be.
+        let at = if dir_path.exists() {
+            dir_path.clone()
+        } else {
+            dir_path.parent().map(Path::to_path_buf).unwrap_or_default()
+        };
+        if !at.is_dir() {
+            return Err(format!("{}: not a folder sirocco could keep its log in", dir_path.display()));
+        }
+    }
+    if s.check_only(&format!("redis protocol on port {}, log in {}", s.port, dir_path.display()))? {
+        return Ok(());
     }
     std::fs::create_dir_all(&dir_path).map_err(|e| format!("{}: {e}", dir_path.display()))?;
     let _lock = dir::lock(&dir_path)?;

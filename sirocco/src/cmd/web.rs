@@ -200,6 +200,11 @@ pub fn run(a: WebArgs) -> Result<(), String> {
             String::new()
         }
     );
+    let checked =
+        format!("web on port {}, {} files from {what}{}", s.port, site.len(), if tls.is_some() { ", TLS" } else { "" });
+    if s.check_only(&checked)? {
+        return Ok(());
+    }
     let published = Published::new(site);
     let reload = {
         let published = published.clone();

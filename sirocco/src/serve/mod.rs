@@ -30,6 +30,11 @@ pub struct ServeArgs {
     /// Stop after this many seconds [default: run until SIGINT/SIGTERM].
     #[arg(long, value_name = "SECS")]
     pub duration: Option<f64>,
+    /// Check the configuration — options, config file, the server's content (zones
+    /// compiled, document root and certificates loaded) and the interface — then exit
+    /// without touching the interface, as `nginx -t` does. Needs no privileges.
+    #[arg(long)]
+    pub check: bool,
 }
 
 /// A server ready to run: where and how long, and its own part of the config file.
@@ -44,6 +49,7 @@ pub struct Serve<C> {
     pub config: Option<PathBuf>,
     until: Until,
     counters: Option<PathBuf>,
+    check: bool,
 }
 
 /// What a server does without being told: its port, and how it idles (`--idle-spins`).
@@ -77,11 +83,42 @@ impl ServeArgs {
             return Err("port must be 1..65535".into());
         }
         let opts = dp.options(false, d.idle_spins)?;
-        Ok(Serve { opts, port, own, config: self.config.clone(), until, counters: self.dp.counters.clone() })
+        Ok(Serve {
+            opts,
+            port,
+            own,
+            config: self.config.clone(),
+            until,
+            counters: self.dp.counters.clone(),
+            check: self.check,
+        })
     }
 }
 
 impl<C> Serve<C> {
+    /// Whether `--check` was given (the command must then change nothing).
+    pub fn checking(&self) -> bool {
+        self.check
+    }
+
+    /// With `--check`: checks what is left to check (the interface and its queues), says the
+    /// configuration is good (`what` is what would be served) and returns true: the command
+    /// then exits. Without it, false.
+    pub fn check_only(&self, what: &str) -> Result<bool, String> {
+        if !self.check {
+            return Ok(false);
+        }
+        if self.opts.ctl.is_none() {
+            let ifc = io::iface::Interface::lookup(&self.opts.iface).map_err(|e| e.to_string())?;
+            if let Some(q) = self.opts.queues.filter(|&q| q == 0 || q > ifc.rx_queues) {
+                return Err(format!("--queues {q}: {} has {} receive queue(s)", ifc.name, ifc.rx_queues));
+            }
+        }
+        let from = self.config.as_ref().map(|c| format!(" ({})", c.display())).unwrap_or_default();
+        println!("sirocco: configuration OK{from}: {what} on {}", self.opts.iface);
+        Ok(true)
+    }
+
     /// Runs `make(queue)` on every engine until it is time to stop; with `reload`, SIGHUP
     /// calls it on a thread of its own (`what` names the state it reloads). Prints the
     /// counters and writes them with `--counters`; the caller prints its summary after.
