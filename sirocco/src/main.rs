@@ -31,8 +31,8 @@ enum Cmd {
     ///
     /// Every answer (exact, CNAME chain, wildcard, referral, NXDOMAIN/NODATA, ANY per RFC
     /// 8482) is prepared when the zones load; DNAME answers are synthesised per query. SIGHUP
-    /// reloads the zones (a zone that fails keeps the old ones serving). UDP only for now:
-    /// truncated answers send clients to TCP, which sirocco does not serve yet.
+    /// reloads the zones (a zone that fails keeps the old ones serving). UDP and TCP,
+    /// DNSSEC-signed zones, RRL, zone transfers both ways with NOTIFY and TSIG.
     Dns(cmd::dns::DnsArgs),
     /// Static web server sending pre-packetised responses (Sandstorm).
     ///
@@ -70,6 +70,12 @@ enum Cmd {
     /// policy file), with what it sends checked and rate-limited below it. `sirocco ctl
     /// status` lists the grants and their counters; `sirocco ctl revoke APP` ends one.
     Ctl(cmd::ctl::CtlCmd),
+    /// A running sirocco's engines live: rates, batches, drops, CPU, connections and the
+    /// application's busiest counters, refreshed in the terminal (like top).
+    Top(cmd::top::TopArgs),
+    /// The TCP connections of a running sirocco, as `ss -tin` lists the kernel's: state,
+    /// addresses, windows, congestion window, RTT, retransmissions, bytes; filterable.
+    Ss(cmd::ss::SsArgs),
     /// Load generators (the load side of the benchmarks).
     #[command(subcommand)]
     Gen(GenCmd),
@@ -109,6 +115,8 @@ fn main() {
         Cmd::Gen(GenCmd::Http(a)) => cmd::gen_http::run(a),
         Cmd::Gen(GenCmd::Kv(a)) => cmd::gen_kv::run(a),
         Cmd::Testnet(c) => cmd::testnet::run(c),
+        Cmd::Top(a) => cmd::top::run(a),
+        Cmd::Ss(a) => cmd::ss::run(a),
     };
     if let Err(e) = r {
         eprintln!("sirocco: error: {e}");

@@ -21,6 +21,7 @@ mod dns_xfr;
 mod echo;
 mod gen;
 mod gen_http;
+mod inspect;
 mod ipv6;
 mod kv;
 mod lifecycle;

@@ -594,6 +594,10 @@ impl Service for DnsService {
         self.tcp.idle_wait()
     }
 
+    fn connections(&self, out: &mut Vec<engine::metrics::ConnInfo>) {
+        self.tcp.connections(out);
+    }
+
     fn metrics(&self, out: &mut engine::Samples) {
         self.server().metrics(out);
         self.tcp.metrics(out);

@@ -251,6 +251,10 @@ impl Service for WebService {
         self.tcp.idle_wait().min(SWEEP)
     }
 
+    fn connections(&self, out: &mut Vec<engine::metrics::ConnInfo>) {
+        self.tcp.connections(out);
+    }
+
     fn metrics(&self, out: &mut engine::Samples) {
         let st = &self.tcp.app.app.stats;
         out.counter("sirocco_http_requests_total", "HTTP requests parsed (refused ones too).", st.requests);

@@ -108,6 +108,10 @@ impl<S: Server> Service for ChannelService<S> {
         crate::tcp_service::endpoint_metrics(self.ch.endpoint(), out);
     }
 
+    fn connections(&self, out: &mut Vec<crate::metrics::ConnInfo>) {
+        crate::metrics::endpoint_connections(self.ch.endpoint(), out);
+    }
+
     fn idle_wait(&self) -> Duration {
         if self.ch.endpoint().is_empty() {
             Duration::from_millis(100)

@@ -4,7 +4,7 @@
 
 use crate::config::{EngineConfig, IdlePolicy};
 use crate::counters::{Counters, DropReason};
-use crate::metrics::Samples;
+use crate::metrics::{ConnsRequest, Samples};
 use crate::node::Node;
 use crate::rx::{PortSet, Received, Rx, Served};
 use crate::service::Service;
@@ -41,6 +41,8 @@ pub struct Engine<P: Port> {
     snapshot: Option<Arc<Mutex<Counters>>>,
     /// Where the application's own counters are published, if anyone reads them.
     app_snapshot: Option<Arc<Mutex<Samples>>>,
+    /// Where the application's connections are given when asked for.
+    conns: Option<Arc<ConnsRequest>>,
     started: time::Instant,
     last_rx: usize,
     /// Frames kept for the application until `produce` returns, with their TCP payload's
@@ -73,6 +75,7 @@ impl<P: Port> Engine<P> {
             tap: None,
             snapshot: None,
             app_snapshot: None,
+            conns: None,
             started: time::Instant::now(),
             last_rx: 0,
             held: Vec::with_capacity(batch),
@@ -94,6 +97,11 @@ impl<P: Port> Engine<P> {
     /// engine's (for the metrics endpoint).
     pub fn set_app_snapshot(&mut self, shared: Arc<Mutex<Samples>>) {
         self.app_snapshot = Some(shared);
+    }
+
+    /// Answers requests for the application's connections through `r`.
+    pub fn set_conns_request(&mut self, r: Arc<ConnsRequest>) {
+        self.conns = Some(r);
     }
 
     /// Sets the clock origin, so several engines (and their applications) share one time base.
@@ -251,6 +259,15 @@ impl<P: Port> Engine<P> {
         if let Some(mut g) = self.app_snapshot.as_deref().and_then(|m| take(m, wait)) {
             g.clear();
             app.metrics(&mut g);
+        }
+        if let Some(r) = self.conns.as_deref() {
+            if r.wanted.swap(false, Ordering::AcqRel) {
+                if let Some(mut g) = take(&r.answer, true) {
+                    g.1.clear();
+                    app.connections(&mut g.1);
+                    g.0 += 1;
+                }
+            }
         }
     }
 

@@ -63,3 +63,38 @@ impl Samples {
         self.0.clear();
     }
 }
+
+/// One TCP connection, for `sirocco ss`.
+#[derive(Debug, Clone, Copy)]
+pub struct ConnInfo {
+    /// Our address and port.
+    pub local: (wire::IpAddr, u16),
+    /// The peer's.
+    pub remote: (wire::IpAddr, u16),
+    /// Its state, windows, RTT, bytes.
+    pub info: tcp::Info,
+}
+
+/// A request for an engine's connections, from the control socket's thread: set `wanted`,
+/// and the engine fills `answer` at its next publication and bumps its generation.
+#[derive(Debug, Default)]
+pub struct ConnsRequest {
+    /// Asked for.
+    pub wanted: std::sync::atomic::AtomicBool,
+    /// The generation (answers given so far) and the connections of the last.
+    pub answer: std::sync::Mutex<(u64, Vec<ConnInfo>)>,
+}
+
+/// The connections of a TCP endpoint, into `out`.
+pub fn endpoint_connections<A: tcp::App>(ep: &tcp::Endpoint<A>, out: &mut Vec<ConnInfo>) {
+    for h in ep.handles() {
+        if let Some(t) = ep.tcb(h) {
+            let tu = t.tuple();
+            out.push(ConnInfo {
+                local: (tu.local, tu.local_port),
+                remote: (tu.remote, tu.remote_port),
+                info: t.info(),
+            });
+        }
+    }
+}

@@ -124,6 +124,12 @@ pub trait Service {
     fn metrics(&self, out: &mut crate::Samples) {
         let _ = out;
     }
+
+    /// Writes the application's TCP connections into `out` (for `sirocco ss`; on request,
+    /// never per packet; none by default).
+    fn connections(&self, out: &mut Vec<crate::metrics::ConnInfo>) {
+        let _ = out;
+    }
 }
 
 /// Why a frame could not be originated.

@@ -198,6 +198,10 @@ impl<T: tcp::App> Service for TcpService<T> {
         endpoint_metrics(&self.ep, out);
     }
 
+    fn connections(&self, out: &mut Vec<crate::metrics::ConnInfo>) {
+        crate::metrics::endpoint_connections(&self.ep, out);
+    }
+
     fn idle_wait(&self) -> Duration {
         // Connections have timers (delayed ACKs, retransmissions) finer than the default.
         if self.ep.is_empty() {

@@ -30,5 +30,5 @@ pub use config::{Config, KeepAlive};
 pub use endpoint::{App, ConnectError, Ctl, Endpoint, Gather, Handle, Limits, Output, PinnedFrames, Placed, Source};
 pub use seq::Seq;
 pub use stats::Stats;
-pub use tcb::{End, Env, Negotiated, Notes, Numbers, SegOut, State, Tcb, Tuple};
+pub use tcb::{End, Env, Info, Negotiated, Notes, Numbers, SegOut, State, Tcb, Tuple};
 pub use timer::{Duration, Instant};

@@ -67,6 +67,11 @@ impl Rtt {
     pub fn srtt(&self) -> Option<Duration> {
         self.srtt
     }
+
+    /// RTT variation.
+    pub fn rttvar(&self) -> Duration {
+        self.rttvar
+    }
 }
 
 #[cfg(test)]

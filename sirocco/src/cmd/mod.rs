@@ -10,6 +10,8 @@ pub mod gen_udp;
 pub mod kv;
 mod load;
 pub mod pipeline;
+pub mod ss;
 pub mod store;
 pub mod testnet;
+pub mod top;
 pub mod web;

@@ -50,6 +50,10 @@ pub struct DataplaneArgs {
     /// [ADDR]:PORT. Config key metrics.
     #[arg(long, value_name = "[ADDR:]PORT")]
     pub metrics: Option<String>,
+    /// The control socket `sirocco top` and `sirocco ss` talk to [default:
+    /// /run/sirocco/WHAT.PID.sock, when that folder can be written].
+    #[arg(long, value_name = "PATH")]
+    pub control_socket: Option<PathBuf>,
     /// On exit, also write the counters as JSON to this file.
     #[arg(long, value_name = "FILE")]
     pub counters: Option<PathBuf>,
@@ -119,6 +123,7 @@ impl DataplaneArgs {
             lend: 0,
             ctl,
             metrics: self.metrics.as_deref().map(super::metrics::parse_addr).transpose()?,
+            control: self.control_socket.clone(),
         })
     }
 }

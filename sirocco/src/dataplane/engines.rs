@@ -1,10 +1,12 @@
 //! The engine threads: spawned one per queue, pinned to their CPUs, watched until it is time
 //! to stop, then joined and their counters and applications collected.
 
+use super::control::{Control, Shared};
 use super::metrics::{Endpoint, Sources};
 use super::open::Opened;
 use super::{Options, Outcome, Until};
 use crate::signals;
+use engine::metrics::ConnsRequest;
 use engine::{Counters, DropReason, Engine, EngineConfig, Samples, Service};
 use io::filter::Filter;
 use io::iface;
@@ -30,7 +32,10 @@ pub(super) struct Running<A> {
     snapshots: Vec<Arc<Mutex<Counters>>>,
     /// The applications' counters, published for the metrics endpoint.
     app_snapshots: Vec<Arc<Mutex<Samples>>>,
+    /// Where each engine is asked for its connections.
+    conns: Vec<Arc<ConnsRequest>>,
     metrics: Option<Endpoint>,
+    control: Option<Control>,
 }
 
 /// Starts an engine thread per opened queue, each running `make_app(queue)`.
@@ -39,6 +44,7 @@ pub(super) fn spawn<A, F>(
     opts: &Options,
     mut make_app: F,
     metrics: Option<Endpoint>,
+    control: Option<Control>,
 ) -> Result<Running<A>, String>
 where
     A: Service + Send + 'static,
@@ -61,6 +67,9 @@ where
             eprintln!("sirocco: metrics on http://{a}/metrics");
         }
     }
+    if let Some(c) = control.as_ref().filter(|_| !opts.quiet) {
+        eprintln!("sirocco: control socket {} (sirocco top, sirocco ss)", c.path().display());
+    }
     let mut running = Running {
         filter,
         held,
@@ -70,7 +79,9 @@ where
         handles: Vec::new(),
         snapshots: Vec::new(),
         app_snapshots: Vec::new(),
+        conns: Vec::new(),
         metrics,
+        control,
     };
     for (q, port) in ports.into_iter().enumerate() {
         let mut app = make_app(q as u32);
@@ -88,8 +99,11 @@ where
         let snap = Arc::new(Mutex::new(Counters::default()));
         running.snapshots.push(snap.clone());
         // The application's counters are copied out only if someone reads them.
-        let app_snap = running.metrics.is_some().then(|| Arc::new(Mutex::new(Samples::default())));
+        let readers = running.metrics.is_some() || running.control.is_some();
+        let app_snap = readers.then(|| Arc::new(Mutex::new(Samples::default())));
         running.app_snapshots.extend(app_snap.clone());
+        let conns = running.control.is_some().then(|| Arc::new(ConnsRequest::default()));
+        running.conns.extend(conns.clone());
         let (stop, tap) = (running.stop.clone(), tap.clone());
         let h = std::thread::Builder::new().name(format!("sirocco-q{q}")).spawn(move || {
             let pinned = iface::pin_thread(cpu).is_ok();
@@ -98,6 +112,9 @@ where
             engine.set_snapshot(snap);
             if let Some(a) = app_snap {
                 engine.set_app_snapshot(a);
+            }
+            if let Some(c) = conns {
+                engine.set_conns_request(c);
             }
             if let Some(t) = tap {
                 engine.set_capture(t);
@@ -140,6 +157,10 @@ impl<A> Running<A> {
             std::thread::sleep(Duration::from_millis(20));
             if let Some(m) = &self.metrics {
                 m.poll(&mut || self.sources());
+            }
+            if let Some(c) = &self.control {
+                let shared = Shared { counters: &self.snapshots, apps: &self.app_snapshots, conns: &self.conns };
+                c.poll(&shared, self.filter.as_ref().map(Filter::verdicts));
             }
             if !hinted {
                 let unfinished = DropReason::ChecksumUnfinished as usize;

@@ -4,6 +4,7 @@
 //! it is time to stop, collect what they return) and [`report`] (counters as text and JSON).
 
 mod args;
+pub mod control;
 mod engines;
 pub mod metrics;
 mod open;
@@ -54,6 +55,8 @@ pub struct Options {
     pub ctl: Option<CtlOptions>,
     /// Serve the counters as Prometheus metrics on this kernel socket.
     pub metrics: Option<std::net::SocketAddr>,
+    /// The control socket (`sirocco top`, `sirocco ss`), if not the default.
+    pub control: Option<PathBuf>,
 }
 
 /// How to ask `sirocco ctl` for a grant (`--ctl`).
@@ -126,9 +129,15 @@ where
 {
     // Bound first: a port in use is one error line before the interface is touched.
     let metrics = opts.metrics.map(|a| metrics::Endpoint::bind(a, what)).transpose()?;
+    // A control socket asked for must be had; the default one only if its folder can be
+    // written (not by an unprivileged server behind sirocco ctl).
+    let control = match &opts.control {
+        Some(p) => Some(control::Control::bind(p, what)?),
+        None => control::Control::bind(&control::default_path(what), what).ok(),
+    };
     let opened = open::open(opts, grants, what)?;
     // From here on, returning drops the filter, which detaches it: no error leaves it behind.
-    let running = engines::spawn(opened, opts, make_app, metrics)?;
+    let running = engines::spawn(opened, opts, make_app, metrics, control)?;
     running.watch(opts, until);
     running.collect(opts.quiet)
 }

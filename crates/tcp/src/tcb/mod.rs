@@ -270,6 +270,39 @@ pub struct Negotiated {
     pub ts: bool,
 }
 
+/// What `ss -tin` shows of a connection ([`Tcb::info`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Info {
+    /// State.
+    pub state: State,
+    /// Our segment size.
+    pub mss: u32,
+    /// Congestion window, bytes.
+    pub cwnd: u32,
+    /// The peer's window, bytes.
+    pub snd_wnd: u32,
+    /// The window we advertise now, bytes.
+    pub rcv_wnd: u32,
+    /// Smoothed RTT, if measured.
+    pub srtt: Option<Duration>,
+    /// RTT variation.
+    pub rttvar: Duration,
+    /// Retransmission timeout.
+    pub rto: Duration,
+    /// Segments sent again.
+    pub retrans: u32,
+    /// Stream bytes sent (the highest offset).
+    pub bytes_sent: u64,
+    /// Stream bytes the peer acknowledged.
+    pub bytes_acked: u64,
+    /// Bytes received (modulo 2^32: counted from the sequence space).
+    pub bytes_received: u64,
+    /// Bytes in flight.
+    pub unacked: u64,
+    /// Received bytes the application still holds.
+    pub held: u32,
+}
+
 /// RFC 7323 timestamp state.
 struct Timestamps {
     /// TS.Recent: the TSval to echo.
@@ -327,6 +360,8 @@ struct RttProbe {
 
 /// Loss recovery: duplicate ACKs, the SACK scoreboard, NewReno and RFC 6675 state.
 struct Recovery {
+    /// Segments sent again on this connection (all causes).
+    retrans: u32,
     dupacks: u32,
     /// In recovery until this is acknowledged.
     point: Option<Seq>,
@@ -435,6 +470,7 @@ impl Tcb {
             rtt_probe: None,
             cc: Congestion::new(cfg.cc, u32::from(DEFAULT_MSS)),
             rec: Recovery {
+                retrans: 0,
                 dupacks: 0,
                 point: None,
                 last_recover: iss,
@@ -604,7 +640,28 @@ impl Tcb {
         self.rcv.held
     }
 
-    /// Smoothed RTT.
+    /// What the connection is doing now, as `ss -tin` shows it.
+    pub fn info(&self) -> Info {
+        let fin = u64::from(self.rcv.fin);
+        Info {
+            state: self.state,
+            mss: self.snd.mss,
+            cwnd: self.cc.cwnd(),
+            snd_wnd: self.snd.wnd,
+            rcv_wnd: self.rcv.adv.since(self.rcv.nxt),
+            srtt: self.rtt.srtt(),
+            rttvar: self.rtt.rttvar(),
+            rto: self.rtt.rto(),
+            retrans: self.rec.retrans,
+            bytes_sent: self.sent_offset(),
+            bytes_acked: self.acked_offset(),
+            bytes_received: u64::from(self.rcv.nxt.since(self.rcv.irs)).saturating_sub(1 + fin),
+            unacked: self.unacked(),
+            held: self.rcv.held,
+        }
+    }
+
+    /// Smoothed RTT, if measured.
     pub fn srtt(&self) -> Option<Duration> {
         self.rtt.srtt()
     }

@@ -98,6 +98,7 @@ impl Tcb {
                 self.rec.high_rxt = self.rec.high_rxt.max(seq + s.repr.payload_len as u32);
             }
             env.stats.retransmits += 1;
+            self.rec.retrans += 1;
             return Some(s);
         }
         if self.rec.point.is_none() || !self.opts.sack {
@@ -128,6 +129,7 @@ impl Tcb {
         let seg = self.data_segment(now, s, run, true, cut)?;
         self.rec.high_rxt = s + seg.repr.payload_len as u32;
         env.stats.retransmits += 1;
+        self.rec.retrans += 1;
         Some(seg)
     }
 

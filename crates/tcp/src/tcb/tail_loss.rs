@@ -85,6 +85,7 @@ impl Tcb {
         env.stats.tail_probes += 1;
         if !new {
             env.stats.retransmits += 1;
+            self.rec.retrans += 1;
         }
         self.rec.probe = Some(Episode { end: self.snd.max, again: !new });
         // RFC 8985 §7.3: the retransmission timer restarts after a probe.
