@@ -82,6 +82,12 @@ enum Cmd {
     /// Create or remove the two-namespace veth test network (198.18.0.0/15 addresses).
     #[command(subcommand)]
     Testnet(cmd::testnet::TestnetCmd),
+    /// Write the man pages of every command into DIR (for packaging).
+    #[command(hide = true)]
+    Man {
+        /// Where the pages go (sirocco.1, sirocco-dns.1, ...).
+        dir: std::path::PathBuf,
+    },
 }
 
 #[derive(Subcommand)]
@@ -100,6 +106,27 @@ enum GenCmd {
     Kv(cmd::gen_kv::GenKvArgs),
 }
 
+/// Writes a page per command, from the CLI's definition, as `sirocco-CMD[-SUB].1`.
+fn man_pages(dir: &std::path::Path) -> Result<(), String> {
+    use clap::CommandFactory;
+    fn write(cmd: &clap::Command, name: String, dir: &std::path::Path) -> Result<(), String> {
+        if cmd.is_hide_set() {
+            return Ok(());
+        }
+        let cmd = cmd.clone().display_name(name.clone()).bin_name(name.replace('-', " "));
+        let mut page = Vec::new();
+        clap_mangen::Man::new(cmd.clone()).render(&mut page).map_err(|e| e.to_string())?;
+        let path = dir.join(format!("{name}.1"));
+        std::fs::write(&path, page).map_err(|e| format!("{}: {e}", path.display()))?;
+        for sub in cmd.get_subcommands() {
+            write(sub, format!("{name}-{}", sub.get_name()), dir)?;
+        }
+        Ok(())
+    }
+    std::fs::create_dir_all(dir).map_err(|e| format!("{}: {e}", dir.display()))?;
+    write(&Cli::command(), "sirocco".into(), dir)
+}
+
 fn main() {
     let cli = Cli::parse();
     signals::install();
@@ -116,6 +143,7 @@ fn main() {
         Cmd::Gen(GenCmd::Kv(a)) => cmd::gen_kv::run(a),
         Cmd::Testnet(c) => cmd::testnet::run(c),
         Cmd::Top(a) => cmd::top::run(a),
+        Cmd::Man { dir } => man_pages(&dir),
         Cmd::Ss(a) => cmd::ss::run(a),
     };
     if let Err(e) = r {

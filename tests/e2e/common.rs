@@ -121,6 +121,11 @@ impl Sirocco {
     /// Starts sirocco in `ns` after `prefix` (a command that execs the rest in place), with
     /// `--counters` if `counters`.
     pub fn spawn(ns: &str, prefix: &[&str], args: &[&str], with_counters: bool) -> Sirocco {
+        Self::spawn_bin(ns, prefix, sirocco(), args, with_counters)
+    }
+
+    /// As [`Sirocco::spawn`], running the binary `bin` (an installed one).
+    pub fn spawn_bin(ns: &str, prefix: &[&str], bin: &str, args: &[&str], with_counters: bool) -> Sirocco {
         let id = SEQ.fetch_add(1, Ordering::SeqCst);
         let dir = std::env::temp_dir();
         let log = dir.join(format!("sirocco-e2e-{}-{id}.log", std::process::id()));
@@ -130,7 +135,7 @@ impl Sirocco {
         let child = Command::new("ip")
             .args(["netns", "exec", ns])
             .args(prefix)
-            .arg(sirocco())
+            .arg(bin)
             .args(args)
             .args(with)
             .stdout(f.try_clone().unwrap())

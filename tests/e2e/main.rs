@@ -27,6 +27,7 @@ mod kv;
 mod lifecycle;
 mod malformed;
 mod metrics;
+mod package;
 mod pipeline;
 mod store;
 mod stream;

@@ -97,9 +97,10 @@ fn parse_proc_arp(text: &str, iface: &str, addr: Ipv4Addr) -> Option<MacAddr> {
     })
 }
 
-/// Checks privilege before touching the kernel, for a clear error instead of EPERM deep down.
+/// Checks privilege before touching the kernel, for a clear error instead of EPERM deep down:
+/// root, or the capabilities the dataplane uses (a service unit gives a user just those).
 pub fn require_root() -> io::Result<()> {
-    if sys::is_root() {
+    if sys::is_root() || has_dataplane_caps() {
         Ok(())
     } else {
         Err(io::Error::new(
@@ -107,6 +108,19 @@ pub fn require_root() -> io::Result<()> {
             "sirocco needs root (CAP_NET_ADMIN, CAP_BPF, CAP_NET_RAW) to attach XDP and open AF_XDP sockets",
         ))
     }
+}
+
+/// CAP_NET_ADMIN (12) and CAP_NET_RAW (13) and CAP_BPF (39) — or CAP_SYS_ADMIN (21), which
+/// older kernels ask for BPF — in the effective set (from /proc/self/status).
+fn has_dataplane_caps() -> bool {
+    let status = std::fs::read_to_string("/proc/self/status").unwrap_or_default();
+    let eff = status
+        .lines()
+        .find_map(|l| l.strip_prefix("CapEff:"))
+        .and_then(|v| u64::from_str_radix(v.trim(), 16).ok())
+        .unwrap_or(0);
+    let has = |bit: u32| eff & (1u64 << bit) != 0;
+    has(12) && has(13) && (has(39) || has(21))
 }
 
 /// Moves the calling thread into a network namespace of its own, which lives as long as the

@@ -18,8 +18,18 @@ use std::time::{Duration, Instant};
 pub const DIR: &str = "/run/sirocco";
 
 /// The default socket of a server doing `what` ("dns on port 53"): in [`DIR`], named after
-/// it and the process.
+/// it and the process. Sockets there of processes that are gone (killed outright) are
+/// removed first.
 pub fn default_path(what: &str) -> PathBuf {
+    if let Ok(d) = std::fs::read_dir(DIR) {
+        for e in d.flatten() {
+            let name = e.file_name().to_string_lossy().to_string();
+            let pid = name.strip_suffix(".sock").and_then(|n| n.rsplit('.').next()).and_then(|p| p.parse::<u32>().ok());
+            if pid.is_some_and(|p| !Path::new(&format!("/proc/{p}")).exists()) {
+                let _ = std::fs::remove_file(e.path());
+            }
+        }
+    }
     let slug: String = what.chars().map(|c| if c.is_ascii_alphanumeric() { c } else { '-' }).collect();
     Path::new(DIR).join(format!("{slug}.{}.sock", std::process::id()))
 }
@@ -223,15 +233,16 @@ pub fn find(given: Option<PathBuf>) -> Result<PathBuf, String> {
     if let Some(p) = given {
         return Ok(p);
     }
-    // Sockets nobody answers on were left by a process killed outright: passed over.
-    let mut found: Vec<PathBuf> = std::fs::read_dir(DIR)
-        .map(|d| {
-            d.flatten()
-                .map(|e| e.path())
-                .filter(|p| p.extension().is_some_and(|x| x == "sock") && UnixStream::connect(p).is_ok())
-                .collect()
-        })
-        .unwrap_or_default();
+    // In the folder and one level below (a service unit's runtime directory); sockets nobody
+    // answers on were left by a process killed outright: passed over.
+    let entries = |d: &Path| -> Vec<PathBuf> {
+        std::fs::read_dir(d).map(|r| r.flatten().map(|e| e.path()).collect()).unwrap_or_default()
+    };
+    let mut found: Vec<PathBuf> = entries(Path::new(DIR))
+        .into_iter()
+        .flat_map(|p| if p.is_dir() { entries(&p) } else { vec![p] })
+        .filter(|p| p.extension().is_some_and(|x| x == "sock") && UnixStream::connect(p).is_ok())
+        .collect();
     found.sort();
     match found.len() {
         0 => Err(format!("no sirocco is running here (no control socket in {DIR}); give --socket PATH")),
