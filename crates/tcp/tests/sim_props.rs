@@ -3,7 +3,8 @@
 //! seed draws its own network (loss 0–30 %, reordering, duplication, corruption, delay,
 //! bandwidth, an MTU drop), options on each side, congestion control, window sizes and
 //! stream sizes. `SIM_SEEDS` sets how many seeds run (default 1000); `SIM_SEED` runs one
-//! seed (with a packet trace if `SIM_TRACE` is set).
+//! seed, and with `SIM_TRACE` prints the trace of the connections that failed:
+//! `scripts/replay-seed SEED` does both.
 
 mod endpoints;
 
@@ -44,8 +45,51 @@ fn size(r: &mut Rng) -> u32 {
     }
 }
 
-/// Runs one seed; Err describes the first property that failed.
-fn run(seed: u64, trace: bool) -> Result<String, String> {
+/// A seed that failed: why, the client ports of the connections that failed (none: the
+/// failure is not one connection's), and the trace if one was kept.
+struct Failure {
+    why: String,
+    ports: Vec<u16>,
+    trace: Vec<String>,
+}
+
+impl Failure {
+    /// The trace lines of the failed connections (every line if none is singled out).
+    fn trace_of_failed(&self) -> Vec<&str> {
+        let mine = |l: &str| {
+            self.ports.is_empty()
+                || self.ports.iter().any(|p| l.contains(&format!(" {p}:")) || l.contains(&format!(":{p} ")))
+        };
+        self.trace.iter().map(String::as_str).filter(|l| mine(l)).collect()
+    }
+}
+
+/// The stream a checker's error names ("stream 3: wrong byte at 10").
+fn stream_of(e: &str) -> Option<u32> {
+    e.strip_prefix("stream ")?.split(':').next()?.parse().ok()
+}
+
+/// Runs one seed; Err describes the first property that failed. `fail`: a testing aid that
+/// reports that stream as failed, to exercise the replay.
+fn run(seed: u64, trace: bool, fail: Option<u32>) -> Result<String, Failure> {
+    let mut ports: Vec<(u32, u16)> = Vec::new();
+    let mut sim_log = Vec::new();
+    let r = run_inner(seed, trace, fail, &mut ports, &mut sim_log);
+    r.map_err(|(why, ids)| {
+        let ports = ports.iter().filter(|(id, _)| ids.contains(id)).map(|&(_, p)| p).collect();
+        Failure { why, ports, trace: sim_log }
+    })
+}
+
+/// As [`run`]: an Err names the streams that failed; `ports` gets each stream's client
+/// port, `log` the trace.
+fn run_inner(
+    seed: u64,
+    trace: bool,
+    fail: Option<u32>,
+    ports: &mut Vec<(u32, u16)>,
+    log: &mut Vec<String>,
+) -> Result<String, (String, Vec<u32>)> {
     let mut r = Rng::new(seed);
     let hosts = r.range(2, 3) as usize;
     let limits = Limits { ooo_buffers: r.range(1, 8) as usize, ..Limits::default() };
@@ -74,7 +118,8 @@ fn run(seed: u64, trace: bool) -> Result<String, String> {
         let from = r.range(0, server as u64 - 1) as usize;
         let spec = Spec { id, up: size(&mut r), down: size(&mut r) };
         let cfg = config(&mut r);
-        sim.connect(from, server, 80, cfg, spec);
+        let h = sim.connect(from, server, 80, cfg, spec);
+        ports.push((id, sim.hosts[from].ep.tcb(h).expect("just opened").tuple().local_port));
     }
     let mtu_drop = r
         .chance(0.2)
@@ -88,33 +133,43 @@ fn run(seed: u64, trace: bool) -> Result<String, String> {
         sim.run_until(at, everyone_done);
         sim.set_all(|l| l.mtu = mtu);
     }
-    if !sim.run_until(limit, everyone_done) {
+    let finished = sim.run_until(limit, everyone_done);
+    *log = std::mem::take(&mut sim.log);
+    if !finished {
         let done: Vec<_> = sim.hosts.iter().map(|h| h.app.finished.len()).collect();
-        return Err(format!("stall: finished per host {done:?} of {conns} at {}", sim.now));
+        let ended: Vec<u32> = sim.hosts[..server].iter().flat_map(|h| h.app.finished.iter().map(|f| f.id)).collect();
+        let stuck = (0..conns).filter(|id| !ended.contains(id)).collect();
+        return Err((format!("stall: finished per host {done:?} of {conns} at {}", sim.now), stuck));
     }
     for (i, h) in sim.hosts.iter().enumerate() {
         if let Some(e) = h.app.errors.first() {
-            return Err(format!("host {i}: {e}"));
+            return Err((format!("host {i}: {e}"), stream_of(e).into_iter().collect()));
         }
         for f in &h.app.finished {
             if f.end != End::Closed || !f.rx_complete {
-                return Err(format!("host {i}: stream {} ended {:?}, received all: {}", f.id, f.end, f.rx_complete));
+                let why = format!("host {i}: stream {} ended {:?}, received all: {}", f.id, f.end, f.rx_complete);
+                return Err((why, vec![f.id]));
             }
         }
+    }
+    if let Some(id) = fail.filter(|&id| id < conns) {
+        return Err((format!("stream {id}: failed on purpose (a test of the replay)"), vec![id]));
     }
     // TIME-WAIT and the rest drain; then nothing may remain.
     let finish_at = sim.now;
     sim.run_until(sim.now + SECS(70), |_| false);
+    log.append(&mut sim.log);
     for (i, h) in sim.hosts.iter().enumerate() {
         let ep = &h.ep;
         if !ep.is_empty() || ep.timers() != 0 || ep.ooo_in_use() != 0 || ep.time_wait() != 0 {
-            return Err(format!(
+            let why = format!(
                 "host {i} leaks: {} connections, {} timers, {} reassembly buffers, {} in TIME-WAIT",
                 ep.len(),
                 ep.timers(),
                 ep.ooo_in_use(),
                 ep.time_wait()
-            ));
+            );
+            return Err((why, Vec::new()));
         }
     }
     let s = sim.hosts[server].ep.stats();
@@ -133,8 +188,8 @@ const REGRESSIONS: &[u64] = &[];
 #[test]
 fn regression_seeds() {
     for &seed in REGRESSIONS {
-        if let Err(e) = run(seed, false) {
-            panic!("seed {seed}: {e}");
+        if let Err(e) = run(seed, false, None) {
+            panic!("seed {seed}: {}", e.why);
         }
     }
 }
@@ -143,20 +198,74 @@ fn regression_seeds() {
 fn many_seeds() {
     if let Ok(one) = std::env::var("SIM_SEED") {
         let seed: u64 = one.parse().expect("SIM_SEED is a number");
-        match run(seed, std::env::var_os("SIM_TRACE").is_some()) {
-            Ok(s) => eprintln!("seed {seed}: {s}"),
-            Err(e) => panic!("seed {seed}: {e}"),
+        let fail = std::env::var("SIM_FAIL_STREAM").ok().and_then(|v| v.parse().ok());
+        match run(seed, std::env::var_os("SIM_TRACE").is_some(), fail) {
+            Ok(s) => eprintln!("seed {seed} passes: {s}"),
+            Err(e) => {
+                let lines = e.trace_of_failed();
+                if !e.trace.is_empty() {
+                    let whose = match &e.ports[..] {
+                        [] => "every connection".to_string(),
+                        p => format!("the connection(s) from client port {p:?}"),
+                    };
+                    eprintln!("seed {seed}: the trace of {whose} ({} of {} segments):", lines.len(), e.trace.len());
+                    for l in lines {
+                        eprintln!("{l}");
+                    }
+                }
+                panic!("seed {seed}: {}", e.why);
+            }
         }
         return;
     }
     let n: u64 = std::env::var("SIM_SEEDS").ok().and_then(|v| v.parse().ok()).unwrap_or(1000);
     let mut failures = Vec::new();
     for seed in 0..n {
-        if let Err(e) = run(seed, false) {
-            failures.push(format!("seed {seed}: {e}"));
+        if let Err(e) = run(seed, false, None) {
+            failures.push(format!("seed {seed}: {} — replay: scripts/replay-seed {seed}", e.why));
         }
     }
     assert!(failures.is_empty(), "{} of {n} seeds failed:\n{}", failures.len(), failures.join("\n"));
+}
+
+/// The replay path `scripts/replay-seed` takes (this test binary with SIM_SEED and
+/// SIM_TRACE), on a seed whose stream 1 is reported failed on purpose: it fails, naming
+/// the seed, and prints the trace of that connection alone.
+#[test]
+fn a_failed_seed_replays_with_the_trace_of_the_connection_that_failed() {
+    if std::env::var_os("SIM_SEED").is_some() {
+        return; // the replay itself, run by the test below
+    }
+    // A seed of several connections, so that there is something to leave out.
+    let (seed, failure) = (0..100)
+        .find_map(|s| match run(s, true, Some(1)) {
+            Err(f) if f.trace_of_failed().len() < f.trace.len() => Some((s, f)),
+            _ => None,
+        })
+        .expect("a seed with several connections among the first hundred");
+    let [port] = failure.ports[..] else { panic!("one connection singled out: {:?}", failure.ports) };
+    let out = std::process::Command::new(std::env::current_exe().unwrap())
+        .args(["many_seeds", "--exact", "--nocapture"])
+        .env("SIM_SEED", seed.to_string())
+        .env("SIM_TRACE", "1")
+        .env("SIM_FAIL_STREAM", "1")
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success(), "the replay fails as the seed did");
+    assert!(text.contains(&format!("seed {seed}: stream 1: failed on purpose")), "{text}");
+    let head = format!("seed {seed}: the trace of the connection(s) from client port [{port}]");
+    let trace: Vec<&str> = text
+        .lines()
+        .skip_while(|l| !l.starts_with(&head))
+        .skip(1)
+        .take_while(|l| !l.is_empty() && !l.contains("panicked"))
+        .collect();
+    assert!(trace.len() > 3, "a trace: {text}");
+    let mine = |l: &&str| l.contains(&format!(" {port}:")) || l.contains(&format!(":{port} "));
+    let others: Vec<&&str> = trace.iter().filter(|l| !mine(l)).collect();
+    assert!(others.is_empty(), "only its connection's segments, not {others:?}");
+    assert_eq!(trace.len(), failure.trace_of_failed().len());
 }
 
 fn two_hosts(seed: u64, cfg: Config) -> Sim {

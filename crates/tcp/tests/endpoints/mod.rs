@@ -28,7 +28,10 @@ pub struct Sim {
     net: Net<Event>,
     /// Most segments a host may send in one output round (a small TX ring).
     pub tx_room: usize,
+    /// Keep a trace of every segment in `log`.
     pub trace: bool,
+    /// The trace: one line per segment sent (and per one dropped or too big).
+    pub log: Vec<String>,
 }
 
 /// TX ring stand-in: collects segments, with limited room.
@@ -81,7 +84,7 @@ impl Sim {
             })
             .collect::<Vec<_>>();
         let n = hosts.len();
-        Sim { now: Instant::ZERO, hosts, net: Net::new(n, rng), tx_room: 64, trace: false }
+        Sim { now: Instant::ZERO, hosts, net: Net::new(n, rng), tx_room: 64, trace: false, log: Vec::new() }
     }
 
     pub fn set_links(&mut self, l: Link) {
@@ -110,7 +113,7 @@ impl Sim {
         let p = TcpPacket::new_unchecked(&bytes[..]);
         let (lport, rport) = (p.src_port(), p.dst_port());
         if self.trace {
-            eprintln!(
+            self.log.push(format!(
                 "{:>9} {}->{} {}:{} seq {} ack {} fl {:02x} win {} len {}",
                 self.now,
                 from,
@@ -122,14 +125,14 @@ impl Sim {
                 p.flags().0,
                 p.window(),
                 p.payload().len()
-            );
+            ));
         }
         let ip_len = bytes.len() + 20;
         let fate = self.net.transmit(self.now, from, to, ip_len, bytes, |bytes| Event::Packet { to, src, dst, bytes });
         if fate == Fate::TooBig {
             let l = self.net.links[from][to];
             if self.trace {
-                eprintln!("          too big for MTU {}", l.mtu);
+                self.log.push(format!("          {lport}:{rport} too big for MTU {}", l.mtu));
             }
             let e = Event::Icmp { to: from, local: src, remote: dst, lport, rport, mtu: l.mtu };
             self.net.schedule(self.now + l.delay, e);
@@ -147,7 +150,9 @@ impl Sim {
                     Ok(r) => r,
                     Err(e) => {
                         if self.trace {
-                            eprintln!("{:>9} dropped at {to}: {e:?}", self.now);
+                            let ports =
+                                (u16::from_be_bytes([bytes[0], bytes[1]]), u16::from_be_bytes([bytes[2], bytes[3]]));
+                            self.log.push(format!("{:>9} {}:{} dropped at {to}: {e:?}", self.now, ports.0, ports.1));
                         }
                         self.net.stats.bad_checksum += 1;
                         return;
