@@ -5,6 +5,7 @@
 mod cmd;
 mod ctl;
 mod dataplane;
+mod log;
 mod serve;
 mod signals;
 mod tcp_limits;
@@ -17,6 +18,9 @@ use clap::{Parser, Subcommand};
 struct Cli {
     #[command(subcommand)]
     cmd: Cmd,
+    /// How log lines look on stderr: text (`sirocco: ...`) or json (one object per line).
+    #[arg(long, global = true, value_enum, default_value_t = log::Format::Text)]
+    log_format: log::Format,
 }
 
 #[derive(Subcommand)]
@@ -129,6 +133,7 @@ fn man_pages(dir: &std::path::Path) -> Result<(), String> {
 
 fn main() {
     let cli = Cli::parse();
+    log::init(cli.log_format);
     signals::install();
     let r = match cli.cmd {
         Cmd::Echo(a) => cmd::echo::run(a),
@@ -147,7 +152,7 @@ fn main() {
         Cmd::Ss(a) => cmd::ss::run(a),
     };
     if let Err(e) = r {
-        eprintln!("sirocco: error: {e}");
+        tracing::error!("{e}");
         std::process::exit(1);
     }
 }

@@ -99,3 +99,30 @@ fn errors_name_the_file_and_line() {
         "--queues 9: lo has 1 receive queue",
     );
 }
+
+/// `--log-format json`: every log line is one JSON object with its time, level and message;
+/// the text form is `sirocco: MESSAGE`, errors marked.
+#[test]
+fn log_lines_are_one_event_each_as_text_or_json() {
+    let d = Dir::new("log");
+    let zone = d.file("example.zone", ZONE);
+    let args = ["dns", "--iface", "lo", "--addr", "198.18.0.1", "--zone", &zone];
+    let out = check(&[&["--log-format", "json"][..], &args].concat());
+    assert!(out.status.success());
+    let err = String::from_utf8_lossy(&out.stderr);
+    let events: Vec<serde_json::Value> =
+        err.lines().map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("{e}: {l}"))).collect();
+    assert!(events.len() >= 2, "{err}");
+    for e in &events {
+        assert!(e["timestamp"].is_string() && e["level"] == "INFO" && e["message"].is_string(), "{e}");
+    }
+    assert!(events.iter().any(|e| e["message"].as_str().unwrap().starts_with("zones compiled in")), "{err}");
+    let failed = check(&["--log-format", "json", "echo", "--iface", "nosuchif0", "--addr", "198.18.0.1"]);
+    let line = String::from_utf8_lossy(&failed.stderr).lines().last().unwrap_or_default().to_string();
+    let e: serde_json::Value = serde_json::from_str(&line).unwrap();
+    assert_eq!((e["level"].as_str(), failed.status.code()), (Some("ERROR"), Some(1)), "{line}");
+    assert!(e["message"].as_str().unwrap().contains("no network interface named"), "{line}");
+    let text = check(&args);
+    let err = String::from_utf8_lossy(&text.stderr);
+    assert!(err.lines().all(|l| l.starts_with("sirocco: ")), "{err}");
+}

@@ -375,8 +375,8 @@ fn build(
             return Err(format!("{label}: zone {} is given twice", c.origin));
         }
         if verbose {
-            eprintln!(
-                "sirocco: zone {} from {label}: {} records, {} names, {} distinct responses, {} bytes compiled ({:.0} per name); loaded in {:.2} s, compiled in {:.2} s",
+            tracing::info!(
+                "zone {} from {label}: {} records, {} names, {} distinct responses, {} bytes compiled ({:.0} per name); loaded in {:.2} s, compiled in {:.2} s",
                 c.origin,
                 z.records,
                 c.names(),
@@ -401,7 +401,7 @@ fn initial_versions(specs: &[ZoneSpec], received: &Received) -> Vec<Option<(u32,
             match dns_server::zone::load(f, spec.origin.as_deref()) {
                 Ok(z) => Some(z),
                 Err(e) => {
-                    eprintln!("sirocco: {e}; transferring the zone from its primary instead");
+                    tracing::info!("{e}; transferring the zone from its primary instead");
                     None
                 }
             }
@@ -527,7 +527,7 @@ pub fn run(a: DnsArgs) -> Result<(), String> {
     let received: Received = Arc::default();
     let initial = initial_versions(&specs, &received);
     let catalog = Published::new(build(&specs, keys, true, &received)?);
-    eprintln!("sirocco: zones compiled in {:.2} s", started.elapsed().as_secs_f64());
+    tracing::info!("zones compiled in {:.2} s", started.elapsed().as_secs_f64());
     let served = format!(
         "dns on port {port}, {} zone(s) compiled, {} secondary zone(s)",
         catalog.follow().get().zones().len(),

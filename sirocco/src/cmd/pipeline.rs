@@ -189,7 +189,7 @@ fn client(a: Action) -> Result<(), String> {
 
 fn print_warnings(v: &Json) {
     for w in v["warnings"].as_array().into_iter().flatten() {
-        eprintln!("sirocco: warning: {}", w.as_str().unwrap_or(""));
+        tracing::warn!("{}", w.as_str().unwrap_or(""));
     }
 }
 
@@ -282,11 +282,11 @@ fn serve(a: PipelineArgs) -> Result<(), String> {
         fds.push(f);
     }
     for what in opened {
-        eprintln!("sirocco: pipeline port {what}");
+        tracing::info!("pipeline port {what}");
     }
     for (w, p, _) in &workers {
         for warning in &p.warnings {
-            eprintln!("sirocco: warning: {file}: {w}: {warning}");
+            tracing::warn!("{file}: {w}: {warning}");
         }
     }
     let placed: Vec<String> = workers
@@ -294,8 +294,8 @@ fn serve(a: PipelineArgs) -> Result<(), String> {
         .zip(&cpus)
         .map(|((w, _, _), c)| format!("{w} on {}", c.map_or("any CPU".to_string(), |c| format!("CPU {c}"))))
         .collect();
-    eprintln!(
-        "sirocco: pipeline {file} running: {} modules, {} port(s), {} buffers per worker, {} B of metadata, {}{}",
+    tracing::info!(
+        "pipeline {file} running: {} modules, {} port(s), {} buffers per worker, {} B of metadata, {}{}",
         workers.iter().map(|(_, p, _)| p.stats().count()).sum::<usize>(),
         names.len(),
         a.buffers,

@@ -119,7 +119,7 @@ pub fn run(a: StoreArgs) -> Result<(), String> {
     let ks = Keyspace::new(store::keyspace::MAX_SHARDS);
     let rec = replay::recover(&dir_path, &ks, unix_ms())?;
     for n in &rec.notes {
-        eprintln!("sirocco store: {n}");
+        tracing::info!("store: {n}");
     }
     println!(
         "store: {} keys recovered from {} ({} changes replayed, {} expired while down; last change {}); log generation {}",
@@ -159,7 +159,7 @@ pub fn run(a: StoreArgs) -> Result<(), String> {
     let per_engine = max_conns.div_ceil(engines);
     let make = |q: u32| {
         let Some(log) = writers.get_mut(q as usize).and_then(Option::take) else {
-            eprintln!("sirocco: error: engine {q} has no log (expected {engines} engines)");
+            tracing::error!("engine {q} has no log (expected {engines} engines)");
             std::process::exit(1)
         };
         let bufs = Buffers::new(SEND_BUFFERS, 2048);

@@ -188,8 +188,8 @@ pub fn run(a: WebArgs) -> Result<(), String> {
         Some(r) => format!("root {}", r.display()),
         None => "the built-in demo site".to_string(),
     };
-    eprintln!(
-        "sirocco: {} files, {} bytes from {what}{} in {:.2} s{}",
+    tracing::info!(
+        "{} files, {} bytes from {what}{} in {:.2} s{}",
         site.len(),
         site.bytes,
         if site.bytes > cache { " (larger than --cache-bytes: packetised on first request)" } else { "" },
@@ -226,7 +226,7 @@ pub fn run(a: WebArgs) -> Result<(), String> {
             Some(sc) => svc.streaming(first.take().map_or_else(|| Streamer::new(sc), Ok).unwrap_or_else(|e| {
                 // Only after the first engine's port was set up; nothing to tidy but the
                 // process (the XDP link goes with it).
-                eprintln!("sirocco: engine {q}: {e}");
+                tracing::info!("engine {q}: {e}");
                 std::process::exit(1)
             })),
             None => svc,
@@ -337,8 +337,8 @@ fn stream_config(mib: u64, kib: u32) -> Result<StorageConfig, String> {
 /// O_DIRECT under the root) is one line at start; it reports what the kernel offers.
 fn first_streamer(cfg: StorageConfig, site: &Site) -> Result<Streamer, String> {
     let mut st = Streamer::new(cfg).map_err(|e| e.to_string())?;
-    eprintln!(
-        "sirocco: stream mode: {}; {} buffers of {} KiB per engine on {}",
+    tracing::info!(
+        "stream mode: {}; {} buffers of {} KiB per engine on {}",
         st.port.features(),
         cfg.buffers,
         cfg.buf_size >> 10,

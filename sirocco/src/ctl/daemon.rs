@@ -68,8 +68,8 @@ pub fn run(s: Settings) -> Result<(), String> {
     let net = PrivateNet::start()?;
     let path = CtlPath::attach(&iface.name, iface.index).map_err(|e| e.to_string())?;
     if !s.quiet {
-        eprintln!(
-            "sirocco: ctl on {} ({}), control socket {}, {} policy entr{}",
+        tracing::info!(
+            "ctl on {} ({}), control socket {}, {} policy entr{}",
             iface.name,
             iface.mac,
             s.socket.display(),
@@ -212,8 +212,8 @@ fn grant(state: &Shared, uid: u32, w: Want, conn: &Conn) -> Result<(u64, Value, 
     match build(&mut st, id, slot, &w, conn) {
         Ok((v, socks)) => {
             if !st.quiet {
-                eprintln!(
-                    "sirocco: ctl: grant {id} to '{}' (uid {uid}): {} {}/{}, {} queue(s){}",
+                tracing::info!(
+                    "ctl: grant {id} to '{}' (uid {uid}): {} {}/{}, {} queue(s){}",
                     w.app,
                     w.addr,
                     w.proto.name(),
@@ -303,7 +303,7 @@ fn end_grant(st: &mut State, id: u64, why: &str) {
     let _ = notice.send(&json!({ "event": "revoked", "why": why }), &[]);
     let _ = notice.sock().shutdown(std::net::Shutdown::Both);
     if !st.quiet {
-        eprintln!("sirocco: ctl: grant {id} of '{}' ended: {why}", g.want.app);
+        tracing::info!("ctl: grant {id} of '{}' ended: {why}", g.want.app);
     }
 }
 

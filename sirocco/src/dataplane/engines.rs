@@ -64,11 +64,11 @@ where
     let allowed = iface::allowed_cpus();
     if let Some(a) = metrics.as_ref().and_then(Endpoint::local_addr) {
         if !opts.quiet {
-            eprintln!("sirocco: metrics on http://{a}/metrics");
+            tracing::info!("metrics on http://{a}/metrics");
         }
     }
     if let Some(c) = control.as_ref().filter(|_| !opts.quiet) {
-        eprintln!("sirocco: control socket {} (sirocco top, sirocco ss)", c.path().display());
+        tracing::info!("control socket {} (sirocco top, sirocco ss)", c.path().display());
     }
     let mut running = Running {
         filter,
@@ -167,7 +167,7 @@ impl<A> Running<A> {
                 hinted =
                     self.snapshots.iter().any(|s| s.lock().unwrap_or_else(|e| e.into_inner()).drops[unfinished] > 0);
                 if hinted {
-                    eprintln!("sirocco: {}", engine::counters::CHECKSUM_HINT);
+                    tracing::info!("{}", engine::counters::CHECKSUM_HINT);
                 }
             }
             if opts.stats && last_print.elapsed() >= Duration::from_secs(1) {
@@ -208,7 +208,7 @@ impl<A> Running<A> {
                 Ok((c, app, pinned, x)) => {
                     xsk.push(x);
                     if !pinned && !quiet {
-                        eprintln!("sirocco: warning: an engine could not be pinned to its CPU");
+                        tracing::warn!("an engine could not be pinned to its CPU");
                     }
                     engines.push((c, app));
                 }

@@ -60,7 +60,7 @@ pub(super) fn open(opts: &Options, grants: &[Grant], what: &str) -> Result<Opene
             // A kernel without multi-buffer AF_XDP (before 6.6) or unaligned chunks: the
             // lent memory goes, and what would have been sent from it is copied.
             Err(e) if xcfg.lend > 0 && q == 0 => {
-                eprintln!("sirocco: {e}; sending without lending memory to the application (payloads copied)");
+                tracing::info!("{e}; sending without lending memory to the application (payloads copied)");
                 xcfg.lend = 0;
                 open_socket(&ifc, q, xcfg)?
             }
@@ -85,8 +85,8 @@ pub(super) fn open(opts: &Options, grants: &[Grant], what: &str) -> Result<Opene
         if let Some(a) = opts.addr6 {
             said.push(format!("{a} ({})", ownership(owns_alone6, "neighbour discovery")));
         }
-        eprintln!(
-            "sirocco: {what} on {} {}, {queues} queue(s), AF_XDP {} mode, XDP filter in {} mode, UMEM on {}",
+        tracing::info!(
+            "{what} on {} {}, {queues} queue(s), AF_XDP {} mode, XDP filter in {} mode, UMEM on {}",
             ifc.name,
             said.join(" and "),
             if mode == BindMode::ZeroCopy { "zero-copy" } else { "copy" },
@@ -95,8 +95,8 @@ pub(super) fn open(opts: &Options, grants: &[Grant], what: &str) -> Result<Opene
             ports.iter().map(|p| p.pages()).max().unwrap_or(io::arena::Pages::Ordinary),
         );
         if let Some(p) = ports.first().filter(|p| p.lent() > 0) {
-            eprintln!(
-                "sirocco: {} MiB of each UMEM lent to the application; packets gathered from it (multi-buffer){}",
+            tracing::info!(
+                "{} MiB of each UMEM lent to the application; packets gathered from it (multi-buffer){}",
                 p.lent() >> 20,
                 if p.tx_csum_offload() { ", their TCP checksum left to the kernel or NIC (TX metadata)" } else { "" }
             );
@@ -137,8 +137,8 @@ fn open_granted(opts: &Options, c: &super::CtlOptions, grants: &[Grant], what: &
     };
     let g = crate::ctl::client::ask(&c.socket, &want)?;
     if !opts.quiet {
-        eprintln!(
-            "sirocco: {what} on {} {} through sirocco ctl (grant {} as '{app}'), {} queue(s), AF_XDP copy mode",
+        tracing::info!(
+            "{what} on {} {} through sirocco ctl (grant {} as '{app}'), {} queue(s), AF_XDP copy mode",
             g.ifc.name,
             addr,
             g.grant,

@@ -57,10 +57,10 @@ impl Reloader {
                     let t = Instant::now();
                     match reload() {
                         Ok((loaded, old)) => {
-                            eprintln!("sirocco: reloaded {loaded} in {:.2} s", t.elapsed().as_secs_f64());
+                            tracing::info!("reloaded {loaded} in {:.2} s", t.elapsed().as_secs_f64());
                             retired.push(old);
                         }
-                        Err(e) => eprintln!("sirocco: reload failed, still serving the previous {what}: {e}"),
+                        Err(e) => tracing::info!("reload failed, still serving the previous {what}: {e}"),
                     }
                 }
             })
