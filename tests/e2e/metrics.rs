@@ -162,3 +162,81 @@ fn web_metrics_count_requests_by_status_and_tcp_as_the_exit_lines_do() {
     assert_eq!(sum(&m, "sirocco_tcp_established_total", &[]), 30.0, "one connection per curl");
     assert_eq!(m.1.get("sirocco_tcp_connections").map(String::as_str), Some("gauge"));
 }
+
+#[test]
+fn kv_metrics_count_hits_and_misses_as_memcached_stats_does() {
+    let net = TestNet::new(1);
+    let s = net.start(&["kv", "--iface", &net.srv_if, "--addr", SERVER_OWN, "--metrics", "9155"]);
+    s.wait_for_log("memcached protocol on port", Duration::from_secs(10));
+    // One hit, two misses, then memcached's own view of them on the same connection.
+    let script = format!(
+        "import socket\n\
+         s = socket.create_connection(('{SERVER_OWN}', 11211), timeout=5)\n\
+         def ask(cmd, end):\n\
+         \x20   s.sendall(cmd)\n\
+         \x20   got = b''\n\
+         \x20   while not got.endswith(end): got += s.recv(65536)\n\
+         \x20   return got\n\
+         ask(b'set k 0 0 1\\r\\nx\\r\\n', b'STORED\\r\\n')\n\
+         for key in [b'k', b'nope', b'other']: ask(b'get ' + key + b'\\r\\n', b'END\\r\\n')\n\
+         print(ask(b'stats\\r\\n', b'END\\r\\n').decode())\n"
+    );
+    let out = net.exec(&net.cli_ns, &["/usr/bin/python3", "-c", &script]);
+    let stats = String::from_utf8_lossy(&out.stdout).to_string();
+    let stat = |name: &str| -> f64 {
+        let line = stats.lines().find(|l| l.starts_with(&format!("STAT {name} "))).unwrap_or_else(|| panic!("{stats}"));
+        line.split(' ').nth(2).unwrap().trim().parse().unwrap()
+    };
+    std::thread::sleep(Duration::from_millis(600));
+    let m = scrape(&net.srv_ns, "http://127.0.0.1:9155/metrics");
+    let (st, log) = s.stop();
+    assert!(st.success(), "{log}");
+    assert_eq!(sum(&m, "sirocco_kv_events_total", &["event=get_hits"]), 1.0);
+    assert_eq!(sum(&m, "sirocco_kv_events_total", &["event=get_misses"]), 2.0);
+    for name in ["get_hits", "get_misses", "cmd_get", "cmd_set"] {
+        assert_eq!(sum(&m, "sirocco_kv_events_total", &[&format!("event={name}")]), stat(name), "{name}");
+    }
+    assert_eq!(stat("curr_connections"), 1.0, "the client's, while it asked");
+    assert_eq!(sum(&m, "sirocco_kv_connections", &[]), 0.0, "closed by the scrape");
+    assert_eq!(m.1.get("sirocco_kv_events").map(String::as_str), Some("counter"));
+}
+
+#[test]
+fn store_metrics_count_commands_and_durable_commits() {
+    let net = TestNet::new(1);
+    let dir = std::env::temp_dir().join(format!("sirocco-metrics-store-{}", net.name));
+    let _ = std::fs::remove_dir_all(&dir);
+    let s = net.start(&[
+        "store",
+        "--iface",
+        &net.srv_if,
+        "--addr",
+        SERVER_OWN,
+        "--dir",
+        dir.to_str().unwrap(),
+        "--metrics",
+        "9156",
+    ]);
+    s.wait_for_log("Redis protocol on port", Duration::from_secs(10));
+    let cli = |args: &[&str]| {
+        let mut all = vec!["redis-cli", "-h", SERVER_OWN];
+        all.extend_from_slice(args);
+        String::from_utf8_lossy(&net.exec(&net.cli_ns, &all).stdout).trim().to_string()
+    };
+    assert_eq!(cli(&["SET", "k", "v"]), "OK");
+    assert_eq!(cli(&["GET", "k"]), "v");
+    assert_eq!(cli(&["SET", "j", "w"]), "OK");
+    std::thread::sleep(Duration::from_millis(600));
+    let m = scrape(&net.srv_ns, "http://127.0.0.1:9156/metrics");
+    let (st, log) = s.stop();
+    let _ = std::fs::remove_dir_all(&dir);
+    assert!(st.success(), "{log}");
+    assert!(sum(&m, "sirocco_store_commands_total", &[]) >= 3.0, "{:?}", m.0);
+    assert_eq!(sum(&m, "sirocco_store_connections_accepted_total", &[]), 3.0, "one per redis-cli");
+    let (commits, records) =
+        (sum(&m, "sirocco_store_log_commits_total", &[]), sum(&m, "sirocco_store_log_records_total", &[]));
+    assert!(
+        records == 2.0 && (1.0..=2.0).contains(&commits),
+        "two SETs made durable: {records} records in {commits} commits"
+    );
+}

@@ -44,6 +44,11 @@ pub struct Kv {
 }
 
 impl Kv {
+    /// This engine's counters (memcached's `stats` names).
+    pub fn counters(&self) -> &crate::stats::Counters {
+        self.shared.board.engine(self.engine)
+    }
+
     /// Engine `engine`'s server.
     pub fn new(shared: Arc<Shared>, engine: usize) -> Kv {
         let now = shared.cache.time_at(unix_now());

@@ -19,6 +19,8 @@ pub struct ChannelService<S: Server> {
     pub server: S,
     ports: Vec<u16>,
     unresolved: u64,
+    /// The application's own counters for the metrics endpoint, if it has any.
+    metrics: Option<fn(&S, &mut crate::Samples)>,
 }
 
 /// The held frames, as the channel's views.
@@ -37,7 +39,14 @@ impl<S: Server> ChannelService<S> {
         for &p in ports {
             ch.listen(p, cfg);
         }
-        ChannelService { ch, server, ports: ports.to_vec(), unresolved: 0 }
+        ChannelService { ch, server, ports: ports.to_vec(), unresolved: 0, metrics: None }
+    }
+
+    /// Publishes the application's counters with `f` besides the endpoint's (the channel's
+    /// `Server` knows nothing of metrics).
+    pub fn with_metrics(mut self, f: fn(&S, &mut crate::Samples)) -> Self {
+        self.metrics = Some(f);
+        self
     }
 
     /// A client: no listening port; segments to the ephemeral ports of `limits` (where its
@@ -105,6 +114,9 @@ impl<S: Server> Service for ChannelService<S> {
     }
 
     fn metrics(&self, out: &mut crate::Samples) {
+        if let Some(f) = self.metrics {
+            f(&self.server, out);
+        }
         crate::tcp_service::endpoint_metrics(self.ch.endpoint(), out);
     }
 

@@ -117,7 +117,7 @@ pub fn run(a: KvArgs) -> Result<(), String> {
     let make = |q: u32| {
         let bufs = Buffers::new(SEND_BUFFERS, 2048);
         let app = Streams::new(Kv::new(shared.clone(), q as usize), per_engine);
-        ChannelService::new(app, &[port], tcp::Config::default(), tcp_limits(), bufs)
+        ChannelService::new(app, &[port], tcp::Config::default(), tcp_limits(), bufs).with_metrics(kv_metrics)
     };
     let what = format!("memcached protocol on port {port}, {memory_mb} MB of items");
     let out = s.run(&what, &[(Protocol::TCP, port)], make, None)?;
@@ -152,6 +152,23 @@ pub fn run(a: KvArgs) -> Result<(), String> {
         shared.cache.page_size() >> 10
     );
     Ok(())
+}
+
+/// The KV server's counters for the metrics endpoint: memcached's `stats` counters of the
+/// engine (hits and misses per command, bytes, errors) and its open connections.
+fn kv_metrics(s: &Streams<Kv>, out: &mut engine::Samples) {
+    for (name, v) in s.app.counters().each() {
+        if name == "curr_connections" {
+            out.gauge("sirocco_kv_connections", "Connections open.", v);
+        } else {
+            out.counter_with(
+                "sirocco_kv_events_total",
+                "memcached's stats counters, by name (get_hits, get_misses, ...).",
+                ("event", name),
+                v,
+            );
+        }
+    }
 }
 
 #[cfg(test)]

@@ -164,7 +164,7 @@ pub fn run(a: StoreArgs) -> Result<(), String> {
         };
         let bufs = Buffers::new(SEND_BUFFERS, 2048);
         let app = Streams::new(Store::new(shared.clone(), q as usize, log), per_engine);
-        ChannelService::new(app, &[port], tcp::Config::default(), tcp_limits(), bufs)
+        ChannelService::new(app, &[port], tcp::Config::default(), tcp_limits(), bufs).with_metrics(store_metrics)
     };
     let what = format!("Redis protocol on port {port}, log in {}", dir_path.display());
     let out = s.run(&what, &[(Protocol::TCP, port)], make, None)?;
@@ -193,4 +193,25 @@ pub fn run(a: StoreArgs) -> Result<(), String> {
         shared.gens.done.load(std::sync::atomic::Ordering::Relaxed)
     );
     Ok(())
+}
+
+/// The store's counters for the metrics endpoint: requests, connections, durable commits.
+fn store_metrics(s: &Streams<Store>, out: &mut engine::Samples) {
+    use std::sync::atomic::Ordering::Relaxed;
+    let c = s.app.counters();
+    out.counter("sirocco_store_commands_total", "Requests handled.", c.commands.load(Relaxed));
+    out.counter("sirocco_store_connections_accepted_total", "Connections accepted.", c.connections.load(Relaxed));
+    out.counter(
+        "sirocco_store_connections_rejected_total",
+        "Connections refused at the limit.",
+        c.rejected.load(Relaxed),
+    );
+    out.gauge("sirocco_store_connections", "Connections open.", c.open.load(Relaxed).max(0) as u64);
+    out.counter(
+        "sirocco_store_log_commits_total",
+        "Log commits made durable (group commits).",
+        c.commits.load(Relaxed),
+    );
+    out.counter("sirocco_store_log_records_total", "Log records in them.", c.records.load(Relaxed));
+    out.counter("sirocco_store_log_bytes_total", "Log bytes written.", c.log_bytes.load(Relaxed));
 }

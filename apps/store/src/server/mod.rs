@@ -92,6 +92,11 @@ impl Out for WriterOut<'_, '_, '_> {
 }
 
 impl Store {
+    /// This engine's counters.
+    pub fn counters(&self) -> &EngineStats {
+        &self.shared.engines[self.engine]
+    }
+
     /// Engine `engine`'s server, logging through `log`.
     pub fn new(shared: Arc<Shared>, engine: usize, log: LogWriter) -> Store {
         let durable = shared.order.durable();
