@@ -131,6 +131,11 @@ fn metrics_scraped_under_load_match_the_counters_at_exit() {
         assert_eq!(batches, inf, "the +Inf bucket holds every batch");
         assert!(batches <= engine(&counters, q, "batches") as f64);
     }
+    // The AF_XDP port's counters and the kernel's for its socket.
+    let kicks = sum(&after, "sirocco_xsk_tx_kicks_total", &[]);
+    let exit_kicks = (0..2).map(|q| engine(&counters, q, "tx_kicks")).sum::<u64>() as f64;
+    assert!(kicks > 0.0 && kicks <= exit_kicks, "tx kicks: scraped {kicks}, at exit {exit_kicks}");
+    assert_eq!(after.1.get("sirocco_xsk_kernel_rx_ring_full").map(String::as_str), Some("counter"));
     let redirected = sum(&after, "sirocco_xdp_filter_packets_total", &["verdict=redirected"]);
     assert!(redirected >= sum(&after, "sirocco_engine_rx_packets_total", &[]) - 20.0, "{redirected}");
 }

@@ -259,6 +259,9 @@ impl<P: Port> Engine<P> {
         if let Some(mut g) = self.app_snapshot.as_deref().and_then(|m| take(m, wait)) {
             g.clear();
             app.metrics(&mut g);
+            for (name, help, v) in self.port.metrics() {
+                g.counter(name, help, v);
+            }
         }
         if let Some(r) = self.conns.as_deref() {
             if r.wanted.swap(false, Ordering::AcqRel) {

@@ -63,6 +63,12 @@ pub trait Port {
     fn flush(&mut self);
     /// Sleeps until a frame may be ready to receive or `timeout_ms` passes.
     fn wait(&mut self, timeout_ms: i32);
+    /// The port's counters and the kernel's for it, each as a metric: its name by
+    /// Prometheus conventions, what it counts, its value (read a few times a second for the
+    /// metrics endpoint; may make a system call). None by default.
+    fn metrics(&self) -> Vec<(&'static str, &'static str, u64)> {
+        Vec::new()
+    }
     /// As [`Port::wait`], waking also when `other` is readable.
     fn wait_with(&mut self, timeout_ms: i32, other: i32) {
         let _ = other;

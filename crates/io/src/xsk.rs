@@ -516,6 +516,34 @@ fn ctx(e: io::Error, what: &str) -> io::Error {
 }
 
 impl Port for XskPort {
+    fn metrics(&self) -> Vec<(&'static str, &'static str, u64)> {
+        let st = self.stats();
+        let (k, p) = (st.kernel, st.port);
+        vec![
+            (
+                "sirocco_xsk_kernel_rx_dropped_total",
+                "Frames the kernel dropped for this socket (no room, bad).",
+                k.rx_dropped,
+            ),
+            (
+                "sirocco_xsk_kernel_rx_ring_full_total",
+                "Frames the kernel dropped because the RX ring was full.",
+                k.rx_ring_full,
+            ),
+            (
+                "sirocco_xsk_kernel_fill_ring_empty_total",
+                "Times the kernel found the fill ring empty.",
+                k.rx_fill_ring_empty_descs,
+            ),
+            ("sirocco_xsk_kernel_rx_invalid_total", "Invalid RX descriptors the kernel saw.", k.rx_invalid_descs),
+            ("sirocco_xsk_kernel_tx_invalid_total", "Invalid TX descriptors the kernel saw.", k.tx_invalid_descs),
+            ("sirocco_xsk_tx_kicks_total", "TX kicks (sendto calls).", p.tx_kicks),
+            ("sirocco_xsk_tx_kick_errors_total", "TX kicks that failed.", p.tx_kick_errors),
+            ("sirocco_xsk_rx_wakeups_total", "Fill-ring wakeups (recvfrom calls).", p.rx_wakeups),
+            ("sirocco_xsk_polls_total", "poll() calls made while idle.", p.polls),
+        ]
+    }
+
     fn recv(&mut self, out: &mut [Frame]) -> usize {
         let n = self.rx.available(out.len() as u32);
         for (i, slot) in out.iter_mut().enumerate().take(n as usize) {
