@@ -69,6 +69,8 @@ fn good_configurations_pass_without_privileges_and_touch_nothing() {
     ok(&check(&["store", "--iface", "lo", "--addr", "198.18.0.1", "--dir", log.to_str().unwrap()]), "redis protocol");
     assert!(!log.exists(), "the store's folder is not created by a check");
     ok(&check(&["echo", "--iface", "lo", "--addr", "198.18.0.1"]), "udp echo on port 7");
+    let policy = d.file("policy.toml", "[[allow]]\nuid = 61002\naddrs = [\"198.18.0.53\"]\nports = [\"udp/53\"]\n");
+    ok(&check(&["ctl", "--iface", "lo", "--config", &policy]), "sirocco ctl on lo");
     let lo = Command::new("ip").args(["link", "show", "lo"]).output().unwrap();
     assert!(!String::from_utf8_lossy(&lo.stdout).contains("xdp"), "no XDP program on lo");
 }
@@ -94,6 +96,9 @@ fn errors_name_the_file_and_line() {
     let file = d.file("not-a-folder", "");
     bad(&check(&["store", "--iface", "lo", "--addr", "198.18.0.1", "--dir", &format!("{file}/log")]), "not a folder");
     bad(&check(&["echo", "--iface", "nosuchif0", "--addr", "198.18.0.1"]), "no network interface named");
+    let policy =
+        d.file("policy.toml", "[[allow]]\nuid = 61002\naddrs = [\"198.18.0.53\"]\nports = [\"udp/53\"]\nrate = 5\n");
+    bad(&check(&["ctl", "--iface", "lo", "--config", &policy]), &policy);
     bad(
         &check(&["echo", "--iface", "lo", "--addr", "198.18.0.1", "--queues", "9"]),
         "--queues 9: lo has 1 receive queue",

@@ -34,6 +34,9 @@ struct DaemonArgs {
     /// Print nothing but errors.
     #[arg(long)]
     quiet: bool,
+    /// Check the policy file (and the interface) and exit, without touching anything.
+    #[arg(long)]
+    check: bool,
 }
 
 #[derive(Subcommand)]
@@ -69,6 +72,11 @@ pub fn run(c: CtlCmd) -> Result<(), String> {
             let path = d.config.ok_or("--config FILE is required: the policy of who may be granted what")?;
             let text = std::fs::read_to_string(&path).map_err(|e| format!("{}: {e}", path.display()))?;
             let policy = ctl::policy::Policy::parse(&text).map_err(|e| format!("{}: {e}", path.display()))?;
+            if d.check {
+                io::iface::Interface::lookup(&iface).map_err(|e| e.to_string())?;
+                println!("sirocco: configuration OK ({}): sirocco ctl on {iface}", path.display());
+                return Ok(());
+            }
             daemon::run(Settings { iface, socket: d.socket, policy, quiet: d.quiet })
         }
     }
