@@ -581,8 +581,10 @@ impl Service for DnsService {
         if now >= self.last_sweep + SWEEP {
             self.last_sweep = now;
             self.sweep();
+            // Secondary zones are looked at four times a second, not every iteration: a
+            // NOTIFY waits at most that long, and thousands of zones cost nothing per packet.
+            self.refresh(now);
         }
-        self.refresh(now);
         self.tcp.app.server.produce(now, out) + self.tcp.produce(now, out)
     }
 
