@@ -56,8 +56,9 @@ fn config_file_and_sighup_reload_without_losing_queries() {
 
     // A client queries without pause through both reloads; every query must be answered.
     let stop = Arc::new(AtomicBool::new(false));
+    let answered = Arc::new(AtomicBool::new(false));
     let client = {
-        let (ns, stop) = (net.cli_ns.clone(), stop.clone());
+        let (ns, stop, answered) = (net.cli_ns.clone(), stop.clone(), answered.clone());
         std::thread::spawn(move || {
             in_netns(&ns, move || {
                 let u = UdpSocket::bind("0.0.0.0:0").unwrap();
@@ -71,6 +72,7 @@ fn config_file_and_sighup_reload_without_losing_queries() {
                     let mut b = [0u8; 512];
                     match u.recv_from(&mut b) {
                         Ok((n, _)) if b[..2] == id.to_be_bytes() => {
+                            answered.store(true, Ordering::SeqCst);
                             if let Some(a) = address(&b[..n]) {
                                 if seen.last() != Some(&a) {
                                     seen.push(a);
@@ -85,7 +87,13 @@ fn config_file_and_sighup_reload_without_losing_queries() {
             })
         })
     };
-    std::thread::sleep(Duration::from_millis(500));
+    // The client must have seen the old zone before it changes: on a loaded machine its
+    // thread can take longer to start than any fixed pause.
+    let t = Instant::now();
+    while !answered.load(Ordering::SeqCst) && t.elapsed() < Duration::from_secs(20) {
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    std::thread::sleep(Duration::from_millis(300));
     std::fs::write(&zone, zone_text("198.18.9.9")).unwrap();
     sighup(&s);
     s.wait_for_log("reloaded 1 zone", Duration::from_secs(10));
