@@ -13,7 +13,7 @@ use timer::{Duration, Instant};
 use wire::ethernet::EthernetFrame;
 use wire::{Ipv4Addr, MacAddr};
 
-use crate::link::{Link, Net, NetStats};
+use crate::link::{Fate, Link, Net, NetStats};
 use crate::rng::Rng;
 
 /// Frames each station's port has.
@@ -46,6 +46,8 @@ pub struct EngineNet {
     net: Net<Arrival>,
     /// Longest step of the clock when nothing is in flight (timers need it to move).
     pub tick: Duration,
+    /// This network's number in the thread's packet trace, if one is kept.
+    traced: Option<u32>,
 }
 
 /// The MAC the simulation gives station `i`.
@@ -61,6 +63,7 @@ impl EngineNet {
             stations: Vec::new(),
             net: Net::new(0, Rng::new(seed)),
             tick: Duration::from_micros(100),
+            traced: crate::trace::new_net(),
         }
     }
 
@@ -131,7 +134,23 @@ impl EngineNet {
         let ip_len = frame.len().saturating_sub(ETHERNET_HEADER);
         for to in 0..self.stations.len() {
             if to != from && (dst == self.stations[to].mac || dst == MacAddr::BROADCAST) {
-                self.net.transmit(self.now, from, to, ip_len, frame.clone(), |frame| Arrival { to, frame });
+                let Some(net) = self.traced else {
+                    self.net.transmit(self.now, from, to, ip_len, frame.clone(), |frame| Arrival { to, frame });
+                    continue;
+                };
+                let before = self.net.stats;
+                let fate = self.net.transmit(self.now, from, to, ip_len, frame.clone(), |frame| Arrival { to, frame });
+                let after = self.net.stats;
+                let what = match fate {
+                    Fate::Lost => "lost",
+                    Fate::TooBig => "too big",
+                    Fate::QueueFull => "queue full",
+                    Fate::Scheduled if after.corrupted > before.corrupted => "+corrupted",
+                    Fate::Scheduled if after.dups > before.dups => "+duplicated",
+                    Fate::Scheduled if after.reordered > before.reordered => "+held back",
+                    Fate::Scheduled => "",
+                };
+                crate::trace::record(net, self.now, &frame, what);
             }
         }
     }

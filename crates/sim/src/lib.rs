@@ -9,13 +9,18 @@
 //!   joined by those links through in-memory ports: the data path as it runs, on a virtual
 //!   clock.
 //! - [`stream`]: a TCP application whose byte streams check themselves.
+//! - [`trace`]: the packet trace of what the engines sent, kept when a seed is replayed.
+//! - [`replay`]: a property over many seeds; one seed replayed with the trace of the
+//!   connection that failed (`scripts/replay-seed`).
 //!
 //! The TCP crate's own simulator (its tests) drives bare endpoints over the same links.
 
 pub mod engines;
 pub mod link;
+pub mod replay;
 pub mod rng;
 pub mod stream;
+pub mod trace;
 
 pub use link::{Fate, Link, Net, NetStats};
 pub use rng::Rng;

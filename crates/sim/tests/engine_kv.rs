@@ -2,7 +2,8 @@
 //! links: a client engine sends a long pipelined script of memcached commands (text, meta and
 //! a few large values) as its window allows, and must get back exactly what a session gives
 //! for the same script handed over in one piece — whatever the loss, reordering and
-//! segmentation in between. `SIM_SEEDS` sets how many seeds run (default 100).
+//! segmentation in between. `SIM_SEEDS` sets how many seeds run (default 100);
+//! `scripts/replay-seed engine_kv SEED` replays one with its packet trace.
 
 use std::sync::Arc;
 
@@ -158,9 +159,5 @@ fn run(seed: u64) -> Result<(), String> {
 
 #[test]
 fn kv_over_impaired_links_answers_as_in_one_piece() {
-    let seeds: u64 = std::env::var("SIM_SEEDS").ok().and_then(|s| s.parse().ok()).unwrap_or(100);
-    let one: Option<u64> = std::env::var("SIM_SEED").ok().and_then(|s| s.parse().ok());
-    let list: Vec<u64> = one.map_or_else(|| (0..seeds).collect(), |s| vec![s]);
-    let failed: Vec<String> = list.iter().filter_map(|&s| run(s).err().map(|e| format!("seed {s}: {e}"))).collect();
-    assert!(failed.is_empty(), "{}", failed.join("\n"));
+    sim::replay::seeds("engine_kv::kv_over_impaired_links_answers_as_in_one_piece", 100, run);
 }

@@ -13,6 +13,7 @@ use io::storage::StorageConfig;
 use rustls::pki_types::pem::PemObject;
 use rustls::pki_types::{CertificateDer, PrivateKeyDer, ServerName};
 use sim::engines::EngineNet;
+use sim::replay::{self, Ran};
 use sim::{Link, Rng};
 use std::io::{Read, Write};
 use tcp::endpoint::{App, Ctl, Handle, Source};
@@ -273,22 +274,27 @@ fn lossy(seed: u64) -> Link {
 #[test]
 fn https_from_packetised_objects_through_loss() {
     let (dir, files) = root("packetised");
-    let seeds: u64 = std::env::var("SIM_SEEDS").ok().and_then(|s| s.parse().ok()).unwrap_or(8);
-    let resent: u64 =
-        (0..seeds).map(|seed| run(seed, lossy(seed), &dir, &files, false, 1 + 10 * (seed % 2) as usize).0).sum();
-    assert!(resent > 10 * seeds, "the links lost enough to exercise resealing: {resent}");
+    let mut resent = 0;
+    let ran = replay::seeds("engine_tls::https_from_packetised_objects_through_loss", 8, |seed| {
+        resent += run(seed, lossy(seed), &dir, &files, false, 1 + 10 * (seed % 2) as usize).0;
+        Ok(())
+    });
+    if let Ran::All(seeds) = ran {
+        assert!(resent > 10 * seeds, "the links lost enough to exercise resealing: {resent}");
+    }
 }
 
 #[test]
 fn https_streamed_from_disk_through_loss() {
     let (dir, files) = root("stream");
-    let seeds: u64 = std::env::var("SIM_SEEDS").ok().and_then(|s| s.parse().ok()).unwrap_or(8);
     let (mut resent, mut reread) = (0, 0);
-    for seed in 0..seeds {
+    let ran = replay::seeds("engine_tls::https_streamed_from_disk_through_loss", 8, |seed| {
         let (r, again) = run(seed, lossy(seed), &dir, &files, true, 1 + 10 * (seed % 2) as usize);
         resent += r;
         reread += again;
-    }
+        Ok(())
+    });
+    let Ran::All(seeds) = ran else { return };
     assert!(resent > 10 * seeds, "the links lost enough to exercise resealing: {resent}");
     // Sent records are let go of; a retransmission reads and seals them again.
     assert!(reread > seeds, "retransmissions read from disk again: {reread}");
