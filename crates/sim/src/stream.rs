@@ -13,6 +13,12 @@ use super::rng::{mix, Rng};
 /// Bytes of the header that opens every stream: its length, the length asked back, its id.
 pub const HDR: u64 = 16;
 
+/// The stream a checker's error names ("stream 3: wrong byte at 10"), so a failure can be
+/// traced to its connection.
+pub fn stream_of(error: &str) -> Option<u32> {
+    error.strip_prefix("stream ")?.split(':').next()?.parse().ok()
+}
+
 /// The byte at payload offset `off` of stream `id`.
 pub fn byte(id: u32, off: u64) -> u8 {
     (mix((u64::from(id) << 40) ^ (off / 8)) >> ((off % 8) * 8)) as u8

@@ -9,7 +9,7 @@
 use engine::{DropReason, Duration, Instant, Service, TcpService};
 use sim::engines::EngineNet;
 use sim::replay;
-use sim::stream::{Spec, StreamApp};
+use sim::stream::{stream_of, Spec, StreamApp};
 use sim::{Link, Rng};
 use tcp::{CcKind, Config, End, Limits};
 use wire::Ipv4Addr;
@@ -44,11 +44,6 @@ fn step(net: &mut EngineNet, server: &mut Host, client: &mut Host) {
         }
     }
     net.step(&mut [server as &mut dyn Service, client]);
-}
-
-/// The stream a checker's error names ("stream 3: wrong byte at 10").
-fn stream_of(e: &str) -> Option<u32> {
-    e.strip_prefix("stream ")?.split(':').next()?.parse().ok()
 }
 
 /// Runs one seed; an error names the streams that failed to [`replay::blame`] by their

@@ -9,7 +9,7 @@
 mod endpoints;
 
 use endpoints::Sim;
-use sim::stream::Spec;
+use sim::stream::{stream_of, Spec};
 use sim::{Link, Rng};
 use tcp::endpoint::Limits;
 use tcp::tcb::End;
@@ -62,11 +62,6 @@ impl Failure {
         };
         self.trace.iter().map(String::as_str).filter(|l| mine(l)).collect()
     }
-}
-
-/// The stream a checker's error names ("stream 3: wrong byte at 10").
-fn stream_of(e: &str) -> Option<u32> {
-    e.strip_prefix("stream ")?.split(':').next()?.parse().ok()
 }
 
 /// Runs one seed; Err describes the first property that failed. `fail`: a testing aid that

@@ -226,7 +226,7 @@ pub fn run(a: WebArgs) -> Result<(), String> {
             Some(sc) => svc.streaming(first.take().map_or_else(|| Streamer::new(sc), Ok).unwrap_or_else(|e| {
                 // Only after the first engine's port was set up; nothing to tidy but the
                 // process (the XDP link goes with it).
-                tracing::info!("engine {q}: {e}");
+                tracing::error!("engine {q}: {e}");
                 std::process::exit(1)
             })),
             None => svc,

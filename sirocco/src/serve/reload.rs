@@ -60,7 +60,7 @@ impl Reloader {
                             tracing::info!("reloaded {loaded} in {:.2} s", t.elapsed().as_secs_f64());
                             retired.push(old);
                         }
-                        Err(e) => tracing::info!("reload failed, still serving the previous {what}: {e}"),
+                        Err(e) => tracing::warn!("reload failed, still serving the previous {what}: {e}"),
                     }
                 }
             })
