@@ -30,6 +30,24 @@ struct Cubic {
     cwnd_epoch: f64,
 }
 
+/// HyStart++ (RFC 9406 §4.2) constants: RTT samples per round, and the bounds of the
+/// threshold of RTT growth that ends slow start.
+const HYSTART_SAMPLES: u32 = 8;
+const HYSTART_MIN_THRESH: Duration = Duration::from_millis(4);
+const HYSTART_MAX_THRESH: Duration = Duration::from_millis(16);
+
+/// HyStart++'s rounds: slow start ends when the RTT of a round grows by an eighth over the
+/// last one, before the queue it fills overflows and drops half a window (on a drop-tail
+/// bottleneck of one BDP, doubling the window each round drops a whole window's worth).
+#[derive(Debug, Clone, Copy, Default)]
+struct HyStart {
+    /// The round ends when this sequence number (SND.MAX when it began) is acknowledged.
+    round_end: Option<u32>,
+    last_min: Option<Duration>,
+    cur_min: Option<Duration>,
+    samples: u32,
+}
+
 /// Congestion state of one connection.
 #[derive(Debug, Clone, Copy)]
 pub struct Congestion {
@@ -40,6 +58,7 @@ pub struct Congestion {
     /// Bytes acknowledged in avoidance since cwnd last grew (Reno byte counting).
     acked_acc: u32,
     cubic: Cubic,
+    hystart: HyStart,
 }
 
 impl Congestion {
@@ -47,7 +66,43 @@ impl Congestion {
     pub fn new(kind: CcKind, smss: u32) -> Congestion {
         let smss = smss.max(1);
         let iw = (10 * smss).min((2 * smss).max(14_600));
-        Congestion { kind, smss, cwnd: iw, ssthresh: u32::MAX, acked_acc: 0, cubic: Cubic::default() }
+        Congestion {
+            kind,
+            smss,
+            cwnd: iw,
+            ssthresh: u32::MAX,
+            acked_acc: 0,
+            cubic: Cubic::default(),
+            hystart: HyStart::default(),
+        }
+    }
+
+    /// An RTT sample from an ACK of `ack` in slow start, with `snd_max` the highest sequence
+    /// number sent (RFC 9406 §4.3, without the conservative phase: as Linux's HyStart, slow
+    /// start ends where the delay grows, and CUBIC takes over from there).
+    pub fn on_rtt(&mut self, rtt: Duration, ack: u32, snd_max: u32) {
+        if self.cwnd >= self.ssthresh {
+            return;
+        }
+        let h = &mut self.hystart;
+        let new_round = h.round_end.is_none_or(|end| (ack.wrapping_sub(end) as i32) >= 0);
+        if new_round {
+            h.round_end = Some(snd_max);
+            h.last_min = h.cur_min.or(h.last_min);
+            h.cur_min = None;
+            h.samples = 0;
+        }
+        h.cur_min = Some(h.cur_min.map_or(rtt, |m| m.min(rtt)));
+        h.samples += 1;
+        if self.cwnd < 16 * self.smss || h.samples < HYSTART_SAMPLES {
+            return;
+        }
+        if let (Some(cur), Some(last)) = (h.cur_min, h.last_min) {
+            let thresh = (last / 8).clamp(HYSTART_MIN_THRESH, HYSTART_MAX_THRESH);
+            if cur >= last + thresh {
+                self.ssthresh = self.cwnd;
+            }
+        }
     }
 
     /// The algorithm.
@@ -78,10 +133,18 @@ impl Congestion {
         if flight < self.cwnd / 2 && self.cwnd > 2 * self.smss {
             return; // application-limited (RFC 7661's idea, simplified): keep the window
         }
+        let mut acked = acked;
         if self.cwnd < self.ssthresh {
-            // Slow start with appropriate byte counting, L = 2·SMSS (RFC 3465).
-            self.cwnd = self.cwnd.saturating_add(acked.min(2 * self.smss));
-            return;
+            // Slow start with byte counting (RFC 3465) and no per-ACK limit, as Linux counts:
+            // a receiver behind GRO acknowledges 20 to 45 segments at a time, and L = 2·SMSS
+            // held the window to a tenth of its growth there. Bytes past ssthresh go on to
+            // congestion avoidance.
+            let grown = self.cwnd.saturating_add(acked).min(self.ssthresh);
+            acked -= grown - self.cwnd;
+            self.cwnd = grown;
+            if acked == 0 {
+                return;
+            }
         }
         match self.kind {
             CcKind::NewReno => self.reno_avoid(acked),
@@ -117,10 +180,14 @@ impl Congestion {
         self.cwnd = ((next * smss) as u32).max(self.cwnd);
     }
 
-    /// Loss detected by duplicate ACKs or SACK: sets ssthresh and returns the window to use
-    /// during recovery.
-    pub fn on_loss(&mut self, flight: u32) -> u32 {
-        let flight = flight.max(self.smss);
+    /// Loss detected by duplicate ACKs, SACK or a tail loss probe: sets ssthresh and returns
+    /// the window to use during recovery. The reduction is from the congestion window, as
+    /// RFC 9438 §4.6 and Linux take it, not from the flight: after a tail loss probe or with
+    /// most of the window SACKed the flight is a few segments, and a window cut to 70 % of
+    /// that lost in one loss what a path that drops 1 % of its packets never gives back.
+    /// (The window does not grow while the sender is application-limited, see `on_ack`.)
+    pub fn on_loss(&mut self, _flight: u32) -> u32 {
+        let flight = self.cwnd.max(self.smss);
         match self.kind {
             CcKind::NewReno => self.ssthresh = (flight / 2).max(2 * self.smss),
             CcKind::Cubic => {
@@ -150,7 +217,8 @@ impl Congestion {
     }
 
     /// The retransmission timer expired: restart from one segment (RFC 5681 §3.1).
-    pub fn on_rto(&mut self, flight: u32, first_expiry: bool) {
+    pub fn on_rto(&mut self, _flight: u32, first_expiry: bool) {
+        let flight = self.cwnd.max(self.smss);
         if first_expiry {
             let beta = if self.kind == CcKind::Cubic { BETA } else { 0.5 };
             self.ssthresh = ((f64::from(flight) * beta) as u32).max(2 * self.smss);
@@ -161,6 +229,7 @@ impl Congestion {
         self.cubic.epoch = None;
         self.acked_acc = 0;
         self.cwnd = self.smss;
+        self.hystart = HyStart::default();
     }
 }
 
@@ -174,20 +243,58 @@ mod tests {
         assert_eq!(c.cwnd(), 14600);
         c.on_ack(1460, Instant::ZERO, Duration::from_millis(10), c.cwnd());
         assert_eq!(c.cwnd(), 16060);
-        let w = c.on_loss(20_000);
-        assert_eq!(w, 10_000);
+        // A stretch ACK (a receiver behind GRO) counts every byte it acknowledges.
+        c.on_ack(5 * 1460, Instant::ZERO, Duration::from_millis(10), c.cwnd());
+        assert_eq!(c.cwnd(), 16060 + 5 * 1460);
+        // Halved from the window, not from a flight larger than it...
+        let w = c.on_loss(40_000);
+        assert_eq!(w, 11_680);
         // Avoidance: one segment per window of bytes acknowledged.
-        for _ in 0..7 {
+        for _ in 0..8 {
             c.on_ack(1460, Instant::ZERO, Duration::from_millis(10), c.cwnd());
         }
-        assert_eq!(c.cwnd(), 10_000 + 1460);
-        c.on_rto(11_460, true);
-        assert_eq!((c.cwnd(), c.ssthresh()), (1460, 5730));
+        assert_eq!(c.cwnd(), 11_680 + 1460);
+        // ...nor from a flight a tail loss probe left small: from the window.
+        c.on_loss(1460);
+        assert_eq!(c.cwnd(), (11_680 + 1460) / 2);
+        c.on_rto(1460, true);
+        assert_eq!((c.cwnd(), c.ssthresh()), (1460, 3285));
+    }
+
+    #[test]
+    fn hystart_ends_slow_start_when_the_round_trip_grows() {
+        let ms = Duration::from_millis;
+        let mut c = Congestion::new(CcKind::Cubic, 1000);
+        c.on_ack(20_000, Instant::ZERO, ms(20), 30_000); // 30 segments: past the 16 minimum
+                                                         // Round r sends up to (r + 1)·30 000; its ACKs come back with the round's RTT.
+        let round = |c: &mut Congestion, r: u32, rtt: u64| {
+            for i in 1..=10 {
+                c.on_rtt(ms(rtt), r * 30_000 + i * 1000, (r + 1) * 30_000);
+            }
+        };
+        // 20 ms, then 22 ms: grown by less than the 4 ms threshold, still slow start.
+        round(&mut c, 0, 20);
+        round(&mut c, 1, 22);
+        assert_eq!(c.ssthresh(), u32::MAX);
+        // The queue fills: 27 ms ≥ 22 + max(22/8, 4) ms.
+        round(&mut c, 2, 27);
+        assert_eq!(c.ssthresh(), c.cwnd(), "slow start ended where the delay grew");
+    }
+
+    #[test]
+    fn slow_start_stops_at_ssthresh_and_the_rest_goes_to_avoidance() {
+        let mut c = Congestion::new(CcKind::NewReno, 1000);
+        c.on_loss(10_000); // ssthresh 5000
+        c.on_rto(5000, false); // cwnd 1000, slow start to 5000
+        c.on_ack(20_000, Instant::ZERO, Duration::from_millis(10), c.cwnd());
+        assert_eq!(c.cwnd(), 6000, "slow start ends at ssthresh; the 16 000 bytes left count in avoidance");
     }
 
     #[test]
     fn cubic_reduces_by_beta_and_regrows_towards_wmax() {
         let mut c = Congestion::new(CcKind::Cubic, 1000);
+        c.on_ack(90_000, Instant::ZERO, Duration::from_millis(20), 100_000);
+        assert_eq!(c.cwnd(), 100_000);
         c.on_loss(100_000);
         assert_eq!(c.cwnd(), 70_000);
         let mut now = Instant::ZERO;

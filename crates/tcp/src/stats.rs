@@ -17,6 +17,12 @@ pub struct Stats {
     pub tail_recoveries: u64,
     /// Entries into fast recovery.
     pub fast_recoveries: u64,
+    /// Retransmissions found lost (a segment sent after them arrived) and sent again
+    /// without waiting for the timer.
+    pub lost_retransmits: u64,
+    /// Recoveries undone: every retransmission proved needless (DSACK or timestamps), so
+    /// the window went back to what it was.
+    pub undos: u64,
     /// Out-of-order segments kept for reassembly.
     pub ooo_kept: u64,
     /// Out-of-order segments dropped (pool empty or too many holes).
@@ -58,7 +64,7 @@ pub struct Stats {
 impl Stats {
     /// Every counter as a metric: its name by Prometheus conventions, what it counts, its
     /// value.
-    pub fn metrics(&self) -> [(&'static str, &'static str, u64); 25] {
+    pub fn metrics(&self) -> [(&'static str, &'static str, u64); 27] {
         [
             ("sirocco_tcp_segs_in_total", "Segments taken in (after checksum).", self.segs_in),
             ("sirocco_tcp_segs_out_total", "Segments sent.", self.segs_out),
@@ -75,6 +81,12 @@ impl Stats {
                 self.tail_recoveries,
             ),
             ("sirocco_tcp_fast_recoveries_total", "Entries into fast recovery.", self.fast_recoveries),
+            (
+                "sirocco_tcp_lost_retransmits_total",
+                "Retransmissions found lost and sent again without the timer.",
+                self.lost_retransmits,
+            ),
+            ("sirocco_tcp_undos_total", "Recoveries undone: every retransmission proved needless.", self.undos),
             ("sirocco_tcp_ooo_kept_total", "Out-of-order segments kept for reassembly.", self.ooo_kept),
             (
                 "sirocco_tcp_ooo_dropped_total",

@@ -789,3 +789,76 @@ fn rack_leaves_a_reordered_segment_alone() {
     s.expect_none();
     assert_eq!((s.ep.stats().retransmits, s.ep.stats().fast_recoveries), (0, 0));
 }
+
+#[test]
+fn a_lost_retransmission_is_sent_again_without_the_timer() {
+    // Segments 1 and 5 of ten lost. The first SACK starts recovery and resends 1; the next
+    // shows 5 lost too, resent a millisecond later. The peer then SACKs 5's retransmission but
+    // still lacks 1: a segment sent after 1's retransmission arrived, so that one was lost as
+    // well (RFC 8985 §6.2), and it goes again a round trip and the reordering window after it
+    // left — not after a 200 ms timeout that would cut the window to one segment.
+    let mut s = tail_of_a_flight(10, 10);
+    let h = s.app.accepted[0];
+    let blk = |l: u32, r: u32, s: &Script| (s.ours(l), s.ours(r));
+    let first = blk(1001, 4001, &s);
+    s.inject(Seg::ack(1, 1).win(65_535).sack(&[first]));
+    s.expect(ACK, 1, 1, 1000);
+    s.expect_none();
+    let t0 = s.ms();
+    s.at(t0 + 1);
+    let second = blk(5001, 10_001, &s);
+    s.inject(Seg::ack(1, 1).win(65_535).sack(&[second, first]));
+    s.expect(ACK, 4001, 1, 1000);
+    s.at(t0 + 2);
+    let all = blk(1001, 10_001, &s);
+    s.inject(Seg::ack(1, 1).win(65_535).sack(&[all]));
+    s.expect_none();
+    let (r, waited) = wait_for_segment(&mut s, 1000);
+    assert_eq!((r.seq, r.payload.len()), (1, 1000), "the lost retransmission, again");
+    // SRTT 10 ms + a quarter of it, from when it left (2 ms before the overtaking SACK).
+    assert!((9..=12).contains(&waited), "after a round trip and the reordering window: {waited} ms");
+    let st = s.ep.stats();
+    assert_eq!((st.rtos, st.lost_retransmits, st.fast_recoveries), (0, 1, 1));
+    s.inject(Seg::ack(1, 10_001).win(65_535));
+    assert_eq!(s.ep.tcb(h).unwrap().unacked(), 0);
+}
+
+#[test]
+fn a_timeout_resends_only_what_the_peer_did_not_sack() {
+    // RACK and probes off, so that a SACK of two segments is too little for recovery and the
+    // retransmission timer fires. Linux keeps what the peer SACKed through a timeout: the
+    // holes go again in slow start from one segment, and the SACKed segments never do.
+    let mut s = Script::server(Config { rack: false, tail_loss_probes: false, ..cfg() });
+    s.inject(Seg::syn(0).mss(1000).sack_perm().win(65_535));
+    s.expect(SYN | ACK, 0, 1, 0);
+    s.at(10);
+    s.inject(Seg::ack(1, 1).win(65_535));
+    server_app_data(&mut s, 10_000);
+    for _ in 0..10 {
+        s.next();
+    }
+    let sacked = (s.ours(5001), s.ours(7001));
+    s.inject(Seg::ack(1, 1).win(65_535).sack(&[sacked]));
+    let (r, waited) = wait_for_segment(&mut s, 5000);
+    assert_eq!((r.seq, waited), (1, 200), "the timeout, one segment");
+    assert_eq!(s.ep.stats().rtos, 1);
+    let mut sent = vec![r.seq];
+    let mut una = r.seq + 1000;
+    for _ in 0..20 {
+        if una >= 10_001 {
+            break;
+        }
+        let t = s.ms() + 10;
+        s.at(t);
+        s.inject(Seg::ack(1, una).win(65_535).sack(&[sacked]));
+        while let Some(x) = s.try_next() {
+            sent.push(x.seq);
+        }
+        // Everything sent so far arrived: the cumulative ACK reaches the next gap.
+        while sent.contains(&una) || (5001..7001).contains(&una) {
+            una += 1000;
+        }
+    }
+    assert_eq!(sent, vec![1, 1001, 2001, 3001, 4001, 7001, 8001, 9001], "each hole once, no SACKed segment");
+    assert_eq!(s.ep.stats().rtos, 1, "no second timeout");
+}

@@ -338,6 +338,8 @@ impl Tcb {
         }
 
         let wnd = u32::from(seg.window) << self.snd.wscale;
+        let (una_before, sacked_before) = (self.snd.una, self.sacked_bytes());
+        let (lost_before, lost_rtx_before) = if self.opts.sack { self.lost_mark() } else { (self.snd.una, 0) };
         let new_sack = self.opts.sack && self.take_sack_blocks(seg);
         let advanced = ack > self.snd.una;
         if advanced {
@@ -356,6 +358,13 @@ impl Tcb {
         self.settle_probe(env, seg, advanced, new_sack, data_len);
         if new_sack {
             self.rack_on_ack(now);
+        }
+        if self.opts.sack && (advanced || new_sack) {
+            self.rtx_log_check(now);
+            let delivered = self.snd.una.since(una_before) + self.sacked_bytes();
+            let (lost, lost_rtx) = self.lost_mark();
+            let newly_lost = lost > lost_before.max(self.snd.una) || lost_rtx > lost_rtx_before;
+            self.prr_on_ack(delivered.saturating_sub(sacked_before), newly_lost);
         }
 
         // Window update (RFC 9293: SND.WL1 < SEG.SEQ or (= and SND.WL2 =< SEG.ACK)).
@@ -383,6 +392,11 @@ impl Tcb {
             _ => {}
         }
         true
+    }
+
+    /// Bytes the peer SACKed above SND.UNA.
+    pub(super) fn sacked_bytes(&self) -> u32 {
+        self.rec.sacked.covered(self.snd.una, self.snd.max)
     }
 
     pub(super) fn take_sack_blocks(&mut self, seg: &TcpRepr) -> bool {
@@ -423,20 +437,28 @@ impl Tcb {
         if self.rec.high_rxt < ack {
             self.rec.high_rxt = ack;
         }
+        let mut sample = None;
         if let Some(p) = self.rtt_probe {
             if ack >= p.seq {
-                self.rtt.sample(now.since(p.sent));
+                sample = Some(now.since(p.sent));
                 self.rtt_probe = None;
             }
-        } else if let Some(echo) = tsecr.filter(|&e| e != 0 && (e.wrapping_sub(self.ts.last_rtx) as i32) >= 0) {
+        }
+        if let Some(echo) = tsecr.filter(|&e| e != 0 && (e.wrapping_sub(self.ts.last_rtx) as i32) >= 0) {
             // RFC 7323 §4: the echoed timestamp names the transmission being acknowledged,
             // retransmissions included, so it gives a sample where Karn's rule gives none.
             // An echo older than the last retransmission is skipped: it comes from a peer
             // that got the original while its ACK was lost, and would count the whole
             // timeout as path delay.
             let ms = self.ts_clock(now).wrapping_sub(echo);
-            if ms < 60_000 {
-                self.rtt.sample(Duration::from_millis(u64::from(ms)));
+            if ms < 60_000 && sample.is_none() {
+                sample = Some(Duration::from_millis(u64::from(ms)));
+            }
+        }
+        if let Some(r) = sample {
+            self.rtt.sample(r);
+            if self.rec.point.is_none() {
+                self.cc.on_rtt(r, ack.0, self.snd.max.0);
             }
         }
         self.rtt.progress();
@@ -445,11 +467,17 @@ impl Tcb {
             Some(point) if ack >= point => {
                 self.rec.point = None;
                 self.rec.rtx_una = false;
-                if self.opts.sack {
+                if self.rec.after_rto {
+                    // Slow start carried the window through the timeout's recovery; it goes on.
+                    self.rec.after_rto = false;
+                } else if self.opts.sack {
                     self.cc.set_cwnd(self.cc.ssthresh());
                 } else {
                     self.cc.on_recovery_exit(self.flight());
                 }
+            }
+            Some(_) if self.rec.after_rto => {
+                self.cc.on_ack(acked, now, self.rtt.srtt().unwrap_or(Duration::ZERO), flight_before);
             }
             Some(_) if !self.opts.sack => {
                 // NewReno partial ACK (RFC 6582 §3.2 step 3): retransmit the next hole,

@@ -28,6 +28,7 @@ mod input;
 mod output;
 mod rack;
 mod recovery;
+mod rtx_log;
 mod tail_loss;
 mod timers;
 
@@ -195,7 +196,7 @@ pub(crate) const PAWS_IDLE: Duration = Duration::from_secs(24 * 24 * 3600);
 /// RFC 9293's default MSS when the peer sends none.
 const DEFAULT_MSS: u16 = 536;
 /// SACK blocks remembered from the peer.
-const SCOREBOARD: usize = 16;
+const SCOREBOARD: usize = 32;
 
 /// The transmission control block.
 pub struct Tcb {
@@ -377,6 +378,24 @@ struct Recovery {
     reo_mark: Seq,
     /// Unsacked bytes below this are lost (RACK).
     rack_lost: Seq,
+    /// The recovery began with a retransmission timeout: the window grows in slow start
+    /// as the holes are sent again, rather than following PRR.
+    after_rto: bool,
+    /// Proportional rate reduction (RFC 6937) during fast recovery.
+    prr: Prr,
+    /// Retransmissions in flight, to find a lost one without the timer.
+    log: rtx_log::RtxLog,
+}
+
+/// PRR's state for one recovery episode (RFC 6937 §3), in bytes.
+#[derive(Clone, Copy, Default)]
+struct Prr {
+    /// The flight when recovery began (RecoverFS).
+    recover_fs: u32,
+    /// Bytes the peer received since (prr_delivered).
+    delivered: u32,
+    /// Bytes sent since (prr_out).
+    out: u32,
 }
 
 /// The sequence space at a glance (for tests and diagnostics).
@@ -480,6 +499,9 @@ impl Tcb {
                 probe: None,
                 reo_mark: iss,
                 rack_lost: iss,
+                after_rto: false,
+                prr: Prr::default(),
+                log: rtx_log::RtxLog::default(),
             },
             notes: Notes::default(),
         }

@@ -222,7 +222,13 @@ impl Tcb {
         if fin {
             self.snd.fin_seq = Some(seq + len);
         }
+        if self.rec.point.is_some() {
+            self.rec.prr.out = self.rec.prr.out.saturating_add(len);
+        }
         if seq < self.snd.max {
+            if self.opts.sack && len > 0 {
+                self.rec.log.record(seq, seq + len, self.snd.max, now);
+            }
             self.ts.last_rtx = self.ts_clock(now);
             if let Some(p) = self.rtt_probe {
                 if seq < p.seq {

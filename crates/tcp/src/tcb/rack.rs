@@ -34,6 +34,7 @@ impl Tcb {
     /// The reordering window passed: what is still unSACKed below the mark is lost.
     pub(super) fn on_reorder_timer(&mut self, env: &mut Env, now: Instant) {
         self.timers.reo = None;
+        self.rtx_log_check(now);
         if self.rec.reo_mark <= self.snd.una {
             return;
         }
@@ -43,6 +44,7 @@ impl Tcb {
         if self.rec.point.is_none() && self.sack_loss() {
             self.enter_recovery(env);
         }
+        self.prr_on_marking();
         // SACKs that came meanwhile may show more above: look again.
         self.rack_on_ack(now);
     }

@@ -97,16 +97,30 @@ impl Tcb {
         if self.is_synchronized() {
             self.cc.on_rto(flight, first);
         }
-        self.rec.point = None;
         self.rec.last_recover = self.snd.max;
         self.rec.dupacks = 0;
-        self.rec.rtx_una = false;
-        // The peer may have dropped what it SACKed (RFC 2018 §8): start again from SND.UNA.
-        self.rec.sacked.clear();
-        self.rec.rack_lost = self.snd.una;
-        self.rec.high_rxt = self.snd.una;
-        self.snd.nxt = self.snd.una;
+        self.rec.log.clear();
         self.rtt_probe = None;
+        if self.opts.sack && self.is_synchronized() && first {
+            // As Linux does: what the peer SACKed stays SACKed and everything else is lost.
+            // The holes go again in slow start from one segment, through the SACK recovery's
+            // NextSeg, and the data the peer holds is not sent twice.
+            self.rec.point = Some(self.snd.max);
+            self.rec.after_rto = true;
+            self.rec.rack_lost = self.snd.max;
+            self.rec.high_rxt = self.snd.una;
+            self.rec.rtx_una = true;
+        } else {
+            // A timeout again, or no SACK: the peer may have dropped what it SACKed (RFC 2018
+            // §8), so start again from SND.UNA.
+            self.rec.point = None;
+            self.rec.after_rto = false;
+            self.rec.rtx_una = false;
+            self.rec.sacked.clear();
+            self.rec.rack_lost = self.snd.una;
+            self.rec.high_rxt = self.snd.una;
+            self.snd.nxt = self.snd.una;
+        }
         self.timers.rtx = Some(now + self.rtt.rto());
     }
 

@@ -1,0 +1,136 @@
+//! Lost retransmissions (RFC 8985 §6.2 applied to segments sent again). RACK's sequence-order
+//! shortcut ([`super::rack`]) covers first transmissions, which leave in sequence order; a
+//! retransmission leaves later than the data above it, so a lost one would wait for the
+//! retransmission timer — 200 ms at least, then a window of one segment. On a path that loses
+//! 1 % of its packets, one recovery in a few loses a retransmission, and the timer took most of
+//! the time. The log keeps each outstanding retransmission's range, its send time and SND.MAX
+//! when it left: once a segment sent after it is delivered (a SACK above that SND.MAX, or a
+//! later retransmission acknowledged) and a round trip plus the reordering window has passed,
+//! it is lost and goes again, with no timeout and no further window reduction (it belongs to
+//! the same recovery episode).
+//!
+//! A fixed table per connection: nothing is allocated per packet. When it is full the oldest
+//! entry is forgotten; its loss, if any, is left to the timer as before.
+
+use super::Tcb;
+use crate::seq::Seq;
+use timer::{Duration, Instant};
+
+/// Retransmissions tracked per connection.
+pub(super) const RTX_LOG: usize = 32;
+
+#[derive(Clone, Copy, Debug)]
+pub(super) struct Sent {
+    pub(super) left: Seq,
+    pub(super) right: Seq,
+    /// SND.MAX when it left: bytes above were first sent after it.
+    after: Seq,
+    at: Instant,
+    /// Found lost: to be sent again.
+    pub(super) lost: bool,
+}
+
+/// The retransmissions in flight.
+#[derive(Clone, Copy)]
+pub(super) struct RtxLog {
+    e: [Sent; RTX_LOG],
+    len: usize,
+    /// Send time of the newest retransmission known delivered (RACK.xmit_ts for them).
+    delivered_at: Option<Instant>,
+}
+
+impl Default for RtxLog {
+    fn default() -> Self {
+        let s = Sent { left: Seq(0), right: Seq(0), after: Seq(0), at: Instant::ZERO, lost: false };
+        RtxLog { e: [s; RTX_LOG], len: 0, delivered_at: None }
+    }
+}
+
+impl RtxLog {
+    pub(super) fn clear(&mut self) {
+        self.len = 0;
+    }
+
+    pub(super) fn entries(&self) -> &[Sent] {
+        &self.e[..self.len]
+    }
+
+    /// `[left, right)` was sent again at `at`, when SND.MAX was `after`.
+    pub(super) fn record(&mut self, left: Seq, right: Seq, after: Seq, at: Instant) {
+        let s = Sent { left, right, after, at, lost: false };
+        if let Some(x) = self.e[..self.len].iter_mut().find(|x| x.left < right && left < x.right) {
+            *x = s;
+            return;
+        }
+        if self.len == RTX_LOG {
+            let oldest = (0..self.len).min_by_key(|&i| self.e[i].at).unwrap_or(0);
+            self.e[oldest] = s;
+            return;
+        }
+        self.e[self.len] = s;
+        self.len += 1;
+    }
+
+    /// The lowest entry found lost.
+    pub(super) fn first_lost(&self, una: Seq) -> Option<Sent> {
+        self.entries().iter().filter(|x| x.lost).min_by_key(|x| x.left.since(una)).copied()
+    }
+
+    fn remove(&mut self, i: usize) {
+        self.e[i] = self.e[self.len - 1];
+        self.len -= 1;
+    }
+}
+
+impl Tcb {
+    /// After an ACK (or when the reordering timer fires): forgets what was delivered, marks
+    /// what was overtaken, and arms the reordering timer for what may yet be.
+    pub(super) fn rtx_log_check(&mut self, now: Instant) {
+        if self.rec.log.len == 0 {
+            return;
+        }
+        let una = self.snd.una;
+        let mut i = 0;
+        while i < self.rec.log.len {
+            let e = &mut self.rec.log.e[i];
+            if e.left < una {
+                e.left = una;
+            }
+            let (l, r, at) = (e.left, e.right, e.at);
+            if l >= r || self.rec.sacked.covered(l, r) == r.since(l) {
+                let d = &mut self.rec.log.delivered_at;
+                *d = Some(d.map_or(at, |d| d.max(at)));
+                self.rec.log.remove(i);
+            } else {
+                i += 1;
+            }
+        }
+        let top = self.rec.sacked.highest();
+        let delivered_at = self.rec.log.delivered_at;
+        let wait = self.rtt.srtt().map_or(Duration::from_millis(1), |s| s + (s / 4).max(Duration::from_millis(1)));
+        let mut next: Option<Instant> = None;
+        for e in &mut self.rec.log.e[..self.rec.log.len] {
+            if e.lost {
+                continue;
+            }
+            let overtaken = top.is_some_and(|t| t > e.after) || delivered_at.is_some_and(|d| d > e.at);
+            if !overtaken {
+                continue;
+            }
+            let due = e.at + wait;
+            if now >= due {
+                e.lost = true;
+            } else {
+                next = Some(next.map_or(due, |n| n.min(due)));
+            }
+        }
+        if let Some(due) = next {
+            self.timers.reo = Some(self.timers.reo.map_or(due, |t| t.min(due)));
+        }
+    }
+
+    /// Bytes of retransmissions found lost and not yet sent again: not in the network.
+    pub(super) fn rtx_lost_bytes(&self) -> u32 {
+        self.rec.log.entries().iter().filter(|e| e.lost).map(|e| self.unsacked(e.left.max(self.snd.una), e.right)).sum()
+    }
+}
