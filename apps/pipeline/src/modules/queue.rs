@@ -10,6 +10,12 @@ use std::collections::VecDeque;
 /// finds it full is dropped (`overflows`). Backpressure: once it is `high` full (3/4 of
 /// `size` by default) it asks the pipeline to stop running the tasks that feed it, until it
 /// drains below `low` (1/4) — their packets then wait in the NIC rings and their sources.
+///
+/// With `rate=BITS` (bits per second of whole frames) it is a bottleneck link instead: the
+/// task releases packets no faster than the rate (a token bucket of two full frames, so they
+/// leave spaced as a link of that speed sends them), and a full queue drops at its tail
+/// with no backpressure — the drop-tail router queue of a real path, in front of which the
+/// WAN emulator's delay and loss sit.
 pub struct Queue {
     q: VecDeque<Pkt>,
     size: usize,
@@ -19,7 +25,16 @@ pub struct Queue {
     congested: bool,
     overflows: u64,
     congestions: u64,
+    /// Bits per second; 0: as fast as the task runs.
+    rate: u64,
+    /// Bits times 1e9 the link may send now, at most `bucket`.
+    tokens: u128,
+    bucket: u128,
+    last_ns: Option<u64>,
 }
+
+/// Bits times 1e9 that two full-size Ethernet frames take: the shaper's bucket.
+const SHAPER_BUCKET: u128 = 2 * 1514 * 8 * 1_000_000_000;
 
 impl Queue {
     pub(super) fn new(a: &Args) -> Result<Queue, String> {
@@ -27,7 +42,12 @@ impl Queue {
         let burst = a.int("burst", BATCH as i64, 1..=BATCH as i64)? as usize;
         let high = a.int("high", (size * 3 / 4) as i64, 1..=size as i64)? as usize;
         let low = a.int("low", (size / 4) as i64, 0..=high as i64 - 1)? as usize;
+        let rate = a.int("rate", 0, 0..=1_000_000_000_000)? as u64;
         Ok(Queue {
+            rate,
+            tokens: 0,
+            bucket: SHAPER_BUCKET,
+            last_ns: None,
             q: VecDeque::with_capacity(size),
             size,
             burst,
@@ -37,6 +57,30 @@ impl Queue {
             overflows: 0,
             congestions: 0,
         })
+    }
+}
+
+impl Queue {
+    /// The bottleneck's task: what the rate allows since the last run, in order.
+    fn shape(&mut self, ctx: &mut Ctx<'_>, out: &mut Out) -> usize {
+        let last = *self.last_ns.get_or_insert(ctx.now_ns);
+        let dt = u128::from(ctx.now_ns.saturating_sub(last));
+        self.last_ns = Some(ctx.now_ns);
+        // An idle link saves up no more than the bucket: a burst after a pause leaves spaced.
+        self.tokens = (self.tokens + dt * u128::from(self.rate)).min(self.bucket);
+        let mut n = 0;
+        while n < self.burst {
+            let Some(&p) = self.q.front() else { break };
+            let cost = ctx.pool.data(p).len() as u128 * 8 * 1_000_000_000;
+            if self.tokens < cost {
+                break;
+            }
+            self.tokens -= cost;
+            self.q.pop_front();
+            out.emit(0, p);
+            n += 1;
+        }
+        n
     }
 }
 
@@ -50,7 +94,7 @@ impl Module for Queue {
                 out.drop(p);
             }
         }
-        if !self.congested && self.q.len() >= self.high {
+        if self.rate == 0 && !self.congested && self.q.len() >= self.high {
             self.congested = true;
             self.congestions += 1;
         }
@@ -60,7 +104,10 @@ impl Module for Queue {
         true
     }
 
-    fn run_task(&mut self, _ctx: &mut Ctx<'_>, out: &mut Out) -> usize {
+    fn run_task(&mut self, ctx: &mut Ctx<'_>, out: &mut Out) -> usize {
+        if self.rate > 0 {
+            return self.shape(ctx, out);
+        }
         let n = self.burst.min(self.q.len());
         for p in self.q.drain(..n) {
             out.emit(0, p);

@@ -136,6 +136,30 @@ fn queue_is_fifo_bounded_and_signals_backpressure() {
 }
 
 #[test]
+fn a_queue_with_a_rate_is_a_drop_tail_bottleneck() {
+    // 1 Mb/s: a 60-byte frame (480 bits) may leave every 480 µs.
+    let mut q = One::new("Queue", "size=4, rate=1000000");
+    let frames: Vec<Vec<u8>> = (0..6).map(|i| eth(B, A, i)).collect();
+    let bits = frames[0].len() as u64 * 8;
+    let (_, dropped) = q.process_at(0, &frames, 0);
+    assert_eq!(dropped, 2, "drop-tail past the size");
+    assert!(!q.m.congested(), "a bottleneck drops; it does not push back");
+    assert_eq!(q.task_at(0).0[0].len(), 0, "no credit yet");
+    let per = bits * 1000; // ns per frame at 1 Mb/s
+    assert_eq!(q.task_at(per - 1).0[0].len(), 0, "not a nanosecond early");
+    assert_eq!(q.task_at(per).0[0], frames[0..1].to_vec());
+    assert_eq!(q.task_at(per + per / 2).0[0].len(), 0, "one frame time each");
+    assert_eq!(q.task_at(2 * per).0[0], frames[1..2].to_vec());
+    // After a pause the link has saved up two full-size frames' time (about fifty of these
+    // small ones), not the whole pause: the rest leave at once, and the next frame that comes
+    // waits for the bucket to refill from what they used.
+    assert_eq!(q.task_at(1000 * per).0[0], frames[2..4].to_vec());
+    let more: Vec<Vec<u8>> = (10..70).map(|i| eth(B, A, i)).collect();
+    q.process_at(0, &more[..4], 1000 * per);
+    assert_eq!(q.task_at(1000 * per).0[0], more[..4].to_vec(), "within the bucket");
+}
+
+#[test]
 fn delay_holds_each_packet_for_its_delay_and_keeps_order() {
     let mut d = One::new("Delay", "delay_ms=2, tick_us=100");
     let ms = 1_000_000;
