@@ -1,29 +1,60 @@
-"""Streaming over emulated wide-area paths: `sirocco web` against nginx, each serving one
-file to FLOWS parallel curl downloads (the kernel's TCP, CUBIC, on the client), through the
-WAN emulator of scripts/pipeline/wan.pipeline — `sirocco pipeline` with Delay and Loss
-modules between the client's and the server's namespaces (this kernel has no netem).
+"""Downloads over emulated wide-area paths: `sirocco web` against nginx, each serving one
+file to FLOWS parallel curl downloads (the kernel's TCP, CUBIC, on the client), through a
+WAN emulator built from `sirocco pipeline` modules between the client's and the server's
+namespaces (this kernel has no netem):
 
-Client and pipeline on CPU 0, the server on CPU 1. Each point: a round-trip time and a loss
-rate (both directions); reported: Gb/s of all flows together, the median of REPS runs, and
-the ratio sirocco/nginx. The RTT the client sees is checked with ping through the same
-pipeline before each point."""
+    server -> Queue(size = QUEUE_BDP x BDP, rate = BOTTLENECK_MBPS)   the bottleneck link
+           -> Delay(RTT/2) -> Loss(LOSS)                             the path
+    client -> Delay(RTT/2) -> Loss(LOSS)                             the ACKs' way back
 
-import os, re, subprocess, sys, time
+The bottleneck matters: without it the emulator's own receive ring is the narrowest point,
+overflows in bursts (6.5 % of the frames of a kernel sender at 1 Gb/s, measured), and the
+comparison is of how hard each sender pushes into an overloaded middlebox rather than of
+congestion control on a path. BOTTLENECK_MBPS=0 removes it (as before issue 38).
+
+The kernel's congestion control is chosen per server kind, in the server's namespace: "nginx"
+runs CUBIC (RFC 9438, what sirocco runs), "nginx-bbr" runs BBR. Mind the machine's default:
+on this kind of machine it is BBR (`sysctl net.ipv4.tcp_congestion_control`), which every new
+namespace inherits — a comparison with "the kernel" that does not set it compares CUBIC with
+BBR, and BBR by design does not slow down for random loss.
+
+Client and emulator on CPU 0, the server on CPU 1. Each point: a round-trip time, a loss rate
+(both directions), a mode (static: sirocco's pre-packetised segments; stream: Atlas's disk
+streaming, `--mode stream`) and a protocol (HTTP or HTTPS; nginx has sendfile, and TLS 1.3 in
+OpenSSL for HTTPS). Repetitions interleave the servers; reported: Gb/s of all flows together
+per server (median of REPS) and the median of the per-repetition ratios sirocco/nginx with
+their spread. SHARED=1 adds a shared-bottleneck point per RTT: one sirocco and one nginx
+download at once through the same bottleneck, each one's share of what both got.
+
+Environment: REPS (3), RTTS (ms: 10,50,100,200), LOSSES (fractions: 0,0.001,0.01,0.02), MODES
+(static,stream), PROTOS (http,https), FLOWS (4), FILE_MB (64), BOTTLENECK_MBPS (500),
+QUEUE_BDP (1), SERVERS (sirocco,nginx,nginx-bbr), SHARED (1), SECS (20: a download still running
+then is stopped and counted by what it got, so that a lossy long path does not take an hour),
+OUT_NAME (wan)."""
+
+import os, re, statistics, subprocess, sys, time
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
-from lib import (REPS, SRV_CPU, GEN_CPU, SIROCCO, BUILD, ROOT, sh, ns, stop_process, veth_chain, env_list, preflight,  # noqa: E402
+from lib import (REPS, SRV_CPU, GEN_CPU, SIROCCO, BUILD, sh, ns, stop_process, veth_chain, env_list, preflight,  # noqa: E402
                  run_meta, save, finish, plot, fmt, WebServer, Cpuset, KERNEL_ADDR, OWN_ADDR)
 
 C, W, S = "wnc", "wnw", "wns"
 CI, WC, WS, SI = "wnc0", "wnwc", "wnws", "wns0"
 MAC = {CI: "02:00:00:00:0c:01", WC: "02:00:00:00:0c:fe", WS: "02:00:00:00:0d:fe", SI: "02:00:00:00:0d:01"}
 CLIENT_ADDR = "198.18.0.2"
-RTTS = env_list("RTTS", "10,50,100", int)
-LOSSES = env_list("LOSSES", "0,0.001", float)
+RTTS = env_list("RTTS", "10,50,100,200", int)
+LOSSES = env_list("LOSSES", "0,0.001,0.01,0.02", float)
+MODES = env_list("MODES", "static,stream")
+PROTOS = env_list("PROTOS", "http,https")
 FLOWS = int(os.environ.get("FLOWS", "4"))
 FILE_MB = int(os.environ.get("FILE_MB", "64"))
-SERVERS = env_list("SERVERS", "sirocco,nginx")
+BOTTLENECK_MBPS = float(os.environ.get("BOTTLENECK_MBPS", "500"))
+QUEUE_BDP = float(os.environ.get("QUEUE_BDP", "1"))
+SERVERS = env_list("SERVERS", "sirocco,nginx,nginx-bbr")
+SHARED = os.environ.get("SHARED", "1") == "1"
+OUT_NAME = os.environ.get("OUT_NAME", "wan")
+SECS = float(os.environ.get("SECS", "20"))
 DOCROOT = os.path.join(BUILD, "wan-root")
-WAN_SCRIPT = os.path.join(ROOT, "scripts", "pipeline", "wan.pipeline")
+FRAME = 1514
 
 
 class Net:
@@ -31,6 +62,11 @@ class Net:
     srv_ns, srv_if = S, SI
 
     def __enter__(self):
+        # A namespace may only pick an algorithm the host allows (this machine allows reno and
+        # bbr): CUBIC is allowed for the run, and the host's list put back after it.
+        self.allowed = sh("sysctl", "-n", "net.ipv4.tcp_allowed_congestion_control").stdout.strip()
+        if "cubic" not in self.allowed.split():
+            sh("sysctl", "-q", "-w", f"net.ipv4.tcp_allowed_congestion_control={self.allowed} cubic")
         veth_chain((C, W, S), ((CI, C, WC, W), (SI, S, WS, W)),
                    {CI: GEN_CPU, WC: GEN_CPU, WS: GEN_CPU, SI: SRV_CPU}, MAC)
         ns(C, "ip", "addr", "add", f"{CLIENT_ADDR}/24", "dev", CI)
@@ -41,27 +77,39 @@ class Net:
         # Long fat pipes: let the client's window grow as far as the path needs.
         ns(C, "sysctl", "-q", "-w", "net.ipv4.tcp_rmem=4096 131072 67108864")
         ns(S, "sysctl", "-q", "-w", "net.ipv4.tcp_wmem=4096 131072 67108864")
+        # Each run starts from the defaults: no ssthresh remembered from the last one.
+        ns(S, "sysctl", "-q", "-w", "net.ipv4.tcp_no_metrics_save=1")
         return self
 
     def down(self):
         for n in (C, W, S):
             sh("ip", "netns", "del", n, check=False)
+        sh("sysctl", "-q", "-w", f"net.ipv4.tcp_allowed_congestion_control={self.allowed}", check=False)
 
     def __exit__(self, *_):
         self.down()
 
 
+def wan_script(rtt_ms, loss):
+    """The emulator for one point: the bottleneck queue on the data's way (server to client)
+    unless BOTTLENECK_MBPS is 0, then RTT/2 and the loss each way."""
+    half = rtt_ms / 2
+    if BOTTLENECK_MBPS > 0:
+        bdp = BOTTLENECK_MBPS * 1e6 * rtt_ms / 1e3 / 8
+        size = max(64, int(QUEUE_BDP * bdp / FRAME))
+        bottleneck = f"Queue(size={size}, rate={int(BOTTLENECK_MBPS * 1e6)}) -> "
+    else:
+        bottleneck = ""
+    return (f'a :: PortInc(port="{WC}")\n'
+            f'b :: PortInc(port="{WS}")\n'
+            f'a -> Delay(delay_ms={half}) -> Loss(rate={loss}, seed=1) -> PortOut(port="{WS}")\n'
+            f'b -> {bottleneck}Delay(delay_ms={half}) -> Loss(rate={loss}, seed=2) -> PortOut(port="{WC}")\n')
+
+
 def wan(rtt_ms, loss):
-    """The shipped WAN script with this point's interfaces, one band of RTT/2 each way, and
-    the loss rate."""
-    with open(WAN_SCRIPT) as f:
-        text = f.read()
-    text = text.replace('"wan0"', f'"{WC}"').replace('"wan1"', f'"{WS}"')
-    text = re.sub(r"bands=\[[^\]]*\]", f"bands=[{rtt_ms / 2}]", text)
-    text = re.sub(r"rate=[0-9.]+", f"rate={loss}", text)
     path = f"/tmp/sirocco-bench-wan-{os.getpid()}.pipeline"
     with open(path, "w") as f:
-        f.write(text)
+        f.write(wan_script(rtt_ms, loss))
     log = open(path + ".log", "w")
     p = subprocess.Popen(["ip", "netns", "exec", W, SIROCCO, "pipeline", "--script", path, "--cpus", str(GEN_CPU)],
                          stdout=subprocess.DEVNULL, stderr=log)
@@ -79,20 +127,96 @@ def measured_rtt():
     return float(m.group(2)) if m else None
 
 
-def download(addr):
-    """FLOWS parallel downloads of the file; returns Gb/s of them together."""
-    procs = [subprocess.Popen(["ip", "netns", "exec", C, "taskset", "-c", str(GEN_CPU), "curl", "-s", "-o", "/dev/null",
-                               "--max-time", "300", "-w", "%{size_download} %{time_total}", f"http://{addr}/big.bin"],
-                              stdout=subprocess.PIPE, text=True) for _ in range(FLOWS)]
+def url(addr, proto):
+    return f"https://{addr}:443/big.bin" if proto == "https" else f"http://{addr}/big.bin"
+
+
+def curl(addr, proto):
+    return subprocess.Popen(["ip", "netns", "exec", C, "taskset", "-c", str(GEN_CPU), "curl", "-s", "-k", "-o", "/dev/null",
+                             "--max-time", str(SECS), "-w", "%{size_download} %{time_total}", url(addr, proto)],
+                            stdout=subprocess.PIPE, text=True)
+
+
+def finished(p):
+    """(bytes, seconds) of a download: whole, or cut at SECS (curl's exit 28) with what it got."""
+    out = p.communicate()[0].split()
+    size, secs = (int(out[0]), float(out[1])) if len(out) == 2 else (0, 0.0)
+    if p.returncode not in (0, 28) or size == 0 or (p.returncode == 0 and size != FILE_MB << 20):
+        raise RuntimeError(f"download failed (curl exit {p.returncode}): {size} bytes")
+    return size, secs
+
+
+def download(addr, proto):
+    """FLOWS parallel downloads of the file; Gb/s of them together (bytes over the wall time
+    until the last one finished)."""
     t0 = time.time()
-    sizes = []
-    for p in procs:
-        out = p.communicate()[0].split()
-        sizes.append(int(out[0]) if out else 0)
-    wall = time.time() - t0
-    if any(s != FILE_MB << 20 for s in sizes):
-        raise RuntimeError(f"incomplete downloads: {sizes}")
-    return sum(sizes) * 8 / wall / 1e9
+    procs = [curl(addr, proto) for _ in range(FLOWS)]
+    total = sum(finished(p)[0] for p in procs)
+    return total * 8 / (time.time() - t0) / 1e9
+
+
+def server(kind, net, cs, mode, proto):
+    """A server of `kind`; for nginx kinds, the server namespace's congestion control is set
+    first (the kernel's sockets take it when they are made)."""
+    if kind.startswith("nginx"):
+        ns(S, "sysctl", "-q", "-w", f"net.ipv4.tcp_congestion_control={'bbr' if kind == 'nginx-bbr' else 'cubic'}")
+        kind = "nginx"
+    args = ["--mode", "stream"] if mode == "stream" and kind != "nginx" else []
+    return WebServer(kind, net, cs, DOCROOT, args, tls=proto == "https")
+
+
+def resets_out(said):
+    m = re.search(r"resets out (\d+)", said or "")
+    return int(m.group(1)) if m else 0
+
+
+def grid_point(net, cs, rtt, loss, mode, proto, seen):
+    point = {"rtt_ms": rtt, "loss": loss, "mode": mode, "proto": proto, "ping_rtt_ms": seen}
+    runs = {k: [] for k in SERVERS}
+    resets = 0
+    for rep in range(REPS):
+        for kind in SERVERS:
+            srv = server(kind, net, cs, mode, proto)
+            srv.start()
+            try:
+                runs[kind].append(download(srv.addr, proto))
+            finally:
+                said = srv.stop()
+            resets += resets_out(said) if not kind.startswith("nginx") else 0
+            print(f"  {mode} {proto} rtt {rtt} loss {loss * 100:.1f}% rep {rep}: {kind} {runs[kind][-1]:.3f} Gb/s", flush=True)
+    for kind in SERVERS:
+        point[kind] = statistics.median(runs[kind])
+        point[kind + "_runs"] = runs[kind]
+    for peer, key in (("nginx", "ratio"), ("nginx-bbr", "ratio_bbr")):
+        if "sirocco" in runs and peer in runs:
+            ratios = [s / n for s, n in zip(runs["sirocco"], runs[peer])]
+            point[key] = statistics.median(ratios)
+            point[key + "_min"], point[key + "_max"] = min(ratios), max(ratios)
+    point["sirocco_resets_out"] = resets
+    return point
+
+
+def shared_point(net, cs, rtt, loss, seen):
+    """One sirocco download and one nginx download at once through the bottleneck: each one's
+    share of the two together, per repetition."""
+    shares = []
+    for rep in range(REPS):
+        srv_s, srv_n = server("sirocco", net, cs, "static", "http"), server("nginx", net, cs, "static", "http")
+        srv_s.start()
+        srv_n.start()
+        try:
+            ps, pn = curl(OWN_ADDR, "http"), curl(KERNEL_ADDR, "http")
+            (bs, ts), (bn, tn) = finished(ps), finished(pn)
+        finally:
+            srv_s.stop()
+            srv_n.stop()
+        # Both ran at once until the first finished; the share is of the rates while both ran.
+        rs, rn = bs / ts, bn / tn
+        shares.append(rs / (rs + rn))
+        print(f"  shared rtt {rtt} loss {loss * 100:.1f}% rep {rep}: sirocco {rs * 8 / 1e9:.3f} Gb/s, "
+              f"nginx {rn * 8 / 1e9:.3f} Gb/s, sirocco's share {shares[-1]:.2f}", flush=True)
+    return {"rtt_ms": rtt, "loss": loss, "ping_rtt_ms": seen, "sirocco_share": statistics.median(shares),
+            "shares": shares}
 
 
 def main():
@@ -103,7 +227,7 @@ def main():
         with open(big, "wb") as f:
             f.write(os.urandom(FILE_MB << 20))
     cs = Cpuset("sirocco-bench-wan", SRV_CPU)
-    results = []
+    grid, shared = [], []
     try:
         with Net() as net:
             for rtt in RTTS:
@@ -111,50 +235,59 @@ def main():
                     pl = wan(rtt, loss)
                     try:
                         seen = measured_rtt()
-                        point = {"rtt_ms": rtt, "loss": loss, "ping_rtt_ms": seen}
-                        for kind in SERVERS:
-                            srv = WebServer(kind, net, cs, DOCROOT, [])
-                            srv.start()
-                            try:
-                                runs = [download(srv.addr) for _ in range(REPS)]
-                            finally:
-                                srv.stop()
-                            point[kind] = sorted(runs)[len(runs) // 2]
-                            point[kind + "_runs"] = runs
-                            print(f"rtt {rtt} ms (ping {fmt(seen, '{:.1f}')}) loss {loss * 100:.2f}%: {kind} "
-                                  f"{point[kind]:.2f} Gb/s {['%.2f' % r for r in runs]}", flush=True)
+                        print(f"rtt {rtt} ms (ping {fmt(seen, '{:.1f}')}), loss {loss * 100:.1f}% each way", flush=True)
+                        for mode in MODES:
+                            for proto in PROTOS:
+                                p = grid_point(net, cs, rtt, loss, mode, proto, seen)
+                                grid.append(p)
+                                print(f"= {mode} {proto} rtt {rtt} loss {loss * 100:.1f}%: " + ", ".join(
+                                    f"{k} {p[k]:.3f} Gb/s" for k in SERVERS) +
+                                    (f", sirocco/nginx {p['ratio']:.2f} [{p['ratio_min']:.2f}-{p['ratio_max']:.2f}]"
+                                     if "ratio" in p else ""), flush=True)
+                        if SHARED and BOTTLENECK_MBPS > 0 and loss == LOSSES[0]:
+                            shared.append(shared_point(net, cs, rtt, loss, seen))
                     finally:
                         stop_process(pl)
-                    results.append(point)
     finally:
         cs.remove()
-    write(results)
+    write(grid, shared)
 
 
-def write(results):
-    meta = run_meta(reps=REPS, flows=FLOWS, file_mb=FILE_MB,
+def write(grid, shared):
+    neck = (f"a {BOTTLENECK_MBPS:.0f} Mb/s bottleneck with a drop-tail queue of {QUEUE_BDP:g} BDP"
+            if BOTTLENECK_MBPS > 0 else "no bottleneck (the emulator's own capacity)")
+    meta = run_meta(reps=REPS, flows=FLOWS, file_mb=FILE_MB, bottleneck_mbps=BOTTLENECK_MBPS, queue_bdp=QUEUE_BDP,
                     placement="client and WAN pipeline on CPU 0, server on CPU 1; client TCP: the kernel's CUBIC")
-    lines = [f"# Streaming over emulated WAN paths ({meta['date']}, kernel {meta['kernel']})", "",
-             f"{FLOWS} parallel curl downloads of a {FILE_MB} MiB file, median of {REPS} runs, through "
-             "`sirocco pipeline` running scripts/pipeline/wan.pipeline (Delay and Loss, both directions).", "",
-             "| RTT (ms) | ping RTT (ms) | loss each way | sirocco Gb/s | nginx Gb/s | sirocco / nginx |", "|---|---|---|---|---|---|"]
-    for p in results:
-        s, n = p.get("sirocco"), p.get("nginx")
-        r = s / n if s and n else None
-        lines.append(f"| {p['rtt_ms']} | {fmt(p['ping_rtt_ms'], '{:.1f}')} | {p['loss'] * 100:.2f}% | {fmt(s, '{:.2f}')} | "
-                     f"{fmt(n, '{:.2f}')} | {fmt(r, '{:.2f}')}× |")
-    save("wan", meta, lines, results=results)
+    lines = [f"# Downloads over emulated WAN paths ({meta['date']}, kernel {meta['kernel']})", "",
+             f"{FLOWS} parallel curl downloads of a {FILE_MB} MiB file through `sirocco pipeline` ({neck}, then the "
+             f"delay and random loss each way; see bench/wan/run.py). Gb/s: the median of {REPS} runs; sirocco/nginx: the "
+             "median of the per-repetition ratios [min-max] (the servers take turns within each repetition).", "",
+             "| mode | proto | RTT (ms) | ping (ms) | loss each way | sirocco Gb/s | nginx Gb/s | sirocco / nginx | sirocco resets out |",
+             "|---|---|---|---|---|---|---|---|---|"]
+    for p in grid:
+        r = f"{p['ratio']:.2f}× [{p['ratio_min']:.2f}–{p['ratio_max']:.2f}]" if "ratio" in p else "–"
+        lines.append(f"| {p['mode']} | {p['proto']} | {p['rtt_ms']} | {fmt(p['ping_rtt_ms'], '{:.1f}')} | {p['loss'] * 100:.1f}% | "
+                     f"{fmt(p.get('sirocco'), '{:.3f}')} | {fmt(p.get('nginx'), '{:.3f}')} | {r} | {p['sirocco_resets_out']} |")
+    if shared:
+        lines += ["", "Shared bottleneck: one sirocco and one nginx download at once (HTTP, static); sirocco's share of "
+                  "the two rates (median of the repetitions; a fair share is 0.5).", "",
+                  "| RTT (ms) | loss each way | sirocco's share | per repetition |", "|---|---|---|---|"]
+        for s in shared:
+            lines.append(f"| {s['rtt_ms']} | {s['loss'] * 100:.1f}% | {s['sirocco_share']:.2f} | "
+                         f"{', '.join('%.2f' % x for x in s['shares'])} |")
+    save(OUT_NAME, meta, lines, results=grid, shared=shared)
 
     def draw(plt):
-        fig, ax = plt.subplots(figsize=(8, 4))
-        labels = [f"{p['rtt_ms']} ms\n{p['loss'] * 100:.1f}%" for p in results]
-        xs = range(len(results))
-        for i, kind in enumerate(SERVERS):
-            ax.bar([x + i * 0.4 for x in xs], [p.get(kind) or 0 for p in results], width=0.4, label=kind)
-        ax.set_xticks([x + 0.2 for x in xs])
-        ax.set_xticklabels(labels)
-        ax.set_ylabel("Gb/s, all flows")
-        finish(fig, [ax], "wan", grid="y")
+        fig, ax = plt.subplots(figsize=(max(8, len(grid) * 0.45), 4))
+        xs = range(len(grid))
+        ax.bar(list(xs), [p.get("ratio") or 0 for p in grid], color="tab:blue")
+        ax.axhline(0.9, color="tab:red", linestyle="--", linewidth=1, label="goal 0.9×")
+        ax.set_xticks(list(xs))
+        ax.set_xticklabels([f"{p['mode'][:2]} {p['proto'][:5]}\n{p['rtt_ms']} ms {p['loss'] * 100:g}%" for p in grid],
+                           fontsize=6, rotation=90)
+        ax.set_ylabel("sirocco / nginx (Gb/s)")
+        ax.legend()
+        finish(fig, [ax], OUT_NAME, grid="y")
     plot(draw)
 
 
