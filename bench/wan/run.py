@@ -12,8 +12,9 @@ overflows in bursts (6.5 % of the frames of a kernel sender at 1 Gb/s, measured)
 comparison is of how hard each sender pushes into an overloaded middlebox rather than of
 congestion control on a path. BOTTLENECK_MBPS=0 removes it (as before issue 38).
 
-The kernel's congestion control is chosen per server kind, in the server's namespace: "nginx"
-runs CUBIC (RFC 9438, what sirocco runs), "nginx-bbr" runs BBR. Mind the machine's default:
+The congestion control is chosen per server kind: "sirocco" and "nginx" run CUBIC (RFC 9438),
+"sirocco-bbr" (`--tcp-cc bbr`) and "nginx-bbr" run BBR (the kernel's in the server's namespace);
+each is compared with its like. Mind the machine's default:
 on this kind of machine it is BBR (`sysctl net.ipv4.tcp_congestion_control`), which every new
 namespace inherits — a comparison with "the kernel" that does not set it compares CUBIC with
 BBR, and BBR by design does not slow down for random loss.
@@ -28,7 +29,7 @@ download at once through the same bottleneck, each one's share of what both got.
 
 Environment: REPS (3), RTTS (ms: 10,50,100,200), LOSSES (fractions: 0,0.001,0.01,0.02), MODES
 (static,stream), PROTOS (http,https), FLOWS (4), FILE_MB (64), BOTTLENECK_MBPS (500),
-QUEUE_BDP (1), SERVERS (sirocco,nginx,nginx-bbr), SHARED (1), SECS (20: a download still running
+QUEUE_BDP (1), SERVERS (sirocco,nginx,sirocco-bbr,nginx-bbr), SHARED (1), SECS (20: a download still running
 then is stopped and counted by what it got, so that a lossy long path does not take an hour),
 OUT_NAME (wan)."""
 
@@ -49,7 +50,9 @@ FLOWS = int(os.environ.get("FLOWS", "4"))
 FILE_MB = int(os.environ.get("FILE_MB", "64"))
 BOTTLENECK_MBPS = float(os.environ.get("BOTTLENECK_MBPS", "500"))
 QUEUE_BDP = float(os.environ.get("QUEUE_BDP", "1"))
-SERVERS = env_list("SERVERS", "sirocco,nginx,nginx-bbr")
+SERVERS = env_list("SERVERS", "sirocco,nginx,sirocco-bbr,nginx-bbr")
+# Each sirocco kind against the nginx kind with the same congestion control.
+PAIRS = (("sirocco", "nginx", "ratio"), ("sirocco-bbr", "nginx-bbr", "ratio_bbr"))
 SHARED = os.environ.get("SHARED", "1") == "1"
 OUT_NAME = os.environ.get("OUT_NAME", "wan")
 SECS = float(os.environ.get("SECS", "20"))
@@ -162,6 +165,8 @@ def server(kind, net, cs, mode, proto):
         ns(S, "sysctl", "-q", "-w", f"net.ipv4.tcp_congestion_control={'bbr' if kind == 'nginx-bbr' else 'cubic'}")
         kind = "nginx"
     args = ["--mode", "stream"] if mode == "stream" and kind != "nginx" else []
+    if kind.startswith("sirocco-bbr"):
+        kind, args = "sirocco" + kind[len("sirocco-bbr"):], args + ["--tcp-cc", "bbr"]
     return WebServer(kind, net, cs, DOCROOT, args, tls=proto == "https")
 
 
@@ -187,9 +192,9 @@ def grid_point(net, cs, rtt, loss, mode, proto, seen):
     for kind in SERVERS:
         point[kind] = statistics.median(runs[kind])
         point[kind + "_runs"] = runs[kind]
-    for peer, key in (("nginx", "ratio"), ("nginx-bbr", "ratio_bbr")):
-        if "sirocco" in runs and peer in runs:
-            ratios = [s / n for s, n in zip(runs["sirocco"], runs[peer])]
+    for ours, peer, key in PAIRS:
+        if ours in runs and peer in runs:
+            ratios = [s / n for s, n in zip(runs[ours], runs[peer])]
             point[key] = statistics.median(ratios)
             point[key + "_min"], point[key + "_max"] = min(ratios), max(ratios)
     point["sirocco_resets_out"] = resets
@@ -241,9 +246,9 @@ def main():
                                 p = grid_point(net, cs, rtt, loss, mode, proto, seen)
                                 grid.append(p)
                                 print(f"= {mode} {proto} rtt {rtt} loss {loss * 100:.1f}%: " + ", ".join(
-                                    f"{k} {p[k]:.3f} Gb/s" for k in SERVERS) +
-                                    (f", sirocco/nginx {p['ratio']:.2f} [{p['ratio_min']:.2f}-{p['ratio_max']:.2f}]"
-                                     if "ratio" in p else ""), flush=True)
+                                    f"{k} {p[k]:.3f} Gb/s" for k in SERVERS) + "".join(
+                                    f", {o}/{n} {p[r]:.2f} [{p[r + '_min']:.2f}-{p[r + '_max']:.2f}]"
+                                    for o, n, r in PAIRS if r in p), flush=True)
                         if SHARED and BOTTLENECK_MBPS > 0 and loss == LOSSES[0]:
                             shared.append(shared_point(net, cs, rtt, loss, seen))
                     finally:
@@ -262,12 +267,17 @@ def write(grid, shared):
              f"{FLOWS} parallel curl downloads of a {FILE_MB} MiB file through `sirocco pipeline` ({neck}, then the "
              f"delay and random loss each way; see bench/wan/run.py). Gb/s: the median of {REPS} runs; sirocco/nginx: the "
              "median of the per-repetition ratios [min-max] (the servers take turns within each repetition).", "",
-             "| mode | proto | RTT (ms) | ping (ms) | loss each way | sirocco Gb/s | nginx Gb/s | sirocco / nginx | sirocco resets out |",
-             "|---|---|---|---|---|---|---|---|---|"]
+             "| mode | proto | RTT (ms) | ping (ms) | loss each way | sirocco (CUBIC) | nginx (CUBIC) | ratio | "
+             "sirocco (BBR) | nginx (BBR) | ratio | sirocco resets out |",
+             "|---|---|---|---|---|---|---|---|---|---|---|---|"]
+
+    def ratio(p, r):
+        return f"**{p[r]:.2f}×** [{p[r + '_min']:.2f}–{p[r + '_max']:.2f}]" if r in p else "–"
     for p in grid:
-        r = f"{p['ratio']:.2f}× [{p['ratio_min']:.2f}–{p['ratio_max']:.2f}]" if "ratio" in p else "–"
+        g = lambda k: fmt(p.get(k), '{:.3f}')  # noqa: E731
         lines.append(f"| {p['mode']} | {p['proto']} | {p['rtt_ms']} | {fmt(p['ping_rtt_ms'], '{:.1f}')} | {p['loss'] * 100:.1f}% | "
-                     f"{fmt(p.get('sirocco'), '{:.3f}')} | {fmt(p.get('nginx'), '{:.3f}')} | {r} | {p['sirocco_resets_out']} |")
+                     f"{g('sirocco')} | {g('nginx')} | {ratio(p, 'ratio')} | {g('sirocco-bbr')} | {g('nginx-bbr')} | "
+                     f"{ratio(p, 'ratio_bbr')} | {p['sirocco_resets_out']} |")
     if shared:
         lines += ["", "Shared bottleneck: one sirocco and one nginx download at once (HTTP, static); sirocco's share of "
                   "the two rates (median of the repetitions; a fair share is 0.5).", "",
@@ -280,12 +290,13 @@ def write(grid, shared):
     def draw(plt):
         fig, ax = plt.subplots(figsize=(max(8, len(grid) * 0.45), 4))
         xs = range(len(grid))
-        ax.bar(list(xs), [p.get("ratio") or 0 for p in grid], color="tab:blue")
+        ax.bar([x - 0.2 for x in xs], [p.get("ratio") or 0 for p in grid], width=0.4, label="CUBIC: sirocco / nginx")
+        ax.bar([x + 0.2 for x in xs], [p.get("ratio_bbr") or 0 for p in grid], width=0.4, label="BBR: sirocco / nginx")
         ax.axhline(0.9, color="tab:red", linestyle="--", linewidth=1, label="goal 0.9×")
         ax.set_xticks(list(xs))
         ax.set_xticklabels([f"{p['mode'][:2]} {p['proto'][:5]}\n{p['rtt_ms']} ms {p['loss'] * 100:g}%" for p in grid],
                            fontsize=6, rotation=90)
-        ax.set_ylabel("sirocco / nginx (Gb/s)")
+        ax.set_ylabel("sirocco / nginx, same algorithm")
         ax.legend()
         finish(fig, [ax], OUT_NAME, grid="y")
     plot(draw)

@@ -1,7 +1,9 @@
-//! Congestion control: NewReno (RFC 5681 / 6582) and CUBIC (RFC 9438), chosen per listener or
-//! connect. Windows are in bytes; the loss-recovery machinery (fast retransmit, SACK recovery)
-//! lives in the connection and calls these hooks.
+//! Congestion control: NewReno (RFC 5681 / 6582), CUBIC (RFC 9438) and BBR ([`crate::bbr`]),
+//! chosen per listener or connect. Windows are in bytes; the loss-recovery machinery (fast
+//! retransmit, SACK recovery) lives in the connection and calls these hooks.
 
+use crate::bbr::Bbr;
+use crate::tcb::RateSample;
 use timer::{Duration, Instant};
 
 /// Which algorithm a connection uses.
@@ -12,6 +14,20 @@ pub enum CcKind {
     /// RFC 9438.
     #[default]
     Cubic,
+    /// BBR v1: a model of the path instead of loss (see [`crate::bbr`]); paced.
+    Bbr,
+}
+
+impl std::str::FromStr for CcKind {
+    type Err = String;
+    fn from_str(s: &str) -> Result<CcKind, String> {
+        match s {
+            "cubic" => Ok(CcKind::Cubic),
+            "newreno" | "reno" => Ok(CcKind::NewReno),
+            "bbr" => Ok(CcKind::Bbr),
+            _ => Err(format!("unknown congestion control '{s}': cubic, newreno or bbr")),
+        }
+    }
 }
 
 /// CUBIC constants (RFC 9438 §4.6, §5).
@@ -59,11 +75,17 @@ pub struct Congestion {
     acked_acc: u32,
     cubic: Cubic,
     hystart: HyStart,
+    bbr: Option<Bbr>,
 }
 
 impl Congestion {
     /// Initial window per RFC 6928: min(10·MSS, max(2·MSS, 14600)).
     pub fn new(kind: CcKind, smss: u32) -> Congestion {
+        Congestion::new_at(kind, smss, Instant::ZERO)
+    }
+
+    /// As [`Congestion::new`], at `now` (BBR keeps the time of its minimum RTT).
+    pub fn new_at(kind: CcKind, smss: u32, now: Instant) -> Congestion {
         let smss = smss.max(1);
         let iw = (10 * smss).min((2 * smss).max(14_600));
         Congestion {
@@ -74,6 +96,30 @@ impl Congestion {
             acked_acc: 0,
             cubic: Cubic::default(),
             hystart: HyStart::default(),
+            bbr: (kind == CcKind::Bbr).then(|| Bbr::new(smss, iw, now)),
+        }
+    }
+
+    /// Bytes per second to pace at, for an algorithm that paces (BBR).
+    pub fn pacing_rate(&self) -> Option<f64> {
+        self.bbr.as_ref().and_then(Bbr::pacing_rate)
+    }
+
+    /// BBR's update on an ACK that delivered `delivered` bytes (`total` so far) with a rate
+    /// sample, `inflight` bytes still out; nothing for the loss-based algorithms, which take
+    /// [`Congestion::on_ack`].
+    pub fn on_delivery(
+        &mut self,
+        now: Instant,
+        sample: Option<RateSample>,
+        delivered: u32,
+        total: u64,
+        inflight: u32,
+        srtt: Option<Duration>,
+    ) {
+        if let Some(b) = &mut self.bbr {
+            b.on_ack(now, sample, delivered, total, inflight, srtt);
+            self.cwnd = b.cwnd();
         }
     }
 
@@ -81,7 +127,7 @@ impl Congestion {
     /// number sent (RFC 9406 §4.3, without the conservative phase: as Linux's HyStart, slow
     /// start ends where the delay grows, and CUBIC takes over from there).
     pub fn on_rtt(&mut self, rtt: Duration, ack: u32, snd_max: u32) {
-        if self.cwnd >= self.ssthresh {
+        if self.cwnd >= self.ssthresh || self.bbr.is_some() {
             return;
         }
         let h = &mut self.hystart;
@@ -125,11 +171,18 @@ impl Congestion {
     pub fn set_smss(&mut self, smss: u32) {
         self.smss = smss.max(1);
         self.cwnd = self.cwnd.max(self.smss);
+        if let Some(b) = &mut self.bbr {
+            b.set_smss(self.smss);
+            self.cwnd = b.cwnd();
+        }
     }
 
     /// New data was acknowledged outside loss recovery. `flight` is what was outstanding
     /// before this ACK, so an application-limited sender does not inflate its window.
     pub fn on_ack(&mut self, acked: u32, now: Instant, srtt: Duration, flight: u32) {
+        if self.bbr.is_some() {
+            return; // BBR's window follows its model (on_delivery)
+        }
         if flight < self.cwnd / 2 && self.cwnd > 2 * self.smss {
             return; // application-limited (RFC 7661's idea, simplified): keep the window
         }
@@ -148,7 +201,7 @@ impl Congestion {
         }
         match self.kind {
             CcKind::NewReno => self.reno_avoid(acked),
-            CcKind::Cubic => self.cubic_avoid(acked, now, srtt),
+            CcKind::Cubic | CcKind::Bbr => self.cubic_avoid(acked, now, srtt),
         }
     }
 
@@ -186,11 +239,16 @@ impl Congestion {
     /// most of the window SACKed the flight is a few segments, and a window cut to 70 % of
     /// that lost in one loss what a path that drops 1 % of its packets never gives back.
     /// (The window does not grow while the sender is application-limited, see `on_ack`.)
-    pub fn on_loss(&mut self, _flight: u32) -> u32 {
+    pub fn on_loss(&mut self, inflight: u32) -> u32 {
+        if let Some(b) = &mut self.bbr {
+            b.on_loss(inflight);
+            self.cwnd = b.cwnd();
+            return self.cwnd;
+        }
         let flight = self.cwnd.max(self.smss);
         match self.kind {
             CcKind::NewReno => self.ssthresh = (flight / 2).max(2 * self.smss),
-            CcKind::Cubic => {
+            CcKind::Cubic | CcKind::Bbr => {
                 let smss = f64::from(self.smss);
                 let cwnd = f64::from(self.cwnd) / smss;
                 let c = &mut self.cubic;
@@ -207,17 +265,29 @@ impl Congestion {
 
     /// Recovery ended with all data up to the recovery point acknowledged.
     pub fn on_recovery_exit(&mut self, flight: u32) {
+        if let Some(b) = &mut self.bbr {
+            b.on_recovery_exit();
+            self.cwnd = b.cwnd();
+            return;
+        }
         // RFC 6582 §3.2 step 3: min(ssthresh, FlightSize + SMSS), never below one segment.
         self.cwnd = self.ssthresh.min(flight.saturating_add(self.smss)).max(self.smss);
     }
 
     /// During recovery the window follows the recovery algorithm, which sets it here.
     pub fn set_cwnd(&mut self, cwnd: u32) {
-        self.cwnd = cwnd.max(self.smss);
+        if self.bbr.is_none() {
+            self.cwnd = cwnd.max(self.smss);
+        }
     }
 
     /// The retransmission timer expired: restart from one segment (RFC 5681 §3.1).
     pub fn on_rto(&mut self, _flight: u32, first_expiry: bool) {
+        if let Some(b) = &mut self.bbr {
+            b.on_rto();
+            self.cwnd = b.cwnd();
+            return;
+        }
         let flight = self.cwnd.max(self.smss);
         if first_expiry {
             let beta = if self.kind == CcKind::Cubic { BETA } else { 0.5 };

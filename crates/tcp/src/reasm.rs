@@ -8,7 +8,7 @@ use crate::ranges::Ranges;
 use crate::seq::Seq;
 
 /// Ranges a connection may hold ahead of a hole (and report as SACK blocks).
-pub const MAX_OOO_RANGES: usize = 8;
+pub const MAX_OOO_RANGES: usize = 32;
 
 /// Fixed-size buffers shared by the connections of one engine.
 pub struct OooPool {

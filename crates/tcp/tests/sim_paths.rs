@@ -14,7 +14,7 @@ use endpoints::Sim;
 use sim::stream::Spec;
 use sim::Link;
 use tcp::endpoint::Limits;
-use tcp::{Config, Duration, Instant, Stats};
+use tcp::{CcKind, Config, Duration, Instant, Stats};
 
 const MS: fn(u64) -> Duration = Duration::from_millis;
 
@@ -25,6 +25,11 @@ struct Outcome {
 
 /// `bytes` from host 1 to host 0 over `rtt_ms` and `loss` each way; goodput in Mb/s.
 fn bulk(seed: u64, rtt_ms: u64, loss: f64, bytes: u32) -> Outcome {
+    bulk_with(seed, rtt_ms, loss, bytes, CcKind::Cubic)
+}
+
+/// As [`bulk`], the server sending with congestion control `cc`.
+fn bulk_with(seed: u64, rtt_ms: u64, loss: f64, bytes: u32, cc: CcKind) -> Outcome {
     let limits = Limits { max_rcv_buf: 16 << 20, ooo_buffers: 4, ..Limits::default() };
     let mut sim = Sim::new(seed, 2, limits, 0.0);
     sim.set_links(Link {
@@ -35,7 +40,7 @@ fn bulk(seed: u64, rtt_ms: u64, loss: f64, bytes: u32) -> Outcome {
         ..Link::default()
     });
     let cfg = Config { rcv_buf: 16 << 20, ..Config::default() };
-    sim.hosts[1].ep.listen(80, cfg);
+    sim.hosts[1].ep.listen(80, Config { cc, ..cfg });
     sim.connect(0, 1, 80, cfg, Spec { id: 1, up: 100, down: bytes });
     let done = |s: &Sim| s.hosts[0].app.finished.len() == 1;
     assert!(sim.run_until(Instant::ZERO + Duration::from_secs(3600), done), "the transfer finished");
@@ -95,4 +100,27 @@ fn a_clean_path_fills_the_link() {
     eprintln!("clean: {:.0} Mb/s, {:?}", o.mbps, o.stats);
     assert!(o.stats.rtos <= 1, "at most one timeout: {:?}", o.stats);
     assert!(o.mbps > 400.0, "{:.0} Mb/s of a 1 Gb/s link", o.mbps);
+}
+
+#[test]
+fn bbr_keeps_the_rate_through_random_loss() {
+    // A loss-based sender gets the response function at 1 % (7 Mb/s at 20 ms, 2.8 at 50);
+    // BBR's model ignores random loss and keeps most of the link, as the kernel's BBR does.
+    for (rtt, floor_mbps) in [(20, 150.0), (50, 70.0)] {
+        let o = bulk_with(1, rtt, 0.01, 32 << 20, CcKind::Bbr);
+        eprintln!("bbr rtt {rtt} ms, loss 1 %: {:.0} Mb/s, {:?}", o.mbps, o.stats);
+        assert!(o.mbps > floor_mbps, "rtt {rtt} ms: {:.0} Mb/s", o.mbps);
+        assert_eq!(o.stats.rtos, 0, "rtt {rtt} ms: no timeout");
+        // It retransmits what the path lost, not windows of data in flight.
+        let sent = o.stats.segs_out - o.stats.retransmits;
+        assert!(o.stats.retransmits < sent / 40, "rtt {rtt} ms: {} retransmitted of {sent}", o.stats.retransmits);
+    }
+}
+
+#[test]
+fn bbr_fills_a_clean_path() {
+    let o = bulk_with(1, 20, 0.0, 64 << 20, CcKind::Bbr);
+    eprintln!("bbr clean: {:.0} Mb/s, {:?}", o.mbps, o.stats);
+    assert!(o.mbps > 500.0, "{:.0} Mb/s of a 1 Gb/s link", o.mbps);
+    assert!(o.stats.rtos <= 1, "{:?}", o.stats);
 }

@@ -26,7 +26,7 @@ fn config(r: &mut Rng) -> Config {
         window_scale: r.chance(0.8),
         sack: r.chance(0.7),
         timestamps: r.chance(0.7),
-        cc: if r.chance(0.5) { CcKind::Cubic } else { CcKind::NewReno },
+        cc: [CcKind::Cubic, CcKind::NewReno, CcKind::Bbr][r.range(0, 2) as usize],
         syn_retries: 14,
         retries: 30,
         rto_max: SECS(8),

@@ -75,31 +75,36 @@ pub fn run(a: EchoArgs) -> Result<(), String> {
         return Ok(());
     }
     let grants = [(Protocol::TCP, port)];
-    fn svc<T: tcp::App>(app: T, port: u16) -> TcpService<T> {
-        TcpService::new(app, &[port], tcp::Config::default(), tcp_limits())
+    let cfg = s.opts.tcp;
+    fn svc<T: tcp::App>(app: T, port: u16, cfg: tcp::Config) -> TcpService<T> {
+        TcpService::new(app, &[port], cfg, tcp_limits())
     }
     match a.tcp_mode {
         TcpMode::Echo if a.tcp_api == TcpApi::Channel => {
             let make = |_| {
                 let bufs = tcp::channel::Buffers::new(ECHO_BUFFERS, 2048);
-                ChannelService::new(echo::ChannelEcho::default(), &[port], tcp::Config::default(), tcp_limits(), bufs)
+                ChannelService::new(echo::ChannelEcho::default(), &[port], cfg, tcp_limits(), bufs)
             };
             let out = s.run(&format!("tcp echo on port {port}"), &grants, make, None)?;
             print_channel_echo(&out);
         }
         TcpMode::Echo => {
-            let out =
-                s.run(&format!("tcp echo on port {port}"), &grants, |_| svc(echo::TcpEcho::default(), port), None)?;
+            let out = s.run(
+                &format!("tcp echo on port {port}"),
+                &grants,
+                |_| svc(echo::TcpEcho::default(), port, cfg),
+                None,
+            )?;
             print_tcp(&out, |e| format!("accepted {} closed {} echoed {} bytes", e.accepted, e.closed, e.echoed));
         }
         TcpMode::Discard => {
-            let make = |_| svc(echo::TcpDiscard::default(), port);
+            let make = |_| svc(echo::TcpDiscard::default(), port, cfg);
             let out = s.run(&format!("tcp discard on port {port}"), &grants, make, None)?;
             print_tcp(&out, |e| format!("accepted {} closed {} received {} bytes", e.accepted, e.closed, e.received));
         }
         TcpMode::Source => {
             let n = a.source_bytes;
-            let make = |_| svc(echo::TcpSource::new(n), port);
+            let make = |_| svc(echo::TcpSource::new(n), port, cfg);
             let out = s.run(&format!("tcp source on port {port}"), &grants, make, None)?;
             print_tcp(&out, |e| format!("accepted {} closed {} sent {} bytes", e.accepted, e.closed, e.sent));
         }

@@ -214,7 +214,7 @@ pub fn run(a: WebArgs) -> Result<(), String> {
             Ok((loaded, published.publish(site)))
         }
     };
-    let (port, cfg) = (s.port, tcp::Config::default());
+    let (port, cfg) = (s.port, s.opts.tcp);
     let limits = tcp::Limits { max_conns, ..tcp_limits() };
     let mut first = match stream {
         Some(cfg) => Some(first_streamer(cfg, published.follow().get())?),

@@ -77,6 +77,12 @@ pub struct DataplaneArgs {
     /// With --ctl: the transmit rate to ask for, in bits per second (enforced by the daemon).
     #[arg(long, value_name = "N", requires = "ctl")]
     pub ctl_bps: Option<u64>,
+    /// Congestion control of the server's TCP connections: cubic (RFC 9438), newreno (RFC
+    /// 5681/6582), or bbr (BBR v1: paced, from a model of the path's bandwidth and round
+    /// trip; it keeps its rate through random loss, where the others fall to
+    /// MSS/RTT·1.22/√p, and is what CDNs run).
+    #[arg(long, value_name = "ALGO", default_value = "cubic")]
+    pub tcp_cc: tcp::CcKind,
 }
 
 fn parse_percent(s: &str) -> Result<f64, String> {
@@ -124,6 +130,7 @@ impl DataplaneArgs {
             ctl,
             metrics: self.metrics.as_deref().map(super::metrics::parse_addr).transpose()?,
             control: self.control_socket.clone(),
+            tcp: tcp::Config { cc: self.tcp_cc, ..tcp::Config::default() },
         })
     }
 }

@@ -57,6 +57,8 @@ pub struct Options {
     pub metrics: Option<std::net::SocketAddr>,
     /// The control socket (`sirocco top`, `sirocco ss`), if not the default.
     pub control: Option<PathBuf>,
+    /// How the server's TCP connections behave (`--tcp-cc`).
+    pub tcp: tcp::Config,
 }
 
 /// How to ask `sirocco ctl` for a grant (`--ctl`).

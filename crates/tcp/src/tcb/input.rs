@@ -4,6 +4,7 @@
 use wire::tcp::{TcpFlags, TcpRepr};
 
 use super::{End, Env, Reset, State, Tcb, PAWS_IDLE};
+use crate::cc::CcKind;
 use crate::seq::Seq;
 use timer::{Duration, Instant};
 
@@ -359,12 +360,23 @@ impl Tcb {
         if new_sack {
             self.rack_on_ack(now);
         }
-        if self.opts.sack && (advanced || new_sack) {
-            self.rtx_log_check(now);
-            let delivered = self.snd.una.since(una_before) + self.sacked_bytes();
-            let (lost, lost_rtx) = self.lost_mark();
-            let newly_lost = lost > lost_before.max(self.snd.una) || lost_rtx > lost_rtx_before;
-            self.prr_on_ack(delivered.saturating_sub(sacked_before), newly_lost);
+        if advanced || new_sack {
+            let delivered = (self.snd.una.since(una_before) + self.sacked_bytes()).saturating_sub(sacked_before);
+            if self.opts.sack {
+                self.rtx_log_check(now);
+                let (lost, lost_rtx) = self.lost_mark();
+                let newly_lost = lost > lost_before.max(self.snd.una) || lost_rtx > lost_rtx_before;
+                self.prr_on_ack(delivered, newly_lost);
+            }
+            if self.cc.kind() == CcKind::Bbr {
+                let highest = match self.rec.sacked.highest() {
+                    Some(h) if new_sack && h > self.snd.una => h,
+                    _ => self.snd.una,
+                };
+                let sample = self.rate.on_ack(now, delivered, highest);
+                let (total, inflight) = (self.rate.delivered, self.flight());
+                self.cc.on_delivery(now, sample, delivered, total, inflight, self.rtt.srtt());
+            }
         }
 
         // Window update (RFC 9293: SND.WL1 < SEG.SEQ or (= and SND.WL2 =< SEG.ACK)).
@@ -470,6 +482,8 @@ impl Tcb {
                 if self.rec.after_rto {
                     // Slow start carried the window through the timeout's recovery; it goes on.
                     self.rec.after_rto = false;
+                } else if self.cc.kind() == CcKind::Bbr {
+                    self.cc.on_recovery_exit(self.flight());
                 } else if self.opts.sack {
                     self.cc.set_cwnd(self.cc.ssthresh());
                 } else {

@@ -22,11 +22,13 @@ use crate::reasm::{OooPool, Reassembly};
 use crate::rtt::Rtt;
 use crate::seq::Seq;
 use crate::stats::Stats;
+pub use rate::RateSample;
 use timer::{Duration, Instant};
 
 mod input;
 mod output;
 mod rack;
+mod rate;
 mod recovery;
 mod rtx_log;
 mod tail_loss;
@@ -196,7 +198,7 @@ pub(crate) const PAWS_IDLE: Duration = Duration::from_secs(24 * 24 * 3600);
 /// RFC 9293's default MSS when the peer sends none.
 const DEFAULT_MSS: u16 = 536;
 /// SACK blocks remembered from the peer.
-const SCOREBOARD: usize = 32;
+const SCOREBOARD: usize = 64;
 
 /// The transmission control block.
 pub struct Tcb {
@@ -215,6 +217,8 @@ pub struct Tcb {
     cc: Congestion,
     rec: Recovery,
     notes: Notes,
+    /// Delivery rate samples, for BBR.
+    rate: rate::RateSampler,
 }
 
 /// The send side: sequence space, the peer's window, segment size and the source.
@@ -343,6 +347,8 @@ struct Timers {
     pto: Option<Instant>,
     /// RACK's reordering timer.
     reo: Option<Instant>,
+    /// Pacing: no data segment leaves before this.
+    pace: Option<Instant>,
     /// TIME-WAIT's or FIN-WAIT-2's end.
     end: Option<Instant>,
     /// Retransmission timeouts in a row.
@@ -385,6 +391,9 @@ struct Recovery {
     prr: Prr,
     /// Retransmissions in flight, to find a lost one without the timer.
     log: rtx_log::RtxLog,
+    /// When the next paced segment may leave (kept after it passes, so that a run of
+    /// segments is spaced from the last one rather than from the clock).
+    pace_at: Option<Instant>,
 }
 
 /// PRR's state for one recovery episode (RFC 6937 §3), in bytes.
@@ -480,6 +489,7 @@ impl Tcb {
                 keepalive: None,
                 pto: None,
                 reo: None,
+                pace: None,
                 end: None,
                 retries: 0,
                 probes: 0,
@@ -487,7 +497,7 @@ impl Tcb {
             },
             rtt: Rtt::new(cfg.rto_initial, cfg.rto_min, cfg.rto_max),
             rtt_probe: None,
-            cc: Congestion::new(cfg.cc, u32::from(DEFAULT_MSS)),
+            cc: Congestion::new_at(cfg.cc, u32::from(DEFAULT_MSS), now),
             rec: Recovery {
                 retrans: 0,
                 dupacks: 0,
@@ -502,8 +512,10 @@ impl Tcb {
                 after_rto: false,
                 prr: Prr::default(),
                 log: rtx_log::RtxLog::default(),
+                pace_at: None,
             },
             notes: Notes::default(),
+            rate: rate::RateSampler::default(),
         }
     }
 
@@ -585,7 +597,7 @@ impl Tcb {
         self.snd.max_wnd = self.snd.wnd;
         self.snd.wl1 = Seq(syn.seq);
         self.update_smss();
-        self.cc = Congestion::new(self.cfg.cc, self.snd.mss);
+        self.cc = Congestion::new_at(self.cfg.cc, self.snd.mss, now);
     }
 
     fn update_smss(&mut self) {

@@ -4,8 +4,9 @@
 use wire::tcp::{TcpFlags, TcpOptions, TcpRepr};
 
 use super::{syn_options, ts_clock, Env, Reset, RttProbe, SegOut, State, Tcb};
+use crate::cc::CcKind;
 use crate::seq::Seq;
-use timer::Instant;
+use timer::{Duration, Instant};
 
 impl Tcb {
     pub(super) fn data_left(&self) -> u64 {
@@ -56,16 +57,18 @@ impl Tcb {
             State::TimeWait => return self.due.ack.then(|| self.pure_ack(now, self.snd.max)),
             _ => {}
         }
-        if let Some(s) = self.retransmission(env, now, cut) {
-            return Some(s);
-        }
-        if self.due.tail_probe {
-            if let Some(s) = self.tail_probe(env, now, cut) {
+        // A paced sender (BBR) sends no data before its time; ACKs and probes go regardless.
+        if self.timers.pace.is_none_or(|t| t <= now) {
+            self.timers.pace = None;
+            let data = match self.retransmission(env, now, cut) {
+                Some(s) => Some(s),
+                None if self.due.tail_probe => self.tail_probe(env, now, cut),
+                None => None,
+            };
+            if let Some(s) = data.or_else(|| self.new_data(now, cut)) {
+                self.paced(now, s.repr.payload_len as u32);
                 return Some(s);
             }
-        }
-        if let Some(s) = self.new_data(now, cut) {
-            return Some(s);
         }
         if self.due.probe {
             self.due.probe = false;
@@ -227,7 +230,7 @@ impl Tcb {
         }
         if seq < self.snd.max {
             if self.opts.sack && len > 0 {
-                self.rec.log.record(seq, seq + len, self.snd.max, now);
+                self.rec.log.record(seq, seq + len, self.snd.max, now, self.snd.una);
             }
             self.ts.last_rtx = self.ts_clock(now);
             if let Some(p) = self.rtt_probe {
@@ -237,6 +240,11 @@ impl Tcb {
             }
         } else if self.rtt_probe.is_none() {
             self.rtt_probe = Some(RttProbe { seq: end, sent: now });
+        }
+        if seq >= self.snd.max && len > 0 && self.cc.kind() == CcKind::Bbr {
+            let inflight = self.flight();
+            let spacing = self.snd.mss.max(self.cc.cwnd() / 32);
+            self.rate.on_send(end, now, inflight, spacing);
         }
         if !rtx {
             self.snd.nxt = end;
@@ -249,6 +257,21 @@ impl Tcb {
         let psh = if off + u64::from(len) == self.snd.src_end && len > 0 { TcpFlags::PSH } else { 0 };
         let flags = psh | if fin { TcpFlags::FIN } else { 0 };
         Some(SegOut { repr: self.header(now, seq, flags, len), data_off: off })
+    }
+
+    /// After a data segment of `len` bytes: the next may leave `len` / rate later. The clock
+    /// may fall up to a millisecond behind (the timer wheel's tick): that much is sent in a
+    /// burst when the timer fires, and no more.
+    fn paced(&mut self, now: Instant, len: u32) {
+        let Some(rate) = self.cc.pacing_rate() else { return };
+        let gap = Duration::from_nanos((f64::from(len.max(1)) / rate * 1e9) as u64);
+        let floor = now.saturating_sub(Duration::from_millis(1));
+        let base = self.rec.pace_at.filter(|&t| t > floor).unwrap_or(floor);
+        let next = base + gap;
+        self.rec.pace_at = Some(next);
+        if next > now {
+            self.timers.pace = Some(next);
+        }
     }
 
     pub(super) fn usable_window(&self) -> u32 {
@@ -264,6 +287,14 @@ impl Tcb {
         let left = self.data_left();
         let fin_due = self.snd.closing && self.snd.fin_seq.is_none_or(|f| self.snd.nxt <= f);
         if left == 0 && !fin_due {
+            if self.cc.kind() == CcKind::Bbr && self.rec.point.is_none() {
+                // Nothing to send with the window open: what is measured now is the
+                // application's pace, not the path's.
+                let inflight = self.flight();
+                if inflight < self.cc.cwnd() {
+                    self.rate.set_app_limited(inflight);
+                }
+            }
             return None;
         }
         let flight = self.flight();

@@ -3,6 +3,7 @@
 //! and the retransmission it chooses.
 
 use super::{Env, SegOut, Tcb, DUP_THRESH};
+use crate::cc::CcKind;
 use crate::seq::Seq;
 use timer::Instant;
 
@@ -66,7 +67,7 @@ impl Tcb {
     /// ssthresh would send it all at once, at line rate into the queue that dropped it, so
     /// sending is held to what was delivered (PRR-CRB, as Linux does in that case).
     pub(super) fn prr_on_ack(&mut self, delivered: u32, newly_lost: bool) {
-        if self.rec.point.is_none() || self.rec.after_rto || !self.opts.sack {
+        if self.rec.point.is_none() || self.rec.after_rto || !self.opts.sack || self.cc.kind() == CcKind::Bbr {
             return;
         }
         self.rec.prr.delivered = self.rec.prr.delivered.saturating_add(delivered);
@@ -90,7 +91,7 @@ impl Tcb {
     /// the window set at the last ACK, over a pipe that just fell by every byte marked, would
     /// let thousands of retransmissions leave in one burst.
     pub(super) fn prr_on_marking(&mut self) {
-        if self.rec.point.is_none() || self.rec.after_rto || !self.opts.sack {
+        if self.rec.point.is_none() || self.rec.after_rto || !self.opts.sack || self.cc.kind() == CcKind::Bbr {
             return;
         }
         let pipe = self.flight();
@@ -184,8 +185,11 @@ impl Tcb {
                 return Some(seg);
             }
         }
-        // NextSeg (RFC 6675 §4), rules 1 and 3: the lowest unSACKed byte above HighRxt that is
-        // lost, or failing that, below the highest SACKed byte.
+        // NextSeg (RFC 6675 §4) rule 1: the lowest unSACKed byte above HighRxt that is lost.
+        // Rule 3 (any unSACKed byte below the highest SACKed one, when nothing else may go)
+        // is left out, as Linux leaves it: with a large window shut by the peer it resent
+        // whole windows of data that was only in flight, or whose SACKs the scoreboard had
+        // no room for.
         let lost = self.lost_boundary();
         // After a timeout every hole is lost, SACKed data or not.
         let top = self.rec.sacked.highest().unwrap_or(self.snd.una);
@@ -195,9 +199,8 @@ impl Tcb {
                 s = r.right;
             }
         }
-        let rule1 = s < lost;
-        if !rule1 && (s >= top || self.data_left() > 0 && self.usable_window() > 0) {
-            return None; // rule 2 (new data) comes before rule 3
+        if s >= lost || s >= top.max(lost) {
+            return None;
         }
         let run = self.unsacked_run(s);
         if run == 0 {

@@ -9,15 +9,17 @@
 //! it is lost and goes again, with no timeout and no further window reduction (it belongs to
 //! the same recovery episode).
 //!
-//! A fixed table per connection: nothing is allocated per packet. When it is full the oldest
-//! entry is forgotten; its loss, if any, is left to the timer as before.
+//! A fixed table per connection: nothing is allocated per packet. When it is full the entry
+//! highest in sequence is forgotten (its loss, if any, is left to the timer): the lowest ones
+//! hold SND.UNA back, and one of those lost for good stalls the connection until the timeout
+//! while the window's worth above it waits.
 
 use super::Tcb;
 use crate::seq::Seq;
 use timer::{Duration, Instant};
 
 /// Retransmissions tracked per connection.
-pub(super) const RTX_LOG: usize = 32;
+pub(super) const RTX_LOG: usize = 64;
 
 #[derive(Clone, Copy, Debug)]
 pub(super) struct Sent {
@@ -56,15 +58,17 @@ impl RtxLog {
     }
 
     /// `[left, right)` was sent again at `at`, when SND.MAX was `after`.
-    pub(super) fn record(&mut self, left: Seq, right: Seq, after: Seq, at: Instant) {
+    pub(super) fn record(&mut self, left: Seq, right: Seq, after: Seq, at: Instant, una: Seq) {
         let s = Sent { left, right, after, at, lost: false };
         if let Some(x) = self.e[..self.len].iter_mut().find(|x| x.left < right && left < x.right) {
             *x = s;
             return;
         }
         if self.len == RTX_LOG {
-            let oldest = (0..self.len).min_by_key(|&i| self.e[i].at).unwrap_or(0);
-            self.e[oldest] = s;
+            let highest = (0..self.len).max_by_key(|&i| self.e[i].left.since(una)).unwrap_or(0);
+            if self.e[highest].left.since(una) > left.since(una) {
+                self.e[highest] = s;
+            }
             return;
         }
         self.e[self.len] = s;

@@ -107,8 +107,10 @@ impl Tcb {
             self.rec.probe = None;
         } else if ack > p.end {
             env.stats.tail_recoveries += 1;
-            let flight = self.flight();
-            self.cc.on_loss(flight);
+            if self.cc.kind() != crate::cc::CcKind::Bbr {
+                let flight = self.flight();
+                self.cc.on_loss(flight);
+            }
             self.rec.probe = None;
         } else if !advanced && !news && data_len == 0 {
             self.rec.probe = None;

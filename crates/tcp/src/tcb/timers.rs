@@ -12,6 +12,7 @@ impl Tcb {
             self.timers.rtx,
             self.timers.pto,
             self.timers.reo,
+            self.timers.pace,
             self.timers.delack,
             self.timers.persist,
             self.timers.keepalive,
@@ -47,6 +48,9 @@ impl Tcb {
         }
         if self.timers.pto.is_some_and(|t| t <= now) {
             self.on_probe_timer();
+        }
+        if self.timers.pace.is_some_and(|t| t <= now) {
+            self.timers.pace = None; // the connection's output runs next
         }
         if self.timers.persist.is_some_and(|t| t <= now) {
             self.timers.persist = None;
@@ -97,6 +101,7 @@ impl Tcb {
         if self.is_synchronized() {
             self.cc.on_rto(flight, first);
         }
+        self.rate.clear();
         self.rec.last_recover = self.snd.max;
         self.rec.dupacks = 0;
         self.rec.log.clear();
