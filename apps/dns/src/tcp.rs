@@ -572,6 +572,14 @@ impl Service for DnsService {
         self.tcp.hints(frame, each);
     }
 
+    fn forward_strays(&mut self, on: bool) {
+        self.tcp.forward_strays(on);
+    }
+
+    fn take_stray(&mut self) -> bool {
+        self.tcp.take_stray()
+    }
+
     fn path_mtu(&mut self, local: IpAddr, remote: IpAddr, local_port: u16, remote_port: u16, mtu: u16) {
         self.tcp.path_mtu(local, remote, local_port, remote_port, mtu);
     }

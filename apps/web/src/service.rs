@@ -226,6 +226,14 @@ impl Service for WebService {
         self.tcp.tcp(now, src, dst, seg, payload, view);
     }
 
+    fn forward_strays(&mut self, on: bool) {
+        self.tcp.forward_strays(on);
+    }
+
+    fn take_stray(&mut self) -> bool {
+        self.tcp.take_stray()
+    }
+
     fn produce(&mut self, now: Instant, out: &mut dyn Originate) -> usize {
         self.tcp.app.app.now = now;
         self.housekeeping(now);

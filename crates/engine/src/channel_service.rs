@@ -86,6 +86,14 @@ impl<S: Server> Service for ChannelService<S> {
         true
     }
 
+    fn forward_strays(&mut self, on: bool) {
+        self.ch.endpoint_mut().set_forward_strays(on);
+    }
+
+    fn take_stray(&mut self) -> bool {
+        self.ch.endpoint_mut().take_stray()
+    }
+
     fn produce(&mut self, now: Instant, out: &mut dyn Originate) -> usize {
         self.ch.advance(now);
         let mut sent = 0;

@@ -209,6 +209,13 @@ pub struct Counters {
     pub udp_consumed: u64,
     /// TCP segments handed to the TCP service.
     pub tcp_delivered: u64,
+    /// TCP segments of connections another engine holds, handed to the next engine.
+    pub tcp_strays_out: u64,
+    /// TCP segments handed over by the previous engine and taken here.
+    pub tcp_strays_in: u64,
+    /// TCP segments for another engine lost because its inbox was full (or this engine had
+    /// no free frame to take one in): as on a full queue, TCP recovers them.
+    pub tcp_strays_lost: u64,
     /// TCP segments sent.
     pub tcp_sent: u64,
     /// TCP segments of those sent gathered from several buffers, the payload where a disk
@@ -270,6 +277,9 @@ impl Counters {
         self.udp_replies += o.udp_replies;
         self.udp_consumed += o.udp_consumed;
         self.tcp_delivered += o.tcp_delivered;
+        self.tcp_strays_out += o.tcp_strays_out;
+        self.tcp_strays_in += o.tcp_strays_in;
+        self.tcp_strays_lost += o.tcp_strays_lost;
         self.tcp_sent += o.tcp_sent;
         self.tx_gathered += o.tx_gathered;
         self.capture_dropped += o.capture_dropped;
@@ -301,6 +311,9 @@ impl Counters {
             ("udp_replies".into(), self.udp_replies),
             ("udp_consumed".into(), self.udp_consumed),
             ("tcp_delivered".into(), self.tcp_delivered),
+            ("tcp_strays_out".into(), self.tcp_strays_out),
+            ("tcp_strays_in".into(), self.tcp_strays_in),
+            ("tcp_strays_lost".into(), self.tcp_strays_lost),
             ("tcp_sent".into(), self.tcp_sent),
             ("tx_gathered".into(), self.tx_gathered),
             ("capture_dropped".into(), self.capture_dropped),

@@ -8,6 +8,7 @@ use crate::metrics::{ConnsRequest, Samples};
 use crate::node::Node;
 use crate::rx::{PortSet, Received, Rx, Served};
 use crate::service::Service;
+use crate::strays::StrayLink;
 use crate::tx::{Out, TxQueue};
 use io::pcap::CaptureTap;
 use io::{Frame, Port};
@@ -50,6 +51,10 @@ pub struct Engine<P: Port> {
     held: Vec<(Frame, u16, u16)>,
     /// The port's lent region (if any) was handed to the application.
     lent: bool,
+    /// The ring of engines that segments of connections held elsewhere go round.
+    strays: Option<StrayLink>,
+    /// Frames taken from the inbox in one iteration (kept, so nothing is allocated then).
+    stray_frames: Vec<(Frame, u8)>,
 }
 
 impl<P: Port> Engine<P> {
@@ -80,6 +85,8 @@ impl<P: Port> Engine<P> {
             last_rx: 0,
             held: Vec::with_capacity(batch),
             lent: false,
+            strays: None,
+            stray_frames: Vec::with_capacity(batch),
         }
     }
 
@@ -102,6 +109,15 @@ impl<P: Port> Engine<P> {
     /// Answers requests for the application's connections through `r`.
     pub fn set_conns_request(&mut self, r: Arc<ConnsRequest>) {
         self.conns = Some(r);
+    }
+
+    /// Joins the ring of this server's engines ([`crate::strays`]): TCP segments of connections
+    /// this engine does not hold go to the next engine instead of being answered with a
+    /// reset, and the previous engine's are taken in.
+    pub fn set_strays(&mut self, link: StrayLink) {
+        if link.engines() > 1 {
+            self.strays = Some(link);
+        }
     }
 
     /// Sets the clock origin, so several engines (and their applications) share one time base.
@@ -132,8 +148,9 @@ impl<P: Port> Engine<P> {
             if let Some(r) = self.port.region() {
                 app.lend(r);
             }
+            app.forward_strays(self.strays.is_some());
         }
-        let n = self.receive(now, app);
+        let n = self.take_strays(now, app) + self.receive(now, app);
         // Replies first, so what the application originates cannot starve them of TX slots.
         self.tx.flush(&mut self.port, &mut self.node, self.tap.as_ref());
         let produced = {
@@ -165,7 +182,8 @@ impl<P: Port> Engine<P> {
         for &f in &self.rx[..n.min(PREFETCH)] {
             self.port.prefetch(f);
         }
-        for (i, &f) in self.rx[..n].iter().enumerate() {
+        for i in 0..n {
+            let f = self.rx[i];
             if let Some(&next) = self.rx[..n].get(i + PREFETCH) {
                 self.port.prefetch(next);
             }
@@ -189,12 +207,68 @@ impl<P: Port> Engine<P> {
             }
             let rx =
                 Rx { node: &mut self.node, served: &self.served, app: &mut *app, now, view: self.held.len() as u32 };
-            match rx.frame(self.port.data_mut(f), f.len as usize) {
-                Received::Reply(len) => self.tx.push(Frame::new(f.addr, len as u32)),
-                Received::Hold { at, len } => self.held.push((f, at, len)),
-                Received::Done => self.port.free(f),
+            let r = rx.frame(self.port.data_mut(f), f.len as usize);
+            self.settle(f, r, 0);
+        }
+        n
+    }
+
+    /// What becomes of a frame after the receive path: sent back, held for the application,
+    /// handed to the next engine (after `hops` engines), or freed.
+    fn settle(&mut self, f: Frame, r: Received, hops: u8) {
+        match r {
+            Received::Reply(len) => self.tx.push(Frame::new(f.addr, len as u32)),
+            Received::Hold { at, len } => self.held.push((f, at, len)),
+            Received::Done => self.port.free(f),
+            Received::Stray => {
+                let c = &mut self.node.counters;
+                match &self.strays {
+                    Some(s) if s.forward(&self.port.data(f)[..f.len as usize], hops) => c.tcp_strays_out += 1,
+                    _ => c.tcp_strays_lost += 1,
+                }
+                self.port.free(f);
             }
         }
+    }
+
+    /// Takes the segments the previous engine handed over, each into a frame of this port's,
+    /// through the receive path as if this queue had received it. The last engine round the
+    /// ring answers as TCP answers a segment of no connection.
+    fn take_strays<A: Service + ?Sized>(&mut self, now: Instant, app: &mut A) -> usize {
+        let Some(link) = self.strays.clone() else { return 0 };
+        if !link.pending() {
+            return 0;
+        }
+        let last_hop = (link.engines() - 1) as u8;
+        let mut taken = std::mem::take(&mut self.stray_frames);
+        let mut lost = 0;
+        link.take(self.rx.len(), &mut |data, hops| {
+            let Some(f) = self.port.alloc() else {
+                lost += 1;
+                return;
+            };
+            let len = data.len().min(self.port.frame_capacity());
+            self.port.data_mut(f)[..len].copy_from_slice(&data[..len]);
+            taken.push((Frame::new(f.addr, len as u32), hops + 1));
+        });
+        self.node.counters.tcp_strays_lost += lost;
+        let n = taken.len();
+        for &(f, hops) in &taken {
+            self.node.counters.tcp_strays_in += 1;
+            let last = hops >= last_hop;
+            if last {
+                app.forward_strays(false);
+            }
+            let rx =
+                Rx { node: &mut self.node, served: &self.served, app: &mut *app, now, view: self.held.len() as u32 };
+            let r = rx.frame(self.port.data_mut(f), f.len as usize);
+            if last {
+                app.forward_strays(true);
+            }
+            self.settle(f, r, hops);
+        }
+        taken.clear();
+        self.stray_frames = taken;
         n
     }
 
@@ -241,7 +315,12 @@ impl<P: Port> Engine<P> {
             }
             idle = 0;
             self.node.counters.sleeps += 1;
-            let ms = app.idle_wait().as_millis().clamp(1, 100) as i32;
+            let mut ms = app.idle_wait().as_millis().clamp(1, 100) as i32;
+            if self.strays.is_some() {
+                // The previous engine may hand over a segment without a packet to wake this
+                // one: look at the inbox at least every 2 ms.
+                ms = ms.min(2);
+            }
             match app.wake_fd() {
                 Some(fd) => self.port.wait_with(ms, fd),
                 None => self.port.wait(ms),

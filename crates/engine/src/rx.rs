@@ -43,6 +43,8 @@ pub(crate) enum Received {
     },
     /// Consumed or dropped (and counted): the frame can be reused.
     Done,
+    /// A TCP segment of a connection this engine does not hold: to the next engine.
+    Stray,
 }
 
 /// A set of ports, one bit each.
@@ -327,6 +329,10 @@ impl<A: Service + ?Sized> Rx<'_, A> {
         self.node.counters.tcp_delivered += 1;
         let payload = p.payload();
         self.app.tcp(self.now, at.src.into(), at.dst.into(), &repr, payload, self.view);
+        if self.app.take_stray() {
+            self.node.counters.tcp_delivered -= 1;
+            return Received::Stray;
+        }
         if self.app.holds_tcp_frames() {
             let len = payload.len();
             Received::Hold { at: (at.end - len) as u16, len: len as u16 }

@@ -100,6 +100,18 @@ pub trait Service {
         false
     }
 
+    /// With `on` (several engines), the application's TCP leaves a segment of a connection it
+    /// does not hold to the engine, which hands it to the engine that does, rather than
+    /// answering it with a reset.
+    fn forward_strays(&mut self, on: bool) {
+        let _ = on;
+    }
+
+    /// True if the last segment given to [`Service::tcp`] was left to the engine.
+    fn take_stray(&mut self) -> bool {
+        false
+    }
+
     /// The NIC port lends `region` of its arena (it was opened with some to lend): buffers
     /// placed there can be sent as packet payload where they are
     /// ([`Originate::tcp_gather`]). Called once, before the loop starts.

@@ -178,6 +178,14 @@ impl<T: tcp::App> Service for TcpService<T> {
         self.ep.input(&mut self.app, now, src, dst, seg, payload);
     }
 
+    fn forward_strays(&mut self, on: bool) {
+        self.ep.set_forward_strays(on);
+    }
+
+    fn take_stray(&mut self) -> bool {
+        self.ep.take_stray()
+    }
+
     fn produce(&mut self, now: Instant, out: &mut dyn Originate) -> usize {
         self.ep.advance(&mut self.app, now);
         let room = out.room();

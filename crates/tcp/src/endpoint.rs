@@ -387,6 +387,11 @@ pub struct Endpoint<A: App> {
     stateless: VecDeque<(Tuple, TcpRepr)>,
     last_cookie: Option<Instant>,
     next_port: u16,
+    /// Segments of no connection here are left to the engine (another engine may hold the
+    /// connection) rather than answered with a reset.
+    forward_strays: bool,
+    /// The last segment given to `input` was such a stray.
+    stray: bool,
 }
 
 impl<A: App> Endpoint<A> {
@@ -419,6 +424,8 @@ impl<A: App> Endpoint<A> {
                 let span = u64::from(hi.saturating_sub(lo)) + 1;
                 lo + ((limits.secret[0] ^ limits.secret[1]) % span) as u16
             },
+            forward_strays: false,
+            stray: false,
         }
     }
 
@@ -745,16 +752,54 @@ impl<A: App> Endpoint<A> {
 
     // ---- input -----------------------------------------------------------------------------
 
+    /// True if connection `idx` is a passive half-open one that `seg` (an ACK) does not
+    /// complete.
+    fn twin_half_open(&self, idx: u32, seg: &TcpRepr) -> bool {
+        let f = seg.flags;
+        let Some(tcb) = self.slots[idx as usize].tcb.as_ref() else { return false };
+        tcb.state() == State::SynReceived
+            && tcb.is_passive()
+            && f.has(TcpFlags::ACK)
+            && !f.has(TcpFlags::SYN)
+            && !f.has(TcpFlags::RST)
+            && seg.ack != tcb.numbers().snd_nxt.0
+    }
+
+    /// With `on`, a segment of no connection here (other than a SYN) is not answered but
+    /// left to the caller ([`Endpoint::take_stray`]): with several engines, the one whose
+    /// queue received it may not be the one holding its connection.
+    pub fn set_forward_strays(&mut self, on: bool) {
+        self.forward_strays = on;
+    }
+
+    /// True if the last segment given to [`Endpoint::input`] was left to the caller.
+    pub fn take_stray(&mut self) -> bool {
+        std::mem::take(&mut self.stray)
+    }
+
     /// Takes one segment (checksum already verified) from `remote` to `local`. Data goes to
     /// the application as views of `payload`; whatever is to be sent goes out at the next
     /// [`output`](Self::output).
     pub fn input(&mut self, app: &mut A, now: Instant, remote: IpAddr, local: IpAddr, seg: &TcpRepr, payload: &[u8]) {
         self.env.stats.segs_in += 1;
+        self.stray = false;
         self.clock = now;
         let t = Tuple { local, remote, local_port: seg.dst_port, remote_port: seg.src_port };
         let f = seg.flags;
         let h = self.input_hash(&t);
         if let Some(&idx) = self.table.get(h, &t) {
+            if self.forward_strays && self.twin_half_open(idx, seg) {
+                // The client's SYN was retransmitted after it moved queue (Linux rehashes a
+                // socket after a SYN timeout too): this engine opened a second, half-open
+                // connection for a tuple another engine holds, and the client's ACK is for
+                // the other one's SYN-ACK. The twin goes, quietly; the segment goes on to
+                // its connection (the last engine round resets it, as RFC 9293 asks, if no
+                // engine holds one).
+                self.free_slot(idx);
+                self.stray = true;
+                self.env.stats.strays += 1;
+                return;
+            }
             self.segment_to(app, idx, now, seg, payload);
             return;
         }
@@ -773,6 +818,14 @@ impl<A: App> Endpoint<A> {
                 return;
             }
             self.quiet.remove(h, &t);
+        }
+        // A segment of a connection that may be another engine's: left to the engine, which
+        // hands it on. A SYN opens a connection here.
+        let opens = f.has(TcpFlags::SYN) && !f.has(TcpFlags::ACK);
+        if self.forward_strays && !opens {
+            self.stray = true;
+            self.env.stats.strays += 1;
+            return;
         }
         if f.has(TcpFlags::RST) {
             return;

@@ -53,6 +53,8 @@ pub struct Stats {
     pub table_full: u64,
     /// Segments for no connection (answered with RST unless they were RSTs).
     pub no_connection: u64,
+    /// Segments for no connection here, handed to the next engine (which may hold it).
+    pub strays: u64,
     /// Segments that could not be sent because the TX ring had no room (retried later).
     pub tx_full: u64,
     /// Zero-window and keep-alive probes sent.
@@ -64,7 +66,7 @@ pub struct Stats {
 impl Stats {
     /// Every counter as a metric: its name by Prometheus conventions, what it counts, its
     /// value.
-    pub fn metrics(&self) -> [(&'static str, &'static str, u64); 27] {
+    pub fn metrics(&self) -> [(&'static str, &'static str, u64); 28] {
         [
             ("sirocco_tcp_segs_in_total", "Segments taken in (after checksum).", self.segs_in),
             ("sirocco_tcp_segs_out_total", "Segments sent.", self.segs_out),
@@ -117,6 +119,11 @@ impl Stats {
                 self.cookies_invalid,
             ),
             ("sirocco_tcp_table_full_total", "SYNs dropped because the connection table was full.", self.table_full),
+            (
+                "sirocco_tcp_strays_total",
+                "Segments for no connection here, handed to the next engine (which may hold it).",
+                self.strays,
+            ),
             (
                 "sirocco_tcp_no_connection_total",
                 "Segments for no connection (answered with RST unless they were RSTs).",

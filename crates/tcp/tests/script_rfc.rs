@@ -862,3 +862,30 @@ fn a_timeout_resends_only_what_the_peer_did_not_sack() {
     assert_eq!(sent, vec![1, 1001, 2001, 3001, 4001, 7001, 8001, 9001], "each hole once, no SACKed segment");
     assert_eq!(s.ep.stats().rtos, 1, "no second timeout");
 }
+
+#[test]
+fn with_several_engines_a_segment_of_no_connection_here_is_left_to_the_engine() {
+    let mut s = Script::server(cfg());
+    s.ep.set_forward_strays(true);
+    // Another engine's connection: no reset, the engine hands it on.
+    s.inject(Seg::ack(1000, 5000));
+    s.expect_none();
+    assert!(s.ep.take_stray());
+    assert_eq!(s.ep.stats().strays, 1);
+    // A SYN opens a connection here as always.
+    s.inject(Seg::syn(0).mss(1460));
+    s.expect(SYN | ACK, 0, 1, 0);
+    assert!(!s.ep.take_stray());
+    // An ACK that does not complete it answers another engine's SYN-ACK (the client's SYN was
+    // retransmitted after it moved queue): it goes on, and this engine's twin goes quietly.
+    s.inject(Seg::ack(1, 5000));
+    s.expect_none();
+    assert!(s.ep.take_stray());
+    assert!(s.ep.is_empty(), "the twin half-open connection is gone");
+    // The last engine round the ring answers as RFC 9293 says.
+    s.ep.set_forward_strays(false);
+    s.inject(Seg::ack(1000, 5000));
+    let r = s.next();
+    assert!(r.flags & RST != 0, "a reset from the last engine");
+    assert!(!s.ep.take_stray());
+}

@@ -7,7 +7,7 @@ use super::open::Opened;
 use super::{Options, Outcome, Until};
 use crate::signals;
 use engine::metrics::ConnsRequest;
-use engine::{Counters, DropReason, Engine, EngineConfig, Samples, Service};
+use engine::{Counters, DropReason, Engine, EngineConfig, Samples, Service, Strays};
 use io::filter::Filter;
 use io::iface;
 use io::pcap::Capture;
@@ -83,8 +83,12 @@ where
         metrics,
         control,
     };
+    // Segments of a connection that reach another engine's queue go round the engines to the
+    // one that holds it (engine::strays).
+    let ring = Strays::new(ports.len());
     for (q, port) in ports.into_iter().enumerate() {
         let mut app = make_app(q as u32);
+        let strays = ring.link(q);
         let mut ecfg =
             EngineConfig::new(opts.addr.unwrap_or(wire::Ipv4Addr::UNSPECIFIED), ifc.mac, owns_alone, &ifc.name);
         ecfg.addr = opts.addr;
@@ -108,6 +112,7 @@ where
         let h = std::thread::Builder::new().name(format!("sirocco-q{q}")).spawn(move || {
             let pinned = iface::pin_thread(cpu).is_ok();
             let mut engine = Engine::new(port, ecfg, &app);
+            engine.set_strays(strays);
             engine.set_epoch(epoch);
             engine.set_snapshot(snap);
             if let Some(a) = app_snap {

@@ -396,6 +396,11 @@ impl Channel {
         &self.ep
     }
 
+    /// The endpoint, mutable (engine-level settings such as [`Endpoint::set_forward_strays`]).
+    pub fn endpoint_mut(&mut self) -> &mut Endpoint<Hub> {
+        &mut self.ep
+    }
+
     /// A smaller path MTU learnt for a connection (see [`Endpoint::path_mtu`]).
     pub fn path_mtu(&mut self, local: IpAddr, remote: IpAddr, local_port: u16, remote_port: u16, mtu: u16) {
         self.ep.path_mtu(local, remote, local_port, remote_port, mtu);
