@@ -576,6 +576,10 @@ impl Service for DnsService {
         self.tcp.forward_strays(on);
     }
 
+    fn next_deadline(&self) -> Option<Instant> {
+        self.tcp.next_deadline()
+    }
+
     fn take_stray(&mut self) -> bool {
         self.tcp.take_stray()
     }

@@ -90,6 +90,10 @@ impl<S: Server> Service for ChannelService<S> {
         self.ch.endpoint_mut().set_forward_strays(on);
     }
 
+    fn next_deadline(&self) -> Option<Instant> {
+        self.ch.endpoint().next_deadline()
+    }
+
     fn take_stray(&mut self) -> bool {
         self.ch.endpoint_mut().take_stray()
     }

@@ -316,6 +316,13 @@ impl<P: Port> Engine<P> {
             idle = 0;
             self.node.counters.sleeps += 1;
             let mut ms = app.idle_wait().as_millis().clamp(1, 100) as i32;
+            if let Some(due) = app.next_deadline() {
+                let now = Instant::ZERO + Duration::from(self.started.elapsed());
+                if due <= now {
+                    continue; // a timer (a paced segment) is due: run it, do not sleep
+                }
+                ms = ms.min(due.since(now).as_micros().div_ceil(1000).max(1) as i32);
+            }
             if self.strays.is_some() {
                 // The previous engine may hand over a segment without a packet to wake this
                 // one: look at the inbox at least every 2 ms.

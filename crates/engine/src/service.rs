@@ -131,6 +131,13 @@ pub trait Service {
         Duration::from_millis(100)
     }
 
+    /// When the application's earliest timer is due, if it has one (asked only before the
+    /// engine sleeps, never per packet): a paced TCP connection's next segment must leave on
+    /// time, not when the next ACK happens to wake the engine.
+    fn next_deadline(&self) -> Option<Instant> {
+        None
+    }
+
     /// Writes the application's counters into `out` for the metrics endpoint (called a few
     /// times a second, never per packet; none by default).
     fn metrics(&self, out: &mut crate::Samples) {

@@ -210,6 +210,10 @@ impl<T: tcp::App> Service for TcpService<T> {
         crate::metrics::endpoint_connections(&self.ep, out);
     }
 
+    fn next_deadline(&self) -> Option<Instant> {
+        self.ep.next_deadline()
+    }
+
     fn idle_wait(&self) -> Duration {
         // Connections have timers (delayed ACKs, retransmissions) finer than the default.
         if self.ep.is_empty() {
