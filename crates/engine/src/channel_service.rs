@@ -91,7 +91,8 @@ impl<S: Server> Service for ChannelService<S> {
     }
 
     fn next_deadline(&self) -> Option<Instant> {
-        self.ch.endpoint().next_deadline()
+        let ep = self.ch.endpoint();
+        ep.paces().then(|| ep.next_deadline()).flatten()
     }
 
     fn take_stray(&mut self) -> bool {

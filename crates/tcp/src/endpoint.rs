@@ -392,6 +392,9 @@ pub struct Endpoint<A: App> {
     forward_strays: bool,
     /// The last segment given to `input` was such a stray.
     stray: bool,
+    /// A connection that paces its segments (BBR) was opened here: its timers must be met on
+    /// time, so the engine asks for the next deadline before it sleeps.
+    paces: bool,
 }
 
 impl<A: App> Endpoint<A> {
@@ -426,6 +429,7 @@ impl<A: App> Endpoint<A> {
             },
             forward_strays: false,
             stray: false,
+            paces: false,
         }
     }
 
@@ -580,6 +584,7 @@ impl<A: App> Endpoint<A> {
         if self.table.len() >= self.limits.max_conns {
             return None;
         }
+        self.paces |= tcb.paces();
         let idx = match self.free.pop() {
             Some(i) => i,
             None => {
@@ -1162,6 +1167,11 @@ impl<A: App> Endpoint<A> {
             self.after(app, idx);
         }
         self.fired.clear();
+    }
+
+    /// True once a connection that paces its segments (BBR) was opened here.
+    pub fn paces(&self) -> bool {
+        self.paces
     }
 
     /// The earliest time `advance` has work (for sleeping; scans, so not per packet).

@@ -632,6 +632,11 @@ impl Tcb {
         self.snd.mss
     }
 
+    /// True if the connection paces its segments (BBR).
+    pub fn paces(&self) -> bool {
+        self.cfg.cc == crate::cc::CcKind::Bbr
+    }
+
     /// Congestion window in bytes.
     pub fn cwnd(&self) -> u32 {
         self.cc.cwnd()

@@ -38,8 +38,9 @@ pub struct RateSample {
     pub app_limited: bool,
 }
 
-/// The connection's delivery accounting and its snapshots.
-#[derive(Clone, Copy)]
+/// The connection's delivery accounting and its snapshots (allocated with the first, so a
+/// connection that does not run BBR carries none).
+#[derive(Clone)]
 pub(super) struct RateSampler {
     /// Bytes delivered so far (acknowledged cumulatively or SACKed).
     pub(super) delivered: u64,
@@ -47,27 +48,28 @@ pub(super) struct RateSampler {
     first_sent_time: Instant,
     /// Samples are app-limited until `delivered` passes this (0: not limited).
     app_limited_until: u64,
-    snaps: [Snap; SNAPS],
+    snaps: Option<Box<[Snap; SNAPS]>>,
     head: usize,
     len: usize,
 }
 
+const BLANK: Snap = Snap {
+    end: Seq(0),
+    delivered: 0,
+    delivered_time: Instant::ZERO,
+    first_sent_time: Instant::ZERO,
+    sent: Instant::ZERO,
+    app_limited: false,
+};
+
 impl Default for RateSampler {
     fn default() -> Self {
-        let s = Snap {
-            end: Seq(0),
-            delivered: 0,
-            delivered_time: Instant::ZERO,
-            first_sent_time: Instant::ZERO,
-            sent: Instant::ZERO,
-            app_limited: false,
-        };
         RateSampler {
             delivered: 0,
             delivered_time: Instant::ZERO,
             first_sent_time: Instant::ZERO,
             app_limited_until: 0,
-            snaps: [s; SNAPS],
+            snaps: None,
             head: 0,
             len: 0,
         }
@@ -83,8 +85,9 @@ impl RateSampler {
             self.first_sent_time = now;
             self.delivered_time = now;
         }
+        let snaps = self.snaps.get_or_insert_with(|| Box::new([BLANK; SNAPS]));
         if self.len > 0 {
-            let last = self.snaps[(self.head + self.len - 1) % SNAPS];
+            let last = snaps[(self.head + self.len - 1) % SNAPS];
             if end.since(last.end) < spacing && end > last.end {
                 return;
             }
@@ -101,7 +104,7 @@ impl RateSampler {
             self.head = (self.head + 1) % SNAPS;
             self.len -= 1;
         }
-        self.snaps[(self.head + self.len) % SNAPS] = s;
+        snaps[(self.head + self.len) % SNAPS] = s;
         self.len += 1;
     }
 
@@ -122,9 +125,10 @@ impl RateSampler {
         if self.app_limited_until > 0 && self.delivered > self.app_limited_until {
             self.app_limited_until = 0;
         }
+        let snaps = self.snaps.as_deref()?;
         let mut newest = None;
-        while self.len > 0 && self.snaps[self.head].end <= highest {
-            newest = Some(self.snaps[self.head]);
+        while self.len > 0 && snaps[self.head].end <= highest {
+            newest = Some(snaps[self.head]);
             self.head = (self.head + 1) % SNAPS;
             self.len -= 1;
         }
@@ -179,8 +183,9 @@ mod tests {
         }
         assert_eq!(r.len, 64, "the ring holds the newest");
         // One snapshot per 1000 bytes, not per 100-byte segment.
-        let a = r.snaps[r.head];
-        let b = r.snaps[(r.head + 1) % SNAPS];
+        let snaps = r.snaps.as_deref().unwrap();
+        let a = snaps[r.head];
+        let b = snaps[(r.head + 1) % SNAPS];
         assert_eq!(b.end.since(a.end), 1000);
     }
 

@@ -9,7 +9,8 @@
 //! it is lost and goes again, with no timeout and no further window reduction (it belongs to
 //! the same recovery episode).
 //!
-//! A fixed table per connection: nothing is allocated per packet. When it is full the entry
+//! A fixed table per connection, allocated with its first retransmission (a connection that
+//! never loses anything does not carry it): nothing is allocated per packet. When it is full the entry
 //! highest in sequence is forgotten (its loss, if any, is left to the timer): the lowest ones
 //! hold SND.UNA back, and one of those lost for good stalls the connection until the timeout
 //! while the window's worth above it waits.
@@ -33,20 +34,15 @@ pub(super) struct Sent {
 }
 
 /// The retransmissions in flight.
-#[derive(Clone, Copy)]
+#[derive(Clone, Default)]
 pub(super) struct RtxLog {
-    e: [Sent; RTX_LOG],
+    e: Option<Box<[Sent; RTX_LOG]>>,
     len: usize,
     /// Send time of the newest retransmission known delivered (RACK.xmit_ts for them).
     delivered_at: Option<Instant>,
 }
 
-impl Default for RtxLog {
-    fn default() -> Self {
-        let s = Sent { left: Seq(0), right: Seq(0), after: Seq(0), at: Instant::ZERO, lost: false };
-        RtxLog { e: [s; RTX_LOG], len: 0, delivered_at: None }
-    }
-}
+const BLANK: Sent = Sent { left: Seq(0), right: Seq(0), after: Seq(0), at: Instant::ZERO, lost: false };
 
 impl RtxLog {
     pub(super) fn clear(&mut self) {
@@ -54,24 +50,33 @@ impl RtxLog {
     }
 
     pub(super) fn entries(&self) -> &[Sent] {
-        &self.e[..self.len]
+        self.e.as_deref().map_or(&[], |e| &e[..self.len])
+    }
+
+    fn entries_mut(&mut self) -> &mut [Sent] {
+        match self.e.as_deref_mut() {
+            Some(e) => &mut e[..self.len],
+            None => &mut [],
+        }
     }
 
     /// `[left, right)` was sent again at `at`, when SND.MAX was `after`.
     pub(super) fn record(&mut self, left: Seq, right: Seq, after: Seq, at: Instant, una: Seq) {
         let s = Sent { left, right, after, at, lost: false };
-        if let Some(x) = self.e[..self.len].iter_mut().find(|x| x.left < right && left < x.right) {
+        let len = self.len;
+        let e = self.e.get_or_insert_with(|| Box::new([BLANK; RTX_LOG]));
+        if let Some(x) = e[..len].iter_mut().find(|x| x.left < right && left < x.right) {
             *x = s;
             return;
         }
-        if self.len == RTX_LOG {
-            let highest = (0..self.len).max_by_key(|&i| self.e[i].left.since(una)).unwrap_or(0);
-            if self.e[highest].left.since(una) > left.since(una) {
-                self.e[highest] = s;
+        if len == RTX_LOG {
+            let highest = (0..len).max_by_key(|&i| e[i].left.since(una)).unwrap_or(0);
+            if e[highest].left.since(una) > left.since(una) {
+                e[highest] = s;
             }
             return;
         }
-        self.e[self.len] = s;
+        e[len] = s;
         self.len += 1;
     }
 
@@ -81,7 +86,9 @@ impl RtxLog {
     }
 
     fn remove(&mut self, i: usize) {
-        self.e[i] = self.e[self.len - 1];
+        let last = self.len - 1;
+        let e = self.entries_mut();
+        e[i] = e[last];
         self.len -= 1;
     }
 }
@@ -96,7 +103,7 @@ impl Tcb {
         let una = self.snd.una;
         let mut i = 0;
         while i < self.rec.log.len {
-            let e = &mut self.rec.log.e[i];
+            let e = &mut self.rec.log.entries_mut()[i];
             if e.left < una {
                 e.left = una;
             }
@@ -113,7 +120,7 @@ impl Tcb {
         let delivered_at = self.rec.log.delivered_at;
         let wait = self.rtt.srtt().map_or(Duration::from_millis(1), |s| s + (s / 4).max(Duration::from_millis(1)));
         let mut next: Option<Instant> = None;
-        for e in &mut self.rec.log.e[..self.rec.log.len] {
+        for e in self.rec.log.entries_mut() {
             if e.lost {
                 continue;
             }
