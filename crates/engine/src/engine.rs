@@ -323,11 +323,6 @@ impl<P: Port> Engine<P> {
                 }
                 ms = ms.min(due.since(now).as_micros().div_ceil(1000).max(1) as i32);
             }
-            if self.strays.is_some() {
-                // The previous engine may hand over a segment without a packet to wake this
-                // one: look at the inbox at least every 2 ms.
-                ms = ms.min(2);
-            }
             match app.wake_fd() {
                 Some(fd) => self.port.wait_with(ms, fd),
                 None => self.port.wait(ms),
