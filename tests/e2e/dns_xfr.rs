@@ -216,7 +216,10 @@ fn a_reload_reaches_the_secondary_by_notify() {
     assert!(st.success(), "{log}");
     let line = log.lines().find(|l| l.starts_with("dns notify:")).unwrap_or_else(|| panic!("{log}"));
     let acked: u64 = line.split("acknowledged ").nth(1).and_then(|r| r.split(' ').next()).unwrap().parse().unwrap();
-    assert!(acked >= 2, "the load and the reload acknowledged: {line}");
+    // The reload's NOTIFY is acknowledged. The one sirocco sends when it first loads the zone
+    // goes out before this test has started Knot, and on a loaded machine its retries can all
+    // come before Knot listens: it may stay unanswered.
+    assert!(acked >= 1, "the reload acknowledged: {line}");
 }
 
 /// The secret of key `xfr.test` (32 bytes, base64).
