@@ -235,10 +235,12 @@ impl<P: Port> Engine<P> {
     /// through the receive path as if this queue had received it. The last engine round the
     /// ring answers as TCP answers a segment of no connection.
     fn take_strays<A: Service + ?Sized>(&mut self, now: Instant, app: &mut A) -> usize {
-        let Some(link) = self.strays.clone() else { return 0 };
-        if !link.pending() {
+        // Only the check on every loop: the link is cloned (an atomic increment) when there
+        // is something to take.
+        if !self.strays.as_ref().is_some_and(StrayLink::pending) {
             return 0;
         }
+        let Some(link) = self.strays.clone() else { return 0 };
         let last_hop = (link.engines() - 1) as u8;
         let mut taken = std::mem::take(&mut self.stray_frames);
         let mut lost = 0;

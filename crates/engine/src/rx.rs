@@ -326,13 +326,12 @@ impl<A: Service + ?Sized> Rx<'_, A> {
         };
         let mac = EthernetFrame::new_unchecked(&buf[..]).src_addr();
         self.learn_peer(at.src, mac, repr.flags.has(TcpFlags::SYN));
-        self.node.counters.tcp_delivered += 1;
         let payload = p.payload();
         self.app.tcp(self.now, at.src.into(), at.dst.into(), &repr, payload, self.view);
         if self.app.take_stray() {
-            self.node.counters.tcp_delivered -= 1;
             return Received::Stray;
         }
+        self.node.counters.tcp_delivered += 1;
         if self.app.holds_tcp_frames() {
             let len = payload.len();
             Received::Hold { at: (at.end - len) as u16, len: len as u16 }
