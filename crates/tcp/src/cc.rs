@@ -64,6 +64,15 @@ struct HyStart {
     samples: u32,
 }
 
+/// The window a loss response is about to cut, to put back if the loss proves spurious
+/// ([`Congestion::restore`]).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct CcWindow {
+    cwnd: u32,
+    ssthresh: u32,
+    w_max: f64,
+}
+
 /// Congestion state of one connection.
 #[derive(Debug, Clone, Copy)]
 pub struct Congestion {
@@ -272,6 +281,27 @@ impl Congestion {
         }
         // RFC 6582 §3.2 step 3: min(ssthresh, FlightSize + SMSS), never below one segment.
         self.cwnd = self.ssthresh.min(flight.saturating_add(self.smss)).max(self.smss);
+    }
+
+    /// The window as it is now, before a loss response cuts it.
+    pub fn window(&self) -> CcWindow {
+        CcWindow { cwnd: self.cwnd, ssthresh: self.ssthresh, w_max: self.cubic.w_max }
+    }
+
+    /// A loss response proved spurious: the window and slow-start threshold go back to at
+    /// least what they were (RFC 3522 §3.2, as Linux's undo), and CUBIC's epoch starts again
+    /// from the restored W_max. BBR cut nothing lasting; it leaves packet conservation.
+    pub fn restore(&mut self, w: CcWindow) {
+        if let Some(b) = &mut self.bbr {
+            b.on_recovery_exit();
+            self.cwnd = b.cwnd();
+            return;
+        }
+        self.cwnd = self.cwnd.max(w.cwnd);
+        self.ssthresh = self.ssthresh.max(w.ssthresh);
+        self.cubic.w_max = w.w_max;
+        self.cubic.epoch = None;
+        self.acked_acc = 0;
     }
 
     /// During recovery the window follows the recovery algorithm, which sets it here.

@@ -23,6 +23,8 @@ pub struct Stats {
     /// Recoveries undone: every retransmission proved needless (DSACK or timestamps), so
     /// the window went back to what it was.
     pub undos: u64,
+    /// DSACK blocks received: data the peer got twice (RFC 2883).
+    pub dsacks: u64,
     /// Out-of-order segments kept for reassembly.
     pub ooo_kept: u64,
     /// Out-of-order segments dropped (pool empty or too many holes).
@@ -66,7 +68,7 @@ pub struct Stats {
 impl Stats {
     /// Every counter as a metric: its name by Prometheus conventions, what it counts, its
     /// value.
-    pub fn metrics(&self) -> [(&'static str, &'static str, u64); 28] {
+    pub fn metrics(&self) -> [(&'static str, &'static str, u64); 29] {
         [
             ("sirocco_tcp_segs_in_total", "Segments taken in (after checksum).", self.segs_in),
             ("sirocco_tcp_segs_out_total", "Segments sent.", self.segs_out),
@@ -89,6 +91,7 @@ impl Stats {
                 self.lost_retransmits,
             ),
             ("sirocco_tcp_undos_total", "Recoveries undone: every retransmission proved needless.", self.undos),
+            ("sirocco_tcp_dsacks_total", "DSACK blocks received: data the peer got twice.", self.dsacks),
             ("sirocco_tcp_ooo_kept_total", "Out-of-order segments kept for reassembly.", self.ooo_kept),
             (
                 "sirocco_tcp_ooo_dropped_total",

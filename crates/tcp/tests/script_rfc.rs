@@ -889,3 +889,107 @@ fn with_several_engines_a_segment_of_no_connection_here_is_left_to_the_engine() 
     assert!(r.flags & RST != 0, "a reset from the last engine");
     assert!(!s.ep.take_stray());
 }
+
+#[test]
+fn a_spurious_timeout_is_undone_when_the_ack_echoes_the_original() {
+    // Eifel (RFC 3522), as Linux detects a spurious timeout with timestamps: ten segments
+    // leave, their ACK is late past the RTO, the first segment goes again and the window falls
+    // to one segment. The ACK that then arrives echoes the TSval of the original transmission,
+    // not the retransmission's: the data was never lost, so the window goes back and nothing
+    // more is resent.
+    let mut s = Script::server(Config { tail_loss_probes: false, rack: false, ..cfg() });
+    s.inject(Seg::syn(0).mss(1012).sack_perm().ts(100, 0).win(65_535));
+    let sa = s.expect(SYN | ACK, 0, 1, 0);
+    s.at(10);
+    s.inject(Seg::ack(1, 1).win(65_535).ts(101, sa.opts.timestamps.unwrap().0));
+    let h = s.app.accepted[0];
+    server_app_data(&mut s, 10_000);
+    let mut last = None;
+    while let Some(x) = s.try_next() {
+        last = Some(x);
+    }
+    let last = last.expect("a flight");
+    let (end, original_ts) = (last.seq + last.payload.len() as u32, last.opts.timestamps.unwrap().0);
+    let before = s.ep.tcb(h).unwrap().cwnd();
+    let (r, _) = wait_for_segment(&mut s, 2000);
+    assert_eq!(r.seq, 1, "the timeout's retransmission");
+    assert_eq!(s.ep.stats().rtos, 1);
+    assert!(s.ep.tcb(h).unwrap().cwnd() < before, "the timeout cut the window");
+    let t = s.ms() + 1;
+    s.at(t);
+    s.inject(Seg::ack(1, end).win(65_535).ts(102, original_ts));
+    let t = s.ms() + 1;
+    s.at(t);
+    let st = s.ep.stats();
+    assert_eq!(st.undos, 1);
+    assert!(s.ep.tcb(h).unwrap().cwnd() >= before, "{} < {before}", s.ep.tcb(h).unwrap().cwnd());
+    assert_eq!(st.retransmits, 1, "nothing else resent");
+}
+
+#[test]
+fn a_timeout_whose_ack_echoes_the_retransmission_is_not_undone() {
+    // The same timeout, but the ACK echoes the retransmission's TSval: the original was lost.
+    let mut s = Script::server(Config { tail_loss_probes: false, rack: false, ..cfg() });
+    s.inject(Seg::syn(0).mss(1012).sack_perm().ts(100, 0).win(65_535));
+    let sa = s.expect(SYN | ACK, 0, 1, 0);
+    s.at(10);
+    s.inject(Seg::ack(1, 1).win(65_535).ts(101, sa.opts.timestamps.unwrap().0));
+    let h = s.app.accepted[0];
+    server_app_data(&mut s, 10_000);
+    while s.try_next().is_some() {}
+    let (r, _) = wait_for_segment(&mut s, 2000);
+    let rtx_ts = r.opts.timestamps.unwrap().0;
+    s.inject(Seg::ack(1, 1 + r.payload.len() as u32).win(65_535).ts(102, rtx_ts));
+    assert_eq!(s.ep.stats().undos, 0);
+    assert!(s.ep.tcb(h).unwrap().cwnd() <= 3 * 1000, "slow start from one segment goes on");
+}
+
+#[test]
+fn a_fast_recovery_every_retransmission_of_which_was_dsacked_is_undone() {
+    // RFC 3708: the hole was only reordered. Its retransmission reaches the peer after the
+    // original, and the peer says so with a DSACK (RFC 2883) below the cumulative ACK: the
+    // window cut at the start of recovery comes back when recovery ends.
+    let mut s = tail_of_a_flight(10, 10);
+    let h = s.app.accepted[0];
+    let before = s.ep.tcb(h).unwrap().cwnd();
+    let blk = (s.ours(1001), s.ours(4001));
+    s.inject(Seg::ack(1, 1).win(65_535).sack(&[blk]));
+    s.expect(ACK, 1, 1, 1000);
+    assert!(s.ep.tcb(h).unwrap().cwnd() < before);
+    let dup = (s.ours(1), s.ours(1001));
+    s.inject(Seg::ack(1, 10_001).win(65_535).sack(&[dup]));
+    let st = s.ep.stats();
+    assert_eq!((st.fast_recoveries, st.dsacks, st.undos), (1, 1, 1));
+    assert!(s.ep.tcb(h).unwrap().cwnd() >= before, "{} < {before}", s.ep.tcb(h).unwrap().cwnd());
+}
+
+#[test]
+fn a_fast_recovery_without_a_dsack_keeps_its_reduction() {
+    let mut s = tail_of_a_flight(10, 10);
+    let h = s.app.accepted[0];
+    let blk = (s.ours(1001), s.ours(4001));
+    s.inject(Seg::ack(1, 1).win(65_535).sack(&[blk]));
+    s.expect(ACK, 1, 1, 1000);
+    s.inject(Seg::ack(1, 10_001).win(65_535));
+    let st = s.ep.stats();
+    assert_eq!((st.fast_recoveries, st.undos), (1, 0));
+    assert_eq!(s.ep.tcb(h).unwrap().cwnd(), 7000, "CUBIC's β of 0.7 of ten segments");
+}
+
+#[test]
+fn data_received_twice_is_reported_in_a_dsack_block() {
+    let mut s = Script::server(cfg());
+    s.handshake(Seg::syn(0).win(65_535).mss(1460).sack_perm());
+    s.inject(Seg::ack(1, 1).data(100));
+    s.at(s.ms() + 50); // the delayed ACK
+    let a = s.expect(ACK, 1, 101, 0);
+    assert_eq!(a.opts.sack_blocks[0], None);
+    s.inject(Seg::ack(1, 1).data(100));
+    let a = s.expect(ACK, 1, 101, 0);
+    assert_eq!(a.opts.sack_blocks[0], Some((PEER_ISN + 1, PEER_ISN + 101)), "RFC 2883 §4: the duplicate first");
+    assert_eq!(a.opts.sack_blocks[1], None);
+    s.inject(Seg::ack(101, 1).data(100));
+    s.at(s.ms() + 50);
+    let a = s.expect(ACK, 1, 201, 0);
+    assert_eq!(a.opts.sack_blocks[0], None, "reported once");
+}

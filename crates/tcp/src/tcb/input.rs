@@ -71,6 +71,9 @@ impl Tcb {
         };
         if !acceptable {
             env.stats.out_of_window += 1;
+            if !payload.is_empty() && seq0 + seg_len <= self.rcv.nxt {
+                self.note_duplicate(seq0, seq0 + payload.len() as u32);
+            }
             if !f.has(TcpFlags::RST) {
                 self.due.ack = true;
             }
@@ -138,6 +141,9 @@ impl Tcb {
         let mut fin = f.has(TcpFlags::FIN);
         if seq < self.rcv.nxt {
             let dup = self.rcv.nxt.since(seq) as usize;
+            if !data.is_empty() {
+                self.note_duplicate(seq, seq + dup.min(data.len()) as u32);
+            }
             if dup > data.len() {
                 fin = false; // the FIN too is old (FIN seq < rcv_nxt)
                 data = &[];
@@ -189,6 +195,15 @@ impl Tcb {
             }
         }
         self.arm(now);
+    }
+
+    /// Data that arrived again: reported in the next ACK's first SACK block (RFC 2883), which
+    /// tells the sender its retransmission was not needed.
+    fn note_duplicate(&mut self, left: Seq, right: Seq) {
+        if self.opts.sack && right > left {
+            self.rcv.dsack = Some((left, right));
+            self.due.ack = true;
+        }
     }
 
     pub(super) fn take_data(&mut self, data: &[u8], deliver: &mut dyn FnMut(&[u8]) -> u32) {
@@ -341,8 +356,17 @@ impl Tcb {
         let wnd = u32::from(seg.window) << self.snd.wscale;
         let (una_before, sacked_before) = (self.snd.una, self.sacked_bytes());
         let (lost_before, lost_rtx_before) = if self.opts.sack { self.lost_mark() } else { (self.snd.una, 0) };
-        let new_sack = self.opts.sack && self.take_sack_blocks(seg);
+        let (highest_before, resent_below) = (self.rec.sacked.highest(), self.resent_below());
+        let new_sack = self.opts.sack && self.take_sack_blocks(env, seg).is_some();
         let advanced = ack > self.snd.una;
+        // RFC 8985 §6.2 step 2 (RACK.reord): the hole at SND.UNA, sent once, filled after the
+        // peer had data above it: it was overtaken on the path. (A block SACKed late below
+        // others is no proof: the ACKs that first reported it may have been lost.)
+        if let Some(top) = highest_before {
+            if advanced && self.snd.una < top && self.snd.una >= resent_below {
+                self.rec.reordered = true;
+            }
+        }
         if advanced {
             let tsecr = if self.opts.ts { seg.options.timestamps.map(|t| t.1) } else { None };
             self.on_new_ack(env, now, ack, tsecr);
@@ -411,19 +435,39 @@ impl Tcb {
         self.rec.sacked.covered(self.snd.una, self.snd.max)
     }
 
-    pub(super) fn take_sack_blocks(&mut self, seg: &TcpRepr) -> bool {
-        let mut news = false;
+    /// Takes the SACK blocks of `seg`; returns the lowest byte newly SACKed, if any.
+    pub(super) fn take_sack_blocks(&mut self, env: &mut Env, seg: &TcpRepr) -> Option<Seq> {
+        // RFC 2883: a first block below the cumulative ACK, or inside the second block,
+        // reports data received twice.
+        if let [Some((l, r)), second, ..] = seg.options.sack_blocks {
+            let (l, r) = (Seq(l), Seq(r));
+            let inside = second.is_some_and(|(l2, r2)| l >= Seq(l2) && r <= Seq(r2));
+            let below = r <= Seq(seg.ack) && l >= self.snd.una - self.snd.max_wnd.max(1);
+            if l < r && (below || inside) {
+                self.undo_on_dsack(env, l, r.since(l));
+            }
+        }
+        let mut lowest: Option<Seq> = None;
         for &(l, r) in seg.options.sack_blocks.iter().flatten() {
             let (l, r) = (Seq(l), Seq(r));
             // Only blocks inside what is outstanding (RFC 2018 leaves validation to us).
             if l < r && l >= self.snd.una && r <= self.snd.max {
                 let before = self.rec.sacked.covered(l, r);
                 if before < r.since(l) && self.rec.sacked.insert(l, r) {
-                    news = true;
+                    lowest = Some(lowest.map_or(l, |x| if l < x { l } else { x }));
                 }
             }
         }
-        news
+        lowest
+    }
+
+    /// Data below this may have been sent more than once (HighRxt during a recovery).
+    fn resent_below(&self) -> Seq {
+        if self.rec.high_rxt > self.snd.una {
+            self.rec.high_rxt
+        } else {
+            self.snd.una
+        }
     }
 
     pub(super) fn on_new_ack(&mut self, env: &mut Env, now: Instant, ack: Seq, tsecr: Option<u32>) {
@@ -475,6 +519,7 @@ impl Tcb {
         }
         self.rtt.progress();
         self.rec.dupacks = 0;
+        self.undo_after_rto(env, tsecr);
         match self.rec.point {
             Some(point) if ack >= point => {
                 self.rec.point = None;
@@ -489,6 +534,7 @@ impl Tcb {
                 } else {
                     self.cc.on_recovery_exit(self.flight());
                 }
+                self.undo_at_recovery_end(env, tsecr);
             }
             Some(_) if self.rec.after_rto => {
                 self.cc.on_ack(acked, now, self.rtt.srtt().unwrap_or(Duration::ZERO), flight_before);

@@ -33,6 +33,7 @@ mod recovery;
 mod rtx_log;
 mod tail_loss;
 mod timers;
+mod undo;
 
 /// A connection's addresses, from this side's point of view (both of one family).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -262,6 +263,8 @@ struct Receive {
     fin: bool,
     ooo: Reassembly,
     last_ack_sent: Seq,
+    /// Data that arrived twice, to report in the first SACK block of the next ACK (RFC 2883).
+    dsack: Option<(Seq, Seq)>,
 }
 
 /// Options both SYNs agreed on.
@@ -394,6 +397,16 @@ struct Recovery {
     /// When the next paced segment may leave (kept after it passes, so that a run of
     /// segments is spaced from the last one rather than from the clock).
     pace_at: Option<Instant>,
+    /// The window to put back if this episode proves spurious.
+    undo: undo::Undo,
+    /// RACK's reordering window in quarters of the RTT (RFC 8985 §6.2.4: grows on DSACK).
+    reo_mult: u32,
+    /// Recoveries since the reordering window last returned to a quarter RTT.
+    reo_recoveries: u32,
+    /// This episode already widened the reordering window.
+    reo_dsack_seen: bool,
+    /// The path reorders: data never resent was delivered below data sent after it.
+    reordered: bool,
 }
 
 /// PRR's state for one recovery episode (RFC 6937 §3), in bytes.
@@ -478,6 +491,7 @@ impl Tcb {
                 fin: false,
                 ooo: Reassembly::default(),
                 last_ack_sent: Seq(0),
+                dsack: None,
             },
             opts: Negotiated::default(),
             ts: Timestamps { recent: 0, recent_at: now, offset: ts_offset, last_rtx: 0 },
@@ -513,6 +527,11 @@ impl Tcb {
                 prr: Prr::default(),
                 log: rtx_log::RtxLog::default(),
                 pace_at: None,
+                undo: undo::Undo::default(),
+                reo_mult: 1,
+                reo_recoveries: 0,
+                reo_dsack_seen: false,
+                reordered: false,
             },
             notes: Notes::default(),
             rate: rate::RateSampler::default(),

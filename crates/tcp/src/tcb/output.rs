@@ -161,7 +161,14 @@ impl Tcb {
         let room = self.sack_blocks();
         if room > 0 {
             let mut blocks = [(0u32, 0u32); 4];
-            let n = self.rcv.ooo.ranges().recent_first(&mut blocks[..room]);
+            let first = match self.rcv.dsack.take() {
+                Some((l, r)) => {
+                    blocks[0] = (l.0, r.0);
+                    1
+                }
+                None => 0,
+            };
+            let n = first + self.rcv.ooo.ranges().recent_first(&mut blocks[first..room]);
             for (o, b) in options.sack_blocks.iter_mut().zip(&blocks[..n]) {
                 *o = Some(*b);
             }
@@ -184,11 +191,11 @@ impl Tcb {
     }
 
     pub(super) fn sack_blocks(&self) -> usize {
-        if self.opts.sack && !self.rcv.ooo.is_empty() {
-            self.rcv.ooo.ranges().as_slice().len().min(if self.opts.ts { 3 } else { 4 })
-        } else {
-            0
+        if !self.opts.sack {
+            return 0;
         }
+        let n = self.rcv.ooo.ranges().as_slice().len() + usize::from(self.rcv.dsack.is_some());
+        n.min(if self.opts.ts { 3 } else { 4 })
     }
 
     pub(super) fn sack_option_len(&self) -> u32 {
@@ -233,6 +240,7 @@ impl Tcb {
                 self.rec.log.record(seq, seq + len, self.snd.max, now, self.snd.una);
             }
             self.ts.last_rtx = self.ts_clock(now);
+            self.undo_on_retransmit(now);
             if let Some(p) = self.rtt_probe {
                 if seq < p.seq {
                     self.rtt_probe = None; // Karn: no sample from a retransmitted range

@@ -7,7 +7,8 @@
 //! data is lost (retransmitted holes are left to the timers: HighRxt keeps NextSeg off them).
 //!
 //! The window is a quarter of the smoothed RTT (RFC 8985's RACK.min_RTT/4, with SRTT), at
-//! least a millisecond, the granularity of sirocco's timers.
+//! least a millisecond, the granularity of sirocco's timers; a quarter more for each recovery
+//! in which a DSACK showed the path reorders, up to one RTT (see [`super::undo`]).
 
 use super::{Env, Tcb};
 use crate::seq::Seq;
@@ -26,7 +27,9 @@ impl Tcb {
         if delivered <= self.lost_boundary() {
             return;
         }
-        let window = self.rtt.srtt().map_or(Duration::from_millis(1), |s| (s / 4).max(Duration::from_millis(1)));
+        let window = self.rtt.srtt().map_or(Duration::from_millis(1), |s| {
+            (s / 4 * u64::from(self.rec.reo_mult)).min(s).max(Duration::from_millis(1))
+        });
         self.rec.reo_mark = delivered;
         self.timers.reo = Some(now + window);
     }

@@ -12,7 +12,9 @@ impl Tcb {
         self.rec.dupacks += 1;
         match self.rec.point {
             None => {
-                if self.rec.dupacks >= DUP_THRESH || (self.opts.sack && self.sack_loss()) {
+                // Once the path proved it reorders, RACK's time window decides, not the count.
+                let by_count = self.rec.dupacks >= DUP_THRESH && !(self.opts.sack && self.reordering_seen());
+                if by_count || (self.opts.sack && self.sack_loss()) {
                     self.enter_recovery(env);
                 }
             }
@@ -22,6 +24,12 @@ impl Tcb {
             }
             Some(_) => {}
         }
+    }
+
+    /// The path reorders (a segment sent once arrived after one sent later), and RACK's time
+    /// window is on to take that into account.
+    pub(super) fn reordering_seen(&self) -> bool {
+        self.cfg.rack && self.rec.reordered
     }
 
     /// RFC 6675's IsLost(SND.UNA): enough SACKed above the first hole.
@@ -39,6 +47,7 @@ impl Tcb {
         self.timers.pto = None;
         self.due.tail_probe = false;
         let flight = self.flight();
+        self.undo_arm();
         self.rec.point = Some(self.snd.max);
         self.rec.last_recover = self.snd.max;
         self.rec.after_rto = false;
@@ -109,9 +118,14 @@ impl Tcb {
     /// Every unSACKed byte below this is lost (RFC 6675 IsLost): walking down from the top,
     /// the first SACKed range at which more than (DupThresh − 1)·SMSS bytes, or DupThresh
     /// ranges, are SACKed above.
-    /// RACK's boundary is taken when it is higher.
+    /// RACK's boundary is taken when it is higher. Once a DSACK showed the path reorders,
+    /// RACK's time window alone decides (RFC 8985 §6.2: a count of segments above a hole says
+    /// nothing about loss when segments overtake each other by hundreds).
     pub(super) fn lost_boundary(&self) -> Seq {
         let rack = self.rack_boundary();
+        if self.reordering_seen() {
+            return rack;
+        }
         let mut bytes = 0u32;
         for (n, r) in self.rec.sacked.as_slice().iter().rev().enumerate() {
             bytes += r.right.since(r.left);

@@ -98,6 +98,11 @@ impl Tcb {
         let first = self.rtt.backoffs() == 0;
         self.rtt.back_off();
         let flight = self.flight();
+        if self.opts.sack && self.is_synchronized() && first {
+            self.undo_arm();
+        } else {
+            self.rec.undo = Default::default(); // a timeout again: the path is not just late
+        }
         if self.is_synchronized() {
             self.cc.on_rto(flight, first);
         }
