@@ -514,7 +514,9 @@ impl DnsService {
             };
             let conn = self.tcp.app.conn_to_primary(x, addr);
             self.tcp.app.now = now;
-            if let Err((e, _)) = self.tcp.ep.connect(now, local, addr, port, Config::default(), conn, |_| true) {
+            // A zone transfer in is bulk data: the window grows with the path to the primary.
+            let cfg = Config { rcv_buf_max: Some(tcp::BULK_RCV_BUF_MAX), ..Config::default() };
+            if let Err((e, _)) = self.tcp.ep.connect(now, local, addr, port, cfg, conn, |_| true) {
                 r.finished(now, job.zone, Outcome::Failed(format!("connecting to {addr}@{port}: {e:?}")));
             }
         }

@@ -27,7 +27,7 @@ mod tuple_table;
 pub use byte_queue::ByteQueue;
 pub use cc::CcKind;
 pub use channel::{Calls, Channel, Event, Events, Server};
-pub use config::{Config, KeepAlive};
+pub use config::{Config, KeepAlive, BULK_RCV_BUF_MAX};
 pub use endpoint::{App, ConnectError, Ctl, Endpoint, Gather, Handle, Limits, Output, PinnedFrames, Placed, Source};
 pub use seq::Seq;
 pub use stats::Stats;

@@ -136,3 +136,29 @@ fn reordering_is_undone_not_paid_for() {
     assert!(o.stats.dsacks > 0 && o.stats.undos > 0, "{:?}", o.stats);
     assert!(o.mbps > 5.0 * response_function(20, 0.01), "{:.0} Mb/s", o.mbps);
 }
+
+/// `bytes` uploaded from host 0 to a server on host 1 whose receive window starts at 64 KiB
+/// and grows up to `max` (None: it stays); goodput in Mb/s over a clean `rtt_ms` path.
+fn upload(rtt_ms: u64, max: Option<u32>, bytes: u32) -> f64 {
+    let limits = Limits { max_rcv_buf: 16 << 20, ooo_buffers: 4, ..Limits::default() };
+    let mut sim = Sim::new(1, 2, limits, 0.0);
+    sim.set_links(Link { delay: MS(rtt_ms / 2), bandwidth: 1_000_000_000, queue_limit: MS(rtt_ms), ..Link::default() });
+    let server = Config { rcv_buf: 64 << 10, rcv_buf_max: max, ..Config::default() };
+    sim.hosts[1].ep.listen(80, server);
+    sim.connect(0, 1, 80, Config { rcv_buf: 16 << 20, ..Config::default() }, Spec { id: 1, up: bytes, down: 100 });
+    let done = |s: &Sim| s.hosts[0].app.finished.len() == 1;
+    assert!(sim.run_until(Instant::ZERO + Duration::from_secs(3600), done), "the upload finished");
+    assert!(sim.hosts[0].app.finished[0].rx_complete && sim.hosts[1].app.errors.is_empty());
+    f64::from(bytes) * 8.0 / sim.now.since(Instant::ZERO).as_secs_f64() / 1e6
+}
+
+#[test]
+fn the_receive_window_grows_with_the_path() {
+    // A 64 KiB window over 100 ms allows 5.2 Mb/s. Autotuning grows it to what the path
+    // carries (1 Gb/s × 100 ms is 12.5 MB, within the 16 MiB bound).
+    let fixed = upload(100, None, 4 << 20);
+    let tuned = upload(100, Some(16 << 20), 64 << 20);
+    eprintln!("upload at 100 ms: {fixed:.1} Mb/s with a fixed 64 KiB window, {tuned:.0} Mb/s autotuned");
+    assert!(fixed < 5.3, "{fixed:.1} Mb/s");
+    assert!(tuned > 20.0 * fixed, "{tuned:.0} Mb/s");
+}

@@ -27,6 +27,7 @@ fn config(r: &mut Rng) -> Config {
         sack: r.chance(0.7),
         timestamps: r.chance(0.7),
         cc: [CcKind::Cubic, CcKind::NewReno, CcKind::Bbr][r.range(0, 2) as usize],
+        rcv_buf_max: r.chance(0.3).then_some(1 << 20),
         syn_retries: 14,
         retries: 30,
         rto_max: SECS(8),

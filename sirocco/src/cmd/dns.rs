@@ -508,8 +508,10 @@ pub fn run(a: DnsArgs) -> Result<(), String> {
     }
     // The endpoint's table holds the clients and the connections sirocco closed, waiting
     // out TIME-WAIT in its own table.
+    // Transfers in grow their window up to the bulk bound (see apps/dns/src/tcp.rs).
     let limits = tcp::Limits {
         max_conns: settings.max_clients + settings.max_clients / 4 + 64,
+        max_rcv_buf: tcp::BULK_RCV_BUF_MAX,
         ..crate::tcp_limits::tcp_limits()
     };
     let rrl = a.rrl.settings(s.own.rrl())?;

@@ -77,13 +77,13 @@ pub fn run(a: EchoArgs) -> Result<(), String> {
     let grants = [(Protocol::TCP, port)];
     let cfg = s.opts.tcp;
     fn svc<T: tcp::App>(app: T, port: u16, cfg: tcp::Config) -> TcpService<T> {
-        TcpService::new(app, &[port], cfg, tcp_limits())
+        TcpService::new(app, &[port], cfg, cfg.limits(tcp_limits()))
     }
     match a.tcp_mode {
         TcpMode::Echo if a.tcp_api == TcpApi::Channel => {
             let make = |_| {
                 let bufs = tcp::channel::Buffers::new(ECHO_BUFFERS, 2048);
-                ChannelService::new(echo::ChannelEcho::default(), &[port], cfg, tcp_limits(), bufs)
+                ChannelService::new(echo::ChannelEcho::default(), &[port], cfg, cfg.limits(tcp_limits()), bufs)
             };
             let out = s.run(&format!("tcp echo on port {port}"), &grants, make, None)?;
             print_channel_echo(&out);

@@ -112,12 +112,12 @@ pub fn run(a: KvArgs) -> Result<(), String> {
         engines,
         started: unix_now(),
     });
-    let (port, tcp_cfg) = (s.port, s.opts.tcp);
+    let (port, tcp_cfg) = (s.port, s.opts.tcp.bulk());
     let per_engine = max_conns.div_ceil(engines);
     let make = |q: u32| {
         let bufs = Buffers::new(SEND_BUFFERS, 2048);
         let app = Streams::new(Kv::new(shared.clone(), q as usize), per_engine);
-        ChannelService::new(app, &[port], tcp_cfg, tcp_limits(), bufs).with_metrics(kv_metrics)
+        ChannelService::new(app, &[port], tcp_cfg, tcp_cfg.limits(tcp_limits()), bufs).with_metrics(kv_metrics)
     };
     let what = format!("memcached protocol on port {port}, {memory_mb} MB of items");
     let out = s.run(&what, &[(Protocol::TCP, port)], make, None)?;

@@ -155,7 +155,7 @@ pub fn run(a: StoreArgs) -> Result<(), String> {
         max_conns,
         started: unix_ms() / 1000,
     });
-    let (port, tcp_cfg) = (s.port, s.opts.tcp);
+    let (port, tcp_cfg) = (s.port, s.opts.tcp.bulk());
     let per_engine = max_conns.div_ceil(engines);
     let make = |q: u32| {
         let Some(log) = writers.get_mut(q as usize).and_then(Option::take) else {
@@ -164,7 +164,7 @@ pub fn run(a: StoreArgs) -> Result<(), String> {
         };
         let bufs = Buffers::new(SEND_BUFFERS, 2048);
         let app = Streams::new(Store::new(shared.clone(), q as usize, log), per_engine);
-        ChannelService::new(app, &[port], tcp_cfg, tcp_limits(), bufs).with_metrics(store_metrics)
+        ChannelService::new(app, &[port], tcp_cfg, tcp_cfg.limits(tcp_limits()), bufs).with_metrics(store_metrics)
     };
     let what = format!("Redis protocol on port {port}, log in {}", dir_path.display());
     let out = s.run(&what, &[(Protocol::TCP, port)], make, None)?;

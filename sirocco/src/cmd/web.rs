@@ -215,7 +215,7 @@ pub fn run(a: WebArgs) -> Result<(), String> {
         }
     };
     let (port, cfg) = (s.port, s.opts.tcp);
-    let limits = tcp::Limits { max_conns, ..tcp_limits() };
+    let limits = tcp::Limits { max_conns, ..cfg.limits(tcp_limits()) };
     let mut first = match stream {
         Some(cfg) => Some(first_streamer(cfg, published.follow().get())?),
         None => None,

@@ -83,6 +83,11 @@ pub struct DataplaneArgs {
     /// MSS/RTT·1.22/√p, and is what CDNs run).
     #[arg(long, value_name = "ALGO", default_value = "cubic")]
     pub tcp_cc: tcp::CcKind,
+    /// Receive-window autotuning bound of the server's TCP connections, in bytes: windows
+    /// start at 256 KiB and grow with the measured bandwidth-delay product up to this.
+    /// Default: 2 MiB for store and kv (they receive bulk data), off for the others.
+    #[arg(long, value_name = "BYTES", value_parser = clap::value_parser!(u32).range(65_536..=1 << 30))]
+    pub tcp_rcv_buf_max: Option<u32>,
 }
 
 fn parse_percent(s: &str) -> Result<f64, String> {
@@ -130,7 +135,7 @@ impl DataplaneArgs {
             ctl,
             metrics: self.metrics.as_deref().map(super::metrics::parse_addr).transpose()?,
             control: self.control_socket.clone(),
-            tcp: tcp::Config { cc: self.tcp_cc, ..tcp::Config::default() },
+            tcp: tcp::Config { cc: self.tcp_cc, rcv_buf_max: self.tcp_rcv_buf_max, ..tcp::Config::default() },
         })
     }
 }

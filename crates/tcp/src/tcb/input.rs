@@ -165,6 +165,8 @@ impl Tcb {
                 // Data after the peer's FIN cannot be; ignore it.
             } else if seq == self.rcv.nxt {
                 self.take_data(data, deliver);
+                let tsecr = if self.opts.ts { seg.options.timestamps.map(|t| t.1) } else { None };
+                self.autotune(env, now, tsecr);
                 if !self.rcv.ooo.is_empty() {
                     self.pull_ooo(env, deliver);
                     self.due.ack = true; // a hole filled: tell the sender at once (RFC 5681 §4.2)

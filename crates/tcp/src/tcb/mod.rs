@@ -25,6 +25,7 @@ use crate::stats::Stats;
 pub use rate::RateSample;
 use timer::{Duration, Instant};
 
+mod autotune;
 mod input;
 mod output;
 mod rack;
@@ -265,6 +266,9 @@ struct Receive {
     last_ack_sent: Seq,
     /// Data that arrived twice, to report in the first SACK block of the next ACK (RFC 2883).
     dsack: Option<(Seq, Seq)>,
+    /// The receive window now: `cfg.rcv_buf`, grown by autotuning.
+    buf: u32,
+    tune: autotune::Tune,
 }
 
 /// Options both SYNs agreed on.
@@ -492,6 +496,8 @@ impl Tcb {
                 ooo: Reassembly::default(),
                 last_ack_sent: Seq(0),
                 dsack: None,
+                buf: cfg.rcv_buf,
+                tune: autotune::Tune::new(now),
             },
             opts: Negotiated::default(),
             ts: Timestamps { recent: 0, recent_at: now, offset: ts_offset, last_rtx: 0 },
@@ -772,8 +778,8 @@ impl Tcb {
         // Send a window update when the advertised window fell below half and at least a
         // segment's worth opened; otherwise the next ACK carries it.
         let adv = self.rcv_wnd();
-        let step = (self.cfg.rcv_buf / 2).min(self.cfg.mss.into()).max(1);
-        if self.is_synchronized() && !self.rcv.fin && adv < self.cfg.rcv_buf / 2 && self.room() >= adv + step {
+        let step = (self.rcv.buf / 2).min(self.cfg.mss.into()).max(1);
+        if self.is_synchronized() && !self.rcv.fin && adv < self.rcv.buf / 2 && self.room() >= adv + step {
             self.due.ack = true;
         }
     }
@@ -891,7 +897,7 @@ impl Tcb {
     }
 
     fn room(&self) -> u32 {
-        self.cfg.rcv_buf.saturating_sub(self.rcv.held)
+        self.rcv.buf.saturating_sub(self.rcv.held)
     }
 
     fn rcv_wnd(&self) -> u32 {
@@ -910,7 +916,7 @@ impl Tcb {
         let cap = 65_535u32 << ws;
         let edge = self.rcv.nxt + self.room().min(cap);
         let adv = self.rcv.adv.max(self.rcv.nxt);
-        let step = (self.cfg.rcv_buf / 2).min(self.cfg.mss.into()).max(1);
+        let step = (self.rcv.buf / 2).min(self.cfg.mss.into()).max(1);
         let adv = if edge > adv && (edge.since(adv) >= step || edge.since(self.rcv.nxt) >= self.room().min(cap)) {
             edge
         } else {
