@@ -45,6 +45,10 @@ pub struct Config {
     pub timestamps: bool,
     /// Congestion control algorithm.
     pub cc: CcKind,
+    /// Pace CUBIC's and NewReno's segments at cwnd/SRTT (twice that in slow start, 1.2 times
+    /// in avoidance, as Linux's internal pacing), so a window does not leave as one burst
+    /// into a shallow queue. BBR always paces.
+    pub pacing: bool,
     /// Initial retransmission timeout (RFC 6298 §2.1: 1 s).
     pub rto_initial: Duration,
     /// Lower bound of the RTO (RFC 6298 says 1 s; Linux uses 200 ms).
@@ -77,6 +81,7 @@ impl Default for Config {
             rack: true,
             timestamps: true,
             cc: CcKind::Cubic,
+            pacing: false,
             rto_initial: Duration::from_secs(1),
             rto_min: Duration::from_millis(200),
             rto_max: Duration::from_secs(60),

@@ -993,3 +993,39 @@ fn data_received_twice_is_reported_in_a_dsack_block() {
     let a = s.expect(ACK, 1, 201, 0);
     assert_eq!(a.opts.sack_blocks[0], None, "reported once");
 }
+
+#[test]
+fn a_paced_cubic_sender_spreads_its_initial_window() {
+    // With pacing on, ten segments over a 10 ms RTT in slow start go at twice cwnd/SRTT
+    // (2 MB/s: one 1000-byte segment each half millisecond), after a millisecond's burst;
+    // without it all ten leave at once.
+    for pacing in [false, true] {
+        let mut s = Script::server(Config { pacing, ..cfg() });
+        s.inject(Seg::syn(0).mss(1000).sack_perm().win(65_535));
+        s.expect(SYN | ACK, 0, 1, 0);
+        s.at(10);
+        s.inject(Seg::ack(1, 1).win(65_535));
+        server_app_data(&mut s, 10_000);
+        let mut at_once = 0;
+        while s.try_next().is_some() {
+            at_once += 1;
+        }
+        if !pacing {
+            assert_eq!(at_once, 10);
+            continue;
+        }
+        assert!((1..=4).contains(&at_once), "a millisecond's worth first: {at_once}");
+        let t0 = s.ms();
+        let mut sent = at_once;
+        while sent < 10 {
+            let (_, waited) = wait_for_segment(&mut s, 100);
+            assert!(waited <= 1, "paced, not stalled");
+            sent += 1;
+            while s.try_next().is_some() {
+                sent += 1;
+            }
+        }
+        let spread = s.ms() - t0;
+        assert!((3..=6).contains(&spread), "ten segments over {spread} ms");
+    }
+}

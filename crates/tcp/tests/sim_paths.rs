@@ -35,11 +35,16 @@ fn bulk_with(seed: u64, rtt_ms: u64, loss: f64, bytes: u32, cc: CcKind) -> Outco
 
 /// As [`bulk`], over links with `impair`'s loss, reordering and jitter.
 fn bulk_over(seed: u64, rtt_ms: u64, impair: Link, bytes: u32, cc: CcKind) -> Outcome {
+    bulk_paced(seed, rtt_ms, impair, bytes, cc, false)
+}
+
+/// As [`bulk_over`], the server pacing (or not) whatever its congestion control.
+fn bulk_paced(seed: u64, rtt_ms: u64, impair: Link, bytes: u32, cc: CcKind, pacing: bool) -> Outcome {
     let limits = Limits { max_rcv_buf: 16 << 20, ooo_buffers: 4, ..Limits::default() };
     let mut sim = Sim::new(seed, 2, limits, 0.0);
     sim.set_links(Link { delay: MS(rtt_ms / 2), bandwidth: 1_000_000_000, queue_limit: MS(rtt_ms), ..impair });
     let cfg = Config { rcv_buf: 16 << 20, ..Config::default() };
-    sim.hosts[1].ep.listen(80, Config { cc, ..cfg });
+    sim.hosts[1].ep.listen(80, Config { cc, pacing, ..cfg });
     sim.connect(0, 1, 80, cfg, Spec { id: 1, up: 100, down: bytes });
     let done = |s: &Sim| s.hosts[0].app.finished.len() == 1;
     assert!(sim.run_until(Instant::ZERO + Duration::from_secs(3600), done), "the transfer finished");

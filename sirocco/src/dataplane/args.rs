@@ -88,6 +88,11 @@ pub struct DataplaneArgs {
     /// Default: 2 MiB for store and kv (they receive bulk data), off for the others.
     #[arg(long, value_name = "BYTES", value_parser = clap::value_parser!(u32).range(65_536..=1 << 30))]
     pub tcp_rcv_buf_max: Option<u32>,
+    /// Pace cubic and newreno senders at cwnd/RTT (2x in slow start, 1.2x after), as Linux's
+    /// internal pacing; bbr always paces. Off by default: in the simulator it cost CUBIC
+    /// goodput on a drop-tail queue of one BDP (HyStart sees the queue later when paced).
+    #[arg(long)]
+    pub tcp_pacing: bool,
 }
 
 fn parse_percent(s: &str) -> Result<f64, String> {
@@ -135,7 +140,12 @@ impl DataplaneArgs {
             ctl,
             metrics: self.metrics.as_deref().map(super::metrics::parse_addr).transpose()?,
             control: self.control_socket.clone(),
-            tcp: tcp::Config { cc: self.tcp_cc, rcv_buf_max: self.tcp_rcv_buf_max, ..tcp::Config::default() },
+            tcp: tcp::Config {
+                cc: self.tcp_cc,
+                rcv_buf_max: self.tcp_rcv_buf_max,
+                pacing: self.tcp_pacing,
+                ..tcp::Config::default()
+            },
         })
     }
 }

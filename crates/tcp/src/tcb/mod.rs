@@ -657,9 +657,9 @@ impl Tcb {
         self.snd.mss
     }
 
-    /// True if the connection paces its segments (BBR).
+    /// True if the connection paces its segments (BBR, or with `cfg.pacing`).
     pub fn paces(&self) -> bool {
-        self.cfg.cc == crate::cc::CcKind::Bbr
+        self.cfg.cc == crate::cc::CcKind::Bbr || self.cfg.pacing
     }
 
     /// Congestion window in bytes.

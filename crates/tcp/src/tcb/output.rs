@@ -271,7 +271,7 @@ impl Tcb {
     /// may fall up to a millisecond behind (the timer wheel's tick): that much is sent in a
     /// burst when the timer fires, and no more.
     fn paced(&mut self, now: Instant, len: u32) {
-        let Some(rate) = self.cc.pacing_rate() else { return };
+        let Some(rate) = self.pacing_rate() else { return };
         let gap = Duration::from_nanos((f64::from(len.max(1)) / rate * 1e9) as u64);
         let floor = now.saturating_sub(Duration::from_millis(1));
         let base = self.rec.pace_at.filter(|&t| t > floor).unwrap_or(floor);
@@ -280,6 +280,22 @@ impl Tcb {
         if next > now {
             self.timers.pace = Some(next);
         }
+    }
+
+    /// Bytes per second: BBR's own rate, or for a loss-based sender with pacing on, the
+    /// window per smoothed RTT, doubled in slow start (so it can double each round) and 1.2
+    /// times in avoidance (so ACK compression does not hold it back), as Linux paces.
+    fn pacing_rate(&self) -> Option<f64> {
+        if self.cc.kind() == CcKind::Bbr {
+            return self.cc.pacing_rate();
+        }
+        if !self.cfg.pacing {
+            return None;
+        }
+        let srtt = self.rtt.srtt()?.as_secs_f64().max(1e-5);
+        let cwnd = f64::from(self.cc.cwnd());
+        let factor = if self.cc.cwnd() < self.cc.ssthresh() / 2 { 2.0 } else { 1.2 };
+        Some(factor * cwnd / srtt)
     }
 
     pub(super) fn usable_window(&self) -> u32 {
