@@ -14,7 +14,7 @@ congestion control on a path. BOTTLENECK_MBPS=0 removes it (as before issue 38).
 
 The congestion control is chosen per server kind: "sirocco" and "nginx" run CUBIC (RFC 9438),
 "sirocco-bbr" (`--tcp-cc bbr`) and "nginx-bbr" run BBR (the kernel's in the server's namespace);
-each is compared with its like. Mind the machine's default:
+each is compared with its like; "sirocco-paced" is CUBIC with `--tcp-pacing`, against "nginx". Mind the machine's default:
 on this kind of machine it is BBR (`sysctl net.ipv4.tcp_congestion_control`), which every new
 namespace inherits — a comparison with "the kernel" that does not set it compares CUBIC with
 BBR, and BBR by design does not slow down for random loss.
@@ -52,7 +52,7 @@ BOTTLENECK_MBPS = float(os.environ.get("BOTTLENECK_MBPS", "500"))
 QUEUE_BDP = float(os.environ.get("QUEUE_BDP", "1"))
 SERVERS = env_list("SERVERS", "sirocco,nginx,sirocco-bbr,nginx-bbr")
 # Each sirocco kind against the nginx kind with the same congestion control.
-PAIRS = (("sirocco", "nginx", "ratio"), ("sirocco-bbr", "nginx-bbr", "ratio_bbr"))
+PAIRS = (("sirocco", "nginx", "ratio"), ("sirocco-bbr", "nginx-bbr", "ratio_bbr"), ("sirocco-paced", "nginx", "ratio_paced"))
 SHARED = os.environ.get("SHARED", "1") == "1"
 OUT_NAME = os.environ.get("OUT_NAME", "wan")
 SECS = float(os.environ.get("SECS", "20"))
@@ -167,6 +167,8 @@ def server(kind, net, cs, mode, proto):
     args = ["--mode", "stream"] if mode == "stream" and kind != "nginx" else []
     if kind.startswith("sirocco-bbr"):
         kind, args = "sirocco" + kind[len("sirocco-bbr"):], args + ["--tcp-cc", "bbr"]
+    elif kind.startswith("sirocco-paced"):
+        kind, args = "sirocco" + kind[len("sirocco-paced"):], args + ["--tcp-pacing"]
     return WebServer(kind, net, cs, DOCROOT, args, tls=proto == "https")
 
 
@@ -268,8 +270,8 @@ def write(grid, shared):
              f"delay and random loss each way; see bench/wan/run.py). Gb/s: the median of {REPS} runs; sirocco/nginx: the "
              "median of the per-repetition ratios [min-max] (the servers take turns within each repetition).", "",
              "| mode | proto | RTT (ms) | ping (ms) | loss each way | sirocco (CUBIC) | nginx (CUBIC) | ratio | "
-             "sirocco (BBR) | nginx (BBR) | ratio | sirocco resets out |",
-             "|---|---|---|---|---|---|---|---|---|---|---|---|"]
+             "sirocco (BBR) | nginx (BBR) | ratio | sirocco (CUBIC, paced) | ratio | sirocco resets out |",
+             "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
 
     def ratio(p, r):
         return f"**{p[r]:.2f}×** [{p[r + '_min']:.2f}–{p[r + '_max']:.2f}]" if r in p else "–"
@@ -277,7 +279,8 @@ def write(grid, shared):
         g = lambda k: fmt(p.get(k), '{:.3f}')  # noqa: E731
         lines.append(f"| {p['mode']} | {p['proto']} | {p['rtt_ms']} | {fmt(p['ping_rtt_ms'], '{:.1f}')} | {p['loss'] * 100:.1f}% | "
                      f"{g('sirocco')} | {g('nginx')} | {ratio(p, 'ratio')} | {g('sirocco-bbr')} | {g('nginx-bbr')} | "
-                     f"{ratio(p, 'ratio_bbr')} | {p['sirocco_resets_out']} |")
+                     f"{ratio(p, 'ratio_bbr')} | {g('sirocco-paced')} | {ratio(p, 'ratio_paced')} | "
+                     f"{p['sirocco_resets_out']} |")
     if shared:
         lines += ["", "Shared bottleneck: one sirocco and one nginx download at once (HTTP, static); sirocco's share of "
                   "the two rates (median of the repetitions; a fair share is 0.5).", "",
