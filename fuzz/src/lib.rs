@@ -547,17 +547,20 @@ impl kv::session::Info for KvInfo {
     fn version(&self) -> &str {
         "fuzz"
     }
+    fn reset(&self) {}
 }
 
 fn kv_run(pieces: &[&[u8]]) -> (Vec<u8>, kv::session::Flow) {
     let cfg = kv::cache::CacheConfig { memory: 2 << 20, ..Default::default() };
     let cache = kv::cache::Cache::new(cfg, 1_800_000_000).expect("cache");
     let board = kv::stats::Board::new(1);
+    let detail = kv::stats::Detail::default();
     let mut s = kv::session::Session::new();
     let mut out = Vec::new();
     let mut flow = kv::session::Flow::Open;
     for p in pieces {
-        let mut ctx = kv::session::Ctx { cache: &cache, now: 100, counters: board.engine(0), info: &KvInfo };
+        let mut ctx =
+            kv::session::Ctx { cache: &cache, now: 100, counters: board.engine(0), info: &KvInfo, detail: &detail };
         flow = s.input(p, &mut ctx, &mut out);
         if flow == kv::session::Flow::Close {
             break;

@@ -523,6 +523,15 @@ fn with_two_queues_every_key_is_seen_on_every_connection() {
         assert_eq!((&a[..], &b[..]), (&b"STORED\r\n"[..], &b"EXISTS\r\n"[..]));
         let got = conns[3].ask(b"get ctr\r\n");
         assert_eq!(String::from_utf8_lossy(&got), "VALUE ctr 0 4\r\n1600\r\nEND\r\n");
+        // `stats reset` on one connection counts from zero for the next `stats` on every
+        // other, whichever engine counted what (issue 39).
+        assert!(conns[5].stat("cmd_get") >= 800);
+        assert_eq!(conns[2].ask(b"stats reset\r\n"), b"RESET\r\n");
+        for c in conns.iter_mut() {
+            assert_eq!((c.stat("cmd_get"), c.stat("get_hits"), c.stat("total_items")), (0, 0, 0));
+        }
+        conns[11].ask(b"get ctr\r\nget nothing\r\n");
+        assert_eq!((conns[4].stat("cmd_get"), conns[13].stat("get_hits"), conns[6].stat("get_misses")), (2, 1, 1));
         conns[0].stat("curr_items")
     });
     assert_eq!(counters, 16 * 50 + 2);

@@ -29,6 +29,8 @@ pub struct Shared {
     pub engines: usize,
     /// Unix time at start.
     pub started: i64,
+    /// Per-prefix counts (`stats detail`).
+    pub detail: crate::stats::Detail,
 }
 
 /// The Unix time now, in seconds.
@@ -63,7 +65,8 @@ impl Kv {
     fn run(&mut self, s: &mut Session, data: Option<&[u8]>, w: &mut Writer<'_, '_>) -> Verdict {
         let counters = self.shared.board.engine(self.engine);
         let info = InfoOf(&self.shared);
-        let mut ctx = Ctx { cache: &self.shared.cache, now: self.now, counters, info: &info };
+        let mut ctx =
+            Ctx { cache: &self.shared.cache, now: self.now, counters, info: &info, detail: &self.shared.detail };
         let mut out = WriterOut { w, written: 0 };
         let flow = match data {
             Some(d) => s.input(d, &mut ctx, &mut out),
@@ -142,6 +145,12 @@ struct InfoOf<'a>(&'a Shared);
 impl Info for InfoOf<'_> {
     fn version(&self) -> &str {
         VERSION
+    }
+
+    fn reset(&self) {
+        self.0.board.reset();
+        self.0.cache.reset_stats();
+        self.0.detail.reset();
     }
 
     fn stats(&self, group: &[u8], now: u32, each: &mut dyn FnMut(&str, &str)) -> bool {

@@ -155,6 +155,12 @@ pub enum Command<'a> {
     Meta(Meta<'a>),
     /// A line memcached answers with this error (and nothing else).
     Error(&'static str),
+    /// A command refused with `noreply`: memcached says nothing (its `set_noreply_maybe`
+    /// comes before the checks, so the error is silent too).
+    Silent,
+    /// A line that looks like HTTP (its last token starts with `HTTP/`): memcached closes the
+    /// connection without a word, rather than answer a web client `ERROR`.
+    Hangup,
 }
 
 /// `ERROR`: an unknown command or a wrong number of tokens.
@@ -176,13 +182,49 @@ pub fn parse(line: &[u8]) -> Command<'_> {
     let after_cmd = &line[rest_at(cmd)..];
     let mut t = [&b""[..]; 8];
     let mut n = 0;
+    let mut last = cmd;
     for tok in tokens {
         if n < t.len() {
             t[n] = tok;
         }
+        last = tok;
         n += 1;
     }
     let noreply = |n: usize| n > 0 && t.get(n - 1).is_some_and(|l| *l == b"noreply");
+    let c = command(cmd, line, after_cmd, &t, n, noreply(n));
+    match c {
+        Command::Error(e) if e != ERROR && noreply(n) && REPLY_OPTIONAL.contains(&cmd) => Command::Silent,
+        Command::Error(ERROR) if last.starts_with(b"HTTP/") => Command::Hangup,
+        c => c,
+    }
+}
+
+/// Commands whose `noreply` silences their errors too.
+const REPLY_OPTIONAL: [&[u8]; 12] = [
+    b"set",
+    b"add",
+    b"replace",
+    b"append",
+    b"prepend",
+    b"cas",
+    b"incr",
+    b"decr",
+    b"delete",
+    b"touch",
+    b"flush_all",
+    b"verbosity",
+];
+
+fn command<'a>(
+    cmd: &'a [u8],
+    line: &'a [u8],
+    after_cmd: &'a [u8],
+    t: &[&'a [u8]; 8],
+    n: usize,
+    nr: bool,
+) -> Command<'a> {
+    let rest_at = |t: &[u8]| (t.as_ptr() as usize - line.as_ptr() as usize) + t.len();
+    let noreply = |_: usize| nr;
     match cmd {
         b"get" | b"gets" if n >= 1 => get(after_cmd, cmd == b"gets", None),
         b"gat" | b"gats" if n >= 1 => match i32_token(t[0]) {

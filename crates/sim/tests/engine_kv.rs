@@ -57,15 +57,17 @@ impl Info for NoInfo {
     fn version(&self) -> &str {
         kv::server::VERSION
     }
+    fn reset(&self) {}
 }
 
 /// The answers a session gives for the whole script at once, on a fresh cache.
 fn expected(script: &[u8]) -> Vec<u8> {
     let cache = Cache::new(CacheConfig { memory: 16 << 20, ..CacheConfig::default() }, 1_800_000_000).unwrap();
     let board = Board::new(1);
+    let detail = kv::stats::Detail::default();
     let mut out = Vec::new();
-    let mut ctx =
-        Ctx { cache: &cache, now: cache.time_at(kv::server::unix_now()), counters: board.engine(0), info: &NoInfo };
+    let now = cache.time_at(kv::server::unix_now());
+    let mut ctx = Ctx { cache: &cache, now, counters: board.engine(0), info: &NoInfo, detail: &detail };
     Session::new().input(script, &mut ctx, &mut out);
     out
 }
@@ -114,7 +116,15 @@ fn run(seed: u64) -> Result<(), String> {
     let script = script(&mut r);
     let want = expected(&script);
     let cache = Cache::new(CacheConfig { memory: 16 << 20, ..CacheConfig::default() }, kv::server::unix_now()).unwrap();
-    let shared = Arc::new(Shared { cache, board: Board::new(1), port: PORT, max_conns: 10, engines: 1, started: 0 });
+    let shared = Arc::new(Shared {
+        cache,
+        board: Board::new(1),
+        port: PORT,
+        max_conns: 10,
+        engines: 1,
+        started: 0,
+        detail: Default::default(),
+    });
     let mut server = ChannelService::new(
         Streams::new(Kv::new(shared, 0), 10),
         &[PORT],

@@ -111,6 +111,7 @@ pub fn run(a: KvArgs) -> Result<(), String> {
         max_conns,
         engines,
         started: unix_now(),
+        detail: Default::default(),
     });
     let (port, tcp_cfg) = (s.port, s.opts.tcp.bulk());
     let per_engine = max_conns.div_ceil(engines);

@@ -181,6 +181,14 @@ impl Cache {
         }
     }
 
+    /// `stats reset`: the counts start again from zero; the gauges (items, bytes) stay.
+    pub fn reset_stats(&self) {
+        for s in self.shards.iter() {
+            let st = &mut s.lock().unwrap_or_else(|e| e.into_inner()).stats;
+            *st = ShardStats { curr_items: st.curr_items, bytes: st.bytes, ..ShardStats::default() };
+        }
+    }
+
     /// The shards' counters summed.
     pub fn stats(&self) -> ShardStats {
         let mut t = ShardStats::default();

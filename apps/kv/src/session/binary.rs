@@ -71,7 +71,9 @@ pub(super) fn step(data: &[u8], ctx: &mut Ctx<'_>, out: &mut dyn Out, swallow: &
                 c.cmd_touch.inc();
             }
             let mut l = ctx.cache.lock(key);
-            match l.get(key, ctx.now, exp) {
+            let got = l.get(key, ctx.now, exp);
+            ctx.detail.record(key, crate::stats::DetailOp::Get(got.is_some()));
+            match got {
                 Some(it) => {
                     c.get_hits.inc();
                     if touch {
@@ -100,6 +102,7 @@ pub(super) fn step(data: &[u8], ctx: &mut Ctx<'_>, out: &mut dyn Out, swallow: &
                 return invalid(out, &h, ctx);
             }
             c.cmd_set.inc();
+            ctx.detail.record(key, crate::stats::DetailOp::Set);
             let mode = match h.opcode {
                 op::SET | op::SETQ => Mode::Set,
                 op::ADD | op::ADDQ => Mode::Add,
@@ -123,6 +126,7 @@ pub(super) fn step(data: &[u8], ctx: &mut Ctx<'_>, out: &mut dyn Out, swallow: &
             if !extras.is_empty() || klen == 0 || !value.is_empty() {
                 return invalid(out, &h, ctx);
             }
+            ctx.detail.record(key, crate::stats::DetailOp::Delete);
             match ctx.cache.lock(key).delete(key, h.cas, ctx.now) {
                 Stored::Stored(_) => {
                     c.delete_hits.inc();

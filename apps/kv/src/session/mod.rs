@@ -28,6 +28,8 @@ pub trait Info {
     fn stats(&self, group: &[u8], now: u32, each: &mut dyn FnMut(&str, &str)) -> bool;
     /// The version string (`VERSION …`).
     fn version(&self) -> &str;
+    /// `stats reset`: every count from zero, at once for every connection.
+    fn reset(&self);
 }
 
 /// What a command runs against.
@@ -40,6 +42,8 @@ pub struct Ctx<'a> {
     pub counters: &'a Counters,
     /// The server, for `stats` and `version`.
     pub info: &'a dyn Info,
+    /// Per-prefix counts (`stats detail`).
+    pub detail: &'a crate::stats::Detail,
 }
 
 /// What the connection is to do after input.

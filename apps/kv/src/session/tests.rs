@@ -18,18 +18,20 @@ impl Info for NoInfo {
     fn version(&self) -> &str {
         "1.6.18"
     }
+    fn reset(&self) {}
 }
 
 struct Rig {
     cache: Cache,
     board: Board,
+    detail: crate::stats::Detail,
     now: u32,
 }
 
 impl Rig {
     fn new() -> Rig {
         let cache = Cache::new(CacheConfig { memory: 8 << 20, ..CacheConfig::default() }, 1_800_000_000).unwrap();
-        Rig { cache, board: Board::new(1), now: 100 }
+        Rig { cache, board: Board::new(1), detail: Default::default(), now: 100 }
     }
 
     /// Feeds `input` in pieces of `chunk` bytes; returns all output.
@@ -37,7 +39,13 @@ impl Rig {
         let mut out = Vec::new();
         let mut flow = Flow::Open;
         for piece in input.chunks(chunk.max(1)) {
-            let mut ctx = Ctx { cache: &self.cache, now: self.now, counters: self.board.engine(0), info: &NoInfo };
+            let mut ctx = Ctx {
+                cache: &self.cache,
+                now: self.now,
+                counters: self.board.engine(0),
+                info: &NoInfo,
+                detail: &self.detail,
+            };
             flow = s.input(piece, &mut ctx, &mut out);
         }
         (out, flow)

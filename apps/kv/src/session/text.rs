@@ -3,6 +3,7 @@
 use super::out::{Line, Out};
 use super::{meta, Ctx, Step};
 use crate::cache::{Arith, Mode, Stored};
+use crate::stats::DetailOp;
 use memcache::text::{self, Command, Keys, StoreOp};
 
 pub(super) fn reply(out: &mut dyn Out, noreply: bool, s: &[u8]) {
@@ -31,6 +32,7 @@ pub(super) fn step(data: &[u8], ctx: &mut Ctx<'_>, out: &mut dyn Out, swallow: &
                 // Refused before the data is read; the data is skipped as it arrives.
                 ctx.counters.store_too_large.inc();
                 ctx.counters.cmd_set.inc();
+                ctx.detail.record(key, DetailOp::Set);
                 let mode = if op == StoreOp::Set { Mode::Set } else { Mode::Add };
                 ctx.cache.lock(key).refuse_too_large(key, mode, ctx.now);
                 reply(out, noreply, b"SERVER_ERROR object too large for cache");
@@ -46,6 +48,7 @@ pub(super) fn step(data: &[u8], ctx: &mut Ctx<'_>, out: &mut dyn Out, swallow: &
             Step::Done(n + bytes + 2)
         }
         Command::Delete { key, noreply } => {
+            ctx.detail.record(key, DetailOp::Delete);
             let r = ctx.cache.lock(key).delete(key, 0, ctx.now);
             if let Stored::Stored(_) = r {
                 ctx.counters.delete_hits.inc();
@@ -114,6 +117,11 @@ pub(super) fn step(data: &[u8], ctx: &mut Ctx<'_>, out: &mut dyn Out, swallow: &
         }
         Command::Quit => Step::Close,
         Command::Meta(m) => meta::run(m, data, n, ctx, out, swallow),
+        Command::Silent => Step::Done(n),
+        Command::Hangup => {
+            ctx.counters.protocol_errors.inc();
+            Step::Close
+        }
         Command::Error(e) => {
             if e == text::ERROR {
                 ctx.counters.protocol_errors.inc();
@@ -133,7 +141,9 @@ fn get(keys: Keys<'_>, cas: bool, touch: Option<i64>, ctx: &mut Ctx<'_>, out: &m
         }
         c.cmd_get.inc();
         let mut l = ctx.cache.lock(key);
-        match l.get(key, ctx.now, exp) {
+        let got = l.get(key, ctx.now, exp);
+        ctx.detail.record(key, DetailOp::Get(got.is_some()));
+        match got {
             Some(it) => {
                 if touch.is_some() {
                     c.touch_hits.inc();
@@ -180,6 +190,7 @@ fn store(
         StoreOp::Prepend => Mode::Prepend,
     };
     ctx.counters.cmd_set.inc();
+    ctx.detail.record(key, DetailOp::Set);
     let exp = ctx.cache.realtime(exptime, ctx.now);
     // `cas … 0` compares against a unique no item has (0 means "no compare" below).
     let cas = match op {
@@ -219,11 +230,24 @@ fn store(
 
 fn stats(group: &[u8], ctx: &mut Ctx<'_>, out: &mut dyn Out) {
     if group == b"reset" {
+        ctx.info.reset();
         out.put(b"RESET\r\n");
         return;
     }
-    if group.starts_with(b"detail") {
-        out.put(b"CLIENT_ERROR usage: stats detail on|off|dump\r\n");
+    let mut words = group.split(|&b| b == b' ').filter(|w| !w.is_empty());
+    if words.next() == Some(&b"detail"[..]) {
+        match words.next() {
+            Some(b"on") => {
+                ctx.detail.set_on(true);
+                out.put(b"OK\r\n");
+            }
+            Some(b"off") => {
+                ctx.detail.set_on(false);
+                out.put(b"OK\r\n");
+            }
+            Some(b"dump") => out.put(&ctx.detail.dump()),
+            _ => out.put(b"CLIENT_ERROR usage: stats detail on|off|dump\r\n"),
+        }
         return;
     }
     let mut body = Vec::new();
