@@ -773,3 +773,84 @@ fn with_two_queues_every_key_is_seen_and_counted_once() {
     let (status, log) = s.stop();
     assert!(status.success(), "{log}");
 }
+
+/// The `cmdstat_<name>` line's fields other than time, from INFO commandstats.
+fn cmdstat(info: &[u8], name: &str) -> Option<String> {
+    let text = String::from_utf8_lossy(info).into_owned();
+    let line = text.lines().find(|l| l.starts_with(&format!("cmdstat_{name}:")))?.to_string();
+    let keep: Vec<&str> = line
+        .split([':', ','])
+        .filter(|f| ["calls=", "rejected_calls=", "failed_calls="].iter().any(|p| f.starts_with(p)))
+        .collect();
+    Some(keep.join(","))
+}
+
+/// Issue 39, against Redis in the same network: a pipeline written whole before a reply is
+/// read (Redis reads on; sirocco used to stop reading and both sides waited), a client that
+/// keeps writing after a protocol error (Redis closes it, so its writes fail), and INFO's cpu
+/// section and commandstats counts.
+#[test]
+fn pipelines_protocol_errors_and_info_as_redis() {
+    let net = TestNet::new(1);
+    let _r = redis(&net);
+    let dir = Scratch::new("pipe");
+    let s = store(&net, &dir, &[]);
+    let mut stats = Vec::new();
+    for addr in [SERVER, SERVER_OWN] {
+        let got = in_netns(&net.cli_ns, move || {
+            let mut c = Client::connect(addr);
+            let mut input = Vec::new();
+            // 11 MB: more than the client's socket buffer (4 MB at most) and the server's
+            // window hold, so the writer finishes only if the server reads on.
+            for _ in 0..300_000 {
+                input.extend_from_slice(&cmd("INCR ctr"));
+            }
+            let mut w = c.0.try_clone().unwrap();
+            w.set_write_timeout(Some(Duration::from_secs(30))).unwrap();
+            let writer = std::thread::spawn(move || w.write_all(&input).is_ok());
+            assert!(writer.join().unwrap(), "{addr}: 300 000 commands written before reading any reply");
+            let replies = c.read_n(300_000);
+            assert_eq!(replies.last().unwrap(), b":300000\r\n", "{addr}");
+            // Refused before running, and failed while running.
+            assert!(c.ask(&cmd("GET")).starts_with(b"-ERR wrong number of arguments"));
+            c.ask(&cmd("SET s x"));
+            assert!(c.ask(&cmd("INCR s")).starts_with(b"-ERR value is not an integer"));
+            let info = c.ask(&cmd("INFO commandstats"));
+            let all = c.ask(&cmd("INFO everything"));
+            let dflt = c.ask(&cmd("INFO"));
+            for (what, text) in [("everything", &all), ("default", &dflt)] {
+                let t = String::from_utf8_lossy(text);
+                assert!(
+                    t.contains("# CPU\r\nused_cpu_sys:") && t.contains("used_cpu_user_main_thread:"),
+                    "{addr} {what}"
+                );
+            }
+            assert!(
+                !String::from_utf8_lossy(&dflt).contains("cmdstat_"),
+                "{addr}: commandstats is not a default section"
+            );
+            assert!(String::from_utf8_lossy(&all).contains("cmdstat_incr:"), "{addr}");
+            // After a protocol error the connection is closed: a client writing on finds out.
+            let mut d = Client::connect(addr);
+            d.0.write_all(b"*1\r\n$999999999999\r\n").unwrap();
+            let t = Instant::now();
+            let payload = [b'A'; 1024];
+            let failed = loop {
+                if d.0.write_all(&payload).is_err() {
+                    break true;
+                }
+                if t.elapsed() > Duration::from_secs(30) {
+                    break false;
+                }
+                std::thread::sleep(Duration::from_millis(1));
+            };
+            assert!(failed, "{addr}: still taking data 30 s after a protocol error");
+            ["incr", "get", "set"].map(|n| cmdstat(&info, n))
+        });
+        stats.push(got);
+    }
+    assert_eq!(stats[0], stats[1], "commandstats: Redis, then sirocco");
+    assert_eq!(stats[1][0].as_deref(), Some("calls=300001,rejected_calls=0,failed_calls=1"));
+    let (status, log) = s.stop();
+    assert!(status.success(), "{log}");
+}

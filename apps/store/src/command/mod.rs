@@ -32,6 +32,40 @@ pub trait Info {
     fn info(&self, ks: &Keyspace, sections: &[String]) -> String;
     /// CONFIG GET's parameters and their values.
     fn config(&self) -> Vec<(&'static str, String)>;
+    /// Command `cmd` (an index of [`names`]) ran for `usec` microseconds, or was refused
+    /// (INFO commandstats).
+    fn count(&self, _cmd: usize, _usec: u64, _call: Call) {}
+}
+
+/// How a command call ended, as INFO commandstats counts it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Call {
+    /// It ran and answered.
+    Done,
+    /// It ran and answered with an error (`failed_calls`).
+    Failed,
+    /// It was refused before running: wrong number of arguments (`rejected_calls`).
+    Rejected,
+}
+
+/// The commands' names, in the order [`Info::count`] numbers them.
+pub fn names() -> impl Iterator<Item = &'static str> {
+    COMMANDS.iter().map(|(n, ..)| *n)
+}
+
+/// Passes a reply on and notes whether it is an error reply.
+struct Watch<'a> {
+    out: &'a mut dyn Sink,
+    first: Option<u8>,
+}
+
+impl Sink for Watch<'_> {
+    fn put(&mut self, b: &[u8]) {
+        if self.first.is_none() {
+            self.first = b.first().copied();
+        }
+        self.out.put(b);
+    }
 }
 
 /// What a command runs against.
@@ -148,16 +182,23 @@ pub fn count() -> usize {
 /// Runs one request (not empty) and writes its reply.
 pub fn execute(a: Argv<'_>, ctx: &mut Ctx<'_>, out: &mut dyn Sink) -> Done {
     let name = a.get(0);
-    let found = COMMANDS.iter().find(|(n, ..)| n.as_bytes().eq_ignore_ascii_case(name));
-    let Some(&(cname, arity, handler)) = found else {
+    let found = COMMANDS.iter().position(|(n, ..)| n.as_bytes().eq_ignore_ascii_case(name));
+    let Some(idx) = found else {
         unknown_command(a, out);
         return Done::default();
     };
+    let (cname, arity, handler) = COMMANDS[idx];
     if !arity_ok(arity, a.len()) {
         arity_error(out, cname);
+        ctx.info.count(idx, 0, Call::Rejected);
         return Done::default();
     }
-    handler(a, ctx, out)
+    let t = std::time::Instant::now();
+    let mut w = Watch { out, first: None };
+    let done = handler(a, ctx, &mut w);
+    let call = if w.first == Some(b'-') { Call::Failed } else { Call::Done };
+    ctx.info.count(idx, t.elapsed().as_micros() as u64, call);
+    done
 }
 
 /// `%.*s` of C: at most `n` bytes, ending at a NUL.

@@ -1,23 +1,51 @@
 //! INFO and CONFIG GET, with Redis's field names where a field means what Redis's does.
 
 use super::{unix_ms, Shared, REDIS_VERSION};
-use crate::command::Info;
+use crate::command::{names, Call, Info};
 use crate::keyspace::Keyspace;
 use std::fmt::Write;
 use std::sync::atomic::Ordering;
 
-pub(super) struct InfoOf<'a>(pub &'a Shared);
+/// The server's state, as engine `.1` sees it.
+pub(super) struct InfoOf<'a>(pub &'a Shared, pub usize);
 
-const SECTIONS: &[&str] = &["server", "clients", "persistence", "stats", "keyspace"];
+/// Sections in Redis's order, and whether `INFO` with no argument shows them.
+const SECTIONS: &[(&str, bool)] = &[
+    ("server", true),
+    ("clients", true),
+    ("persistence", true),
+    ("stats", true),
+    ("cpu", true),
+    ("commandstats", false),
+    ("keyspace", true),
+];
 
 impl Info for InfoOf<'_> {
+    fn count(&self, cmd: usize, usec: u64, call: Call) {
+        let Some(c) = self.0.engines.get(self.1).and_then(|e| e.cmds.get(cmd)) else { return };
+        match call {
+            Call::Rejected => super::bump(&c.rejected, 1),
+            Call::Done | Call::Failed => {
+                super::bump(&c.calls, 1);
+                super::bump(&c.usec, usec);
+                if call == Call::Failed {
+                    super::bump(&c.failed, 1);
+                }
+            }
+        }
+    }
+
     fn info(&self, ks: &Keyspace, sections: &[String]) -> String {
         let s = self.0;
-        let all = sections.is_empty() || sections.iter().any(|x| x == "all" || x == "everything" || x == "default");
-        let want = |name: &str| all || sections.iter().any(|x| x == name);
+        let default = sections.is_empty() || sections.iter().any(|x| x == "default");
+        let all = sections.iter().any(|x| x == "all" || x == "everything");
+        let want = |entry: &&(&str, bool)| {
+            let (name, dflt) = **entry;
+            all || (default && dflt) || sections.iter().any(|x| x == name)
+        };
         let sum = |f: fn(&super::EngineStats) -> u64| s.engines.iter().map(f).sum::<u64>();
         let mut t = String::new();
-        for name in SECTIONS.iter().filter(|n| want(n)) {
+        for (name, _) in SECTIONS.iter().filter(want) {
             if !t.is_empty() {
                 t.push_str("\r\n");
             }
@@ -64,6 +92,34 @@ impl Info for InfoOf<'_> {
                         sum(|e| e.rejected.load(Ordering::Relaxed)),
                     );
                 }
+                "cpu" => {
+                    let (user, sys, cuser, csys, muser, msys) = cpu_seconds();
+                    let _ = write!(
+                        t,
+                        "# CPU\r\nused_cpu_sys:{sys:.6}\r\nused_cpu_user:{user:.6}\r\nused_cpu_sys_children:{csys:.6}\r\n\
+                         used_cpu_user_children:{cuser:.6}\r\nused_cpu_sys_main_thread:{msys:.6}\r\n\
+                         used_cpu_user_main_thread:{muser:.6}\r\n"
+                    );
+                }
+                "commandstats" => {
+                    t.push_str("# Commandstats\r\n");
+                    for (i, name) in names().enumerate() {
+                        let get = |f: fn(&super::CmdCounts) -> &std::sync::atomic::AtomicU64| {
+                            s.engines.iter().map(|e| f(&e.cmds[i]).load(Ordering::Relaxed)).sum::<u64>()
+                        };
+                        let (calls, usec) = (get(|c| &c.calls), get(|c| &c.usec));
+                        let (rejected, failed) = (get(|c| &c.rejected), get(|c| &c.failed));
+                        if calls + rejected == 0 {
+                            continue;
+                        }
+                        let per = if calls > 0 { usec as f64 / calls as f64 } else { 0.0 };
+                        let _ = write!(
+                            t,
+                            "cmdstat_{name}:calls={calls},usec={usec},usec_per_call={per:.2},\
+                             rejected_calls={rejected},failed_calls={failed}\r\n"
+                        );
+                    }
+                }
                 _ => {
                     t.push_str("# Keyspace\r\n");
                     let keys = ks.len();
@@ -91,4 +147,21 @@ impl Info for InfoOf<'_> {
             ("timeout", "0".into()),
         ]
     }
+}
+
+/// CPU seconds from /proc (user, system) of the process, of its waited-for children, and
+/// of its main thread, as Redis's INFO cpu reports them from getrusage.
+fn cpu_seconds() -> (f64, f64, f64, f64, f64, f64) {
+    // Fields after the command name (which may hold spaces) start after the last ')'; utime
+    // is the 14th field, so the 12th after it.
+    let ticks = |path: &str| -> [f64; 4] {
+        let stat = std::fs::read_to_string(path).unwrap_or_default();
+        let rest = stat.rsplit_once(')').map_or("", |(_, r)| r);
+        let f: Vec<f64> = rest.split_whitespace().skip(11).take(4).map(|v| v.parse().unwrap_or(0.0) / 100.0).collect();
+        let g = |i: usize| f.get(i).copied().unwrap_or(0.0);
+        [g(0), g(1), g(2), g(3)]
+    };
+    let p = ticks("/proc/self/stat");
+    let m = ticks(&format!("/proc/self/task/{}/stat", std::process::id()));
+    (p[0], p[1], p[2], p[3], m[0], m[1])
 }

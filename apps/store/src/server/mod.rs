@@ -8,7 +8,7 @@ use crate::keyspace::Keyspace;
 use crate::log::compact::{compact, Gens};
 use crate::log::order::Order;
 use crate::log::writer::LogWriter;
-use crate::session::{Flow, Out, Session, LIMIT};
+use crate::session::{Flow, Out, Session};
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicI64, AtomicU64, Ordering};
 use std::sync::Arc;
@@ -20,11 +20,25 @@ use wire::IpAddr;
 /// The Redis version the store answers as (the protocol and replies it follows).
 pub const REDIS_VERSION: &str = "7.0.15";
 
+/// One command's INFO commandstats counts on one engine (only that engine writes them).
+#[derive(Default)]
+pub struct CmdCounts {
+    /// Calls that ran (failed ones too).
+    pub calls: AtomicU64,
+    /// Microseconds they took.
+    pub usec: AtomicU64,
+    /// Calls refused before running.
+    pub rejected: AtomicU64,
+    /// Calls that answered with an error.
+    pub failed: AtomicU64,
+}
+
 /// One engine's counters, read by INFO on any engine. Each on cache lines of its own: every
 /// engine writes its own at every batch, and neighbours in the Vec would share a line.
-#[derive(Default)]
 #[repr(align(128))]
 pub struct EngineStats {
+    /// Per command, in the order of [`crate::command::names`].
+    pub cmds: Box<[CmdCounts]>,
     /// Requests handled.
     pub commands: AtomicU64,
     /// Connections accepted.
@@ -39,6 +53,26 @@ pub struct EngineStats {
     pub records: AtomicU64,
     /// Log bytes written.
     pub log_bytes: AtomicU64,
+}
+
+impl Default for EngineStats {
+    fn default() -> Self {
+        EngineStats {
+            cmds: crate::command::names().map(|_| CmdCounts::default()).collect(),
+            commands: AtomicU64::new(0),
+            connections: AtomicU64::new(0),
+            open: AtomicI64::new(0),
+            rejected: AtomicU64::new(0),
+            commits: AtomicU64::new(0),
+            records: AtomicU64::new(0),
+            log_bytes: AtomicU64::new(0),
+        }
+    }
+}
+
+/// Adds `n` to a counter only its engine writes (a load and a store, no locked instruction).
+fn bump(c: &AtomicU64, n: u64) {
+    c.store(c.load(Ordering::Relaxed).wrapping_add(n), Ordering::Relaxed);
 }
 
 /// What every engine shares.
@@ -110,7 +144,7 @@ impl Store {
 
     fn run(&mut self, s: &mut Session, data: Option<&[u8]>, w: &mut Writer<'_, '_>) -> Verdict {
         let before = s.commands;
-        let info = info::InfoOf(&self.shared);
+        let info = info::InfoOf(&self.shared, self.engine);
         let mut ctx = Ctx { ks: &self.shared.ks, journal: &mut self.log.stage, now_ms: self.now_ms, info: &info };
         let id = w.id();
         let mut out = WriterOut(w);
@@ -127,7 +161,9 @@ impl Store {
                 s.queued = true;
                 self.waiters.push((wait, id));
             }
-        } else if s.pending() > 0 && out.0.backlog() > LIMIT {
+        }
+        if s.unsent() > 0 {
+            // Replies wait for the client to read: more go as the network takes them.
             out.0.wait_for_drain();
         }
         Verdict::Continue

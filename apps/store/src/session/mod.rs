@@ -3,17 +3,26 @@
 //!
 //! Replies are gathered in the session and released together once the order's durable
 //! prefix reaches the highest sequence number any of them depends on; later replies queue
-//! behind earlier ones, so pipelined requests are answered in order. While replies or output
-//! pile up past [`LIMIT`], requests are left unread (the client's own TCP window then holds it
-//! back).
+//! behind earlier ones, so pipelined requests are answered in order.
+//!
+//! Requests are read on while the client does not read its replies, as Redis reads them: a
+//! client may write a whole pipeline (100 000 commands) before it reads anything, and holding
+//! its requests back until it reads would leave both sides waiting. Released replies beyond
+//! what the network takes ([`LIMIT`]) wait in the session, up to the output-buffer limit
+//! ([`OUTPUT_LIMIT`], Redis's `client-output-buffer-limit`); a client past it is closed, as
+//! Redis closes it.
 
 use crate::command::{execute, Argv, Ctx};
 use resp::reply;
 use resp::{Parsed, Parser};
 use tcp::channel::streams::Unread;
 
-/// Replies held, or output waiting for the network, above which requests are left unread.
+/// Output handed to the network at most (the channel holds the receive window closed above
+/// it, which would stop a client that writes before it reads).
 pub const LIMIT: usize = tcp::channel::streams::HIGH_WATER;
+
+/// Replies a connection may have waiting for its client to read them before it is closed.
+pub const OUTPUT_LIMIT: usize = 64 << 20;
 
 /// Where released replies go.
 pub trait Out {
@@ -39,7 +48,14 @@ pub struct Session {
     buf: Unread,
     held: Vec<u8>,
     wait: u64,
+    /// Replies released, waiting for room in the network's output (from `ready_at`).
+    ready: Vec<u8>,
+    ready_at: usize,
     closing: bool,
+    /// The output-buffer limit for this connection.
+    output_limit: usize,
+    /// Closed for passing it.
+    pub overflowed: bool,
     /// Set while the server has the session on its list of those waiting for durability.
     pub queued: bool,
     /// Requests handled.
@@ -60,7 +76,11 @@ impl Session {
             buf: Unread::default(),
             held: Vec::new(),
             wait: 0,
+            ready: Vec::new(),
+            ready_at: 0,
             closing: false,
+            output_limit: OUTPUT_LIMIT,
+            overflowed: false,
             queued: false,
             commands: 0,
         }
@@ -76,13 +96,24 @@ impl Session {
         self.buf.len()
     }
 
+    /// Released replies waiting for room in the network's output.
+    pub fn unsent(&self) -> usize {
+        self.ready.len() - self.ready_at
+    }
+
+    /// A smaller output-buffer limit (tests, configuration).
+    pub fn with_output_limit(mut self, bytes: usize) -> Session {
+        self.output_limit = bytes;
+        self
+    }
+
     /// Takes received bytes; `durable` is the order's durable prefix now.
     pub fn input(&mut self, data: &[u8], ctx: &mut Ctx<'_>, durable: u64, out: &mut dyn Out) -> Flow {
         if self.closing {
             return self.flow();
         }
         let mut unread = std::mem::take(&mut self.buf);
-        unread.feed(data, |d| self.run(d, ctx, out));
+        unread.feed(data, |d| self.run(d, ctx));
         if let Some(n) = self.parser.pending_bulk() {
             // Room for a long value early (up to 1 MB: a declared length alone must not make
             // a connection take much memory; beyond it the buffer grows as bytes arrive).
@@ -99,7 +130,7 @@ impl Session {
         self.release(durable, out);
         if !self.closing && !self.buf.is_empty() {
             let mut unread = std::mem::take(&mut self.buf);
-            unread.again(|d| self.run(d, ctx, out));
+            unread.again(|d| self.run(d, ctx));
             self.buf = unread;
             self.release(durable, out);
         }
@@ -107,24 +138,46 @@ impl Session {
     }
 
     fn flow(&self) -> Flow {
-        if self.closing && self.held.is_empty() {
+        if self.overflowed || (self.closing && self.held.is_empty() && self.unsent() == 0) {
             Flow::Close
         } else {
             Flow::Open
         }
     }
 
+    /// Replies whose writes are durable become ready; ready replies go to the network while
+    /// its output is under [`LIMIT`].
     fn release(&mut self, durable: u64, out: &mut dyn Out) {
         if !self.held.is_empty() && self.wait <= durable {
-            out.put(&self.held);
+            if self.unsent() == 0 && out.backlog() + self.held.len() <= LIMIT {
+                out.put(&self.held);
+            } else {
+                self.ready.extend_from_slice(&self.held);
+            }
             self.held.clear();
+        }
+        let room = LIMIT.saturating_sub(out.backlog());
+        if room > 0 && self.unsent() > 0 {
+            let n = room.min(self.unsent());
+            out.put(&self.ready[self.ready_at..self.ready_at + n]);
+            self.ready_at += n;
+            if self.ready_at == self.ready.len() {
+                self.ready.clear();
+                self.ready_at = 0;
+            } else if self.ready_at > self.ready.len() / 2 {
+                self.ready.drain(..self.ready_at);
+                self.ready_at = 0;
+            }
+        }
+        if self.held.len() + self.unsent() > self.output_limit {
+            self.overflowed = true;
         }
     }
 
     /// Handles the requests at the start of `data`; returns the bytes taken.
-    fn run(&mut self, data: &[u8], ctx: &mut Ctx<'_>, out: &mut dyn Out) -> usize {
+    fn run(&mut self, data: &[u8], ctx: &mut Ctx<'_>) -> usize {
         let mut at = 0;
-        while at < data.len() && !self.closing && self.held.len() <= LIMIT && out.backlog() <= LIMIT {
+        while at < data.len() && !self.closing && !self.overflowed {
             match self.parser.parse(&data[at..]) {
                 Parsed::Incomplete => break,
                 Parsed::Request { consumed } => {
@@ -134,6 +187,9 @@ impl Session {
                         self.wait = self.wait.max(done.wait);
                         self.commands += 1;
                         self.closing = done.close;
+                        if self.held.len() + self.unsent() > self.output_limit {
+                            self.overflowed = true;
+                        }
                     }
                     at += consumed;
                 }

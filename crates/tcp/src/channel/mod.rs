@@ -32,7 +32,7 @@ pub use outbox::Outbox;
 use crate::config::Config;
 use crate::endpoint::{ConnectError, Endpoint, Handle, Limits, Output};
 use crate::rss::Rss;
-use crate::tcb::End;
+use crate::tcb::{End, Tcb};
 use hub::{Kind, Raw, Where};
 use timer::Instant;
 
@@ -339,6 +339,11 @@ impl Calls<'_> {
         }
         self.ep.recv_done(h, n);
         Ok(())
+    }
+
+    /// Whether `h`'s FIN (and so everything before it) has left.
+    pub fn fin_sent(&self, h: Handle) -> bool {
+        self.ep.tcb(h).is_some_and(Tcb::fin_sent)
     }
 
     /// Half-closes `h` once what `sendv` took is sent.

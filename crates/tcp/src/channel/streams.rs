@@ -374,8 +374,17 @@ impl<S: StreamServer> Server for Streams<S> {
                 Event::Recv { cookie, data, .. } => {
                     if let Some(Some(slot)) = self.slots.get_mut(cookie as usize) {
                         if slot.closing {
-                            // Bytes after a close verdict are read and dropped.
-                            let _ = calls.recv_done(slot.h, data.len() as u32);
+                            if slot.fin_sent && calls.fin_sent(slot.h) {
+                                // Data for a connection the application closed: a socket
+                                // closed with data unread answers with a reset (as Linux
+                                // does), so a client that keeps writing after, say, a
+                                // protocol error finds out instead of writing forever.
+                                let _ = calls.abort(slot.h);
+                            } else {
+                                // Bytes after a close verdict, while the last output goes,
+                                // are read and dropped.
+                                let _ = calls.recv_done(slot.h, data.len() as u32);
+                            }
                             continue;
                         }
                         slot.owed += data.len() as u32;

@@ -637,6 +637,11 @@ impl Tcb {
         &self.tuple
     }
 
+    /// Our FIN has been transmitted (so all our data before it has too).
+    pub fn fin_sent(&self) -> bool {
+        self.snd.fin_seq.is_some_and(|f| self.snd.max > f)
+    }
+
     /// The current state.
     pub fn state(&self) -> State {
         self.state
