@@ -126,6 +126,21 @@ impl Keys {
         tag.copy_from_slice(t.as_ref());
     }
 
+    /// As [`Keys::seal`] with `padding` zero bytes after the inner type (RFC 8446 §5.4): `rec`
+    /// has room for them before the tag.
+    pub fn seal_padded(&self, seq: u64, inner_type: u8, rec: &mut [u8], padding: usize) {
+        let plain = rec.len() - OVERHEAD - padding;
+        let l = ((plain + 1 + padding + TAG) as u16).to_be_bytes();
+        rec[..HEADER].copy_from_slice(&[content::APPLICATION_DATA, 3, 3, l[0], l[1]]);
+        rec[HEADER + plain] = inner_type;
+        rec[HEADER + plain + 1..HEADER + plain + 1 + padding].fill(0);
+        let (head, rest) = rec.split_at_mut(HEADER);
+        let (body, tag) = rest.split_at_mut(plain + 1 + padding);
+        let aad = Aad::from(<[u8; HEADER]>::try_from(&*head).expect("header"));
+        let t = self.key.seal_in_place_separate_tag(self.nonce(seq), aad, body).expect("within the AEAD's limit");
+        tag.copy_from_slice(t.as_ref());
+    }
+
     /// Protects record `seq`'s content in place where it lies (in the application's own
     /// buffer, between other records' content): `content` is the record's content and one
     /// more byte, which is borrowed for the inner type and given back. Returns the encrypted
@@ -158,11 +173,13 @@ impl Keys {
         let (head, body) = rec.split_at_mut(HEADER);
         let aad = Aad::from(<[u8; HEADER]>::try_from(&*head).expect("header"));
         let plain = self.key.open_in_place(self.nonce(seq), aad, body).map_err(|_| OpenError::BadMac)?;
-        // Zero padding, then the real content type as the last non-zero byte.
-        let end = plain.iter().rposition(|&b| b != 0).ok_or(OpenError::NoContentType)?;
-        if end > MAX_PLAIN {
+        // RFC 8446 §5.4: the whole TLSInnerPlaintext — content, type and padding — is at
+        // most 2^14 + 1 bytes, not only the content.
+        if plain.len() > MAX_PLAIN + 1 {
             return Err(OpenError::Overflow);
         }
+        // Zero padding, then the real content type as the last non-zero byte.
+        let end = plain.iter().rposition(|&b| b != 0).ok_or(OpenError::NoContentType)?;
         Ok((plain[end], HEADER..HEADER + end))
     }
 }

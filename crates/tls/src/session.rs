@@ -65,6 +65,8 @@ pub struct Session {
     open: Option<Open>,
     /// Bytes from the peer not yet processed.
     input: Vec<u8>,
+    /// A post-handshake message begun in one record, to be continued in the next.
+    hs_partial: Vec<u8>,
     /// A data record at the front of `input` being taken by the application.
     held: usize,
     /// The outgoing stream.
@@ -110,6 +112,7 @@ impl Session {
             handshake: Some(Handshake::new(cfg)?),
             open: None,
             input: Vec::new(),
+            hs_partial: Vec::new(),
             held: 0,
             layout: Layout::new(record),
             tx: Vec::new(),
@@ -229,6 +232,11 @@ impl Session {
                 Err(OpenError::Overflow) => return self.fatal(alert::RECORD_OVERFLOW),
                 Err(OpenError::NoContentType) => return self.fatal(alert::UNEXPECTED_MESSAGE),
             };
+            // A handshake message begun in one record continues in the next: nothing else
+            // may come between (RFC 8446 §5.1).
+            if !self.hs_partial.is_empty() && inner != content::HANDSHAKE {
+                return self.fatal(alert::UNEXPECTED_MESSAGE);
+            }
             match inner {
                 content::APPLICATION_DATA => {
                     if range.is_empty() {
@@ -259,9 +267,14 @@ impl Session {
                     }
                 }
                 content::HANDSHAKE => {
-                    let msg = self.input[range].to_vec();
+                    if range.is_empty() {
+                        // Zero-length handshake fragments are not allowed (RFC 8446 §5.1).
+                        return self.fatal(alert::UNEXPECTED_MESSAGE);
+                    }
+                    let mut msg = std::mem::take(&mut self.hs_partial);
+                    msg.extend_from_slice(&self.input[range]);
                     self.input.drain(..end);
-                    if let Err(desc) = self.handshake_message(&msg, plain_end, boundary) {
+                    if let Err(desc) = self.handshake_messages(msg, plain_end, boundary) {
                         return self.fatal(desc);
                     }
                 }
@@ -287,6 +300,7 @@ impl Session {
             handshake: None,
             open: Some(Open { rx, rx_seq: 0, kernel: None }),
             input: Vec::new(),
+            hs_partial: Vec::new(),
             held: 0,
             layout,
             tx: vec![(0, tx)],
@@ -299,19 +313,27 @@ impl Session {
         }
     }
 
-    /// Post-handshake messages: only KeyUpdate is valid from a client (no tickets, no
-    /// post-handshake authentication was offered).
-    fn handshake_message(&mut self, mut msg: &[u8], plain_end: u64, boundary: &dyn Fn(u64) -> u64) -> Result<(), u8> {
+    /// Post-handshake messages, the bytes of one record after any fragment the last one
+    /// left: only KeyUpdate is valid from a client (no tickets, no post-handshake
+    /// authentication was offered). A message may span records; a KeyUpdate must end its
+    /// record, for the record after it is under the new key (RFC 8446 §5.1).
+    fn handshake_messages(&mut self, all: Vec<u8>, plain_end: u64, boundary: &dyn Fn(u64) -> u64) -> Result<(), u8> {
+        let mut msg = &all[..];
         while !msg.is_empty() {
             let [typ, a, b, c, ref rest @ ..] = *msg else {
-                return Err(alert::DECODE_ERROR);
+                self.hs_partial = msg.to_vec();
+                return Ok(());
             };
             let len = u32::from_be_bytes([0, a, b, c]) as usize;
             if typ != KEY_UPDATE {
                 return Err(alert::UNEXPECTED_MESSAGE);
             }
-            if len != 1 || rest.is_empty() {
+            if len != 1 {
                 return Err(alert::DECODE_ERROR);
+            }
+            if rest.is_empty() {
+                self.hs_partial = msg.to_vec();
+                return Ok(());
             }
             let requested = match rest[0] {
                 0 => false,
@@ -319,6 +341,10 @@ impl Session {
                 _ => return Err(alert::ILLEGAL_PARAMETER),
             };
             msg = &rest[1..];
+            if !msg.is_empty() {
+                // More after a key change in the same record.
+                return Err(alert::UNEXPECTED_MESSAGE);
+            }
             let open = self.open.as_mut().expect("established");
             let kernel = open.kernel.as_mut().ok_or(alert::INTERNAL_ERROR)?;
             let (seq, secrets) = kernel.update_rx_secret().map_err(|_| alert::INTERNAL_ERROR)?;

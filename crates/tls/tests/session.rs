@@ -21,6 +21,11 @@ fn server_config() -> TlsConfig {
 }
 
 fn client(suite: Option<rustls::SupportedCipherSuite>) -> ClientConnection {
+    client_logging(suite, None)
+}
+
+/// A client whose secrets go to `log` (to craft records under its keys).
+fn client_logging(suite: Option<rustls::SupportedCipherSuite>, log: Option<Arc<Secrets>>) -> ClientConnection {
     let mut roots = RootCertStore::empty();
     for c in CertificateDer::pem_file_iter(cert_dir().join("ca.pem")).unwrap() {
         roots.add(c.unwrap()).unwrap();
@@ -35,6 +40,9 @@ fn client(suite: Option<rustls::SupportedCipherSuite>) -> ClientConnection {
         .with_root_certificates(roots)
         .with_no_client_auth();
     cfg.alpn_protocols = vec![b"http/1.1".to_vec()];
+    if let Some(l) = log {
+        cfg.key_log = l;
+    }
     ClientConnection::new(Arc::new(cfg), ServerName::try_from("sirocco.test").unwrap()).unwrap()
 }
 
@@ -327,4 +335,135 @@ fn records_sealed_in_place_in_the_applications_buffer_read_back_as_the_same_stre
         }
         assert_eq!(got, msg.to_ascii_uppercase(), "record size {record}");
     }
+}
+
+/// The client's application traffic secret, as rustls logs it.
+#[derive(Debug, Default)]
+struct Secrets(std::sync::Mutex<Option<Vec<u8>>>);
+
+impl rustls::KeyLog for Secrets {
+    fn log(&self, label: &str, _client_random: &[u8], secret: &[u8]) {
+        if label == "CLIENT_TRAFFIC_SECRET_0" {
+            *self.0.lock().unwrap() = Some(secret.to_vec());
+        }
+    }
+    fn will_log(&self, _label: &str) -> bool {
+        true
+    }
+}
+
+/// HKDF-Expand-Label of RFC 8446 §7.1 with SHA-256 and an empty context.
+fn expand_label(secret: &[u8], label: &str, len: usize) -> Vec<u8> {
+    struct Len(usize);
+    impl ring::hkdf::KeyType for Len {
+        fn len(&self) -> usize {
+            self.0
+        }
+    }
+    let full = format!("tls13 {label}");
+    let info = [&(len as u16).to_be_bytes()[..], &[full.len() as u8], full.as_bytes(), &[0]].concat();
+    let prk = ring::hkdf::Prk::new_less_safe(ring::hkdf::HKDF_SHA256, secret);
+    let mut out = vec![0; len];
+    prk.expand(&[&info], Len(len)).unwrap().fill(&mut out).unwrap();
+    out
+}
+
+/// The client's side of the record layer, by hand: records of any content, padding and
+/// fragmentation under its traffic secret, and the secret after a KeyUpdate.
+struct Forge {
+    secret: Vec<u8>,
+    seq: u64,
+}
+
+impl Forge {
+    /// A client past the handshake with a server, and its forge (AES-128-GCM-SHA256).
+    fn new() -> (Server, Forge) {
+        let suite = rustls::crypto::ring::cipher_suite::TLS13_AES_128_GCM_SHA256;
+        let log = Arc::new(Secrets::default());
+        let mut c = client_logging(Some(suite), Some(log.clone()));
+        let mut s = Server::new();
+        exchange(&mut c, &mut s, 1448);
+        assert!(s.s.established());
+        let secret = log.0.lock().unwrap().clone().expect("secret logged");
+        (s, Forge { secret, seq: 0 })
+    }
+
+    /// One record of `inner` type with `content` and `padding` zeros, under the current key.
+    fn record(&mut self, inner: u8, content: &[u8], padding: usize) -> Vec<u8> {
+        let keys = tls::record::Keys::new(
+            &ring::aead::AES_128_GCM,
+            &expand_label(&self.secret, "key", 16),
+            &expand_label(&self.secret, "iv", 12),
+        )
+        .unwrap();
+        // TLSInnerPlaintext: the content, its type, then the zeros of padding.
+        let mut rec = vec![0u8; tls::record::HEADER + content.len() + 1 + padding + tls::record::TAG];
+        let body = tls::record::HEADER..tls::record::HEADER + content.len();
+        rec[body].copy_from_slice(content);
+        keys.seal_padded(self.seq, inner, &mut rec, padding);
+        self.seq += 1;
+        rec
+    }
+
+    /// Moves to the next key, as the sender of a KeyUpdate does.
+    fn update(&mut self) {
+        self.secret = expand_label(&self.secret, "traffic upd", 32);
+        self.seq = 0;
+    }
+}
+
+const KEY_UPDATE: [u8; 5] = [24, 0, 0, 1, 0];
+
+#[test]
+fn a_key_update_split_over_two_records_is_taken() {
+    // RFC 8446 §5.1: a handshake message may be fragmented over records; the key changes
+    // where the message ends.
+    let (mut s, mut f) = Forge::new();
+    let a = f.record(content::HANDSHAKE, &KEY_UPDATE[..3], 0);
+    let b = f.record(content::HANDSHAKE, &KEY_UPDATE[3..], 0);
+    f.update();
+    let c = f.record(content::APPLICATION_DATA, b"after", 0);
+    s.take(&[a, b, c].concat());
+    assert_eq!(s.failed, None);
+    assert_eq!((s.got.as_slice(), s.s.events.key_updates_in), (&b"after"[..], 1));
+}
+
+#[test]
+fn a_key_change_not_at_a_record_boundary_is_unexpected() {
+    // Two KeyUpdates in one record, or a KeyUpdate with the start of another message after
+    // it: the rest of the record would be under the old key (RFC 8446 §5.1).
+    for content_ in [[KEY_UPDATE, KEY_UPDATE].concat(), [&KEY_UPDATE[..], &[24, 0]].concat()] {
+        let (mut s, mut f) = Forge::new();
+        let r = f.record(content::HANDSHAKE, &content_, 0);
+        s.take(&r);
+        assert_eq!(s.failed, Some(Failure::Record(alert::UNEXPECTED_MESSAGE)), "{content_:?}");
+    }
+    // A fragment, then application data before the message ends.
+    let (mut s, mut f) = Forge::new();
+    let a = f.record(content::HANDSHAKE, &KEY_UPDATE[..2], 0);
+    let b = f.record(content::APPLICATION_DATA, b"x", 0);
+    s.take(&[a, b].concat());
+    assert_eq!(s.failed, Some(Failure::Record(alert::UNEXPECTED_MESSAGE)));
+}
+
+#[test]
+fn the_rest_of_a_key_update_under_the_new_key_fails_the_mac() {
+    let (mut s, mut f) = Forge::new();
+    let a = f.record(content::HANDSHAKE, &KEY_UPDATE[..3], 0);
+    f.update();
+    let b = f.record(content::HANDSHAKE, &KEY_UPDATE[3..], 0);
+    s.take(&[a, b].concat());
+    assert_eq!(s.failed, Some(Failure::Record(alert::BAD_RECORD_MAC)));
+}
+
+#[test]
+fn a_record_whose_padding_passes_the_limit_overflows() {
+    // RFC 8446 §5.4: content, type and padding together at most 2^14 + 1 bytes.
+    let (mut s, mut f) = Forge::new();
+    let r = f.record(content::APPLICATION_DATA, &vec![b'a'; (1 << 14) - 8], 8);
+    s.take(&r);
+    assert_eq!(s.failed, None, "2^14 + 1 exactly is allowed");
+    let r = f.record(content::APPLICATION_DATA, &vec![b'a'; (1 << 14) - 8], 9);
+    s.take(&r);
+    assert_eq!(s.failed, Some(Failure::Record(alert::RECORD_OVERFLOW)));
 }
