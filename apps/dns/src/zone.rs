@@ -87,12 +87,20 @@ pub fn load_text(path: &Path, text: &[u8], origin: Option<&str>) -> Result<Zone,
         Some(o) => Some(dns_name(&o)?),
         None => None,
     };
-    from_records(path, origin, records)
+    let zone = build(path, origin, records)?;
+    zone.check_cname(path, Some(text))?;
+    Ok(zone)
 }
 
 /// The zone of `records` (`path` names it in errors); its origin is `origin` if given, else
 /// the SOA's owner.
 pub fn from_records(path: &Path, origin: Option<Name>, records: Vec<Record>) -> Result<Zone, String> {
+    let zone = build(path, origin, records)?;
+    zone.check_cname(path, None)?;
+    Ok(zone)
+}
+
+fn build(path: &Path, origin: Option<Name>, records: Vec<Record>) -> Result<Zone, String> {
     let origin = match origin {
         Some(o) => o,
         None => {
@@ -181,6 +189,27 @@ impl Zone {
         true
     }
 
+    /// A name with a CNAME has no other data but its DNSSEC records, and one CNAME (RFC
+    /// 1034 §3.6.2, RFC 2181 §10.1, RFC 4035 §2.5): NSD refuses such a zone and Knot's
+    /// checker calls it an error. `text`, when given, is searched for the CNAME's line.
+    fn check_cname(&self, path: &Path, text: Option<&[u8]>) -> Result<(), String> {
+        let mut bad: Vec<(&[u8], &'static str)> = Vec::new();
+        for (owner, sets) in &self.nodes {
+            let Some(c) = sets.iter().find(|s| s.rtype == rtype::CNAME) else { continue };
+            if c.rdatas.len() > 1 {
+                bad.push((owner, "more than one CNAME"));
+            } else if sets.iter().any(|s| !matches!(s.rtype, rtype::CNAME | rtype::RRSIG | rtype::NSEC)) {
+                bad.push((owner, "a CNAME and other data"));
+            }
+        }
+        bad.sort();
+        let Some(&(owner, what)) = bad.first() else { return Ok(()) };
+        let name = Name::from_wire(owner).map(|n| n.to_string()).unwrap_or_default();
+        let line = text.and_then(|t| cname_line(t, &name, &self.origin.to_string()));
+        let at = line.map_or(String::new(), |l| format!(":{l}"));
+        Err(format!("{}{at}: {name} has {what} (RFC 1034 §3.6.2, RFC 2181 §10.1)", path.display()))
+    }
+
     fn check_soa(&self, path: &Path) -> Result<(), String> {
         let soas = self.soa().map(|s| s.rdatas.len()).unwrap_or(0);
         if soas != 1 {
@@ -210,10 +239,32 @@ impl Zone {
                 z.insert(&path, r)?;
             }
         }
+        z.check_cname(&path, None)?;
         z.signed = z.nodes.values().chain(z.nsec3.values()).flatten().any(|s| s.rtype == rtype::RRSIG);
         z.check_soa(&path)?;
         Ok(z)
     }
+}
+
+/// The line of a CNAME record of `name` (absolute, with the zone's `origin`) in zone text: a
+/// line whose owner is the name (absolute, relative or `@`) and which has a CNAME token.
+fn cname_line(text: &[u8], name: &str, origin: &str) -> Option<usize> {
+    let name = name.to_ascii_lowercase();
+    let origin = origin.to_ascii_lowercase();
+    let relative = if name == origin {
+        "@".to_string()
+    } else {
+        name.strip_suffix(&format!(".{origin}")).unwrap_or(&name).to_string()
+    };
+    text.split(|&b| b == b'\n').enumerate().find_map(|(n, line)| {
+        if line.first().is_none_or(|c| c.is_ascii_whitespace()) {
+            return None;
+        }
+        let toks = tokens(line);
+        let owner = String::from_utf8_lossy(toks.first()?.text).to_ascii_lowercase();
+        let is_cname = toks.iter().any(|t| !t.quoted && t.text.eq_ignore_ascii_case(b"CNAME"));
+        (is_cname && (owner == name || owner == relative)).then_some(n + 1)
+    })
 }
 
 /// The zone as master-file text: `$ORIGIN`, then every record, one per line, in the
@@ -504,6 +555,25 @@ mod tests {
         assert_eq!(z.rrset(spf.as_wire(), 99).unwrap().rdatas[0], b"\x0fv=spf1 \"a\" -all\x02xA".to_vec(), "SPF");
         let _ = std::fs::remove_file(p);
         let _ = std::fs::remove_file(inc);
+    }
+
+    #[test]
+    fn a_cname_with_other_data_is_refused_at_its_line() {
+        let head = "$ORIGIN example.com.\n@ 3600 IN SOA ns1 h 1 2 3 4 5\n@ NS ns1\nns1 A 198.18.0.1\n";
+        for (body, line, what) in [
+            ("www A 198.18.0.2\nwww CNAME ns1\n", 6, "a CNAME and other data"),
+            ("www.example.com. CNAME ns1\nwww TXT \"x\"\n", 5, "a CNAME and other data"),
+            ("alias CNAME ns1\nalias CNAME www\n", 5, "more than one CNAME"),
+        ] {
+            let e = load_text(Path::new("c.zone"), format!("{head}{body}").as_bytes(), None).unwrap_err();
+            assert!(e.starts_with(&format!("c.zone:{line}: ")) && e.contains(what), "{e}");
+        }
+        // Its DNSSEC records may stand beside it.
+        let ok = format!(
+            "{head}www CNAME ns1\nwww RRSIG CNAME 13 3 60 20991231000000 20260101000000 1 example.com. AAAA\n\
+             www NSEC xx.example.com. CNAME RRSIG NSEC\n"
+        );
+        load_text(Path::new("c.zone"), ok.as_bytes(), None).unwrap();
     }
 
     #[test]

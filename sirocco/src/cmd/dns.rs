@@ -186,13 +186,13 @@ struct ZoneConfig {
     file: Option<PathBuf>,
     name: Option<String>,
     /// The zone's primaries, ADDR or ADDR@PORT: the zone is served as a secondary.
-    #[serde(default)]
+    #[serde(default, deserialize_with = "addr_ports")]
     primary: Vec<String>,
     /// Addresses or prefixes that may transfer the zone.
-    #[serde(default)]
+    #[serde(default, deserialize_with = "prefixes")]
     allow_transfer: Vec<String>,
     /// Secondaries to NOTIFY, ADDR or ADDR@PORT.
-    #[serde(default)]
+    #[serde(default, deserialize_with = "addr_ports")]
     notify: Vec<String>,
     /// The TSIG key transfers must be signed with and NOTIFYs are.
     tsig_key: Option<String>,
@@ -311,6 +311,23 @@ fn secondary_specs(
         out.push(dns_server::secondary::SecondarySpec { origin: wire, primaries, key: spec.key(keys)? });
     }
     Ok(out)
+}
+
+/// A config file's list of ADDR or ADDR@PORT, checked as it is read, so that a bad one is
+/// reported at its line of the config file.
+fn addr_ports<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Vec<String>, D::Error> {
+    let v = Vec::<String>::deserialize(d)?;
+    for s in &v {
+        endpoint(s, "address").map_err(serde::de::Error::custom)?;
+    }
+    Ok(v)
+}
+
+/// A config file's list of addresses or prefixes, checked as it is read.
+fn prefixes<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Vec<String>, D::Error> {
+    let v = Vec::<String>::deserialize(d)?;
+    dns_server::transfer::Acl::parse(&v).map_err(serde::de::Error::custom)?;
+    Ok(v)
 }
 
 /// A secondary to notify or a primary (`what`): ADDR or ADDR@PORT (port 53 by default).

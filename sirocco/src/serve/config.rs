@@ -23,17 +23,52 @@ pub struct Common {
     /// Port.
     pub port: Option<u16>,
     /// The metrics endpoint (`--metrics`).
+    #[serde(default, deserialize_with = "metrics_addr")]
     pub metrics: Option<String>,
 }
 
+/// `metrics`, checked as it is read (so a bad one is reported at its line).
+fn metrics_addr<'de, D: de::Deserializer<'de>>(d: D) -> Result<Option<String>, D::Error> {
+    let s = String::deserialize(d)?;
+    crate::dataplane::metrics::parse_addr(&s).map_err(|e| de::Error::custom(e.replace("--metrics ", "metrics ")))?;
+    Ok(Some(s))
+}
+
 /// The `addr` key: one address or a list.
-#[derive(Deserialize, Debug, Clone, PartialEq)]
-#[serde(untagged)]
+#[derive(Debug, Clone, PartialEq)]
 pub enum Addrs {
     /// One address.
     One(IpAddr),
     /// Several.
     Many(Vec<IpAddr>),
+}
+
+impl<'de> Deserialize<'de> for Addrs {
+    /// A string or a list of strings, each an IPv4 or IPv6 address; an error says which
+    /// value is not one (serde's untagged enums only say that nothing matched).
+    fn deserialize<D: de::Deserializer<'de>>(d: D) -> Result<Addrs, D::Error> {
+        struct V;
+        fn ip<E: de::Error>(s: &str) -> Result<IpAddr, E> {
+            s.parse().map_err(|_| E::custom(format!("addr {s:?} is not an IPv4 or IPv6 address")))
+        }
+        impl<'de> Visitor<'de> for V {
+            type Value = Addrs;
+            fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+                f.write_str("an address, or a list of addresses (one of each family)")
+            }
+            fn visit_str<E: de::Error>(self, s: &str) -> Result<Addrs, E> {
+                ip(s).map(Addrs::One)
+            }
+            fn visit_seq<A: de::SeqAccess<'de>>(self, mut seq: A) -> Result<Addrs, A::Error> {
+                let mut v = Vec::new();
+                while let Some(s) = seq.next_element::<String>()? {
+                    v.push(ip(&s)?);
+                }
+                Ok(Addrs::Many(v))
+            }
+        }
+        d.deserialize_any(V)
+    }
 }
 
 impl Addrs {
@@ -151,6 +186,18 @@ mod tests {
         assert!(e.1.contains("fiel"), "nested tables keep their own checks: {}", e.1);
         let e = parse::<Own>("root = \n").err().unwrap();
         assert_eq!(e.0, 1);
+        // Values checked as they are read, at their own line (issue 39).
+        let e = parse::<Own>("iface = \"x\"\naddr = \"198.18.0.300\"\n").err().unwrap();
+        assert_eq!(e.0, 2, "{}", e.1);
+        assert!(e.1.contains("\"198.18.0.300\" is not an IPv4 or IPv6 address"), "{}", e.1);
+        let e = parse::<Own>("addr = [\"198.18.0.1\", \"x::y::z\"]\n").err().unwrap();
+        assert!(e.1.contains("\"x::y::z\" is not"), "{}", e.1);
+        let e = parse::<Own>("\nmetrics = \"127.0.0.1:99999\"\n").err().unwrap();
+        assert_eq!(e.0, 2, "{}", e.1);
+        assert!(e.1.contains("metrics \"127.0.0.1:99999\""), "{}", e.1);
+        let f: File<Own> = parse("addr = [\"198.18.0.1\", \"2001:2::1\"]\nmetrics = \"9100\"\n").unwrap();
+        assert_eq!(f.common.addr.map(Addrs::list).map(|v| v.len()), Some(2));
+        assert_eq!(f.common.metrics.as_deref(), Some("9100"));
     }
 
     #[test]
