@@ -197,7 +197,10 @@ impl RateLimit {
             _ => return Err("give pps or bps, not both".into()),
         };
         let burst = a.int("burst", (rate / 100).max(if bits { 12_000 } else { 1 }) as i64, 1..=i64::MAX)? as u128;
-        Ok(RateLimit { rate, bits, tokens: 0, burst: burst * 1_000_000_000, last_ns: 0, started: false, excess: 0 })
+        // The bucket starts full, as a policer's does (RFC 2697 §3): a module inserted under a
+        // stream that keeps to the rate must not drop its first batch as excess.
+        let burst = burst * 1_000_000_000;
+        Ok(RateLimit { rate, bits, tokens: burst, burst, last_ns: 0, started: false, excess: 0 })
     }
 }
 

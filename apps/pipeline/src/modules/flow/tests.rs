@@ -63,3 +63,17 @@ fn ratelimit_polices_to_its_rate() {
     }
     assert!((bits as f64 - 800_000.0).abs() < 16_000.0, "{bits} bits in 1 s at 800 kb/s");
 }
+
+#[test]
+fn ratelimit_starts_with_a_full_bucket() {
+    // A fresh policer of 1 M pps (a burst of 10 000) under a stream of 10 k/s: its first
+    // batch is within the rate and passes whole; an empty bucket dropped it as excess.
+    let mut m = One::new("RateLimit", "pps=1000000");
+    let f = udp(A, B, 1, 2, b"");
+    let (g, _) = m.process_at(0, &vec![f.clone(); 32], 5_000_000_000);
+    assert_eq!((g[0].len(), g[1].len()), (32, 0));
+    // The burst is the bound of what passes at once, not more.
+    let mut m = One::new("RateLimit", "pps=1000, burst=10");
+    let (g, _) = m.process_at(0, &vec![f; 32], 1_000_000);
+    assert_eq!((g[0].len(), g[1].len()), (10, 22));
+}
