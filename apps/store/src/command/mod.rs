@@ -165,6 +165,8 @@ const COMMANDS: &[(&str, i32, Handler)] = &[
     ("persist", 2, keys::persist),
     ("dbsize", 1, keys::dbsize),
     ("flushall", -1, keys::flushall),
+    // One database: FLUSHDB is FLUSHALL.
+    ("flushdb", -1, keys::flushall),
     ("ping", -1, server::ping),
     ("echo", 2, server::echo),
     ("select", 2, server::select),

@@ -13,8 +13,10 @@ pub(super) struct InfoOf<'a>(pub &'a Shared, pub usize);
 const SECTIONS: &[(&str, bool)] = &[
     ("server", true),
     ("clients", true),
+    ("memory", true),
     ("persistence", true),
     ("stats", true),
+    ("replication", true),
     ("cpu", true),
     ("commandstats", false),
     ("keyspace", true),
@@ -92,6 +94,20 @@ impl Info for InfoOf<'_> {
                         sum(|e| e.rejected.load(Ordering::Relaxed)),
                     );
                 }
+                "memory" => {
+                    // No allocator statistics: the process's resident memory stands for both.
+                    let rss = resident_bytes();
+                    let _ = write!(
+                        t,
+                        "# Memory\r\nused_memory:{rss}\r\nused_memory_human:{:.2}M\r\nused_memory_rss:{rss}\r\n\
+                         maxmemory:0\r\nmaxmemory_human:0B\r\nmaxmemory_policy:noeviction\r\n",
+                        rss as f64 / (1 << 20) as f64
+                    );
+                }
+                "replication" => {
+                    // No replicas (not served yet): a primary with none.
+                    t.push_str("# Replication\r\nrole:master\r\nconnected_slaves:0\r\nmaster_repl_offset:0\r\n");
+                }
                 "cpu" => {
                     let (user, sys, cuser, csys, muser, msys) = cpu_seconds();
                     let _ = write!(
@@ -164,4 +180,11 @@ fn cpu_seconds() -> (f64, f64, f64, f64, f64, f64) {
     let p = ticks("/proc/self/stat");
     let m = ticks(&format!("/proc/self/task/{}/stat", std::process::id()));
     (p[0], p[1], p[2], p[3], m[0], m[1])
+}
+
+/// The process's resident memory in bytes (/proc/self/statm), 0 if unknown.
+fn resident_bytes() -> u64 {
+    let statm = std::fs::read_to_string("/proc/self/statm").unwrap_or_default();
+    let pages: u64 = statm.split_whitespace().nth(1).and_then(|v| v.parse().ok()).unwrap_or(0);
+    pages * 4096
 }
