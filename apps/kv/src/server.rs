@@ -169,6 +169,12 @@ impl Info for InfoOf<'_> {
                 each("rusage_user", &format!("{user:.6}"));
                 each("rusage_system", &format!("{sys:.6}"));
                 each("max_connections", &s.max_conns.to_string());
+                // sirocco never stops accepting (a connection past the limit is reset and
+                // counted in rejected_connections) and never leaves an item locked at the
+                // tail of its LRU: these are zero by construction, shown for tools that read them.
+                each("listen_disabled_num", "0");
+                each("time_in_listen_disabled_us", "0");
+                each("lrutail_reflocked", "0");
                 for (name, v) in s.board.totals() {
                     if name == "curr_connections" {
                         // Gauges of several engines: each may have counted down what another
@@ -186,6 +192,8 @@ impl Info for InfoOf<'_> {
                 each("curr_items", &st.curr_items.to_string());
                 each("total_items", &st.total_items.to_string());
                 each("expired_unfetched", &st.expired_unfetched.to_string());
+                each("get_expired", &st.get_expired.to_string());
+                each("get_flushed", &st.get_flushed.to_string());
                 each("evicted_unfetched", &st.evicted_unfetched.to_string());
                 each("evictions", &st.evictions.to_string());
                 each("reclaimed", &st.reclaimed.to_string());
@@ -203,6 +211,9 @@ impl Info for InfoOf<'_> {
                 each("chunk_size", "48");
                 each("num_threads", &s.engines.to_string());
                 each("cas_enabled", "yes");
+                each("flush_enabled", "yes");
+                each("auth_enabled_sasl", "no");
+                each("shutdown_command", "no");
                 each("binding_protocol", "auto-negotiate");
                 each("item_size_max", &cfg.max_item.to_string());
                 each("slab_page_size", &cache.page_size().to_string());
@@ -223,15 +234,23 @@ impl Info for InfoOf<'_> {
                     each(&format!("{id}:chunks_per_page"), &(cache.page_size() / size as usize).to_string());
                     each(&format!("{id}:total_pages"), &pages.to_string());
                     each(&format!("{id}:used_chunks"), &items.to_string());
+                    let requested = cache.class_counts().get(i).map_or(0, |c| c.2);
+                    each(&format!("{id}:mem_requested"), &requested.to_string());
                 }
                 each("active_slabs", &active.to_string());
                 each("total_malloced", &((cache.pages() - cache.pages_free()) * cache.page_size()).to_string());
                 true
             }
             b"items" => {
+                let counts = cache.class_counts();
                 for (i, (_, _, items)) in cache.classes().into_iter().enumerate() {
-                    if items > 0 {
-                        each(&format!("items:{}:number", i + 1), &items.to_string());
+                    let (evicted, reclaimed, requested) = counts.get(i).copied().unwrap_or_default();
+                    if items > 0 || evicted > 0 || reclaimed > 0 {
+                        let id = i + 1;
+                        each(&format!("items:{id}:number"), &items.to_string());
+                        each(&format!("items:{id}:evicted"), &evicted.to_string());
+                        each(&format!("items:{id}:reclaimed"), &reclaimed.to_string());
+                        each(&format!("items:{id}:mem_requested"), &requested.to_string());
                     }
                 }
                 true

@@ -63,8 +63,6 @@ counters!(
     cmd_meta,
     get_hits,
     get_misses,
-    get_expired,
-    get_flushed,
     delete_misses,
     delete_hits,
     incr_misses,

@@ -109,26 +109,29 @@ pub fn parse<'a>(cmd: &[u8], rest: &'a [u8]) -> Meta<'a> {
     let flags = Flags { raw: flags_raw };
     let skip = (cmd == MetaCmd::Set).then_some(datalen);
     let mut n = 0;
-    let mut seen = 0u64;
+    let mut seen = [false; 256];
     for (f, tok) in flags.iter() {
         n += 1;
         if n > MAX_FLAGS {
             return Meta::Error("options flags are too long", skip);
         }
-        if !f.is_ascii_alphabetic() {
-            return Meta::Error("invalid flag", skip);
-        }
-        let bit = 1u64 << (if f.is_ascii_lowercase() { f - b'a' } else { f - b'A' + 26 });
-        if seen & bit != 0 {
+        // Token by token as memcached's _meta_flag_preparse: a repeat, then a flag no meta
+        // command knows; the command's own rules come later.
+        if std::mem::replace(&mut seen[usize::from(f)], true) {
             return Meta::Error("duplicate flag", skip);
         }
-        seen |= bit;
+        if !KNOWN_FLAGS.contains(&f) {
+            return Meta::Error("invalid flag", skip);
+        }
         if f == b'O' && tok.len() > MAX_OPAQUE {
             return Meta::Error("opaque token too long", skip);
         }
     }
     Meta::Cmd { cmd, key, datalen, flags }
 }
+
+/// The flags memcached 1.6.18 knows for any meta command (its `_meta_flag_preparse`).
+const KNOWN_FLAGS: &[u8] = b"bNTRlOPLkstcfvhuqFCMJDI";
 
 /// Decodes a base64 key (the `b` flag: standard alphabet, padded) into `out`; the decoded
 /// length, or None if it is not base64 or does not fit.
@@ -183,7 +186,11 @@ mod tests {
         assert_eq!(parse(b"ms", b" k 3 !x"), Meta::Error("invalid flag", Some(3)));
         assert!(matches!(parse(b"mn", b""), Meta::Cmd { cmd: MetaCmd::Noop, .. }));
         assert_eq!(parse(b"mg", b" k v v"), Meta::Error("duplicate flag", None));
-        assert!(matches!(parse(b"mg", b" k v V"), Meta::Cmd { .. }), "flags are case-sensitive");
+        assert!(matches!(parse(b"mg", b" k t T30"), Meta::Cmd { .. }), "flags are case-sensitive");
+        // Token by token, as memcached: a flag no meta command knows before a later repeat.
+        assert_eq!(parse(b"mg", b" k v V"), Meta::Error("invalid flag", None));
+        assert_eq!(parse(b"mg", b" foo m o o o"), Meta::Error("invalid flag", None));
+        assert_eq!(parse(b"mg", b" foo v v m"), Meta::Error("duplicate flag", None));
         let mut k = [0u8; 16];
         assert_eq!(decode_key(b"Zm9vYg==", &mut k).map(|n| &k[..n]), Some(&b"foob"[..]));
         assert_eq!(decode_key(b"Zm9vYmE=", &mut k).map(|n| &k[..n]), Some(&b"fooba"[..]));

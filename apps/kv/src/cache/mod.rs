@@ -181,11 +181,35 @@ impl Cache {
         }
     }
 
+    /// `stats cachedump CLASS LIMIT` (memcached's debugging view): `ITEM key [N b; T s]` for
+    /// up to `limit` items of class `class` (1-based, as `stats slabs` numbers them; 0 items:
+    /// all), `T` the Unix time of expiry or 0, then `END`.
+    pub fn cachedump(&self, class: usize, limit: usize) -> Vec<u8> {
+        let mut out = Vec::new();
+        let mut left = if limit == 0 { usize::MAX } else { limit };
+        for s in self.shards.iter() {
+            if left == 0 || class == 0 {
+                break;
+            }
+            let s = s.lock().unwrap_or_else(|e| e.into_inner());
+            left -= s.dump_class(class - 1, left, &mut |it| {
+                let exp = if it.exptime == 0 { 0 } else { self.unix_at(it.exptime) };
+                out.extend_from_slice(b"ITEM ");
+                out.extend_from_slice(it.key);
+                out.extend_from_slice(format!(" [{} b; {exp} s]\r\n", it.value.len()).as_bytes());
+            });
+        }
+        out.extend_from_slice(b"END\r\n");
+        out
+    }
+
     /// `stats reset`: the counts start again from zero; the gauges (items, bytes) stay.
     pub fn reset_stats(&self) {
         for s in self.shards.iter() {
-            let st = &mut s.lock().unwrap_or_else(|e| e.into_inner()).stats;
+            let mut s = s.lock().unwrap_or_else(|e| e.into_inner());
+            let st = &mut s.stats;
             *st = ShardStats { curr_items: st.curr_items, bytes: st.bytes, ..ShardStats::default() };
+            s.reset_class_counts();
         }
     }
 
@@ -203,8 +227,25 @@ impl Cache {
             t.expired_unfetched += s.expired_unfetched;
             t.slabs_moved += s.slabs_moved;
             t.store_no_memory += s.store_no_memory;
+            t.get_expired += s.get_expired;
+            t.get_flushed += s.get_flushed;
         }
         t
+    }
+
+    /// Per-class counts summed over shards: (evicted, reclaimed, bytes requested).
+    pub fn class_counts(&self) -> Vec<(u64, u64, u64)> {
+        let mut out: Vec<(u64, u64, u64)> = Vec::new();
+        for s in self.shards.iter() {
+            let s = s.lock().unwrap_or_else(|e| e.into_inner());
+            for (i, (e, r, q)) in s.class_counts().enumerate() {
+                if out.len() <= i {
+                    out.push((0, 0, 0));
+                }
+                out[i] = (out[i].0 + e, out[i].1 + r, out[i].2 + q);
+            }
+        }
+        out
     }
 
     /// Per-class figures summed over shards: (chunk size, pages, items).

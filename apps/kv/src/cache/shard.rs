@@ -106,6 +106,10 @@ pub struct ShardStats {
     pub slabs_moved: u64,
     /// Stores refused for want of memory.
     pub store_no_memory: u64,
+    /// Lookups that found an item past its expiry time.
+    pub get_expired: u64,
+    /// Lookups that found an item a flush_all made invalid.
+    pub get_flushed: u64,
 }
 
 struct Class {
@@ -117,6 +121,11 @@ struct Class {
     head: ItemId,
     tail: ItemId,
     items: u64,
+    /// memcached's per-class `stats items`: items evicted, chunks of dead items reused, and
+    /// the bytes the live items ask for (`mem_requested`).
+    evicted: u64,
+    reclaimed: u64,
+    requested: u64,
 }
 
 /// Where a new page comes from: the cache's budget of pages not yet handed out.
@@ -163,7 +172,18 @@ impl Shard {
     pub fn new(page_size: usize, sizes: &[u32], hasher: Hasher, first_cas: u64, cas_step: u64) -> Shard {
         let classes = sizes
             .iter()
-            .map(|&size| Class { size, pages: Vec::new(), free: NONE, bump: None, head: NONE, tail: NONE, items: 0 })
+            .map(|&size| Class {
+                size,
+                pages: Vec::new(),
+                free: NONE,
+                bump: None,
+                head: NONE,
+                tail: NONE,
+                items: 0,
+                evicted: 0,
+                reclaimed: 0,
+                requested: 0,
+            })
             .collect();
         Shard {
             page_size,
@@ -271,6 +291,12 @@ impl Shard {
             if self.state(id) & FETCHED == 0 && self.u32_at(id, EXPTIME) != 0 {
                 self.stats.expired_unfetched += 1;
             }
+            // As memcached's do_item_get: a flushed item counts as flushed, else as expired.
+            if self.is_flushed(id, now) {
+                self.stats.get_flushed += 1;
+            } else {
+                self.stats.get_expired += 1;
+            }
             self.unlink(hash, id);
             return None;
         }
@@ -279,8 +305,11 @@ impl Shard {
 
     fn is_dead(&self, id: ItemId, now: u32) -> bool {
         let exp = self.u32_at(id, EXPTIME);
-        (exp != 0 && exp <= now)
-            || (self.oldest_live != 0 && self.oldest_live <= now && self.u32_at(id, TIME) <= self.oldest_live)
+        (exp != 0 && exp <= now) || self.is_flushed(id, now)
+    }
+
+    fn is_flushed(&self, id: ItemId, now: u32) -> bool {
+        self.oldest_live != 0 && self.oldest_live <= now && self.u32_at(id, TIME) <= self.oldest_live
     }
 
     /// Notes a read of `id`: it gets a second chance at the LRU tail, and counts as fetched.
@@ -353,7 +382,10 @@ impl Shard {
         let c = self.class_of(id);
         self.classes[c].items -= 1;
         self.stats.curr_items -= 1;
-        self.stats.bytes -= ntotal(self.klen(id), self.vlen(id), self.u32_at(id, FLAGS)) as u64;
+        let n = ntotal(self.klen(id), self.vlen(id), self.u32_at(id, FLAGS)) as u64;
+        self.stats.bytes -= n;
+        let c = self.class_of(id);
+        self.classes[c].requested -= n;
         self.free_chunk(id);
     }
 
@@ -386,7 +418,10 @@ impl Shard {
         self.classes[c].items += 1;
         self.stats.curr_items += 1;
         self.stats.total_items += 1;
-        self.stats.bytes += ntotal(self.klen(id), self.vlen(id), self.u32_at(id, FLAGS)) as u64;
+        let n = ntotal(self.klen(id), self.vlen(id), self.u32_at(id, FLAGS)) as u64;
+        self.stats.bytes += n;
+        let c = self.class_of(id);
+        self.classes[c].requested += n;
         cas
     }
 
@@ -450,6 +485,7 @@ impl Shard {
         let tail = self.classes[c].tail;
         if tail != NONE && self.is_dead(tail, now) {
             self.stats.reclaimed += 1;
+            self.classes[c].reclaimed += 1;
             if self.state(tail) & FETCHED == 0 && self.u32_at(tail, EXPTIME) != 0 {
                 self.stats.expired_unfetched += 1;
             }
@@ -564,6 +600,7 @@ impl Shard {
         }
         let t = self.classes[c].tail;
         self.stats.evictions += 1;
+        self.classes[c].evicted += 1;
         if self.state(t) & FETCHED == 0 {
             self.stats.evicted_unfetched += 1;
         }
@@ -581,6 +618,7 @@ impl Shard {
             let id = first | off as u64;
             if self.state(id) & LINKED != 0 {
                 self.stats.evictions += 1;
+                self.classes[v].evicted += 1;
                 let h = self.hash_of(id);
                 self.unlink(h, id);
             }
@@ -615,6 +653,7 @@ impl Shard {
             c.head = NONE;
             c.tail = NONE;
             c.items = 0;
+            c.requested = 0;
         }
         self.index.clear();
         self.stats.curr_items = 0;
@@ -622,6 +661,31 @@ impl Shard {
         // Pages stay with the shard, handed out again class by class.
         let pages = self.pages.len() as u32;
         self.spare = (0..pages).collect();
+    }
+
+    /// Up to `limit` items of class `class`, most recently used first (`stats cachedump`).
+    pub fn dump_class(&self, class: usize, limit: usize, each: &mut dyn FnMut(Item<'_>)) -> usize {
+        let Some(c) = self.classes.get(class) else { return 0 };
+        let (mut id, mut n) = (c.head, 0);
+        while id != NONE && n < limit {
+            each(self.item(id));
+            id = self.u64_at(id, NEXT);
+            n += 1;
+        }
+        n
+    }
+
+    /// Per-class counts: (evicted, reclaimed, bytes requested).
+    pub fn class_counts(&self) -> impl Iterator<Item = (u64, u64, u64)> + '_ {
+        self.classes.iter().map(|c| (c.evicted, c.reclaimed, c.requested))
+    }
+
+    /// `stats reset` for the classes: evictions and reclaims from zero.
+    pub fn reset_class_counts(&mut self) {
+        for c in &mut self.classes {
+            c.evicted = 0;
+            c.reclaimed = 0;
+        }
     }
 
     /// Per-class figures: (chunk size, pages, items).

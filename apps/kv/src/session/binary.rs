@@ -210,6 +210,21 @@ pub(super) fn step(data: &[u8], ctx: &mut Ctx<'_>, out: &mut dyn Out, swallow: &
         op::NOOP => respond(out, &h, Status::Ok, 0, &[], &[], &[]),
         op::VERSION => respond(out, &h, Status::Ok, 0, &[], &[], ctx.info.version().as_bytes()),
         op::VERBOSITY => respond(out, &h, Status::Ok, 0, &[], &[], &[]),
+        op::STAT if key == b"reset" || key.starts_with(b"detail") => {
+            // As memcached's process_bin_stat: reset and detail on/off answer with the
+            // terminator alone, detail dump with one stat "detail" holding the text dump.
+            match key {
+                b"reset" => ctx.info.reset(),
+                b"detail on" => ctx.detail.set_on(true),
+                b"detail off" => ctx.detail.set_on(false),
+                b"detail dump" => respond(out, &h, Status::Ok, 0, &[], b"detail", &ctx.detail.dump()),
+                _ => {
+                    error(out, &h, Status::NotFound);
+                    return Step::Done(n);
+                }
+            }
+            respond(out, &h, Status::Ok, 0, &[], &[], &[]);
+        }
         op::STAT => {
             let mut pairs: Vec<(String, String)> = Vec::new();
             let known = ctx.info.stats(key, ctx.now, &mut |k, v| pairs.push((k.to_string(), v.to_string())));

@@ -117,8 +117,25 @@ pub(super) fn run(
 
 /// Appends the return flags asked for (in the order asked).
 fn ret_flags(l: &mut Line, flags: Flags<'_>, key: &[u8], it: Option<&Item<'_>>, now: u32, prev: (bool, u32)) {
+    ret_flags_or(l, flags, key, it, now, prev, false)
+}
+
+/// As [`ret_flags`]; with `zero_cas`, `c` without an item returns `c0` (a failed meta set
+/// returns the CAS it set: none).
+fn ret_flags_or(
+    l: &mut Line,
+    flags: Flags<'_>,
+    key: &[u8],
+    it: Option<&Item<'_>>,
+    now: u32,
+    prev: (bool, u32),
+    zero_cas: bool,
+) {
     for (f, tok) in flags.iter() {
         match (f, it) {
+            (b'c', None) if zero_cas => {
+                l.s(b" c0");
+            }
             (b'O', _) => {
                 l.s(b" O").s(tok);
             }
@@ -306,7 +323,7 @@ fn set(key: &[u8], shown: &[u8], value: &[u8], flags: Flags<'_>, ctx: &mut Ctx<'
         Stored::Stored(_) => l.find(key, ctx.now).map(|id| l.shard.item(id)),
         _ => None,
     };
-    ret_flags(&mut line, flags, shown, it.as_ref(), ctx.now, (false, ctx.now));
+    ret_flags_or(&mut line, flags, shown, it.as_ref(), ctx.now, (false, ctx.now), true);
     line.s(b"\r\n");
     out.put(line.bytes());
 }

@@ -179,3 +179,17 @@ fn binary_protocol() {
     assert_eq!(&out[56 + 24..56 + 44], b"Data exists for key.");
     assert_eq!(out[101], op::NOOP);
 }
+
+#[test]
+fn stats_cachedump_lists_a_class_most_recent_first() {
+    let r = Rig::new();
+    r.text("set a 0 0 3\r\nabc\r\nset b 0 0 2\r\nxy\r\n");
+    // Both are small: the first class that holds anything holds both.
+    let dumps: Vec<String> = (1..=42).map(|c| r.text(&format!("stats cachedump {c} 0\r\n"))).collect();
+    let found = dumps.iter().find(|d| d != &"END\r\n").expect("a class with items");
+    assert_eq!(found, "ITEM b [2 b; 0 s]\r\nITEM a [3 b; 0 s]\r\nEND\r\n");
+    let c = dumps.iter().position(|d| d == found).unwrap() + 1;
+    assert_eq!(r.text(&format!("stats cachedump {c} 1\r\n")), "ITEM b [2 b; 0 s]\r\nEND\r\n");
+    assert_eq!(r.text("stats cachedump 64 0\r\n"), "CLIENT_ERROR Illegal slab id\r\n");
+    assert_eq!(r.text("stats cachedump 1\r\n"), "CLIENT_ERROR bad command line\r\n");
+}

@@ -235,7 +235,23 @@ fn stats(group: &[u8], ctx: &mut Ctx<'_>, out: &mut dyn Out) {
         return;
     }
     let mut words = group.split(|&b| b == b' ').filter(|w| !w.is_empty());
-    if words.next() == Some(&b"detail"[..]) {
+    let first = words.next();
+    if first == Some(&b"cachedump"[..]) {
+        // memcached's order of checks: two numbers, then a class id below 64.
+        let (a, b) = (words.next(), words.next());
+        let num = |w: &[u8]| std::str::from_utf8(w).ok()?.parse::<u32>().ok();
+        let reply: &[u8] = match (a, b) {
+            (Some(a), Some(b)) => match (num(a), num(b)) {
+                (Some(class), Some(_)) if class >= 64 => b"CLIENT_ERROR Illegal slab id\r\n",
+                (Some(class), Some(limit)) => return out.put(&ctx.cache.cachedump(class as usize, limit as usize)),
+                _ => b"CLIENT_ERROR bad command line format\r\n",
+            },
+            _ => b"CLIENT_ERROR bad command line\r\n",
+        };
+        out.put(reply);
+        return;
+    }
+    if first == Some(&b"detail"[..]) {
         match words.next() {
             Some(b"on") => {
                 ctx.detail.set_on(true);
