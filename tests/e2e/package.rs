@@ -80,7 +80,12 @@ fn the_package_installs_and_its_dns_unit_serves_without_root() {
     s.wait_for_log("dns on port 53", Duration::from_secs(10));
     let out = net.exec(&net.cli_ns, &["kdig", "+short", "+time=2", &format!("@{SERVER_OWN}"), "www.example.com", "A"]);
     assert_eq!(String::from_utf8_lossy(&out.stdout).trim(), "198.18.0.80", "{}", s.log());
-    let ss = Command::new("/usr/bin/sirocco").args(["top", "--count", "1", "--interval", "0.2"]).output().unwrap();
+    // The unit's socket by its path: other tests may have servers of their own running.
+    let sock = control.to_str().unwrap();
+    let ss = Command::new("/usr/bin/sirocco")
+        .args(["top", "--socket", sock, "--count", "1", "--interval", "0.2"])
+        .output()
+        .unwrap();
     assert!(
         String::from_utf8_lossy(&ss.stdout).contains("dns on port 53"),
         "top finds the unit's socket: {}",
