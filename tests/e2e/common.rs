@@ -300,3 +300,58 @@ pub fn one_echo(ns: &str, dst: &'static str) -> bool {
         })
     })
 }
+
+/// A reference server's own test suite run against it and against sirocco, compared test by
+/// test against the list of deliberate differences (`third_party/<suite>/differences.txt`:
+/// `file | test | why`). A test that passes on the reference and fails on sirocco must be
+/// listed; a listed one that passes is stale. Both fail the check.
+pub struct SuiteDiff {
+    listed: Vec<(String, String)>,
+    unexplained: Vec<String>,
+    stale: Vec<String>,
+    theirs_ok: usize,
+    ours_ok: usize,
+}
+
+impl SuiteDiff {
+    /// The differences listed for `suite` (a directory of third_party/).
+    pub fn new(suite: &str) -> SuiteDiff {
+        let path = format!("{}/../third_party/{suite}/differences.txt", env!("CARGO_MANIFEST_DIR"));
+        let text = std::fs::read_to_string(path).unwrap_or_default();
+        let listed = text
+            .lines()
+            .filter(|l| !l.trim().is_empty() && !l.starts_with('#'))
+            .map(|l| {
+                let mut f = l.split(" | ");
+                (f.next().unwrap_or("").to_string(), f.next().unwrap_or("").to_string())
+            })
+            .collect();
+        SuiteDiff { listed, unexplained: Vec::new(), stale: Vec::new(), theirs_ok: 0, ours_ok: 0 }
+    }
+
+    /// One file's results: the tests that passed on each, and sirocco's failures as
+    /// `test | why`.
+    pub fn file(&mut self, file: &str, theirs: &[String], ours: &[String], why: &[String]) {
+        self.theirs_ok += theirs.len();
+        self.ours_ok += ours.len();
+        for t in theirs {
+            let on_list = self.listed.iter().any(|(f, n)| f == file && n == t);
+            let passed = ours.contains(t);
+            if !passed && !on_list {
+                let reason = why.iter().find_map(|w| w.strip_prefix(&format!("{t} | "))).unwrap_or("no result");
+                self.unexplained.push(format!("{file} | {t} | {reason}"));
+            }
+            if passed && on_list {
+                self.stale.push(format!("{file} | {t}"));
+            }
+        }
+    }
+
+    /// Says the totals and fails on any difference not listed, or listed and gone.
+    pub fn check(&self, reference: &str, ours: &str) {
+        eprintln!("{reference}: {} tests pass, {ours}: {}", self.theirs_ok, self.ours_ok);
+        let unexplained = self.unexplained.join("\n");
+        assert!(unexplained.is_empty(), "pass on {reference}, fail on {ours}, not listed:\n{unexplained}");
+        assert!(self.stale.is_empty(), "listed as differences but pass on {ours}:\n{}", self.stale.join("\n"));
+    }
+}

@@ -688,19 +688,7 @@ fn memcached_suite_file(net: &TestNet, host: &str, file: &str) -> (Vec<String>, 
 #[test]
 fn memcached_own_suite_passes_as_on_memcached() {
     let net = TestNet::new(1);
-    let listed =
-        std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../third_party/memcached-tests/differences.txt"))
-            .unwrap_or_default();
-    let listed: Vec<(String, String)> = listed
-        .lines()
-        .filter(|l| !l.trim().is_empty() && !l.starts_with('#'))
-        .map(|l| {
-            let mut f = l.split(" | ");
-            (f.next().unwrap_or("").to_string(), f.next().unwrap_or("").to_string())
-        })
-        .collect();
-    let (mut unexplained, mut stale) = (Vec::new(), Vec::new());
-    let (mut theirs_ok, mut ours_ok) = (0, 0);
+    let mut diff = SuiteDiff::new("memcached-tests");
     for file in MEMCACHED_SUITE {
         // Each file against servers of its own: the files count items and statistics.
         let theirs = {
@@ -712,21 +700,7 @@ fn memcached_own_suite_passes_as_on_memcached() {
         let (ours, why) = memcached_suite_file(&net, SERVER_OWN, file);
         let (status, log) = s.stop();
         assert!(status.success(), "{file}: {log}");
-        theirs_ok += theirs.len();
-        ours_ok += ours.len();
-        for t in &theirs {
-            let on_list = listed.iter().any(|(f, n)| f == file && n == t);
-            let passed = ours.contains(t);
-            if !passed && !on_list {
-                let reason = why.iter().find_map(|w| w.strip_prefix(&format!("{t} | "))).unwrap_or("no result");
-                unexplained.push(format!("{file} | {t} | {reason}"));
-            }
-            if passed && on_list {
-                stale.push(format!("{file} | {t}"));
-            }
-        }
+        diff.file(file, &theirs, &ours, &why);
     }
-    eprintln!("memcached's suite: {theirs_ok} tests pass on memcached 1.6.18, {ours_ok} on sirocco kv");
-    assert!(unexplained.is_empty(), "pass on memcached, fail on sirocco, not listed:\n{}", unexplained.join("\n"));
-    assert!(stale.is_empty(), "listed as differences but pass on sirocco:\n{}", stale.join("\n"));
+    diff.check("memcached 1.6.18", "sirocco kv");
 }

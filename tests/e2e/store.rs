@@ -913,40 +913,13 @@ fn redis_own_suite_passes_as_on_redis() {
     let _r = redis(&net);
     let dir = Scratch::new("suite");
     let s = store(&net, &dir, &[]);
-    let listed =
-        std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../third_party/redis-tests/differences.txt"))
-            .unwrap_or_default();
-    let listed: Vec<(String, String)> = listed
-        .lines()
-        .filter(|l| !l.trim().is_empty() && !l.starts_with('#'))
-        .map(|l| {
-            let mut f = l.split(" | ");
-            (f.next().unwrap_or("").to_string(), f.next().unwrap_or("").to_string())
-        })
-        .collect();
-    let mut unexplained = Vec::new();
-    let mut stale = Vec::new();
-    let (mut theirs_ok, mut ours_ok) = (0, 0);
+    let mut diff = SuiteDiff::new("redis-tests");
     for file in REDIS_SUITE {
         let (theirs, _) = redis_suite_file(&net, SERVER, file);
         let (ours, why) = redis_suite_file(&net, SERVER_OWN, file);
-        theirs_ok += theirs.len();
-        ours_ok += ours.len();
-        for t in &theirs {
-            let on_list = listed.iter().any(|(f, n)| f == file && n == t);
-            let passed = ours.contains(t);
-            if !passed && !on_list {
-                let reason = why.iter().find_map(|w| w.strip_prefix(&format!("{t} | "))).unwrap_or("no result");
-                unexplained.push(format!("{file} | {t} | {reason}"));
-            }
-            if passed && on_list {
-                stale.push(format!("{file} | {t}"));
-            }
-        }
+        diff.file(file, &theirs, &ours, &why);
     }
-    eprintln!("Redis's suite: {theirs_ok} tests pass on Redis 7.0.15, {ours_ok} on sirocco store");
     let (status, log) = s.stop();
-    assert!(unexplained.is_empty(), "pass on Redis, fail on sirocco, not listed:\n{}", unexplained.join("\n"));
-    assert!(stale.is_empty(), "listed as differences but pass on sirocco:\n{}", stale.join("\n"));
+    diff.check("Redis 7.0.15", "sirocco store");
     assert!(status.success(), "{log}");
 }
