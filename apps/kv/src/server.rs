@@ -223,6 +223,7 @@ impl Info for InfoOf<'_> {
                 true
             }
             b"slabs" => {
+                let counts = cache.class_counts();
                 let mut active = 0;
                 for (i, (size, pages, items)) in cache.classes().into_iter().enumerate() {
                     if pages == 0 {
@@ -234,7 +235,7 @@ impl Info for InfoOf<'_> {
                     each(&format!("{id}:chunks_per_page"), &(cache.page_size() / size as usize).to_string());
                     each(&format!("{id}:total_pages"), &pages.to_string());
                     each(&format!("{id}:used_chunks"), &items.to_string());
-                    let requested = cache.class_counts().get(i).map_or(0, |c| c.2);
+                    let requested = counts.get(i).map_or(0, |c| c.2);
                     each(&format!("{id}:mem_requested"), &requested.to_string());
                 }
                 each("active_slabs", &active.to_string());

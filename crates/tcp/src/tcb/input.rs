@@ -359,7 +359,7 @@ impl Tcb {
         let (una_before, sacked_before) = (self.snd.una, self.sacked_bytes());
         let (lost_before, lost_rtx_before) = if self.opts.sack { self.lost_mark() } else { (self.snd.una, 0) };
         let (highest_before, resent_below) = (self.rec.sacked.highest(), self.resent_below());
-        let new_sack = self.opts.sack && self.take_sack_blocks(env, seg).is_some();
+        let new_sack = self.opts.sack && self.take_sack_blocks(env, seg);
         let advanced = ack > self.snd.una;
         // RFC 8985 §6.2 step 2 (RACK.reord): the hole at SND.UNA, sent once, filled after the
         // peer had data above it: it was overtaken on the path. (A block SACKed late below
@@ -437,8 +437,8 @@ impl Tcb {
         self.rec.sacked.covered(self.snd.una, self.snd.max)
     }
 
-    /// Takes the SACK blocks of `seg`; returns the lowest byte newly SACKed, if any.
-    pub(super) fn take_sack_blocks(&mut self, env: &mut Env, seg: &TcpRepr) -> Option<Seq> {
+    /// Takes the SACK blocks of `seg`; true if any SACKed something new.
+    pub(super) fn take_sack_blocks(&mut self, env: &mut Env, seg: &TcpRepr) -> bool {
         // RFC 2883: a first block below the cumulative ACK, or inside the second block,
         // reports data received twice.
         if let [Some((l, r)), second, ..] = seg.options.sack_blocks {
@@ -449,18 +449,18 @@ impl Tcb {
                 self.undo_on_dsack(env, l, r.since(l));
             }
         }
-        let mut lowest: Option<Seq> = None;
+        let mut news = false;
         for &(l, r) in seg.options.sack_blocks.iter().flatten() {
             let (l, r) = (Seq(l), Seq(r));
             // Only blocks inside what is outstanding (RFC 2018 leaves validation to us).
             if l < r && l >= self.snd.una && r <= self.snd.max {
                 let before = self.rec.sacked.covered(l, r);
                 if before < r.since(l) && self.rec.sacked.insert(l, r) {
-                    lowest = Some(lowest.map_or(l, |x| if l < x { l } else { x }));
+                    news = true;
                 }
             }
         }
-        lowest
+        news
     }
 
     /// Data below this may have been sent more than once (HighRxt during a recovery).
