@@ -5,12 +5,13 @@
 //! record numbers that match.
 
 use crate::config::TlsConfig;
-use crate::record::{self, content, Keys};
+use crate::record::{self, alert, content, Keys};
 use rustls::kernel::KernelConnection;
 use rustls::server::{ServerConnectionData, UnbufferedServerConnection};
 use rustls::unbuffered::{ConnectionState, EncodeError, UnbufferedStatus};
 
-/// Most handshake bytes held from the peer before the handshake is given up.
+/// Most handshake bytes held from the peer before the handshake is given up (rustls takes
+/// no handshake message over 64 KiB either).
 pub const MAX_PENDING: usize = 64 * 1024;
 
 /// The application traffic keys, when the handshake is done.
@@ -44,13 +45,34 @@ pub struct Handshake {
     conn: Option<UnbufferedServerConnection>,
     /// Bytes at the front of the input already handed to rustls.
     fed: usize,
+    /// Whether any handshake bytes were written (the ServerHello: alerts after it are
+    /// encrypted under keys rustls holds).
+    wrote: bool,
+}
+
+/// Why the handshake failed, and the alert that says so if rustls queues none.
+struct Failure(String, Option<u8>);
+
+impl From<rustls::Error> for Failure {
+    fn from(e: rustls::Error) -> Failure {
+        use rustls::Error as E;
+        let desc = match &e {
+            E::InvalidMessage(m) => u8::from(rustls::AlertDescription::from(*m)),
+            E::PeerMisbehaved(_) | E::InappropriateMessage { .. } | E::InappropriateHandshakeMessage { .. } => {
+                alert::UNEXPECTED_MESSAGE
+            }
+            E::DecryptError => alert::BAD_RECORD_MAC,
+            _ => alert::HANDSHAKE_FAILURE,
+        };
+        Failure(e.to_string(), Some(desc))
+    }
 }
 
 enum Next {
     Again,
     Read,
     Done,
-    Failed(String),
+    Failed(Failure),
 }
 
 /// Appends what an `EncodeTlsData` holds to `out`.
@@ -81,7 +103,7 @@ fn encode(
 impl Handshake {
     /// A handshake under `cfg`.
     pub fn new(cfg: &TlsConfig) -> Result<Handshake, rustls::Error> {
-        Ok(Handshake { conn: Some(UnbufferedServerConnection::new(cfg.rustls.clone())?), fed: 0 })
+        Ok(Handshake { conn: Some(UnbufferedServerConnection::new(cfg.rustls.clone())?), fed: 0, wrote: false })
     }
 
     /// Runs the handshake on the peer's bytes in `input` (consumed from the front as rustls
@@ -97,7 +119,11 @@ impl Handshake {
                 Some((t, len)) if (content::CHANGE_CIPHER_SPEC..=content::APPLICATION_DATA).contains(&t) => {
                     if input.len() - self.fed < record::HEADER + len {
                         if input.len() > MAX_PENDING {
-                            return self.fail(input, out, "handshake too long".into());
+                            return self.fail(
+                                input,
+                                out,
+                                Failure("handshake too long".into(), Some(alert::DECODE_ERROR)),
+                            );
                         }
                         return Step::More;
                     }
@@ -117,14 +143,17 @@ impl Handshake {
     }
 
     /// Drives rustls over the bytes fed so far; true once the handshake is complete.
-    fn process(&mut self, input: &mut Vec<u8>, out: &mut Vec<u8>) -> Result<bool, String> {
+    fn process(&mut self, input: &mut Vec<u8>, out: &mut Vec<u8>) -> Result<bool, Failure> {
         let conn = self.conn.as_mut().expect("live");
         for _ in 0..64 {
             let UnbufferedStatus { discard, state } = conn.process_tls_records(&mut input[..self.fed]);
             let next = match state {
                 Ok(ConnectionState::EncodeTlsData(mut e)) => match encode(&mut e, out) {
-                    Ok(()) => Next::Again,
-                    Err(err) => Next::Failed(err),
+                    Ok(()) => {
+                        self.wrote = true;
+                        Next::Again
+                    }
+                    Err(err) => Next::Failed(Failure(err, Some(alert::INTERNAL_ERROR))),
                 },
                 Ok(ConnectionState::TransmitTlsData(t)) => {
                     t.done();
@@ -132,14 +161,15 @@ impl Handshake {
                 }
                 Ok(ConnectionState::BlockedHandshake) => Next::Read,
                 Ok(ConnectionState::WriteTraffic(_)) => Next::Done,
-                Ok(ConnectionState::ReadTraffic(_)) | Ok(ConnectionState::ReadEarlyData(_)) => {
-                    Next::Failed("application data before the handshake finished".into())
-                }
+                Ok(ConnectionState::ReadTraffic(_)) | Ok(ConnectionState::ReadEarlyData(_)) => Next::Failed(Failure(
+                    "application data before the handshake finished".into(),
+                    Some(alert::UNEXPECTED_MESSAGE),
+                )),
                 Ok(ConnectionState::PeerClosed) | Ok(ConnectionState::Closed) => {
-                    Next::Failed("peer closed during the handshake".into())
+                    Next::Failed(Failure("peer closed during the handshake".into(), None))
                 }
-                Ok(_) => Next::Failed("unexpected handshake state".into()),
-                Err(e) => Next::Failed(e.to_string()),
+                Ok(_) => Next::Failed(Failure("unexpected handshake state".into(), Some(alert::INTERNAL_ERROR))),
+                Err(e) => Next::Failed(e.into()),
             };
             input.drain(..discard);
             self.fed -= discard;
@@ -153,13 +183,17 @@ impl Handshake {
                 Next::Failed(e) => return Err(e),
             }
         }
-        Err("handshake made no progress".into())
+        Err(Failure("handshake made no progress".into(), Some(alert::INTERNAL_ERROR)))
     }
 
     /// Appends the alert rustls queued for its error, if any. rustls is given the same bytes
-    /// as before: its deframer may still point into them.
-    fn fail(&mut self, input: &mut [u8], out: &mut Vec<u8>, why: String) -> Step {
+    /// as before: its deframer may still point into them. rustls queues none for some
+    /// errors (a record interleaved with a fragmented handshake message, say); before the
+    /// ServerHello the alert is plaintext and sirocco writes it (RFC 8446 §6.2), after it
+    /// the alert would need rustls's handshake keys and the connection ends without one.
+    fn fail(&mut self, input: &mut [u8], out: &mut Vec<u8>, why: Failure) -> Step {
         let fed = self.fed.min(input.len());
+        let before = out.len();
         if let Some(conn) = self.conn.as_mut() {
             // Once only: the alert, if queued, comes first; a second call would parse the
             // bytes again.
@@ -168,8 +202,11 @@ impl Handshake {
                 let _ = encode(&mut e, out);
             }
         }
+        if let (true, false, Some(desc)) = (out.len() == before, self.wrote, why.1) {
+            out.extend_from_slice(&[content::ALERT, 3, 3, 0, 2, 2, desc]);
+        }
         self.conn = None;
-        Step::Failed(why)
+        Step::Failed(why.0)
     }
 
     fn finish(&mut self) -> Step {

@@ -37,6 +37,8 @@ pub mod alert {
     pub const BAD_RECORD_MAC: u8 = 20;
     /// record_overflow.
     pub const RECORD_OVERFLOW: u8 = 22;
+    /// handshake_failure.
+    pub const HANDSHAKE_FAILURE: u8 = 40;
     /// illegal_parameter.
     pub const ILLEGAL_PARAMETER: u8 = 47;
     /// decode_error.

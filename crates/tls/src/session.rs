@@ -249,6 +249,9 @@ impl Session {
                 content::ALERT => {
                     let a = match self.input[range] {
                         [level, desc] => Some([level, desc]),
+                        // An alert record must hold exactly one alert (RFC 8446 §5.1); an
+                        // empty one is no message at all, as OpenSSL answers.
+                        [] => return self.fatal(alert::UNEXPECTED_MESSAGE),
                         _ => None,
                     };
                     self.input.drain(..end);

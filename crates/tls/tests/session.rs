@@ -467,3 +467,92 @@ fn a_record_whose_padding_passes_the_limit_overflows() {
     s.take(&r);
     assert_eq!(s.failed, Some(Failure::Record(alert::RECORD_OVERFLOW)));
 }
+
+#[test]
+fn an_empty_alert_record_is_unexpected() {
+    // A record of type alert holds exactly one alert (RFC 8446 §5.1); OpenSSL answers an
+    // empty one with unexpected_message, a short or long one with decode_error.
+    for (body, want) in
+        [(&[][..], alert::UNEXPECTED_MESSAGE), (&[1][..], alert::DECODE_ERROR), (&[1, 0, 0][..], alert::DECODE_ERROR)]
+    {
+        let (mut s, mut f) = Forge::new();
+        let r = f.record(content::ALERT, body, 5);
+        s.take(&r);
+        assert_eq!(s.failed, Some(Failure::Record(want)), "{body:?}");
+    }
+}
+
+/// The client's first flight as plaintext records of the ClientHello cut after `cut` bytes.
+fn client_hello_in_two(cut: usize) -> (Vec<u8>, Vec<u8>) {
+    let mut c = client(None);
+    let mut ch = Vec::new();
+    while c.wants_write() {
+        c.write_tls(&mut ch).unwrap();
+    }
+    let body = &ch[tls::record::HEADER..];
+    let rec = |b: &[u8]| [&[content::HANDSHAKE, 3, 1][..], &(b.len() as u16).to_be_bytes(), b].concat();
+    (rec(&body[..cut]), rec(&body[cut..]))
+}
+
+#[test]
+fn a_record_inside_a_fragmented_client_hello_gets_a_plaintext_alert() {
+    // rustls refuses the interleaved record (RFC 8446 §5.1) but queues no alert; before the
+    // ServerHello the alert is plaintext, and sirocco writes it (tlsfuzzer's zero-length
+    // data and zero content type tests, as OpenSSL answers).
+    let (first, _) = client_hello_in_two(2);
+    for interleaved in [&[content::APPLICATION_DATA, 3, 3, 0, 0][..], &[content::ALERT, 3, 3, 0, 2, 1, 0][..]] {
+        let mut s = Server::new();
+        s.take(&[&first[..], interleaved].concat());
+        assert!(matches!(s.failed, Some(Failure::Handshake(_))), "{:?}", s.failed);
+        assert_eq!(s.output(1448), [content::ALERT, 3, 3, 0, 2, 2, alert::UNEXPECTED_MESSAGE]);
+    }
+    // The same ClientHello whole is answered.
+    let (first, second) = client_hello_in_two(2);
+    let mut s = Server::new();
+    s.take(&[first, second].concat());
+    assert_eq!(s.failed, None);
+    assert_eq!(s.output(1448).first(), Some(&content::HANDSHAKE), "ServerHello");
+}
+
+#[test]
+fn a_client_hello_over_64_kib_gets_an_alert() {
+    // tlsfuzzer sends one with 32 715 signature schemes. OpenSSL takes ClientHellos up to
+    // 131 396 bytes; rustls, and so sirocco, none over 64 KiB, but with an alert, not by
+    // closing the connection in silence.
+    let mut c = client(None);
+    let mut ch = Vec::new();
+    while c.wants_write() {
+        c.write_tls(&mut ch).unwrap();
+    }
+    let body = &ch[tls::record::HEADER..];
+    // Grow the ClientHello with 1 000 unknown cipher suites and an unknown extension of
+    // 64 000 bytes, fixing the lengths of the lists and of the message.
+    let u16_at = |p: usize| u16::from_be_bytes([body[p], body[p + 1]]) as usize;
+    let suites_at = 4 + 2 + 32 + 1 + body[38] as usize;
+    let comp_at = suites_at + 2 + u16_at(suites_at);
+    let exts_at = comp_at + 1 + body[comp_at] as usize;
+    let mut msg = body[..suites_at].to_vec();
+    msg.extend_from_slice(&((u16_at(suites_at) + 2000) as u16).to_be_bytes());
+    msg.extend_from_slice(&body[suites_at + 2..comp_at]);
+    msg.extend((0..1000).flat_map(|_| [0x0a, 0x0a]));
+    msg.extend_from_slice(&body[comp_at..exts_at]);
+    let pad = 64_000;
+    msg.extend_from_slice(&((u16_at(exts_at) + 4 + pad) as u16).to_be_bytes());
+    msg.extend_from_slice(&body[exts_at + 2..]);
+    msg.extend_from_slice(&[0xfe, 0xfe]);
+    msg.extend_from_slice(&(pad as u16).to_be_bytes());
+    msg.resize(msg.len() + pad, 0);
+    let l = (msg.len() - 4) as u32;
+    msg[1..4].copy_from_slice(&l.to_be_bytes()[1..]);
+    assert!(msg.len() > 64 * 1024);
+    let mut bytes = Vec::new();
+    for part in msg.chunks(1 << 14) {
+        bytes.extend_from_slice(&[content::HANDSHAKE, 3, 1]);
+        bytes.extend_from_slice(&(part.len() as u16).to_be_bytes());
+        bytes.extend_from_slice(part);
+    }
+    let mut s = Server::new();
+    s.take(&bytes);
+    assert!(matches!(s.failed, Some(Failure::Handshake(_))), "{:?}", s.failed);
+    assert_eq!(s.output(1448), [content::ALERT, 3, 3, 0, 2, 2, alert::DECODE_ERROR]);
+}
