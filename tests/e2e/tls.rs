@@ -495,3 +495,132 @@ fn hundreds_of_concurrent_https_streams() {
     assert_eq!(tls_stat(&log, "failed"), 0, "{log}");
     let _ = std::fs::remove_dir_all(&out);
 }
+
+/// tlsfuzzer's TLS 1.3 scripts run here (the rest need TLS 1.2, finite-field groups, client
+/// certificates or tickets, which sirocco does not offer: third_party/tlsfuzzer/README.md).
+const TLSFUZZER_SUITE: &[&str] = &[
+    "0rtt_garbage",
+    "ccs",
+    "connection_abort",
+    "conversation",
+    "count_tickets",
+    "crfg_curves",
+    "ecdhe_curves",
+    "ecdsa_support",
+    "eddsa",
+    "empty_alert",
+    "finished",
+    "finished_plaintext",
+    "hrr",
+    "invalid_ciphers",
+    "keyshare_omitted",
+    "keyupdate",
+    "keyupdate_from_server",
+    "large_number_of_extensions",
+    "legacy_version",
+    "multiple_ccs_messages",
+    "no_unknown_groups",
+    "nociphers",
+    "pkcs_signature",
+    "record_layer_limits",
+    "record_padding",
+    "rsa_signatures",
+    "serverhello_random",
+    "session_resumption",
+    "shuffled_extentions",
+    "signature_algorithms",
+    "symetric_ciphers",
+    "unencrypted_alert",
+    "unrecognised_groups",
+    "zero_content_type",
+    "zero_length_data",
+];
+
+/// The Python scripts/setup makes for tlsfuzzer (tlslite-ng and ecdsa from PyPI).
+const TLSFUZZER_PYTHON: &str = "/opt/sirocco-tests/tlsfuzzer/bin/python";
+
+/// One tlsfuzzer script against `addr`:443 from the client namespace: the tests that passed
+/// (a name run more than once passes only if every run did) and why the others failed, as
+/// `test | why`.
+fn tlsfuzzer_file(net: &TestNet, addr: &str, module: &str) -> (Vec<String>, Vec<String>) {
+    let run = format!("{}/../third_party/tlsfuzzer/run.py", env!("CARGO_MANIFEST_DIR"));
+    let module = format!("test_tls13_{module}");
+    // The seed makes both servers see the same randomly drawn cases.
+    let out = net.exec(&net.cli_ns, &["timeout", "300", TLSFUZZER_PYTHON, &run, "7", &module, "-h", addr, "-p", "443"]);
+    let text = String::from_utf8_lossy(&out.stdout).into_owned();
+    assert!(
+        text.contains("TOTAL: "),
+        "{module} against {addr} did not run:\n{text}\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let mut names: Vec<String> = Vec::new();
+    let mut why: Vec<String> = Vec::new();
+    let mut current: Option<String> = None;
+    let mut failed: Vec<String> = Vec::new();
+    let mut in_failed = false;
+    for line in text.lines() {
+        if in_failed {
+            match line.strip_prefix('\t') {
+                // Python's repr of the name: quoted with ' or ".
+                Some(q) if q.len() >= 2 => failed.push(q[1..q.len() - 1].replace("\\'", "'")),
+                _ => in_failed = false,
+            }
+            continue;
+        }
+        if line == "FAILED:" || line == "XPASSED:" {
+            in_failed = true;
+        } else if let Some(n) = line.strip_suffix(" ...") {
+            names.push(n.to_string());
+            current = Some(n.to_string());
+        } else if line.starts_with("AssertionError") || line.starts_with("tlslite.errors") {
+            if let Some(n) = current.take() {
+                why.push(format!("{n} | {line}"));
+            }
+        }
+    }
+    names.sort();
+    names.dedup();
+    names.retain(|n| !failed.contains(n));
+    (names, why)
+}
+
+/// tlsfuzzer's TLS 1.3 scripts against sirocco web and, in the same network, nginx with
+/// OpenSSL on the same RSA certificate: every test that passes on OpenSSL passes on sirocco
+/// too, but those `third_party/tlsfuzzer/differences.txt` lists with the reason.
+#[test]
+fn tlsfuzzer_passes_as_on_openssl() {
+    assert!(
+        std::path::Path::new(TLSFUZZER_PYTHON).exists(),
+        "{TLSFUZZER_PYTHON} missing: run scripts/setup (it makes tlsfuzzer's Python)"
+    );
+    let net = TestNet::new(1);
+    let root = Root::new("tlsfuzzer");
+    root.write("index.html", b"<html><body>tlsfuzzer</body></html>\n");
+    let (cert, key) = (certs().join("server-rsa.pem"), certs().join("server-rsa.key"));
+    // TLS 1.2 stays on, as a default OpenSSL server has it: the scripts check a TLS 1.3
+    // server against that.
+    let _ng = crate::web_diff::nginx_tls(&net.srv_ns, root.path(), &cert, &key, "TLSv1.2 TLSv1.3");
+    let (c, k) = (cert.display().to_string(), key.display().to_string());
+    let s = net.start(&[
+        "web",
+        "--iface",
+        &net.srv_if,
+        "--addr",
+        SERVER_OWN,
+        "--root",
+        root.path(),
+        "--tls-cert",
+        &c,
+        "--tls-key",
+        &k,
+    ]);
+    let mut diff = SuiteDiff::new("tlsfuzzer");
+    for module in TLSFUZZER_SUITE {
+        let (theirs, _) = tlsfuzzer_file(&net, SERVER, module);
+        let (ours, why) = tlsfuzzer_file(&net, SERVER_OWN, module);
+        diff.file(module, &theirs, &ours, &why);
+    }
+    let (status, log) = s.stop();
+    assert!(status.success(), "{log}");
+    diff.check("nginx with OpenSSL", "sirocco web");
+}

@@ -18,6 +18,12 @@ impl Drop for Nginx {
 }
 
 pub fn nginx(ns: &str, root: &str) -> Nginx {
+    let c = crate::tls::certs();
+    nginx_tls(ns, root, &c.join("server.pem"), &c.join("server.key"), "TLSv1.3")
+}
+
+/// nginx on `root` with HTTPS from `cert` and `key`, speaking `protocols`.
+pub fn nginx_tls(ns: &str, root: &str, cert: &std::path::Path, key: &std::path::Path, protocols: &str) -> Nginx {
     let dir = std::env::temp_dir().join(format!("sirocco-nginx-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&dir);
     std::fs::create_dir_all(&dir).unwrap();
@@ -28,11 +34,12 @@ pub fn nginx(ns: &str, root: &str) -> Nginx {
          sendfile on;\n server_tokens off;\n client_body_temp_path {d};\n proxy_temp_path {d};\n fastcgi_temp_path {d};\n\
          uwsgi_temp_path {d};\n scgi_temp_path {d};\n\
          server {{ listen {SERVER}:80; listen {SERVER}:443 ssl; listen [{SERVER6}]:80; listen [{SERVER6}]:443 ssl;\n\
-         ssl_protocols TLSv1.3;\n\
-         ssl_certificate {c}/server.pem; ssl_certificate_key {c}/server.key;\n\
+         ssl_protocols {protocols};\n\
+         ssl_certificate {cert}; ssl_certificate_key {key};\n\
          root {root}; index index.html; }}\n}}\n",
         d = dir.display(),
-        c = crate::tls::certs().display()
+        cert = cert.display(),
+        key = key.display(),
     );
     let path = dir.join("nginx.conf");
     std::fs::write(&path, conf).unwrap();

@@ -1,5 +1,6 @@
 #!/bin/sh
-# Regenerates the test CA and server certificate (valid for 100 years).
+# Regenerates the test CA, the server certificate (valid for 100 years) and the self-signed RSA
+# certificate tlsfuzzer's scripts need (they offer RSA signature schemes only).
 set -e
 cd "$(dirname "$0")"
 openssl ecparam -name prime256v1 -genkey -noout -out ca.key
@@ -12,3 +13,7 @@ printf '%s\n' "subjectAltName=DNS:sirocco.test,DNS:localhost,IP:127.0.0.1,IP:198
 openssl x509 -req -in server.csr -CA ca.pem -CAkey ca.key -CAcreateserial -days 36500 -sha256 \
   -extfile ext.cnf -out server.pem
 rm -f server.csr ext.cnf ca.srl
+openssl genrsa 2048 | openssl pkcs8 -topk8 -nocrypt -out server-rsa.key
+openssl req -x509 -new -key server-rsa.key -sha256 -days 36500 -subj "/CN=sirocco.test" \
+  -addext "subjectAltName=DNS:sirocco.test,DNS:localhost" -addext "keyUsage=critical,digitalSignature,keyEncipherment" \
+  -addext "extendedKeyUsage=serverAuth" -out server-rsa.pem

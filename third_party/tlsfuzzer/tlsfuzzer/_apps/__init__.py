@@ -1,0 +1,1 @@
+"""A package containing standalone app entry points."""

@@ -1,0 +1,1 @@
+"""Various convenience functions, unrelated to TLS or crypto"""
