@@ -424,7 +424,7 @@ fn eviction_keeps_the_process_within_its_memory() {
     assert!(bytes <= 8 << 20, "{bytes} bytes of items in 8 MB");
     assert!(items > 1000, "{items} items");
     // The cache's pages were all in use before the second fill: what grows after is the
-    // item index and allocator slack, stated in the README as at most 2 MB here.
+    // item index and allocator slack, stated in docs/kv.md as at most 2 MB here.
     assert!(after <= before + 2048, "RSS grew from {before} kB to {after} kB");
     let (status, log) = s.stop();
     assert!(status.success(), "{log}");

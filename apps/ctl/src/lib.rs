@@ -3,7 +3,7 @@
 //! its sans-IO part: the daemon's policy — which users may ask for which grants
 //! ([`policy`]) —, the grants in force with their overlap rules ([`grants`]), and the
 //! requests servers send over the control socket ([`request`]). The daemon, the per-grant
-//! virtual interfaces and the data-path filters come next (see the README's design).
+//! virtual interfaces and the data-path filters come next (see docs/ctl.md).
 
 pub mod grants;
 pub mod policy;

@@ -19,7 +19,7 @@ pub struct KvArgs {
     #[command(flatten)]
     pub serve: ServeArgs,
     /// Item memory in megabytes (slab pages; the process also holds packet and send buffers,
-    /// see the README) [default: 64].
+    /// see docs/kv.md) [default: 64].
     #[arg(long, value_name = "MB")]
     pub memory: Option<usize>,
     /// Largest item (key, value and memcached's item header), in bytes, or with a k or m

@@ -72,8 +72,8 @@ pub struct CtlArgs {
 
 #[derive(Args)]
 pub struct PipelineArgs {
-    /// The pipeline script: modules, links, traffic classes, workers (see the README's
-    /// pipeline section; scripts/pipeline/ has examples).
+    /// The pipeline script: modules, links, traffic classes, workers (see
+    /// docs/pipeline.md; scripts/pipeline/ has examples).
     #[arg(long, value_name = "FILE")]
     pub script: Option<PathBuf>,
     /// Listen for `sirocco pipeline show|stats|add|remove` on this Unix socket.
