@@ -5,6 +5,7 @@ pub mod compile;
 pub mod message;
 pub mod notify;
 pub mod nsec3;
+pub mod report;
 pub mod resolve;
 pub mod rrl;
 pub mod secondary;
@@ -12,6 +13,7 @@ pub mod server;
 pub mod tcp;
 pub mod transfer;
 pub mod zone;
+pub mod zones;
 
 pub use compile::{Catalog, CompiledZone};
 pub use dns::{tsig, KeyMode};

@@ -4,13 +4,10 @@
 use crate::serve::{config, relative_to, Defaults, ServeArgs};
 use clap::Args;
 use dns_server::secondary::Secondaries;
-use dns_server::zone::Zone;
-use dns_server::{Catalog, CompiledZone};
+use dns_server::zones::{self, endpoint, Received, ZoneSpec};
 use engine::published::Published;
 use serde::Deserialize;
-use std::collections::HashMap;
 use std::path::{Path, PathBuf};
-use std::sync::{Arc, Mutex};
 use std::time::Instant;
 use wire::Protocol;
 
@@ -198,17 +195,6 @@ struct ZoneConfig {
     tsig_key: Option<String>,
 }
 
-/// A zone to load: origin (if given), file, who may transfer it, whom to notify, its key;
-/// or, with primaries, a zone served as a secondary (stored in the file if one is given).
-struct ZoneSpec {
-    origin: Option<String>,
-    file: Option<PathBuf>,
-    primaries: Vec<String>,
-    allow_transfer: Vec<String>,
-    notify: Vec<String>,
-    tsig_key: Option<String>,
-}
-
 /// What every zone gets besides its own: transfer prefixes, secondaries, a key.
 struct ForAll<'a> {
     allow_transfer: &'a [String],
@@ -266,53 +252,6 @@ fn zone_specs(
     v
 }
 
-impl ZoneSpec {
-    /// What names the zone in errors: its file, else its name.
-    fn label(&self) -> String {
-        match (&self.file, &self.origin) {
-            (Some(f), _) => f.display().to_string(),
-            (None, Some(o)) => format!("zone {o}"),
-            (None, None) => "a zone".into(),
-        }
-    }
-
-    /// The zone's key, looked up in `keys`.
-    fn key(&self, keys: &dns_server::tsig::Keyring) -> Result<Option<dns_server::tsig::Key>, String> {
-        match &self.tsig_key {
-            Some(name) => Ok(Some(keys.named(name).cloned().ok_or_else(|| {
-                format!("{}: tsig_key {name:?}: no such key (give it with --key or [[key]])", self.label())
-            })?)),
-            None => Ok(None),
-        }
-    }
-}
-
-/// The secondary zones among `specs`: origin, primaries, key.
-fn secondary_specs(
-    specs: &[ZoneSpec],
-    keys: &dns_server::tsig::Keyring,
-) -> Result<Vec<dns_server::secondary::SecondarySpec>, String> {
-    let mut out = Vec::new();
-    for spec in specs.iter().filter(|s| !s.primaries.is_empty()) {
-        let label = spec.label();
-        let origin = spec
-            .origin
-            .as_deref()
-            .filter(|o| !o.is_empty())
-            .ok_or_else(|| format!("{label}: a zone with a primary needs its name (name = \"example.com\")"))?;
-        let wire = dns::name::wire_from_text(&origin.to_ascii_lowercase())
-            .map_err(|_| format!("{label}: {origin:?} is not a domain name"))?;
-        let primaries = spec
-            .primaries
-            .iter()
-            .map(|p| endpoint(p, "primary"))
-            .collect::<Result<Vec<_>, _>>()
-            .map_err(|e| format!("{label}: {e}"))?;
-        out.push(dns_server::secondary::SecondarySpec { origin: wire, primaries, key: spec.key(keys)? });
-    }
-    Ok(out)
-}
-
 /// A config file's list of ADDR or ADDR@PORT, checked as it is read, so that a bad one is
 /// reported at its line of the config file.
 fn addr_ports<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Vec<String>, D::Error> {
@@ -328,186 +267,6 @@ fn prefixes<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Vec<String>, D::Er
     let v = Vec::<String>::deserialize(d)?;
     dns_server::transfer::Acl::parse(&v).map_err(serde::de::Error::custom)?;
     Ok(v)
-}
-
-/// A secondary to notify or a primary (`what`): ADDR or ADDR@PORT (port 53 by default).
-fn endpoint(s: &str, what: &str) -> Result<(wire::IpAddr, u16), String> {
-    let (a, port) = match s.rsplit_once('@') {
-        Some((a, p)) => {
-            (a, p.parse::<u16>().ok().filter(|&p| p != 0).ok_or_else(|| format!("{what} {s:?}: bad port"))?)
-        }
-        None => (s, 53),
-    };
-    let a: std::net::IpAddr = a.parse().map_err(|_| format!("{what} {s:?}: not an address"))?;
-    Ok((a.into(), port))
-}
-
-/// The versions of the secondary zones transferred so far (or loaded from their files at
-/// start), by origin in lowercase wire form.
-type Received = Arc<Mutex<HashMap<Vec<u8>, Arc<Zone>>>>;
-
-/// The lowercase wire form of a zone name given in text.
-fn origin_wire(origin: &str) -> Vec<u8> {
-    dns::name::wire_from_text(&origin.to_ascii_lowercase()).unwrap_or_default()
-}
-
-/// Loads and compiles every zone (a secondary zone: its last version received, if any); the
-/// first error (naming file and line) stops it.
-fn build(
-    specs: &[ZoneSpec],
-    keys: dns_server::tsig::Keyring,
-    verbose: bool,
-    received: &Received,
-) -> Result<Catalog, String> {
-    if specs.is_empty() {
-        return Err("no zones: give --zone FILE, --secondary NAME=PRIMARY or [[zone]] in --config".into());
-    }
-    let have = received.lock().unwrap_or_else(|p| p.into_inner()).clone();
-    let mut compiled: Vec<CompiledZone> = Vec::new();
-    for spec in specs {
-        let label = spec.label();
-        let t0 = Instant::now();
-        let acl = dns_server::transfer::Acl::parse(&spec.allow_transfer)
-            .map_err(|e| format!("{label}: allow_transfer: {e}"))?;
-        let notify = spec
-            .notify
-            .iter()
-            .map(|n| endpoint(n, "notify"))
-            .collect::<Result<Vec<_>, _>>()
-            .map_err(|e| format!("{label}: {e}"))?;
-        let key = spec.key(&keys)?;
-        let z = if spec.primaries.is_empty() {
-            let file = spec.file.as_ref().ok_or_else(|| format!("{label}: a zone needs a file or a primary"))?;
-            Arc::new(dns_server::zone::load(file, spec.origin.as_deref())?)
-        } else {
-            match have.get(&origin_wire(spec.origin.as_deref().unwrap_or_default())) {
-                Some(z) => z.clone(),
-                // Not transferred yet: not served (REFUSED) until it is.
-                None => continue,
-            }
-        };
-        let t1 = Instant::now();
-        let c = CompiledZone::compile(&z).with_transfers(&z, acl).with_notify(notify).with_key(key);
-        if compiled.iter().any(|o| o.origin == c.origin) {
-            return Err(format!("{label}: zone {} is given twice", c.origin));
-        }
-        if verbose {
-            tracing::info!(
-                "zone {} from {label}: {} records, {} names, {} distinct responses, {} bytes compiled ({:.0} per name); loaded in {:.2} s, compiled in {:.2} s",
-                c.origin,
-                z.records,
-                c.names(),
-                c.responses(),
-                c.memory_bytes(),
-                c.memory_bytes() as f64 / c.names().max(1) as f64,
-                (t1 - t0).as_secs_f64(),
-                t1.elapsed().as_secs_f64()
-            );
-        }
-        compiled.push(c);
-    }
-    Ok(Catalog::new(compiled).with_keys(keys))
-}
-
-/// Loads the files of secondary zones that have one, as the version served at start; returns
-/// each secondary's serial and timers (None: to be transferred first).
-fn initial_versions(specs: &[ZoneSpec], received: &Received) -> Vec<Option<(u32, dns_server::secondary::Timers)>> {
-    let mut out = Vec::new();
-    for spec in specs.iter().filter(|s| !s.primaries.is_empty()) {
-        let loaded = spec.file.as_ref().filter(|f| f.exists()).and_then(|f| {
-            match dns_server::zone::load(f, spec.origin.as_deref()) {
-                Ok(z) => Some(z),
-                Err(e) => {
-                    tracing::info!("{e}; transferring the zone from its primary instead");
-                    None
-                }
-            }
-        });
-        let version = loaded.and_then(|z| {
-            let soa = dns_server::secondary::Timers::of_soa(&z.soa()?.rdatas[0])?;
-            received.lock().unwrap_or_else(|p| p.into_inner()).insert(z.origin.as_wire().to_vec(), Arc::new(z));
-            Some(soa)
-        });
-        out.push(version);
-    }
-    out
-}
-
-fn zone_name(origin: &[u8]) -> String {
-    dns::Name::from_wire(origin).map(|n| n.to_string()).unwrap_or_default()
-}
-
-/// Serves `z` as the new version of the secondary zone `origin`, and stores it in the
-/// zone's file if it has one.
-fn keep(z: Zone, origin: &[u8], specs: &[ZoneSpec], received: &Received, log: &mut Vec<String>) {
-    let file = specs
-        .iter()
-        .find(|s| !s.primaries.is_empty() && origin_wire(s.origin.as_deref().unwrap_or_default()) == origin)
-        .and_then(|s| s.file.clone());
-    if let Some(f) = file {
-        // Written whole beside it, then renamed over it: a crash leaves one version or the other.
-        let tmp = f.with_extension("sirocco-tmp");
-        let written = std::fs::write(&tmp, dns_server::zone::to_text(&z)).and_then(|_| std::fs::rename(&tmp, &f));
-        if let Err(e) = written {
-            log.push(format!("zone {}: could not store it in {}: {e}", zone_name(origin), f.display()));
-        }
-    }
-    received.lock().unwrap_or_else(|p| p.into_inner()).insert(origin.to_vec(), Arc::new(z));
-}
-
-/// Takes what the refresher reported: new versions (stored in their zone's file, if it has
-/// one) and expired zones. Returns what happened, for the log.
-fn take_transfers(shared: &Secondaries, specs: &[ZoneSpec], received: &Received) -> Vec<String> {
-    use dns_server::secondary::Event;
-    let mut log = Vec::new();
-    for e in shared.take_events() {
-        match e {
-            Event::Transferred { origin, serial, records, from } => {
-                let name = zone_name(&origin);
-                match dns_server::zone::from_records(Path::new(&name), dns::Name::from_wire(&origin).ok(), records) {
-                    Ok(z) => {
-                        log.push(format!(
-                            "zone {name} serial {serial} transferred from {}@{}: {} records",
-                            from.0, from.1, z.records
-                        ));
-                        keep(z, &origin, specs, received, &mut log);
-                    }
-                    Err(e) => {
-                        log.push(format!("zone {name} serial {serial} from {}@{}: not loaded: {e}", from.0, from.1))
-                    }
-                }
-            }
-            Event::Changed { origin, serial, changes, from } => {
-                let name = zone_name(&origin);
-                let current = received.lock().unwrap_or_else(|p| p.into_inner()).get(&origin).cloned();
-                let (n, records) = (changes.len(), changes.iter().map(|c| c.0.len() + c.1.len()).sum::<usize>());
-                let next = current.ok_or_else(|| "no version to change".to_string()).and_then(|z| z.apply(changes));
-                match next {
-                    Ok(z) => {
-                        log.push(format!(
-                            "zone {name} serial {serial} transferred from {}@{} as {n} change(s) of {records} records (IXFR)",
-                            from.0, from.1
-                        ));
-                        keep(z, &origin, specs, received, &mut log);
-                    }
-                    Err(e) => {
-                        log.push(format!(
-                            "zone {name} serial {serial}: the changes do not apply ({e}); transferring it whole"
-                        ));
-                        if let Some(i) = shared.find(&origin) {
-                            shared.resync(i);
-                        }
-                    }
-                }
-            }
-            Event::Expired { origin } => {
-                let name = zone_name(&origin);
-                log.push(format!("zone {name} expired: no primary answered for its expire time; not served"));
-                received.lock().unwrap_or_else(|p| p.into_inner()).remove(&origin);
-            }
-        }
-    }
-    log
 }
 
 /// Runs the DNS server.
@@ -539,13 +298,20 @@ pub fn run(a: DnsArgs) -> Result<(), String> {
     let keys = keyring(&s.own, &a.key)?;
     let specs = zone_specs(s.config.as_deref(), &s.own, &a.zone, &a.secondary, &all);
     // Secondary zones are fixed at start (a reload re-reads the files of the others).
-    let shared = Secondaries::new(secondary_specs(&specs, &keys)?);
+    let shared = Secondaries::new(zones::secondary_specs(&specs, &keys)?);
     if !shared.zones().is_empty() && s.opts.ctl.is_some() {
         return Err("secondary zones need TCP, which sirocco ctl does not grant yet".into());
     }
-    let received: Received = Arc::default();
-    let initial = initial_versions(&specs, &received);
-    let catalog = Published::new(build(&specs, keys, true, &received)?);
+    let received = Received::default();
+    let (initial, unusable) = received.load_stored(&specs);
+    for line in unusable {
+        tracing::info!("{line}");
+    }
+    let built = zones::build(&specs, keys, &received)?;
+    for line in &built.report {
+        tracing::info!("{line}");
+    }
+    let catalog = Published::new(built.catalog);
     tracing::info!("zones compiled in {:.2} s", started.elapsed().as_secs_f64());
     let served = format!(
         "dns on port {port}, {} zone(s) compiled, {} secondary zone(s)",
@@ -568,8 +334,8 @@ pub fn run(a: DnsArgs) -> Result<(), String> {
             let all = ForAll { allow_transfer: &allow, notify: &notify, tsig_key: tsig_key.as_deref() };
             let keys = keyring(&own, &cli_keys)?;
             let specs = zone_specs(config_path.as_deref(), &own, &cli, &cli_secondaries, &all);
-            let mut done = take_transfers(&shared, &specs, &received);
-            let c = build(&specs, keys, false, &received)?;
+            let mut done = received.take_transfers(&shared, &specs);
+            let c = zones::build(&specs, keys, &received)?.catalog;
             done.push(format!("{} zone(s)", c.zones().len()));
             Ok((done.join("; "), published.publish(c)))
         }
@@ -615,57 +381,8 @@ pub fn run(a: DnsArgs) -> Result<(), String> {
     let wake = Some(shared.wake.clone());
     let reload = crate::serve::Reload { what: "zones", f: Box::new(reload), wake };
     let out = s.run(&format!("dns on port {port}"), grants, make, Some(reload))?;
-    let mut rc = [0u64; 9];
-    let (mut tc, mut dropped, mut rrl_dropped, mut rrl_slipped, mut signed) = (0, 0, 0, 0, 0);
-    let mut t = dns_server::tcp::TcpStats::default();
-    let mut n = dns_server::notify::NotifyStats::default();
-    let (mut notify_in, mut notify_refused) = (0, 0);
-    let mut sec = None;
-    for svc in out.apps() {
-        if let Some(r) = &svc.refresher {
-            sec = Some((r.stats, r.last_error.clone()));
-        }
-        let d = svc.server();
-        notify_in += d.stats.notify_in;
-        notify_refused += d.stats.notify_refused;
-        if let Some(s) = d.notifier() {
-            n = s.stats;
-        }
-        for (i, v) in d.stats.rcodes.iter().enumerate() {
-            rc[i] += v;
-        }
-        tc += d.stats.truncated;
-        signed += d.stats.signed;
-        dropped += d.stats.dropped;
-        rrl_dropped += d.stats.rrl_dropped;
-        rrl_slipped += d.stats.rrl_slipped;
-        t.add(&svc.tcp.app.stats);
+    for line in dns_server::report::exit_lines(out.apps(), rrl) {
+        println!("{line}");
     }
-    println!(
-        "dns: noerror {} formerr {} servfail {} nxdomain {} notimp {} refused {} yxdomain {} badvers {} notauth {} | truncated {tc} dropped {dropped} | signed (tsig) {signed}",
-        rc[0], rc[1], rc[2], rc[3], rc[4], rc[5], rc[6], rc[7], rc[8]
-    );
-    if let Some(r) = rrl {
-        println!(
-            "dns rate limit ({} per second, slip {}): dropped {rrl_dropped} slipped {rrl_slipped} (counted above too)",
-            r.rate, r.slip
-        );
-    }
-    if n.sent > 0 {
-        println!("dns notify: sent {} acknowledged {} unanswered {}", n.sent, n.acked, n.unanswered);
-    }
-    if let Some((st, last_error)) = sec {
-        println!(
-            "dns secondary: checks {} up to date {} transferred {} (as changes {}) failed {} expired {} | notify received {notify_in} refused {notify_refused}",
-            st.checks, st.up_to_date, st.transferred, st.incremental, st.failed, st.expired
-        );
-        if let Some(e) = last_error {
-            println!("dns secondary: last failure: {e}");
-        }
-    }
-    println!(
-        "dns over tcp: connections accepted {} refused {} closed {} (idle {} cut off {}) | answers {} | transfers {} refused {}",
-        t.accepted, t.refused, t.closed, t.idle_closed, t.cut, t.answered, t.transfers, t.transfers_refused
-    );
     Ok(())
 }
