@@ -11,5 +11,6 @@
 pub mod command;
 pub mod keyspace;
 pub mod log;
+pub mod open;
 pub mod server;
 pub mod session;

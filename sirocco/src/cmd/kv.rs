@@ -1,6 +1,7 @@
 //! `sirocco kv`: a memcached-compatible cache on the level-2 channel, one engine per queue,
 //! every engine serving every key from one shared cache.
 
+use crate::serve::options::{own_options, Size};
 use crate::serve::{Defaults, ServeArgs};
 use crate::tcp_limits::tcp_limits;
 use clap::Args;
@@ -8,7 +9,6 @@ use engine::ChannelService;
 use kv::cache::{Cache, CacheConfig};
 use kv::server::{unix_now, Kv, Shared};
 use kv::stats::Board;
-use serde::Deserialize;
 use std::sync::Arc;
 use tcp::channel::streams::Streams;
 use tcp::channel::Buffers;
@@ -18,36 +18,43 @@ use wire::Protocol;
 pub struct KvArgs {
     #[command(flatten)]
     pub serve: ServeArgs,
-    /// Item memory in megabytes (slab pages; the process also holds packet and send buffers,
-    /// see docs/kv.md) [default: 64].
-    #[arg(long, value_name = "MB")]
-    pub memory: Option<usize>,
-    /// Largest item (key, value and memcached's item header), in bytes, or with a k or m
-    /// suffix [default: 1m].
-    #[arg(long, value_name = "BYTES")]
-    pub max_item_size: Option<String>,
-    /// Most connections open at once, all engines together (more are reset) [default: 4096].
-    #[arg(long, value_name = "N")]
-    pub max_conns: Option<usize>,
+    #[command(flatten)]
+    pub kv: KvOptions,
 }
 
-/// The KV server's own keys in the config file.
-#[derive(Deserialize, Default)]
-pub struct KvConfig {
-    memory: Option<usize>,
-    max_item_size: Option<toml_size::Size>,
-    max_conns: Option<usize>,
+own_options! {
+    /// The cache's options; each has a config-file key of the same name (`_` for `-`).
+    pub struct KvOptions {
+        /// Item memory in megabytes (slab pages; the process also holds packet and send
+        /// buffers, see docs/kv.md), 1 to 1048576 [default: 64].
+        #[arg(long, value_name = "MB")]
+        pub memory: Option<usize>,
+        /// Largest item (key, value and memcached's item header), in bytes, or with a k or m
+        /// suffix; 1k to 128m [default: 1m].
+        #[arg(long, value_name = "BYTES")]
+        pub max_item_size: Option<Size>,
+        /// Most connections open at once, all engines together (more are reset) [default: 4096].
+        #[arg(long, value_name = "N")]
+        pub max_conns: Option<usize>,
+    }
 }
 
-/// A size in a config file: a number of bytes or a string with a k/m suffix.
-mod toml_size {
-    use serde::Deserialize;
-
-    #[derive(Deserialize)]
-    #[serde(untagged)]
-    pub enum Size {
-        Bytes(u64),
-        Text(String),
+impl KvOptions {
+    /// Megabytes of items, bytes per item at most, connections at most; checked.
+    fn checked(&self) -> Result<(usize, usize, usize), String> {
+        let memory_mb = self.memory.unwrap_or(64);
+        if memory_mb == 0 || memory_mb > (1 << 20) {
+            return Err("--memory must be between 1 and 1048576 MB".into());
+        }
+        let max_item = self.max_item_size.map_or(1 << 20, |s| s.0);
+        if !(1024..=(128 << 20)).contains(&max_item) {
+            return Err("--max-item-size must be between 1k and 128m".into());
+        }
+        let max_conns = self.max_conns.unwrap_or(4096);
+        if max_conns == 0 {
+            return Err("--max-conns must be at least 1".into());
+        }
+        Ok((memory_mb, max_item, max_conns))
     }
 }
 
@@ -55,51 +62,14 @@ mod toml_size {
 /// only as used) hold the answers waiting for thousands of connections' windows.
 const SEND_BUFFERS: usize = 65_536;
 
-fn parse_size(s: &str) -> Result<usize, String> {
-    let t = s.trim().to_ascii_lowercase();
-    let (num, mul) = match t.strip_suffix('k') {
-        Some(n) => (n, 1 << 10),
-        None => match t.strip_suffix('m') {
-            Some(n) => (n, 1 << 20),
-            None => (t.as_str(), 1),
-        },
-    };
-    num.parse::<usize>()
-        .ok()
-        .and_then(|n| n.checked_mul(mul))
-        .ok_or(format!("{s:?} is not a size (bytes, or with k or m)"))
-}
-
 /// Runs the KV server.
 pub fn run(a: KvArgs) -> Result<(), String> {
-    let s = a.serve.setup::<KvConfig>(Defaults { port: 11211, idle_spins: 0 })?;
-    let memory_mb = a.memory.or(s.own.memory).unwrap_or(64);
-    let max_item = match (&a.max_item_size, &s.own.max_item_size) {
-        (Some(v), _) => parse_size(v)?,
-        (None, Some(toml_size::Size::Bytes(b))) => *b as usize,
-        (None, Some(toml_size::Size::Text(t))) => parse_size(t)?,
-        (None, None) => 1 << 20,
-    };
-    if !(1024..=(128 << 20)).contains(&max_item) {
-        return Err("--max-item-size must be between 1k and 128m".into());
-    }
-    if memory_mb == 0 || memory_mb > (1 << 20) {
-        return Err("--memory must be between 1 and 1048576 MB".into());
-    }
-    let max_conns = a.max_conns.or(s.own.max_conns).unwrap_or(4096);
-    if max_conns == 0 {
-        return Err("--max-conns must be at least 1".into());
-    }
-    // Shards (locks): one engine needs one (never contended; CAS uniques then run 1, 2, 3, …
-    // as memcached's do). Several engines get four each — measured (bench/kv/sharing) two
-    // threads on one shard run 3.8x slower per operation, on two 1.6x, on eight 1.06x — but
-    // no more than one per 16 pages, as every size class in use needs a page in every shard.
+    let s = a.serve.setup::<KvOptions>(Defaults { port: 11211, idle_spins: 0 })?;
+    let (memory_mb, max_item, max_conns) = a.kv.or(s.own.clone()).checked()?;
     let cpus = std::thread::available_parallelism().map_or(1, |n| n.get());
     let queues = s.opts.queues.or_else(|| io::iface::Interface::lookup(&s.opts.iface).ok().map(|i| i.rx_queues));
     let engines = queues.map_or(cpus, |q| q as usize).max(1);
-    let pages = (memory_mb << 20) / max_item.max(1 << 20);
-    let shards = if engines == 1 { 1 } else { (4 * engines).min(pages / 16).max(engines) };
-    let cfg = CacheConfig { memory: memory_mb << 20, max_item, shards, factor: 1.25 };
+    let cfg = CacheConfig::for_engines(memory_mb << 20, max_item, engines);
     if s.check_only(&format!("memcached protocol on port {}, {memory_mb} MB of items", s.port))? {
         return Ok(());
     }
@@ -169,18 +139,5 @@ fn kv_metrics(s: &Streams<Kv>, out: &mut engine::Samples) {
                 v,
             );
         }
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::parse_size;
-
-    #[test]
-    fn sizes() {
-        assert_eq!(parse_size("1m"), Ok(1 << 20));
-        assert_eq!(parse_size("512K"), Ok(512 << 10));
-        assert_eq!(parse_size("2048"), Ok(2048));
-        assert!(parse_size("lots").is_err());
     }
 }

@@ -4,6 +4,7 @@
 //! only its own options, its application, and its summary lines.
 
 pub mod config;
+pub mod options;
 pub mod reload;
 
 use crate::dataplane::{self, report, DataplaneArgs, Grant, Options, Outcome, Until};

@@ -97,6 +97,18 @@ pub struct Shared {
     pub started: i64,
 }
 
+impl Shared {
+    /// The line the store prints when it stops.
+    pub fn summary(&self) -> String {
+        format!(
+            "store: {} keys, last durable change {}, {} compactions",
+            self.ks.len(),
+            self.order.durable(),
+            self.gens.done.load(Ordering::Relaxed)
+        )
+    }
+}
+
 /// Unix time now, in milliseconds.
 pub fn unix_ms() -> i64 {
     SystemTime::now().duration_since(UNIX_EPOCH).map_or(0, |d| d.as_millis() as i64)
