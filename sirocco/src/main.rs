@@ -131,8 +131,31 @@ fn man_pages(dir: &std::path::Path) -> Result<(), String> {
     write(&Cli::command(), "sirocco".into(), dir)
 }
 
+/// The command line, or one line saying what is wrong with it (clap's own message, whose
+/// usage and help trailer would make it several) and exit status 2; help and version as
+/// clap prints them.
+fn parse_cli() -> Cli {
+    use clap::error::ErrorKind;
+    match Cli::try_parse() {
+        Ok(c) => c,
+        Err(e) if matches!(e.kind(), ErrorKind::DisplayHelp | ErrorKind::DisplayVersion) => e.exit(),
+        Err(e) if e.kind() == ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand => e.exit(),
+        Err(e) => {
+            let text = e.render().to_string();
+            let said: Vec<&str> = text
+                .lines()
+                .map(str::trim)
+                .take_while(|l| !l.starts_with("Usage:") && !l.starts_with("For more information"))
+                .filter(|l| !l.is_empty())
+                .collect();
+            eprintln!("{}", said.join(" "));
+            std::process::exit(2);
+        }
+    }
+}
+
 fn main() {
-    let cli = Cli::parse();
+    let cli = parse_cli();
     log::init(cli.log_format);
     signals::install();
     let r = match cli.cmd {
