@@ -7,6 +7,7 @@
 //! socket come next.
 
 pub mod change;
+pub mod driver;
 pub mod metadata;
 pub mod module;
 pub mod modules;

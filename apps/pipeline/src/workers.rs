@@ -6,6 +6,9 @@
 //! from two workers' tasks, a link between modules of two workers, or an interface whose
 //! ports sit on two workers are refused: workers share nothing.
 
+use crate::modules::Registry;
+use crate::pipeline::Pipeline;
+use crate::port::{MemPort, NamedPort};
 use crate::script::{Decl, Script, ScriptError, Value};
 use std::collections::{HashMap, VecDeque};
 
@@ -137,6 +140,58 @@ pub fn split(s: &Script, tasks: &[&str]) -> Result<Vec<Part>, ScriptError> {
             },
         })
         .collect())
+}
+
+/// The interfaces a script's ports name, in order of first use.
+pub fn port_names(s: &Script) -> Result<Vec<String>, String> {
+    let mut names: Vec<String> = Vec::new();
+    for d in s.modules.iter().filter(|d| d.class == "PortInc" || d.class == "PortOut") {
+        let v = d.args.iter().find(|a| a.key.as_deref() == Some("port")).map(|a| &a.value);
+        let Some(Value::Str(n) | Value::Ident(n)) = v else {
+            return Err(format!("line {}: {} :: {} needs port=\"INTERFACE\"", d.line, d.name, d.class));
+        };
+        if !names.contains(n) {
+            names.push(n.clone());
+        }
+    }
+    Ok(names)
+}
+
+/// One worker's pipeline, built with in-memory stand-ins for its ports, and the names of
+/// the interfaces its ports are to be put on.
+pub struct Built {
+    /// The worker's name.
+    pub name: String,
+    /// Its pipeline.
+    pub pipeline: Pipeline,
+    /// The interfaces it needs.
+    pub ports: Vec<String>,
+}
+
+/// Checks the whole script and builds each worker's pipeline (one for a script of one
+/// worker), every port a stand-in until the caller puts the real one in its place; so a
+/// script that would fail fails before any interface is touched.
+pub fn build(s: &Script, reg: &Registry, buffers: usize) -> Result<Vec<Built>, String> {
+    let stand_ins = |names: &[String]| -> Vec<NamedPort> {
+        names.iter().map(|n| NamedPort { name: n.clone(), port: Box::new(MemPort::new()) }).collect()
+    };
+    let names = port_names(s)?;
+    let whole = Pipeline::build(s, reg, buffers, stand_ins(&names)).map_err(|e| e.to_string())?;
+    if s.workers.len() <= 1 {
+        let name = s.workers.first().map_or("w0".to_string(), |w| w.name.clone());
+        return Ok(vec![Built { name, pipeline: whole, ports: names }]);
+    }
+    let tasks = whole.task_names();
+    let parts = split(s, &tasks).map_err(|e| e.to_string())?;
+    drop(whole);
+    let mut out = Vec::new();
+    for part in parts {
+        let ports = port_names(&part.script)?;
+        let pipeline = Pipeline::build(&part.script, reg, buffers, stand_ins(&ports))
+            .map_err(|e| format!("worker {}: {e}", part.worker.name))?;
+        out.push(Built { name: part.worker.name, pipeline, ports });
+    }
+    Ok(out)
 }
 
 #[cfg(test)]

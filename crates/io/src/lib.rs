@@ -23,6 +23,7 @@ pub mod sched;
 pub mod storage;
 mod sys;
 pub mod umem;
+pub mod whole;
 pub mod xsk;
 
 pub use arena::ArenaRegion;

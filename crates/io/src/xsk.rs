@@ -417,6 +417,26 @@ impl XskPort {
         XskBound::open(ifindex, queue, cfg, false)?.into_port()
     }
 
+    /// [`XskPort::open`], waiting up to three seconds while the queue is busy: a socket just
+    /// closed on it (a server restarted) holds it until the kernel has released it.
+    pub fn open_when_free(ifindex: u32, queue: u32, cfg: XskConfig) -> io::Result<XskPort> {
+        let mut tries = 0;
+        loop {
+            match XskPort::open(ifindex, queue, cfg) {
+                // The error carries context, so EBUSY may show in its text only.
+                Err(e)
+                    if tries < 30
+                        && (e.raw_os_error() == Some(libc::EBUSY)
+                            || e.to_string().ends_with(&format!("(os error {})", libc::EBUSY))) =>
+                {
+                    tries += 1;
+                    std::thread::sleep(std::time::Duration::from_millis(100));
+                }
+                r => return r,
+            }
+        }
+    }
+
     /// A socket another process bound and handed over, with its packet memory's file and
     /// its shape (an application's socket from `sirocco ctl`).
     pub fn adopt(socket: OwnedFd, memory: OwnedFd, shape: XskShape) -> io::Result<XskPort> {

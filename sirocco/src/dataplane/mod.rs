@@ -11,7 +11,6 @@ mod open;
 pub mod report;
 
 pub use args::DataplaneArgs;
-pub(crate) use open::open_socket;
 
 use engine::{Counters, Service};
 use std::path::PathBuf;

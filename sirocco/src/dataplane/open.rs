@@ -5,7 +5,6 @@ use super::{Grant, Options};
 use io::filter::{AttachMode, Filter};
 use io::iface::{self, Interface};
 use io::xsk::{BindMode, XskConfig, XskPort};
-use std::time::Duration;
 
 /// An interface ready to serve: the filter attached (detached when this is dropped) and a
 /// socket per queue.
@@ -152,15 +151,6 @@ fn open_granted(opts: &Options, c: &super::CtlOptions, grants: &[Grant], what: &
 /// by the kernel after that process exits; until then binding says EBUSY: wait for it a
 /// bounded time.
 pub(crate) fn open_socket(ifc: &Interface, q: u32, xcfg: XskConfig) -> Result<XskPort, String> {
-    let mut tries = 0;
-    loop {
-        match XskPort::open(ifc.index, q, xcfg) {
-            // The port adds context to the error, so EBUSY shows in its text only.
-            Err(e) if e.to_string().ends_with(&format!("(os error {})", libc::EBUSY)) && tries < 30 => {
-                tries += 1;
-                std::thread::sleep(Duration::from_millis(100));
-            }
-            r => return r.map_err(|e| format!("opening an AF_XDP socket on {} queue {q}: {e}", ifc.name)),
-        }
-    }
+    XskPort::open_when_free(ifc.index, q, xcfg)
+        .map_err(|e| format!("opening an AF_XDP socket on {} queue {q}: {e}", ifc.name))
 }

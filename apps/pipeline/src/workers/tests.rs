@@ -41,3 +41,16 @@ fn sharing_between_workers_is_refused() {
     let s = parse("tc t(policy=round_robin, worker=w9)\nworker w0(cpu=0)\nworker w1(cpu=1)").unwrap();
     assert_eq!(split(&s, &[]).unwrap_err().to_string(), "line 1:1: no worker 'w9'");
 }
+
+#[test]
+fn built_workers_name_their_interfaces_and_a_bad_port_is_refused() {
+    let reg = Registry::default();
+    let built = build(&parse(TWO).unwrap(), &reg, 256).unwrap();
+    let got: Vec<(&str, Vec<&str>)> =
+        built.iter().map(|b| (b.name.as_str(), b.ports.iter().map(String::as_str).collect())).collect();
+    assert_eq!(got, [("w0", vec!["eth1", "eth2"]), ("w1", vec!["eth3", "eth4"])]);
+    let one = build(&parse("PortInc(port=\"x\") -> PortOut(port=\"y\")").unwrap(), &reg, 256).unwrap();
+    assert_eq!((one.len(), one[0].name.as_str(), one[0].ports.clone()), (1, "w0", vec!["x".into(), "y".into()]));
+    let e = build(&parse("PortInc() -> Sink()").unwrap(), &reg, 256).err().unwrap();
+    assert_eq!(e, "line 1: PortInc_1 :: PortInc needs port=\"INTERFACE\"");
+}

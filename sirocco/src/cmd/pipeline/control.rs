@@ -84,7 +84,7 @@ fn handle(line: &str, p: &mut Pipeline, reg: &Registry) -> Json {
     match req["cmd"].as_str() {
         Some("show") => json!({ "ok": true, "script": change::render(p.script()), "warnings": p.warnings }),
         Some("stats") => {
-            let mut v = super::stats_json(p);
+            let mut v = super::report::stats_json(p);
             v["ok"] = json!(true);
             v
         }
