@@ -59,7 +59,6 @@ impl CacheConfig {
     }
 }
 
-
 /// Pages not yet given to a shard.
 struct Budget(AtomicUsize);
 
