@@ -7,6 +7,7 @@ pub mod conn;
 pub mod demo;
 pub mod fetch;
 pub mod replicas;
+pub mod report;
 pub mod segment;
 pub mod server;
 pub mod service;

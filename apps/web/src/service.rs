@@ -83,6 +83,11 @@ impl WebService {
         &self.tcp.app.app
     }
 
+    /// Whether HTTPS is served.
+    pub fn tls_on(&self) -> bool {
+        self.tcp.app.enabled()
+    }
+
     /// The TLS layer's counters.
     pub fn tls_stats(&self) -> &tls::TlsStats {
         &self.tcp.app.stats

@@ -52,6 +52,45 @@ pub struct Streamer {
 }
 
 impl Streamer {
+    /// The storage port of a stream-mode engine: `mib` MiB of `kib` KiB buffers, checked
+    /// (`--stream-memory`, `--stream-buffer`).
+    pub fn storage(mib: u64, kib: u32) -> Result<StorageConfig, String> {
+        if !(1..=65_536).contains(&mib) {
+            return Err("--stream-memory must be 1..65536 (MiB)".into());
+        }
+        if !(4..=1024).contains(&kib) || !kib.is_multiple_of(4) {
+            return Err("--stream-buffer must be 4..1024 KiB, a multiple of 4".into());
+        }
+        let buf_size = kib as usize * 1024;
+        let buffers = (mib * (1 << 20) / buf_size as u64).max(1);
+        // io_uring registers at most 2^14 buffers (IORING_MAX_REG_BUFFERS).
+        if buffers > 1 << 14 {
+            return Err(format!(
+                "--stream-memory {mib} MiB in {kib} KiB buffers is {buffers} buffers; io_uring registers at most 16384: use larger buffers or less memory"
+            ));
+        }
+        Ok(StorageConfig { buffers: buffers as u32, buf_size, ..StorageConfig::default() })
+    }
+
+    /// The first engine's streamer, made before anything runs so that what is missing
+    /// (io_uring, O_DIRECT under the root) is one line at start; and a line saying what the
+    /// kernel offers.
+    pub fn first(cfg: StorageConfig, site: &crate::Site) -> Result<(Streamer, String), String> {
+        let mut st = Streamer::new(cfg).map_err(|e| e.to_string())?;
+        let said = format!(
+            "stream mode: {}; {} buffers of {} KiB per engine on {}",
+            st.port.features(),
+            cfg.buffers,
+            cfg.buf_size >> 10,
+            st.port.pool_ref().pages()
+        );
+        if let Some(path) = site.files.iter().find_map(|f| f.source.as_deref()) {
+            let f = st.open(path).map_err(|e| e.to_string())?;
+            st.release(f);
+        }
+        Ok((st, said))
+    }
+
     /// A streamer on a new storage port.
     pub fn new(cfg: StorageConfig) -> Result<Streamer, StorageError> {
         Ok(Streamer {
@@ -159,4 +198,21 @@ pub fn cookie(h: Handle) -> u64 {
 /// The connection a read's cookie names (it may have ended since).
 pub fn handle(cookie: u64) -> Handle {
     Handle::from_bits(cookie)
+}
+
+#[cfg(test)]
+mod storage_tests {
+    use super::Streamer;
+
+    #[test]
+    fn stream_memory_is_cut_into_buffers_io_uring_can_register() {
+        let c = Streamer::storage(64, 256).unwrap();
+        assert_eq!((c.buffers, c.buf_size), (256, 256 << 10));
+        assert_eq!(Streamer::storage(1, 1024).unwrap().buffers, 1);
+        for (mib, kib) in [(0, 256), (65_537, 256), (64, 2), (64, 6), (64, 2048)] {
+            assert!(Streamer::storage(mib, kib).is_err(), "{mib} MiB of {kib} KiB");
+        }
+        let e = Streamer::storage(1024, 4).unwrap_err();
+        assert!(e.contains("262144 buffers; io_uring registers at most 16384"), "{e}");
+    }
 }

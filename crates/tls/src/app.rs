@@ -127,6 +127,11 @@ pub struct Tls<A: App> {
 }
 
 impl<A: App> Tls<A> {
+    /// Whether connections on a TLS port are TLS (a listener was given).
+    pub fn enabled(&self) -> bool {
+        self.config.is_some()
+    }
+
     /// `app` with TLS as `listener` says (None: every connection is plain), in records
     /// that fill `record_segments` full segments of `segment` payload bytes each (at most 16 KiB of
     /// content). One segment per record seals each record in place in its TX frame but costs
