@@ -67,6 +67,22 @@ impl Default for RrlSettings {
     }
 }
 
+impl RrlSettings {
+    /// The settings if they are in range, else what is not (named as the options are).
+    pub fn checked(self) -> Result<RrlSettings, String> {
+        if self.ipv4_prefix == 0 || self.ipv4_prefix > 32 {
+            return Err(format!("--rrl-ipv4-prefix must be 1 to 32, not {}", self.ipv4_prefix));
+        }
+        if self.ipv6_prefix == 0 || self.ipv6_prefix > 128 {
+            return Err(format!("--rrl-ipv6-prefix must be 1 to 128, not {}", self.ipv6_prefix));
+        }
+        if !(2..=1 << 26).contains(&self.table_size) {
+            return Err(format!("--rrl-table-size must be 2 to {}, not {}", 1 << 26, self.table_size));
+        }
+        Ok(self)
+    }
+}
+
 #[derive(Debug, Clone, Copy, Default)]
 struct Bucket {
     /// The key's hash (0: never used).

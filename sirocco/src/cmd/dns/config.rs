@@ -1,0 +1,160 @@
+//! The DNS config file's own keys: scalars, `[[zone]]` and `[[key]]` tables, and the zones
+//! they and the command line give.
+
+use super::RrlArgs;
+use crate::serve::relative_to;
+use dns_server::zones::{endpoint, ZoneSpec};
+use serde::Deserialize;
+use std::path::{Path, PathBuf};
+
+/// The DNS server's own keys in the config file.
+#[derive(Deserialize, Default)]
+pub struct DnsConfig {
+    #[serde(default)]
+    zone: Vec<ZoneConfig>,
+    #[serde(default)]
+    key: Vec<KeyConfig>,
+    pub(super) tcp_idle_timeout: Option<f64>,
+    pub(super) tcp_max_clients: Option<usize>,
+    rrl_rate: Option<u32>,
+    rrl_slip: Option<u32>,
+    rrl_ipv4_prefix: Option<u8>,
+    rrl_ipv6_prefix: Option<u8>,
+    rrl_table_size: Option<usize>,
+    #[serde(default)]
+    pub(super) rrl_exempt: Vec<String>,
+}
+
+impl DnsConfig {
+    /// The config file's rate-limiting keys (flat in the file: flattened structs would hide
+    /// their keys from the unknown-key check).
+    pub(super) fn rrl(&self) -> RrlArgs {
+        RrlArgs {
+            rrl_rate: self.rrl_rate,
+            rrl_slip: self.rrl_slip,
+            rrl_ipv4_prefix: self.rrl_ipv4_prefix,
+            rrl_ipv6_prefix: self.rrl_ipv6_prefix,
+            rrl_table_size: self.rrl_table_size,
+        }
+    }
+}
+
+/// A TSIG key in the config file.
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct KeyConfig {
+    name: String,
+    #[serde(default = "hmac_sha256")]
+    algorithm: String,
+    secret: String,
+}
+
+fn hmac_sha256() -> String {
+    "hmac-sha256".into()
+}
+
+/// The keys of the config file and the command line.
+pub(super) fn keyring(own: &DnsConfig, cli: &[String]) -> Result<dns_server::tsig::Keyring, String> {
+    let mut keys = Vec::new();
+    for k in &own.key {
+        keys.push(dns_server::tsig::Key::new(&k.algorithm, &k.name, &k.secret)?);
+    }
+    for k in cli {
+        keys.push(dns_server::tsig::Key::parse(k).map_err(|e| format!("--key: {e}"))?);
+    }
+    dns_server::tsig::Keyring::new(keys)
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct ZoneConfig {
+    /// The zone file; for a secondary zone, where each version transferred is stored (and
+    /// loaded from at start).
+    file: Option<PathBuf>,
+    name: Option<String>,
+    /// The zone's primaries, ADDR or ADDR@PORT: the zone is served as a secondary.
+    #[serde(default, deserialize_with = "addr_ports")]
+    primary: Vec<String>,
+    /// Addresses or prefixes that may transfer the zone.
+    #[serde(default, deserialize_with = "prefixes")]
+    allow_transfer: Vec<String>,
+    /// Secondaries to NOTIFY, ADDR or ADDR@PORT.
+    #[serde(default, deserialize_with = "addr_ports")]
+    notify: Vec<String>,
+    /// The TSIG key transfers must be signed with and NOTIFYs are.
+    tsig_key: Option<String>,
+}
+
+/// What every zone gets besides its own: transfer prefixes, secondaries, a key.
+pub(super) struct ForAll<'a> {
+    pub(super) allow_transfer: &'a [String],
+    pub(super) notify: &'a [String],
+    pub(super) tsig_key: Option<&'a str>,
+}
+
+/// The zones to serve: the config's (files relative to it), then the command line's, then
+/// its secondaries (`NAME=ADDR[@PORT]`); every one may be transferred by the `allow` prefixes
+/// too.
+pub(super) fn zone_specs(
+    config: Option<&Path>,
+    own: &DnsConfig,
+    cli: &[String],
+    cli_secondaries: &[String],
+    all: &ForAll<'_>,
+) -> Vec<ZoneSpec> {
+    let mut v: Vec<ZoneSpec> = own
+        .zone
+        .iter()
+        .map(|z| ZoneSpec {
+            origin: z.name.clone(),
+            file: z.file.as_ref().map(|f| relative_to(config, f)),
+            primaries: z.primary.clone(),
+            allow_transfer: z.allow_transfer.iter().chain(all.allow_transfer).cloned().collect(),
+            notify: z.notify.iter().chain(all.notify).cloned().collect(),
+            tsig_key: z.tsig_key.clone().or(all.tsig_key.map(String::from)),
+        })
+        .collect();
+    for spec in cli {
+        let (origin, file) = match spec.split_once('=') {
+            Some((n, f)) => (Some(n.to_string()), f),
+            None => (None, spec.as_str()),
+        };
+        v.push(ZoneSpec {
+            origin,
+            file: Some(PathBuf::from(file)),
+            primaries: Vec::new(),
+            allow_transfer: all.allow_transfer.to_vec(),
+            notify: all.notify.to_vec(),
+            tsig_key: all.tsig_key.map(String::from),
+        });
+    }
+    for spec in cli_secondaries {
+        let (origin, primary) = spec.split_once('=').unwrap_or(("", spec));
+        v.push(ZoneSpec {
+            origin: Some(origin.to_string()),
+            file: None,
+            primaries: vec![primary.to_string()],
+            allow_transfer: all.allow_transfer.to_vec(),
+            notify: all.notify.to_vec(),
+            tsig_key: all.tsig_key.map(String::from),
+        });
+    }
+    v
+}
+
+/// A config file's list of ADDR or ADDR@PORT, checked as it is read, so that a bad one is
+/// reported at its line of the config file.
+fn addr_ports<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Vec<String>, D::Error> {
+    let v = Vec::<String>::deserialize(d)?;
+    for s in &v {
+        endpoint(s, "address").map_err(serde::de::Error::custom)?;
+    }
+    Ok(v)
+}
+
+/// A config file's list of addresses or prefixes, checked as it is read.
+fn prefixes<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Vec<String>, D::Error> {
+    let v = Vec::<String>::deserialize(d)?;
+    dns_server::transfer::Acl::parse(&v).map_err(serde::de::Error::custom)?;
+    Ok(v)
+}

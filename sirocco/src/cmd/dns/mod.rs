@@ -1,0 +1,108 @@
+//! `sirocco dns`: zones from the command line and/or the config file, compiled, served on
+//! every engine; SIGHUP reloads them without stopping the engines. Its options here, the
+//! config file's tables in [`config`], serving in [`run`].
+
+mod config;
+mod run;
+
+use crate::serve::ServeArgs;
+use clap::Args;
+
+pub use run::run;
+
+#[derive(Args)]
+pub struct DnsArgs {
+    #[command(flatten)]
+    pub serve: ServeArgs,
+    /// A zone file, as FILE (origin from its $ORIGIN or SOA owner) or NAME=FILE; repeatable.
+    /// Added to the config file's [[zone]] tables (file, name).
+    #[arg(long, value_name = "[NAME=]FILE")]
+    pub zone: Vec<String>,
+    /// How question names become lookup keys: `wire` hashes the name where it lies in the
+    /// query, case-insensitively; `decompress` copies it out lowercased first (the thesis's
+    /// two modes; the benchmark compares them).
+    #[arg(long, value_enum, default_value_t = KeyModeArg::Wire)]
+    pub key_mode: KeyModeArg,
+    /// Seconds a TCP connection may stay idle before it is closed, and a peer that takes no
+    /// answers waited for before a reset; told to clients that send edns-tcp-keepalive
+    /// [default: 10]. Config key tcp_idle_timeout.
+    #[arg(long, value_name = "SECS")]
+    pub tcp_idle_timeout: Option<f64>,
+    /// TCP connections each engine keeps open at once; past it new ones are reset
+    /// [default: 10000]. Config key tcp_max_clients.
+    #[arg(long, value_name = "N")]
+    pub tcp_max_clients: Option<usize>,
+    /// Addresses or prefixes (198.18.0.0/24, 2001:2::/48) that may transfer every zone by
+    /// AXFR over TCP; repeatable. Added to each [[zone]]'s allow_transfer. None by default.
+    #[arg(long, value_name = "PREFIX")]
+    pub allow_transfer: Vec<String>,
+    /// A secondary told of every zone's new versions by NOTIFY (RFC 1996), as ADDR or
+    /// ADDR@PORT; repeatable. Added to each [[zone]]'s notify.
+    #[arg(long, value_name = "ADDR[@PORT]")]
+    pub notify: Vec<String>,
+    /// A TSIG key (RFC 8945) as kdig's -y takes it: [ALGORITHM:]NAME:SECRET, the secret in
+    /// base64, hmac-sha256 if no algorithm; repeatable. Signed queries with a known key get
+    /// signed answers. Also [[key]] tables (name, algorithm, secret) in the config file,
+    /// which keep the secret out of the process list.
+    #[arg(long, value_name = "[ALG:]NAME:SECRET")]
+    pub key: Vec<String>,
+    /// The key every zone's transfers must be signed with (besides an allowed address), and
+    /// its NOTIFYs are signed with, unless its [[zone]] names its own tsig_key.
+    #[arg(long, value_name = "NAME")]
+    pub tsig_key: Option<String>,
+    /// A zone served as a secondary, NAME=PRIMARY with PRIMARY as ADDR or ADDR@PORT: got by
+    /// AXFR over TCP, refreshed by its SOA timers and NOTIFY; repeatable. Kept in memory; a
+    /// [[zone]] with name, primary and file also stores it.
+    #[arg(long, value_name = "NAME=ADDR[@PORT]")]
+    pub secondary: Vec<String>,
+    #[command(flatten)]
+    pub rrl: RrlArgs,
+    /// Clients never rate-limited (addresses or prefixes; repeatable). Config key rrl_exempt.
+    #[arg(long, value_name = "PREFIX")]
+    pub rrl_exempt: Vec<String>,
+}
+
+/// Response rate limiting; each option has a config-file key of the same name (`_` for `-`).
+#[derive(Args, Default, Clone, Copy)]
+pub struct RrlArgs {
+    /// Response rate limiting over UDP: responses per second to one client prefix, per
+    /// response class and answer, per engine; 0 turns it off [default: 0, off].
+    #[arg(long, value_name = "N")]
+    pub rrl_rate: Option<u32>,
+    /// Every Nth response over the limit is sent truncated (TC) instead of dropped, so a
+    /// real client retries over TCP; 0 drops them all [default: 2].
+    #[arg(long, value_name = "N")]
+    pub rrl_slip: Option<u32>,
+    /// Bits of an IPv4 client address that make the prefix limited together [default: 24].
+    #[arg(long, value_name = "BITS")]
+    pub rrl_ipv4_prefix: Option<u8>,
+    /// Bits of an IPv6 client address that make the prefix limited together [default: 56].
+    #[arg(long, value_name = "BITS")]
+    pub rrl_ipv6_prefix: Option<u8>,
+    /// Rate-limit buckets per engine (a flood from more prefixes evicts the idlest)
+    /// [default: 65536].
+    #[arg(long, value_name = "N")]
+    pub rrl_table_size: Option<usize>,
+}
+
+impl RrlArgs {
+    /// The command line's over the config file's; None when RRL is off.
+    fn settings(self, f: RrlArgs) -> Result<Option<dns_server::rrl::RrlSettings>, String> {
+        let d = dns_server::rrl::RrlSettings::default();
+        let rate = self.rrl_rate.or(f.rrl_rate).unwrap_or(0);
+        let s = dns_server::rrl::RrlSettings {
+            rate,
+            slip: self.rrl_slip.or(f.rrl_slip).unwrap_or(d.slip),
+            ipv4_prefix: self.rrl_ipv4_prefix.or(f.rrl_ipv4_prefix).unwrap_or(d.ipv4_prefix),
+            ipv6_prefix: self.rrl_ipv6_prefix.or(f.rrl_ipv6_prefix).unwrap_or(d.ipv6_prefix),
+            table_size: self.rrl_table_size.or(f.rrl_table_size).unwrap_or(d.table_size),
+        };
+        Ok((rate > 0).then_some(s.checked()?))
+    }
+}
+
+#[derive(clap::ValueEnum, Clone, Copy)]
+pub enum KeyModeArg {
+    Wire,
+    Decompress,
+}

@@ -1,0 +1,129 @@
+//! Serving: options and config into zone specs, the catalog compiled and published, the
+//! secondaries kept current, an engine per queue, the exit summary.
+
+use super::config::{keyring, zone_specs, DnsConfig, ForAll};
+use super::{DnsArgs, KeyModeArg};
+use crate::serve::{config, Defaults};
+use dns_server::secondary::Secondaries;
+use dns_server::zones::{self, Received};
+use engine::published::Published;
+use std::time::Instant;
+use wire::Protocol;
+
+/// Runs the DNS server.
+pub fn run(a: DnsArgs) -> Result<(), String> {
+    let s = a.serve.setup::<DnsConfig>(Defaults { port: 53, idle_spins: 0 })?;
+    // Options first: a mistake there is reported before zones take long to compile.
+    let port = s.port;
+    let idle = a.tcp_idle_timeout.or(s.own.tcp_idle_timeout).unwrap_or(10.0);
+    let settings = dns_server::tcp::TcpSettings {
+        idle_timeout: crate::serve::secs(idle, "--tcp-idle-timeout")?.into(),
+        max_clients: a.tcp_max_clients.or(s.own.tcp_max_clients).unwrap_or(10_000),
+    };
+    if settings.max_clients == 0 {
+        return Err("--tcp-max-clients must be at least 1".into());
+    }
+    // The endpoint's table holds the clients and the connections sirocco closed, waiting
+    // out TIME-WAIT in its own table.
+    // Transfers in grow their window up to the bulk bound (see apps/dns/src/tcp.rs).
+    let limits = tcp::Limits {
+        max_conns: settings.max_clients + settings.max_clients / 4 + 64,
+        max_rcv_buf: tcp::BULK_RCV_BUF_MAX,
+        ..crate::tcp_limits::tcp_limits()
+    };
+    let rrl = a.rrl.settings(s.own.rrl())?;
+    let exempt: Vec<&String> = a.rrl_exempt.iter().chain(&s.own.rrl_exempt).collect();
+    let rrl_exempt = dns_server::transfer::Acl::parse(&exempt).map_err(|e| format!("--rrl-exempt: {e}"))?;
+    let started = Instant::now();
+    let all = ForAll { allow_transfer: &a.allow_transfer, notify: &a.notify, tsig_key: a.tsig_key.as_deref() };
+    let keys = keyring(&s.own, &a.key)?;
+    let specs = zone_specs(s.config.as_deref(), &s.own, &a.zone, &a.secondary, &all);
+    // Secondary zones are fixed at start (a reload re-reads the files of the others).
+    let shared = Secondaries::new(zones::secondary_specs(&specs, &keys)?);
+    if !shared.zones().is_empty() && s.opts.ctl.is_some() {
+        return Err("secondary zones need TCP, which sirocco ctl does not grant yet".into());
+    }
+    let received = Received::default();
+    let (initial, unusable) = received.load_stored(&specs);
+    for line in unusable {
+        tracing::info!("{line}");
+    }
+    let built = zones::build(&specs, keys, &received)?;
+    for line in &built.report {
+        tracing::info!("{line}");
+    }
+    let catalog = Published::new(built.catalog);
+    tracing::info!("zones compiled in {:.2} s", started.elapsed().as_secs_f64());
+    let served = format!(
+        "dns on port {port}, {} zone(s) compiled, {} secondary zone(s)",
+        catalog.follow().get().zones().len(),
+        shared.zones().len()
+    );
+    if s.check_only(&served)? {
+        return Ok(());
+    }
+    let reload = {
+        let (published, config_path, cli) = (catalog.clone(), s.config.clone(), a.zone.clone());
+        let (allow, notify, tsig_key, cli_keys, cli_secondaries) =
+            (a.allow_transfer.clone(), a.notify.clone(), a.tsig_key.clone(), a.key.clone(), a.secondary.clone());
+        let (shared, received) = (shared.clone(), received.clone());
+        move || {
+            let own = match &config_path {
+                Some(p) => config::read::<DnsConfig>(p)?.own,
+                None => DnsConfig::default(),
+            };
+            let all = ForAll { allow_transfer: &allow, notify: &notify, tsig_key: tsig_key.as_deref() };
+            let keys = keyring(&own, &cli_keys)?;
+            let specs = zone_specs(config_path.as_deref(), &own, &cli, &cli_secondaries, &all);
+            let mut done = received.take_transfers(&shared, &specs);
+            let c = zones::build(&specs, keys, &received)?.catalog;
+            done.push(format!("{} zone(s)", c.zones().len()));
+            Ok((done.join("; "), published.publish(c)))
+        }
+    };
+    let mode = match a.key_mode {
+        KeyModeArg::Wire => dns_server::KeyMode::Wire,
+        KeyModeArg::Decompress => dns_server::KeyMode::Decompress,
+    };
+    let secondaries = !shared.zones().is_empty();
+    let mut refresher = secondaries.then(|| dns_server::secondary::Refresher::new(shared.clone(), &initial));
+    let locals: Vec<wire::IpAddr> = s.opts.addr.iter().map(|&a| a.into()).collect();
+    let make = |engine| {
+        let mut server = dns_server::DnsServer::following(catalog.follow(), port).with_key_mode(mode);
+        if let Some(r) = rrl {
+            server = server.with_rrl(r, rrl_exempt.clone());
+        }
+        if engine == 0 {
+            // One engine tells the secondaries: they hear of each version once.
+            server = server.with_notify();
+        }
+        if secondaries {
+            server = server.with_secondaries(shared.clone());
+        }
+        let service = dns_server::DnsService::new(server, port, settings, limits);
+        // One engine keeps the secondary zones current.
+        match refresher.take() {
+            Some(r) if engine == 0 => service.with_refresher(r, locals.clone()),
+            r => {
+                refresher = r;
+                service
+            }
+        }
+    };
+    // Behind sirocco ctl a grant is one flow: UDP there, no TCP yet. A secondary's
+    // connections to its primaries come back to ephemeral ports: every TCP port of the
+    // served address is granted.
+    let tcp_port = if secondaries { 0 } else { port };
+    let grants: &[_] = if s.opts.ctl.is_some() {
+        &[(Protocol::UDP, port)]
+    } else {
+        &[(Protocol::UDP, port), (Protocol::TCP, tcp_port)]
+    };
+    let wake = Some(shared.wake.clone());
+    let reload = crate::serve::Reload { what: "zones", f: Box::new(reload), wake };
+    let out = s.run(&format!("dns on port {port}"), grants, make, Some(reload))?;
+    for line in dns_server::report::exit_lines(out.apps(), rrl) {
+        println!("{line}");
+    }
+    Ok(())
+}
