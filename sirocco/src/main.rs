@@ -98,16 +98,16 @@ enum Cmd {
 enum GenCmd {
     /// Open-loop UDP load: sends at a target rate for a duration, counts replies, and reports
     /// achieved rates and round-trip latency percentiles (timestamps travel in the payload).
-    Udp(cmd::gen_udp::GenUdpArgs),
+    Udp(cmd::gen::udp::GenUdpArgs),
     /// HTTP/1.1 load on sirocco's own TCP: keep-alive or a connection per request, closed or
     /// open loop; reports requests/s, Gb/s and latency percentiles. Needs an address the
     /// kernel does not have.
-    Http(cmd::gen_http::GenHttpArgs),
+    Http(cmd::gen::http::GenHttpArgs),
     /// memcached load like mutilate's: ETC or USR key/value sizes and get/set mix, keys
     /// stored first, then open loop with exponential interarrival times on many pipelined
     /// connections; latency from each request's due time. Needs an address the kernel does
     /// not have.
-    Kv(cmd::gen_kv::GenKvArgs),
+    Kv(cmd::gen::kv::GenKvArgs),
 }
 
 /// Writes a page per command, from the CLI's definition, as `sirocco-CMD[-SUB].1`.
@@ -166,9 +166,9 @@ fn main() {
         Cmd::Store(a) => cmd::store::run(a),
         Cmd::Pipeline(a) => cmd::pipeline::run(a),
         Cmd::Ctl(a) => cmd::ctl::run(a),
-        Cmd::Gen(GenCmd::Udp(a)) => cmd::gen_udp::run(a),
-        Cmd::Gen(GenCmd::Http(a)) => cmd::gen_http::run(a),
-        Cmd::Gen(GenCmd::Kv(a)) => cmd::gen_kv::run(a),
+        Cmd::Gen(GenCmd::Udp(a)) => cmd::gen::udp::run(a),
+        Cmd::Gen(GenCmd::Http(a)) => cmd::gen::http::run(a),
+        Cmd::Gen(GenCmd::Kv(a)) => cmd::gen::kv::run(a),
         Cmd::Testnet(c) => cmd::testnet::run(c),
         Cmd::Top(a) => cmd::top::run(a),
         Cmd::Man { dir } => man_pages(&dir),

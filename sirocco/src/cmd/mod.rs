@@ -4,11 +4,8 @@
 pub mod ctl;
 pub mod dns;
 pub mod echo;
-pub mod gen_http;
-pub mod gen_kv;
-pub mod gen_udp;
+pub mod gen;
 pub mod kv;
-mod load;
 pub mod pipeline;
 pub mod ss;
 pub mod store;

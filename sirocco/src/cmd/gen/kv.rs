@@ -1,12 +1,11 @@
 //! `sirocco gen kv`: memcached (or Redis) load in the manner of mutilate (ETC and USR, or 1 KB
 //! sets or gets), open loop, on sirocco's own TCP, with latency from each request's due time, as text and JSON.
 
-use super::load::{share, LoadArgs, Percentiles};
+use super::load::{share, LoadArgs};
 use crate::dataplane::{self, report, DataplaneArgs, Until};
 use crate::tcp_limits::tcp_limits;
 use clap::Args;
 use gen::kv::{KeySpace, KvGen, KvGenConfig, KvGenStats, Proto, Workload};
-use serde::Serialize;
 use std::net::IpAddr;
 use std::sync::atomic::AtomicUsize;
 use std::sync::Arc;
@@ -141,80 +140,10 @@ pub fn run(a: GenKvArgs) -> Result<(), String> {
     for svc in out.apps() {
         s.merge(&svc.server.stats);
     }
-    let secs = duration.as_secs_f64();
-    let latency = Percentiles::of(&s.latency);
     let (mk, mv) = keys.mean_sizes();
-    let name = match a.workload {
-        WorkloadArg::Etc => "etc",
-        WorkloadArg::Usr => "usr",
-        WorkloadArg::Set1k => "set1k",
-        WorkloadArg::Get1k => "get1k",
-    };
-    println!(
-        "gen kv: {name}, {} keys (mean key {mk:.1} B, value {mv:.1} B) stored {}; {} engine(s), {} connection(s) each, depth {}, open loop at {} req/s\n  requests {} answers {} ({:.0} per s): get hits {} misses {} stored {} errors {}; behind schedule {}; broken connections {}\n  latency us: {}",
-        a.keys,
-        s.preloaded,
-        out.engines.len(),
-        a.conns,
-        a.depth,
-        a.rate,
-        s.sent,
-        s.completed,
-        s.completed as f64 / secs,
-        s.hits,
-        s.misses,
-        s.stored,
-        s.errors,
-        s.behind,
-        s.broken,
-        latency.micros()
-    );
-    if let Some(path) = &a.load.json {
-        let j = ReportJson {
-            workload: name,
-            keys: a.keys,
-            conns: a.conns,
-            depth: a.depth,
-            rate: a.rate,
-            secs,
-            sent: s.sent,
-            completed: s.completed,
-            per_s: s.completed as f64 / secs,
-            hits: s.hits,
-            misses: s.misses,
-            stored: s.stored,
-            errors: s.errors,
-            preloaded: s.preloaded,
-            behind: s.behind,
-            broken: s.broken,
-            latency_ns: latency,
-        };
-        report::write_json(path, &j)?;
-    }
+    super::kv_report::report(&a, &s, out.engines.len(), duration.as_secs_f64(), (mk, mv))?;
     if s.completed == 0 {
         return Err("no answer came (is the server up and listening?)".into());
     }
     Ok(())
-}
-
-/// The report as JSON.
-#[derive(Serialize)]
-struct ReportJson {
-    workload: &'static str,
-    keys: usize,
-    conns: usize,
-    depth: usize,
-    rate: u64,
-    secs: f64,
-    sent: u64,
-    completed: u64,
-    per_s: f64,
-    hits: u64,
-    misses: u64,
-    stored: u64,
-    errors: u64,
-    preloaded: u64,
-    behind: u64,
-    broken: u64,
-    latency_ns: Percentiles,
 }
