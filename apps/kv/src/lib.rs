@@ -5,5 +5,6 @@
 
 pub mod cache;
 pub mod server;
+pub mod service;
 pub mod session;
 pub mod stats;

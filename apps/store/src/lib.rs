@@ -13,4 +13,5 @@ pub mod keyspace;
 pub mod log;
 pub mod open;
 pub mod server;
+pub mod service;
 pub mod session;

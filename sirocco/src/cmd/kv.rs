@@ -5,13 +5,10 @@ use crate::serve::options::{own_options, Size};
 use crate::serve::{Defaults, ServeArgs};
 use crate::tcp_limits::tcp_limits;
 use clap::Args;
-use engine::ChannelService;
 use kv::cache::{Cache, CacheConfig};
-use kv::server::{unix_now, Kv, Shared};
+use kv::server::{unix_now, Shared};
 use kv::stats::Board;
 use std::sync::Arc;
-use tcp::channel::streams::Streams;
-use tcp::channel::Buffers;
 use wire::Protocol;
 
 #[derive(Args)]
@@ -58,10 +55,6 @@ impl KvOptions {
     }
 }
 
-/// Send buffers per engine: 2 KB each; 64 Ki of them (128 MiB of address space, touched
-/// only as used) hold the answers waiting for thousands of connections' windows.
-const SEND_BUFFERS: usize = 65_536;
-
 /// Runs the KV server.
 pub fn run(a: KvArgs) -> Result<(), String> {
     let s = a.serve.setup::<KvOptions>(Defaults { port: 11211, idle_spins: 0 })?;
@@ -86,9 +79,7 @@ pub fn run(a: KvArgs) -> Result<(), String> {
     let (port, tcp_cfg) = (s.port, s.opts.tcp.bulk());
     let per_engine = max_conns.div_ceil(engines);
     let make = |q: u32| {
-        let bufs = Buffers::new(SEND_BUFFERS, 2048);
-        let app = Streams::new(Kv::new(shared.clone(), q as usize), per_engine);
-        ChannelService::new(app, &[port], tcp_cfg, tcp_cfg.limits(tcp_limits()), bufs).with_metrics(kv_metrics)
+        kv::service::service(shared.clone(), q as usize, port, per_engine, tcp_cfg, tcp_cfg.limits(tcp_limits()))
     };
     let what = format!("memcached protocol on port {port}, {memory_mb} MB of items");
     let out = s.run(&what, &[(Protocol::TCP, port)], make, None)?;
@@ -123,21 +114,4 @@ pub fn run(a: KvArgs) -> Result<(), String> {
         shared.cache.page_size() >> 10
     );
     Ok(())
-}
-
-/// The KV server's counters for the metrics endpoint: memcached's `stats` counters of the
-/// engine (hits and misses per command, bytes, errors) and its open connections.
-fn kv_metrics(s: &Streams<Kv>, out: &mut engine::Samples) {
-    for (name, v) in s.app.counters().each() {
-        if name == "curr_connections" {
-            out.gauge("sirocco_kv_connections", "Connections open.", v);
-        } else {
-            out.counter_with(
-                "sirocco_kv_events_total",
-                "memcached's stats counters, by name (get_hits, get_misses, ...).",
-                ("event", name),
-                v,
-            );
-        }
-    }
 }

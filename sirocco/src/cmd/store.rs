@@ -6,12 +6,8 @@ use crate::serve::options::own_options;
 use crate::serve::{Defaults, ServeArgs};
 use crate::tcp_limits::tcp_limits;
 use clap::Args;
-use engine::ChannelService;
 use std::path::{Path, PathBuf};
 use store::log::dir;
-use store::server::Store;
-use tcp::channel::streams::Streams;
-use tcp::channel::Buffers;
 use wire::Protocol;
 
 #[derive(Args)]
@@ -88,9 +84,6 @@ impl StoreOptions {
     }
 }
 
-/// Send buffers per engine (2 KB each), as the KV server.
-const SEND_BUFFERS: usize = 65_536;
-
 /// Runs the store.
 pub fn run(a: StoreArgs) -> Result<(), String> {
     let s = a.serve.setup::<StoreOptions>(Defaults { port: 6379, idle_spins: 0 })?;
@@ -145,9 +138,15 @@ pub fn run(a: StoreArgs) -> Result<(), String> {
             tracing::error!("engine {q} has no log (expected {engines} engines)");
             std::process::exit(1)
         };
-        let bufs = Buffers::new(SEND_BUFFERS, 2048);
-        let app = Streams::new(Store::new(shared.clone(), q as usize, log), per_engine);
-        ChannelService::new(app, &[port], tcp_cfg, tcp_cfg.limits(tcp_limits()), bufs).with_metrics(store_metrics)
+        store::service::service(
+            shared.clone(),
+            q as usize,
+            log,
+            port,
+            per_engine,
+            tcp_cfg,
+            tcp_cfg.limits(tcp_limits()),
+        )
     };
     let what = format!("Redis protocol on port {port}, log in {}", dir_path.display());
     let out = s.run(&what, &[(Protocol::TCP, port)], make, None)?;
@@ -171,25 +170,4 @@ pub fn run(a: StoreArgs) -> Result<(), String> {
     }
     println!("{}", shared.summary());
     Ok(())
-}
-
-/// The store's counters for the metrics endpoint: requests, connections, durable commits.
-fn store_metrics(s: &Streams<Store>, out: &mut engine::Samples) {
-    use std::sync::atomic::Ordering::Relaxed;
-    let c = s.app.counters();
-    out.counter("sirocco_store_commands_total", "Requests handled.", c.commands.load(Relaxed));
-    out.counter("sirocco_store_connections_accepted_total", "Connections accepted.", c.connections.load(Relaxed));
-    out.counter(
-        "sirocco_store_connections_rejected_total",
-        "Connections refused at the limit.",
-        c.rejected.load(Relaxed),
-    );
-    out.gauge("sirocco_store_connections", "Connections open.", c.open.load(Relaxed).max(0) as u64);
-    out.counter(
-        "sirocco_store_log_commits_total",
-        "Log commits made durable (group commits).",
-        c.commits.load(Relaxed),
-    );
-    out.counter("sirocco_store_log_records_total", "Log records in them.", c.records.load(Relaxed));
-    out.counter("sirocco_store_log_bytes_total", "Log bytes written.", c.log_bytes.load(Relaxed));
 }
