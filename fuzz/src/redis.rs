@@ -1,0 +1,168 @@
+//! Fuzz targets for the Redis protocol's requests and the store's log and session.
+
+/// Requests, whole and in two pieces: the parser never panics, never claims more than it was
+/// given, and a request cut anywhere parses as it does whole.
+pub fn resp_request(data: &[u8]) {
+    use resp::{Parsed, Parser};
+    let (cut, data) = match data.split_first() {
+        Some((&b, rest)) => (usize::from(b) % (rest.len() + 1), rest),
+        None => (0, data),
+    };
+    let mut whole = Parser::new(4096);
+    let r = whole.parse(data);
+    let args: Vec<Vec<u8>> = whole.args.iter(data).map(<[u8]>::to_vec).collect();
+    if let Parsed::Request { consumed } = r {
+        assert!(consumed <= data.len());
+    }
+    let mut pieces = Parser::new(4096);
+    let first = pieces.parse(&data[..cut]);
+    let again = if first == Parsed::Incomplete { pieces.parse(data) } else { first };
+    // An error or a request found in the first piece is found whole too.
+    if let (Parsed::Request { .. }, Parsed::Request { .. }) = (r, again) {
+        if first == Parsed::Incomplete {
+            assert_eq!(again, r);
+            assert_eq!(pieces.args.iter(data).map(<[u8]>::to_vec).collect::<Vec<_>>(), args);
+        }
+    }
+}
+
+/// The log reader: never panics, and whatever it reads as a record encodes back to the bytes.
+pub fn store_log_record(data: &[u8]) {
+    use store::log::record::{encode, read, Read};
+    if let Read::Record { seq, change, size } = read(data, 1 << 16) {
+        let mut again = Vec::new();
+        assert_eq!(encode(&mut again, seq, &change), size);
+        assert_eq!(&again[..], &data[..size]);
+    }
+}
+
+/// The replay's walk over a log of up to three segments (cut from the input at block
+/// boundaries, around a valid commit so the fuzzer starts near real logs): no panic, and the
+/// records it returns are in increasing order, each one readable where it says.
+pub fn store_log_walk(data: &[u8]) {
+    use store::log::record::{read, Read, BLOCK};
+    use store::log::replay::walk;
+    use store::log::stage::Stage;
+    let (cuts, body) = match data.split_first() {
+        Some((&c, rest)) => (c, rest),
+        None => return,
+    };
+    let mut log = Vec::new();
+    {
+        use store::command::Journal;
+        let order = std::sync::Arc::new(store::log::order::Order::new(1, 0));
+        let mut st = Stage::new(order, 0);
+        st.sets(&[(b"k", b"v", 0)]);
+        st.take_commit(&mut log, 1, 0);
+    }
+    log.extend_from_slice(body);
+    log.resize(log.len().next_multiple_of(BLOCK), 0);
+    let blocks = log.len() / BLOCK;
+    let a = (usize::from(cuts & 0x0f) % (blocks + 1)) * BLOCK;
+    let b = a.max((usize::from(cuts >> 4) % (blocks + 1)) * BLOCK);
+    let segs = vec![log[..a].to_vec(), log[a..b].to_vec(), log[b..].to_vec()];
+    let names: Vec<String> = (0..3).map(|i| format!("seg{i}")).collect();
+    let mut notes = Vec::new();
+    if let Ok(w) = walk(&segs, &names, 1, &mut notes) {
+        assert!(w.records.windows(2).all(|p| p[0].0 < p[1].0));
+        for (seq, (si, off)) in w.records {
+            assert!(matches!(read(&segs[si][off..], usize::MAX), Read::Record { seq: s, .. } if s == seq));
+        }
+    }
+}
+
+/// Replies of a store session fed `pieces` (a fresh keyspace; every change durable at once).
+fn store_run(pieces: &[&[u8]]) -> Vec<u8> {
+    use store::command::{Ctx, Info};
+    use store::keyspace::Keyspace;
+    use store::session::{Out, Session};
+    struct NoInfo;
+    impl Info for NoInfo {
+        fn info(&self, _ks: &Keyspace, _s: &[String]) -> String {
+            String::new()
+        }
+        fn config(&self) -> Vec<(&'static str, String)> {
+            vec![("save", String::new())]
+        }
+    }
+    struct Sent(Vec<u8>);
+    impl Out for Sent {
+        fn put(&mut self, b: &[u8]) {
+            self.0.extend_from_slice(b);
+        }
+        fn backlog(&self) -> usize {
+            0
+        }
+    }
+    let ks = Keyspace::new(4);
+    let order = std::sync::Arc::new(store::log::order::Order::new(1, 0));
+    let mut stage = store::log::stage::Stage::new(order.clone(), 0);
+    let mut out = Sent(Vec::new());
+    let mut s = Session::new();
+    let mut commit = Vec::new();
+    for p in pieces {
+        let mut ctx = Ctx { ks: &ks, journal: &mut stage, now_ms: 1_000_000, info: &NoInfo };
+        if s.input(p, &mut ctx, order.durable(), &mut out) == store::session::Flow::Close {
+            break;
+        }
+        stage.take_commit(&mut commit, 1, 0);
+        stage.settled(None);
+        let mut ctx = Ctx { ks: &ks, journal: &mut stage, now_ms: 1_000_000, info: &NoInfo };
+        s.resume(&mut ctx, order.durable(), &mut out);
+    }
+    out.0
+}
+
+/// A store session on arbitrary input, whole and cut in two: no panic, and the same replies
+/// either way (requests split anywhere are the same requests).
+pub fn store_session(data: &[u8]) {
+    let (cut, data) = match data.split_first() {
+        Some((&b, rest)) => (usize::from(b) % (rest.len() + 1), rest),
+        None => (0, data),
+    };
+    let whole = store_run(&[data]);
+    let split = store_run(&[&data[..cut], &data[cut..]]);
+    assert_eq!(whole, split, "replies depend on where the input was cut ({cut})");
+}
+
+/// Inputs this area's targets start from (None: not one of its targets).
+pub(crate) fn seeds(target: &str) -> Option<Vec<Vec<u8>>> {
+    Some(match target {
+        "resp_request" => vec![
+            b"\x09*3\r\n$3\r\nSET\r\n$1\r\nk\r\n$5\r\nvalue\r\n".to_vec(),
+            b"\x04SET k \"a b\\x41\" 'c\\'d'\r\n".to_vec(),
+            b"\x02*2\r\n$-1\r\n*0\r\n".to_vec(),
+        ],
+        "store_session" => vec![
+            b"\x21*3\r\n$3\r\nSET\r\n$1\r\nk\r\n$2\r\n10\r\nINCR k\r\nGET k\r\nSET k v EX 10 NX GET\r\nTTL k\r\n"
+                .to_vec(),
+            b"\x10MSET a 1 b 2\r\nMGET a b c\r\nAPPEND a xyz\r\nEXPIRE a 5 GT\r\nDEL a b\r\nQUIT\r\n".to_vec(),
+            b"\x08PING\r\nCONFIG GET s*\r\nFLUSHALL\r\nDBSIZE\r\nNOPE 'x y'\r\n*1\r\n$-3\r\n".to_vec(),
+        ],
+        "store_log_walk" => {
+            use store::log::record::{encode, pad, Change};
+            let mut b = vec![0x21];
+            for seq in 2..5 {
+                let mut body = Vec::new();
+                encode(&mut body, seq, &Change::Sets(vec![(b"k", b"v", 0)]));
+                let mut c = Vec::new();
+                encode(&mut c, seq, &Change::Commit { len: 4096, gen: 1, prev: if seq == 2 { 1 } else { seq - 1 } });
+                c.extend(body);
+                pad(&mut c);
+                b.extend(c);
+            }
+            vec![b, vec![0x10, 1, 2, 3]]
+        }
+        "store_log_record" => {
+            use store::log::record::{encode, Change};
+            let mut a = Vec::new();
+            encode(&mut a, 7, &Change::Sets(vec![(b"k", b"value", 0), (b"x", b"", 1_800_000_000_000)]));
+            let mut b = Vec::new();
+            encode(&mut b, 9, &Change::Del(vec![b"k", b"other"]));
+            let mut c = Vec::new();
+            encode(&mut c, 11, &Change::Expire(b"k", 5));
+            vec![a, b, c]
+        }
+        _ => return None,
+    })
+}
