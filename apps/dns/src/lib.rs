@@ -12,6 +12,7 @@ pub mod secondary;
 pub mod server;
 pub mod tcp;
 pub mod transfer;
+pub mod wall;
 pub mod zone;
 pub mod zones;
 

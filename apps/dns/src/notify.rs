@@ -89,7 +89,7 @@ impl Notifier {
             }
             let (dst, port) = p.dst;
             // Not sent (no room, the neighbour being resolved): tried next iteration.
-            let wall = crate::server::unix_now();
+            let wall = crate::wall::unix_now();
             if out.udp(dst, port, src_port, &mut |buf: &mut [u8]| message(p, buf, wall)).is_ok() {
                 p.tries += 1;
                 p.due = now + Duration::from_nanos(FIRST_RETRY.as_nanos() << (p.tries - 1));

@@ -7,6 +7,7 @@ use crate::notify::Notifier;
 use crate::resolve::MAX_CHAIN;
 use crate::rrl::{self, Decision, Rrl};
 use crate::secondary::Secondaries;
+pub use crate::wall::unix_now;
 use dns::name::{wire_ends_with, Name};
 use dns::tsig::{self, Chain, Check};
 use dns::{class, rcode, rtype, Edns, KeyMode, QName, Query, QueryError, HEADER_LEN};
@@ -490,11 +491,6 @@ impl Body {
     fn truncated(self) -> Body {
         Body { end: self.start, counts: [0; 3], sum: 0, tc: true, key: 0, ..self }
     }
-}
-
-/// Seconds since the epoch, for TSIG (a vDSO read, no system call; signed queries only).
-pub fn unix_now() -> u64 {
-    std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_secs())
 }
 
 /// The size a response must fit: the client's EDNS size (512 without EDNS), at most

@@ -239,7 +239,7 @@ impl DnsTcp {
     fn signer(&self, n: usize) -> Signer {
         let m = &self.scratch[..n];
         let Some(at) = tsig::find(m) else { return Signer::None };
-        match tsig::verify(self.server.catalog().keys(), m, at, crate::server::unix_now()) {
+        match tsig::verify(self.server.catalog().keys(), m, at, crate::wall::unix_now()) {
             tsig::Check::Valid { key, mac } => Signer::Valid(Box::new(Signing { key: key.clone(), mac })),
             _ => Signer::Failed,
         }
@@ -283,7 +283,7 @@ impl DnsTcp {
         let len = self.message.len();
         self.message.resize(len + s.key.record_len(0), 0);
         let chain = if first { tsig::Chain::Answer(s.mac.as_bytes()) } else { tsig::Chain::Next(s.mac.as_bytes()) };
-        let now = crate::server::unix_now();
+        let now = crate::wall::unix_now();
         let (end, mac) = tsig::sign(&s.key, &mut self.message, len, chain, now, 0, &[]).expect("room was made for it");
         self.message.truncate(end);
         s.mac = mac;
@@ -345,7 +345,7 @@ impl DnsTcp {
         c.deadline = self.now + self.settings.idle_timeout;
         let Some(x) = c.xfr.as_mut() else { return };
         self.message.clear();
-        let outcome = x.feed(data, crate::server::unix_now(), &mut self.message);
+        let outcome = x.feed(data, crate::wall::unix_now(), &mut self.message);
         c.out.extend(&self.message);
         if let Some(o) = outcome {
             self.outcomes.push((x.zone, o));
@@ -406,7 +406,7 @@ impl tcp::App for DnsTcp {
     fn connected(&mut self, _h: tcp::Handle, c: &mut DnsConn, _ctl: &mut tcp::Ctl) {
         if let Some(x) = c.xfr.as_mut() {
             self.message.clear();
-            x.start(crate::server::unix_now(), &mut self.message);
+            x.start(crate::wall::unix_now(), &mut self.message);
             c.out.extend(&self.message);
             c.deadline = self.now + self.settings.idle_timeout;
         }

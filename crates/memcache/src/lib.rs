@@ -8,4 +8,7 @@ pub mod meta;
 mod num;
 pub mod text;
 
+/// The longest key.
+pub const MAX_KEY: usize = 250;
+
 pub use num::{i32_token, u32_token, u64_token};

@@ -4,7 +4,7 @@
 //! the server's business; the parser checks their shape.
 
 use crate::num::i32_token;
-use crate::text::MAX_KEY;
+use crate::MAX_KEY;
 
 /// Most flags on one command (memcached's own bound).
 pub const MAX_FLAGS: usize = 24;

@@ -5,8 +5,7 @@
 use crate::meta::{self, Meta};
 use crate::num::{i32_token, u64_token};
 
-/// The longest key.
-pub const MAX_KEY: usize = 250;
+pub use crate::MAX_KEY;
 /// A line without its end longer than this closes the connection (as memcached's does)…
 pub const MAX_LINE: usize = 2048;
 /// …except a `get`/`gets` line (many keys), which may run to this.

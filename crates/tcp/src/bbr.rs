@@ -9,7 +9,7 @@
 //! Sans-IO: it takes rate samples, deliveries, the flight and the time, and gives a window
 //! and a pacing rate.
 
-use crate::tcb::RateSample;
+use crate::rate_sample::RateSample;
 use timer::{Duration, Instant};
 
 /// 2/ln 2: doubles the delivery rate each round trip in Startup.

@@ -3,7 +3,7 @@
 //! retransmit, SACK recovery) lives in the connection and calls these hooks.
 
 use crate::bbr::Bbr;
-use crate::tcb::RateSample;
+pub use crate::rate_sample::RateSample;
 use timer::{Duration, Instant};
 
 /// Which algorithm a connection uses.

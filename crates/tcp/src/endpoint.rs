@@ -16,12 +16,15 @@ use wire::tcp::{TcpFlags, TcpOptions, TcpRepr};
 use wire::IpAddr;
 
 use crate::config::Config;
+use crate::env::Env;
 use crate::isn;
 use crate::seq::Seq;
 use crate::siphash::Key;
 use crate::stats::Stats;
-use crate::tcb::{ts_clock, End, Env, SegOut, State, Tcb, Tuple};
+use crate::tcb::{End, SegOut, State, Tcb};
 use crate::time_wait::{Answer, QuietTable};
+use crate::timestamps::ts_clock;
+use crate::tuple::Tuple;
 use crate::tuple_table::{TupleHash, TupleTable};
 use timer::{Duration, Instant};
 

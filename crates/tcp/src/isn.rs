@@ -3,7 +3,7 @@
 
 use crate::seq::Seq;
 use crate::siphash::{hash, Key};
-use crate::tcb::{Tuple, TUPLE_BYTES};
+use crate::tuple::{Tuple, TUPLE_BYTES};
 use timer::{Duration, Instant};
 
 /// The tuple's bytes with `extra` after them, and their length (16 for IPv4, 40 for IPv6).
@@ -21,7 +21,7 @@ pub fn isn(key: Key, t: &Tuple, now: Instant) -> Seq {
     Seq((hash(key, &b[..n]) as u32).wrapping_add((now.as_micros() / 4) as u32))
 }
 
-/// The secret offset of a tuple's timestamp clock ([`ts_clock`](crate::tcb::ts_clock)): the
+/// The secret offset of a tuple's timestamp clock ([`ts_clock`](crate::timestamps::ts_clock)): the
 /// same for every incarnation of the tuple, unrelated across tuples.
 pub fn ts_offset(key: Key, t: &Tuple) -> u32 {
     let (b, n) = tuple_bytes(t, 0x7473_6f66);

@@ -15,8 +15,10 @@ use std::collections::VecDeque;
 use timer::{Duration, Instant};
 use wire::tcp::{TcpFlags, TcpOptions, TcpRepr};
 
+use crate::env::Env;
 use crate::seq::Seq;
-use crate::tcb::{ts_clock, Env, Tuple, PAWS_IDLE};
+use crate::timestamps::{ts_clock, PAWS_IDLE};
+use crate::tuple::Tuple;
 use crate::tuple_table::{TupleHash, TupleTable};
 
 /// Timestamps of a connection in TIME-WAIT, if it negotiated them.

@@ -10,7 +10,7 @@
 //! past half full.
 
 use crate::siphash::{self, Key};
-use crate::tcb::Tuple;
+use crate::tuple::Tuple;
 
 const MIN_SLOTS: usize = 64;
 

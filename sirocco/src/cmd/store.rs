@@ -73,8 +73,8 @@ impl StoreOptions {
             return Err("--compact-mb must be between 1 and 1048576".into());
         }
         let lanes = self.log_lanes.unwrap_or(1);
-        if !(1..=store::log::writer::MAX_LANES).contains(&lanes) {
-            return Err(format!("--log-lanes must be between 1 and {}", store::log::writer::MAX_LANES));
+        if !(1..=store::log::MAX_LANES).contains(&lanes) {
+            return Err(format!("--log-lanes must be between 1 and {}", store::log::MAX_LANES));
         }
         let max_conns = self.max_conns.unwrap_or(10_000);
         if max_conns == 0 {

@@ -9,8 +9,8 @@
 //! an item is told it won (`W`) and should recache it; later readers see `Z` (someone else
 //! already won) and `X` (the value is stale).
 
+use super::out::reply;
 use super::out::{Line, Out};
-use super::text::reply;
 use super::{Ctx, Step};
 use crate::cache::{Arith, Item, Mode, Stored};
 use memcache::meta::{Flags, Meta, MetaCmd};

@@ -9,6 +9,14 @@ pub trait Out {
     fn backlog(&self) -> usize;
 }
 
+/// A response line (`s` and CRLF), unless the command asked for none (`noreply`).
+pub fn reply(out: &mut dyn Out, noreply: bool, s: &[u8]) {
+    if !noreply {
+        out.put(s);
+        out.put(b"\r\n");
+    }
+}
+
 impl Out for Vec<u8> {
     fn put(&mut self, b: &[u8]) {
         self.extend_from_slice(b);

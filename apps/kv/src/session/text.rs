@@ -1,17 +1,11 @@
 //! The text protocol's classic commands, answered as memcached 1.6 answers them.
 
+use super::out::reply;
 use super::out::{Line, Out};
 use super::{meta, Ctx, Step};
 use crate::cache::{Arith, Mode, Stored};
 use crate::stats::DetailOp;
 use memcache::text::{self, Command, Keys, StoreOp};
-
-pub(super) fn reply(out: &mut dyn Out, noreply: bool, s: &[u8]) {
-    if !noreply {
-        out.put(s);
-        out.put(b"\r\n");
-    }
-}
 
 pub(super) fn step(data: &[u8], ctx: &mut Ctx<'_>, out: &mut dyn Out, swallow: &mut usize) -> Step {
     let (line, n) = match text::line(data) {

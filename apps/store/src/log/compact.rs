@@ -79,7 +79,7 @@ impl Gens {
             done: AtomicU64::new(0),
             threshold,
             percent,
-            lanes: lanes.clamp(1, super::writer::MAX_LANES),
+            lanes: lanes.clamp(1, super::MAX_LANES),
         }
     }
 

@@ -9,3 +9,6 @@ pub mod replay;
 pub mod snapshot;
 pub mod stage;
 pub mod writer;
+
+/// Most log lanes per engine.
+pub const MAX_LANES: usize = 8;

@@ -24,8 +24,7 @@ use std::sync::Arc;
 use std::thread::JoinHandle;
 use std::time::Instant;
 
-/// Most log lanes per engine.
-pub const MAX_LANES: usize = 8;
+pub use super::MAX_LANES;
 
 /// What a writer counted.
 #[derive(Debug, Default, Clone, Copy)]

@@ -12,16 +12,17 @@
 //! Sans-IO: every call takes the time; output is pulled with [`Tcb::poll`].
 
 use wire::tcp::{TcpFlags, TcpOptions, TcpRepr};
-use wire::IpAddr;
 
 use crate::cc::Congestion;
 use crate::config::Config;
+pub use crate::env::Env;
 use crate::isn::CookieSyn;
 use crate::ranges::Ranges;
-use crate::reasm::{OooPool, Reassembly};
+use crate::reasm::Reassembly;
 use crate::rtt::Rtt;
 use crate::seq::Seq;
-use crate::stats::Stats;
+use crate::timestamps::{ts_clock, PAWS_IDLE};
+pub use crate::tuple::Tuple;
 pub use rate::RateSample;
 use timer::{Duration, Instant};
 
@@ -35,60 +36,6 @@ mod rtx_log;
 mod tail_loss;
 mod timers;
 mod undo;
-
-/// A connection's addresses, from this side's point of view (both of one family).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Tuple {
-    /// This side's address.
-    pub local: IpAddr,
-    /// The peer's address.
-    pub remote: IpAddr,
-    /// This side's port.
-    pub local_port: u16,
-    /// The peer's port.
-    pub remote_port: u16,
-}
-
-/// Most bytes [`Tuple::bytes`] gives (IPv6: two addresses and two ports).
-pub const TUPLE_BYTES: usize = 36;
-
-impl Tuple {
-    /// The bytes that identify the connection, in `buf[..n]`: 12 for IPv4 (the same as
-    /// before IPv6 was served, so IPv4's hashes are unchanged), 36 for IPv6.
-    pub fn bytes(&self) -> ([u8; TUPLE_BYTES], usize) {
-        let mut b = [0u8; TUPLE_BYTES];
-        let (l, r) = (self.local.octets(), self.remote.octets());
-        let a = l.len();
-        b[..a].copy_from_slice(l);
-        b[a..2 * a].copy_from_slice(&r[..a.min(r.len())]);
-        b[2 * a..2 * a + 2].copy_from_slice(&self.local_port.to_be_bytes());
-        b[2 * a + 2..2 * a + 4].copy_from_slice(&self.remote_port.to_be_bytes());
-        (b, 2 * a + 4)
-    }
-
-    /// True for a connection over IPv6.
-    pub fn is_ipv6(&self) -> bool {
-        self.local.is_ipv6()
-    }
-
-    /// Bytes of the IP header in front of each segment (no options or extension headers).
-    pub fn ip_header_len(&self) -> u16 {
-        if self.is_ipv6() {
-            40
-        } else {
-            20
-        }
-    }
-}
-
-// By hand: the derived Hash adds length prefixes that a small keyed hasher would have to
-// buffer; one write of the tuple's bytes is all the table needs.
-impl std::hash::Hash for Tuple {
-    fn hash<H: std::hash::Hasher>(&self, state: &mut H) {
-        let (b, n) = self.bytes();
-        state.write(&b[..n]);
-    }
-}
 
 /// RFC 9293 states (LISTEN belongs to listeners, not connections).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -130,45 +77,6 @@ pub enum End {
     Aborted,
 }
 
-/// Shared state the connections of one endpoint use.
-pub struct Env {
-    /// Reassembly buffers.
-    pub pool: OooPool,
-    /// Counters.
-    pub stats: Stats,
-    challenge_window: Instant,
-    challenge_left: u32,
-    challenge_per_sec: u32,
-}
-
-impl Env {
-    /// `ooo_buffers` reassembly buffers for windows up to `window`; at most `challenge_per_sec`
-    /// challenge ACKs a second (RFC 5961 §7).
-    pub fn new(ooo_buffers: usize, window: u32, challenge_per_sec: u32) -> Env {
-        Env {
-            pool: OooPool::new(ooo_buffers, window as usize),
-            stats: Stats::default(),
-            challenge_window: Instant::ZERO,
-            challenge_left: challenge_per_sec,
-            challenge_per_sec,
-        }
-    }
-
-    pub(crate) fn allow_challenge(&mut self, now: Instant) -> bool {
-        if now >= self.challenge_window + Duration::from_secs(1) {
-            self.challenge_window = now;
-            self.challenge_left = self.challenge_per_sec;
-        }
-        if self.challenge_left == 0 {
-            self.stats.challenge_limited += 1;
-            return false;
-        }
-        self.challenge_left -= 1;
-        self.stats.challenge_acks += 1;
-        true
-    }
-}
-
 /// A segment the connection wants sent: the header, and `repr.payload_len` bytes to be
 /// filled from the source starting at stream offset `data_off`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -195,8 +103,6 @@ pub struct Notes {
 }
 
 const DUP_THRESH: u32 = 3;
-/// TSval older than this is not held against PAWS (RFC 7323 §5.5: 24 days).
-pub(crate) const PAWS_IDLE: Duration = Duration::from_secs(24 * 24 * 3600);
 /// RFC 9293's default MSS when the peer sends none.
 const DEFAULT_MSS: u16 = 536;
 /// SACK blocks remembered from the peer.
@@ -433,14 +339,6 @@ pub struct Numbers {
     pub snd_nxt: Seq,
     /// RCV.NXT.
     pub rcv_nxt: Seq,
-}
-
-/// The timestamp clock of a connection: milliseconds plus a secret offset for its addresses
-/// and ports ([`isn::ts_offset`](crate::isn::ts_offset)), so the clock does not leak (RFC
-/// 7323 §7.1) yet runs on across incarnations of one tuple: a new SYN to a tuple in TIME-WAIT
-/// must carry a newer TSval to reopen it (RFC 6191), or it waits out a SYN timeout.
-pub fn ts_clock(ts_offset: u32, now: Instant) -> u32 {
-    (now.as_millis() as u32).wrapping_add(ts_offset)
 }
 
 fn syn_options(cfg: &Config, peer: Option<&TcpOptions>, ts: Option<(u32, u32)>) -> TcpOptions {

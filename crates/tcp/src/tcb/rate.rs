@@ -8,6 +8,7 @@
 //! takes the newest snapshot it covers, whose error is then a thirty-second of a flight.
 //! Retransmissions take no snapshot (their ACK says nothing clean about the rate).
 
+pub use crate::rate_sample::RateSample;
 use crate::seq::Seq;
 use timer::{Duration, Instant};
 
@@ -22,20 +23,6 @@ struct Snap {
     first_sent_time: Instant,
     sent: Instant,
     app_limited: bool,
-}
-
-/// One rate sample.
-#[derive(Clone, Copy, Debug, PartialEq)]
-pub struct RateSample {
-    /// Bytes per second delivered over the sample's interval.
-    pub rate: f64,
-    /// The round trip of the sampled segment.
-    pub rtt: Duration,
-    /// Delivered bytes when the sampled segment was sent (to count round trips).
-    pub prior_delivered: u64,
-    /// The sender had nothing to send when the sampled segment left: the rate is a lower
-    /// bound on the path's, not a measure of it.
-    pub app_limited: bool,
 }
 
 /// The connection's delivery accounting and its snapshots (allocated with the first, so a

@@ -1,6 +1,7 @@
 //! `sirocco gen kv`: memcached (or Redis) load in the manner of mutilate (ETC and USR, or 1 KB
 //! sets or gets), open loop, on sirocco's own TCP, with latency from each request's due time, as text and JSON.
 
+use super::kv_report::{self, Run};
 use super::load::{share, LoadArgs};
 use crate::dataplane::{self, report, DataplaneArgs, Until};
 use crate::tcp_limits::tcp_limits;
@@ -141,7 +142,22 @@ pub fn run(a: GenKvArgs) -> Result<(), String> {
         s.merge(&svc.server.stats);
     }
     let (mk, mv) = keys.mean_sizes();
-    super::kv_report::report(&a, &s, out.engines.len(), duration.as_secs_f64(), (mk, mv))?;
+    let workload = match a.workload {
+        WorkloadArg::Etc => "etc",
+        WorkloadArg::Usr => "usr",
+        WorkloadArg::Set1k => "set1k",
+        WorkloadArg::Get1k => "get1k",
+    };
+    let run = Run {
+        workload,
+        keys: a.keys,
+        mean_sizes: (mk, mv),
+        conns: a.conns,
+        depth: a.depth,
+        rate: a.rate,
+        json: a.load.json.as_deref(),
+    };
+    kv_report::report(&run, &s, out.engines.len(), duration.as_secs_f64())?;
     if s.completed == 0 {
         return Err("no answer came (is the server up and listening?)".into());
     }

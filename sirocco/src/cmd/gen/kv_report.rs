@@ -1,27 +1,26 @@
 //! What a memcached/Redis load run measured: requests, answers, hits, latency; as text and
 //! JSON.
 
-use super::kv::{GenKvArgs, WorkloadArg};
 use super::load::Percentiles;
 use crate::dataplane::report;
 use gen::kv::KvGenStats;
 use serde::Serialize;
 
+/// What the run was asked to do.
+pub(super) struct Run<'a> {
+    pub workload: &'static str,
+    pub keys: usize,
+    pub mean_sizes: (f64, f64),
+    pub conns: usize,
+    pub depth: usize,
+    pub rate: u64,
+    pub json: Option<&'a std::path::Path>,
+}
+
 /// Prints the run's report and writes it as JSON if `--json` asks.
-pub(super) fn report(
-    a: &GenKvArgs,
-    s: &KvGenStats,
-    engines: usize,
-    secs: f64,
-    (mk, mv): (f64, f64),
-) -> Result<(), String> {
+pub(super) fn report(a: &Run<'_>, s: &KvGenStats, engines: usize, secs: f64) -> Result<(), String> {
+    let (name, (mk, mv)) = (a.workload, a.mean_sizes);
     let latency = Percentiles::of(&s.latency);
-    let name = match a.workload {
-        WorkloadArg::Etc => "etc",
-        WorkloadArg::Usr => "usr",
-        WorkloadArg::Set1k => "set1k",
-        WorkloadArg::Get1k => "get1k",
-    };
     println!(
         "gen kv: {name}, {} keys (mean key {mk:.1} B, value {mv:.1} B) stored {}; {} engine(s), {} connection(s) each, depth {}, open loop at {} req/s\n  requests {} answers {} ({:.0} per s): get hits {} misses {} stored {} errors {}; behind schedule {}; broken connections {}\n  latency us: {}",
         a.keys,
@@ -41,7 +40,7 @@ pub(super) fn report(
         s.broken,
         latency.micros()
     );
-    if let Some(path) = &a.load.json {
+    if let Some(path) = a.json {
         let j = ReportJson {
             workload: name,
             keys: a.keys,
