@@ -25,7 +25,7 @@ import json, os, platform, random, signal, subprocess, sys, time
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
 from lib import (sh, ns, proc_cpu, median_of, env_list, preflight, Testnet, Cpuset, kxdpgun,  # noqa: E402
-                 SIROCCO, BUILD, SECS, REPS, SRV_CPU, GEN_CPU, fmt, run_meta, save, plot, finish)
+                 SIROCCO, BUILD, SECS, REPS, SRV_CPU, GEN_CPU, fmt, run_meta, save, plot, finish, server_kind)
 
 WORK = os.path.join(BUILD, "dns")
 NET = Testnet("bd")
@@ -116,15 +116,16 @@ class Server:
         os.makedirs(self.dir, exist_ok=True)
 
     def argv(self):
-        kind = base_kind(self.kind)
+        # "@base": the same server from BASE_BIN (A/B runs against another build).
+        kind, sirocco = server_kind(base_kind(self.kind), SIROCCO)
         if kind == "sirocco-echo":
             # The same engine answering every query with the query itself: what answering
             # costs on top of the dataplane. Same idle policy as the DNS server.
-            return [SIROCCO, "echo", "--iface", SRV_IF, "--addr", SERVER_ADDR, "--port", "53", "--queues", "1",
+            return [sirocco, "echo", "--iface", SRV_IF, "--addr", SERVER_ADDR, "--port", "53", "--queues", "1",
                     "--cpus", str(SRV_CPU), "--idle-spins", "0"]
         if kind in ("sirocco", "sirocco6", "sirocco-decompress"):
             mode = "decompress" if kind == "sirocco-decompress" else "wire"
-            return [SIROCCO, "dns", "--iface", SRV_IF, "--addr", self.addr, "--queues", "1", "--cpus", str(SRV_CPU),
+            return [sirocco, "dns", "--iface", SRV_IF, "--addr", self.addr, "--queues", "1", "--cpus", str(SRV_CPU),
                     "--key-mode", mode, "--zone", f"{ORIGIN}={self.zone}"] + os.environ.get("SIROCCO_ARGS", "").split()
         if kind in ("knot-xdp", "knot"):
             d = self.dir
