@@ -3,7 +3,6 @@
 //! `dataplane/`.
 
 mod cmd;
-mod ctl;
 mod dataplane;
 mod log;
 mod serve;

@@ -1,13 +1,20 @@
-//! `sirocco ctl` (issue 19, in progress): the control plane that lets several sirocco
-//! servers share one interface, each with the flows it was granted (Arrakis). This crate is
-//! its sans-IO part: the daemon's policy — which users may ask for which grants
-//! ([`policy`]) —, the grants in force with their overlap rules ([`grants`]), and the
-//! requests servers send over the control socket ([`request`]). The daemon, the per-grant
-//! virtual interfaces and the data-path filters come next (see docs/ctl.md).
+//! `sirocco ctl`: the control plane that lets several sirocco servers share one interface,
+//! each with the flows it was granted (Arrakis). The rules are sans-IO: the daemon's policy —
+//! which users may ask for which grants ([`policy`]) —, the grants in force with their
+//! overlap rules ([`grants`]), and the requests servers send over the control socket
+//! ([`request`]). Around them the daemon that owns the interface and gives each grant its own
+//! virtual NIC in a private namespace ([`daemon`], with [`msg`], [`netns`], [`vnic`]), and
+//! what a server run with `--ctl` does to get one ([`client`]); the kernel programs are in
+//! `io::ctl_path`.
 
+pub mod client;
+pub mod daemon;
 pub mod grants;
+mod msg;
+mod netns;
 pub mod policy;
 pub mod request;
+mod vnic;
 
 use std::net::Ipv4Addr;
 

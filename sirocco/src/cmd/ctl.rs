@@ -1,7 +1,7 @@
 //! `sirocco ctl`: the daemon, and its two clients `status` and `revoke`.
 
-use crate::ctl::daemon::{self, Settings};
 use clap::{Args, Subcommand};
+use ctl::daemon::{self, Settings};
 use serde_json::{json, Value};
 use std::io::{BufRead, BufReader, Write};
 use std::os::unix::net::UnixStream;
@@ -77,7 +77,13 @@ pub fn run(c: CtlCmd) -> Result<(), String> {
                 println!("sirocco: configuration OK ({}): sirocco ctl on {iface}", path.display());
                 return Ok(());
             }
-            daemon::run(Settings { iface, socket: d.socket, policy, quiet: d.quiet })
+            daemon::run(Settings {
+                iface,
+                socket: d.socket,
+                policy,
+                quiet: d.quiet,
+                stop: crate::signals::stop_requested,
+            })
         }
     }
 }

@@ -24,7 +24,7 @@ type Finished<A> = (Counters, A, bool, XskStats);
 /// The engines while they run.
 pub(super) struct Running<A> {
     filter: Option<Filter>,
-    held: Option<crate::ctl::client::Held>,
+    held: Option<ctl::client::Held>,
     capture: Option<Capture>,
     stop: Arc<AtomicBool>,
     epoch: Instant,

@@ -16,7 +16,7 @@ pub(super) struct Opened {
     pub(super) filter: Option<Filter>,
     pub(super) ports: Vec<XskPort>,
     /// The grant from `sirocco ctl`, if the ports came from it.
-    pub(super) held: Option<crate::ctl::client::Held>,
+    pub(super) held: Option<ctl::client::Held>,
 }
 
 pub(super) fn open(opts: &Options, grants: &[Grant], what: &str) -> Result<Opened, String> {
@@ -134,7 +134,7 @@ fn open_granted(opts: &Options, c: &super::CtlOptions, grants: &[Grant], what: &
         memory,
         lend,
     };
-    let g = crate::ctl::client::ask(&c.socket, &want)?;
+    let g = ctl::client::ask(&c.socket, &want)?;
     if !opts.quiet {
         tracing::info!(
             "{what} on {} {} through sirocco ctl (grant {} as '{app}'), {} queue(s), AF_XDP copy mode",

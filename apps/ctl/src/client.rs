@@ -3,7 +3,7 @@
 //! memory, which it maps and runs as its own — without privileges. The connection is the
 //! grant: the server keeps it open while it runs, and stops if the daemon ends it.
 
-use super::msg::Conn;
+use crate::msg::Conn;
 use io::iface::Interface;
 use io::xsk::{BindMode, XskPort, XskShape};
 use serde_json::{json, Value};
@@ -34,9 +34,13 @@ impl Drop for Held {
 
 /// The virtual NIC as the server sees it.
 pub struct Granted {
+    /// The application side of the virtual NIC.
     pub ifc: Interface,
+    /// An AF_XDP socket per granted queue, adopted from the daemon.
     pub ports: Vec<XskPort>,
+    /// The connection to the daemon, which holds the grant.
     pub held: Held,
+    /// The grant's number.
     pub grant: u64,
 }
 
@@ -54,11 +58,11 @@ fn shape(v: &Value, q: u32) -> Option<XskShape> {
 }
 
 /// Asks the daemon at `path` for grant `w`.
-pub fn ask(path: &Path, w: &ctl::Want) -> Result<Granted, String> {
+pub fn ask(path: &Path, w: &crate::Want) -> Result<Granted, String> {
     let sock = UnixStream::connect(path)
         .map_err(|e| format!("cannot reach sirocco ctl at {}: {e} (is the daemon running?)", path.display()))?;
     let mut conn = Conn::new(sock);
-    let req = ctl::request::grant_request(w);
+    let req = crate::request::grant_request(w);
     conn.send(&req, &[]).map_err(|e| format!("sirocco ctl: {e}"))?;
     let (line, mut fds) = conn
         .read()

@@ -5,7 +5,7 @@
 //! the interface's MAC address (so what the application sends carries it), sirocco's own
 //! filter, and one AF_XDP socket per queue, bound here and handed to the application.
 
-use super::netns::PrivateNet;
+use crate::netns::PrivateNet;
 use io::filter::Filter;
 use io::xsk::{XskBound, XskConfig};
 use std::process::Command;

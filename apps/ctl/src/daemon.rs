@@ -3,13 +3,13 @@
 //! connection that asked for it, so an application that exits, crashes or is killed loses it
 //! and its virtual NIC is deleted at once.
 
-use super::msg::Conn;
-use super::netns::PrivateNet;
-use super::vnic::{self, AppSide};
-use ctl::grants::Grants;
-use ctl::policy::Policy;
-use ctl::request::{self, Request};
-use ctl::Want;
+use crate::grants::Grants;
+use crate::msg::Conn;
+use crate::netns::PrivateNet;
+use crate::policy::Policy;
+use crate::request::{self, Request};
+use crate::vnic::{self, AppSide};
+use crate::Want;
 use io::ctl_path::{CtlPath, TxRule, SLOTS};
 use io::iface::Interface;
 use io::xsk::{BindMode, XskBound, XskConfig};
@@ -25,10 +25,16 @@ use std::time::Duration;
 
 /// The daemon's settings.
 pub struct Settings {
+    /// The interface the daemon owns.
     pub iface: String,
+    /// The control socket servers ask on.
     pub socket: PathBuf,
+    /// Who may have what.
     pub policy: Policy,
+    /// No log line per grant.
     pub quiet: bool,
+    /// Whether to stop (the caller's signal handling).
+    pub stop: fn() -> bool,
 }
 
 /// A grant's resources while it is in force.
@@ -90,7 +96,7 @@ pub fn run(s: Settings) -> Result<(), String> {
     }));
     listener.set_nonblocking(true).map_err(|e| e.to_string())?;
     let open = Arc::new(AtomicUsize::new(0));
-    while !crate::signals::stop_requested() {
+    while !(s.stop)() {
         match listener.accept() {
             Ok((sock, _)) => {
                 let _ = sock.set_nonblocking(false);
