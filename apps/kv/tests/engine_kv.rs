@@ -5,6 +5,9 @@
 //! segmentation in between. `SIM_SEEDS` sets how many seeds run (default 100);
 //! `scripts/replay-seed engine_kv SEED` replays one with its packet trace.
 
+// The crate as the rest of the workspace names it.
+extern crate sirocco_kv as kv;
+
 use std::sync::Arc;
 
 use engine::{ChannelService, Duration, Instant};

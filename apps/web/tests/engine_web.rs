@@ -3,6 +3,9 @@
 //! reordering, duplicating links, on a virtual clock. Every response must come back whole
 //! and right (status, length, body bytes), in both send modes, at any seed.
 
+// The crate as the rest of the workspace names it.
+extern crate sirocco_web as web;
+
 use std::sync::Arc;
 
 use engine::published::Follower;

@@ -4,6 +4,9 @@
 //! segment that was not sealed to the same bytes as its first sending would break the
 //! connection; every body is compared with the file. No root needed.
 
+// The crate as the rest of the workspace names it.
+extern crate sirocco_web as web;
+
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
@@ -26,7 +29,7 @@ const SRV: Ipv4Addr = Ipv4Addr([198, 18, 6, 1]);
 const CLI: Ipv4Addr = Ipv4Addr([198, 18, 6, 2]);
 
 fn certs() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../tls/tests/certs")
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../../crates/tls/tests/certs")
 }
 
 fn listener(record_segments: usize) -> tls::Listener {

@@ -3,6 +3,9 @@
 //! a client on a second engine that compares every byte it gets with the file — over a
 //! clean path and over one that loses, duplicates and reorders. No root needed.
 
+// The crate as the rest of the workspace names it.
+extern crate sirocco_web as web;
+
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
