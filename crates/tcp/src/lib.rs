@@ -6,6 +6,7 @@
 //! the payload from the connection's source, so nothing is copied into a send buffer and a
 //! retransmission is regenerated from the source like the first transmission.
 
+pub mod api;
 pub mod bbr;
 pub mod byte_queue;
 pub mod cc;

@@ -7,7 +7,7 @@ use std::cell::Cell;
 use wire::IpAddr;
 
 use super::buffers::{Buffers, Extent};
-use crate::endpoint::{App, Ctl, Handle, Source};
+use crate::api::{App, Ctl, Handle, Source};
 use crate::tcb::End;
 
 /// Extents a connection can hold (`sendv` takes no more; contiguous extents merge).

@@ -7,7 +7,7 @@
 use std::collections::VecDeque;
 
 use super::{BufId, Buffers, Calls, Extent};
-use crate::endpoint::Handle;
+use crate::api::Handle;
 
 /// One connection's unsent output.
 #[derive(Default)]

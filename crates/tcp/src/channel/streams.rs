@@ -47,7 +47,7 @@
 //! ```
 
 use super::{Calls, Event, Events, Outbox, Server};
-use crate::endpoint::Handle;
+use crate::api::Handle;
 use crate::tcb::End;
 use timer::Instant;
 use wire::IpAddr;
