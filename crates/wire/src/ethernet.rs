@@ -1,4 +1,5 @@
-//! Ethernet II frames, with at most one 802.1Q VLAN tag.
+//! Ethernet II frames: the view and builder take at most one 802.1Q VLAN tag (what the
+//! engine serves); [`payload_after_tags`] walks two (802.1ad QinQ, for the pipeline).
 
 use crate::{be16, put16, Error, Result};
 
@@ -14,6 +15,8 @@ impl EtherType {
     pub const ARP: u16 = 0x0806;
     /// 802.1Q VLAN tag.
     pub const VLAN: u16 = 0x8100;
+    /// 802.1ad service tag (the outer tag of QinQ).
+    pub const QINQ: u16 = 0x88a8;
     /// IPv6.
     pub const IPV6: u16 = 0x86dd;
 }
@@ -30,6 +33,23 @@ mod field {
 pub const HEADER_LEN: usize = 14;
 /// Length of an Ethernet header with one 802.1Q tag.
 pub const VLAN_HEADER_LEN: usize = 18;
+
+/// Length of one VLAN tag (TPID and TCI).
+pub const TAG_LEN: usize = 4;
+
+/// The offset and EtherType of a frame's payload after up to two VLAN tags (an 802.1ad or
+/// 802.1Q outer tag, an 802.1Q inner one); None if the frame is too short to say.
+pub fn payload_after_tags(b: &[u8]) -> Option<(usize, u16)> {
+    let mut at = field::ETHERTYPE;
+    for _ in 0..2 {
+        match be16(b.get(..at + 2)?, at) {
+            EtherType::VLAN | EtherType::QINQ => at += TAG_LEN,
+            _ => break,
+        }
+    }
+    let ethertype = be16(b.get(..at + 2)?, at);
+    Some((at + 2, ethertype))
+}
 
 /// A read (and, on mutable buffers, write) view of an Ethernet frame.
 #[derive(Debug, Clone)]
@@ -211,6 +231,33 @@ mod tests {
         assert_eq!(EthernetFrame::new_checked(&FRAME[..13]).unwrap_err(), Error::Truncated);
         let tagged = [0u8, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0x81, 0, 0, 1];
         assert_eq!(EthernetFrame::new_checked(&tagged[..]).unwrap_err(), Error::Truncated);
+    }
+
+    #[test]
+    fn tags_are_walked_up_to_two() {
+        let macs = [0u8; 12];
+        let frame = |tags: &[[u8; 4]], et: u16| {
+            let mut b = macs.to_vec();
+            for t in tags {
+                b.extend_from_slice(t);
+            }
+            b.extend_from_slice(&et.to_be_bytes());
+            b.extend_from_slice(&[0x45, 0]);
+            b
+        };
+        let (q, ad) = ([0x81, 0, 0, 5], [0x88, 0xa8, 0, 7]);
+        assert_eq!(payload_after_tags(&frame(&[], 0x0800)), Some((14, 0x0800)));
+        assert_eq!(payload_after_tags(&frame(&[q], 0x0800)), Some((18, 0x0800)));
+        assert_eq!(payload_after_tags(&frame(&[ad, q], 0x86dd)), Some((22, 0x86dd)));
+        // A third tag is not walked: its TPID is the payload's EtherType.
+        assert_eq!(payload_after_tags(&frame(&[ad, q, q], 0x0800)), Some((22, 0x8100)));
+        // One tag agrees with the view.
+        let one = frame(&[q], 0x0800);
+        let f = EthernetFrame::new_checked(&one[..]).unwrap();
+        assert_eq!(payload_after_tags(&one), Some((f.header_len(), f.ethertype())));
+        // Too short to say.
+        assert_eq!(payload_after_tags(&frame(&[ad, q], 0x0800)[..20]), None);
+        assert_eq!(payload_after_tags(&macs), None);
     }
 
     #[test]

@@ -6,10 +6,7 @@ use crate::module::{Ctx, Module, Out};
 use crate::packet::Batch;
 use wire::checksum;
 
-const ETH_HDR: usize = 14;
-const TPID_8021Q: u16 = 0x8100;
-const TPID_8021AD: u16 = 0x88a8;
-const ETHERTYPE_IPV4: u16 = 0x0800;
+use wire::ethernet::{payload_after_tags, EtherType, HEADER_LEN as ETH_HDR, TAG_LEN};
 
 fn u16_at(b: &[u8], at: usize) -> Option<u16> {
     Some(u16::from_be_bytes([*b.get(at)?, *b.get(at + 1)?]))
@@ -18,17 +15,10 @@ fn u16_at(b: &[u8], at: usize) -> Option<u16> {
 /// Where the IPv4 header starts in an Ethernet frame (after up to two VLAN tags), if the frame
 /// holds a whole, well-formed one.
 pub(crate) fn ipv4_at(b: &[u8]) -> Option<usize> {
-    let mut at = 12;
-    for _ in 0..2 {
-        match u16_at(b, at)? {
-            TPID_8021Q | TPID_8021AD => at += 4,
-            _ => break,
-        }
-    }
-    if u16_at(b, at)? != ETHERTYPE_IPV4 {
+    let (ip, ethertype) = payload_after_tags(b)?;
+    if ethertype != EtherType::IPV4 {
         return None;
     }
-    let ip = at + 2;
     let v = *b.get(ip)?;
     let ihl = usize::from(v & 0x0f) * 4;
     (v >> 4 == 4 && ihl >= 20 && b.len() >= ip + ihl).then_some(ip)
@@ -48,13 +38,13 @@ impl VlanPush {
 impl Module for VlanPush {
     fn process(&mut self, ctx: &mut Ctx<'_>, _igate: u32, batch: &Batch, out: &mut Out) {
         for &p in batch.pkts() {
-            if ctx.pool.data(p).len() < ETH_HDR || !ctx.pool.push_front(p, 4) {
+            if ctx.pool.data(p).len() < ETH_HDR || !ctx.pool.push_front(p, TAG_LEN) {
                 out.drop(p);
                 continue;
             }
             let d = ctx.pool.data_mut(p);
-            d.copy_within(4..16, 0);
-            d[12..14].copy_from_slice(&TPID_8021Q.to_be_bytes());
+            d.copy_within(TAG_LEN..TAG_LEN + 12, 0);
+            d[12..14].copy_from_slice(&EtherType::VLAN.to_be_bytes());
             d[14..16].copy_from_slice(&self.tci.to_be_bytes());
             out.emit(0, p);
         }
@@ -68,9 +58,9 @@ impl Module for VlanPop {
     fn process(&mut self, ctx: &mut Ctx<'_>, _igate: u32, batch: &Batch, out: &mut Out) {
         for &p in batch.pkts() {
             let d = ctx.pool.data_mut(p);
-            if d.len() >= ETH_HDR + 4 && matches!(u16_at(d, 12), Some(TPID_8021Q | TPID_8021AD)) {
-                d.copy_within(0..12, 4);
-                ctx.pool.pull_front(p, 4);
+            if d.len() >= ETH_HDR + TAG_LEN && matches!(u16_at(d, 12), Some(EtherType::VLAN | EtherType::QINQ)) {
+                d.copy_within(0..12, TAG_LEN);
+                ctx.pool.pull_front(p, TAG_LEN);
             }
             out.emit(0, p);
         }

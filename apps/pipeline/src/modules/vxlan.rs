@@ -7,8 +7,10 @@ use crate::packet::Batch;
 use wire::checksum;
 use wire::MacAddr;
 
+/// The VXLAN header (RFC 7348): flags, reserved, VNI, reserved.
+const VXLAN_HEADER_LEN: usize = 8;
 /// Outer Ethernet, IPv4, UDP and VXLAN headers.
-const OUTER: usize = 14 + 20 + 8 + 8;
+const OUTER: usize = wire::ethernet::HEADER_LEN + wire::ipv4::HEADER_LEN + wire::udp::HEADER_LEN + VXLAN_HEADER_LEN;
 const VXLAN_PORT: i64 = 4789;
 const FLAG_VNI: u8 = 0x08;
 
@@ -53,7 +55,7 @@ impl Module for VxlanEncap {
             let inner = ctx.pool.data(p).len();
             let entropy =
                 flow_of(ctx.pool.data(p)).map_or(0, |f| (f.src ^ f.dst.rotate_left(16)) as u16 ^ f.sport ^ f.dport);
-            if inner + 20 + 8 + 8 > usize::from(u16::MAX) || !ctx.pool.push_front(p, OUTER) {
+            if inner + OUTER - wire::ethernet::HEADER_LEN > usize::from(u16::MAX) || !ctx.pool.push_front(p, OUTER) {
                 out.drop(p);
                 continue;
             }
