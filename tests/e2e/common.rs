@@ -222,6 +222,20 @@ impl Sirocco {
         self.signal("-KILL");
         let mut child = self.child.take().unwrap();
         let _ = child.wait();
+        forget_control_socket(child.id());
+    }
+}
+
+/// Removes the control socket a sirocco killed outright left in /run/sirocco (its next
+/// start would; a test leaves nothing behind).
+fn forget_control_socket(pid: u32) {
+    let suffix = format!(".{pid}.sock");
+    if let Ok(d) = std::fs::read_dir("/run/sirocco") {
+        for e in d.flatten() {
+            if e.file_name().to_string_lossy().ends_with(&suffix) {
+                let _ = std::fs::remove_file(e.path());
+            }
+        }
     }
 }
 
@@ -230,6 +244,7 @@ impl Drop for Sirocco {
         if let Some(mut c) = self.child.take() {
             let _ = c.kill();
             let _ = c.wait();
+            forget_control_socket(c.id());
         }
         let _ = std::fs::remove_file(&self.log);
     }
