@@ -137,8 +137,16 @@ fn parse_cli() -> Cli {
     use clap::error::ErrorKind;
     match Cli::try_parse() {
         Ok(c) => c,
-        Err(e) if matches!(e.kind(), ErrorKind::DisplayHelp | ErrorKind::DisplayVersion) => e.exit(),
-        Err(e) if e.kind() == ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand => e.exit(),
+        Err(e)
+            if matches!(
+                e.kind(),
+                ErrorKind::DisplayHelp
+                    | ErrorKind::DisplayVersion
+                    | ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand
+            ) =>
+        {
+            e.exit()
+        }
         Err(e) => {
             let text = e.render().to_string();
             let said: Vec<&str> = text

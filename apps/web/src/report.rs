@@ -73,7 +73,7 @@ pub fn exit_lines(q: usize, svc: &WebService) -> Vec<String> {
                 if st.lent() { ", in the UMEM (sent without a copy)" } else { ", copied into frames" }
             ))
         }
-        None => out.push("engine {q} memcpy: every ready segment copied from its master".replace("{q}", &q.to_string())),
+        None => out.push(format!("engine {q} memcpy: every ready segment copied from its master")),
     }
 
     out

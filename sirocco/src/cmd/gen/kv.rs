@@ -95,11 +95,11 @@ pub fn run(a: GenKvArgs) -> Result<(), String> {
     let local = super::load::own_address(&opts, a.dst, "gen kv")?;
     let queues = opts.queues.unwrap_or(1).max(1);
     let opts = dataplane::Options { queues: Some(queues), ..opts };
-    let workload = match a.workload {
-        WorkloadArg::Etc => Workload::Etc,
-        WorkloadArg::Usr => Workload::Usr,
-        WorkloadArg::Set1k => Workload::Set1k,
-        WorkloadArg::Get1k => Workload::Get1k,
+    let (workload, workload_name) = match a.workload {
+        WorkloadArg::Etc => (Workload::Etc, "etc"),
+        WorkloadArg::Usr => (Workload::Usr, "usr"),
+        WorkloadArg::Set1k => (Workload::Set1k, "set1k"),
+        WorkloadArg::Get1k => (Workload::Get1k, "get1k"),
     };
     let proto = match a.protocol {
         ProtoArg::Memcache => Proto::Memcache,
@@ -142,14 +142,8 @@ pub fn run(a: GenKvArgs) -> Result<(), String> {
         s.merge(&svc.server.stats);
     }
     let (mk, mv) = keys.mean_sizes();
-    let workload = match a.workload {
-        WorkloadArg::Etc => "etc",
-        WorkloadArg::Usr => "usr",
-        WorkloadArg::Set1k => "set1k",
-        WorkloadArg::Get1k => "get1k",
-    };
     let run = Run {
-        workload,
+        workload: workload_name,
         keys: a.keys,
         mean_sizes: (mk, mv),
         conns: a.conns,
