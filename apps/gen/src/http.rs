@@ -13,9 +13,10 @@
 //! and its latency runs from when it was due, so a slow server shows as latency (no
 //! coordinated omission).
 
+use crate::timed::Timed;
 use crate::Histogram;
 use std::collections::VecDeque;
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::AtomicUsize;
 use std::sync::Arc;
 use tcp::channel::{Calls, Event, Events, Extent, Server};
 use tcp::{Duration, End, Handle, Instant};
@@ -136,7 +137,6 @@ pub struct HttpGen {
     conns: Vec<Conn>,
     /// Connections without a request, by index.
     idle: VecDeque<u32>,
-    start: Option<Instant>,
     issued: u64,
     next_path: usize,
     /// Open loop: due times of requests waiting for a connection.
@@ -144,9 +144,7 @@ pub struct HttpGen {
     /// The first connection is opening alone (it resolves the server's address, so the
     /// others do not lose their SYNs to address resolution); the clock starts when it is up.
     probing: bool,
-    done: bool,
-    /// Counted down once when asking and draining are over.
-    finish: Option<Arc<AtomicUsize>>,
+    timed: Timed,
     /// What was measured.
     pub stats: HttpGenStats,
 }
@@ -166,30 +164,28 @@ impl HttpGen {
             })
             .collect();
         HttpGen {
-            cfg,
             reqs: Vec::new(),
             conns,
             idle: VecDeque::new(),
-            start: None,
             issued: 0,
             next_path: 0,
             backlog: VecDeque::new(),
             probing: false,
-            done: false,
-            finish: None,
+            timed: Timed::new(cfg.duration, cfg.drain),
             stats: HttpGenStats::default(),
+            cfg,
         }
     }
 
     /// Counts `c` down by one once this generator has asked and drained.
     pub fn count_down_when_finished(mut self, c: Arc<AtomicUsize>) -> HttpGen {
-        self.finish = Some(c);
+        self.timed.count_down_when_finished(c);
         self
     }
 
     /// True once asking is over.
     pub fn finished(&self) -> bool {
-        self.done
+        self.timed.done
     }
 
     /// The request bytes for `path`.
@@ -330,7 +326,7 @@ impl HttpGen {
     }
 
     fn due(&mut self, now: Instant) {
-        let start = self.start.unwrap_or(now);
+        let start = self.timed.start.unwrap_or(now);
         let elapsed = now.since(start).as_nanos();
         let due = (u128::from(elapsed) * u128::from(self.cfg.rate) / 1_000_000_000) as u64;
         while self.issued < due {
@@ -384,10 +380,10 @@ fn parse_head(head: &[u8]) -> Option<(u16, u64, bool)> {
 impl Server for HttpGen {
     fn handle(&mut self, events: &Events<'_>, calls: &mut Calls<'_>) {
         let now = calls.now();
-        if self.start.is_none() && !self.probing && !self.done {
+        if self.timed.start.is_none() && !self.probing && !self.timed.done {
             if let Err(e) = self.prepare(calls) {
                 eprintln!("gen http: {e}");
-                self.done = true;
+                self.timed.done = true;
                 return;
             }
             self.probing = true;
@@ -399,7 +395,7 @@ impl Server for HttpGen {
                     let i = cookie as u32;
                     if self.probing && outcome.is_ok() {
                         self.probing = false;
-                        self.start = Some(now);
+                        self.timed.start = Some(now);
                         for j in 1..self.conns.len() as u32 {
                             self.open(j, now, calls);
                         }
@@ -412,7 +408,7 @@ impl Server for HttpGen {
                                 // Latency of a request on its own connection includes the
                                 // handshake.
                                 let since = self.conns[i as usize].since;
-                                if !self.done {
+                                if !self.timed.done {
                                     self.ask(i, since, calls);
                                 }
                             } else {
@@ -422,7 +418,7 @@ impl Server for HttpGen {
                         Err(_) => {
                             // A handshake the generator itself cut short at the end of the
                             // run is not the server's failure.
-                            if !self.done {
+                            if !self.timed.done {
                                 self.stats.connect_failed += 1;
                             }
                             self.conns[i as usize].phase = Phase::Down;
@@ -461,31 +457,14 @@ impl Server for HttpGen {
                 }
             }
         }
-        if self.done {
-            if let (Some(start), true) = (self.start, self.finish.is_some()) {
-                if now.since(start) >= self.cfg.duration + self.cfg.drain {
-                    if let Some(c) = self.finish.take() {
-                        c.fetch_sub(1, Ordering::SeqCst);
-                    }
-                }
-            }
-        }
-        if self.done || self.probing {
+        self.timed.drain(now);
+        if self.timed.done || self.probing {
             if self.probing && self.conns[0].phase == Phase::Down {
                 self.open(0, now, calls);
             }
             return;
         }
-        let Some(start) = self.start else { return };
-        if now.since(start) >= self.cfg.duration {
-            // Finished: close every connection, so none is left open at the server to
-            // collide with a later run's ports.
-            self.done = true;
-            for c in &self.conns {
-                if let Some(h) = c.h {
-                    let _ = calls.close(h);
-                }
-            }
+        if self.timed.asking(now, self.conns.iter().filter_map(|c| c.h), calls).is_none() {
             return;
         }
         if self.cfg.rate > 0 {

@@ -9,10 +9,11 @@
 //! bytes, values 1 B–1 KB, 75 % gets) or USR (keys under 20 bytes, 2-byte values, 99 % gets),
 //! as in the IX paper's memcached evaluation (mutilate's distributions for ETC).
 
+use crate::timed::Timed;
 use crate::Histogram;
 use resp::num::format_i64;
 use std::collections::VecDeque;
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::AtomicUsize;
 use std::sync::Arc;
 use tcp::channel::{Calls, Event, Events, Outbox, Server};
 use tcp::{Duration, Handle, Instant};
@@ -267,12 +268,10 @@ pub struct KvGen {
     value: Vec<u8>,
     next_preload: usize,
     preloading: bool,
-    start: Option<Instant>,
+    timed: Timed,
     next_due: Instant,
     backlog: VecDeque<Instant>,
     rr: usize,
-    done: bool,
-    finish: Option<Arc<AtomicUsize>>,
     /// What was measured.
     pub stats: KvGenStats,
 }
@@ -297,12 +296,10 @@ impl KvGen {
             conns,
             value: vec![b'x'; 1024],
             preloading: true,
-            start: None,
+            timed: Timed::new(cfg.duration, cfg.drain),
             next_due: Instant::ZERO,
             backlog: VecDeque::new(),
             rr: 0,
-            done: false,
-            finish: None,
             stats: KvGenStats::default(),
             cfg,
         }
@@ -310,7 +307,7 @@ impl KvGen {
 
     /// Counts `c` down by one once this generator has asked and drained.
     pub fn count_down_when_finished(mut self, c: Arc<AtomicUsize>) -> KvGen {
-        self.finish = Some(c);
+        self.timed.count_down_when_finished(c);
         self
     }
 
@@ -546,7 +543,7 @@ impl Server for KvGen {
                 }
                 Event::Dead { cookie, .. } => {
                     let c = &mut self.conns[cookie as usize];
-                    if !self.done {
+                    if !self.timed.done {
                         self.stats.broken += 1;
                     }
                     c.out.clear(calls.buffers());
@@ -559,14 +556,8 @@ impl Server for KvGen {
                 }
             }
         }
-        if self.done {
-            if let (Some(start), Some(_)) = (self.start, &self.finish) {
-                if now.since(start) >= self.cfg.duration + self.cfg.drain {
-                    if let Some(f) = self.finish.take() {
-                        f.fetch_sub(1, Ordering::SeqCst);
-                    }
-                }
-            }
+        self.timed.drain(now);
+        if self.timed.done {
             return;
         }
         // Open connections (the first alone until it is up: it resolves the server's MAC).
@@ -585,22 +576,14 @@ impl Server for KvGen {
             let outstanding = self.conns.iter().any(|c| !c.waiting.is_empty());
             if all_up && self.next_preload >= self.cfg.preload.end && !outstanding {
                 self.preloading = false;
-                self.start = Some(now);
+                self.timed.start = Some(now);
                 self.next_due = now;
             }
             return;
         }
-        let Some(start) = self.start else { return };
-        if now.since(start) >= self.cfg.duration {
-            self.done = true;
-            for c in &self.conns {
-                if let Some(h) = c.h {
-                    let _ = calls.close(h);
-                }
-            }
-            return;
+        if self.timed.asking(now, self.conns.iter().filter_map(|c| c.h), calls).is_some() {
+            self.issue(now, calls);
         }
-        self.issue(now, calls);
     }
 }
 

@@ -7,6 +7,7 @@
 
 pub mod http;
 pub mod kv;
+mod timed;
 
 use engine::{Datagram, Duration, Instant, Originate, SendError, Service, Verdict};
 pub use timer::histogram::Histogram;

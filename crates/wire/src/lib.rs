@@ -16,6 +16,7 @@ pub mod ipv4;
 pub mod ipv6;
 pub mod pcap;
 pub mod tcp;
+mod transport;
 pub mod udp;
 
 pub use addr::IpAddr;

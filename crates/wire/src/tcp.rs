@@ -2,6 +2,7 @@
 //! SACK-permitted and SACK blocks (RFC 2018), timestamps (RFC 7323).
 
 use crate::checksum::{self, PseudoHeader};
+use crate::transport;
 use crate::{be16, be32, put16, put32, Error, Ipv4Addr, Protocol, Result};
 
 mod field {
@@ -57,6 +58,8 @@ pub struct TcpPacket<T> {
     buf: T,
 }
 
+crate::transport::port_view!(TcpPacket);
+
 impl<T: AsRef<[u8]>> TcpPacket<T> {
     /// Wraps `buf` (the whole IP payload) after checking that the header, options included,
     /// fits and the data offset is at least 5.
@@ -74,21 +77,6 @@ impl<T: AsRef<[u8]>> TcpPacket<T> {
             return Err(Error::Truncated);
         }
         Ok(p)
-    }
-    /// Wraps `buf` without checking.
-    pub fn new_unchecked(buf: T) -> Self {
-        TcpPacket { buf }
-    }
-    fn b(&self) -> &[u8] {
-        self.buf.as_ref()
-    }
-    /// Source port.
-    pub fn src_port(&self) -> u16 {
-        be16(self.b(), field::SRC_PORT)
-    }
-    /// Destination port.
-    pub fn dst_port(&self) -> u16 {
-        be16(self.b(), field::DST_PORT)
     }
     /// Sequence number.
     pub fn seq(&self) -> u32 {
@@ -128,15 +116,12 @@ impl<T: AsRef<[u8]>> TcpPacket<T> {
     }
     /// True if the checksum verifies against the pseudo-header.
     pub fn verify_checksum<A: PseudoHeader>(&self, src: A, dst: A) -> bool {
-        let len = self.b().len() as u16;
-        let sum = checksum::add(A::pseudo_sum(src, dst, Protocol::TCP, u32::from(len)), self.b());
-        checksum::fold(sum) == 0xffff
+        transport::sum_verifies(src, dst, Protocol::TCP, self.b())
     }
     /// True if the checksum field holds only the pseudo-header's sum: the sender left the
     /// rest to a NIC (CHECKSUM_PARTIAL), which a veth with TX checksum offload never adds.
     pub fn checksum_unfinished<A: PseudoHeader>(&self, src: A, dst: A) -> bool {
-        let len = self.b().len() as u16;
-        self.checksum() == checksum::fold(A::pseudo_sum(src, dst, Protocol::TCP, u32::from(len)))
+        transport::sum_unfinished(self.checksum(), src, dst, Protocol::TCP, self.b().len())
     }
 }
 

@@ -1,6 +1,7 @@
 //! UDP (RFC 768).
 
 use crate::checksum::{self, PseudoHeader};
+use crate::transport;
 use crate::{be16, put16, Error, Protocol, Result};
 
 mod field {
@@ -19,6 +20,8 @@ pub struct UdpPacket<T> {
     buf: T,
 }
 
+crate::transport::port_view!(UdpPacket);
+
 impl<T: AsRef<[u8]>> UdpPacket<T> {
     /// Wraps `buf` (the IP payload) after checking the header and that the length field is
     /// at least 8 and fits in the buffer.
@@ -35,21 +38,6 @@ impl<T: AsRef<[u8]>> UdpPacket<T> {
             return Err(Error::Truncated);
         }
         Ok(UdpPacket { buf })
-    }
-    /// Wraps `buf` without checking.
-    pub fn new_unchecked(buf: T) -> Self {
-        UdpPacket { buf }
-    }
-    fn b(&self) -> &[u8] {
-        self.buf.as_ref()
-    }
-    /// Source port.
-    pub fn src_port(&self) -> u16 {
-        be16(self.b(), field::SRC_PORT)
-    }
-    /// Destination port.
-    pub fn dst_port(&self) -> u16 {
-        be16(self.b(), field::DST_PORT)
     }
     /// Length field (header + payload).
     pub fn len(&self) -> u16 {
@@ -74,14 +62,12 @@ impl<T: AsRef<[u8]>> UdpPacket<T> {
         if self.checksum() == 0 {
             return A::UDP_CHECKSUM_OPTIONAL;
         }
-        let len = self.len();
-        let sum = checksum::add(A::pseudo_sum(src, dst, Protocol::UDP, u32::from(len)), &self.b()[..usize::from(len)]);
-        checksum::fold(sum) == 0xffff
+        transport::sum_verifies(src, dst, Protocol::UDP, &self.b()[..usize::from(self.len())])
     }
     /// True if the checksum field holds only the pseudo-header's sum: the sender left the
     /// rest to a NIC (CHECKSUM_PARTIAL), which a veth with TX checksum offload never adds.
     pub fn checksum_unfinished<A: PseudoHeader>(&self, src: A, dst: A) -> bool {
-        self.checksum() == checksum::fold(A::pseudo_sum(src, dst, Protocol::UDP, u32::from(self.len())))
+        transport::sum_unfinished(self.checksum(), src, dst, Protocol::UDP, usize::from(self.len()))
     }
 }
 
