@@ -9,8 +9,9 @@ use crate::seq::Seq;
 use timer::{Duration, Instant};
 
 impl Tcb {
-    /// Processes one segment addressed to this connection. In-order data goes to `deliver`,
-    /// which returns how many of those bytes the application is already done with.
+    /// Processes one segment addressed to this connection, in RFC 9293 §3.10.7.4's order.
+    /// In-order data goes to `deliver`, which returns how many of those bytes the
+    /// application is already done with.
     pub fn on_segment(
         &mut self,
         env: &mut Env,
@@ -19,7 +20,6 @@ impl Tcb {
         payload: &[u8],
         deliver: &mut dyn FnMut(&[u8]) -> u32,
     ) {
-        let f = seg.flags;
         match self.state {
             State::Closed => return,
             State::SynSent => {
@@ -29,6 +29,28 @@ impl Tcb {
             }
             _ => {}
         }
+        self.heard_from_peer(now);
+        if self.syn_again(seg) || self.paws_rejects(env, now, seg) || !self.sequence_acceptable(env, now, seg, payload)
+        {
+            return;
+        }
+        if self.control_bits_end(env, now, seg) {
+            return;
+        }
+        self.update_ts_recent(now, seg);
+        if !self.on_ack(env, now, seg, payload.len()) || self.state == State::Closed {
+            return;
+        }
+        let (seq, data, fin) = self.trim_to_window(env, seg, payload);
+        self.take_text(env, now, seg, seq, data, deliver);
+        if fin {
+            self.take_fin_at(now, seq + data.len() as u32);
+        }
+        self.arm(now);
+    }
+
+    /// Any segment from the peer restarts its silence timers.
+    fn heard_from_peer(&mut self, now: Instant) {
         self.timers.last_rx = now;
         self.timers.probes = 0;
         self.timers.keepalive = None;
@@ -36,29 +58,39 @@ impl Tcb {
             // FIN-WAIT-2 times out only while the peer is silent: it may still be sending.
             self.timers.end = Some(now + self.cfg.fin_wait2);
         }
+    }
 
-        // A retransmitted SYN while our SYN-ACK is outstanding: send the SYN-ACK again.
-        if self.state == State::SynReceived
+    /// A retransmitted SYN while our SYN-ACK is outstanding: the SYN-ACK goes again.
+    fn syn_again(&mut self, seg: &TcpRepr) -> bool {
+        let f = seg.flags;
+        let again = self.state == State::SynReceived
             && f.has(TcpFlags::SYN)
             && !f.has(TcpFlags::ACK)
-            && Seq(seg.seq) == self.rcv.irs
-        {
+            && Seq(seg.seq) == self.rcv.irs;
+        if again {
             self.snd.nxt = self.snd.iss;
-            return;
         }
+        again
+    }
 
-        // PAWS (RFC 7323 §5): an old timestamp marks an old duplicate.
-        if self.opts.ts && !f.has(TcpFlags::RST) {
-            if let Some((tsval, _)) = seg.options.timestamps {
-                if (tsval.wrapping_sub(self.ts.recent) as i32) < 0 && now.since(self.ts.recent_at) < PAWS_IDLE {
-                    env.stats.paws_dropped += 1;
-                    self.due.ack = true;
-                    return;
-                }
-            }
+    /// PAWS (RFC 7323 §5): an old timestamp marks an old duplicate, answered with an ACK.
+    fn paws_rejects(&mut self, env: &mut Env, now: Instant, seg: &TcpRepr) -> bool {
+        if !self.opts.ts || seg.flags.has(TcpFlags::RST) {
+            return false;
         }
+        let Some((tsval, _)) = seg.options.timestamps else { return false };
+        let old = (tsval.wrapping_sub(self.ts.recent) as i32) < 0 && now.since(self.ts.recent_at) < PAWS_IDLE;
+        if old {
+            env.stats.paws_dropped += 1;
+            self.due.ack = true;
+        }
+        old
+    }
 
-        // Sequence acceptability (RFC 9293 §3.10.7.4, first check).
+    /// The first check (RFC 9293 §3.10.7.4): does the segment fall in the receive window?
+    /// An unacceptable one is answered with an ACK and otherwise dropped.
+    fn sequence_acceptable(&mut self, env: &mut Env, now: Instant, seg: &TcpRepr, payload: &[u8]) -> bool {
+        let f = seg.flags;
         let seq0 = Seq(seg.seq);
         let seg_len = payload.len() as u32 + u32::from(f.has(TcpFlags::SYN)) + u32::from(f.has(TcpFlags::FIN));
         let wnd = self.rcv_wnd();
@@ -69,76 +101,75 @@ impl Tcb {
             (_, 0) => seq0 == self.rcv.nxt, // zero window: take the control bits, not the data
             _ => in_wnd(seq0) || in_wnd(seq0 + seg_len - 1),
         };
-        if !acceptable {
-            env.stats.out_of_window += 1;
-            if !payload.is_empty() && seq0 + seg_len <= self.rcv.nxt {
-                self.note_duplicate(seq0, seq0 + payload.len() as u32);
-            }
-            if !f.has(TcpFlags::RST) {
-                self.due.ack = true;
-            }
-            // With our window shut, "special allowance should be made to accept valid ACKs"
-            // (RFC 9293 §3.10.7.4). A peer's window probe (Linux sends SND.UNA - 1) may be
-            // the only segment it sends: ignoring its ACK, with both windows shut (an echo
-            // whose output waits on its own unacknowledged data), leaves the two sides
-            // waiting on our retransmission timer as it backs off.
-            let valid_ack = f.has(TcpFlags::ACK)
-                && !f.has(TcpFlags::RST)
-                && !f.has(TcpFlags::SYN)
-                && self.state != State::SynReceived
-                && Seq(seg.ack) > self.snd.una;
-            if wnd == 0 && valid_ack && self.on_ack(env, now, seg, 0) && self.state != State::Closed {
-                self.arm(now);
-            }
-            return;
+        if acceptable {
+            return true;
         }
+        env.stats.out_of_window += 1;
+        if !payload.is_empty() && seq0 + seg_len <= self.rcv.nxt {
+            self.note_duplicate(seq0, seq0 + payload.len() as u32);
+        }
+        if !f.has(TcpFlags::RST) {
+            self.due.ack = true;
+        }
+        // With our window shut, "special allowance should be made to accept valid ACKs"
+        // (RFC 9293 §3.10.7.4). A peer's window probe (Linux sends SND.UNA - 1) may be
+        // the only segment it sends: ignoring its ACK, with both windows shut (an echo
+        // whose output waits on its own unacknowledged data), leaves the two sides
+        // waiting on our retransmission timer as it backs off.
+        let valid_ack = f.has(TcpFlags::ACK)
+            && !f.has(TcpFlags::RST)
+            && !f.has(TcpFlags::SYN)
+            && self.state != State::SynReceived
+            && Seq(seg.ack) > self.snd.una;
+        if wnd == 0 && valid_ack && self.on_ack(env, now, seg, 0) && self.state != State::Closed {
+            self.arm(now);
+        }
+        false
+    }
 
-        // RST (RFC 5961 §3): only the exact next sequence number resets; others in the window
-        // get a challenge ACK.
+    /// The second to fifth checks: RST, SYN and a missing ACK. True when the segment ends
+    /// here (RFC 5961's challenge ACKs for a RST off the exact next sequence number and for
+    /// a SYN in a synchronized state).
+    fn control_bits_end(&mut self, env: &mut Env, now: Instant, seg: &TcpRepr) -> bool {
+        let f = seg.flags;
         if f.has(TcpFlags::RST) {
-            if seq0 == self.rcv.nxt {
+            if Seq(seg.seq) == self.rcv.nxt {
                 env.stats.resets_in += 1;
                 let why = if self.state == State::SynReceived && !self.passive { End::Refused } else { End::Reset };
                 self.finish(why);
             } else if env.allow_challenge(now) {
                 self.due.ack = true;
             }
-            return;
+            return true;
         }
-
-        // A SYN in a synchronized state (RFC 5961 §4): challenge ACK, drop.
         if f.has(TcpFlags::SYN) {
             if env.allow_challenge(now) {
                 self.due.ack = true;
             }
+            return true;
+        }
+        !f.has(TcpFlags::ACK)
+    }
+
+    /// TS.Recent (RFC 7323 §4.3) from segments that cover the last ACK we sent.
+    fn update_ts_recent(&mut self, now: Instant, seg: &TcpRepr) {
+        if !self.opts.ts {
             return;
         }
-
-        if !f.has(TcpFlags::ACK) {
-            return;
-        }
-
-        // TS.Recent (RFC 7323 §4.3) from segments that cover the last ACK we sent.
-        if self.opts.ts {
-            if let Some((tsval, _)) = seg.options.timestamps {
-                if seq0 <= self.rcv.last_ack_sent && (tsval.wrapping_sub(self.ts.recent) as i32) >= 0 {
-                    self.ts.recent = tsval;
-                    self.ts.recent_at = now;
-                }
+        if let Some((tsval, _)) = seg.options.timestamps {
+            if Seq(seg.seq) <= self.rcv.last_ack_sent && (tsval.wrapping_sub(self.ts.recent) as i32) >= 0 {
+                self.ts.recent = tsval;
+                self.ts.recent_at = now;
             }
         }
+    }
 
-        if !self.on_ack(env, now, seg, payload.len()) {
-            return;
-        }
-        if self.state == State::Closed {
-            return;
-        }
-
-        // Trim to the window: drop what we already have and what does not fit.
-        let mut seq = seq0;
+    /// The segment's text cut to the window: what we already have and what does not fit are
+    /// dropped. Returns where the rest starts, the rest, and whether its FIN still counts.
+    fn trim_to_window<'p>(&mut self, env: &mut Env, seg: &TcpRepr, payload: &'p [u8]) -> (Seq, &'p [u8], bool) {
+        let mut seq = Seq(seg.seq);
         let mut data = payload;
-        let mut fin = f.has(TcpFlags::FIN);
+        let mut fin = seg.flags.has(TcpFlags::FIN);
         if seq < self.rcv.nxt {
             let dup = self.rcv.nxt.since(seq) as usize;
             if !data.is_empty() {
@@ -152,55 +183,68 @@ impl Tcb {
             }
             seq = self.rcv.nxt;
         }
-        let wnd = self.rcv_wnd();
-        if data.len() as u32 > wnd.saturating_sub(seq.since(self.rcv.nxt)) {
-            data = &data[..wnd.saturating_sub(seq.since(self.rcv.nxt)) as usize];
+        let room = self.rcv_wnd().saturating_sub(seq.since(self.rcv.nxt));
+        if data.len() as u32 > room {
+            data = &data[..room as usize];
             fin = false;
             self.due.ack = true; // tell the sender where the window ends
             env.stats.out_of_window += 1;
         }
-
-        if matches!(self.state, State::Established | State::FinWait1 | State::FinWait2) && !data.is_empty() {
-            if self.rcv.fin {
-                // Data after the peer's FIN cannot be; ignore it.
-            } else if seq == self.rcv.nxt {
-                self.take_data(data, deliver);
-                let tsecr = if self.opts.ts { seg.options.timestamps.map(|t| t.1) } else { None };
-                self.autotune(env, now, tsecr);
-                if !self.rcv.ooo.is_empty() {
-                    self.pull_ooo(env, deliver);
-                    self.due.ack = true; // a hole filled: tell the sender at once (RFC 5681 §4.2)
-                }
-                self.rcv.unacked += data.len() as u32;
-                if self.rcv.unacked >= 2 * u32::from(self.cfg.mss) {
-                    self.due.ack = true;
-                } else if self.timers.delack.is_none() {
-                    self.timers.delack = Some(now + self.cfg.delayed_ack);
-                }
-            } else {
-                if self.rcv.ooo.store(&mut env.pool, self.rcv.nxt, seq, data) {
-                    env.stats.ooo_kept += 1;
-                } else {
-                    env.stats.ooo_dropped += 1;
-                }
-                self.due.ack = true; // duplicate ACK with SACK blocks, at once (RFC 5681 §4.2)
-            }
-        }
-
-        if fin {
-            let at = seq + data.len() as u32;
-            if at == self.rcv.nxt {
-                self.take_fin(now);
-            } else if at > self.rcv.nxt {
-                self.rcv.fin_at = Some(at); // reached once the hole before it fills
-                self.due.ack = true;
-            }
-        }
-        self.arm(now);
+        (seq, data, fin)
     }
 
-    /// Data that arrived again: reported in the next ACK's first SACK block (RFC 2883), which
-    /// tells the sender its retransmission was not needed.
+    /// The seventh step, the segment text: in order it is delivered (with what it lets out
+    /// of the out-of-order queue), ahead of a hole it is kept and answered at once.
+    fn take_text(
+        &mut self,
+        env: &mut Env,
+        now: Instant,
+        seg: &TcpRepr,
+        seq: Seq,
+        data: &[u8],
+        deliver: &mut dyn FnMut(&[u8]) -> u32,
+    ) {
+        if !matches!(self.state, State::Established | State::FinWait1 | State::FinWait2) || data.is_empty() {
+            return;
+        }
+        if self.rcv.fin {
+            return; // data after the peer's FIN cannot be; ignore it
+        }
+        if seq != self.rcv.nxt {
+            if self.rcv.ooo.store(&mut env.pool, self.rcv.nxt, seq, data) {
+                env.stats.ooo_kept += 1;
+            } else {
+                env.stats.ooo_dropped += 1;
+            }
+            self.due.ack = true; // duplicate ACK with SACK blocks, at once (RFC 5681 §4.2)
+            return;
+        }
+        self.take_data(data, deliver);
+        let tsecr = if self.opts.ts { seg.options.timestamps.map(|t| t.1) } else { None };
+        self.autotune(env, now, tsecr);
+        if !self.rcv.ooo.is_empty() {
+            self.pull_ooo(env, deliver);
+            self.due.ack = true; // a hole filled: tell the sender at once (RFC 5681 §4.2)
+        }
+        self.rcv.unacked += data.len() as u32;
+        if self.rcv.unacked >= 2 * u32::from(self.cfg.mss) {
+            self.due.ack = true;
+        } else if self.timers.delack.is_none() {
+            self.timers.delack = Some(now + self.cfg.delayed_ack);
+        }
+    }
+
+    /// The eighth step, a FIN at sequence `at`: taken when everything before it is, else
+    /// remembered until the hole before it fills.
+    fn take_fin_at(&mut self, now: Instant, at: Seq) {
+        if at == self.rcv.nxt {
+            self.take_fin(now);
+        } else if at > self.rcv.nxt {
+            self.rcv.fin_at = Some(at);
+            self.due.ack = true;
+        }
+    }
+
     fn note_duplicate(&mut self, left: Seq, right: Seq) {
         if self.opts.sack && right > left {
             self.rcv.dsack = Some((left, right));
