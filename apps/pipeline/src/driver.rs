@@ -45,7 +45,7 @@ pub fn drive(p: &mut Pipeline, idle_spins: u32, host: &mut impl Host) {
             Step::Ran(_) => idle += 1,
             Step::Throttled(Some(at)) => {
                 // A rate limit: nothing may run before `at`, whatever arrives.
-                let us = (at.saturating_sub(p.now_ns()) / 1000).clamp(1, u64::from(IDLE_SLEEP_US)) as u32;
+                let us = at.since(p.now()).as_micros().clamp(1, u64::from(IDLE_SLEEP_US)) as u32;
                 host.wait(us, false);
                 continue;
             }

@@ -16,4 +16,6 @@ pub mod pipeline;
 pub mod port;
 pub mod sched;
 pub mod script;
+
+pub use timer::{Duration, Instant};
 pub mod workers;

@@ -35,13 +35,14 @@
 use crate::metadata::Attr;
 use crate::packet::{Batch, Pkt, Pool};
 use crate::port::NamedPort;
+use timer::Instant;
 
 /// What a module works with while it runs.
 pub struct Ctx<'a> {
     /// The packets' buffers.
     pub pool: &'a mut Pool,
-    /// Nanoseconds since the pipeline started.
-    pub now_ns: u64,
+    /// The pipeline's time (its epoch is when it started).
+    pub now: Instant,
     /// Where this module's declared attributes are (in declaration order; None: nobody reads
     /// the value, so writing it can be skipped).
     pub offsets: &'a [Option<usize>],

@@ -11,25 +11,25 @@ use crate::packet::{Batch, Pool};
 use crate::port::NamedPort;
 use crate::sched::{Scheduler, Throttled, Usage};
 use crate::script::{Script, ScriptError};
-use std::time::Instant;
+use timer::Instant;
 
-/// Where the pipeline reads the time: nanoseconds for modules and rate limits, cycles for the
-/// `cycle` resource. Tests drive a pipeline on a clock of their own.
+/// Where the pipeline reads the time: an instant for modules and rate limits, cycles for
+/// the `cycle` resource. Tests drive a pipeline on a clock of their own.
 pub trait Clock: Send {
-    /// Nanoseconds since some fixed start.
-    fn now_ns(&self) -> u64;
+    /// The time since some fixed start.
+    fn now(&self) -> Instant;
     /// A CPU cycle counter (nanoseconds where there is none).
     fn cycles(&self) -> u64 {
-        self.now_ns()
+        self.now().as_nanos()
     }
 }
 
 /// The monotonic clock, from when the pipeline was built.
-pub struct Monotonic(Instant);
+pub struct Monotonic(std::time::Instant);
 
 impl Clock for Monotonic {
-    fn now_ns(&self) -> u64 {
-        self.0.elapsed().as_nanos() as u64
+    fn now(&self) -> Instant {
+        Instant::from_nanos(self.0.elapsed().as_nanos() as u64)
     }
 }
 
@@ -39,7 +39,7 @@ pub enum Step {
     /// A task ran and made this many packets.
     Ran(usize),
     /// Nothing may run (rate limits, backpressure) until then, if a rate limit says.
-    Throttled(Option<u64>),
+    Throttled(Option<Instant>),
 }
 
 /// A module's counters.
@@ -235,7 +235,7 @@ impl Pipeline {
             nodes: g.nodes,
             pool: Pool::new(pool),
             ports,
-            clock: Box::new(Monotonic(Instant::now())),
+            clock: Box::new(Monotonic(std::time::Instant::now())),
             sched: g.sched,
             tasks: g.tasks,
             feeds: g.feeds,
@@ -304,8 +304,8 @@ impl Pipeline {
     }
 
     /// The pipeline's time now.
-    pub fn now_ns(&self) -> u64 {
-        self.clock.now_ns()
+    pub fn now(&self) -> Instant {
+        self.clock.now()
     }
 
     /// True if task `t` may run (no queue it feeds asks for a pause).
@@ -316,14 +316,14 @@ impl Pipeline {
     /// Runs every task that may run once, whatever the traffic classes say, and flushes
     /// the ports; returns the packets the tasks made.
     pub fn run_once(&mut self) -> usize {
-        let now_ns = self.clock.now_ns();
+        let now = self.clock.now();
         let mut made = 0;
         for t in 0..self.tasks.len() {
             if !self.may_run(t) {
                 self.paused += 1;
                 continue;
             }
-            made += self.run_task(t, now_ns).packets as usize;
+            made += self.run_task(t, now).packets as usize;
         }
         self.flush_ports();
         made
@@ -331,25 +331,25 @@ impl Pipeline {
 
     /// Runs the task the traffic classes choose, and flushes the ports.
     pub fn step(&mut self) -> Step {
-        let now_ns = self.clock.now_ns();
+        let now = self.clock.now();
         let pick = {
             let (nodes, feeds) = (&self.nodes, &self.feeds);
             let may = |t: usize| !feeds[t].iter().any(|&q| nodes[q].module.congested());
-            self.sched.next(now_ns, &may)
+            self.sched.next(now, &may)
         };
         let step = match pick {
             Ok((leaf, t)) => {
                 let c0 = self.clock.cycles();
-                let mut u = self.run_task(t, now_ns);
+                let mut u = self.run_task(t, now);
                 u.cycles = self.clock.cycles().saturating_sub(c0);
                 self.sched.account(leaf, u);
                 Step::Ran(u.packets as usize)
             }
-            Err(Throttled { until_ns }) => {
+            Err(Throttled { until }) => {
                 if self.tasks.iter().enumerate().any(|(t, _)| !self.may_run(t)) {
                     self.paused += 1;
                 }
-                Step::Throttled(until_ns)
+                Step::Throttled(until)
             }
         };
         self.flush_ports();
@@ -362,19 +362,19 @@ impl Pipeline {
         }
     }
 
-    /// Runs task `t` once at `now_ns`; returns what it made.
-    fn run_task(&mut self, t: usize, now_ns: u64) -> Usage {
+    /// Runs task `t` once at `now`; returns what it made.
+    fn run_task(&mut self, t: usize, now: Instant) -> Usage {
         let i = self.tasks[t];
         let node = &mut self.nodes[i];
         let mut out = std::mem::take(&mut node.out);
-        let mut ctx = Ctx { pool: &mut self.pool, now_ns, offsets: &node.offsets, ports: &mut self.ports };
+        let mut ctx = Ctx { pool: &mut self.pool, now, offsets: &node.offsets, ports: &mut self.ports };
         let n = node.module.run_task(&mut ctx, &mut out);
         // What a queue hands on was counted in when it arrived.
         if !node.module.decouples() {
             node.stats.rx += n as u64;
         }
         let bytes: usize = out.gates().iter().flat_map(|b| b.pkts()).map(|&p| self.pool.data(p).len()).sum();
-        self.forward(i, out, now_ns);
+        self.forward(i, out, now);
         Usage { count: 1, cycles: 0, packets: n as u64, bits: bytes as u64 * 8 }
     }
 
@@ -384,20 +384,20 @@ impl Pipeline {
     }
 
     /// Gives `batch` to module `i` on `igate`, and what it sends on to the modules after it.
-    fn deliver(&mut self, i: usize, igate: u32, batch: &Batch, now_ns: u64) {
+    fn deliver(&mut self, i: usize, igate: u32, batch: &Batch, now: Instant) {
         let node = &mut self.nodes[i];
         node.stats.rx += batch.len() as u64;
         node.stats.batches += 1;
         let mut out = std::mem::take(&mut node.out);
-        let mut ctx = Ctx { pool: &mut self.pool, now_ns, offsets: &node.offsets, ports: &mut self.ports };
+        let mut ctx = Ctx { pool: &mut self.pool, now, offsets: &node.offsets, ports: &mut self.ports };
         let c0 = self.clock.cycles();
         node.module.process(&mut ctx, igate, batch, &mut out);
         node.stats.cycles += self.clock.cycles().saturating_sub(c0);
-        self.forward(i, out, now_ns);
+        self.forward(i, out, now);
     }
 
     /// Frees what module `i` dropped, passes on each gate's batch, and gives `out` back.
-    fn forward(&mut self, i: usize, mut out: Out, now_ns: u64) {
+    fn forward(&mut self, i: usize, mut out: Out, now: Instant) {
         let (freed, done) = out.take_freed();
         let mut n = 0;
         for p in freed {
@@ -415,7 +415,7 @@ impl Pipeline {
             match self.nodes[i].next[g] {
                 Some((to, ig)) => {
                     self.nodes[i].stats.tx += b.len() as u64;
-                    self.deliver(to, ig, &b, now_ns);
+                    self.deliver(to, ig, &b, now);
                 }
                 None => {
                     for &p in b.pkts() {

@@ -9,6 +9,7 @@
 //! sans-IO: the pipeline tells it the time and what each run used.
 
 use crate::script::{Decl, ScriptError, Value};
+use timer::{Duration, Instant};
 
 /// What a run of a task used.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -82,7 +83,7 @@ struct Class {
     order: Vec<usize>,
     /// Units available times 1e9 (exact: a nanosecond adds `limit`).
     tokens: i128,
-    refilled_ns: u64,
+    refilled: Instant,
     used: Usage,
 }
 
@@ -100,7 +101,7 @@ impl Class {
             rr_next: 0,
             order: Vec::new(),
             tokens: 0,
-            refilled_ns: 0,
+            refilled: Instant::ZERO,
             used: Usage::default(),
         }
     }
@@ -126,8 +127,8 @@ pub struct Scheduler {
 /// When nothing may run: the earliest time a rate limit lets something run again.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Throttled {
-    /// Nanoseconds (on the clock the scheduler is given).
-    pub until_ns: Option<u64>,
+    /// On the clock the scheduler is given.
+    pub until: Option<Instant>,
 }
 
 fn err(d: &Decl, msg: String) -> ScriptError {
@@ -278,30 +279,36 @@ impl Scheduler {
         Ok(s)
     }
 
-    /// The task to run next at `now_ns`, given which tasks may run at all (backpressure);
-    /// or, if none may, until when.
-    pub fn next(&mut self, now_ns: u64, runnable: &dyn Fn(usize) -> bool) -> Result<(usize, usize), Throttled> {
+    /// The task to run next at `now`, given which tasks may run at all (backpressure); or,
+    /// if none may, until when.
+    pub fn next(&mut self, now: Instant, runnable: &dyn Fn(usize) -> bool) -> Result<(usize, usize), Throttled> {
         let mut wake = None;
-        match self.pick(0, now_ns, runnable, &mut wake) {
+        match self.pick(0, now, runnable, &mut wake) {
             Some(leaf) => match self.classes[leaf].policy {
                 Policy::Leaf(t) => Ok((leaf, t)),
-                _ => Err(Throttled { until_ns: wake }),
+                _ => Err(Throttled { until: wake }),
             },
-            None => Err(Throttled { until_ns: wake }),
+            None => Err(Throttled { until: wake }),
         }
     }
 
-    fn pick(&mut self, c: usize, now: u64, runnable: &dyn Fn(usize) -> bool, wake: &mut Option<u64>) -> Option<usize> {
+    fn pick(
+        &mut self,
+        c: usize,
+        now: Instant,
+        runnable: &dyn Fn(usize) -> bool,
+        wake: &mut Option<Instant>,
+    ) -> Option<usize> {
         match self.classes[c].policy {
             Policy::Leaf(t) => runnable(t).then_some(c),
             Policy::RateLimit { limit, max_burst } => {
                 let cl = &mut self.classes[c];
-                let dt = i128::from(now.saturating_sub(cl.refilled_ns));
+                let dt = i128::from(now.since(cl.refilled).as_nanos());
                 cl.tokens = (cl.tokens + dt * limit).min(max_burst);
-                cl.refilled_ns = now;
+                cl.refilled = now;
                 if cl.tokens < 0 {
-                    let at = now + ((-cl.tokens + limit - 1) / limit) as u64;
-                    *wake = Some(wake.map_or(at, |w: u64| w.min(at)));
+                    let at = now + Duration::from_nanos(((-cl.tokens + limit - 1) / limit) as u64);
+                    *wake = Some(wake.map_or(at, |w| w.min(at)));
                     return None;
                 }
                 self.round_robin(c, now, runnable, wake)
@@ -339,9 +346,9 @@ impl Scheduler {
     fn round_robin(
         &mut self,
         c: usize,
-        now: u64,
+        now: Instant,
         runnable: &dyn Fn(usize) -> bool,
-        wake: &mut Option<u64>,
+        wake: &mut Option<Instant>,
     ) -> Option<usize> {
         let n = self.classes[c].children.len();
         let start = self.classes[c].rr_next;

@@ -51,6 +51,25 @@ pub fn payload_after_tags(b: &[u8]) -> Option<(usize, u16)> {
     Some((at + 2, ethertype))
 }
 
+/// Tags a frame whose bytes start [`TAG_LEN`] bytes into `buf` (room made in front of it):
+/// the addresses move to the start and an 802.1Q tag with `tci` follows them.
+pub fn push_tag(buf: &mut [u8], tci: u16) {
+    buf.copy_within(TAG_LEN..TAG_LEN + field::ETHERTYPE, 0);
+    put16(buf, field::ETHERTYPE, EtherType::VLAN);
+    put16(buf, field::TCI, tci);
+}
+
+/// Takes the outer VLAN tag (802.1Q or 802.1ad) off `buf`: the addresses move over it, so
+/// the untagged frame starts [`TAG_LEN`] bytes in. False (nothing changed) if untagged.
+pub fn pop_tag(buf: &mut [u8]) -> bool {
+    let tagged =
+        buf.len() >= HEADER_LEN + TAG_LEN && matches!(be16(buf, field::ETHERTYPE), EtherType::VLAN | EtherType::QINQ);
+    if tagged {
+        buf.copy_within(0..field::ETHERTYPE, TAG_LEN);
+    }
+    tagged
+}
+
 /// A read (and, on mutable buffers, write) view of an Ethernet frame.
 #[derive(Debug, Clone)]
 pub struct EthernetFrame<T> {

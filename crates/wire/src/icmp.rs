@@ -22,6 +22,13 @@ pub mod kind {
     pub const DEST_UNREACHABLE: u8 = 3;
     /// Echo request.
     pub const ECHO_REQUEST: u8 = 8;
+    /// Time exceeded (a router's answer to a TTL run out).
+    pub const TIME_EXCEEDED: u8 = 11;
+
+    /// True for the error messages (RFC 1122 §3.2.2), about which no error is sent.
+    pub const fn is_error(t: u8) -> bool {
+        matches!(t, DEST_UNREACHABLE | 4 | 5 | TIME_EXCEEDED | 12)
+    }
 }
 
 /// A view of an ICMP message.
@@ -86,6 +93,13 @@ impl<T: AsRef<[u8]> + AsMut<[u8]>> IcmpPacket<T> {
         let c = checksum::update16(be16(b, field::CHECKSUM), old, new);
         put16(b, field::CHECKSUM, c);
     }
+    /// Sets the echo identifier, updating the checksum incrementally (a NAT's rewrite).
+    pub fn set_ident(&mut self, v: u16) {
+        let b = self.buf.as_mut();
+        let c = checksum::update16(be16(b, field::CHECKSUM), be16(b, field::IDENT), v);
+        put16(b, field::IDENT, v);
+        put16(b, field::CHECKSUM, c);
+    }
 }
 
 /// The meaning of an ICMP message.
@@ -109,6 +123,12 @@ pub enum IcmpRepr<'a> {
         /// Echoed data.
         data: &'a [u8],
     },
+    /// Time exceeded in transit (code 0), quoting the offending packet's header and the
+    /// first 8 bytes after it (RFC 792).
+    TimeExceeded {
+        /// The quoted bytes.
+        quote: &'a [u8],
+    },
     /// Any other message, kept only by type and code.
     Other {
         /// Type.
@@ -127,6 +147,7 @@ impl<'a> IcmpRepr<'a> {
         Ok(match (p.msg_type(), p.code()) {
             (kind::ECHO_REQUEST, 0) => IcmpRepr::EchoRequest { ident: p.ident(), seq: p.seq(), data: p.data() },
             (kind::ECHO_REPLY, 0) => IcmpRepr::EchoReply { ident: p.ident(), seq: p.seq(), data: p.data() },
+            (kind::TIME_EXCEEDED, 0) => IcmpRepr::TimeExceeded { quote: p.data() },
             (msg_type, code) => IcmpRepr::Other { msg_type, code },
         })
     }
@@ -134,16 +155,20 @@ impl<'a> IcmpRepr<'a> {
     /// Emitted length, or `None` for messages this module does not build.
     pub fn buffer_len(&self) -> Option<usize> {
         match self {
-            IcmpRepr::EchoRequest { data, .. } | IcmpRepr::EchoReply { data, .. } => Some(HEADER_LEN + data.len()),
+            IcmpRepr::EchoRequest { data, .. }
+            | IcmpRepr::EchoReply { data, .. }
+            | IcmpRepr::TimeExceeded { quote: data } => Some(HEADER_LEN + data.len()),
             IcmpRepr::Other { .. } => None,
         }
     }
 
-    /// Writes an echo message with its checksum; returns false for `Other`.
+    /// Writes the message with its checksum; returns false for `Other`.
     pub fn emit(&self, buf: &mut [u8]) -> bool {
         let (t, ident, seq, data) = match *self {
             IcmpRepr::EchoRequest { ident, seq, data } => (kind::ECHO_REQUEST, ident, seq, data),
             IcmpRepr::EchoReply { ident, seq, data } => (kind::ECHO_REPLY, ident, seq, data),
+            // The identifier and sequence words are "unused", zero.
+            IcmpRepr::TimeExceeded { quote } => (kind::TIME_EXCEEDED, 0, 0, quote),
             IcmpRepr::Other { .. } => return false,
         };
         let b = &mut buf[..HEADER_LEN + data.len()];

@@ -164,6 +164,13 @@ impl<T: AsRef<[u8]> + AsMut<[u8]>> Ipv4Packet<T> {
         b.copy_within(field::DST..field::DST + 4, field::SRC);
         b[field::DST..field::DST + 4].copy_from_slice(&t);
     }
+    /// Sets the source address, updating the checksum incrementally.
+    pub fn set_src_addr(&mut self, a: Ipv4Addr) {
+        let old = self.src_addr();
+        self.bm()[field::SRC..field::SRC + 4].copy_from_slice(&a.0);
+        let c = checksum::update32(self.checksum(), old.to_u32(), a.to_u32());
+        put16(self.bm(), field::CHECKSUM, c);
+    }
     /// Sets the destination address, updating the checksum incrementally.
     pub fn set_dst_addr(&mut self, a: Ipv4Addr) {
         let old = self.dst_addr();

@@ -3,7 +3,7 @@
 
 use crate::checksum::{self, PseudoHeader};
 use crate::transport;
-use crate::{be16, be32, put16, put32, Error, Ipv4Addr, Protocol, Result};
+use crate::{be16, be32, put16, put32, Error, Protocol, Result};
 
 mod field {
     pub const SRC_PORT: usize = 0;
@@ -58,7 +58,7 @@ pub struct TcpPacket<T> {
     buf: T,
 }
 
-crate::transport::port_view!(TcpPacket);
+crate::transport::port_view!(TcpPacket, field::CHECKSUM, false);
 
 impl<T: AsRef<[u8]>> TcpPacket<T> {
     /// Wraps `buf` (the whole IP payload) after checking that the header, options included,
@@ -148,18 +148,6 @@ impl<T: AsRef<[u8]> + AsMut<[u8]>> TcpPacket<T> {
         let old = self.window();
         put16(self.bm(), field::WINDOW, v);
         let c = checksum::update16(self.checksum(), old, v);
-        put16(self.bm(), field::CHECKSUM, c);
-    }
-    /// Sets the destination port, updating the checksum incrementally.
-    pub fn set_dst_port(&mut self, v: u16) {
-        let old = self.dst_port();
-        put16(self.bm(), field::DST_PORT, v);
-        let c = checksum::update16(self.checksum(), old, v);
-        put16(self.bm(), field::CHECKSUM, c);
-    }
-    /// Adjusts the checksum for a pseudo-header address change (e.g. a new destination).
-    pub fn update_checksum_for_addr(&mut self, old: Ipv4Addr, new: Ipv4Addr) {
-        let c = checksum::update32(self.checksum(), old.to_u32(), new.to_u32());
         put16(self.bm(), field::CHECKSUM, c);
     }
     /// Computes the checksum over the whole segment.
@@ -406,6 +394,7 @@ impl TcpRepr {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::Ipv4Addr;
     use proptest::prelude::*;
 
     const S: Ipv4Addr = Ipv4Addr([198, 18, 0, 2]);

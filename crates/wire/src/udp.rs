@@ -20,7 +20,7 @@ pub struct UdpPacket<T> {
     buf: T,
 }
 
-crate::transport::port_view!(UdpPacket);
+crate::transport::port_view!(UdpPacket, field::CHECKSUM, true);
 
 impl<T: AsRef<[u8]>> UdpPacket<T> {
     /// Wraps `buf` (the IP payload) after checking the header and that the length field is
@@ -128,6 +128,12 @@ impl UdpRepr {
         self.put_checksum(buf, sum);
     }
 
+    /// Writes the header with a zero checksum: none computed, which only IPv4 allows (a
+    /// tunnel's outer header, RFC 7348 §5).
+    pub fn emit_without_checksum(&self, buf: &mut [u8]) {
+        self.write_header(buf);
+    }
+
     /// Ports and length, with a zero checksum; returns the length field.
     fn write_header(&self, buf: &mut [u8]) -> u16 {
         let len = (HEADER_LEN + self.payload_len) as u16;
@@ -177,6 +183,27 @@ mod tests {
         assert!(!p.checksum_unfinished(S, Ipv4Addr([198, 18, 0, 3])));
         b[6] ^= 1;
         assert!(!UdpPacket::new_checked(&b[..]).unwrap().checksum_unfinished(S, D));
+    }
+
+    #[test]
+    fn rewritten_ports_and_addresses_keep_the_checksum_right_or_absent() {
+        let n = Ipv4Addr([198, 18, 5, 5]);
+        for payload in [&b"hello"[..], b"", &[0xff; 301]] {
+            let mut b = datagram(payload);
+            let mut p = UdpPacket::new_unchecked(&mut b[..]);
+            p.set_src_port(1234);
+            p.set_dst_port(53);
+            p.update_checksum_for_addr(S, n);
+            let p = UdpPacket::new_checked(&b[..]).unwrap();
+            assert!(p.verify_checksum(n, D) && p.checksum() != 0);
+            assert_eq!((p.src_port(), p.dst_port()), (1234, 53));
+        }
+        let mut b = datagram(b"x");
+        b[6..8].fill(0);
+        let mut p = UdpPacket::new_unchecked(&mut b[..]);
+        p.set_src_port(9);
+        p.update_checksum_for_addr(S, n);
+        assert_eq!(p.checksum(), 0, "no checksum stays none");
     }
 
     #[test]

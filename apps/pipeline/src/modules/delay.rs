@@ -4,7 +4,7 @@
 //! are lists threaded through the packets' buffer indices: holding a packet costs no memory
 //! beyond one index, and nothing is allocated per packet.
 
-use super::headers::ipv4_at;
+use super::headers::ipv4_in;
 use super::Args;
 use crate::module::{Ctx, Module, Out};
 use crate::packet::{Batch, Pkt, BATCH};
@@ -62,10 +62,9 @@ impl Delay {
         if self.bands_ns.len() == 1 {
             return self.bands_ns[0];
         }
-        let (a, b) = match ipv4_at(d) {
-            Some(ip) => {
-                let x = u32::from_be_bytes([d[ip + 12], d[ip + 13], d[ip + 14], d[ip + 15]]);
-                let y = u32::from_be_bytes([d[ip + 16], d[ip + 17], d[ip + 18], d[ip + 19]]);
+        let (a, b) = match ipv4_in(d) {
+            Some((_, ip)) => {
+                let (x, y) = (ip.src_addr().to_u32(), ip.dst_addr().to_u32());
                 (x.min(y), x.max(y))
             }
             None => (0, 0),
@@ -92,14 +91,14 @@ impl Module for Delay {
     fn process(&mut self, ctx: &mut Ctx<'_>, _igate: u32, batch: &Batch, out: &mut Out) {
         if self.next.len() < ctx.pool.capacity() {
             self.next = vec![NONE; ctx.pool.capacity()];
-            self.cursor = ctx.now_ns / self.tick_ns;
+            self.cursor = ctx.now.as_nanos() / self.tick_ns;
         }
         if self.held == 0 {
-            self.cursor = self.cursor.max(ctx.now_ns / self.tick_ns);
+            self.cursor = self.cursor.max(ctx.now.as_nanos() / self.tick_ns);
         }
         let span = self.slots.len() as u64 - 1;
         for &p in batch.pkts() {
-            let at = ctx.now_ns + self.band(ctx.pool.data(p));
+            let at = ctx.now.as_nanos() + self.band(ctx.pool.data(p));
             // Rounded up: never early.
             let mut tick = at.div_ceil(self.tick_ns);
             if tick >= self.cursor + span {
@@ -119,10 +118,10 @@ impl Module for Delay {
 
     fn run_task(&mut self, ctx: &mut Ctx<'_>, out: &mut Out) -> usize {
         if self.held == 0 {
-            self.cursor = self.cursor.max(ctx.now_ns / self.tick_ns);
+            self.cursor = self.cursor.max(ctx.now.as_nanos() / self.tick_ns);
             return 0;
         }
-        let now_tick = ctx.now_ns / self.tick_ns;
+        let now_tick = ctx.now.as_nanos() / self.tick_ns;
         let mask = self.slots.len() as u64 - 1;
         let mut n = 0;
         while self.cursor <= now_tick && n < BATCH && (n as u64) < self.held {

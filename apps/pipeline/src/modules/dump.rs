@@ -6,7 +6,11 @@ use crate::packet::Batch;
 use std::fs::File;
 use std::io::BufWriter;
 use std::time::{SystemTime, UNIX_EPOCH};
+use timer::{Duration, Instant};
 use wire::pcap::PcapWriter;
+
+/// How long written packets may wait in the buffer before it is flushed to the file.
+const FLUSH_EVERY: Duration = Duration::from_secs(1);
 
 /// Writes every packet that passes to the pcap file `path` (readable by tcpdump and
 /// Wireshark) and passes it on unchanged. Writes go through a 1 MiB buffer, flushed at
@@ -16,7 +20,7 @@ pub struct Dump {
     out: Option<PcapWriter<BufWriter<File>>>,
     /// Wall-clock microseconds at the pipeline's time 0.
     epoch_us: u64,
-    flushed_ns: u64,
+    flushed: Instant,
     written: u64,
     failed: u64,
 }
@@ -27,17 +31,17 @@ impl Dump {
         let f = File::create(&path).map_err(|e| format!("{path}: {e}"))?;
         let out = PcapWriter::new(BufWriter::with_capacity(1 << 20, f)).map_err(|e| format!("{path}: {e}"))?;
         let epoch_us = SystemTime::now().duration_since(UNIX_EPOCH).map(|d| d.as_micros() as u64).unwrap_or(0);
-        Ok(Dump { out: Some(out), epoch_us, flushed_ns: 0, written: 0, failed: 0 })
+        Ok(Dump { out: Some(out), epoch_us, flushed: Instant::ZERO, written: 0, failed: 0 })
     }
 }
 
 impl Module for Dump {
     fn process(&mut self, ctx: &mut Ctx<'_>, _igate: u32, batch: &Batch, out: &mut Out) {
         if let Some(w) = &mut self.out {
-            let t = self.epoch_us + ctx.now_ns / 1000;
+            let t = self.epoch_us + ctx.now.as_micros();
             let mut ok = batch.pkts().iter().all(|&p| w.write(t, ctx.pool.data(p)).is_ok());
-            if ok && ctx.now_ns.saturating_sub(self.flushed_ns) > 1_000_000_000 {
-                self.flushed_ns = ctx.now_ns;
+            if ok && ctx.now.since(self.flushed) > FLUSH_EVERY {
+                self.flushed = ctx.now;
                 ok = w.flush().is_ok();
             }
             if ok {

@@ -1,10 +1,11 @@
 //! Modules that act on flows: HashLB (a flow to a gate by hash), ACL (5-tuple rules) and
 //! RateLimit (a policer).
 
-use super::headers::{flow_of, ICMP, TCP, UDP};
+use super::headers::flow_of;
 use super::Args;
 use crate::module::{Ctx, Module, Out};
 use crate::packet::Batch;
+use timer::Instant;
 
 /// A 64-bit mix of a flow's fields (the same both ways when `symmetric`).
 fn flow_hash(src: u32, dst: u32, proto: u8, sport: u16, dport: u16, symmetric: bool) -> u64 {
@@ -97,9 +98,9 @@ impl Rule {
                 Some(("dst", v)) => r.dst = Some(prefix(v)?),
                 Some(("proto", v)) => {
                     r.proto = Some(match v {
-                        "tcp" => TCP,
-                        "udp" => UDP,
-                        "icmp" => ICMP,
+                        "tcp" => wire::Protocol::TCP,
+                        "udp" => wire::Protocol::UDP,
+                        "icmp" => wire::Protocol::ICMP,
                         n => n.parse().map_err(|_| format!("proto '{n}': tcp, udp, icmp or a number"))?,
                     })
                 }
@@ -181,8 +182,7 @@ pub struct RateLimit {
     /// Tokens times 1e9 (a nanosecond adds `rate`).
     tokens: u128,
     burst: u128,
-    last_ns: u64,
-    started: bool,
+    last: Option<Instant>,
     excess: u64,
 }
 
@@ -200,7 +200,7 @@ impl RateLimit {
         // The bucket starts full, as a policer's does (RFC 2697 §3): a module inserted under a
         // stream that keeps to the rate must not drop its first batch as excess.
         let burst = burst * 1_000_000_000;
-        Ok(RateLimit { rate, bits, tokens: burst, burst, last_ns: 0, started: false, excess: 0 })
+        Ok(RateLimit { rate, bits, tokens: burst, burst, last: None, excess: 0 })
     }
 }
 
@@ -210,12 +210,9 @@ impl Module for RateLimit {
     }
 
     fn process(&mut self, ctx: &mut Ctx<'_>, _igate: u32, batch: &Batch, out: &mut Out) {
-        if !self.started {
-            (self.started, self.last_ns) = (true, ctx.now_ns);
-        }
-        let dt = u128::from(ctx.now_ns.saturating_sub(self.last_ns));
+        let dt = u128::from(ctx.now.since(*self.last.get_or_insert(ctx.now)).as_nanos());
         self.tokens = (self.tokens + dt * u128::from(self.rate)).min(self.burst);
-        self.last_ns = ctx.now_ns;
+        self.last = Some(ctx.now);
         for &p in batch.pkts() {
             let cost = if self.bits { ctx.pool.data(p).len() as u128 * 8 } else { 1 } * 1_000_000_000;
             if self.tokens >= cost {

@@ -4,24 +4,25 @@
 use super::{Args, Rand};
 use crate::module::{Ctx, Module, Out};
 use crate::packet::Batch;
-use wire::checksum;
+use wire::ethernet::{payload_after_tags, pop_tag, push_tag, EtherType, HEADER_LEN as ETH_HDR, TAG_LEN};
+use wire::icmp::{self, IcmpPacket};
+use wire::{tcp, udp, Ipv4Packet, Protocol, TcpPacket, UdpPacket};
 
-use wire::ethernet::{payload_after_tags, EtherType, HEADER_LEN as ETH_HDR, TAG_LEN};
-
-fn u16_at(b: &[u8], at: usize) -> Option<u16> {
-    Some(u16::from_be_bytes([*b.get(at)?, *b.get(at + 1)?]))
-}
-
-/// Where the IPv4 header starts in an Ethernet frame (after up to two VLAN tags), if the frame
-/// holds a whole, well-formed one.
-pub(crate) fn ipv4_at(b: &[u8]) -> Option<usize> {
-    let (ip, ethertype) = payload_after_tags(b)?;
+/// The IPv4 packet an Ethernet frame carries after up to two VLAN tags, and where it starts,
+/// if its header and the length it claims are whole.
+pub(crate) fn ipv4_in(b: &[u8]) -> Option<(usize, Ipv4Packet<&[u8]>)> {
+    let (at, ethertype) = payload_after_tags(b)?;
     if ethertype != EtherType::IPV4 {
         return None;
     }
-    let v = *b.get(ip)?;
-    let ihl = usize::from(v & 0x0f) * 4;
-    (v >> 4 == 4 && ihl >= 20 && b.len() >= ip + ihl).then_some(ip)
+    let ip = Ipv4Packet::new_checked(&b[at..]).ok()?;
+    (ip.version() == 4).then_some((at, ip))
+}
+
+/// As [`ipv4_in`], to rewrite.
+pub(crate) fn ipv4_in_mut(b: &mut [u8]) -> Option<Ipv4Packet<&mut [u8]>> {
+    let (at, _) = ipv4_in(b)?;
+    Some(Ipv4Packet::new_unchecked(&mut b[at..]))
 }
 
 /// Pushes an 802.1Q tag (`tci`: priority, DEI and VLAN id) after the MAC addresses.
@@ -42,10 +43,7 @@ impl Module for VlanPush {
                 out.drop(p);
                 continue;
             }
-            let d = ctx.pool.data_mut(p);
-            d.copy_within(TAG_LEN..TAG_LEN + 12, 0);
-            d[12..14].copy_from_slice(&EtherType::VLAN.to_be_bytes());
-            d[14..16].copy_from_slice(&self.tci.to_be_bytes());
+            push_tag(ctx.pool.data_mut(p), self.tci);
             out.emit(0, p);
         }
     }
@@ -57,9 +55,7 @@ pub struct VlanPop;
 impl Module for VlanPop {
     fn process(&mut self, ctx: &mut Ctx<'_>, _igate: u32, batch: &Batch, out: &mut Out) {
         for &p in batch.pkts() {
-            let d = ctx.pool.data_mut(p);
-            if d.len() >= ETH_HDR + TAG_LEN && matches!(u16_at(d, 12), Some(EtherType::VLAN | EtherType::QINQ)) {
-                d.copy_within(0..12, TAG_LEN);
+            if pop_tag(ctx.pool.data_mut(p)) {
                 ctx.pool.pull_front(p, TAG_LEN);
             }
             out.emit(0, p);
@@ -83,24 +79,18 @@ impl IpChecksum {
 impl Module for IpChecksum {
     fn process(&mut self, ctx: &mut Ctx<'_>, _igate: u32, batch: &Batch, out: &mut Out) {
         for &p in batch.pkts() {
-            let d = ctx.pool.data_mut(p);
-            let Some(ip) = ipv4_at(d) else {
+            let Some(mut ip) = ipv4_in_mut(ctx.pool.data_mut(p)) else {
                 out.emit(0, p);
                 continue;
             };
-            let ihl = usize::from(d[ip] & 0x0f) * 4;
-            if self.verify {
-                if checksum::checksum(&d[ip..ip + ihl]) == 0 {
-                    out.emit(0, p);
-                } else {
-                    out.drop(p);
-                }
-                continue;
+            if !self.verify {
+                ip.fill_checksum();
+                out.emit(0, p);
+            } else if ip.verify_checksum() {
+                out.emit(0, p);
+            } else {
+                out.drop(p);
             }
-            d[ip + 10..ip + 12].fill(0);
-            let c = checksum::checksum(&d[ip..ip + ihl]);
-            d[ip + 10..ip + 12].copy_from_slice(&c.to_be_bytes());
-            out.emit(0, p);
         }
     }
 }
@@ -117,22 +107,17 @@ impl Module for UpdateTtl {
 
     fn process(&mut self, ctx: &mut Ctx<'_>, _igate: u32, batch: &Batch, out: &mut Out) {
         for &p in batch.pkts() {
-            let d = ctx.pool.data_mut(p);
-            let Some(ip) = ipv4_at(d) else {
+            let Some(mut ip) = ipv4_in_mut(ctx.pool.data_mut(p)) else {
                 out.emit(0, p);
                 continue;
             };
-            let (ttl, proto) = (d[ip + 8], d[ip + 9]);
-            if ttl <= 1 {
-                out.emit(1, p);
-                continue;
+            match ip.ttl() {
+                0 | 1 => out.emit(1, p),
+                ttl => {
+                    ip.set_ttl(ttl - 1);
+                    out.emit(0, p);
+                }
             }
-            let old = u16::from_be_bytes([ttl, proto]);
-            let new = u16::from_be_bytes([ttl - 1, proto]);
-            let hc = u16::from_be_bytes([d[ip + 10], d[ip + 11]]);
-            d[ip + 8] = ttl - 1;
-            d[ip + 10..ip + 12].copy_from_slice(&checksum::update16(hc, old, new).to_be_bytes());
-            out.emit(0, p);
         }
     }
 }
@@ -181,33 +166,33 @@ pub(crate) struct Flow {
     pub ports: bool,
 }
 
-pub(crate) const TCP: u8 = 6;
-pub(crate) const UDP: u8 = 17;
-pub(crate) const ICMP: u8 = 1;
-
 /// The flow of an IPv4 frame, if it is one.
 pub(crate) fn flow_of(d: &[u8]) -> Option<Flow> {
-    let ip = ipv4_at(d)?;
-    let ihl = usize::from(d[ip] & 0x0f) * 4;
-    let l4 = ip + ihl;
-    let proto = d[ip + 9];
-    let be32 = |at: usize| u32::from_be_bytes([d[at], d[at + 1], d[at + 2], d[at + 3]]);
-    let later_fragment = u16_at(d, ip + 6)? & 0x1fff != 0;
-    let mut f = Flow { ip, l4, proto, src: be32(ip + 12), dst: be32(ip + 16), sport: 0, dport: 0, ports: false };
-    if later_fragment {
+    let (at, ip) = ipv4_in(d)?;
+    let proto = ip.protocol();
+    let (src, dst) = (ip.src_addr().to_u32(), ip.dst_addr().to_u32());
+    let mut f = Flow { ip: at, l4: at + ip.header_len(), proto, src, dst, sport: 0, dport: 0, ports: false };
+    if ip.frag_offset() != 0 {
         return Some(f);
     }
-    match proto {
-        TCP | UDP if d.len() >= l4 + if proto == TCP { 20 } else { 8 } => {
-            f.sport = u16_at(d, l4)?;
-            f.dport = u16_at(d, l4 + 2)?;
-            f.ports = true;
+    let t = ip.payload();
+    let ports = match proto {
+        Protocol::TCP if t.len() >= tcp::HEADER_LEN => {
+            let s = TcpPacket::new_unchecked(t);
+            Some((s.src_port(), s.dst_port()))
         }
-        ICMP if d.len() >= l4 + 8 && matches!(d[l4], 0 | 8) => {
-            let id = u16_at(d, l4 + 4)?;
-            (f.sport, f.dport, f.ports) = (id, id, true);
+        Protocol::UDP if t.len() >= udp::HEADER_LEN => {
+            let u = UdpPacket::new_unchecked(t);
+            Some((u.src_port(), u.dst_port()))
         }
-        _ => {}
+        Protocol::ICMP if t.len() >= icmp::HEADER_LEN => {
+            let m = IcmpPacket::new_unchecked(t);
+            matches!(m.msg_type(), icmp::kind::ECHO_REPLY | icmp::kind::ECHO_REQUEST).then(|| (m.ident(), m.ident()))
+        }
+        _ => None,
+    };
+    if let Some((s, d)) = ports {
+        (f.sport, f.dport, f.ports) = (s, d, true);
     }
     Some(f)
 }

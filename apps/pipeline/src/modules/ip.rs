@@ -1,12 +1,14 @@
 //! IPv4 routing: IPLookup (longest-prefix match to an output gate) and ICMPTimeExceeded
 //! (the answer a router sends for a packet whose TTL ran out).
 
-use super::headers::ipv4_at;
+use super::headers::ipv4_in;
 use super::lpm::{Dir24, Route};
 use super::Args;
 use crate::module::{Ctx, Module, Out};
 use crate::packet::Batch;
-use wire::checksum;
+use wire::ethernet::{self, EtherType, EthernetFrame};
+use wire::icmp::{self, IcmpRepr};
+use wire::{EthernetRepr, Ipv4Addr, Ipv4Packet, Ipv4Repr, Protocol};
 
 /// Most routes read from a file.
 const MAX_ROUTES: usize = 16 << 20;
@@ -56,14 +58,12 @@ impl Module for IpLookup {
 
     fn process(&mut self, ctx: &mut Ctx<'_>, _igate: u32, batch: &Batch, out: &mut Out) {
         for &p in batch.pkts() {
-            let d = ctx.pool.data(p);
-            let Some(ip) = ipv4_at(d) else {
+            let Some((_, ip)) = ipv4_in(ctx.pool.data(p)) else {
                 self.not_ipv4 += 1;
                 out.drop(p);
                 continue;
             };
-            let dst = u32::from_be_bytes([d[ip + 16], d[ip + 17], d[ip + 18], d[ip + 19]]);
-            match self.table.lookup(dst) {
+            match self.table.lookup(ip.dst_addr().to_u32()) {
                 Some(g) => out.emit(g, p),
                 None => {
                     self.misses += 1;
@@ -78,11 +78,10 @@ impl Module for IpLookup {
     }
 }
 
-const ICMP: u8 = 1;
-const ICMP_TIME_EXCEEDED: u8 = 11;
-/// ICMP types that are errors themselves: no error is sent about them (RFC 1812 §4.3.2.7).
-const ICMP_ERRORS: [u8; 5] = [3, 4, 5, 11, 12];
-const ETH: usize = 14;
+/// The precedence an ICMP error goes with (RFC 1812 §4.3.2.5: internetwork control).
+const INTERNETWORK_CONTROL: u8 = 0xc0;
+/// The original header (up to 60 bytes) and 8 bytes after it (RFC 792).
+const MAX_QUOTE: usize = 68;
 
 /// Turns each IPv4 packet into the ICMP time-exceeded message (type 11, code 0) a router at
 /// `addr` sends back to its source: Ethernet addresses swapped, the original IP header and
@@ -90,7 +89,7 @@ const ETH: usize = 14;
 /// ICMP error, a non-initial fragment or a packet from a broadcast or multicast source
 /// (`suppressed`, dropped). Connect it to the PortOut of the port the packet came in by.
 pub struct IcmpTimeExceeded {
-    addr: [u8; 4],
+    addr: Ipv4Addr,
     suppressed: u64,
 }
 
@@ -98,63 +97,56 @@ impl IcmpTimeExceeded {
     pub(super) fn new(a: &Args) -> Result<IcmpTimeExceeded, String> {
         let s = a.string("addr")?.ok_or("addr=\"A.B.C.D\" (the router's address) is required")?;
         let addr: std::net::Ipv4Addr = s.parse().map_err(|_| format!("addr: '{s}' is not an IPv4 address"))?;
-        Ok(IcmpTimeExceeded { addr: addr.octets(), suppressed: 0 })
+        Ok(IcmpTimeExceeded { addr: Ipv4Addr(addr.octets()), suppressed: 0 })
     }
 }
 
-/// Why no error is sent about the packet at `ip` in `d`, if there is a reason.
-fn no_error_about(d: &[u8], ip: usize, ihl: usize) -> bool {
-    let frag_off = u16::from_be_bytes([d[ip + 6], d[ip + 7]]) & 0x1fff;
-    let src = &d[ip + 12..ip + 16];
-    let icmp_error = d[ip + 9] == ICMP && d.get(ip + ihl).is_some_and(|t| ICMP_ERRORS.contains(t));
-    frag_off != 0 || icmp_error || src[0] >= 224 || src == [255; 4] || src == [0; 4] || d[6] & 1 != 0
+/// True if no error may be sent about `ip`, which came from `from` (RFC 1812 §4.3.2.7).
+fn no_error_about(ip: &Ipv4Packet<&[u8]>, from: wire::MacAddr) -> bool {
+    let src = ip.src_addr().0;
+    let icmp_error = ip.protocol() == Protocol::ICMP && ip.payload().first().is_some_and(|&t| icmp::kind::is_error(t));
+    ip.frag_offset() != 0 || icmp_error || src[0] >= 224 || src == [255; 4] || src == [0; 4] || from.is_multicast()
 }
 
 impl Module for IcmpTimeExceeded {
     fn process(&mut self, ctx: &mut Ctx<'_>, _igate: u32, batch: &Batch, out: &mut Out) {
         for &p in batch.pkts() {
             let d = ctx.pool.data(p);
-            let Some(ip) = ipv4_at(d) else {
+            let Some((at, ip)) =
+                ipv4_in(d).filter(|(_, ip)| !no_error_about(ip, EthernetFrame::new_unchecked(d).src_addr()))
+            else {
                 self.suppressed += 1;
                 out.drop(p);
                 continue;
             };
-            let ihl = usize::from(d[ip] & 0x0f) * 4;
-            if no_error_about(d, ip, ihl) {
-                self.suppressed += 1;
-                out.drop(p);
-                continue;
-            }
-            // The quote: the original header and up to 8 bytes after it.
-            let mut quote = [0u8; 68];
-            let qlen = (ihl + 8).min(d.len() - ip);
-            quote[..qlen].copy_from_slice(&d[ip..ip + qlen]);
-            let mut macs = [0u8; 12];
-            macs.copy_from_slice(&d[..12]);
-            let src = [quote[12], quote[13], quote[14], quote[15]];
-
+            let mut quote = [0u8; MAX_QUOTE];
+            let qlen = (ip.header_len() + 8).min(d.len() - at);
+            quote[..qlen].copy_from_slice(&d[at..at + qlen]);
+            let frame = EthernetFrame::new_unchecked(d);
+            let eth =
+                EthernetRepr { src: frame.dst_addr(), dst: frame.src_addr(), vlan: None, ethertype: EtherType::IPV4 };
+            let message = IcmpRepr::TimeExceeded { quote: &quote[..qlen] };
+            let icmp_len = icmp::HEADER_LEN + qlen;
+            let ipr = Ipv4Repr {
+                src: self.addr,
+                dst: ip.src_addr(),
+                protocol: Protocol::ICMP,
+                payload_len: icmp_len,
+                ttl: 64,
+                ident: 0,
+                tos: INTERNETWORK_CONTROL,
+                dont_frag: false,
+            };
             // The answer is untagged IPv4 from the router's address, built in the same buffer.
-            let total = 20 + 8 + qlen;
-            if !ctx.pool.set_len(p, ETH + total) {
+            let ip_at = ethernet::HEADER_LEN;
+            if !ctx.pool.set_len(p, ip_at + ipr.header_len() + icmp_len) {
                 out.drop(p);
                 continue;
             }
             let b = ctx.pool.data_mut(p);
-            b[0..6].copy_from_slice(&macs[6..12]);
-            b[6..12].copy_from_slice(&macs[0..6]);
-            b[12..14].copy_from_slice(&[0x08, 0x00]);
-            let h = &mut b[ETH..ETH + 20];
-            h.copy_from_slice(&[0x45, 0xc0, 0, 0, 0, 0, 0, 0, 64, ICMP, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0]);
-            h[2..4].copy_from_slice(&(total as u16).to_be_bytes());
-            h[12..16].copy_from_slice(&self.addr);
-            h[16..20].copy_from_slice(&src);
-            let c = checksum::checksum(h);
-            h[10..12].copy_from_slice(&c.to_be_bytes());
-            let m = &mut b[ETH + 20..ETH + total];
-            m[..8].copy_from_slice(&[ICMP_TIME_EXCEEDED, 0, 0, 0, 0, 0, 0, 0]);
-            m[8..].copy_from_slice(&quote[..qlen]);
-            let c = checksum::checksum(m);
-            m[2..4].copy_from_slice(&c.to_be_bytes());
+            eth.emit(b);
+            ipr.emit(&mut b[ip_at..]);
+            message.emit(&mut b[ip_at + ipr.header_len()..]);
             out.emit(0, p);
         }
     }

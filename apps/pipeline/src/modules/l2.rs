@@ -3,7 +3,8 @@
 use super::Args;
 use crate::module::{Ctx, Module, Out};
 use crate::packet::Batch;
-use wire::MacAddr;
+use wire::ethernet::HEADER_LEN;
+use wire::{EthernetFrame, MacAddr};
 
 /// Slots probed for a MAC before giving up (a learn is then skipped, a lookup misses).
 const PROBE: usize = 8;
@@ -33,9 +34,9 @@ pub struct L2Forward {
     table_full: u64,
 }
 
-fn mac_key(b: &[u8]) -> u64 {
+fn mac_key(m: MacAddr) -> u64 {
     let mut k = [0u8; 8];
-    k[2..].copy_from_slice(&b[..6]);
+    k[2..].copy_from_slice(&m.0);
     u64::from_be_bytes(k) + 1
 }
 
@@ -109,18 +110,17 @@ impl Module for L2Forward {
     }
 
     fn process(&mut self, ctx: &mut Ctx<'_>, igate: u32, batch: &Batch, out: &mut Out) {
-        let now_s = (ctx.now_ns / 1_000_000_000) as u32;
+        let now_s = (ctx.now.as_millis() / 1000) as u32;
         for &p in batch.pkts() {
-            let d = ctx.pool.data(p);
-            if d.len() < 14 {
+            let Ok(frame) = EthernetFrame::new_checked(ctx.pool.data(p)) else {
                 out.drop(p);
                 continue;
-            }
-            let (dst, src) = (&d[0..6], &d[6..12]);
-            if src[0] & 1 == 0 {
+            };
+            let (dst, src) = (frame.dst_addr(), frame.src_addr());
+            if !src.is_multicast() {
                 self.learn(mac_key(src), igate, now_s);
             }
-            let to = if dst[0] & 1 == 0 { self.lookup(mac_key(dst), now_s) } else { None };
+            let to = if dst.is_multicast() { None } else { self.lookup(mac_key(dst), now_s) };
             match to {
                 Some(g) if g == igate => {
                     self.filtered += 1;
@@ -180,15 +180,16 @@ impl Module for MacRewrite {
     fn process(&mut self, ctx: &mut Ctx<'_>, _igate: u32, batch: &Batch, out: &mut Out) {
         for &p in batch.pkts() {
             let d = ctx.pool.data_mut(p);
-            if d.len() < 14 {
+            if d.len() < HEADER_LEN {
                 out.drop(p);
                 continue;
             }
+            let mut frame = EthernetFrame::new_unchecked(d);
             if let Some(m) = self.dst {
-                d[0..6].copy_from_slice(&m.0);
+                frame.set_dst_addr(m);
             }
             if let Some(m) = self.src {
-                d[6..12].copy_from_slice(&m.0);
+                frame.set_src_addr(m);
             }
             out.emit(0, p);
         }

@@ -6,6 +6,7 @@ use crate::metadata::{Attr, Mode};
 use crate::module::{Ctx, Module, Out};
 use crate::packet::Batch;
 use timer::histogram::Histogram;
+use timer::Instant;
 
 /// The metadata attribute the two share, unless `attr=` names another.
 const ATTR: &str = "timestamp";
@@ -31,7 +32,7 @@ impl Module for Timestamp {
     }
 
     fn process(&mut self, ctx: &mut Ctx<'_>, _igate: u32, batch: &Batch, out: &mut Out) {
-        let now = ctx.now_ns.to_be_bytes();
+        let now = ctx.now.as_nanos().to_be_bytes();
         for &p in batch.pkts() {
             if let Some(slot) = ctx.attr_mut(p, 0, 8) {
                 slot.copy_from_slice(&now);
@@ -63,7 +64,7 @@ impl Module for Measure {
             if let Some(v) = ctx.attr(p, 0, 8) {
                 let mut b = [0u8; 8];
                 b.copy_from_slice(v);
-                self.hist.record(ctx.now_ns.saturating_sub(u64::from_be_bytes(b)));
+                self.hist.record(ctx.now.since(Instant::from_nanos(u64::from_be_bytes(b))).as_nanos());
             }
             out.emit(0, p);
         }

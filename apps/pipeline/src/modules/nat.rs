@@ -1,20 +1,21 @@
 //! NAT: source address and port translation, as a home or carrier-grade NAT does it.
 
-use super::headers::{flow_of, ICMP, TCP, UDP};
+use super::headers::{flow_of, Flow};
 use super::Args;
 use crate::module::{Ctx, Module, Out};
 use crate::packet::Batch;
 use std::collections::HashMap;
-use wire::checksum::{update16, update32};
+use timer::{Duration, Instant};
+use wire::{IcmpPacket, Ipv4Addr, Ipv4Packet, Protocol, TcpPacket, UdpPacket};
 
 #[derive(Clone, Copy)]
 struct Binding {
     int_addr: u32,
     int_port: u16,
-    last_ns: u64,
+    last: Instant,
 }
 
-const PROTOS: [u8; 3] = [TCP, UDP, ICMP];
+const PROTOS: [u8; 3] = [Protocol::TCP, Protocol::UDP, Protocol::ICMP];
 
 fn proto_index(p: u8) -> Option<usize> {
     PROTOS.iter().position(|&x| x == p)
@@ -30,7 +31,7 @@ pub struct Nat {
     ext: u32,
     lo: u16,
     range: usize,
-    timeout_ns: u64,
+    timeout: Duration,
     fwd: HashMap<(u8, u32, u16), u16>,
     /// Per protocol, per external port: who has it.
     rev: Vec<Option<Binding>>,
@@ -64,7 +65,7 @@ impl Nat {
             ext: u32::from(ext),
             lo,
             range,
-            timeout_ns: timeout_s * 1_000_000_000,
+            timeout: Duration::from_secs(timeout_s),
             fwd: HashMap::with_capacity(range * PROTOS.len()),
             rev: vec![None; range * PROTOS.len()],
             hand: [0; 3],
@@ -77,14 +78,14 @@ impl Nat {
     }
 
     /// A free (or expired) external port for protocol index `pi`.
-    fn allocate(&mut self, pi: usize, now: u64) -> Option<u16> {
+    fn allocate(&mut self, pi: usize, now: Instant) -> Option<u16> {
         for _ in 0..self.range {
             let i = self.hand[pi];
             self.hand[pi] = (i + 1) % self.range;
             let slot = pi * self.range + i;
             match self.rev[slot] {
                 None => return Some(self.lo + i as u16),
-                Some(b) if now.saturating_sub(b.last_ns) > self.timeout_ns => {
+                Some(b) if now.since(b.last) > self.timeout => {
                     self.fwd.remove(&(PROTOS[pi], b.int_addr, b.int_port));
                     self.expired += 1;
                     self.rev[slot] = None;
@@ -97,34 +98,39 @@ impl Nat {
     }
 }
 
-/// Rewrites the address at `addr_at` and the port (or ICMP identifier) of the flow in `d`,
-/// with the checksums that cover them.
-fn rewrite(d: &mut [u8], f: &super::headers::Flow, src: bool, addr: u32, port: u16) {
-    let (addr_at, port_at) = if src { (f.ip + 12, f.l4) } else { (f.ip + 16, f.l4 + 2) };
-    let be16 = |d: &[u8], at: usize| u16::from_be_bytes([d[at], d[at + 1]]);
-    let old_addr = if src { f.src } else { f.dst };
-    let ipc = update32(be16(d, f.ip + 10), old_addr, addr);
-    d[f.ip + 10..f.ip + 12].copy_from_slice(&ipc.to_be_bytes());
-    d[addr_at..addr_at + 4].copy_from_slice(&addr.to_be_bytes());
+/// Rewrites the source (`src`) or destination address and port (or ICMP identifier) of the
+/// flow in `d`, with the checksums that cover them.
+fn rewrite(d: &mut [u8], f: &Flow, src: bool, addr: u32, port: u16) {
+    let new = Ipv4Addr::from_u32(addr);
+    let mut ip = Ipv4Packet::new_unchecked(&mut d[f.ip..]);
+    let old = if src { ip.src_addr() } else { ip.dst_addr() };
+    if src {
+        ip.set_src_addr(new);
+    } else {
+        ip.set_dst_addr(new);
+    }
+    let t = &mut d[f.l4..];
     match f.proto {
-        TCP | UDP => {
-            let c_at = f.l4 + if f.proto == TCP { 16 } else { 6 };
-            let old_port = be16(d, port_at);
-            let c = be16(d, c_at);
-            // A UDP checksum of 0 means none was computed: it stays 0.
-            if !(f.proto == UDP && c == 0) {
-                let c = update16(update32(c, old_addr, addr), old_port, port);
-                d[c_at..c_at + 2].copy_from_slice(&c.to_be_bytes());
+        Protocol::TCP => {
+            let mut s = TcpPacket::new_unchecked(t);
+            s.update_checksum_for_addr(old, new);
+            if src {
+                s.set_src_port(port)
+            } else {
+                s.set_dst_port(port)
             }
-            d[port_at..port_at + 2].copy_from_slice(&port.to_be_bytes());
         }
-        _ => {
-            // ICMP echo: the identifier, under the ICMP checksum only.
-            let id_at = f.l4 + 4;
-            let c = update16(be16(d, f.l4 + 2), be16(d, id_at), port);
-            d[f.l4 + 2..f.l4 + 4].copy_from_slice(&c.to_be_bytes());
-            d[id_at..id_at + 2].copy_from_slice(&port.to_be_bytes());
+        Protocol::UDP => {
+            let mut u = UdpPacket::new_unchecked(t);
+            u.update_checksum_for_addr(old, new);
+            if src {
+                u.set_src_port(port)
+            } else {
+                u.set_dst_port(port)
+            }
         }
+        // ICMP echo: the identifier, under the ICMP checksum only.
+        _ => IcmpPacket::new_unchecked(t).set_ident(port),
     }
 }
 
@@ -138,7 +144,7 @@ impl Module for Nat {
     }
 
     fn process(&mut self, ctx: &mut Ctx<'_>, igate: u32, batch: &Batch, out: &mut Out) {
-        let now = ctx.now_ns;
+        let now = ctx.now;
         for &p in batch.pkts() {
             let d = ctx.pool.data(p);
             let Some((f, pi)) = flow_of(d).filter(|f| f.ports).and_then(|f| Some((f, proto_index(f.proto)?))) else {
@@ -162,21 +168,19 @@ impl Module for Nat {
                     }
                 };
                 self.rev[pi * self.range + usize::from(port - self.lo)] =
-                    Some(Binding { int_addr: f.src, int_port: f.sport, last_ns: now });
+                    Some(Binding { int_addr: f.src, int_port: f.sport, last: now });
                 rewrite(ctx.pool.data_mut(p), &f, true, self.ext, port);
                 out.emit(0, p);
             } else {
                 let slot = (f.dst == self.ext && f.dport >= self.lo && usize::from(f.dport - self.lo) < self.range)
                     .then(|| pi * self.range + usize::from(f.dport - self.lo));
-                let Some(b) = slot
-                    .and_then(|s| self.rev[s].as_mut())
-                    .filter(|b| now.saturating_sub(b.last_ns) <= self.timeout_ns)
+                let Some(b) = slot.and_then(|s| self.rev[s].as_mut()).filter(|b| now.since(b.last) <= self.timeout)
                 else {
                     self.no_binding += 1;
                     out.drop(p);
                     continue;
                 };
-                b.last_ns = now;
+                b.last = now;
                 let (addr, port) = (b.int_addr, b.int_port);
                 rewrite(ctx.pool.data_mut(p), &f, false, addr, port);
                 out.emit(1, p);

@@ -5,6 +5,7 @@ use super::Args;
 use crate::module::{Ctx, Module, Out};
 use crate::packet::{Batch, Pkt, BATCH};
 use std::collections::VecDeque;
+use timer::Instant;
 
 /// A FIFO of up to `size` packets; its task hands on up to `burst` per run. A packet that
 /// finds it full is dropped (`overflows`). Backpressure: once it is `high` full (3/4 of
@@ -30,7 +31,7 @@ pub struct Queue {
     /// Bits times 1e9 the link may send now, at most `bucket`.
     tokens: u128,
     bucket: u128,
-    last_ns: Option<u64>,
+    last: Option<Instant>,
 }
 
 /// Bits times 1e9 that two full-size Ethernet frames take: the shaper's bucket.
@@ -47,7 +48,7 @@ impl Queue {
             rate,
             tokens: 0,
             bucket: SHAPER_BUCKET,
-            last_ns: None,
+            last: None,
             q: VecDeque::with_capacity(size),
             size,
             burst,
@@ -63,9 +64,9 @@ impl Queue {
 impl Queue {
     /// The bottleneck's task: what the rate allows since the last run, in order.
     fn shape(&mut self, ctx: &mut Ctx<'_>, out: &mut Out) -> usize {
-        let last = *self.last_ns.get_or_insert(ctx.now_ns);
-        let dt = u128::from(ctx.now_ns.saturating_sub(last));
-        self.last_ns = Some(ctx.now_ns);
+        let last = *self.last.get_or_insert(ctx.now);
+        let dt = u128::from(ctx.now.since(last).as_nanos());
+        self.last = Some(ctx.now);
         // An idle link saves up no more than the bucket: a burst after a pause leaves spaced.
         self.tokens = (self.tokens + dt * u128::from(self.rate)).min(self.bucket);
         let mut n = 0;

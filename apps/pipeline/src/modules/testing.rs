@@ -4,6 +4,7 @@ use super::Registry;
 use crate::module::{Ctx, Module, Out};
 use crate::packet::{Batch, Pool};
 use crate::port::NamedPort;
+use timer::Instant;
 
 /// A module made from `class(args)`, alone, with `pool` buffers.
 pub(crate) struct One {
@@ -61,7 +62,12 @@ impl One {
             assert!(batch.push(self.pool.alloc(f).unwrap()));
         }
         let mut out = Out::new(self.m.ogates());
-        let mut ctx = Ctx { pool: &mut self.pool, now_ns, offsets: &self.offsets, ports: &mut self.ports };
+        let mut ctx = Ctx {
+            pool: &mut self.pool,
+            now: Instant::from_nanos(now_ns),
+            offsets: &self.offsets,
+            ports: &mut self.ports,
+        };
         self.m.process(&mut ctx, igate, &batch, &mut out);
         self.collect(out)
     }
@@ -69,7 +75,12 @@ impl One {
     /// Runs the module's task once at time `now_ns`.
     pub(crate) fn task_at(&mut self, now_ns: u64) -> Gates {
         let mut out = Out::new(self.m.ogates());
-        let mut ctx = Ctx { pool: &mut self.pool, now_ns, offsets: &self.offsets, ports: &mut self.ports };
+        let mut ctx = Ctx {
+            pool: &mut self.pool,
+            now: Instant::from_nanos(now_ns),
+            offsets: &self.offsets,
+            ports: &mut self.ports,
+        };
         self.m.run_task(&mut ctx, &mut out);
         self.collect(out)
     }

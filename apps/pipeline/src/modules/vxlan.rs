@@ -1,16 +1,18 @@
 //! VXLAN (RFC 7348): Ethernet frames carried in UDP between tunnel endpoints.
 
-use super::headers::{flow_of, UDP};
+use super::headers::flow_of;
 use super::Args;
 use crate::module::{Ctx, Module, Out};
 use crate::packet::Batch;
-use wire::checksum;
-use wire::MacAddr;
+use wire::build::{Ipv4Frame, IPV4_PAYLOAD_AT};
+use wire::{ethernet, udp, Ipv4Addr, MacAddr, Protocol, UdpRepr};
 
 /// The VXLAN header (RFC 7348): flags, reserved, VNI, reserved.
 const VXLAN_HEADER_LEN: usize = 8;
 /// Outer Ethernet, IPv4, UDP and VXLAN headers.
-const OUTER: usize = wire::ethernet::HEADER_LEN + wire::ipv4::HEADER_LEN + wire::udp::HEADER_LEN + VXLAN_HEADER_LEN;
+const OUTER: usize = IPV4_PAYLOAD_AT + udp::HEADER_LEN + VXLAN_HEADER_LEN;
+/// The TTL of the outer header.
+const TTL: u8 = 64;
 const VXLAN_PORT: i64 = 4789;
 const FLAG_VNI: u8 = 0x08;
 
@@ -19,30 +21,33 @@ fn mac(a: &Args, k: &str) -> Result<MacAddr, String> {
     MacAddr::parse(&s).ok_or_else(|| format!("{k}: '{s}' is not a MAC address"))
 }
 
-fn ip(a: &Args, k: &str) -> Result<[u8; 4], String> {
+fn ip(a: &Args, k: &str) -> Result<Ipv4Addr, String> {
     let s = a.string(k)?.ok_or_else(|| format!("{k}=\"A.B.C.D\" is required"))?;
-    s.parse::<std::net::Ipv4Addr>().map(|v| v.octets()).map_err(|_| format!("{k}: '{s}' is not an IPv4 address"))
+    s.parse::<std::net::Ipv4Addr>()
+        .map(|v| Ipv4Addr(v.octets()))
+        .map_err(|_| format!("{k}: '{s}' is not an IPv4 address"))
 }
 
 /// Wraps each frame in VXLAN to the tunnel endpoint `dst_ip` (at `dst_mac`) from `src_ip`
 /// (`src_mac`) with network identifier `vni`. The UDP source port is taken from a hash of
 /// the inner flow, so the underlay spreads flows as RFC 7348 §5 asks; the UDP checksum is 0.
 pub struct VxlanEncap {
-    src_mac: MacAddr,
-    dst_mac: MacAddr,
-    src_ip: [u8; 4],
-    dst_ip: [u8; 4],
+    outer: Ipv4Frame,
     vni: u32,
     dport: u16,
 }
 
 impl VxlanEncap {
     pub(super) fn new(a: &Args) -> Result<VxlanEncap, String> {
-        Ok(VxlanEncap {
+        let outer = Ipv4Frame {
             src_mac: mac(a, "src_mac")?,
             dst_mac: mac(a, "dst_mac")?,
-            src_ip: ip(a, "src_ip")?,
-            dst_ip: ip(a, "dst_ip")?,
+            src: ip(a, "src_ip")?,
+            dst: ip(a, "dst_ip")?,
+            protocol: Protocol::UDP,
+        };
+        Ok(VxlanEncap {
+            outer,
             vni: a.int("vni", 0, 0..=0xff_ffff)? as u32,
             dport: a.int("dport", VXLAN_PORT, 1..=65535)? as u16,
         })
@@ -55,28 +60,16 @@ impl Module for VxlanEncap {
             let inner = ctx.pool.data(p).len();
             let entropy =
                 flow_of(ctx.pool.data(p)).map_or(0, |f| (f.src ^ f.dst.rotate_left(16)) as u16 ^ f.sport ^ f.dport);
-            if inner + OUTER - wire::ethernet::HEADER_LEN > usize::from(u16::MAX) || !ctx.pool.push_front(p, OUTER) {
+            if inner + OUTER - ethernet::HEADER_LEN > usize::from(u16::MAX) || !ctx.pool.push_front(p, OUTER) {
                 out.drop(p);
                 continue;
             }
             let d = ctx.pool.data_mut(p);
-            d[0..6].copy_from_slice(&self.dst_mac.0);
-            d[6..12].copy_from_slice(&self.src_mac.0);
-            d[12..14].copy_from_slice(&[0x08, 0x00]);
-            let ip_len = (20 + 8 + 8 + inner) as u16;
-            let h = &mut d[14..34];
-            h.copy_from_slice(&[0x45, 0, 0, 0, 0, 0, 0x40, 0, 64, UDP, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0]);
-            h[2..4].copy_from_slice(&ip_len.to_be_bytes());
-            h[12..16].copy_from_slice(&self.src_ip);
-            h[16..20].copy_from_slice(&self.dst_ip);
-            let c = checksum::checksum(h);
-            h[10..12].copy_from_slice(&c.to_be_bytes());
-            let u = &mut d[34..42];
-            u[0..2].copy_from_slice(&(0xc000 | (entropy & 0x3fff)).to_be_bytes());
-            u[2..4].copy_from_slice(&self.dport.to_be_bytes());
-            u[4..6].copy_from_slice(&(ip_len - 20).to_be_bytes());
-            u[6..8].fill(0);
-            let v = &mut d[42..50];
+            let udp_payload = VXLAN_HEADER_LEN + inner;
+            self.outer.emit(d, udp::HEADER_LEN + udp_payload, 0, TTL);
+            let udp = UdpRepr { src_port: 0xc000 | (entropy & 0x3fff), dst_port: self.dport, payload_len: udp_payload };
+            udp.emit_without_checksum(&mut d[IPV4_PAYLOAD_AT..]);
+            let v = &mut d[OUTER - VXLAN_HEADER_LEN..OUTER];
             v.copy_from_slice(&[FLAG_VNI, 0, 0, 0, 0, 0, 0, 0]);
             v[4..7].copy_from_slice(&self.vni.to_be_bytes()[1..]);
             out.emit(0, p);
@@ -112,12 +105,15 @@ impl Module for VxlanDecap {
     fn process(&mut self, ctx: &mut Ctx<'_>, _igate: u32, batch: &Batch, out: &mut Out) {
         for &p in batch.pkts() {
             let d = ctx.pool.data(p);
-            let inner_at = flow_of(d).filter(|f| f.proto == UDP && f.ports && f.dport == self.dport).and_then(|f| {
-                let v = d.get(f.l4 + 8..f.l4 + 16)?;
+            let to_us = |f: &super::headers::Flow| f.proto == Protocol::UDP && f.ports && f.dport == self.dport;
+            let inner_at = flow_of(d).filter(to_us).and_then(|f| {
+                let at = f.l4 + udp::HEADER_LEN;
+                let v = d.get(at..at + VXLAN_HEADER_LEN)?;
                 let vni = u32::from_be_bytes([0, v[4], v[5], v[6]]);
                 let ok = v[0] & FLAG_VNI != 0 && self.vni.is_none_or(|want| want == vni);
                 // The inner frame needs at least its Ethernet header.
-                (ok && d.len() >= f.l4 + 16 + 14).then_some(f.l4 + 16)
+                let inner = at + VXLAN_HEADER_LEN;
+                (ok && d.len() >= inner + ethernet::HEADER_LEN).then_some(inner)
             });
             match inner_at {
                 Some(at) => {

@@ -239,8 +239,8 @@ fn a_queue_may_close_a_cycle() {
 struct TestClock(Arc<std::sync::atomic::AtomicU64>);
 
 impl Clock for TestClock {
-    fn now_ns(&self) -> u64 {
-        self.0.load(std::sync::atomic::Ordering::SeqCst)
+    fn now(&self) -> Instant {
+        Instant::from_nanos(self.0.load(std::sync::atomic::Ordering::SeqCst))
     }
 }
 

@@ -10,7 +10,7 @@ fn sched(tcs: &str, tasks: &[&str]) -> Result<Scheduler, ScriptError> {
 fn simulate(s: &mut Scheduler, tasks: usize, steps: u64, made: &[u64], runnable: &dyn Fn(usize) -> bool) -> Vec<u64> {
     let mut runs = vec![0; tasks];
     for i in 0..steps {
-        if let Ok((leaf, t)) = s.next(i * 1000, runnable) {
+        if let Ok((leaf, t)) = s.next(Instant::from_nanos(i * 1000), runnable) {
             runs[t] += 1;
             s.account(leaf, Usage { count: 1, cycles: 100, packets: made[t], bits: made[t] * 1000 });
         }
@@ -71,14 +71,14 @@ fn a_rate_limit_in_bits() {
 #[test]
 fn when_everything_is_throttled_it_says_until_when() {
     let mut s = sched("tc rl(policy=rate_limit, resource=count, limit=1000, max_burst=1, tasks=[a])", &["a"]).unwrap();
-    let (leaf, _) = s.next(0, &|_| true).unwrap();
+    let (leaf, _) = s.next(Instant::ZERO, &|_| true).unwrap();
     s.account(leaf, Usage { count: 1, ..Usage::default() });
     s.account(leaf, Usage { count: 1, ..Usage::default() });
     // The bucket starts empty (a measured rate starts at zero): tokens at -2 after two runs,
     // and 1000/s refills one per ms.
-    assert_eq!(s.next(0, &|_| true), Err(Throttled { until_ns: Some(2_000_000) }));
-    assert!(s.next(1_999_999, &|_| true).is_err());
-    assert!(s.next(2_000_000, &|_| true).is_ok());
+    assert_eq!(s.next(Instant::ZERO, &|_| true), Err(Throttled { until: Some(Instant::from_millis(2)) }));
+    assert!(s.next(Instant::from_nanos(1_999_999), &|_| true).is_err());
+    assert!(s.next(Instant::from_millis(2), &|_| true).is_ok());
 }
 
 #[test]

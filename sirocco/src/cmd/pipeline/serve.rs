@@ -177,8 +177,8 @@ fn run_worker(p: &mut Pipeline, fds: &[RawFd], ctl: Option<&control::Control>, r
 struct CpuClock(Instant);
 
 impl Clock for CpuClock {
-    fn now_ns(&self) -> u64 {
-        self.0.elapsed().as_nanos() as u64
+    fn now(&self) -> pipeline::Instant {
+        pipeline::Instant::from_nanos(self.0.elapsed().as_nanos() as u64)
     }
 
     fn cycles(&self) -> u64 {
