@@ -1,48 +1,16 @@
 //! The DNS config file's own keys: scalars, `[[zone]]` and `[[key]]` tables, and the zones
 //! they and the command line give.
 
-use super::RrlArgs;
+use super::DnsOptions;
 use crate::serve::relative_to;
 use dns_server::zones::{endpoint, ZoneSpec};
 use serde::Deserialize;
 use std::path::{Path, PathBuf};
 
-/// The DNS server's own keys in the config file.
-#[derive(Deserialize, Default)]
-pub struct DnsConfig {
-    #[serde(default)]
-    zone: Vec<ZoneConfig>,
-    #[serde(default)]
-    key: Vec<KeyConfig>,
-    pub(super) tcp_idle_timeout: Option<f64>,
-    pub(super) tcp_max_clients: Option<usize>,
-    rrl_rate: Option<u32>,
-    rrl_slip: Option<u32>,
-    rrl_ipv4_prefix: Option<u8>,
-    rrl_ipv6_prefix: Option<u8>,
-    rrl_table_size: Option<usize>,
-    #[serde(default)]
-    pub(super) rrl_exempt: Vec<String>,
-}
-
-impl DnsConfig {
-    /// The config file's rate-limiting keys (flat in the file: flattened structs would hide
-    /// their keys from the unknown-key check).
-    pub(super) fn rrl(&self) -> RrlArgs {
-        RrlArgs {
-            rrl_rate: self.rrl_rate,
-            rrl_slip: self.rrl_slip,
-            rrl_ipv4_prefix: self.rrl_ipv4_prefix,
-            rrl_ipv6_prefix: self.rrl_ipv6_prefix,
-            rrl_table_size: self.rrl_table_size,
-        }
-    }
-}
-
 /// A TSIG key in the config file.
-#[derive(Deserialize)]
+#[derive(Deserialize, Clone, Debug)]
 #[serde(deny_unknown_fields)]
-struct KeyConfig {
+pub struct KeyConfig {
     name: String,
     #[serde(default = "hmac_sha256")]
     algorithm: String,
@@ -54,9 +22,9 @@ fn hmac_sha256() -> String {
 }
 
 /// The keys of the config file and the command line.
-pub(super) fn keyring(own: &DnsConfig, cli: &[String]) -> Result<dns_server::tsig::Keyring, String> {
+pub(super) fn keyring(own: &DnsOptions, cli: &[String]) -> Result<dns_server::tsig::Keyring, String> {
     let mut keys = Vec::new();
-    for k in &own.key {
+    for k in own.key.iter().flatten() {
         keys.push(dns_server::tsig::Key::new(&k.algorithm, &k.name, &k.secret)?);
     }
     for k in cli {
@@ -65,9 +33,10 @@ pub(super) fn keyring(own: &DnsConfig, cli: &[String]) -> Result<dns_server::tsi
     dns_server::tsig::Keyring::new(keys)
 }
 
-#[derive(Deserialize)]
+/// A zone in the config file.
+#[derive(Deserialize, Clone, Debug)]
 #[serde(deny_unknown_fields)]
-struct ZoneConfig {
+pub struct ZoneConfig {
     /// The zone file; for a secondary zone, where each version transferred is stored (and
     /// loaded from at start).
     file: Option<PathBuf>,
@@ -97,7 +66,7 @@ pub(super) struct ForAll<'a> {
 /// too.
 pub(super) fn zone_specs(
     config: Option<&Path>,
-    own: &DnsConfig,
+    own: &DnsOptions,
     cli: &[String],
     cli_secondaries: &[String],
     all: &ForAll<'_>,
@@ -105,6 +74,7 @@ pub(super) fn zone_specs(
     let mut v: Vec<ZoneSpec> = own
         .zone
         .iter()
+        .flatten()
         .map(|z| ZoneSpec {
             origin: z.name.clone(),
             file: z.file.as_ref().map(|f| relative_to(config, f)),

@@ -5,8 +5,10 @@
 mod config;
 mod run;
 
+use crate::serve::options::own_options;
 use crate::serve::ServeArgs;
 use clap::Args;
+use config::{KeyConfig, ZoneConfig};
 
 pub use run::run;
 
@@ -23,15 +25,6 @@ pub struct DnsArgs {
     /// two modes; the benchmark compares them).
     #[arg(long, value_enum, default_value_t = KeyModeArg::Wire)]
     pub key_mode: KeyModeArg,
-    /// Seconds a TCP connection may stay idle before it is closed, and a peer that takes no
-    /// answers waited for before a reset; told to clients that send edns-tcp-keepalive
-    /// [default: 10]. Config key tcp_idle_timeout.
-    #[arg(long, value_name = "SECS")]
-    pub tcp_idle_timeout: Option<f64>,
-    /// TCP connections each engine keeps open at once; past it new ones are reset
-    /// [default: 10000]. Config key tcp_max_clients.
-    #[arg(long, value_name = "N")]
-    pub tcp_max_clients: Option<usize>,
     /// Addresses or prefixes (198.18.0.0/24, 2001:2::/48) that may transfer every zone by
     /// AXFR over TCP; repeatable. Added to each [[zone]]'s allow_transfer. None by default.
     #[arg(long, value_name = "PREFIX")]
@@ -56,48 +49,86 @@ pub struct DnsArgs {
     #[arg(long, value_name = "NAME=ADDR[@PORT]")]
     pub secondary: Vec<String>,
     #[command(flatten)]
-    pub rrl: RrlArgs,
-    /// Clients never rate-limited (addresses or prefixes; repeatable). Config key rrl_exempt.
-    #[arg(long, value_name = "PREFIX")]
-    pub rrl_exempt: Vec<String>,
+    pub dns: DnsOptions,
 }
 
-/// Response rate limiting; each option has a config-file key of the same name (`_` for `-`).
-#[derive(Args, Default, Clone, Copy)]
-pub struct RrlArgs {
-    /// Response rate limiting over UDP: responses per second to one client prefix, per
-    /// response class and answer, per engine; 0 turns it off [default: 0, off].
-    #[arg(long, value_name = "N")]
-    pub rrl_rate: Option<u32>,
-    /// Every Nth response over the limit is sent truncated (TC) instead of dropped, so a
-    /// real client retries over TCP; 0 drops them all [default: 2].
-    #[arg(long, value_name = "N")]
-    pub rrl_slip: Option<u32>,
-    /// Bits of an IPv4 client address that make the prefix limited together [default: 24].
-    #[arg(long, value_name = "BITS")]
-    pub rrl_ipv4_prefix: Option<u8>,
-    /// Bits of an IPv6 client address that make the prefix limited together [default: 56].
-    #[arg(long, value_name = "BITS")]
-    pub rrl_ipv6_prefix: Option<u8>,
-    /// Rate-limit buckets per engine (a flood from more prefixes evicts the idlest)
-    /// [default: 65536].
-    #[arg(long, value_name = "N")]
-    pub rrl_table_size: Option<usize>,
+own_options! {
+    /// The DNS server's own options; each has a config-file key of the same name (`_` for
+    /// `-`), and the file's `[[zone]]` and `[[key]]` tables go beside them.
+    pub struct DnsOptions {
+        /// Seconds a TCP connection may stay idle before it is closed, and a peer that takes
+        /// no answers waited for before a reset; told to clients that send
+        /// edns-tcp-keepalive [default: 10].
+        #[arg(long, value_name = "SECS")]
+        pub tcp_idle_timeout: Option<f64>,
+        /// TCP connections each engine keeps open at once; past it new ones are reset
+        /// [default: 10000].
+        #[arg(long, value_name = "N")]
+        pub tcp_max_clients: Option<usize>,
+        /// Response rate limiting over UDP: responses per second to one client prefix, per
+        /// response class and answer, per engine; 0 turns it off [default: 0, off].
+        #[arg(long, value_name = "N")]
+        pub rrl_rate: Option<u32>,
+        /// Every Nth response over the limit is sent truncated (TC) instead of dropped, so a
+        /// real client retries over TCP; 0 drops them all [default: 2].
+        #[arg(long, value_name = "N")]
+        pub rrl_slip: Option<u32>,
+        /// Bits of an IPv4 client address that make the prefix limited together [default: 24].
+        #[arg(long, value_name = "BITS")]
+        pub rrl_ipv4_prefix: Option<u8>,
+        /// Bits of an IPv6 client address that make the prefix limited together [default: 56].
+        #[arg(long, value_name = "BITS")]
+        pub rrl_ipv6_prefix: Option<u8>,
+        /// Rate-limit buckets per engine (a flood from more prefixes evicts the idlest)
+        /// [default: 65536].
+        #[arg(long, value_name = "N")]
+        pub rrl_table_size: Option<usize>,
+        /// Clients never rate-limited (addresses or prefixes; repeatable; the command line's
+        /// list replaces the file's).
+        #[arg(long, value_name = "PREFIX")]
+        pub rrl_exempt: Option<Vec<String>>,
+        /// The config file's zones (`[[zone]]`: file, name, primary, allow_transfer, notify,
+        /// tsig_key).
+        #[arg(skip)]
+        pub zone: Option<Vec<ZoneConfig>>,
+        /// The config file's TSIG keys (`[[key]]`: name, algorithm, secret).
+        #[arg(skip)]
+        pub key: Option<Vec<KeyConfig>>,
+    }
 }
 
-impl RrlArgs {
-    /// The command line's over the config file's; None when RRL is off.
-    fn settings(self, f: RrlArgs) -> Result<Option<dns_server::rrl::RrlSettings>, String> {
-        let d = dns_server::rrl::RrlSettings::default();
-        let rate = self.rrl_rate.or(f.rrl_rate).unwrap_or(0);
-        let s = dns_server::rrl::RrlSettings {
-            rate,
-            slip: self.rrl_slip.or(f.rrl_slip).unwrap_or(d.slip),
-            ipv4_prefix: self.rrl_ipv4_prefix.or(f.rrl_ipv4_prefix).unwrap_or(d.ipv4_prefix),
-            ipv6_prefix: self.rrl_ipv6_prefix.or(f.rrl_ipv6_prefix).unwrap_or(d.ipv6_prefix),
-            table_size: self.rrl_table_size.or(f.rrl_table_size).unwrap_or(d.table_size),
+/// The options' values with their defaults, checked.
+pub struct Checked {
+    pub tcp: dns_server::tcp::TcpSettings,
+    /// None when rate limiting is off.
+    pub rrl: Option<dns_server::rrl::RrlSettings>,
+    pub rrl_exempt: dns_server::transfer::Acl,
+}
+
+impl DnsOptions {
+    /// The values, defaults for those not given; an error names the option that is wrong.
+    pub fn checked(&self) -> Result<Checked, String> {
+        let idle = crate::serve::secs(self.tcp_idle_timeout.unwrap_or(10.0), "--tcp-idle-timeout")?;
+        let tcp = dns_server::tcp::TcpSettings {
+            idle_timeout: idle.into(),
+            max_clients: self.tcp_max_clients.unwrap_or(10_000),
         };
-        Ok((rate > 0).then_some(s.checked()?))
+        if tcp.max_clients == 0 {
+            return Err("--tcp-max-clients must be at least 1".into());
+        }
+        let d = dns_server::rrl::RrlSettings::default();
+        let rrl = dns_server::rrl::RrlSettings {
+            rate: self.rrl_rate.unwrap_or(0),
+            slip: self.rrl_slip.unwrap_or(d.slip),
+            ipv4_prefix: self.rrl_ipv4_prefix.unwrap_or(d.ipv4_prefix),
+            ipv6_prefix: self.rrl_ipv6_prefix.unwrap_or(d.ipv6_prefix),
+            table_size: self.rrl_table_size.unwrap_or(d.table_size),
+        };
+        // Checked also when off: a wrong value is wrong before rate limiting is turned on.
+        let rrl = Some(rrl.checked()?).filter(|r| r.rate > 0);
+        let exempt = self.rrl_exempt.as_deref().unwrap_or_default();
+        let rrl_exempt = dns_server::transfer::Acl::parse(exempt).map_err(|e| format!("--rrl-exempt: {e}"))?;
+        Ok(Checked { tcp, rrl, rrl_exempt })
     }
 }
 

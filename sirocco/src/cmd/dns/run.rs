@@ -1,8 +1,8 @@
 //! Serving: options and config into zone specs, the catalog compiled and published, the
 //! secondaries kept current, an engine per queue, the exit summary.
 
-use super::config::{keyring, zone_specs, DnsConfig, ForAll};
-use super::{DnsArgs, KeyModeArg};
+use super::config::{keyring, zone_specs, ForAll};
+use super::{DnsArgs, DnsOptions, KeyModeArg};
 use crate::serve::{config, Defaults};
 use dns_server::secondary::Secondaries;
 use dns_server::zones::{self, Received};
@@ -12,17 +12,12 @@ use wire::Protocol;
 
 /// Runs the DNS server.
 pub fn run(a: DnsArgs) -> Result<(), String> {
-    let s = a.serve.setup::<DnsConfig>(Defaults { port: 53, idle_spins: 0 })?;
+    let s = a.serve.setup::<DnsOptions>(Defaults { port: 53, idle_spins: 0 })?;
     // Options first: a mistake there is reported before zones take long to compile.
     let port = s.port;
-    let idle = a.tcp_idle_timeout.or(s.own.tcp_idle_timeout).unwrap_or(10.0);
-    let settings = dns_server::tcp::TcpSettings {
-        idle_timeout: crate::serve::secs(idle, "--tcp-idle-timeout")?.into(),
-        max_clients: a.tcp_max_clients.or(s.own.tcp_max_clients).unwrap_or(10_000),
-    };
-    if settings.max_clients == 0 {
-        return Err("--tcp-max-clients must be at least 1".into());
-    }
+    let own = a.dns.clone().or(s.own.clone());
+    let checked = own.checked()?;
+    let (settings, rrl, rrl_exempt) = (checked.tcp, checked.rrl, checked.rrl_exempt);
     // The endpoint's table holds the clients and the connections sirocco closed, waiting
     // out TIME-WAIT in its own table.
     // Transfers in grow their window up to the bulk bound (see apps/dns/src/tcp.rs).
@@ -31,13 +26,10 @@ pub fn run(a: DnsArgs) -> Result<(), String> {
         max_rcv_buf: tcp::BULK_RCV_BUF_MAX,
         ..crate::tcp_limits::tcp_limits()
     };
-    let rrl = a.rrl.settings(s.own.rrl())?;
-    let exempt: Vec<&String> = a.rrl_exempt.iter().chain(&s.own.rrl_exempt).collect();
-    let rrl_exempt = dns_server::transfer::Acl::parse(&exempt).map_err(|e| format!("--rrl-exempt: {e}"))?;
     let started = Instant::now();
     let all = ForAll { allow_transfer: &a.allow_transfer, notify: &a.notify, tsig_key: a.tsig_key.as_deref() };
-    let keys = keyring(&s.own, &a.key)?;
-    let specs = zone_specs(s.config.as_deref(), &s.own, &a.zone, &a.secondary, &all);
+    let keys = keyring(&own, &a.key)?;
+    let specs = zone_specs(s.config.as_deref(), &own, &a.zone, &a.secondary, &all);
     // Secondary zones are fixed at start (a reload re-reads the files of the others).
     let shared = Secondaries::new(zones::secondary_specs(&specs, &keys)?);
     if !shared.zones().is_empty() && s.opts.ctl.is_some() {
@@ -69,8 +61,8 @@ pub fn run(a: DnsArgs) -> Result<(), String> {
         let (shared, received) = (shared.clone(), received.clone());
         move || {
             let own = match &config_path {
-                Some(p) => config::read::<DnsConfig>(p)?.own,
-                None => DnsConfig::default(),
+                Some(p) => config::read::<DnsOptions>(p)?.own,
+                None => DnsOptions::default(),
             };
             let all = ForAll { allow_transfer: &allow, notify: &notify, tsig_key: tsig_key.as_deref() };
             let keys = keyring(&own, &cli_keys)?;
