@@ -293,6 +293,7 @@ impl Service for WebService {
             out.counter_with("sirocco_http_timeouts_total", help, ("timeout", what), v);
         }
         out.counter("sirocco_http_connections_accepted_total", "HTTP connections accepted.", st.accepted);
+        crate::report::metrics(self, out);
         self.tcp.metrics(out);
     }
 }

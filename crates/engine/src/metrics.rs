@@ -62,6 +62,30 @@ impl Samples {
     pub fn clear(&mut self) {
         self.0.clear();
     }
+
+    /// Adds `other` to these samples: a counter to the one of the same family and label
+    /// (the sum over engines that an exit summary prints), a gauge or a sample not here yet
+    /// appended as it is.
+    pub fn add(&mut self, other: &Samples) {
+        for s in other.iter() {
+            let same = self.0.iter_mut().find(|t| t.kind == Kind::Counter && t.name == s.name && t.label == s.label);
+            match same {
+                Some(t) if s.kind == Kind::Counter => t.value += s.value,
+                _ => self.0.push(*s),
+            }
+        }
+    }
+
+    /// The value of family `name` with label value `label` (None: the sample without a
+    /// label), if there is one.
+    pub fn get(&self, name: &str, label: Option<&str>) -> Option<u64> {
+        self.iter().find(|s| s.name == name && s.label.map(|l| l.1) == label).map(|s| s.value)
+    }
+
+    /// As [`get`](Self::get), 0 when absent.
+    pub fn value(&self, name: &str, label: Option<&str>) -> u64 {
+        self.get(name, label).unwrap_or(0)
+    }
 }
 
 /// One TCP connection, for `sirocco ss`.
@@ -96,5 +120,29 @@ pub fn endpoint_connections<A: tcp::App>(ep: &tcp::Endpoint<A>, out: &mut Vec<Co
                 info: t.info(),
             });
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn engines_add_up_by_family_and_label() {
+        let (mut a, mut b) = (Samples::default(), Samples::default());
+        a.counter_with("x_total", "x", ("k", "one"), 2);
+        a.counter("y_total", "y", 5);
+        b.counter_with("x_total", "x", ("k", "one"), 3);
+        b.counter_with("x_total", "x", ("k", "two"), 7);
+        b.gauge("g", "g", 4);
+        let mut sum = Samples::default();
+        sum.add(&a);
+        sum.add(&b);
+        assert_eq!(sum.get("x_total", Some("one")), Some(5));
+        assert_eq!(sum.get("x_total", Some("two")), Some(7));
+        assert_eq!(sum.get("y_total", None), Some(5));
+        assert_eq!(sum.get("x_total", None), None, "only labelled samples of x");
+        assert_eq!(sum.value("nothing", None), 0);
+        assert_eq!(sum.get("g", None), Some(4));
     }
 }
