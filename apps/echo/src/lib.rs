@@ -4,6 +4,7 @@
 //! for bulk tests.
 
 mod channel;
+pub mod report;
 
 pub use channel::ChannelEcho;
 use engine::{Datagram, Service, Verdict};

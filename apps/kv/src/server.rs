@@ -46,6 +46,11 @@ pub struct Kv {
 }
 
 impl Kv {
+    /// Which engine this is.
+    pub fn engine(&self) -> usize {
+        self.engine
+    }
+
     /// This engine's counters (memcached's `stats` names).
     pub fn counters(&self) -> &crate::stats::Counters {
         self.shared.board.engine(self.engine)

@@ -46,4 +46,60 @@ fn metrics(s: &Streams<Store>, out: &mut engine::Samples) {
     );
     out.counter("sirocco_store_log_records_total", "Log records in them.", c.records.load(Relaxed));
     out.counter("sirocco_store_log_bytes_total", "Log bytes written.", c.log_bytes.load(Relaxed));
+    let l = &s.app.log.stats;
+    out.counter("sirocco_store_log_device_writes_total", "Writes to the log device.", l.writes);
+    out.counter("sirocco_store_log_segments_total", "Log segments started.", l.segments);
+    out.counter(
+        "sirocco_store_log_commit_microseconds_total",
+        "Time from a commit's first record to its durability, summed over commits.",
+        l.commit_ns / 1000,
+    );
+    engine::channel_service::streams_metrics(s, out);
+}
+
+/// The line engine `q`'s service prints when it stops, read from the samples its metrics
+/// endpoint publishes.
+pub fn exit_line(q: usize, svc: &ChannelService<Streams<Store>>) -> String {
+    use engine::Service;
+    let mut s = engine::Samples::default();
+    svc.metrics(&mut s);
+    line(q, &s)
+}
+
+fn line(q: usize, s: &engine::Samples) -> String {
+    let conns = |e| s.value("sirocco_streams_connections_total", Some(e));
+    let v = |n| s.value(n, None);
+    format!(
+        "engine {q} store: connections {} (refused {}, reset for want of buffers {}) commits {} records {} \
+         log bytes {} device writes {} segments {} mean commit {:.0} us; tcp retransmits {}",
+        conns("opened"),
+        conns("refused"),
+        conns("reset_no_buffer"),
+        v("sirocco_store_log_commits_total"),
+        v("sirocco_store_log_records_total"),
+        v("sirocco_store_log_bytes_total"),
+        v("sirocco_store_log_device_writes_total"),
+        v("sirocco_store_log_segments_total"),
+        v("sirocco_store_log_commit_microseconds_total") as f64 / v("sirocco_store_log_commits_total").max(1) as f64,
+        v("sirocco_tcp_retransmits_total"),
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_line_reads_the_metrics_families() {
+        let mut s = engine::Samples::default();
+        s.counter("sirocco_store_log_commits_total", "", 4);
+        s.counter("sirocco_store_log_commit_microseconds_total", "", 200);
+        s.counter_with("sirocco_streams_connections_total", "", ("event", "refused"), 2);
+        let l = line(1, &s);
+        assert!(
+            l.starts_with("engine 1 store: connections 0 (refused 2, reset for want of buffers 0) commits 4 "),
+            "{l}"
+        );
+        assert!(l.contains("mean commit 50 us"), "{l}");
+    }
 }

@@ -32,6 +32,20 @@ impl Views for HeldViews<'_> {
     }
 }
 
+/// The connection counters of a [`Streams`](tcp::channel::streams::Streams) server, for the
+/// metrics endpoint.
+pub fn streams_metrics<A: tcp::channel::streams::StreamServer>(
+    s: &tcp::channel::streams::Streams<A>,
+    out: &mut crate::Samples,
+) {
+    let st = &s.stats;
+    let help =
+        "Connections of the stream layer: opened, refused (application or limit), reset when send buffers ran out.";
+    for (what, v) in [("opened", st.opened), ("refused", st.refused), ("reset_no_buffer", st.no_buffer)] {
+        out.counter_with("sirocco_streams_connections_total", help, ("event", what), v);
+    }
+}
+
 impl<S: Server> ChannelService<S> {
     /// Listens on each of `ports` with `cfg`; the application sends from `bufs`.
     pub fn new(server: S, ports: &[u16], cfg: Config, limits: Limits, bufs: Buffers) -> Self {
@@ -129,6 +143,18 @@ impl<S: Server> Service for ChannelService<S> {
     fn metrics(&self, out: &mut crate::Samples) {
         if let Some(f) = self.metrics {
             f(&self.server, out);
+        }
+        let c = self.ch.stats();
+        let help = "The channel's work: event batches and events handed up, sendv calls (trimmed to the window), bytes copied to receive, send buffers run out.";
+        for (what, v) in [
+            ("batches", c.batches),
+            ("events", c.events),
+            ("sendv", c.sendv),
+            ("sendv_trimmed", c.sendv_trimmed),
+            ("recv_copied_bytes", c.recv_copied),
+            ("buffers_exhausted", self.ch.buffers().exhausted),
+        ] {
+            out.counter_with("sirocco_channel_events_total", help, ("event", what), v);
         }
         crate::tcp_service::endpoint_metrics(self.ch.endpoint(), out);
     }

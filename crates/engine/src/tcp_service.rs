@@ -17,6 +17,7 @@ pub struct TcpService<T: tcp::App> {
     ports: Vec<u16>,
     unresolved: u64,
     lent: bool,
+    metrics: Option<fn(&T, &mut crate::Samples)>,
 }
 
 /// The engine's TX as the endpoint's [`tcp::Output`], bounded by the room the engine reported
@@ -106,7 +107,13 @@ impl<T: tcp::App> TcpService<T> {
         for &p in ports {
             ep.listen(p, cfg);
         }
-        TcpService { ep, app, ports: ports.to_vec(), unresolved: 0, lent: false }
+        TcpService { ep, app, ports: ports.to_vec(), unresolved: 0, lent: false, metrics: None }
+    }
+
+    /// Publishes the application's counters with `f` besides the endpoint's.
+    pub fn with_metrics(mut self, f: fn(&T, &mut crate::Samples)) -> Self {
+        self.metrics = Some(f);
+        self
     }
 
     /// A client: no listening port; segments to the ephemeral ports of `limits` (where the
@@ -119,6 +126,7 @@ impl<T: tcp::App> TcpService<T> {
             ports: (lo..=hi).collect(),
             unresolved: 0,
             lent: false,
+            metrics: None,
         }
     }
 
@@ -203,6 +211,9 @@ impl<T: tcp::App> Service for TcpService<T> {
     }
 
     fn metrics(&self, out: &mut crate::Samples) {
+        if let Some(f) = self.metrics {
+            f(&self.app, out);
+        }
         endpoint_metrics(&self.ep, out);
     }
 

@@ -6,6 +6,7 @@ use crate::serve::config::NoOwnKeys;
 use crate::serve::{Defaults, ServeArgs};
 use crate::tcp_limits::tcp_limits;
 use clap::Args;
+use echo::report::{self, Tally};
 use engine::{ChannelService, TcpService};
 use wire::Protocol;
 
@@ -76,17 +77,18 @@ pub fn run(a: EchoArgs) -> Result<(), String> {
     }
     let grants = [(Protocol::TCP, port)];
     let cfg = s.opts.tcp;
-    fn svc<T: tcp::App>(app: T, port: u16, cfg: tcp::Config) -> TcpService<T> {
-        TcpService::new(app, &[port], cfg, cfg.limits(tcp_limits()))
+    fn svc<T: tcp::App + Tally>(app: T, port: u16, cfg: tcp::Config) -> TcpService<T> {
+        TcpService::new(app, &[port], cfg, cfg.limits(tcp_limits())).with_metrics(report::metrics::<T>)
     }
     match a.tcp_mode {
         TcpMode::Echo if a.tcp_api == TcpApi::Channel => {
             let make = |_| {
                 let bufs = tcp::channel::Buffers::new(ECHO_BUFFERS, 2048);
                 ChannelService::new(echo::ChannelEcho::default(), &[port], cfg, cfg.limits(tcp_limits()), bufs)
+                    .with_metrics(report::metrics)
             };
             let out = s.run(&format!("tcp echo on port {port}"), &grants, make, None)?;
-            print_channel_echo(&out);
+            print_lines(&out);
         }
         TcpMode::Echo => {
             let out = s.run(
@@ -95,60 +97,28 @@ pub fn run(a: EchoArgs) -> Result<(), String> {
                 |_| svc(echo::TcpEcho::default(), port, cfg),
                 None,
             )?;
-            print_tcp(&out, |e| format!("accepted {} closed {} echoed {} bytes", e.accepted, e.closed, e.echoed));
+            print_lines(&out);
         }
         TcpMode::Discard => {
             let make = |_| svc(echo::TcpDiscard::default(), port, cfg);
             let out = s.run(&format!("tcp discard on port {port}"), &grants, make, None)?;
-            print_tcp(&out, |e| format!("accepted {} closed {} received {} bytes", e.accepted, e.closed, e.received));
+            print_lines(&out);
         }
         TcpMode::Source => {
             let n = a.source_bytes;
             let make = |_| svc(echo::TcpSource::new(n), port, cfg);
             let out = s.run(&format!("tcp source on port {port}"), &grants, make, None)?;
-            print_tcp(&out, |e| format!("accepted {} closed {} sent {} bytes", e.accepted, e.closed, e.sent));
+            print_lines(&out);
         }
     }
     Ok(())
 }
 
-/// What every TCP summary line ends with: the endpoint's own counts.
-fn tcp_stats(st: &tcp::Stats) -> String {
-    format!(
-        "retransmits {} rtos {} tail probes {} (repaired {}) resets in/out {}/{} cookies {} timeouts {}",
-        st.retransmits,
-        st.rtos,
-        st.tail_probes,
-        st.tail_recoveries,
-        st.resets_in,
-        st.resets_out,
-        st.cookies_sent,
-        st.timeouts
-    )
-}
-
-fn print_tcp<T: tcp::App>(out: &Outcome<TcpService<T>>, summary: fn(&T) -> String) {
+/// Each engine's exit line, read from the samples its metrics endpoint publishes.
+fn print_lines<S: engine::Service>(out: &Outcome<S>) {
     for (q, svc) in out.apps().enumerate() {
-        println!("engine {q} tcp: {}; {}", summary(&svc.app), tcp_stats(svc.ep.stats()));
-    }
-}
-
-fn print_channel_echo(out: &Outcome<ChannelService<echo::ChannelEcho>>) {
-    for (q, svc) in out.apps().enumerate() {
-        let (ch, e) = (svc.ch.stats(), &svc.server);
-        println!(
-            "engine {q} tcp: accepted {} closed {} echoed {} bytes; {}; channel: batches {} events {} sendv {} \
-             (trimmed {}) recv copied {} bytes, buffers exhausted {}",
-            e.accepted,
-            e.closed,
-            e.echoed,
-            tcp_stats(svc.ch.endpoint().stats()),
-            ch.batches,
-            ch.events,
-            ch.sendv,
-            ch.sendv_trimmed,
-            ch.recv_copied,
-            svc.ch.buffers().exhausted
-        );
+        let mut s = engine::Samples::default();
+        svc.metrics(&mut s);
+        println!("{}", report::exit_line(q, &s));
     }
 }

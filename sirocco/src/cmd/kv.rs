@@ -83,35 +83,8 @@ pub fn run(a: KvArgs) -> Result<(), String> {
     };
     let what = format!("memcached protocol on port {port}, {memory_mb} MB of items");
     let out = s.run(&what, &[(Protocol::TCP, port)], make, None)?;
-    let st = shared.cache.stats();
-    for (q, svc) in out.apps().enumerate() {
-        let streams = &svc.server;
-        let c = shared.board.engine(q);
-        println!(
-            "engine {q} kv: connections {} (refused {}, reset for want of buffers {}) gets {} hits {} sets {} \
-             bytes in/out {}/{}; tcp retransmits {} resets in/out {}/{}",
-            streams.stats.opened,
-            streams.stats.refused,
-            streams.stats.no_buffer,
-            c.cmd_get.get(),
-            c.get_hits.get(),
-            c.cmd_set.get(),
-            c.bytes_read.get(),
-            c.bytes_written.get(),
-            svc.ch.endpoint().stats().retransmits,
-            svc.ch.endpoint().stats().resets_in,
-            svc.ch.endpoint().stats().resets_out,
-        );
+    for line in kv::service::exit_lines(out.apps()) {
+        println!("{line}");
     }
-    println!(
-        "cache: items {} bytes {} evictions {} reclaimed {} pages {}/{} of {} KB",
-        st.curr_items,
-        st.bytes,
-        st.evictions,
-        st.reclaimed,
-        shared.cache.pages() - shared.cache.pages_free(),
-        shared.cache.pages(),
-        shared.cache.page_size() >> 10
-    );
     Ok(())
 }

@@ -151,22 +151,7 @@ pub fn run(a: StoreArgs) -> Result<(), String> {
     let what = format!("Redis protocol on port {port}, log in {}", dir_path.display());
     let out = s.run(&what, &[(Protocol::TCP, port)], make, None)?;
     for (q, svc) in out.apps().enumerate() {
-        let streams = &svc.server;
-        let l = &streams.app.log.stats;
-        println!(
-            "engine {q} store: connections {} (refused {}, reset for want of buffers {}) commits {} records {} \
-             log bytes {} device writes {} segments {} mean commit {:.0} us; tcp retransmits {}",
-            streams.stats.opened,
-            streams.stats.refused,
-            streams.stats.no_buffer,
-            l.commits,
-            l.records,
-            l.bytes,
-            l.writes,
-            l.segments,
-            l.commit_ns as f64 / 1e3 / l.commits.max(1) as f64,
-            svc.ch.endpoint().stats().retransmits,
-        );
+        println!("{}", store::service::exit_line(q, svc));
     }
     println!("{}", shared.summary());
     Ok(())
