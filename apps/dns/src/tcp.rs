@@ -175,19 +175,7 @@ impl DnsConn {
     }
 }
 
-impl tcp::Source for DnsConn {
-    fn end(&self) -> u64 {
-        self.out.end()
-    }
-
-    fn fill(&self, off: u64, dst: &mut [u8]) {
-        self.out.fill(off, dst);
-    }
-
-    fn release(&mut self, off: u64) {
-        self.out.release(off);
-    }
-}
+tcp::source_from_queue!(DnsConn, out);
 
 impl DnsTcp {
     /// Answers over TCP with `server`, within `settings`.

@@ -57,19 +57,7 @@ pub struct EchoConn {
     done: u64,
 }
 
-impl tcp::Source for EchoConn {
-    fn end(&self) -> u64 {
-        self.out.end()
-    }
-
-    fn fill(&self, off: u64, dst: &mut [u8]) {
-        self.out.fill(off, dst);
-    }
-
-    fn release(&mut self, off: u64) {
-        self.out.release(off);
-    }
-}
+tcp::source_from_queue!(EchoConn, out);
 
 impl tcp::App for TcpEcho {
     type Conn = EchoConn;

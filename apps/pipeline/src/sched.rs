@@ -124,6 +124,14 @@ pub struct Scheduler {
     classes: Vec<Class>,
 }
 
+/// What a pick looks at: the time and which tasks may run; and what it finds on the way,
+/// the earliest a rate-limited class may run again.
+struct Picking<'a> {
+    now: Instant,
+    runnable: &'a dyn Fn(usize) -> bool,
+    wake: Option<Instant>,
+}
+
 /// When nothing may run: the earliest time a rate limit lets something run again.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Throttled {
@@ -282,25 +290,20 @@ impl Scheduler {
     /// The task to run next at `now`, given which tasks may run at all (backpressure); or,
     /// if none may, until when.
     pub fn next(&mut self, now: Instant, runnable: &dyn Fn(usize) -> bool) -> Result<(usize, usize), Throttled> {
-        let mut wake = None;
-        match self.pick(0, now, runnable, &mut wake) {
+        let mut p = Picking { now, runnable, wake: None };
+        match self.pick(0, &mut p) {
             Some(leaf) => match self.classes[leaf].policy {
                 Policy::Leaf(t) => Ok((leaf, t)),
-                _ => Err(Throttled { until: wake }),
+                _ => Err(Throttled { until: p.wake }),
             },
-            None => Err(Throttled { until: wake }),
+            None => Err(Throttled { until: p.wake }),
         }
     }
 
-    fn pick(
-        &mut self,
-        c: usize,
-        now: Instant,
-        runnable: &dyn Fn(usize) -> bool,
-        wake: &mut Option<Instant>,
-    ) -> Option<usize> {
+    fn pick(&mut self, c: usize, p: &mut Picking<'_>) -> Option<usize> {
+        let now = p.now;
         match self.classes[c].policy {
-            Policy::Leaf(t) => runnable(t).then_some(c),
+            Policy::Leaf(t) => (p.runnable)(t).then_some(c),
             Policy::RateLimit { limit, max_burst } => {
                 let cl = &mut self.classes[c];
                 let dt = i128::from(now.since(cl.refilled).as_nanos());
@@ -308,16 +311,15 @@ impl Scheduler {
                 cl.refilled = now;
                 if cl.tokens < 0 {
                     let at = now + Duration::from_nanos(((-cl.tokens + limit - 1) / limit) as u64);
-                    *wake = Some(wake.map_or(at, |w| w.min(at)));
+                    p.wake = Some(p.wake.map_or(at, |w| w.min(at)));
                     return None;
                 }
-                self.round_robin(c, now, runnable, wake)
+                self.round_robin(c, p)
             }
-            Policy::RoundRobin => self.round_robin(c, now, runnable, wake),
+            Policy::RoundRobin => self.round_robin(c, p),
             Policy::Priority => {
                 // Children are sorted by priority when the tree is built.
-                (0..self.classes[c].children.len())
-                    .find_map(|i| self.pick(self.classes[c].children[i], now, runnable, wake))
+                (0..self.classes[c].children.len()).find_map(|i| self.pick(self.classes[c].children[i], p))
             }
             Policy::WeightedFair => {
                 let mut kids = std::mem::take(&mut self.classes[c].order);
@@ -326,7 +328,7 @@ impl Scheduler {
                 kids.sort_by_key(|&k| self.classes[k].pass);
                 let mut found = None;
                 for (i, &k) in kids.iter().enumerate() {
-                    if let Some(leaf) = self.pick(k, now, runnable, wake) {
+                    if let Some(leaf) = self.pick(k, p) {
                         // Children that could not run do not bank the turns they miss: when
                         // they can again, they start level with the one that ran.
                         let pass = self.classes[k].pass;
@@ -343,18 +345,12 @@ impl Scheduler {
         }
     }
 
-    fn round_robin(
-        &mut self,
-        c: usize,
-        now: Instant,
-        runnable: &dyn Fn(usize) -> bool,
-        wake: &mut Option<Instant>,
-    ) -> Option<usize> {
+    fn round_robin(&mut self, c: usize, p: &mut Picking<'_>) -> Option<usize> {
         let n = self.classes[c].children.len();
         let start = self.classes[c].rr_next;
         for i in 0..n {
             let k = self.classes[c].children[(start + i) % n];
-            if let Some(leaf) = self.pick(k, now, runnable, wake) {
+            if let Some(leaf) = self.pick(k, p) {
                 self.classes[c].rr_next = (start + i + 1) % n;
                 return Some(leaf);
             }

@@ -61,6 +61,21 @@ pub struct Bbr {
     idle_restart: bool,
 }
 
+/// What an ACK delivered, as BBR reads it.
+#[derive(Debug, Clone, Copy)]
+pub struct Delivery {
+    /// The rate sampler's sample, if the ACK gave one.
+    pub sample: Option<RateSample>,
+    /// Bytes newly delivered.
+    pub delivered: u32,
+    /// Bytes delivered so far.
+    pub total: u64,
+    /// Bytes still in flight.
+    pub inflight: u32,
+    /// The smoothed RTT.
+    pub srtt: Option<Duration>,
+}
+
 impl Bbr {
     /// Startup with the initial window `cwnd`.
     pub fn new(smss: u32, cwnd: u32, now: Instant) -> Bbr {
@@ -122,17 +137,9 @@ impl Bbr {
         ((self.pacing_rate / 1000.0) as u32).clamp(2 * self.smss, 64 * 1024)
     }
 
-    /// An ACK: `sample` from the rate sampler, `delivered` bytes newly delivered (`total`
-    /// delivered so far), `inflight` bytes still out, `srtt` the smoothed RTT.
-    pub fn on_ack(
-        &mut self,
-        now: Instant,
-        sample: Option<RateSample>,
-        delivered: u32,
-        total: u64,
-        inflight: u32,
-        srtt: Option<Duration>,
-    ) {
+    /// An ACK and what it delivered.
+    pub fn on_ack(&mut self, now: Instant, d: Delivery) {
+        let Delivery { sample, delivered, total, inflight, srtt } = d;
         let mut round_start = false;
         // Whether the minimum had expired is taken before this sample renews it: ProbeRTT
         // goes by it (draft §4.5.3).
@@ -342,14 +349,9 @@ mod tests {
                 *delivered += 10_000;
                 *now += Duration::from_millis(rtt_ms / 10);
                 let inflight = b.cwnd().min((rate * rtt_ms as f64 / 1000.0) as u32);
-                b.on_ack(
-                    *now,
-                    sample(rate, rtt_ms, prior),
-                    10_000,
-                    *delivered,
-                    inflight,
-                    Some(Duration::from_millis(rtt_ms)),
-                );
+                let srtt = Some(Duration::from_millis(rtt_ms));
+                let sample = sample(rate, rtt_ms, prior);
+                b.on_ack(*now, Delivery { sample, delivered: 10_000, total: *delivered, inflight, srtt });
             }
         }
     }
@@ -392,7 +394,8 @@ mod tests {
             let prior = delivered;
             delivered += 10_000;
             now += Duration::from_millis(20);
-            b.on_ack(now, sample(12.5e6, 25, prior), 10_000, delivered, b.cwnd(), None);
+            let sample = sample(12.5e6, 25, prior);
+            b.on_ack(now, Delivery { sample, delivered: 10_000, total: delivered, inflight: b.cwnd(), srtt: None });
             if b.mode == Mode::ProbeRtt {
                 break;
             }

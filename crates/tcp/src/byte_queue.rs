@@ -34,6 +34,26 @@ impl ByteQueue {
     }
 }
 
+/// Implements [`Source`](crate::Source) for a connection type `$conn` whose bytes to send
+/// wait in its [`ByteQueue`] field `$queue` (what a byte-stream server's connection holds
+/// besides state of its own).
+#[macro_export]
+macro_rules! source_from_queue {
+    ($conn:ty, $queue:ident) => {
+        impl $crate::Source for $conn {
+            fn end(&self) -> u64 {
+                $crate::Source::end(&self.$queue)
+            }
+            fn fill(&self, off: u64, dst: &mut [u8]) {
+                $crate::Source::fill(&self.$queue, off, dst)
+            }
+            fn release(&mut self, off: u64) {
+                $crate::Source::release(&mut self.$queue, off)
+            }
+        }
+    };
+}
+
 impl Source for ByteQueue {
     fn end(&self) -> u64 {
         self.base + self.buf.len() as u64

@@ -2,7 +2,7 @@
 //! chosen per listener or connect. Windows are in bytes; the loss-recovery machinery (fast
 //! retransmit, SACK recovery) lives in the connection and calls these hooks.
 
-use crate::bbr::Bbr;
+use crate::bbr::{Bbr, Delivery};
 pub use crate::rate_sample::RateSample;
 use timer::{Duration, Instant};
 
@@ -114,21 +114,11 @@ impl Congestion {
         self.bbr.as_ref().and_then(Bbr::pacing_rate)
     }
 
-    /// BBR's update on an ACK that delivered `delivered` bytes (`total` so far) with a rate
-    /// sample, `inflight` bytes still out; nothing for the loss-based algorithms, which take
-    /// [`Congestion::on_ack`].
-    pub fn on_delivery(
-        &mut self,
-        now: Instant,
-        sample: Option<RateSample>,
-        delivered: u32,
-        total: u64,
-        inflight: u32,
-        srtt: Option<Duration>,
-    ) {
+    /// BBR's update on an ACK and what it delivered; nothing for the loss-based algorithms,
+    /// which take [`Congestion::on_ack`].
+    pub fn on_delivery(&mut self, now: Instant, d: Delivery) {
         if let Some(b) = &mut self.bbr {
-            b.on_ack(now, sample, delivered, total, inflight, srtt);
-            self.cwnd = b.cwnd();
+            b.on_ack(now, d);
         }
     }
 

@@ -4,6 +4,7 @@
 use wire::tcp::{TcpFlags, TcpRepr};
 
 use super::{End, Env, Reset, State, Tcb, PAWS_IDLE};
+use crate::bbr::Delivery;
 use crate::cc::CcKind;
 use crate::seq::Seq;
 use timer::{Duration, Instant};
@@ -444,8 +445,8 @@ impl Tcb {
                     _ => self.snd.una,
                 };
                 let sample = self.rate.on_ack(now, delivered, highest);
-                let (total, inflight) = (self.rate.delivered, self.flight());
-                self.cc.on_delivery(now, sample, delivered, total, inflight, self.rtt.srtt());
+                let (total, inflight, srtt) = (self.rate.delivered, self.flight(), self.rtt.srtt());
+                self.cc.on_delivery(now, Delivery { sample, delivered, total, inflight, srtt });
             }
         }
 
