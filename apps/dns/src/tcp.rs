@@ -558,25 +558,7 @@ impl Service for DnsService {
         self.tcp.tcp(now, src, dst, seg, payload, view);
     }
 
-    fn hints(&self, frame: &[u8], each: &mut dyn FnMut(*const u8)) {
-        self.tcp.hints(frame, each);
-    }
-
-    fn forward_strays(&mut self, on: bool) {
-        self.tcp.forward_strays(on);
-    }
-
-    fn next_deadline(&self) -> Option<Instant> {
-        self.tcp.next_deadline()
-    }
-
-    fn take_stray(&mut self) -> bool {
-        self.tcp.take_stray()
-    }
-
-    fn path_mtu(&mut self, local: IpAddr, remote: IpAddr, local_port: u16, remote_port: u16, mtu: u16) {
-        self.tcp.path_mtu(local, remote, local_port, remote_port, mtu);
-    }
+    engine::pass_to_tcp_service!(tcp);
 
     fn produce(&mut self, now: Instant, out: &mut dyn Originate) -> usize {
         self.tcp.app.now = now;

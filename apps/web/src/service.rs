@@ -221,27 +221,13 @@ impl Service for WebService {
         self.tcp.tcp_ports()
     }
 
-    fn hints(&self, frame: &[u8], each: &mut dyn FnMut(*const u8)) {
-        self.tcp.hints(frame, each);
-    }
-
     #[inline]
     fn tcp(&mut self, now: Instant, src: IpAddr, dst: IpAddr, seg: &TcpRepr, payload: &[u8], view: u32) {
         self.tcp.app.app.now = now;
         self.tcp.tcp(now, src, dst, seg, payload, view);
     }
 
-    fn forward_strays(&mut self, on: bool) {
-        self.tcp.forward_strays(on);
-    }
-
-    fn next_deadline(&self) -> Option<Instant> {
-        self.tcp.next_deadline()
-    }
-
-    fn take_stray(&mut self) -> bool {
-        self.tcp.take_stray()
-    }
+    engine::pass_to_tcp_service!(tcp);
 
     fn produce(&mut self, now: Instant, out: &mut dyn Originate) -> usize {
         self.tcp.app.app.now = now;

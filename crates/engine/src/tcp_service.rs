@@ -159,6 +159,34 @@ pub fn tcp_hints<A: tcp::App>(ep: &Endpoint<A>, frame: &[u8], each: &mut dyn FnM
     }
 }
 
+/// Inside `impl Service for` a server that wraps a [`TcpService`] in its field `$tcp`: the
+/// methods that only the TCP service has work for (prefetch hints, strays between engines,
+/// timers, path MTU), passed to it, so no wrapper forgets one.
+#[macro_export]
+macro_rules! pass_to_tcp_service {
+    ($tcp:ident) => {
+        fn hints(&self, frame: &[u8], each: &mut dyn FnMut(*const u8)) {
+            self.$tcp.hints(frame, each);
+        }
+
+        fn forward_strays(&mut self, on: bool) {
+            self.$tcp.forward_strays(on);
+        }
+
+        fn next_deadline(&self) -> Option<$crate::Instant> {
+            self.$tcp.next_deadline()
+        }
+
+        fn take_stray(&mut self) -> bool {
+            self.$tcp.take_stray()
+        }
+
+        fn path_mtu(&mut self, local: wire::IpAddr, remote: wire::IpAddr, local_port: u16, remote_port: u16, mtu: u16) {
+            self.$tcp.path_mtu(local, remote, local_port, remote_port, mtu);
+        }
+    };
+}
+
 /// The TCP endpoint's counters and its connections now, for the metrics endpoint.
 pub fn endpoint_metrics<A: tcp::App>(ep: &Endpoint<A>, out: &mut crate::Samples) {
     for (name, help, v) in ep.stats().metrics() {

@@ -17,6 +17,20 @@ pub fn reply(out: &mut dyn Out, noreply: bool, s: &[u8]) {
     }
 }
 
+/// Counts a hit (`hit`) or a miss on its counter and answers with its line: memcached's
+/// `DELETED`/`NOT_FOUND`, `TOUCHED`/`NOT_FOUND`, ...
+pub fn hit_or_miss(
+    out: &mut dyn Out,
+    noreply: bool,
+    hit: bool,
+    (hits, misses): (&crate::stats::Counter, &crate::stats::Counter),
+    (yes, no): (&[u8], &[u8]),
+) {
+    let (counter, line) = if hit { (hits, yes) } else { (misses, no) };
+    counter.inc();
+    reply(out, noreply, line);
+}
+
 impl Out for Vec<u8> {
     fn put(&mut self, b: &[u8]) {
         self.extend_from_slice(b);

@@ -1,7 +1,6 @@
 //! The text protocol's classic commands, answered as memcached 1.6 answers them.
 
-use super::out::reply;
-use super::out::{Line, Out};
+use super::out::{hit_or_miss, reply, Line, Out};
 use super::{meta, Ctx, Step};
 use crate::cache::{Arith, Mode, Stored};
 use crate::stats::DetailOp;
@@ -43,14 +42,9 @@ pub(super) fn step(data: &[u8], ctx: &mut Ctx<'_>, out: &mut dyn Out, swallow: &
         }
         Command::Delete { key, noreply } => {
             ctx.detail.record(key, DetailOp::Delete);
-            let r = ctx.cache.lock(key).delete(key, 0, ctx.now);
-            if let Stored::Stored(_) = r {
-                ctx.counters.delete_hits.inc();
-                reply(out, noreply, b"DELETED");
-            } else {
-                ctx.counters.delete_misses.inc();
-                reply(out, noreply, b"NOT_FOUND");
-            }
+            let hit = matches!(ctx.cache.lock(key).delete(key, 0, ctx.now), Stored::Stored(_));
+            let c = (&ctx.counters.delete_hits, &ctx.counters.delete_misses);
+            hit_or_miss(out, noreply, hit, c, (b"DELETED", b"NOT_FOUND"));
             Step::Done(n)
         }
         Command::Arith { key, incr, delta, noreply } => {
@@ -79,13 +73,9 @@ pub(super) fn step(data: &[u8], ctx: &mut Ctx<'_>, out: &mut dyn Out, swallow: &
         Command::Touch { key, exptime, noreply } => {
             ctx.counters.cmd_touch.inc();
             let exp = ctx.cache.realtime(exptime, ctx.now);
-            if ctx.cache.lock(key).touch(key, exp, ctx.now) {
-                ctx.counters.touch_hits.inc();
-                reply(out, noreply, b"TOUCHED");
-            } else {
-                ctx.counters.touch_misses.inc();
-                reply(out, noreply, b"NOT_FOUND");
-            }
+            let hit = ctx.cache.lock(key).touch(key, exp, ctx.now);
+            let c = (&ctx.counters.touch_hits, &ctx.counters.touch_misses);
+            hit_or_miss(out, noreply, hit, c, (b"TOUCHED", b"NOT_FOUND"));
             Step::Done(n)
         }
         Command::FlushAll { delay, noreply } => {
