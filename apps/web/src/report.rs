@@ -2,8 +2,8 @@
 //! each engine prints when it stops, read back from those same samples so the two never
 //! disagree.
 
-use crate::WebService;
-use engine::{Samples, Service};
+use crate::server::WebApp;
+use engine::Samples;
 
 /// A family with one label, `what` naming each value.
 fn each(out: &mut Samples, name: &'static str, help: &'static str, what: &'static str, values: &[(&'static str, u64)]) {
@@ -12,9 +12,10 @@ fn each(out: &mut Samples, name: &'static str, help: &'static str, what: &'stati
     }
 }
 
-/// Writes the web server's own families (beside the HTTP and TCP ones) for `svc`.
-pub fn metrics(svc: &WebService, out: &mut Samples) {
-    let (st, store) = (&svc.app().stats, &svc.app().store.stats);
+/// Writes the web server's own families (beside the HTTP and TCP ones): `app`'s, the
+/// reloads applied, and the TLS layer's if HTTPS is served.
+pub fn metrics(app: &WebApp, reloads: u64, tls: Option<&tls::TlsStats>, out: &mut Samples) {
+    let (st, store) = (&app.stats, &app.store.stats);
     let how = [("prepared", st.prepared_responses), ("formatted", st.formatted_responses)];
     each(out, "sirocco_web_responses_made_total", "Responses sent from a prepared head, or formatted.", "how", &how);
     let segs = [("ready", st.ready_segments.get()), ("built", st.built_segments.get())];
@@ -34,9 +35,8 @@ pub fn metrics(svc: &WebService, out: &mut Samples) {
         "event",
         &events,
     );
-    out.counter("sirocco_web_reloads_total", "Content reloads (SIGHUP) applied.", svc.reloads);
-    if svc.tls_on() {
-        let t = svc.tls_stats();
+    out.counter("sirocco_web_reloads_total", "Content reloads (SIGHUP) applied.", reloads);
+    if let Some(t) = tls {
         let events = [
             ("accepted", t.accepted),
             ("handshakes", t.handshakes),
@@ -50,7 +50,7 @@ pub fn metrics(svc: &WebService, out: &mut Samples) {
         let sealed = [("at_send", t.records_sealed.get()), ("in_place", t.records_in_place)];
         each(out, "sirocco_tls_records_sealed_total", "TLS records sealed when sent, or in place.", "where", &sealed);
     }
-    if let Some(r) = svc.app().replicas() {
+    if let Some(r) = app.replicas() {
         let s = &r.stats;
         let events = [
             ("sends", s.sends),
@@ -69,7 +69,7 @@ pub fn metrics(svc: &WebService, out: &mut Samples) {
         );
         out.gauge("sirocco_web_replica_frames_pinned", "Frames pinned by replicas.", r.pinned() as u64);
         out.gauge("sirocco_web_replica_frames_budget", "Frames replicas may pin.", r.budget() as u64);
-    } else if let Some(st) = &svc.app().stream {
+    } else if let Some(st) = &app.stream {
         let (s, p, pool) = (&st.stats, &st.port.stats, st.port.pool_ref());
         let events = [
             ("reads", s.reads),
@@ -95,14 +95,12 @@ pub fn metrics(svc: &WebService, out: &mut Samples) {
     }
 }
 
-/// The exit summary of engine `q`'s service.
-pub fn exit_lines(q: usize, svc: &WebService) -> Vec<String> {
-    let mut s = Samples::default();
-    svc.metrics(&mut s);
-    let mut out = lines(q, &s);
-    let last = &svc.tls_stats().last_failure;
-    if svc.tls_on() && !last.is_empty() {
-        out[1].push_str(&format!("; last failure: {last}"));
+/// The exit summary of engine `q` from its samples; `tls_failure`, the last TLS handshake
+/// failure's reason (not a counter), is added to the TLS line.
+pub fn exit_lines(q: usize, s: &Samples, tls_failure: &str) -> Vec<String> {
+    let mut out = lines(q, s);
+    if out.len() > 2 && !tls_failure.is_empty() {
+        out[1].push_str(&format!("; last failure: {tls_failure}"));
     }
     out
 }

@@ -88,6 +88,14 @@ impl WebService {
         self.tcp.app.enabled()
     }
 
+    /// The lines engine `q` prints when it stops, from the samples its metrics publish.
+    pub fn exit_lines(&self, q: usize) -> Vec<String> {
+        let mut s = engine::Samples::default();
+        engine::Service::metrics(self, &mut s);
+        let failure = if self.tls_on() { self.tls_stats().last_failure.as_str() } else { "" };
+        crate::report::exit_lines(q, &s, failure)
+    }
+
     /// The TLS layer's counters.
     pub fn tls_stats(&self) -> &tls::TlsStats {
         &self.tcp.app.stats
@@ -279,7 +287,8 @@ impl Service for WebService {
             out.counter_with("sirocco_http_timeouts_total", help, ("timeout", what), v);
         }
         out.counter("sirocco_http_connections_accepted_total", "HTTP connections accepted.", st.accepted);
-        crate::report::metrics(self, out);
+        let tls = self.tls_on().then(|| self.tls_stats());
+        crate::report::metrics(self.app(), self.reloads, tls, out);
         self.tcp.metrics(out);
     }
 }

@@ -134,7 +134,7 @@ pub fn run(a: WebArgs) -> Result<(), String> {
     }
     let out = s.run(&what, &grants, make, Some(crate::serve::Reload::on_hup("tree", Box::new(reload))))?;
     for (q, svc) in out.apps().enumerate() {
-        for line in web::report::exit_lines(q, svc) {
+        for line in svc.exit_lines(q) {
             println!("{line}");
         }
     }
