@@ -119,6 +119,7 @@ impl Congestion {
     pub fn on_delivery(&mut self, now: Instant, d: Delivery) {
         if let Some(b) = &mut self.bbr {
             b.on_ack(now, d);
+            self.cwnd = b.cwnd();
         }
     }
 
