@@ -167,11 +167,12 @@ KERNEL_ADDR, OWN_ADDR = "198.18.0.1", "198.18.0.10"
 
 class WebServer:
     """One server of the web benchmarks, in `cpuset` on the test network `net`: nginx (kind
-    "nginx", see nginx_argv) or `sirocco web` with `args` (a kind with "@base" runs BASE_BIN)."""
+    "nginx", see nginx_argv) or `sirocco web` with `args` (a kind's "@" variants: see server_kind)."""
 
     def __init__(self, kind, net, cpuset, root, args, tls=False):
         self.proc, self.net, self.cs, self.root, self.args, self.tls = None, net, cpuset, root, args, tls
         self.kind, self.bin = server_kind(kind, SIROCCO)
+        self.args = args + server_flags(kind)
         self.addr = KERNEL_ADDR if self.kind == "nginx" else OWN_ADDR
 
     def start(self):
@@ -325,16 +326,29 @@ class Cpuset:
 OUT = os.environ.get("BENCH_OUT") or os.path.join(os.path.dirname(os.path.abspath(__file__)), "results")
 
 
+BUSY_POLL = {"bp-on": "on", "bp-off": "off", "bp-auto": "auto"}
+
+
 def server_kind(kind, default_bin):
-    """A/B runs: a server kind with the suffix "@base" (SERVERS=sirocco,sirocco@base) runs the
-    sirocco binary BASE_BIN names, built from another commit, with the same arguments; load
-    generators stay this build's. Returns (the kind without the suffix, the binary)."""
-    name, _, which = kind.partition("@")
-    if which == "":
-        return name, default_bin
-    if which != "base" or not os.environ.get("BASE_BIN"):
-        sys.exit(f"bench: server '{kind}': only '@base' is known, and it needs BASE_BIN=path/to/sirocco")
-    return name, os.environ["BASE_BIN"]
+    """Variants of a sirocco server, as suffixes after "@" joined by "+": "base" runs the
+    sirocco binary BASE_BIN names, built from another commit, with the same arguments (A/B
+    runs; load generators stay this build's); "bp-on", "bp-off", "bp-auto" add --busy-poll
+    (see server_flags). SERVERS=sirocco@bp-off,sirocco@bp-on compares them in one run.
+    Returns (the kind without the suffixes, the binary)."""
+    name, _, suffixes = kind.partition("@")
+    binary = default_bin
+    for s in filter(None, suffixes.split("+")):
+        if s == "base" and os.environ.get("BASE_BIN"):
+            binary = os.environ["BASE_BIN"]
+        elif s not in BUSY_POLL:
+            sys.exit(f"bench: server '{kind}': '@{s}' is not base (with BASE_BIN=path/to/sirocco) or bp-on/off/auto")
+    return name, binary
+
+
+def server_flags(kind):
+    """The extra sirocco options a kind's suffixes ask for (see server_kind)."""
+    _, _, suffixes = kind.partition("@")
+    return [a for s in suffixes.split("+") if s in BUSY_POLL for a in ("--busy-poll", BUSY_POLL[s])]
 
 
 def fmt(v, f="{:.0f}"):

@@ -25,7 +25,7 @@ import json, os, platform, random, signal, subprocess, sys, time
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
 from lib import (sh, ns, proc_cpu, median_of, env_list, preflight, Testnet, Cpuset, kxdpgun,  # noqa: E402
-                 SIROCCO, BUILD, SECS, REPS, SRV_CPU, GEN_CPU, fmt, run_meta, save, plot, finish, server_kind)
+                 SIROCCO, BUILD, SECS, REPS, SRV_CPU, GEN_CPU, fmt, run_meta, save, plot, finish, server_kind, server_flags)
 
 WORK = os.path.join(BUILD, "dns")
 NET = Testnet("bd")
@@ -105,7 +105,8 @@ def zone_and_queries(n):
 
 
 def base_kind(kind):
-    return kind.removesuffix("-dnssec").removesuffix("-tcp")
+    name, at, variants = kind.partition("@")
+    return name.removesuffix("-dnssec").removesuffix("-tcp") + at + variants
 
 
 class Server:
@@ -122,11 +123,11 @@ class Server:
             # The same engine answering every query with the query itself: what answering
             # costs on top of the dataplane. Same idle policy as the DNS server.
             return [sirocco, "echo", "--iface", SRV_IF, "--addr", SERVER_ADDR, "--port", "53", "--queues", "1",
-                    "--cpus", str(SRV_CPU), "--idle-spins", "0"]
+                    "--cpus", str(SRV_CPU), "--idle-spins", "0"] + server_flags(self.kind)
         if kind in ("sirocco", "sirocco6", "sirocco-decompress"):
             mode = "decompress" if kind == "sirocco-decompress" else "wire"
             return [sirocco, "dns", "--iface", SRV_IF, "--addr", self.addr, "--queues", "1", "--cpus", str(SRV_CPU),
-                    "--key-mode", mode, "--zone", f"{ORIGIN}={self.zone}"] + os.environ.get("SIROCCO_ARGS", "").split()
+                    "--key-mode", mode, "--zone", f"{ORIGIN}={self.zone}"] + os.environ.get("SIROCCO_ARGS", "").split() + server_flags(self.kind)
         if kind in ("knot-xdp", "knot"):
             d = self.dir
             conf = os.path.join(d, "knot.conf")

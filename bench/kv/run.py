@@ -13,7 +13,7 @@ CPU-second. Writes JSON, a markdown table and throughput-p99 curves to bench/res
 import json, os, subprocess, sys, time
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
-from lib import (sh, ns, cpu_busy, proc_cpu, median_of, stop_process, server_kind, env_list, preflight, fresh_runs,  # noqa: E402
+from lib import (sh, ns, cpu_busy, proc_cpu, median_of, stop_process, server_kind, server_flags, env_list, preflight, fresh_runs,  # noqa: E402
                  Testnet, Cpuset, SIROCCO, SECS, REPS, SRV_CPU, GEN_CPU, fmt, run_meta, save, plot, finish)
 
 NET = Testnet("bk")
@@ -33,11 +33,12 @@ class Server:
     def __init__(self, kind):
         self.proc, self.cpuset = None, None
         self.kind, self.bin = server_kind(kind, SIROCCO)
+        self.flags = server_flags(kind)
 
     def start(self):
         if self.kind == "sirocco":
             argv = [self.bin, "kv", "--iface", SRV_IF, "--addr", SERVER_ADDR, "--queues", "1", "--cpus", str(SRV_CPU),
-                    "--memory", "1024"]
+                    "--memory", "1024"] + self.flags
             self.proc = subprocess.Popen(["ip", "netns", "exec", SRV_NS, "taskset", "-c", str(SRV_CPU)] + argv,
                                          stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
         else:

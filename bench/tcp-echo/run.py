@@ -14,7 +14,7 @@ markdown table and a plot to bench/results/."""
 import json, os, platform, subprocess, sys, time
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
-from lib import (sh, ns, cpu_busy, proc_cpu, median_of, stop_process, server_kind, env_list, preflight, turn_runs,  # noqa: E402
+from lib import (sh, ns, cpu_busy, proc_cpu, median_of, stop_process, server_kind, server_flags, env_list, preflight, turn_runs,  # noqa: E402
                  Testnet, SIROCCO, BUILD, SECS, REPS, SRV_CPU, GEN_CPU, fmt, run_meta, save, plot, finish)
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -31,11 +31,12 @@ class Server:
     def __init__(self, kind):
         self.proc = None
         self.kind, self.bin = server_kind(kind, SIROCCO)
+        self.flags = server_flags(kind)
 
     def start(self):
         if self.kind == "sirocco":
             argv = [self.bin, "echo", "--proto", "tcp", "--iface", SRV_IF, "--addr", SERVER_ADDR, "--queues", "1",
-                    "--cpus", str(SRV_CPU)] + SIROCCO_ARGS
+                    "--cpus", str(SRV_CPU)] + SIROCCO_ARGS + self.flags
         else:
             argv = [os.path.join(BUILD, "epoll_echo"), SERVER_ADDR, "7"]
         self.proc = subprocess.Popen(["ip", "netns", "exec", SRV_NS, "taskset", "-c", str(SRV_CPU)] + argv,

@@ -13,7 +13,7 @@ table and a plot to bench/results/."""
 import json, os, platform, re, subprocess, sys, time
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
-from lib import (sh, ns, cpu_busy, proc_cpu, median_of, stop_process, server_kind, env_list, preflight, turn_runs,  # noqa: E402
+from lib import (sh, ns, cpu_busy, proc_cpu, median_of, stop_process, server_kind, server_flags, env_list, preflight, turn_runs,  # noqa: E402
                  Testnet, SIROCCO, BUILD, SECS, REPS, SRV_CPU, GEN_CPU, fmt, run_meta, save, plot, finish)
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -30,6 +30,7 @@ class Server:
     def __init__(self, kind):
         self.proc = None
         self.kind, self.bin = server_kind(kind, SIROCCO)
+        self.flags = server_flags(kind)
         v6 = self.kind == "sirocco6"
         self.addr, self.client = (SERVER_ADDR6, CLIENT_ADDR6) if v6 else (SERVER_ADDR, CLIENT_ADDR)
 
@@ -37,7 +38,7 @@ class Server:
         if self.kind in ("sirocco", "sirocco6"):
             self.proc = subprocess.Popen(
                 ["ip", "netns", "exec", SRV_NS, "taskset", "-c", str(SRV_CPU), self.bin, "echo", "--iface", SRV_IF,
-                 "--addr", self.addr, "--queues", "1", "--cpus", str(SRV_CPU)],
+                 "--addr", self.addr, "--queues", "1", "--cpus", str(SRV_CPU)] + self.flags,
                 stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
         elif self.kind == "kernel":
             self.proc = subprocess.Popen(

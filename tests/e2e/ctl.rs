@@ -352,6 +352,7 @@ fn rogue_grant(sock: &str, pps: u64) -> (UnixStream, Value, XskPort) {
         tx_budget: q["tx_budget"].as_u64().unwrap() as u32,
         tx_meta: None,
         unaligned: false,
+        busy_poll: false,
     };
     assert_eq!(fds.len(), 2, "a socket and its memory");
     let mem = fds.pop().unwrap();

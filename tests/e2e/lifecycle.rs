@@ -123,3 +123,66 @@ fn umem_goes_on_transparent_hugepages_where_none_are_reserved() {
     let (st, log) = s.stop();
     assert!(st.success(), "{log}");
 }
+
+/// The interface's deferral knobs, as the kernel shows them.
+fn napi_knobs(net: &TestNet) -> (String, String) {
+    let read = |k: &str| {
+        let out = net.exec(&net.srv_ns, &["cat", &format!("/sys/class/net/{}/{k}", net.srv_if)]);
+        String::from_utf8_lossy(&out.stdout).trim().to_string()
+    };
+    (read("napi_defer_hard_irqs"), read("gro_flush_timeout"))
+}
+
+#[test]
+fn busy_polling_is_in_force_only_where_the_kernel_busy_polls_and_says_why() {
+    let net = TestNet::new(1);
+    let before = napi_knobs(&net);
+    let release = std::fs::read_to_string("/proc/sys/kernel/osrelease").unwrap();
+    let mut v = release.split(|c: char| !c.is_ascii_digit()).filter_map(|p| p.parse::<u32>().ok());
+    let copy_mode_busy_polls = (v.next().unwrap(), v.next().unwrap()) < (6, 13);
+    let s = net.start(&["echo", "--iface", &net.srv_if, "--addr", SERVER_OWN]);
+    assert!(one_echo(&net.cli_ns, SERVER_OWN));
+    let log = s.log();
+    if copy_mode_busy_polls {
+        assert!(log.contains("busy polling on (napi_defer_hard_irqs 2"), "{log}");
+        assert_eq!(napi_knobs(&net), ("2".into(), "200000".into()), "the knobs are set while it runs");
+    } else {
+        // veth has no zero-copy AF_XDP: the socket is in copy mode, which Linux 6.13+ does
+        // not busy-poll. auto says so in the start line and leaves the knobs alone.
+        assert!(log.contains("busy polling off: AF_XDP copy mode"), "{log}");
+        assert_eq!(napi_knobs(&net), before, "knobs untouched where busy polling cannot work");
+    }
+    let (st, log) = s.stop();
+    assert!(st.success(), "{log}");
+    assert_eq!(napi_knobs(&net), before, "whatever was set is put back at exit");
+    if !copy_mode_busy_polls {
+        // Asked for outright where it cannot work: one clear line, a failure, nothing left.
+        let out = net.exec(
+            &net.srv_ns,
+            &[sirocco(), "echo", "--iface", &net.srv_if, "--addr", SERVER_OWN, "--busy-poll", "on", "--duration", "2"],
+        );
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(!out.status.success(), "{err}");
+        assert!(err.contains("--busy-poll on: AF_XDP copy mode"), "{err}");
+        assert_eq!(err.lines().filter(|l| l.contains("error")).count(), 1, "{err}");
+        assert!(!net.server_has_xdp(), "no XDP program left behind");
+    }
+    // A bad value on the command line, and in a config file (named with its line).
+    let out = net.exec(&net.srv_ns, &[sirocco(), "echo", "--iface", &net.srv_if, "--busy-poll", "sometimes"]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success() && err.contains("sometimes"), "{err}");
+    let dir = std::env::temp_dir().join(format!("sirocco-busy-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let (good, bad) = (dir.join("good.toml"), dir.join("bad.toml"));
+    let body = format!("iface = \"{}\"\naddr = \"{SERVER_OWN}\"\n", net.srv_if);
+    std::fs::write(&good, format!("{body}busy_poll = \"off\"\n")).unwrap();
+    std::fs::write(&bad, format!("{body}busy_poll = \"never\"\n")).unwrap();
+    let check =
+        |f: &std::path::Path| net.exec(&net.srv_ns, &[sirocco(), "echo", "--config", f.to_str().unwrap(), "--check"]);
+    let ok = check(&good);
+    assert!(ok.status.success(), "{}", String::from_utf8_lossy(&ok.stderr));
+    let no = check(&bad);
+    let err = String::from_utf8_lossy(&no.stderr);
+    assert!(!no.status.success() && err.contains("bad.toml:3") && err.contains("never"), "{err}");
+    let _ = std::fs::remove_dir_all(&dir);
+}

@@ -54,6 +54,7 @@ fn shape(v: &Value, q: u32) -> Option<XskShape> {
         tx_budget: v.get("tx_budget")?.as_u64()? as u32,
         tx_meta: v.get("tx_meta").and_then(Value::as_u64).map(|m| m as u32),
         unaligned: v.get("unaligned")?.as_bool()?,
+        busy_poll: v.get("busy_poll").and_then(Value::as_bool).unwrap_or(false),
     })
 }
 

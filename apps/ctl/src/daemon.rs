@@ -281,7 +281,7 @@ fn build(st: &mut State, id: u64, slot: u32, w: &Want, conn: &Conn) -> Result<(V
             json!({
                 "queue": sh.queue, "frames": sh.frames, "frame_size": sh.frame_size, "ring_size": sh.ring_size,
                 "zero_copy": sh.mode == BindMode::ZeroCopy, "tx_budget": sh.tx_budget, "tx_meta": sh.tx_meta,
-                "unaligned": sh.unaligned,
+                "unaligned": sh.unaligned, "busy_poll": sh.busy_poll,
             })
         })
         .collect();

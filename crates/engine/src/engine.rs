@@ -287,8 +287,9 @@ impl<P: Port> Engine<P> {
         }
     }
 
-    /// Runs until `stop` is set: busy-polls while frames arrive; after an empty receive it
-    /// yields (or spins) up to `idle_spins` times, then sleeps in poll() until a frame arrives.
+    /// Runs until `stop` is set: polls while frames arrive; after an empty receive it
+    /// busy-polls, yields or spins up to `idle_spins` times, then sleeps in poll() until a
+    /// frame arrives.
     pub fn run<A: Service + ?Sized>(&mut self, app: &mut A, stop: &AtomicBool) {
         let mut idle = 0u32;
         while !stop.load(Ordering::Relaxed) {
@@ -357,8 +358,12 @@ impl<P: Port> Engine<P> {
         }
     }
 
-    /// Between two iterations that found no input: yield the CPU if the policy says so.
+    /// Between two iterations that found no input: run the queue's receive work here if the
+    /// port busy-polls, else yield the CPU if the policy says so (that work may need it).
     fn pause(&mut self) {
+        if self.port.busy_poll() {
+            return;
+        }
         if self.node.cfg.idle == IdlePolicy::Yield {
             self.node.counters.yields += 1;
             io::sched::yield_now();

@@ -6,6 +6,7 @@
 //! - [`mem::MemPort`]: an in-memory pair with the same interface, for tests.
 //! - [`filter::Filter`]: the XDP program that redirects only granted flows to sirocco.
 //! - [`ctl_path::CtlPath`]: `sirocco ctl`'s programs, which share one interface among grants.
+//! - [`napi`]: the interface's interrupt deferral knobs, for preferred busy polling.
 //! - [`iface`]: interface facts from the kernel (index, MAC, addresses, queues, neighbours).
 //! - [`storage::StoragePort`]: storage queues — io_uring with O_DIRECT into registered buffers,
 //!   reaped by the engine's loop (the diskmap of the Atlas thesis).
@@ -16,6 +17,7 @@ pub mod fdpass;
 pub mod filter;
 pub mod iface;
 pub mod mem;
+pub mod napi;
 pub mod pcap;
 mod pins;
 pub mod port;

@@ -63,6 +63,11 @@ pub trait Port {
     fn flush(&mut self);
     /// Sleeps until a frame may be ready to receive or `timeout_ms` passes.
     fn wait(&mut self, timeout_ms: i32);
+    /// Runs the device's receive work for this queue once in the caller's thread (preferred
+    /// busy polling), if the port does; false if it does not busy-poll.
+    fn busy_poll(&mut self) -> bool {
+        false
+    }
     /// The port's counters and the kernel's for it, each as a metric: its name by
     /// Prometheus conventions, what it counts, its value (read a few times a second for the
     /// metrics endpoint; may make a system call). None by default.

@@ -346,6 +346,26 @@ pub fn kick_tx(fd: RawFd) -> Option<i32> {
 }
 
 /// Wakes the kernel to consume the fill ring (drivers that need it).
+/// `SOL_SOCKET` options of busy polling (Linux 5.11+ for the last two).
+pub const SO_BUSY_POLL: i32 = 46;
+pub const SO_PREFER_BUSY_POLL: i32 = 69;
+pub const SO_BUSY_POLL_BUDGET: i32 = 70;
+
+/// Sets the `SOL_SOCKET` option `opt` to `val` on `fd`.
+pub fn set_socket_int(fd: &OwnedFd, opt: i32, val: i32) -> io::Result<()> {
+    // SAFETY: `val` is a live i32 and we pass its size.
+    check(unsafe {
+        libc::setsockopt(
+            fd.as_raw_fd(),
+            libc::SOL_SOCKET,
+            opt,
+            &val as *const i32 as *const libc::c_void,
+            std::mem::size_of::<i32>() as libc::socklen_t,
+        )
+    })
+    .map(|_| ())
+}
+
 pub fn kick_rx(fd: RawFd) {
     // SAFETY: zero-length recvfrom with no buffer is the documented AF_XDP fill-ring wakeup.
     unsafe {

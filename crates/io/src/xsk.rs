@@ -37,6 +37,33 @@ pub struct XskConfig {
     /// Bytes of arena to lend out beyond the frames (see [`Port::region`]); packets then
     /// may be gathered from several buffers (unaligned chunks, multi-buffer TX).
     pub lend: usize,
+    /// Preferred busy polling on the socket, if wanted (see [`BusyPoll`]).
+    pub busy_poll: Option<BusyPoll>,
+}
+
+/// Preferred busy polling (Linux 5.11+): the engine's own `recvfrom` and `sendto` run the
+/// device's NAPI for its queue in the engine's thread, and the kernel keeps that queue's
+/// interrupts (veth: its peer's wakeups of the NAPI thread) off while the engine polls, so a
+/// batch costs no wakeup or context switch. The interface's `napi_defer_hard_irqs` and
+/// `gro_flush_timeout` (see [`crate::napi`]) make the kernel keep them off.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct BusyPoll {
+    /// `SO_BUSY_POLL`: microseconds a blocking busy poll may spin (the engine's never block).
+    pub usecs: u32,
+    /// `SO_BUSY_POLL_BUDGET`: packets one busy poll may take from the device (the batch).
+    pub budget: u16,
+}
+
+impl BusyPoll {
+    /// Sets the options on `fd`: preferred busy polling, its time and its budget. Raising
+    /// the time or the budget above the system's takes CAP_NET_ADMIN.
+    pub fn apply(self, fd: &OwnedFd) -> io::Result<()> {
+        let name = |e: io::Error, what: &str| io::Error::new(e.kind(), format!("{what}: {e}"));
+        sys::set_socket_int(fd, sys::SO_PREFER_BUSY_POLL, 1).map_err(|e| name(e, "SO_PREFER_BUSY_POLL"))?;
+        sys::set_socket_int(fd, sys::SO_BUSY_POLL, self.usecs as i32).map_err(|e| name(e, "SO_BUSY_POLL"))?;
+        sys::set_socket_int(fd, sys::SO_BUSY_POLL_BUDGET, i32::from(self.budget))
+            .map_err(|e| name(e, "SO_BUSY_POLL_BUDGET"))
+    }
 }
 
 impl Default for XskConfig {
@@ -47,6 +74,7 @@ impl Default for XskConfig {
             ring_size: 2048,
             force_copy: false,
             lend: 0,
+            busy_poll: None,
         }
     }
 }
@@ -178,6 +206,8 @@ pub struct XskCounters {
     pub tx_budget: u32,
     /// Short waits for a full device queue to drain.
     pub tx_waits: u64,
+    /// Busy polls: `recvfrom` calls that ran the queue's NAPI in the engine's thread.
+    pub busy_polls: u64,
 }
 
 /// The port's and the kernel's counters for one socket.
@@ -234,6 +264,9 @@ pub struct XskPort {
     /// Per 4 KiB page of the lent region: descriptors starting there that the kernel has not
     /// completed.
     in_flight: Vec<u16>,
+    /// The socket busy-polls: `busy_poll` runs the queue's NAPI.
+    busy_poll: bool,
+    busy_poll_refused: Option<String>,
 }
 
 /// Granule of the lent region's in-flight counts.
@@ -263,6 +296,8 @@ pub struct XskShape {
     pub tx_meta: Option<u32>,
     /// The UMEM is in unaligned mode (memory lent beyond the frames).
     pub unaligned: bool,
+    /// The socket busy-polls (the options of [`XskConfig::busy_poll`] took).
+    pub busy_poll: bool,
 }
 
 /// A socket bound to its queue with its UMEM registered, before its rings are mapped: what a
@@ -271,6 +306,7 @@ pub struct XskBound {
     fd: OwnedFd,
     umem: Umem,
     shape: XskShape,
+    busy_poll_refused: Option<String>,
 }
 
 impl XskBound {
@@ -342,6 +378,11 @@ impl XskBound {
         } else {
             32
         };
+        let busy = cfg.busy_poll.map(|b| b.apply(&fd));
+        let busy_poll_refused = match &busy {
+            Some(Err(e)) => Some(e.to_string()),
+            _ => None,
+        };
         let shape = XskShape {
             queue,
             frames: umem.frames(),
@@ -351,13 +392,19 @@ impl XskBound {
             tx_budget,
             tx_meta: tx_meta.then_some(meta),
             unaligned: gather,
+            busy_poll: matches!(busy, Some(Ok(()))),
         };
-        Ok(XskBound { fd, umem, shape })
+        Ok(XskBound { fd, umem, shape, busy_poll_refused })
     }
 
     /// What it was made with.
     pub fn shape(&self) -> XskShape {
         self.shape
+    }
+
+    /// Why the kernel refused the busy-polling options that were asked for, if it did.
+    pub fn busy_poll_refused(&self) -> Option<&str> {
+        self.busy_poll_refused.as_deref()
     }
     /// The socket, to hand over.
     pub fn socket_fd(&self) -> RawFd {
@@ -370,7 +417,7 @@ impl XskBound {
 
     /// Maps the rings and makes the port.
     pub fn into_port(self) -> io::Result<XskPort> {
-        let XskBound { fd, umem, shape } = self;
+        let XskBound { fd, umem, shape, busy_poll_refused } = self;
         let ring_size = shape.ring_size;
         if !ring_size.is_power_of_two() || shape.frames != umem.frames() || shape.frame_size != umem.frame_size() {
             return Err(io::Error::new(io::ErrorKind::InvalidData, "socket shape does not match its packet memory"));
@@ -404,6 +451,8 @@ impl XskBound {
             unaligned: shape.unaligned,
             tx_meta: shape.tx_meta,
             in_flight: vec![0; lent >> PAGE_SHIFT],
+            busy_poll: shape.busy_poll,
+            busy_poll_refused,
         };
         port.refill();
         Ok(port)
@@ -444,7 +493,22 @@ impl XskPort {
         if shape.unaligned != (umem.region().is_some()) {
             return Err(io::Error::new(io::ErrorKind::InvalidData, "socket shape does not match its packet memory"));
         }
-        XskBound { fd: socket, umem, shape }.into_port()
+        XskBound { fd: socket, umem, shape, busy_poll_refused: None }.into_port()
+    }
+
+    /// True if the socket busy-polls ([`Port::busy_poll`] runs the queue's NAPI).
+    pub fn busy_polls(&self) -> bool {
+        self.busy_poll
+    }
+
+    /// Why the kernel refused the busy-polling options that were asked for, if it did.
+    pub fn busy_poll_refused(&self) -> Option<&str> {
+        self.busy_poll_refused.as_deref()
+    }
+
+    /// Stops busy polling (where it would do nothing): the engine yields or sleeps instead.
+    pub fn stop_busy_polling(&mut self) {
+        self.busy_poll = false;
     }
 
     /// How the socket was bound.
@@ -561,6 +625,11 @@ impl Port for XskPort {
             ("sirocco_xsk_tx_kick_errors_total", "TX kicks that failed.", p.tx_kick_errors),
             ("sirocco_xsk_rx_wakeups_total", "Fill-ring wakeups (recvfrom calls).", p.rx_wakeups),
             ("sirocco_xsk_polls_total", "poll() calls made while idle.", p.polls),
+            (
+                "sirocco_xsk_busy_polls_total",
+                "Busy polls: the queue's receive work run in the engine's thread.",
+                p.busy_polls,
+            ),
         ]
     }
 
@@ -678,6 +747,17 @@ impl Port for XskPort {
             self.counters.rx_wakeups += 1;
             sys::kick_rx(self.fd.as_raw_fd());
         }
+    }
+
+    fn busy_poll(&mut self) -> bool {
+        if !self.busy_poll {
+            return false;
+        }
+        self.counters.busy_polls += 1;
+        // With the socket's busy-poll options a zero-length recvfrom runs the device's NAPI
+        // once, up to the budget, and returns (MSG_DONTWAIT: it never spins or sleeps).
+        sys::kick_rx(self.fd.as_raw_fd());
+        true
     }
 
     fn wait(&mut self, timeout_ms: i32) {

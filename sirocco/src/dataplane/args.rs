@@ -45,6 +45,13 @@ pub struct DataplaneArgs {
     /// ~40% less CPU per answer; the TCP echo spends ~40% less CPU per message with 0.
     #[arg(long, value_name = "N")]
     pub idle_spins: Option<u32>,
+    /// Preferred busy polling: the kernel's receive work for a queue runs in its engine's own
+    /// system calls while the engine is busy, with the interface's interrupts deferred
+    /// (napi_defer_hard_irqs and gro_flush_timeout are set where they have the kernel's
+    /// defaults, and put back at exit); auto turns it on where the kernel allows it, with one
+    /// warning line where not [default: auto]. Config key busy_poll.
+    #[arg(long, value_enum, value_name = "off|on|auto")]
+    pub busy_poll: Option<super::busy_poll::BusyPollMode>,
     /// Serve the counters of the engines, the XDP filter and the application as Prometheus
     /// metrics over HTTP at /metrics on this kernel socket: PORT (on 127.0.0.1), ADDR:PORT or
     /// [ADDR]:PORT. Config key metrics.
@@ -134,6 +141,7 @@ impl DataplaneArgs {
             force_copy: self.copy,
             quiet,
             idle_spins: self.idle_spins.unwrap_or(default_spins),
+            busy_poll: self.busy_poll.unwrap_or_default(),
             loss_ppm: self.impair_loss.map_or(0, |p| (p * 10_000.0) as u32),
             extra_frames: 0,
             lend: 0,

@@ -24,6 +24,8 @@ type Finished<A> = (Counters, A, bool, XskStats);
 /// The engines while they run.
 pub(super) struct Running<A> {
     filter: Option<Filter>,
+    /// Busy polling and the interface's knobs, put back when this drops.
+    busy: Option<super::busy_poll::InForce>,
     held: Option<ctl::client::Held>,
     capture: Option<Capture>,
     stop: Arc<AtomicBool>,
@@ -50,7 +52,7 @@ where
     A: Service + Send + 'static,
     F: FnMut(u32) -> A,
 {
-    let Opened { ifc, owns_alone, owns_alone6, filter, ports, held } = opened;
+    let Opened { ifc, owns_alone, owns_alone6, filter, ports, held, busy } = opened;
     let (capture, tap) = match &opts.pcap {
         Some(p) => {
             let (c, t) = Capture::create(p).map_err(|e| format!("cannot create capture file: {e}"))?;
@@ -72,6 +74,7 @@ where
     }
     let mut running = Running {
         filter,
+        busy,
         held,
         capture,
         stop,
@@ -199,7 +202,8 @@ impl<A> Running<A> {
                 (c, a.unwrap_or_default())
             })
             .collect();
-        Sources { engines, filter: self.filter.as_ref().map(Filter::verdicts) }
+        let busy_poll = self.busy.as_ref().is_some_and(|b| b.on);
+        Sources { engines, filter: self.filter.as_ref().map(Filter::verdicts), busy_poll }
     }
 
     /// Stops the engines, joins them, detaches the filter and finishes the capture.

@@ -33,6 +33,8 @@ pub struct Sources {
     pub engines: Vec<(Counters, Samples)>,
     /// Packets the XDP filter redirected to sirocco and passed to the kernel, if it is ours.
     pub filter: Option<(u64, u64)>,
+    /// The engines busy-poll their queues.
+    pub busy_poll: bool,
 }
 
 impl Endpoint {
@@ -173,6 +175,8 @@ fn render(src: &Sources, what: &str, up: Duration) -> String {
     );
     f.add("sirocco_uptime_seconds", "Seconds since the engines started.", "gauge", "", up.as_secs());
     f.add("sirocco_engines", "Engines (one per NIC queue served).", "gauge", "", src.engines.len() as u64);
+    let busy = "1 when the engines busy-poll their queues (--busy-poll), 0 when they sleep and wake per batch.";
+    f.add("sirocco_busy_poll", busy, "gauge", "", u64::from(src.busy_poll));
     if let Some((redirected, passed)) = src.filter {
         let name = "sirocco_xdp_filter_packets_total";
         let help = "Packets the XDP filter redirected to sirocco or passed to the kernel.";
@@ -243,7 +247,7 @@ mod tests {
         c.batch_hist[2] = 2;
         let mut s = Samples::default();
         s.counter_with("sirocco_dns_responses_total", "Responses.", ("rcode", "NOERROR"), 7);
-        let src = Sources { engines: vec![(c, s.clone()), (c, s)], filter: Some((5, 6)) };
+        let src = Sources { engines: vec![(c, s.clone()), (c, s)], filter: Some((5, 6)), busy_poll: false };
         let text = render(&src, "dns on port 53", Duration::from_secs(3));
         let types: Vec<&str> = text.lines().filter(|l| l.starts_with("# TYPE")).collect();
         let mut names: Vec<&str> = types.iter().map(|l| l.split(' ').nth(2).unwrap()).collect();

@@ -4,6 +4,7 @@
 //! it is time to stop, collect what they return) and [`report`] (counters as text and JSON).
 
 mod args;
+pub mod busy_poll;
 pub mod control;
 mod engines;
 pub mod metrics;
@@ -42,8 +43,11 @@ pub struct Options {
     pub force_copy: bool,
     /// Print nothing but errors while running.
     pub quiet: bool,
-    /// Empty receives an engine yields through before sleeping in poll().
+    /// Empty receives an engine yields through (or busy-polls through) before sleeping in
+    /// poll().
     pub idle_spins: u32,
+    /// Preferred busy polling (`--busy-poll`).
+    pub busy_poll: busy_poll::BusyPollMode,
     /// Frames dropped on purpose, per million, each way (a testing aid).
     pub loss_ppm: u32,
     /// Frames added to each UMEM beyond what RX and TX need (pinned by the application).

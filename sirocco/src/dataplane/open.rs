@@ -1,6 +1,7 @@
 //! The first step: check privilege and the interface, attach the XDP filter, grant the
 //! flows, and open one AF_XDP socket per queue bound to it.
 
+use super::busy_poll::{self, InForce};
 use super::{Grant, Options};
 use io::filter::{AttachMode, Filter};
 use io::iface::{self, Interface};
@@ -17,6 +18,8 @@ pub(super) struct Opened {
     pub(super) ports: Vec<XskPort>,
     /// The grant from `sirocco ctl`, if the ports came from it.
     pub(super) held: Option<ctl::client::Held>,
+    /// Busy polling, if asked for.
+    pub(super) busy: Option<InForce>,
 }
 
 pub(super) fn open(opts: &Options, grants: &[Grant], what: &str) -> Result<Opened, String> {
@@ -51,8 +54,14 @@ pub(super) fn open(opts: &Options, grants: &[Grant], what: &str) -> Result<Opene
         }
     }
     let base = XskConfig::default();
-    let mut xcfg =
-        XskConfig { force_copy: opts.force_copy, frames: base.frames + opts.extra_frames, lend: opts.lend, ..base };
+    let busy_poll = busy_poll::socket_options(opts.busy_poll, &ifc.name, opts.batch);
+    let mut xcfg = XskConfig {
+        force_copy: opts.force_copy,
+        frames: base.frames + opts.extra_frames,
+        lend: opts.lend,
+        busy_poll,
+        ..base
+    };
     let mut ports = Vec::new();
     for q in 0..queues {
         let port = match open_socket(&ifc, q, xcfg) {
@@ -68,6 +77,7 @@ pub(super) fn open(opts: &Options, grants: &[Grant], what: &str) -> Result<Opene
         filter.bind_queue(q, port.raw_fd()).map_err(|e| e.to_string())?;
         ports.push(port);
     }
+    let busy = busy_poll::in_force(opts.busy_poll, &ifc.name, &mut ports)?;
     if !opts.quiet {
         let mode = ports.first().map(|p| p.mode()).unwrap_or(BindMode::Copy);
         let ownership = |alone: bool, family: &str| {
@@ -85,13 +95,14 @@ pub(super) fn open(opts: &Options, grants: &[Grant], what: &str) -> Result<Opene
             said.push(format!("{a} ({})", ownership(owns_alone6, "neighbour discovery")));
         }
         tracing::info!(
-            "{what} on {} {}, {queues} queue(s), AF_XDP {} mode, XDP filter in {} mode, UMEM on {}",
+            "{what} on {} {}, {queues} queue(s), AF_XDP {} mode, XDP filter in {} mode, UMEM on {}, {}",
             ifc.name,
             said.join(" and "),
             if mode == BindMode::ZeroCopy { "zero-copy" } else { "copy" },
             if filter.mode() == AttachMode::Driver { "driver" } else { "generic" },
             // The worst of the queues' (they are all made alike).
             ports.iter().map(|p| p.pages()).max().unwrap_or(io::arena::Pages::Ordinary),
+            busy.said,
         );
         if let Some(p) = ports.first().filter(|p| p.lent() > 0) {
             tracing::info!(
@@ -101,7 +112,7 @@ pub(super) fn open(opts: &Options, grants: &[Grant], what: &str) -> Result<Opene
             );
         }
     }
-    Ok(Opened { ifc, owns_alone, owns_alone6, filter: Some(filter), ports, held: None })
+    Ok(Opened { ifc, owns_alone, owns_alone6, filter: Some(filter), ports, held: None, busy: Some(busy) })
 }
 
 /// Behind `sirocco ctl`: the daemon answers ARP and owns the interface; the server gets a
@@ -144,7 +155,15 @@ fn open_granted(opts: &Options, c: &super::CtlOptions, grants: &[Grant], what: &
             g.ports.len()
         );
     }
-    Ok(Opened { ifc: g.ifc, owns_alone: false, owns_alone6: false, filter: None, ports: g.ports, held: Some(g.held) })
+    Ok(Opened {
+        ifc: g.ifc,
+        owns_alone: false,
+        owns_alone6: false,
+        filter: None,
+        ports: g.ports,
+        held: Some(g.held),
+        busy: None,
+    })
 }
 
 /// Opens the socket of queue `q` (also a pipeline's ports). A socket the last process on this queue had is torn down

@@ -25,6 +25,8 @@ pub struct Common {
     /// The metrics endpoint (`--metrics`).
     #[serde(default, deserialize_with = "metrics_addr")]
     pub metrics: Option<String>,
+    /// Preferred busy polling (`--busy-poll`): "off", "on" or "auto".
+    pub busy_poll: Option<crate::dataplane::busy_poll::BusyPollMode>,
 }
 
 /// `metrics`, checked as it is read (so a bad one is reported at its line).
@@ -202,7 +204,7 @@ mod tests {
 
     #[test]
     fn field_names_are_read_from_the_derive() {
-        assert_eq!(field_names::<Common>(), &["iface", "addr", "queues", "cpus", "port", "metrics"]);
+        assert_eq!(field_names::<Common>(), &["iface", "addr", "queues", "cpus", "port", "metrics", "busy_poll"]);
         assert!(field_names::<NoOwnKeys>().is_empty());
     }
 }

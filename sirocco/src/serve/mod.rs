@@ -79,6 +79,7 @@ impl ServeArgs {
         dp.queues = dp.queues.or(common.queues);
         dp.cpus = dp.cpus.or(common.cpus);
         dp.metrics = dp.metrics.or(common.metrics);
+        dp.busy_poll = dp.busy_poll.or(common.busy_poll);
         let port = self.port.or(common.port).unwrap_or(d.port);
         if port == 0 {
             return Err("port must be 1..65535".into());
