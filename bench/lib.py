@@ -333,22 +333,30 @@ def server_kind(kind, default_bin):
     """Variants of a sirocco server, as suffixes after "@" joined by "+": "base" runs the
     sirocco binary BASE_BIN names, built from another commit, with the same arguments (A/B
     runs; load generators stay this build's); "bp-on", "bp-off", "bp-auto" add --busy-poll
-    (see server_flags). SERVERS=sirocco@bp-off,sirocco@bp-on compares them in one run.
+    (see server_flags); "spins-N" adds --idle-spins N. SERVERS=sirocco@bp-off,sirocco@bp-on
+    compares them in one run.
     Returns (the kind without the suffixes, the binary)."""
     name, _, suffixes = kind.partition("@")
     binary = default_bin
     for s in filter(None, suffixes.split("+")):
         if s == "base" and os.environ.get("BASE_BIN"):
             binary = os.environ["BASE_BIN"]
-        elif s not in BUSY_POLL:
-            sys.exit(f"bench: server '{kind}': '@{s}' is not base (with BASE_BIN=path/to/sirocco) or bp-on/off/auto")
+        elif s not in BUSY_POLL and not re.fullmatch(r"spins-\d+", s):
+            sys.exit(f"bench: server '{kind}': '@{s}' is not base (with BASE_BIN=path/to/sirocco), "
+                     "bp-on/off/auto or spins-N")
     return name, binary
 
 
 def server_flags(kind):
     """The extra sirocco options a kind's suffixes ask for (see server_kind)."""
     _, _, suffixes = kind.partition("@")
-    return [a for s in suffixes.split("+") if s in BUSY_POLL for a in ("--busy-poll", BUSY_POLL[s])]
+    flags = []
+    for s in suffixes.split("+"):
+        if s in BUSY_POLL:
+            flags += ["--busy-poll", BUSY_POLL[s]]
+        elif s.startswith("spins-"):
+            flags += ["--idle-spins", s.removeprefix("spins-")]
+    return flags
 
 
 def fmt(v, f="{:.0f}"):

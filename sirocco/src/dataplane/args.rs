@@ -39,10 +39,12 @@ pub struct DataplaneArgs {
     pub copy: bool,
     /// Empty receive polls an engine makes, yielding the CPU between them (so the kernel's
     /// receive work, which in AF_XDP copy mode shares the core, can run), before it sleeps in
-    /// poll() until traffic arrives [default: 2000 for UDP echo and gen, 0 for dns and TCP
-    /// echo]. Measured on veth (bench/): the UDP echo under `sirocco gen` answers ~40% more at
-    /// saturation with 2000; the DNS server under kxdpgun answers ~25% more with 0 and spends
-    /// ~40% less CPU per answer; the TCP echo spends ~40% less CPU per message with 0.
+    /// poll() until traffic arrives [default: 0 for the servers, 2000 for gen udp]. Measured
+    /// on veth with each side's NAPI thread on its own core (bench/udp-echo, 2026-11-27): the
+    /// UDP echo spends 4-5x less server-core CPU per reply at 30-200 k/s with 0 than with 2000
+    /// (which spins the core through every gap), and answers 1.08x more under a flood; the
+    /// DNS server under kxdpgun answers ~25% more with 0; the TCP echo spends ~40% less CPU
+    /// per message with 0. Spinning pays where the kernel's receive work runs on another core.
     #[arg(long, value_name = "N")]
     pub idle_spins: Option<u32>,
     /// Preferred busy polling: the kernel's receive work for a queue runs in its engine's own
