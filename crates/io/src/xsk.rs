@@ -54,6 +54,27 @@ pub struct BusyPoll {
     pub budget: u16,
 }
 
+/// Why a socket asked to busy-poll does not.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum NoBusyPoll {
+    /// The kernel refused an option (its error).
+    Refused(String),
+    /// A copy-mode socket on a kernel that busy-polls only zero-copy ones (see
+    /// [`crate::napi::copy_mode_busy_polls`]).
+    CopyMode,
+}
+
+impl std::fmt::Display for NoBusyPoll {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            NoBusyPoll::Refused(e) => write!(f, "the kernel refused it ({e})"),
+            NoBusyPoll::CopyMode => f.write_str(
+                "AF_XDP copy mode, where Linux 6.13 and later busy-poll no socket (only zero-copy ones get their queue's NAPI)",
+            ),
+        }
+    }
+}
+
 impl BusyPoll {
     /// Sets the options on `fd`: preferred busy polling, its time and its budget. Raising
     /// the time or the budget above the system's takes CAP_NET_ADMIN.
@@ -266,7 +287,7 @@ pub struct XskPort {
     in_flight: Vec<u16>,
     /// The socket busy-polls: `busy_poll` runs the queue's NAPI.
     busy_poll: bool,
-    busy_poll_refused: Option<String>,
+    busy_poll_refused: Option<NoBusyPoll>,
 }
 
 /// Granule of the lent region's in-flight counts.
@@ -306,7 +327,7 @@ pub struct XskBound {
     fd: OwnedFd,
     umem: Umem,
     shape: XskShape,
-    busy_poll_refused: Option<String>,
+    busy_poll_refused: Option<NoBusyPoll>,
 }
 
 impl XskBound {
@@ -378,11 +399,15 @@ impl XskBound {
         } else {
             32
         };
-        let busy = cfg.busy_poll.map(|b| b.apply(&fd));
-        let busy_poll_refused = match &busy {
-            Some(Err(e)) => Some(e.to_string()),
-            _ => None,
-        };
+        // A socket that cannot busy-poll gets no options: its sendto would try for nothing.
+        let busy = cfg.busy_poll.map(|b| {
+            if mode == BindMode::Copy && !crate::napi::copy_mode_busy_polls() {
+                Err(NoBusyPoll::CopyMode)
+            } else {
+                b.apply(&fd).map_err(|e| NoBusyPoll::Refused(e.to_string()))
+            }
+        });
+        let busy_poll_refused = busy.as_ref().and_then(|r| r.as_ref().err().cloned());
         let shape = XskShape {
             queue,
             frames: umem.frames(),
@@ -402,9 +427,9 @@ impl XskBound {
         self.shape
     }
 
-    /// Why the kernel refused the busy-polling options that were asked for, if it did.
-    pub fn busy_poll_refused(&self) -> Option<&str> {
-        self.busy_poll_refused.as_deref()
+    /// Why the socket does not busy-poll although it was asked to, if it does not.
+    pub fn busy_poll_refused(&self) -> Option<&NoBusyPoll> {
+        self.busy_poll_refused.as_ref()
     }
     /// The socket, to hand over.
     pub fn socket_fd(&self) -> RawFd {
@@ -501,14 +526,9 @@ impl XskPort {
         self.busy_poll
     }
 
-    /// Why the kernel refused the busy-polling options that were asked for, if it did.
-    pub fn busy_poll_refused(&self) -> Option<&str> {
-        self.busy_poll_refused.as_deref()
-    }
-
-    /// Stops busy polling (where it would do nothing): the engine yields or sleeps instead.
-    pub fn stop_busy_polling(&mut self) {
-        self.busy_poll = false;
+    /// Why the socket does not busy-poll although it was asked to, if it does not.
+    pub fn busy_poll_refused(&self) -> Option<&NoBusyPoll> {
+        self.busy_poll_refused.as_ref()
     }
 
     /// How the socket was bound.

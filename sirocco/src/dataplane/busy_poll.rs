@@ -3,7 +3,7 @@
 //! engine's own system calls instead of a NAPI thread woken per batch.
 
 use io::napi::{self, Knobs, Outcome, Tuned};
-use io::xsk::{BindMode, BusyPoll, XskPort};
+use io::xsk::{BusyPoll, NoBusyPoll, XskPort};
 
 /// Whether to busy-poll.
 #[derive(clap::ValueEnum, serde::Deserialize, Clone, Copy, Debug, PartialEq, Eq, Default)]
@@ -49,34 +49,21 @@ pub struct InForce {
     _tuned: Option<Tuned>,
 }
 
-/// After the sockets are open: whether busy polling can work on them, and the knobs tuned
-/// where it does.
-pub fn in_force(mode: BusyPollMode, iface: &str, ports: &mut [XskPort]) -> Result<InForce, String> {
-    fn off(ports: &mut [XskPort], said: String) -> Result<InForce, String> {
-        for p in ports.iter_mut() {
-            p.stop_busy_polling();
-        }
-        Ok(InForce { on: false, said, _tuned: None })
-    }
+/// After the sockets are open: whether they busy-poll, and the knobs tuned where they do.
+pub fn in_force(mode: BusyPollMode, iface: &str, ports: &[XskPort]) -> Result<InForce, String> {
+    let off = |said: String| Ok(InForce { on: false, said, _tuned: None });
     if mode == BusyPollMode::Off {
-        return off(ports, "busy polling off (--busy-poll off)".into());
+        return off("busy polling off (--busy-poll off)".into());
     }
-    let refused = ports.iter().find_map(|p| p.busy_poll_refused().map(|why| format!("the kernel refused it ({why})")));
-    let copy = ports.iter().any(|p| p.mode() == BindMode::Copy) && !napi::copy_mode_busy_polls();
-    let cannot = refused.or_else(|| {
-        copy.then(|| {
-            "AF_XDP copy mode, where Linux 6.13 and later busy-poll no socket (only zero-copy ones get their queue's NAPI)"
-                .to_string()
-        })
-    });
-    if let Some(why) = cannot {
+    if let Some(why) = ports.iter().find_map(XskPort::busy_poll_refused) {
         if mode == BusyPollMode::On {
             return Err(format!("--busy-poll on: {why}"));
         }
-        if refused_by_kernel(&why) {
+        // A refusal is worth a warning; copy mode, where it cannot work, only the start line.
+        if let NoBusyPoll::Refused(_) = why {
             tracing::warn!("busy polling off: {why}; engines sleep and wake per batch instead");
         }
-        return off(ports, format!("busy polling off: {why}"));
+        return off(format!("busy polling off: {why}"));
     }
     let (tuned, knobs) = match napi::tune(iface, KNOBS) {
         Outcome::Tuned(t) => (Some(t), format!("{} set until exit", describe(KNOBS))),
@@ -84,12 +71,6 @@ pub fn in_force(mode: BusyPollMode, iface: &str, ports: &mut [XskPort]) -> Resul
         Outcome::Unavailable(why) => (None, format!("interrupts not deferred ({why})")),
     };
     Ok(InForce { on: true, said: format!("busy polling on ({knobs})"), _tuned: tuned })
-}
-
-/// Whether the kernel said no (worth a warning), as opposed to a mode where busy polling
-/// cannot work (said in the start line only).
-fn refused_by_kernel(why: &str) -> bool {
-    why.starts_with("the kernel refused")
 }
 
 fn describe(k: Knobs) -> String {

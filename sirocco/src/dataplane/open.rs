@@ -77,7 +77,7 @@ pub(super) fn open(opts: &Options, grants: &[Grant], what: &str) -> Result<Opene
         filter.bind_queue(q, port.raw_fd()).map_err(|e| e.to_string())?;
         ports.push(port);
     }
-    let busy = busy_poll::in_force(opts.busy_poll, &ifc.name, &mut ports)?;
+    let busy = busy_poll::in_force(opts.busy_poll, &ifc.name, &ports)?;
     if !opts.quiet {
         let mode = ports.first().map(|p| p.mode()).unwrap_or(BindMode::Copy);
         let ownership = |alone: bool, family: &str| {
