@@ -6,18 +6,14 @@
 use crate::common::*;
 use crate::stream::{cached_pages, drop_cache};
 use crate::web::{pattern, read_until_closed, split_response, Root};
-use rustls::pki_types::pem::PemObject;
-use rustls::pki_types::{CertificateDer, ServerName};
+use rustls::pki_types::ServerName;
+use sim::tls::client_config;
 use std::collections::HashMap;
 use std::io::{Read, Write};
 use std::net::TcpStream;
-use std::path::PathBuf;
-use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-pub fn certs() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../crates/tls/tests/certs")
-}
+pub use sim::tls::certs;
 
 pub fn cert_args() -> Vec<String> {
     let d = certs();
@@ -36,20 +32,6 @@ fn start_https(net: &TestNet, root: &Root, extra: &[&str]) -> Sirocco {
     args.extend_from_slice(extra);
     args.extend(certs.iter().map(String::as_str));
     net.start(&args)
-}
-
-fn client_config() -> Arc<rustls::ClientConfig> {
-    let mut roots = rustls::RootCertStore::empty();
-    for c in CertificateDer::pem_file_iter(certs().join("ca.pem")).unwrap() {
-        roots.add(c.unwrap()).unwrap();
-    }
-    let mut cfg = rustls::ClientConfig::builder_with_provider(Arc::new(rustls::crypto::ring::default_provider()))
-        .with_safe_default_protocol_versions()
-        .unwrap()
-        .with_root_certificates(roots)
-        .with_no_client_auth();
-    cfg.alpn_protocols = vec![b"http/1.1".to_vec()];
-    Arc::new(cfg)
 }
 
 /// A TLS connection from the client namespace; `talk` runs on it there.

@@ -17,6 +17,7 @@ use rustls::pki_types::pem::PemObject;
 use rustls::pki_types::{CertificateDer, PrivateKeyDer, ServerName};
 use sim::engines::EngineNet;
 use sim::replay::{self, Ran};
+use sim::tls::{certs, client_config};
 use sim::{Link, Rng};
 use std::io::{Read, Write};
 use tcp::endpoint::{App, Ctl, Handle, Source};
@@ -28,29 +29,11 @@ use wire::Ipv4Addr;
 const SRV: Ipv4Addr = Ipv4Addr([198, 18, 6, 1]);
 const CLI: Ipv4Addr = Ipv4Addr([198, 18, 6, 2]);
 
-fn certs() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../../crates/tls/tests/certs")
-}
-
 fn listener(record_segments: usize) -> tls::Listener {
     let certs_ = CertificateDer::pem_file_iter(certs().join("server.pem")).unwrap().map(Result::unwrap).collect();
     let key = PrivateKeyDer::from_pem_file(certs().join("server.key")).unwrap();
     let config = tls::TlsConfig::from_der(certs_, key, &[b"http/1.1"]).unwrap();
     tls::Listener { config, port: 443, record_segments }
-}
-
-fn client_config() -> Arc<rustls::ClientConfig> {
-    let mut roots = rustls::RootCertStore::empty();
-    for c in CertificateDer::pem_file_iter(certs().join("ca.pem")).unwrap() {
-        roots.add(c.unwrap()).unwrap();
-    }
-    let mut cfg = rustls::ClientConfig::builder_with_provider(Arc::new(rustls::crypto::ring::default_provider()))
-        .with_safe_default_protocol_versions()
-        .unwrap()
-        .with_root_certificates(roots)
-        .with_no_client_auth();
-    cfg.alpn_protocols = vec![b"http/1.1".to_vec()];
-    Arc::new(cfg)
 }
 
 fn pattern(len: usize, seed: u64) -> Vec<u8> {

@@ -9,6 +9,7 @@
 //!   joined by those links through in-memory ports: the data path as it runs, on a virtual
 //!   clock.
 //! - [`stream`]: a TCP application whose byte streams check themselves.
+//! - [`tls`]: the test certificates and a rustls client for the HTTPS tests.
 //! - [`trace`]: the packet trace of what the engines sent, kept when a seed is replayed.
 //! - [`replay`]: a property over many seeds; one seed replayed with the trace of the
 //!   connection that failed (`scripts/replay-seed`).
@@ -20,6 +21,7 @@ pub mod link;
 pub mod replay;
 pub mod rng;
 pub mod stream;
+pub mod tls;
 pub mod trace;
 
 pub use link::{Fate, Link, Net, NetStats};
