@@ -186,3 +186,49 @@ fn busy_polling_is_in_force_only_where_the_kernel_busy_polls_and_says_why() {
     assert!(!no.status.success() && err.contains("bad.toml:3") && err.contains("never"), "{err}");
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+#[test]
+fn napi_instances_are_read_from_the_kernels_netdev_family_as_sysfs_shows_them() {
+    // The server side's veth with threaded NAPI and knobs of the test's choosing: the netlink
+    // listing, made from a thread inside that namespace, must give that instance, its thread
+    // and the knobs sysfs shows, and say whether this kernel has IRQ suspension.
+    let net = TestNet::new(1);
+    let set = |knob: &str, v: &str| {
+        let cmd = format!("echo {v} > /sys/class/net/{}/{knob}", net.srv_if);
+        assert!(net.exec(&net.srv_ns, &["sh", "-c", &cmd]).status.success(), "{cmd}");
+    };
+    // veth runs a NAPI instance once GRO is on (or an XDP program is attached).
+    let gro = net.exec(&net.srv_ns, &["ethtool", "-K", &net.srv_if, "gro", "on"]);
+    assert!(gro.status.success(), "{}", String::from_utf8_lossy(&gro.stderr));
+    set("threaded", "1");
+    set("napi_defer_hard_irqs", "3");
+    set("gro_flush_timeout", "123456");
+    let release = std::fs::read_to_string("/proc/sys/kernel/osrelease").unwrap();
+    let mut v = release.split(|c: char| !c.is_ascii_digit()).filter_map(|p| p.parse::<u32>().ok());
+    let since_6_13 = (v.next().unwrap(), v.next().unwrap()) >= (6, 13);
+    let (ns, srv_if, cli_if) = (format!("/run/netns/{}", net.srv_ns), net.srv_if.clone(), net.cli_if.clone());
+    let (napis, others) = std::thread::spawn(move || {
+        io::iface::enter_netns(&ns).unwrap();
+        let index = io::iface::index_of(&srv_if).unwrap();
+        let napis = io::netdev::napis(index).unwrap();
+        assert!(napis.iter().all(|n| n.ifindex == index), "{napis:?}");
+        // The peer lives in the other namespace: nothing of it is listed here.
+        assert!(io::iface::index_of(&cli_if).is_none());
+        let others = io::netdev::napis(index + 1000).unwrap();
+        (napis, others)
+    })
+    .join()
+    .unwrap();
+    assert_eq!(napis.len(), 1, "one queue, one NAPI instance: {napis:?}");
+    assert!(others.is_empty(), "an interface that is not there has none: {others:?}");
+    let n = &napis[0];
+    assert!(n.id > 0 && n.irq.is_none(), "veth's NAPI has no device interrupt: {n:?}");
+    let pid = n.pid.expect("threaded NAPI has a thread");
+    let comm = std::fs::read_to_string(format!("/proc/{pid}/comm")).unwrap();
+    assert!(comm.starts_with(&format!("napi/{}-", net.srv_if)), "{comm}");
+    if since_6_13 {
+        // Per-instance settings (6.13+), which the sysfs knobs set on every instance.
+        assert_eq!((n.defer_hard_irqs, n.gro_flush_timeout_ns), (Some(3), Some(123456)), "{n:?}");
+    }
+    assert_eq!(io::netdev::irq_suspension(&napis), since_6_13, "{n:?}");
+}

@@ -130,6 +130,13 @@ pub fn enter_private_netns() -> io::Result<()> {
     sys::unshare_net()
 }
 
+/// Moves the calling thread into the network namespace at `path` (`/run/netns/NAME`, or a
+/// thread's `/proc/.../ns/net`). Its `/sys/class/net` stays the one mounted where it was.
+pub fn enter_netns(path: &str) -> io::Result<()> {
+    let ns: std::os::fd::OwnedFd = std::fs::File::open(path)?.into();
+    sys::setns_net(&ns)
+}
+
 /// The path of the calling thread's network namespace, as `ip ... netns PATH` takes it.
 pub fn thread_netns_path() -> String {
     format!("/proc/{}/task/{}/ns/net", std::process::id(), sys::thread_id())

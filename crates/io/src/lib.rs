@@ -18,6 +18,7 @@ pub mod filter;
 pub mod iface;
 pub mod mem;
 pub mod napi;
+pub mod netdev;
 pub mod pcap;
 mod pins;
 pub mod port;

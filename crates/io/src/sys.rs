@@ -130,6 +130,49 @@ pub fn xsk_socket() -> io::Result<OwnedFd> {
     Ok(unsafe { OwnedFd::from_raw_fd(fd) })
 }
 
+/// Opens a netlink socket of `protocol` (`NETLINK_GENERIC`, ...) whose receives give up after
+/// a second: the kernel answers a request at once, so a longer wait means none is coming.
+pub fn netlink_socket(protocol: i32) -> io::Result<OwnedFd> {
+    // SAFETY: plain system call; on success the returned descriptor is ours alone.
+    let fd = check(unsafe { libc::socket(libc::AF_NETLINK, libc::SOCK_RAW | libc::SOCK_CLOEXEC, protocol) })?;
+    // SAFETY: `fd` was just returned by socket() and is owned by nobody else.
+    let fd = unsafe { OwnedFd::from_raw_fd(fd) };
+    let limit = libc::timeval { tv_sec: 1, tv_usec: 0 };
+    // SAFETY: `limit` is a live timeval and we pass its size.
+    check(unsafe {
+        libc::setsockopt(
+            fd.as_raw_fd(),
+            libc::SOL_SOCKET,
+            libc::SO_RCVTIMEO,
+            &limit as *const libc::timeval as *const libc::c_void,
+            std::mem::size_of::<libc::timeval>() as libc::socklen_t,
+        )
+    })?;
+    Ok(fd)
+}
+
+/// `send(fd, buf)`: the bytes the kernel took.
+pub fn send_bytes(fd: &OwnedFd, buf: &[u8]) -> io::Result<usize> {
+    // SAFETY: `buf` is live for its length.
+    let r = unsafe { libc::send(fd.as_raw_fd(), buf.as_ptr() as *const libc::c_void, buf.len(), 0) };
+    if r < 0 {
+        Err(io::Error::last_os_error())
+    } else {
+        Ok(r as usize)
+    }
+}
+
+/// `recv(fd, buf)`: the bytes received into `buf`.
+pub fn recv_bytes(fd: &OwnedFd, buf: &mut [u8]) -> io::Result<usize> {
+    // SAFETY: `buf` is live and writable for its length.
+    let r = unsafe { libc::recv(fd.as_raw_fd(), buf.as_mut_ptr() as *mut libc::c_void, buf.len(), 0) };
+    if r < 0 {
+        Err(io::Error::last_os_error())
+    } else {
+        Ok(r as usize)
+    }
+}
+
 /// `setsockopt(SOL_XDP, opt, &val)`.
 pub fn set_opt<T>(fd: &OwnedFd, opt: i32, val: &T) -> io::Result<()> {
     // SAFETY: `val` points to a live `T` of the size we pass.
@@ -321,6 +364,12 @@ pub fn file_len(fd: &OwnedFd) -> io::Result<usize> {
 pub fn unshare_net() -> io::Result<()> {
     // SAFETY: plain system call; it changes only the calling thread's namespaces.
     check(unsafe { libc::unshare(libc::CLONE_NEWNET) }).map(|_| ())
+}
+
+/// Moves the calling thread into the network namespace `ns` names.
+pub fn setns_net(ns: &OwnedFd) -> io::Result<()> {
+    // SAFETY: plain system call on a descriptor we own; it changes only the calling thread.
+    check(unsafe { libc::setns(ns.as_raw_fd(), libc::CLONE_NEWNET) }).map(|_| ())
 }
 
 /// The calling thread's id.

@@ -70,7 +70,22 @@ pub fn in_force(mode: BusyPollMode, iface: &str, ports: &[XskPort]) -> Result<In
         Outcome::Kept(k) => (None, format!("{} as set on {iface}, kept", describe(k))),
         Outcome::Unavailable(why) => (None, format!("interrupts not deferred ({why})")),
     };
-    Ok(InForce { on: true, said: format!("busy polling on ({knobs})"), _tuned: tuned })
+    Ok(InForce { on: true, said: format!("busy polling on ({knobs}{})", irq_suspension(iface)), _tuned: tuned })
+}
+
+/// What the start line says of IRQ suspension (Linux 6.13+), found in the kernel's list of
+/// the interface's NAPI instances. The kernel suspends interrupts only for an epoll that
+/// busy-polls with `EPIOCSPARAMS`; the engines wait in `poll(2)`, so it is reported, not used.
+fn irq_suspension(iface: &str) -> String {
+    let Some(index) = io::iface::index_of(iface) else { return String::new() };
+    match io::netdev::napis(index) {
+        Ok(napis) if napis.is_empty() => String::new(),
+        Ok(napis) if io::netdev::irq_suspension(&napis) => {
+            "; the kernel has IRQ suspension, not used: it needs an epoll wait, the engines poll".into()
+        }
+        Ok(_) => "; no IRQ suspension in this kernel (6.13+)".into(),
+        Err(e) => format!("; NAPI instances not listed ({e})"),
+    }
 }
 
 fn describe(k: Knobs) -> String {
