@@ -208,10 +208,11 @@ class WebServer:
 _client_seq = 0
 
 
-def gen_http(net, dst, paths, conns, close=False, batch=None):
+def gen_http(net, dst, paths, conns, close=False, batch=None, rate=0):
     """One `sirocco gen http` run of SECS seconds on GEN_CPU, from a fresh client address
     each time (no run meets the TIME-WAIT connections the last one left at the server).
-    `paths` is one path or a file of paths (.paths). Returns its JSON report."""
+    `paths` is one path or a file of paths (.paths); `rate` requests/s in all (open loop),
+    0 for a closed loop. Returns its JSON report."""
     global _client_seq
     _client_seq += 1
     addr = f"198.18.0.{20 + _client_seq % 200}"
@@ -223,6 +224,8 @@ def gen_http(net, dst, paths, conns, close=False, batch=None):
         argv.append("--close")
     if batch:
         argv += ["--batch", str(batch)]
+    if rate:
+        argv += ["--rate", str(rate)]
     r = ns(net.cli_ns, *argv, check=False)
     if r.returncode != 0:
         raise RuntimeError(f"gen http failed: {r.stdout}{r.stderr}")

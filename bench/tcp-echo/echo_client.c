@@ -2,8 +2,11 @@
 // connections at once, each sending a SIZE-byte message and waiting for all of it to come back,
 // ROUNDS times, then closing and being replaced by a new connection; for SECS seconds.
 // Prints JSON: messages, connections completed, rates, and round-trip percentiles.
+// With RATE (messages/s in all, optional), each connection sends its next message no earlier
+// than its turn (CONNS / RATE apart, the connections staggered), so the load is that rate and
+// not the server's saturation; a connection behind its turn sends at once.
 //
-// usage: echo_client ADDR PORT CONNS SIZE ROUNDS SECS
+// usage: echo_client ADDR PORT CONNS SIZE ROUNDS SECS [RATE]
 #define _GNU_SOURCE
 #include <arpa/inet.h>
 #include <errno.h>
@@ -22,7 +25,8 @@ struct conn {
     int fd, connected;
     long rounds_left;
     size_t sent, got;
-    double t0; // when the current message started
+    double t0;  // when the current message started
+    double due; // when the next message may start (paced runs)
 };
 
 static double now(void) {
@@ -51,6 +55,21 @@ static char *msg, *rbuf;
 static size_t size;
 static long rounds;
 static unsigned long opened, failed;
+static double gap; // seconds between one connection's messages; 0 = closed loop
+
+// Starts the connection's next message now, or parks it until its turn (paced runs).
+static void send_next(struct conn *c, double t) {
+    if (gap > 0) {
+        c->due += gap;
+        if (c->due < t)
+            c->due = t; // behind: no catching up in a burst
+        if (c->due > t)
+            return;
+    }
+    c->t0 = t;
+    ssize_t w = write(c->fd, msg, size);
+    c->sent = w > 0 ? (size_t)w : 0;
+}
 
 static void start(struct conn *c) {
     c->fd = socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK, 0);
@@ -66,8 +85,8 @@ static void start(struct conn *c) {
 }
 
 int main(int argc, char **argv) {
-    if (argc != 7) {
-        fprintf(stderr, "usage: %s ADDR PORT CONNS SIZE ROUNDS SECS\n", argv[0]);
+    if (argc != 7 && argc != 8) {
+        fprintf(stderr, "usage: %s ADDR PORT CONNS SIZE ROUNDS SECS [RATE]\n", argv[0]);
         return 2;
     }
     dst.sin_family = AF_INET;
@@ -77,6 +96,8 @@ int main(int argc, char **argv) {
     size = atol(argv[4]);
     rounds = atol(argv[5]);
     double secs = atof(argv[6]);
+    double rate = argc == 8 ? atof(argv[7]) : 0;
+    gap = rate > 0 ? nconns / rate : 0;
     struct rlimit rl = {nconns + 64, nconns + 64};
     setrlimit(RLIMIT_NOFILE, &rl);
     msg = malloc(size);
@@ -90,8 +111,30 @@ int main(int argc, char **argv) {
     struct epoll_event evs[512];
     unsigned long msgs = 0, done_conns = 0, bad = 0;
     double t_start = now(), t_end = t_start + secs;
+    for (int i = 0; i < nconns; i++)
+        conns[i].due = t_start + i * (gap / nconns) - gap; // the first send_next adds one gap
     while (now() < t_end) {
-        int n = epoll_wait(ep, evs, 512, 100);
+        struct timespec wait = {0, 100 * 1000000L};
+        if (gap > 0) {
+            // Release the connections whose turn has come, and sleep until the next turn.
+            double t = now(), next = t + 0.1;
+            for (int i = 0; i < nconns; i++) {
+                struct conn *c = &conns[i];
+                if (!c->connected || c->sent || c->got)
+                    continue;
+                if (c->due <= t) {
+                    c->t0 = t;
+                    ssize_t w = write(c->fd, msg, size);
+                    c->sent = w > 0 ? (size_t)w : 0;
+                    c->due = t;
+                } else if (c->due < next)
+                    next = c->due;
+            }
+            double d = next - now();
+            wait.tv_sec = 0;
+            wait.tv_nsec = d > 0 ? (long)(d * 1e9) : 0;
+        }
+        int n = epoll_pwait2(ep, evs, 512, &wait, NULL);
         double t = now();
         for (int i = 0; i < n; i++) {
             struct conn *c = evs[i].data.ptr;
@@ -105,9 +148,7 @@ int main(int argc, char **argv) {
                 c->connected = 1;
                 struct epoll_event e = {.events = EPOLLIN, .data.ptr = c};
                 epoll_ctl(ep, EPOLL_CTL_MOD, c->fd, &e);
-                c->t0 = t;
-                ssize_t w = write(c->fd, msg, size);
-                c->sent = w > 0 ? (size_t)w : 0;
+                send_next(c, t);
                 continue;
             }
             ssize_t r = read(c->fd, rbuf, size - c->got);
@@ -133,15 +174,14 @@ int main(int argc, char **argv) {
             hist[us > BUCKETS ? BUCKETS : us]++;
             msgs++;
             c->got = 0;
+            c->sent = 0;
             if (--c->rounds_left == 0) {
                 done_conns++;
                 close(c->fd);
                 start(c);
                 continue;
             }
-            c->t0 = t;
-            ssize_t w = write(c->fd, msg, size);
-            c->sent = w > 0 ? (size_t)w : 0;
+            send_next(c, t);
         }
     }
     double el = now() - t_start;

@@ -22,7 +22,9 @@ NET = Testnet("bt")
 SRV_NS, CLI_NS, SRV_IF, CLI_IF = NET.srv_ns, NET.cli_ns, NET.srv_if, NET.cli_if
 SERVER_ADDR = "198.18.0.1"
 DEFAULT_POINTS = "64:1:0,64:100:0,64:1000:0,1024:100:0,8192:100:0,64:10000:0,64:50:16,64:50:1"
-POINTS = env_list("POINTS", DEFAULT_POINTS, lambda p: tuple(int(x) for x in p.split(":")))
+# size:conns:rounds[:rate] — with a rate (messages/s in all) the client paces its connections
+# to it (ordinary load); without, each connection sends again as soon as its echo is back.
+POINTS = env_list("POINTS", DEFAULT_POINTS, lambda p: (tuple(int(x) for x in p.split(":")) + (0,))[:4])
 SERVERS = env_list("SERVERS", "sirocco,epoll")
 SIROCCO_ARGS = os.environ.get("SIROCCO_ARGS", "").split()
 
@@ -53,10 +55,10 @@ class Server:
         stop_process(self.proc)
 
 
-def one_run(server, size, conns, rounds):
+def one_run(server, size, conns, rounds, rate):
     b0, p0 = cpu_busy(SRV_CPU), proc_cpu(server.pid())
-    r = ns(CLI_NS, "taskset", "-c", str(GEN_CPU), os.path.join(BUILD, "echo_client"), SERVER_ADDR, "7", str(conns),
-           str(size), str(rounds or 10**12), str(SECS), check=False)
+    argv = [os.path.join(BUILD, "echo_client"), SERVER_ADDR, "7", str(conns), str(size), str(rounds or 10**12), str(SECS)]
+    r = ns(CLI_NS, "taskset", "-c", str(GEN_CPU), *argv, *([str(rate)] if rate else []), check=False)
     b1, p1 = cpu_busy(SRV_CPU), proc_cpu(server.pid())
     if r.returncode != 0:
         raise RuntimeError(f"client failed: {r.stdout}{r.stderr}")
@@ -87,18 +89,22 @@ def main():
         # Many short connections from one client address: let the client reuse TIME-WAIT ports.
         ns(CLI_NS, "sysctl", "-qw", "net.ipv4.tcp_tw_reuse=1", "net.ipv4.ip_local_port_range=1024 65000")
         results = {kind: [] for kind in SERVERS}
-        for (size, conns, rounds) in POINTS:
+        for (size, conns, rounds, rate) in POINTS:
             def show(kind, rep, r, _):
-                print(f"{kind:7} {size:>5} B {conns:>5} conns {rounds or 'inf':>4} rt rep {rep}: "
+                print(f"{kind:7} {size:>5} B {conns:>5} conns {rounds or 'inf':>4} rt {offered(rate):>6} rep {rep}: "
                       f"{r['msgs_per_s']:>9.0f} msgs/s {r['conns_per_s']:>7.0f} conns/s "
                       f"p50 {r['p50_us']:.0f} p99 {r['p99_us']:.0f} us, "
                       f"{r['msgs_per_core_cpu_s'] or 0:.0f} msgs per core CPU-s", flush=True)
-            runs = turn_runs(SERVERS, Server, lambda srv: one_run(srv, size, conns, rounds), show)
+            runs = turn_runs(SERVERS, Server, lambda srv: one_run(srv, size, conns, rounds, rate), show)
             for kind in SERVERS:
                 point = {k: median_of(runs[kind], k) for k in runs[kind][0]}
-                point.update({"size": size, "conns": conns, "rounds": rounds, "runs": runs[kind]})
+                point.update({"size": size, "conns": conns, "rounds": rounds, "rate": rate, "runs": runs[kind]})
                 results[kind].append(point)
     write(results)
+
+
+def offered(rate):
+    return f"{rate}/s" if rate else "closed"
 
 
 def write(results):
@@ -109,28 +115,28 @@ def write(results):
              f"Median of {REPS} runs of {SECS:.0f} s per point, the servers taking turns within each repetition. Server on CPU 1, `echo_client` on CPU 0. "
              "Round trips 'inf': the connections last the whole run. CPU: the server process's own "
              "CPU-seconds and the server core's busy CPU-seconds (which also hold the kernel's receive work).", "",
-             "| server | size | conns | round trips | msgs/s | conns/s | p50 µs | p99 µs | msgs per process CPU-s | msgs per core CPU-s | conns per core CPU-s |",
-             "|---|---|---|---|---|---|---|---|---|---|---|"]
+             "| server | size | conns | round trips | offered | msgs/s | conns/s | p50 µs | p99 µs | msgs per process CPU-s | msgs per core CPU-s | conns per core CPU-s |",
+             "|---|---|---|---|---|---|---|---|---|---|---|---|"]
     for kind, pts in results.items():
         for p in pts:
-            lines.append(f"| {kind} | {p['size']} | {p['conns']} | {p['rounds'] or 'inf'} | {fmt(p['msgs_per_s'])} | "
+            lines.append(f"| {kind} | {p['size']} | {p['conns']} | {p['rounds'] or 'inf'} | {offered(p.get('rate'))} | {fmt(p['msgs_per_s'])} | "
                          f"{fmt(p['conns_per_s'])} | {fmt(p['p50_us'])} | {fmt(p['p99_us'])} | "
                          f"{fmt(p['msgs_per_proc_cpu_s'])} | {fmt(p['msgs_per_core_cpu_s'])} | {fmt(p['conns_per_core_cpu_s'])} |")
     s_pts, e_pts = results.get("sirocco", []), results.get("epoll", [])
     if s_pts and e_pts:
         lines += ["", "## sirocco / epoll", "",
-                  "| size | conns | round trips | msgs/s | msgs per core CPU-s | msgs per process CPU-s | conns per core CPU-s | p99 (sirocco vs epoll, µs) |",
-                  "|---|---|---|---|---|---|---|---|"]
+                  "| size | conns | round trips | offered | msgs/s | msgs per core CPU-s | msgs per process CPU-s | conns per core CPU-s | p99 (sirocco vs epoll, µs) |",
+                  "|---|---|---|---|---|---|---|---|---|"]
         for s, e in zip(s_pts, e_pts):
             def ratio(k):
                 return f"{s[k] / e[k]:.2f}×" if s.get(k) and e.get(k) else "–"
-            lines.append(f"| {s['size']} | {s['conns']} | {s['rounds'] or 'inf'} | {ratio('msgs_per_s')} | "
+            lines.append(f"| {s['size']} | {s['conns']} | {s['rounds'] or 'inf'} | {offered(s.get('rate'))} | {ratio('msgs_per_s')} | "
                          f"{ratio('msgs_per_core_cpu_s')} | {ratio('msgs_per_proc_cpu_s')} | {ratio('conns_per_core_cpu_s')} | "
                          f"{fmt(s['p99_us'])} vs {fmt(e['p99_us'])} |")
     save("tcp-echo", meta, lines, results=results)
     def draw(plt):
         fig, (a1, a2) = plt.subplots(1, 2, figsize=(12, 4.5))
-        labels = [f"{p['size']}B/{p['conns']}c/{p['rounds'] or 'inf'}" for p in (s_pts or e_pts)]
+        labels = [f"{p['size']}B/{p['conns']}c/{p['rounds'] or 'inf'}/{offered(p.get('rate'))}" for p in (s_pts or e_pts)]
         xs = range(len(labels))
         w = 0.4
         for i, (kind, pts) in enumerate(results.items()):

@@ -26,6 +26,8 @@ SRV_NS, CLI_NS, SRV_IF, CLI_IF = NET.srv_ns, NET.cli_ns, NET.srv_if, NET.cli_if
 CONNS = int(os.environ.get("CONNS", "100"))
 SIZES = env_list("SIZES", "1k,4k,16k,64k,256k,1m,mix")
 SWEEP = env_list("SWEEP", "1,10,100,1000", int)
+# Ordinary load: 1 KB keep-alive on CONNS connections, paced to these requests/s in all.
+RATES = env_list("RATES", "", int)
 SERVERS = env_list("SERVERS", "precopy,memcpy,nginx")
 DOCROOT = "/tmp/sirocco-bench-web"
 BYTES = {"1k": 1024, "4k": 4096, "16k": 16384, "64k": 65536, "256k": 262144, "1m": 1 << 20}
@@ -60,13 +62,13 @@ def server(kind):
     return WebServer(kind, NET, CPUSET, DOCROOT, ["--mode", kind.partition("@")[0]])
 
 
-def gen(server, paths, conns, close):
+def gen(server, paths, conns, close, rate=0):
     """One generator run against `server`, with the server core's and process's CPU."""
     # Receiving bulk, the generator's core drops frames from a full RX ring with the
     # default batch of 64 (RTOs at the server, for every server alike); 256 keeps up.
     bulk = paths.split("/")[-1] in ("64k.bin", "256k.bin", "1m.bin")
     b0, p0 = cpu_busy(SRV_CPU), server.cs.cpu()
-    g = gen_http(NET, server.addr, paths, conns, close, batch=256 if bulk else None)
+    g = gen_http(NET, server.addr, paths, conns, close, batch=256 if bulk else None, rate=rate)
     b1, p1 = cpu_busy(SRV_CPU), server.cs.cpu()
     bad = g["bad_responses"] + g["not_ok"] + g["broken"]
     done = g["completed"]
@@ -90,26 +92,27 @@ def main():
     mix = make_root()
     global CPUSET
     CPUSET = Cpuset("sirocco-bench-web", SRV_CPU)
-    points = [(s, CONNS, close) for close in (False, True) for s in SIZES]
-    points += [("1k", c, False) for c in SWEEP if c != CONNS]
+    points = [(s, CONNS, close, 0) for close in (False, True) for s in SIZES]
+    points += [("1k", c, False, 0) for c in SWEEP if c != CONNS]
+    points += [("1k", CONNS, False, r) for r in RATES]
     results = {k: [] for k in SERVERS}
     check = {}
     try:
         with NET:
             ns(SRV_NS, "sysctl", "-qw", "net.core.somaxconn=4096", "net.ipv4.tcp_max_syn_backlog=8192")
-            for (size, conns, close) in points:
+            for (size, conns, close, rate) in points:
                 paths = os.path.join(DOCROOT, "mix.paths") if size == "mix" else f"/{size}.bin"
 
                 def show(kind, rep, r, log):
-                    print(f"{kind:8} {size:>5} {conns:>5} conns {'close' if close else 'keep '} rep {rep}: "
+                    print(f"{kind:8} {size:>5} {conns:>5} conns {'close' if close else 'keep '} {rate or 'closed':>6} rep {rep}: "
                           f"{r['req_per_s']:>9.0f} req/s {r['gbps']:6.2f} Gb/s p99 {r['p99_us']:8.0f} us "
                           f"{r['req_per_core_cpu_s'] or 0:>9.0f} req/core-CPU-s errors {r['errors']}", flush=True)
-                    if kind != "nginx" and rep == 0 and size == "1k" and conns == CONNS and not close:
+                    if kind != "nginx" and rep == 0 and size == "1k" and conns == CONNS and not close and not rate:
                         print("   " + "\n   ".join(l for l in log.splitlines() if l.startswith("engine 0 ")), flush=True)
-                runs = turn_runs(SERVERS, server, lambda srv: gen(srv, paths, conns, close), show)
+                runs = turn_runs(SERVERS, server, lambda srv: gen(srv, paths, conns, close, rate), show)
                 for kind in SERVERS:
                     point = {k: median_of(runs[kind], k) for k in runs[kind][0]}
-                    point.update({"size": size, "conns": conns, "close": close, "runs": runs[kind]})
+                    point.update({"size": size, "conns": conns, "close": close, "rate": rate, "runs": runs[kind]})
                     results[kind].append(point)
             for kind in SERVERS:
                 srv = server(kind)
@@ -119,11 +122,15 @@ def main():
                 finally:
                     srv.stop()
                 check[kind]["gen_req_per_s"] = next((p["req_per_s"] for p in results[kind]
-                                                     if p["size"] == "1k" and p["conns"] == CONNS and not p["close"]), None)
+                                                     if p["size"] == "1k" and p["conns"] == CONNS and not p["close"] and not p.get("rate")), None)
                 print(f"{kind}: wrk -c{CONNS} 1k keep-alive {check[kind]['wrk_req_per_s']} req/s", flush=True)
     finally:
         CPUSET.remove()
     write(results, check, mix)
+
+
+def conn_label(p):
+    return "close" if p["close"] else f"keep-alive at {p['rate']}/s" if p.get("rate") else "keep-alive"
 
 
 def write(results, check, mix):
@@ -140,7 +147,7 @@ def write(results, check, mix):
              "|---|---|---|---|---|---|---|---|---|---|"]
     for kind, pts in results.items():
         for p in pts:
-            lines.append(f"| {kind} | {p['size']} | {p['conns']} | {'close' if p['close'] else 'keep-alive'} | "
+            lines.append(f"| {kind} | {p['size']} | {p['conns']} | {conn_label(p)} | "
                          f"{fmt(p['req_per_s'])} | {fmt(p['gbps'], '{:.2f}')} | {fmt(p['p99_us'])} | "
                          f"{fmt(p['req_per_core_cpu_s'])} | {fmt(p['req_per_proc_cpu_s'])} | {fmt(p['errors'])} |")
     ng = results.get("nginx")
@@ -157,7 +164,7 @@ def write(results, check, mix):
                 r1 = s["req_per_core_cpu_s"] / p["req_per_core_cpu_s"] if s["req_per_core_cpu_s"] and p["req_per_core_cpu_s"] else None
                 r2 = s["req_per_s"] / p["req_per_s"] if p["req_per_s"] else None
                 cells.append(f"{fmt(r1, '{:.2f}×')} ({fmt(r2, '{:.2f}×')})")
-            lines.append(f"| {p['size']} | {p['conns']} | {'close' if p['close'] else 'keep-alive'} | " + " | ".join(cells) + " |")
+            lines.append(f"| {p['size']} | {p['conns']} | {conn_label(p)} | " + " | ".join(cells) + " |")
     if check:
         lines += ["", f"## Generator check: wrk -t1 -c{CONNS} vs gen http, 1 KB keep-alive", "",
                   f"| server | wrk req/s | gen http req/s ({CONNS} conns) |", "|---|---|---|"]
@@ -168,7 +175,7 @@ def write(results, check, mix):
         fig, axes = plt.subplots(2, 3, figsize=(15, 8))
         for row, close in enumerate((False, True)):
             for kind, pts in results.items():
-                sel = [p for p in pts if p["close"] == close and p["conns"] == CONNS]
+                sel = [p for p in pts if p["close"] == close and p["conns"] == CONNS and not p.get("rate")]
                 xs = [p["size"] for p in sel]
                 axes[row][0].plot(xs, [(p["req_per_core_cpu_s"] or 0) / 1e3 for p in sel], "o-", label=kind)
                 axes[row][1].plot(xs, [p["gbps"] or 0 for p in sel], "o-", label=kind)
