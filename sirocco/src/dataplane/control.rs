@@ -75,11 +75,17 @@ impl Control {
         &self.path
     }
 
-    /// Answers the requests waiting, if any.
-    pub fn poll(&self, shared: &Shared<'_>, filter: Option<(u64, u64)>) {
+    /// The listening socket, for the watching loop to sleep on.
+    pub fn fd(&self) -> std::os::fd::RawFd {
+        std::os::fd::AsRawFd::as_raw_fd(&self.listener)
+    }
+
+    /// Answers the requests waiting; `filter` reads the XDP filter's verdicts (two map
+    /// lookups), only when someone asks: an idle server makes no system call for them.
+    pub fn poll(&self, shared: &Shared<'_>, filter: &dyn Fn() -> Option<(u64, u64)>) {
         for _ in 0..8 {
             let Ok((stream, _)) = self.listener.accept() else { return };
-            self.answer(stream, shared, filter);
+            self.answer(stream, shared, filter());
         }
     }
 

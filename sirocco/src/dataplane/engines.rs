@@ -144,6 +144,10 @@ where
     Ok(running)
 }
 
+/// How long the watching loop sleeps when nothing asks: the granularity of `--duration` and
+/// of noticing an engine that ended.
+const WATCH_US: u32 = 100_000;
+
 impl<A> Running<A> {
     /// Waits until `until`, a stop signal, or an engine thread ending; prints per-engine
     /// rates every second with `--stats`.
@@ -156,19 +160,24 @@ impl<A> Running<A> {
         let mut last_print = Instant::now();
         let mut last: Vec<Counters> = vec![Counters::default(); self.snapshots.len()];
         let mut hinted = false;
+        // The loop sleeps on the metrics and control sockets, so a request is answered at
+        // once, and wakes ten times a second otherwise (a signal ends the sleep early): an
+        // idle server's watching thread wakes no more than that.
+        let fds: Vec<_> = self.metrics.iter().map(|m| m.fd()).chain(self.control.iter().map(|c| c.fd())).collect();
         while !signals::stop_requested()
             && deadline.is_none_or(|d| Instant::now() < d)
             && !self.handles.iter().any(|h| h.is_finished())
             && count.as_ref().is_none_or(|c| c.load(Ordering::SeqCst) > 0)
             && self.held.as_ref().is_none_or(|h| h.ended().is_none())
         {
-            std::thread::sleep(Duration::from_millis(20));
+            let left = deadline.map_or(WATCH_US, |d| d.saturating_duration_since(Instant::now()).as_micros() as u32);
+            io::sched::wait_readable(&fds, left.clamp(1, WATCH_US));
             if let Some(m) = &self.metrics {
                 m.poll(&mut || self.sources());
             }
             if let Some(c) = &self.control {
                 let shared = Shared { counters: &self.snapshots, apps: &self.app_snapshots, conns: &self.conns };
-                c.poll(&shared, self.filter.as_ref().map(Filter::verdicts));
+                c.poll(&shared, &|| self.filter.as_ref().map(Filter::verdicts));
             }
             if !hinted {
                 let unfinished = DropReason::ChecksumUnfinished as usize;

@@ -46,6 +46,11 @@ impl Endpoint {
     }
 
     /// The address listened on.
+    /// The listening socket, for the watching loop to sleep on.
+    pub fn fd(&self) -> std::os::fd::RawFd {
+        std::os::fd::AsRawFd::as_raw_fd(&self.listener)
+    }
+
     pub fn local_addr(&self) -> Option<SocketAddr> {
         self.listener.local_addr().ok()
     }
