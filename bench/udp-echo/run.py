@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """UDP echo benchmark: sirocco echo vs a kernel recvmmsg/sendmmsg echo vs the simplest AF_XDP
 echo in C (xsk_echo.c: the floor of this path) vs an in-kernel XDP_TX bounce, in one run, on the placement of BENCHMARKING.md (server side on CPU 1, generator on
-CPU 0, each veth end's NAPI thread on its own side's CPU), driven by `sirocco gen udp`.
+CPU 0, each veth end's NAPI thread on its own side's CPU), driven by `sirocco gen udp`. `xsk_echo_sleep`
+is the C echo sleeping in poll() when idle, as sirocco's engines do: the floor at ordinary load.
 `sirocco6` is sirocco's echo over IPv6 (2001:2::1, RFC 5180's range; the generator from
 2001:2::20, an address of its own), the rest as `sirocco`: the IPv6 point of issue 21.
 
@@ -46,10 +47,11 @@ class Server:
                  SERVER_ADDR, "7"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
         elif self.kind == "xdp_tx":
             ns(SRV_NS, "ip", "link", "set", "dev", SRV_IF, "xdpdrv", "obj", os.path.join(BUILD, "bounce.o"), "sec", "xdp")
-        elif self.kind == "xsk_echo":
+        elif self.kind in ("xsk_echo", "xsk_echo_sleep"):
             ns(SRV_NS, "ip", "link", "set", "dev", SRV_IF, "xdpdrv", "obj", os.path.join(BUILD, "xsk_echo_xdp.o"), "sec", "xdp")
             self.proc = subprocess.Popen(
-                ["ip", "netns", "exec", SRV_NS, "taskset", "-c", str(SRV_CPU), os.path.join(BUILD, "xsk_echo"), SRV_IF],
+                ["ip", "netns", "exec", SRV_NS, "taskset", "-c", str(SRV_CPU), os.path.join(BUILD, "xsk_echo"), SRV_IF]
+                + (["sleep"] if self.kind == "xsk_echo_sleep" else []),
                 stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
         time.sleep(1.0)
         if self.proc and self.proc.poll() is not None:
@@ -67,7 +69,7 @@ class Server:
             # sirocco's exit report, kecho's and xsk_echo's last line.
             m = (re.search(r"udp delivered \d+ replies (\d+)", out) or re.search(r"echoed (\d+)", out + err))
             sent = int(m.group(1)) if m else None
-        if self.kind in ("xdp_tx", "xsk_echo"):
+        if self.kind in ("xdp_tx", "xsk_echo", "xsk_echo_sleep"):
             ns(SRV_NS, "ip", "link", "set", "dev", SRV_IF, "xdpdrv", "off", check=False)
         return sent
 

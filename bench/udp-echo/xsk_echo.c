@@ -4,7 +4,11 @@
 // frames back to the fill ring, yield the core when nothing came. No ARP, no checks:
 // xsk_echo_xdp.c redirects only UDP to port 7.
 //
-// usage: xsk_echo IFACE      runs until SIGTERM/SIGINT, then prints the frames echoed
+// With "sleep" it sleeps in poll() when nothing came instead of yielding (what sirocco's
+// engines do at light load): the floor of this path at ordinary load.
+//
+// usage: xsk_echo IFACE [sleep]   runs until SIGTERM/SIGINT, then prints the frames echoed
+#include <poll.h>
 #include <sched.h>
 #include <signal.h>
 #include <stdint.h>
@@ -27,7 +31,8 @@ static void swap(uint8_t *a, uint8_t *b, size_t n) {
 }
 
 int main(int argc, char **argv) {
-    if (argc < 2) { fprintf(stderr, "usage: %s IFACE\n", argv[0]); return 2; }
+    if (argc < 2) { fprintf(stderr, "usage: %s IFACE [sleep]\n", argv[0]); return 2; }
+    int sleep_when_idle = argc > 2 && strcmp(argv[2], "sleep") == 0;
     signal(SIGTERM, on_signal);
     signal(SIGINT, on_signal);
     struct xsk x = open_xsk(argv[1]);
@@ -61,7 +66,11 @@ int main(int argc, char **argv) {
             if (x.tx.cached != __atomic_load_n(x.tx.cons, __ATOMIC_ACQUIRE)) sendto(x.fd, NULL, 0, MSG_DONTWAIT, NULL, 0);
             // In copy mode the kernel's receive work shares this core: give it the CPU rather
             // than spin on an empty ring (what sirocco's engine does too).
-            sched_yield();
+            if (sleep_when_idle) {
+                struct pollfd p = { .fd = x.fd, .events = POLLIN };
+                poll(&p, 1, 100);
+            } else
+                sched_yield();
             continue;
         }
         struct xdp_desc *rd = x.rx.desc, *td = x.tx.desc;
