@@ -3,15 +3,43 @@
 //! sequence number and writes its log record, so the order of numbers is the order in which
 //! changes to a key happened. Commands on several keys lock their shards in index order.
 
+use crate::hash::Hash;
 use std::collections::HashMap;
 use std::hash::{BuildHasher, RandomState};
 use std::sync::{Mutex, MutexGuard};
+
+/// A key's value, of one of the types.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Value {
+    /// A string.
+    Str(Vec<u8>),
+    /// A hash.
+    Hash(Hash),
+}
+
+impl Value {
+    /// The type's name, as TYPE answers.
+    pub fn type_name(&self) -> &'static str {
+        match self {
+            Value::Str(_) => "string",
+            Value::Hash(_) => "hash",
+        }
+    }
+
+    /// The string, if it is one.
+    pub fn as_str(&self) -> Option<&Vec<u8>> {
+        match self {
+            Value::Str(v) => Some(v),
+            _ => None,
+        }
+    }
+}
 
 /// A key's value and what the durability gate needs to know of it.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Entry {
     /// The value.
-    pub value: Vec<u8>,
+    pub value: Value,
     /// When it expires, in Unix milliseconds (0: never).
     pub expire_ms: i64,
     /// The change that last wrote it (a reply showing it waits until that is durable).

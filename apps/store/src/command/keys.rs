@@ -28,6 +28,14 @@ pub(super) fn del(a: Argv<'_>, ctx: &mut Ctx<'_>, out: &mut dyn Sink) -> Done {
     Done::wait(wait)
 }
 
+pub(super) fn type_of(a: Argv<'_>, ctx: &mut Ctx<'_>, out: &mut dyn Sink) -> Done {
+    let key = a.get(1);
+    let mut s = ctx.ks.lock_key(key);
+    let name = s.live(key, ctx.now_ms).map_or("none", |e| e.value.type_name());
+    reply::simple(out, name.as_bytes());
+    Done::wait(s.seq_of(key))
+}
+
 pub(super) fn exists(a: Argv<'_>, ctx: &mut Ctx<'_>, out: &mut dyn Sink) -> Done {
     let mut locked = ctx.ks.lock_set(ctx.ks.mask_of((1..a.len()).map(|i| a.get(i))));
     let (mut n, mut wait) = (0, 0);

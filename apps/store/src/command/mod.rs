@@ -3,6 +3,7 @@
 //! the value it showed must be durable before any client sees it). Replies and errors are
 //! Redis 7.0's, word for word.
 
+mod hashes;
 mod keys;
 mod server;
 mod strings;
@@ -20,6 +21,11 @@ pub trait Journal {
     fn del(&mut self, keys: &[&[u8]]) -> u64;
     /// A key's expiry set (0: removed).
     fn expire(&mut self, key: &[u8], at_ms: i64) -> u64;
+    /// Fields of the hash at `key` set; `fresh`: the key becomes a new hash (of these
+    /// fields, expiring at `expire_ms`), replacing what it held.
+    fn hash_set(&mut self, key: &[u8], fresh: bool, expire_ms: i64, fields: &[(&[u8], &[u8])]) -> u64;
+    /// Fields of the hash at `key` removed (the key with them when none is left).
+    fn hash_del(&mut self, key: &[u8], fields: &[&[u8]]) -> u64;
     /// Every key removed.
     fn flush(&mut self) -> u64;
     /// The last number handed out (what a reply about the whole keyspace waits for).
@@ -126,6 +132,8 @@ impl<'a> Argv<'a> {
 
 /// `-ERR value is not an integer or out of range`.
 const NOT_INT: &[u8] = b"ERR value is not an integer or out of range";
+/// Redis's answer to a command on a key of another type.
+pub const WRONGTYPE: &[u8] = b"WRONGTYPE Operation against a key holding the wrong kind of value";
 /// `-ERR syntax error`.
 const SYNTAX: &[u8] = b"ERR syntax error";
 
@@ -167,6 +175,21 @@ const COMMANDS: &[(&str, i32, Handler)] = &[
     ("flushall", -1, keys::flushall),
     // One database: FLUSHDB is FLUSHALL.
     ("flushdb", -1, keys::flushall),
+    ("type", 2, keys::type_of),
+    ("hset", -4, hashes::hset),
+    ("hmset", -4, hashes::hmset),
+    ("hsetnx", 4, hashes::hsetnx),
+    ("hget", 3, hashes::hget),
+    ("hmget", -3, hashes::hmget),
+    ("hdel", -3, hashes::hdel),
+    ("hlen", 2, hashes::hlen),
+    ("hstrlen", 3, hashes::hstrlen),
+    ("hexists", 3, hashes::hexists),
+    ("hkeys", 2, hashes::hkeys),
+    ("hvals", 2, hashes::hvals),
+    ("hgetall", 2, hashes::hgetall),
+    ("hincrby", 4, hashes::hincrby),
+    ("hrandfield", -2, hashes::hrandfield),
     ("ping", -1, server::ping),
     ("echo", 2, server::echo),
     ("select", 2, server::select),

@@ -1,7 +1,7 @@
 //! String commands.
 
-use super::{int_arg, Argv, Ctx, Done, NOT_INT, SYNTAX};
-use crate::keyspace::Entry;
+use super::{int_arg, Argv, Ctx, Done, NOT_INT, SYNTAX, WRONGTYPE};
+use crate::keyspace::{Entry, Value};
 use resp::num::{format_i64, parse_i64};
 use resp::reply::{self, Sink};
 use resp::request::REDIS_MAX_BULK;
@@ -10,23 +10,34 @@ use resp::request::REDIS_MAX_BULK;
 fn put(map: &mut std::collections::HashMap<Box<[u8]>, Entry>, key: &[u8], value: &[u8], expire_ms: i64, seq: u64) {
     match map.get_mut(key) {
         Some(e) => {
-            // Keep the allocation when the new value fits (the common overwrite).
-            e.value.clear();
-            e.value.extend_from_slice(value);
+            overwrite(&mut e.value, value);
             e.expire_ms = expire_ms;
             e.seq = seq;
         }
         None => {
-            map.insert(key.into(), Entry { value: value.to_vec(), expire_ms, seq });
+            map.insert(key.into(), Entry { value: Value::Str(value.to_vec()), expire_ms, seq });
         }
+    }
+}
+
+/// Makes `v` the string `value`, keeping a string's allocation when the new value fits (the
+/// common overwrite); a value of another type is replaced.
+fn overwrite(v: &mut Value, value: &[u8]) {
+    match v {
+        Value::Str(s) => {
+            s.clear();
+            s.extend_from_slice(value);
+        }
+        other => *other = Value::Str(value.to_vec()),
     }
 }
 
 pub(super) fn get(a: Argv<'_>, ctx: &mut Ctx<'_>, out: &mut dyn Sink) -> Done {
     let key = a.get(1);
     let mut s = ctx.ks.lock_key(key);
-    match s.live(key, ctx.now_ms) {
-        Some(e) => reply::bulk(out, &e.value),
+    match s.live(key, ctx.now_ms).map(|e| e.value.as_str()) {
+        Some(Some(v)) => reply::bulk(out, v),
+        Some(None) => reply::error(out, WRONGTYPE),
         None => reply::null(out),
     }
     Done::wait(s.seq_of(key))
@@ -35,8 +46,11 @@ pub(super) fn get(a: Argv<'_>, ctx: &mut Ctx<'_>, out: &mut dyn Sink) -> Done {
 pub(super) fn strlen(a: Argv<'_>, ctx: &mut Ctx<'_>, out: &mut dyn Sink) -> Done {
     let key = a.get(1);
     let mut s = ctx.ks.lock_key(key);
-    let n = s.live(key, ctx.now_ms).map_or(0, |e| e.value.len());
-    reply::int(out, n as i64);
+    match s.live(key, ctx.now_ms).map(|e| e.value.as_str()) {
+        Some(Some(v)) => reply::int(out, v.len() as i64),
+        Some(None) => reply::error(out, WRONGTYPE),
+        None => reply::int(out, 0),
+    }
     Done::wait(s.seq_of(key))
 }
 
@@ -47,8 +61,9 @@ pub(super) fn mget(a: Argv<'_>, ctx: &mut Ctx<'_>, out: &mut dyn Sink) -> Done {
     for i in 1..a.len() {
         let key = a.get(i);
         let s = locked.shard(ctx.ks.shard_of(key));
-        match s.live(key, ctx.now_ms) {
-            Some(e) => reply::bulk(out, &e.value),
+        // A key of another type reads as missing, as in Redis.
+        match s.live(key, ctx.now_ms).and_then(|e| e.value.as_str()) {
+            Some(v) => reply::bulk(out, v),
             None => reply::null(out),
         }
         wait = wait.max(s.seq_of(key));
@@ -152,7 +167,11 @@ pub(super) fn set(a: Argv<'_>, ctx: &mut Ctx<'_>, out: &mut dyn Sink) -> Done {
     let seq = match s.live(key, ctx.now_ms) {
         Some(e) => {
             if f.get {
-                reply::bulk(out, &e.value);
+                let Some(v) = e.value.as_str() else {
+                    reply::error(out, WRONGTYPE);
+                    return Done::wait(e.seq);
+                };
+                reply::bulk(out, v);
             }
             if f.nx {
                 if !f.get {
@@ -164,8 +183,7 @@ pub(super) fn set(a: Argv<'_>, ctx: &mut Ctx<'_>, out: &mut dyn Sink) -> Done {
                 expire = e.expire_ms;
             }
             let seq = ctx.journal.sets(&[(key, value, expire)]);
-            e.value.clear();
-            e.value.extend_from_slice(value);
+            overwrite(&mut e.value, value);
             e.expire_ms = expire;
             e.seq = seq;
             seq
@@ -179,7 +197,7 @@ pub(super) fn set(a: Argv<'_>, ctx: &mut Ctx<'_>, out: &mut dyn Sink) -> Done {
             }
             let expire = if f.keepttl { 0 } else { expire };
             let seq = ctx.journal.sets(&[(key, value, expire)]);
-            s.map.insert(key.into(), Entry { value: value.to_vec(), expire_ms: expire, seq });
+            s.map.insert(key.into(), Entry { value: Value::Str(value.to_vec()), expire_ms: expire, seq });
             seq
         }
     };
@@ -207,9 +225,13 @@ pub(super) fn mset(a: Argv<'_>, ctx: &mut Ctx<'_>, out: &mut dyn Sink) -> Done {
 fn incr_by(key: &[u8], by: i64, ctx: &mut Ctx<'_>, out: &mut dyn Sink) -> Done {
     let mut s = ctx.ks.lock_key(key);
     let (old, expire) = match s.live(key, ctx.now_ms) {
-        Some(e) => match parse_i64(&e.value) {
-            Some(v) => (v, e.expire_ms),
+        Some(e) => match e.value.as_str().map(|v| parse_i64(v)) {
+            Some(Some(v)) => (v, e.expire_ms),
             None => {
+                reply::error(out, WRONGTYPE);
+                return Done::wait(s.seq_of(key));
+            }
+            Some(None) => {
                 reply::error(out, NOT_INT);
                 return Done::wait(s.seq_of(key));
             }
@@ -257,16 +279,24 @@ pub(super) fn decrby(a: Argv<'_>, ctx: &mut Ctx<'_>, out: &mut dyn Sink) -> Done
 pub(super) fn append(a: Argv<'_>, ctx: &mut Ctx<'_>, out: &mut dyn Sink) -> Done {
     let (key, more) = (a.get(1), a.get(2));
     let mut s = ctx.ks.lock_key(key);
-    let (len, expire) = s.live(key, ctx.now_ms).map_or((0, 0), |e| (e.value.len(), e.expire_ms));
+    let (len, expire) = match s.live(key, ctx.now_ms) {
+        Some(Entry { value: Value::Str(v), expire_ms, .. }) => (v.len(), *expire_ms),
+        Some(_) => {
+            reply::error(out, WRONGTYPE);
+            return Done::wait(s.seq_of(key));
+        }
+        None => (0, 0),
+    };
     if len + more.len() > REDIS_MAX_BULK {
         reply::error(out, b"ERR string exceeds maximum allowed size (proto-max-bulk-len)");
         return Done::wait(s.seq_of(key));
     }
     let seq = {
-        let e = s.map.entry(key.into()).or_insert(Entry { value: Vec::new(), expire_ms: 0, seq: 0 });
-        e.value.extend_from_slice(more);
+        let e = s.map.entry(key.into()).or_insert(Entry { value: Value::Str(Vec::new()), expire_ms: 0, seq: 0 });
+        let Value::Str(v) = &mut e.value else { unreachable!("a string or new, checked above") };
+        v.extend_from_slice(more);
         e.expire_ms = expire;
-        let seq = ctx.journal.sets(&[(key, &e.value, expire)]);
+        let seq = ctx.journal.sets(&[(key, v, expire)]);
         e.seq = seq;
         seq
     };

@@ -183,3 +183,138 @@ fn replies_wait_for_the_change_they_show() {
     let (r, nx2) = b.run("SET k w NX");
     assert_eq!((r.as_str(), nx2.wait), ("$-1\r\n", 3));
 }
+
+#[test]
+fn hashes() {
+    let mut b = Bench::new();
+    assert_eq!(b.r("HSET h a 1 b 2 a 3"), ":2\r\n");
+    assert_eq!(b.r("HGET h a"), "$1\r\n3\r\n");
+    assert_eq!(b.r("HGET h none"), "$-1\r\n");
+    assert_eq!(b.r("HGET none a"), "$-1\r\n");
+    assert_eq!(b.r("HGETALL h"), "*4\r\n$1\r\na\r\n$1\r\n3\r\n$1\r\nb\r\n$1\r\n2\r\n");
+    assert_eq!(b.r("HKEYS h"), "*2\r\n$1\r\na\r\n$1\r\nb\r\n");
+    assert_eq!(b.r("HVALS h"), "*2\r\n$1\r\n3\r\n$1\r\n2\r\n");
+    assert_eq!(b.r("HMGET h a none b"), "*3\r\n$1\r\n3\r\n$-1\r\n$1\r\n2\r\n");
+    assert_eq!(b.r("HMGET none a"), "*1\r\n$-1\r\n");
+    assert_eq!(b.r("HLEN h"), ":2\r\n");
+    assert_eq!(b.r("HSTRLEN h a"), ":1\r\n");
+    assert_eq!(b.r("HEXISTS h b"), ":1\r\n");
+    assert_eq!(b.r("HEXISTS h c"), ":0\r\n");
+    assert_eq!(b.r("HSETNX h a 9"), ":0\r\n");
+    assert_eq!(b.r("HSETNX h c 9"), ":1\r\n");
+    assert_eq!(b.r("HMSET h d 4"), "+OK\r\n");
+    assert_eq!(b.r("HSET h a"), "-ERR wrong number of arguments for 'hset' command\r\n");
+    assert_eq!(b.r("HMSET h a 1 b"), "-ERR wrong number of arguments for 'hmset' command\r\n");
+    assert_eq!(b.r("HINCRBY h a 10"), ":13\r\n");
+    assert_eq!(b.r("HINCRBY h new -5"), ":-5\r\n");
+    assert_eq!(b.r("HINCRBY h a x"), "-ERR value is not an integer or out of range\r\n");
+    assert_eq!(b.r("HSET h s abc big 9223372036854775807"), ":2\r\n");
+    assert_eq!(b.r("HINCRBY h s 1"), "-ERR hash value is not an integer\r\n");
+    assert_eq!(b.r("HINCRBY h big 1"), "-ERR increment or decrement would overflow\r\n");
+    assert_eq!(b.r("HDEL h a a none"), ":1\r\n");
+    assert_eq!(b.r("HDEL none a"), ":0\r\n");
+    assert_eq!(b.r("TYPE h"), "+hash\r\n");
+    assert_eq!(b.r("HDEL h b c d new s big"), ":6\r\n");
+    assert_eq!(b.r("EXISTS h"), ":0\r\n", "a hash left empty is removed");
+    assert_eq!(b.r("TYPE h"), "+none\r\n");
+    assert_eq!(b.r("HRANDFIELD none"), "$-1\r\n");
+    assert_eq!(b.r("HRANDFIELD none 3"), "*0\r\n");
+    assert_eq!(b.r("HSET r x 1 y 2"), ":2\r\n");
+    assert_eq!(b.r("HRANDFIELD r 5 WITHVALUES"), "*4\r\n$1\r\nx\r\n$1\r\n1\r\n$1\r\ny\r\n$1\r\n2\r\n");
+    assert_eq!(b.r("HRANDFIELD r 0"), "*0\r\n");
+    assert_eq!(b.r("HRANDFIELD r -5").matches("\r\n$1\r\n").count(), 5, "repeats allowed: exactly 5");
+    assert!(["$1\r\nx\r\n", "$1\r\ny\r\n"].contains(&b.r("HRANDFIELD r").as_str()));
+    assert_eq!(b.r("HRANDFIELD r 1 WITHVALUES x"), "-ERR syntax error\r\n");
+    assert_eq!(b.r("HRANDFIELD r x"), "-ERR value is not an integer or out of range\r\n");
+    // An expired hash is gone for every command, and HSET makes a new one without its TTL.
+    assert_eq!(b.r("EXPIRE r 1"), ":1\r\n");
+    assert_eq!(b.r("TTL r"), ":1\r\n");
+    b.now_ms += 1000;
+    assert_eq!(b.r("HLEN r"), ":0\r\n");
+    assert_eq!(b.r("HSET r z 1"), ":1\r\n");
+    assert_eq!(b.r("TTL r"), ":-1\r\n");
+    assert_eq!(b.r("HGETALL r"), "*2\r\n$1\r\nz\r\n$1\r\n1\r\n");
+}
+
+#[test]
+fn a_command_on_a_key_of_another_type_is_wrongtype_and_changes_nothing() {
+    let mut b = Bench::new();
+    const WT: &str = "-WRONGTYPE Operation against a key holding the wrong kind of value\r\n";
+    assert_eq!(b.r("HSET h f v"), ":1\r\n");
+    assert_eq!(b.r("SET s v"), "+OK\r\n");
+    for cmd in ["GET h", "STRLEN h", "INCR h", "DECRBY h 2", "APPEND h x", "SET h v GET"] {
+        assert_eq!(b.r(cmd), WT, "{cmd}");
+    }
+    for cmd in ["HGET s f", "HSET s f v", "HSETNX s f v", "HDEL s f", "HLEN s", "HGETALL s", "HINCRBY s f 1"] {
+        assert_eq!(b.r(cmd), WT, "{cmd}");
+    }
+    assert_eq!(b.r("HINCRBY s f x"), "-ERR value is not an integer or out of range\r\n", "the increment first");
+    assert_eq!(b.r("MGET h s"), "*2\r\n$-1\r\n$1\r\nv\r\n", "MGET reads another type as missing");
+    assert_eq!(b.r("HGETALL h"), "*2\r\n$1\r\nf\r\n$1\r\nv\r\n");
+    // SET replaces a key of any type.
+    assert_eq!(b.r("SET h now-a-string"), "+OK\r\n");
+    assert_eq!(b.r("TYPE h"), "+string\r\n");
+    assert_eq!(b.r("TYPE s"), "+string\r\n");
+}
+
+mod replayed {
+    use super::*;
+    use crate::keyspace::Value;
+    use crate::log::record::{read, Read, COMMIT_SIZE};
+    use crate::log::replay;
+    use proptest::prelude::*;
+
+    /// Every key's value and expiry, live at `now_ms`, in key order.
+    fn contents(ks: &Keyspace, now_ms: i64) -> Vec<(Vec<u8>, Value, i64)> {
+        let mut all = Vec::new();
+        ks.for_each(|k, e| {
+            if !e.expired(now_ms) {
+                all.push((k.to_vec(), e.value.clone(), e.expire_ms));
+            }
+        });
+        all.sort_by(|a, b| a.0.cmp(&b.0));
+        all
+    }
+
+    fn command() -> impl Strategy<Value = String> {
+        let key = prop_oneof![Just("a"), Just("b"), Just("c")];
+        let field = prop_oneof![Just("x"), Just("y"), Just("z"), Just("w")];
+        (0u8..9, key, field, 0i64..100).prop_map(|(op, k, f, n)| match op {
+            0 => format!("SET {k} v{n}"),
+            1 => format!("HSET {k} {f} {n} w {}", n + 1),
+            2 => format!("HDEL {k} {f} w"),
+            3 => format!("HINCRBY {k} {f} {n}"),
+            4 => format!("HSETNX {k} {f} {n}"),
+            5 => format!("DEL {k}"),
+            6 => format!("EXPIRE {k} {}", n % 3),
+            7 => format!("APPEND {k} {n}"),
+            _ => "TICK".to_string(),
+        })
+    }
+
+    proptest! {
+        /// What the commands logged, replayed in order into an empty keyspace, is what they
+        /// left, whatever mix of types, removals and expiries they went through.
+        #[test]
+        fn the_log_rebuilds_what_the_commands_left(cmds in proptest::collection::vec(command(), 1..60)) {
+            let mut b = Bench::new();
+            for c in &cmds {
+                if c == "TICK" {
+                    b.now_ms += 1000;
+                } else {
+                    b.r(c);
+                }
+            }
+            let mut out = Vec::new();
+            let again = Keyspace::new(2);
+            if b.stage.take_commit(&mut out, 1, 0).is_some() {
+                let mut at = COMMIT_SIZE;
+                while let Read::Record { seq, change, size } = read(&out[at..], 1 << 20) {
+                    replay::apply(&again, seq, change);
+                    at += size;
+                }
+            }
+            prop_assert_eq!(contents(&again, b.now_ms), contents(&b.ks, b.now_ms), "after {:?}", cmds);
+        }
+    }
+}

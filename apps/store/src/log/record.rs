@@ -14,6 +14,10 @@
 //!     Flush:  nothing
 //!     Commit: u64 bytes, u64 generation, u64 last change of the log's previous commit (0: none)
 //!             (seq: the commit's first record's)
+//!     HashSet: u8 fresh, i64 expire-at ms, u32 klen, key, u32 n, then n × (u32 flen, u32 vlen, field, value)
+//!             fresh 1: the key is now a hash of exactly these fields with that expiry
+//!             (whatever it held is gone); 0: these fields set in the hash it is
+//!     HashDel: u32 klen, key, u32 n, then n × (u32 flen, field); a hash left empty is removed
 //! ```
 //!
 //! A group commit starts on a block boundary with a Commit record giving its length, and is
@@ -41,6 +45,10 @@ pub enum Kind {
     Flush = 4,
     /// The start of a group commit.
     Commit = 5,
+    /// Fields of a hash set.
+    HashSet = 6,
+    /// Fields of a hash removed.
+    HashDel = 7,
 }
 
 /// One change, borrowed.
@@ -54,6 +62,25 @@ pub enum Change<'a> {
     Expire(&'a [u8], i64),
     /// Every key removed.
     Flush,
+    /// Fields of the hash at `key` set.
+    HashSet {
+        /// The key.
+        key: &'a [u8],
+        /// The key is now a new hash of only these fields, expiring at `expire_ms`
+        /// (0: never); otherwise the fields are set in the hash it holds.
+        fresh: bool,
+        /// The new hash's expiry (0 when not fresh).
+        expire_ms: i64,
+        /// The fields and their values.
+        fields: Vec<(&'a [u8], &'a [u8])>,
+    },
+    /// Fields of the hash at `key` removed (the key too, if none is left).
+    HashDel {
+        /// The key.
+        key: &'a [u8],
+        /// The fields.
+        fields: Vec<&'a [u8]>,
+    },
     /// A group commit of `len` bytes (padding included) of log generation `gen` starts here.
     Commit {
         /// Its length.
@@ -132,6 +159,23 @@ pub fn encode_del(buf: &mut Vec<u8>, seq: u64, keys: &[&[u8]]) -> usize {
     e.finish()
 }
 
+/// Appends a HashSet record as record `seq`; returns its size.
+pub fn encode_hash_set(
+    buf: &mut Vec<u8>,
+    seq: u64,
+    key: &[u8],
+    fresh: bool,
+    expire_ms: i64,
+    fields: &[(&[u8], &[u8])],
+) -> usize {
+    let mut e = Encoder::new(buf, Kind::HashSet, seq);
+    e.bytes(&[fresh as u8]).i64(expire_ms).u32(key.len() as u32).bytes(key).u32(fields.len() as u32);
+    for (f, v) in fields {
+        e.u32(f.len() as u32).u32(v.len() as u32).bytes(f).bytes(v);
+    }
+    e.finish()
+}
+
 /// Appends `change` as record `seq`; returns its size.
 pub fn encode(buf: &mut Vec<u8>, seq: u64, change: &Change<'_>) -> usize {
     match change {
@@ -143,6 +187,15 @@ pub fn encode(buf: &mut Vec<u8>, seq: u64, change: &Change<'_>) -> usize {
             e.finish()
         }
         Change::Flush => Encoder::new(buf, Kind::Flush, seq).finish(),
+        Change::HashSet { key, fresh, expire_ms, fields } => encode_hash_set(buf, seq, key, *fresh, *expire_ms, fields),
+        Change::HashDel { key, fields } => {
+            let mut e = Encoder::new(buf, Kind::HashDel, seq);
+            e.u32(key.len() as u32).bytes(key).u32(fields.len() as u32);
+            for f in fields {
+                e.u32(f.len() as u32).bytes(f);
+            }
+            e.finish()
+        }
         Change::Commit { len, gen, prev } => {
             let mut e = Encoder::new(buf, Kind::Commit, seq);
             e.bytes(&len.to_le_bytes()).bytes(&gen.to_le_bytes()).bytes(&prev.to_le_bytes());
@@ -216,6 +269,8 @@ pub fn read(b: &[u8], max_len: usize) -> Read<'_> {
             gen: u64::from_le_bytes(p[8..16].try_into().unwrap_or_default()),
             prev: u64::from_le_bytes(p[16..].try_into().unwrap_or_default()),
         }),
+        6 => parse_hash_set(p),
+        7 => parse_hash_del(p),
         _ => None,
     };
     match change {
@@ -259,6 +314,50 @@ fn parse_expire(p: &[u8]) -> Option<Change<'_>> {
     let kl = u32_at(p, 8)? as usize;
     let k = p.get(12..12usize.checked_add(kl)?)?;
     (12 + kl == p.len()).then_some(Change::Expire(k, at))
+}
+
+/// A key of `u32 klen, key` at `at`: the key and where what follows starts.
+fn key_at(p: &[u8], at: usize) -> Option<(&[u8], usize)> {
+    let kl = u32_at(p, at)? as usize;
+    let k = p.get(at + 4..(at + 4).checked_add(kl)?)?;
+    Some((k, at + 4 + kl))
+}
+
+fn parse_hash_set(p: &[u8]) -> Option<Change<'_>> {
+    let fresh = match *p.first()? {
+        0 => false,
+        1 => true,
+        _ => return None,
+    };
+    let expire_ms = i64_at(p, 1)?;
+    let (key, mut at) = key_at(p, 9)?;
+    let n = u32_at(p, at)? as usize;
+    at += 4;
+    // Each field takes at least 8 bytes: a count beyond that is a lie, not an allocation.
+    let mut fields = Vec::with_capacity(n.min(p.len() / 8));
+    for _ in 0..n {
+        let fl = u32_at(p, at)? as usize;
+        let vl = u32_at(p, at + 4)? as usize;
+        let f = p.get(at + 8..(at + 8).checked_add(fl)?)?;
+        let v_at = at + 8 + fl;
+        let v = p.get(v_at..v_at.checked_add(vl)?)?;
+        fields.push((f, v));
+        at = v_at + vl;
+    }
+    (at == p.len()).then_some(Change::HashSet { key, fresh, expire_ms, fields })
+}
+
+fn parse_hash_del(p: &[u8]) -> Option<Change<'_>> {
+    let (key, mut at) = key_at(p, 0)?;
+    let n = u32_at(p, at)? as usize;
+    at += 4;
+    let mut fields = Vec::with_capacity(n.min(p.len() / 4));
+    for _ in 0..n {
+        let (f, next) = key_at(p, at)?;
+        fields.push(f);
+        at = next;
+    }
+    (at == p.len()).then_some(Change::HashDel { key, fields })
 }
 
 /// Bytes of a Commit record.
@@ -311,7 +410,7 @@ mod tests {
                 0..5,
             ),
             proptest::collection::vec(proptest::collection::vec(any::<u8>(), 0..20), 0..5),
-            0u8..5,
+            0u8..7,
         )
     }
 
@@ -324,6 +423,16 @@ mod tests {
                 1 => Change::Del(keys.iter().map(|a| &a[..]).collect()),
                 2 => Change::Expire(keys.first().map_or(&b""[..], |a| &a[..]), sets.len() as i64),
                 3 => Change::Commit { len: seq / 3, gen: seq / 5, prev: seq / 7 },
+                4 => Change::HashSet {
+                    key: keys.first().map_or(&b""[..], |a| &a[..]),
+                    fresh: seq % 2 == 0,
+                    expire_ms: sets.first().map_or(0, |s| s.2),
+                    fields: sets.iter().map(|(a, b, _)| (&a[..], &b[..])).collect(),
+                },
+                5 => Change::HashDel {
+                    key: keys.last().map_or(&b"k"[..], |a| &a[..]),
+                    fields: keys.iter().map(|a| &a[..]).collect(),
+                },
                 _ => Change::Flush,
             };
             let mut buf = Vec::new();

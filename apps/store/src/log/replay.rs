@@ -14,7 +14,8 @@
 
 use super::record::{commit_at, read, Change, Read, BLOCK, COMMIT_SIZE};
 use super::{dir, snapshot};
-use crate::keyspace::{Entry, Keyspace};
+use crate::hash::Hash;
+use crate::keyspace::{Entry, Keyspace, Value};
 use std::collections::BTreeMap;
 use std::path::Path;
 
@@ -172,11 +173,44 @@ pub fn walk(segs: &[Vec<u8>], names: &[String], gen: u64, notes: &mut Vec<String
     Ok(Walked { records })
 }
 
-fn apply(ks: &Keyspace, seq: u64, change: Change<'_>) {
+/// Applies one change, as the command that made it did. Records follow each other in the
+/// order the changes were made, so a record finds the key as its command left it — except
+/// that an expired key a command found gone may still be here (expiry is not logged): a
+/// fresh hash replaces whatever the key holds for that reason.
+pub(crate) fn apply(ks: &Keyspace, seq: u64, change: Change<'_>) {
     match change {
         Change::Sets(items) => {
             for (k, v, exp) in items {
-                ks.lock_key(k).map.insert(k.into(), Entry { value: v.to_vec(), expire_ms: exp, seq });
+                ks.lock_key(k).map.insert(k.into(), Entry { value: Value::Str(v.to_vec()), expire_ms: exp, seq });
+            }
+        }
+        Change::HashSet { key, fresh, expire_ms, fields } => {
+            let mut s = ks.lock_key(key);
+            let e = s.map.entry(key.into()).or_insert(Entry { value: Value::Hash(Hash::default()), expire_ms: 0, seq });
+            if fresh || !matches!(e.value, Value::Hash(_)) {
+                *e = Entry { value: Value::Hash(Hash::default()), expire_ms, seq };
+            }
+            let Value::Hash(h) = &mut e.value else { unreachable!("made a hash above") };
+            for (f, v) in fields {
+                h.set(f, v);
+            }
+            e.seq = seq;
+        }
+        Change::HashDel { key, fields } => {
+            let mut s = ks.lock_key(key);
+            let emptied = match s.map.get_mut(key) {
+                Some(Entry { value: Value::Hash(h), seq: at, .. }) => {
+                    for f in fields {
+                        h.remove(f);
+                    }
+                    *at = seq;
+                    h.is_empty()
+                }
+                _ => false,
+            };
+            if emptied {
+                s.map.remove(key);
+                s.removed_seq = seq;
             }
         }
         Change::Del(keys) => {
@@ -351,7 +385,10 @@ mod tests {
         let ks = Keyspace::new(4);
         let r = recover(&d.0, &ks, 0).unwrap();
         assert_eq!((r.last, r.replayed, r.keys, r.gen), (5, 5, 5, 2), "{:?}", r.notes);
-        assert_eq!(ks.lock_key(b"key4").map.get(&b"key4"[..]).map(|e| e.value.clone()), Some(b"v4".to_vec()));
+        assert_eq!(
+            ks.lock_key(b"key4").map.get(&b"key4"[..]).map(|e| e.value.clone()),
+            Some(Value::Str(b"v4".to_vec()))
+        );
         // The snapshot now holds it all and the old logs are gone.
         assert!(dir::segments(&d.0).unwrap().is_empty());
         let again = Keyspace::new(1);

@@ -7,12 +7,14 @@
 //! 16  u64 gen: logs of earlier generations are covered by it
 //! 24  u64 count of records that follow
 //! 32  u32 CRC-32C of bytes 0..32; 4 bytes zero
-//! 40  count × Sets record of one key (seq: the change that last wrote the key)
+//! 40  count × a record of one key (seq: the change that last wrote the key): Sets for a
+//!     string, a fresh HashSet for a hash
 //! ```
 
 use super::dir::sync_dir;
-use super::record::{encode_sets, read, Change, Read};
-use crate::keyspace::{Entry, Keyspace};
+use super::record::{encode_hash_set, encode_sets, read, Change, Read};
+use super::replay;
+use crate::keyspace::{Keyspace, Value};
 use std::fs::{self, File};
 use std::io::{BufWriter, Seek, SeekFrom, Write};
 use std::path::Path;
@@ -53,8 +55,17 @@ pub fn write(
         rec.clear();
         {
             let s = ks.lock(i);
+            let mut fields = Vec::new();
             for (k, e) in &s.map {
-                encode_sets(&mut rec, e.seq.max(1), &[(k, &e.value, e.expire_ms)]);
+                let seq = e.seq.max(1);
+                match &e.value {
+                    Value::Str(v) => encode_sets(&mut rec, seq, &[(k, v, e.expire_ms)]),
+                    Value::Hash(h) => {
+                        fields.clear();
+                        fields.extend(h.iter());
+                        encode_hash_set(&mut rec, seq, k, true, e.expire_ms, &fields)
+                    }
+                };
                 count += 1;
             }
         }
@@ -106,10 +117,11 @@ pub fn load(dir: &Path, ks: &Keyspace) -> Result<Option<Loaded>, String> {
     let mut at = HEAD;
     for _ in 0..count {
         match read(&b[at..], b.len()) {
-            Read::Record { seq, change: Change::Sets(items), size } if items.len() == 1 => {
-                let (k, v, exp) = items[0];
-                let mut s = ks.lock_key(k);
-                s.map.insert(k.into(), Entry { value: v.to_vec(), expire_ms: exp, seq });
+            Read::Record { seq, change, size }
+                if matches!(&change, Change::Sets(items) if items.len() == 1)
+                    || matches!(change, Change::HashSet { fresh: true, .. }) =>
+            {
+                replay::apply(ks, seq, change);
                 at += size;
             }
             Read::Record { .. } => return Err(bad(at, "unexpected record")),

@@ -3,7 +3,7 @@
 //! staged into one commit (header, records, padding to the block) for the writer.
 
 use super::order::Order;
-use super::record::{encode, encode_del, encode_sets, pad, Change};
+use super::record::{encode, encode_del, encode_hash_set, encode_sets, pad, Change};
 use crate::command::Journal;
 use std::sync::Arc;
 
@@ -113,6 +113,18 @@ impl Journal for Stage {
     fn expire(&mut self, key: &[u8], at_ms: i64) -> u64 {
         let seq = self.next();
         encode(&mut self.buf, seq, &Change::Expire(key, at_ms));
+        seq
+    }
+
+    fn hash_set(&mut self, key: &[u8], fresh: bool, expire_ms: i64, fields: &[(&[u8], &[u8])]) -> u64 {
+        let seq = self.next();
+        encode_hash_set(&mut self.buf, seq, key, fresh, expire_ms, fields);
+        seq
+    }
+
+    fn hash_del(&mut self, key: &[u8], fields: &[&[u8]]) -> u64 {
+        let seq = self.next();
+        encode(&mut self.buf, seq, &Change::HashDel { key, fields: fields.to_vec() });
         seq
     }
 
