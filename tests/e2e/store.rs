@@ -362,6 +362,162 @@ fn corpus() -> Vec<Vec<u8>> {
             req(&[b"HGETALL", b"e"]),
         ]
         .concat(),
+        c(&[
+            "SET k v",
+            "SETEX k 100 v2",
+            "GET k",
+            "SETEX k 0 v",
+            "SETEX k -1 v",
+            "SETEX k x v",
+            "PSETEX k 0 v",
+            "SETEX k 9223372036854776 v",
+            "SETEX",
+            "SETNX k z",
+            "SETNX n z",
+            "GET n",
+        ]),
+        c(&["SET k v EX 100", "GETSET k w", "TTL k", "GETSET none x", "HSET h f v", "GETSET h x", "GET none"]),
+        c(&["SET k v", "GETDEL k", "GETDEL k", "HSET h f v", "GETDEL h", "EXISTS h k", "GETDEL"]),
+        c(&[
+            "SET k v",
+            "GETEX k",
+            "GETEX k PXAT 4102444800000",
+            "PEXPIRETIME k",
+            "GETEX k PERSIST",
+            "TTL k",
+            "GETEX k EX 10 PX 10",
+            "GETEX k EX",
+            "GETEX k PERSIST EX 10",
+            "GETEX k EX 10 PERSIST",
+            "GETEX k EX 0",
+            "GETEX k EX -1",
+            "GETEX k EX x",
+            "GETEX k FOO",
+            "GETEX none EX 10",
+            "GETEX k EXAT 1",
+            "EXISTS k",
+        ]),
+        c(&["HSET h f v", "GETEX h", "GETEX h EX x", "GETEX h PERSIST", "GETEX"]),
+        c(&["MSETNX a 1 b 2", "MSETNX b 3 c 4", "MGET a b c", "MSETNX a", "MSETNX a 1 b", "MSETNX x 1 x 2", "GET x"]),
+        c(&[
+            "SET s Hello",
+            "GETRANGE s 0 3",
+            "GETRANGE s -3 -1",
+            "GETRANGE s 0 -1",
+            "GETRANGE s 10 100",
+            "GETRANGE s -1 -5",
+            "GETRANGE s 3 1",
+            "GETRANGE s -100 100",
+            "GETRANGE none 0 1",
+            "GETRANGE s x 1",
+            "SUBSTR s 1 2",
+            "HSET h f v",
+            "GETRANGE h 0 1",
+        ]),
+        c(&[
+            "SET s Hello",
+            "SETRANGE s 0 J",
+            "GET s",
+            "SETRANGE s 7 World",
+            "GET s",
+            "SETRANGE n 3 x",
+            "GET n",
+            "SETRANGE s -1 x",
+            "SETRANGE s x y",
+            "SETRANGE s 536870912 x",
+            "SETRANGE s 536870911 x",
+            "STRLEN s",
+            "HSET h f v",
+            "SETRANGE h 0 x",
+        ]),
+        [req(&[b"SETRANGE", b"e", b"5", b""]), cmd("EXISTS e"), cmd("SET f ab"), req(&[b"SETRANGE", b"f", b"9", b""])]
+            .concat(),
+        c(&[
+            "SET k v",
+            "EXPIREAT k 4102444800",
+            "EXPIRETIME k",
+            "PEXPIRETIME k",
+            "PEXPIREAT k 4102444800123",
+            "PEXPIRETIME k",
+            "EXPIRETIME k",
+            "EXPIREAT k 4102444800 NX",
+            "EXPIREAT k 4102444801 GT",
+            "EXPIRETIME k",
+            "EXPIREAT k x",
+            "EXPIREAT k 9223372036854776",
+            "PEXPIREAT k 9223372036854775807",
+            "EXPIRETIME none",
+            "SET p v",
+            "EXPIRETIME p",
+            "EXPIREAT p 1",
+            "EXISTS p",
+        ]),
+        c(&[
+            "SET a 1",
+            "PEXPIREAT a 4102444800000",
+            "RENAME a b",
+            "EXISTS a",
+            "GET b",
+            "PEXPIRETIME b",
+            "RENAME a c",
+            "RENAME b b",
+            "RENAMENX b b",
+            "SET c 3",
+            "RENAMENX b c",
+            "RENAMENX b d",
+            "GET d",
+            "RENAMENX none x",
+            "HSET h f v",
+            "RENAME h s",
+            "HGETALL s",
+            "TYPE s",
+            "RENAME s",
+        ]),
+        c(&[
+            "SET a 1",
+            "COPY a b",
+            "GET b",
+            "COPY a b",
+            "SET a 2",
+            "COPY a b REPLACE",
+            "GET b",
+            "COPY a a",
+            "COPY none b",
+            "COPY a b DB 1",
+            "COPY a b DB x",
+            "COPY a b FOO",
+            "COPY a b DB",
+            "HSET h f v g w",
+            "COPY h h2",
+            "HGETALL h2",
+            "PEXPIREAT h 4102444800000",
+            "COPY h h3",
+            "PEXPIRETIME h3",
+            "COPY a b DB 0 REPLACE",
+            "COPY a",
+        ]),
+        c(&[
+            "MSET one 1 two 2 three 3 four 4",
+            "KEYS t?o",
+            "KEYS f[o]ur",
+            "KEYS nomatch",
+            "KEYS [^a-z]*",
+            "KEYS o*",
+            "KEYS *hre*",
+            "KEYS",
+            "RANDOMKEY x",
+        ]),
+        c(&[
+            "RANDOMKEY",
+            "SET only 1",
+            "RANDOMKEY",
+            "KEYS *",
+            "SCAN x",
+            "SCAN 0 COUNT 0",
+            "SCAN 0 MATCH",
+            "SCAN 0 COUNT x",
+        ]),
+        c(&["SCAN 0 FOO bar", "SCAN -1", "TIME x", "SCAN"]),
         c(&["PING", "QUIT", "PING"]),
         b"*1\r\n$-5\r\n".to_vec(),
         b"*abc\r\n".to_vec(),
@@ -427,6 +583,95 @@ fn same_answers_as_redis_with_appendfsync_always() {
     }
     let (status, log) = s.stop();
     assert!(diffs.is_empty(), "{} differences:\n{}", diffs.len(), diffs.join("\n"));
+    assert!(status.success(), "{log}");
+}
+
+/// Every bulk string of a reply, in order (array headers dropped): SCAN's cursor and keys.
+fn bulks(r: &[u8]) -> Vec<Vec<u8>> {
+    let mut out = Vec::new();
+    let mut at = 0;
+    while at < r.len() {
+        let end = at + r[at..].windows(2).position(|w| w == b"\r\n").expect("a line");
+        if r[at] == b'$' {
+            let n: usize = std::str::from_utf8(&r[at + 1..end]).unwrap().parse().unwrap();
+            out.push(r[end + 2..end + 2 + n].to_vec());
+            at = end + 2 + n + 2;
+        } else {
+            at = end + 2;
+        }
+    }
+    out
+}
+
+/// KEYS and whole SCAN iterations (with MATCH, TYPE and a COUNT hint) give the same keys as
+/// Redis does on the same data; SCAN returns each key once, and a key added during the
+/// iteration breaks nothing.
+#[test]
+fn keys_and_scan_find_what_redis_finds() {
+    let net = TestNet::new(1);
+    let _r = redis(&net);
+    let dir = Scratch::new("scan");
+    let s = store(&net, &dir, &["--queues", "1"]);
+    let mut load = cmd("FLUSHALL");
+    for i in 0..1500 {
+        if i % 3 == 0 {
+            load.extend(cmd(&format!("HSET user:{i} name n{i} age {}", i % 90)));
+        } else {
+            load.extend(cmd(&format!("SET item:{i}:{} v", i % 7)));
+        }
+    }
+    let ask = |addr: &'static str, input: Vec<u8>, n: usize| {
+        in_netns(&net.cli_ns, move || Client::connect(addr).ask_n(&input, n))
+    };
+    for addr in [SERVER, SERVER_OWN] {
+        let replies = ask(addr, load.clone(), 1501);
+        assert!(replies.iter().all(|r| r[0] == b'+' || r[0] == b':'), "{addr} loaded");
+    }
+    let sorted = |mut v: Vec<Vec<u8>>| {
+        v.sort();
+        v
+    };
+    for pattern in ["*", "user:1*", "item:*:3", "*:[0-2]", "nothing*"] {
+        let theirs = sorted(bulks(&ask(SERVER, req(&[b"KEYS", pattern.as_bytes()]), 1)[0]));
+        let ours = sorted(bulks(&ask(SERVER_OWN, req(&[b"KEYS", pattern.as_bytes()]), 1)[0]));
+        assert_eq!(theirs.len(), ours.len(), "KEYS {pattern}");
+        assert_eq!(theirs, ours, "KEYS {pattern}");
+    }
+    let scan_all = |addr: &'static str, extra: &[&str], add_during: bool| {
+        let extra: Vec<String> = extra.iter().map(|e| e.to_string()).collect();
+        in_netns(&net.cli_ns, move || {
+            let mut c = Client::connect(addr);
+            let (mut cursor, mut keys, mut calls) = (b"0".to_vec(), Vec::new(), 0);
+            loop {
+                let mut args: Vec<&[u8]> = vec![b"SCAN", &cursor, b"COUNT", b"50"];
+                args.extend(extra.iter().map(|e| e.as_bytes()));
+                let mut got = bulks(&c.ask(&req(&args)));
+                cursor = got.remove(0);
+                keys.extend(got);
+                calls += 1;
+                if add_during && calls == 2 {
+                    c.ask(&cmd("SET added:during v"));
+                }
+                if cursor == b"0" || calls > 10_000 {
+                    break;
+                }
+            }
+            keys
+        })
+    };
+    for extra in [&[][..], &["MATCH", "user:*"], &["TYPE", "hash"], &["TYPE", "string", "MATCH", "*:4"]] {
+        let theirs = sorted(scan_all(SERVER, extra, false));
+        let ours = scan_all(SERVER_OWN, extra, false);
+        let n = ours.len();
+        let ours = sorted(ours);
+        let mut once = ours.clone();
+        once.dedup();
+        assert_eq!(once.len(), n, "SCAN {extra:?} returned a key twice");
+        assert_eq!(theirs, ours, "SCAN {extra:?}");
+    }
+    let during = scan_all(SERVER_OWN, &[], true);
+    assert!(during.len() >= 1500, "every key present throughout is returned: {}", during.len());
+    let (status, log) = s.stop();
     assert!(status.success(), "{log}");
 }
 

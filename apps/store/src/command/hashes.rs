@@ -2,7 +2,7 @@
 //! removed), with whether it made the key a new hash: replay then needs nothing but the
 //! records before it.
 
-use super::{int_arg, Argv, Ctx, Done, NOT_INT, SYNTAX, WRONGTYPE};
+use super::{int_arg, random, Argv, Ctx, Done, NOT_INT, SYNTAX, WRONGTYPE};
 use crate::hash::Hash;
 use crate::keyspace::{Entry, Shard, Value};
 use resp::num::{format_i64, parse_i64};
@@ -254,14 +254,6 @@ pub(super) fn hincrby(a: Argv<'_>, ctx: &mut Ctx<'_>, out: &mut dyn Sink) -> Don
     Done::wait(seq)
 }
 
-/// A small random number source for HRANDFIELD (no cryptographic promise, as in Redis).
-fn random(seed: &mut u64) -> u64 {
-    *seed ^= *seed << 13;
-    *seed ^= *seed >> 7;
-    *seed ^= *seed << 17;
-    *seed
-}
-
 pub(super) fn hrandfield(a: Argv<'_>, ctx: &mut Ctx<'_>, out: &mut dyn Sink) -> Done {
     let mut count = None;
     let mut withvalues = false;
@@ -288,10 +280,9 @@ pub(super) fn hrandfield(a: Argv<'_>, ctx: &mut Ctx<'_>, out: &mut dyn Sink) -> 
         }
         count = Some(c);
     }
-    let mut seed = (ctx.now_ms as u64).wrapping_mul(0x9e37_79b9_7f4a_7c15) | 1;
     read(a, ctx, out, |h, out| {
         let Some(c) = count else {
-            match h.and_then(|h| h.nth(random(&mut seed) as usize % h.len().max(1))) {
+            match h.and_then(|h| h.nth(random() as usize % h.len().max(1))) {
                 Some((f, _)) => reply::bulk(out, f),
                 None => reply::null(out),
             }
@@ -313,7 +304,7 @@ pub(super) fn hrandfield(a: Argv<'_>, ctx: &mut Ctx<'_>, out: &mut dyn Sink) -> 
             let n = c.unsigned_abs() as usize;
             reply::array(out, n * per);
             for _ in 0..n {
-                let i = random(&mut seed) as usize % h.len();
+                let i = random() as usize % h.len();
                 put(out, h.nth(i).expect("in range"));
             }
             return;
@@ -327,7 +318,7 @@ pub(super) fn hrandfield(a: Argv<'_>, ctx: &mut Ctx<'_>, out: &mut dyn Sink) -> 
         }
         let mut picked: Vec<usize> = (0..h.len()).collect();
         for i in 0..n {
-            let j = i + random(&mut seed) as usize % (h.len() - i);
+            let j = i + random() as usize % (h.len() - i);
             picked.swap(i, j);
         }
         for &i in &picked[..n] {

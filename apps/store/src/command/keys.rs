@@ -59,6 +59,18 @@ struct When {
 }
 
 fn expire_generic(a: Argv<'_>, ctx: &mut Ctx<'_>, out: &mut dyn Sink, ms_unit: bool, cmd: &str) -> Done {
+    expire_at_generic(a, ctx, out, ms_unit, false, cmd)
+}
+
+/// EXPIRE, PEXPIRE (`absolute` false: the time is from now), EXPIREAT and PEXPIREAT.
+fn expire_at_generic(
+    a: Argv<'_>,
+    ctx: &mut Ctx<'_>,
+    out: &mut dyn Sink,
+    ms_unit: bool,
+    absolute: bool,
+    cmd: &str,
+) -> Done {
     let mut w = When::default();
     for j in 3..a.len() {
         let o = a.get(j);
@@ -97,7 +109,8 @@ fn expire_generic(a: Argv<'_>, ctx: &mut Ctx<'_>, out: &mut dyn Sink, ms_unit: b
         }
         when *= 1000;
     }
-    let Some(when) = when.checked_add(ctx.now_ms).filter(|_| when <= i64::MAX - ctx.now_ms) else {
+    let base = if absolute { 0 } else { ctx.now_ms };
+    let Some(when) = when.checked_add(base) else {
         return bad(out);
     };
     let key = a.get(1);
@@ -139,14 +152,23 @@ pub(super) fn pexpire(a: Argv<'_>, ctx: &mut Ctx<'_>, out: &mut dyn Sink) -> Don
     expire_generic(a, ctx, out, true, "pexpire")
 }
 
-fn ttl_generic(a: Argv<'_>, ctx: &mut Ctx<'_>, out: &mut dyn Sink, ms: bool) -> Done {
+pub(super) fn expireat(a: Argv<'_>, ctx: &mut Ctx<'_>, out: &mut dyn Sink) -> Done {
+    expire_at_generic(a, ctx, out, false, true, "expireat")
+}
+
+pub(super) fn pexpireat(a: Argv<'_>, ctx: &mut Ctx<'_>, out: &mut dyn Sink) -> Done {
+    expire_at_generic(a, ctx, out, true, true, "pexpireat")
+}
+
+/// TTL, PTTL (`absolute` false: the time left), EXPIRETIME and PEXPIRETIME.
+fn ttl_generic(a: Argv<'_>, ctx: &mut Ctx<'_>, out: &mut dyn Sink, ms: bool, absolute: bool) -> Done {
     let key = a.get(1);
     let mut s = ctx.ks.lock_key(key);
     let v = match s.live(key, ctx.now_ms) {
         None => -2,
         Some(e) if e.expire_ms == 0 => -1,
         Some(e) => {
-            let left = (e.expire_ms - ctx.now_ms).max(0);
+            let left = if absolute { e.expire_ms } else { (e.expire_ms - ctx.now_ms).max(0) };
             if ms {
                 left
             } else {
@@ -159,11 +181,19 @@ fn ttl_generic(a: Argv<'_>, ctx: &mut Ctx<'_>, out: &mut dyn Sink, ms: bool) -> 
 }
 
 pub(super) fn ttl(a: Argv<'_>, ctx: &mut Ctx<'_>, out: &mut dyn Sink) -> Done {
-    ttl_generic(a, ctx, out, false)
+    ttl_generic(a, ctx, out, false, false)
 }
 
 pub(super) fn pttl(a: Argv<'_>, ctx: &mut Ctx<'_>, out: &mut dyn Sink) -> Done {
-    ttl_generic(a, ctx, out, true)
+    ttl_generic(a, ctx, out, true, false)
+}
+
+pub(super) fn expiretime(a: Argv<'_>, ctx: &mut Ctx<'_>, out: &mut dyn Sink) -> Done {
+    ttl_generic(a, ctx, out, false, true)
+}
+
+pub(super) fn pexpiretime(a: Argv<'_>, ctx: &mut Ctx<'_>, out: &mut dyn Sink) -> Done {
+    ttl_generic(a, ctx, out, true, true)
 }
 
 pub(super) fn persist(a: Argv<'_>, ctx: &mut Ctx<'_>, out: &mut dyn Sink) -> Done {

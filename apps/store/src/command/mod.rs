@@ -3,12 +3,15 @@
 //! the value it showed must be durable before any client sees it). Replies and errors are
 //! Redis 7.0's, word for word.
 
+mod glob;
 mod hashes;
 mod keys;
+mod moves;
+mod scan;
 mod server;
 mod strings;
 
-use crate::keyspace::Keyspace;
+use crate::keyspace::{Keyspace, Value};
 use resp::reply::{self, Sink};
 use resp::Args;
 
@@ -137,6 +140,36 @@ pub const WRONGTYPE: &[u8] = b"WRONGTYPE Operation against a key holding the wro
 /// `-ERR syntax error`.
 const SYNTAX: &[u8] = b"ERR syntax error";
 
+/// Logs `key` as now holding `value` whole, expiring at `expire_ms` (RENAME, COPY): one record,
+/// the same a snapshot holds for the key.
+fn journal_whole(journal: &mut dyn Journal, key: &[u8], value: &Value, expire_ms: i64) -> u64 {
+    match value {
+        Value::Str(v) => journal.sets(&[(key, v, expire_ms)]),
+        Value::Hash(h) => {
+            let fields: Vec<(&[u8], &[u8])> = h.iter().collect();
+            journal.hash_set(key, true, expire_ms, &fields)
+        }
+    }
+}
+
+/// A random number for RANDOMKEY and HRANDFIELD (xorshift per thread, seeded from the
+/// standard library's random hasher keys: no cryptographic promise, as in Redis).
+fn random() -> u64 {
+    use std::cell::Cell;
+    use std::hash::BuildHasher;
+    thread_local! {
+        static STATE: Cell<u64> = Cell::new(std::hash::RandomState::new().hash_one(0u64) | 1);
+    }
+    STATE.with(|s| {
+        let mut x = s.get();
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        s.set(x);
+        x
+    })
+}
+
 /// Redis's argument count rules: `n` exactly, or at least `-n`.
 fn arity_ok(arity: i32, n: usize) -> bool {
     if arity >= 0 {
@@ -166,10 +199,31 @@ const COMMANDS: &[(&str, i32, Handler)] = &[
     ("mset", -3, strings::mset),
     ("append", 3, strings::append),
     ("strlen", 2, strings::strlen),
+    ("setex", 4, strings::setex),
+    ("psetex", 4, strings::psetex),
+    ("setnx", 3, strings::setnx),
+    ("getset", 3, strings::getset),
+    ("getdel", 2, strings::getdel),
+    ("getex", -2, strings::getex),
+    ("msetnx", -3, strings::msetnx),
+    ("getrange", 4, strings::getrange),
+    // SUBSTR is GETRANGE's old name, still served by Redis.
+    ("substr", 4, strings::getrange),
+    ("setrange", 4, strings::setrange),
     ("expire", -3, keys::expire),
     ("pexpire", -3, keys::pexpire),
+    ("expireat", -3, keys::expireat),
+    ("pexpireat", -3, keys::pexpireat),
     ("ttl", 2, keys::ttl),
     ("pttl", 2, keys::pttl),
+    ("expiretime", 2, keys::expiretime),
+    ("pexpiretime", 2, keys::pexpiretime),
+    ("keys", 2, scan::keys),
+    ("scan", -2, scan::scan),
+    ("randomkey", 1, scan::randomkey),
+    ("rename", 3, moves::rename),
+    ("renamenx", 3, moves::renamenx),
+    ("copy", -3, moves::copy),
     ("persist", 2, keys::persist),
     ("dbsize", 1, keys::dbsize),
     ("flushall", -1, keys::flushall),
@@ -192,6 +246,7 @@ const COMMANDS: &[(&str, i32, Handler)] = &[
     ("hrandfield", -2, hashes::hrandfield),
     ("ping", -1, server::ping),
     ("echo", 2, server::echo),
+    ("time", 1, server::time),
     ("select", 2, server::select),
     ("info", -1, server::info),
     ("quit", -1, server::quit),

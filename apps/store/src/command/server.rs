@@ -17,6 +17,16 @@ pub(super) fn echo(a: Argv<'_>, _ctx: &mut Ctx<'_>, out: &mut dyn Sink) -> Done 
     Done::default()
 }
 
+pub(super) fn time(_a: Argv<'_>, ctx: &mut Ctx<'_>, out: &mut dyn Sink) -> Done {
+    let us = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(ctx.now_ms * 1000, |d| d.as_micros() as i64);
+    reply::array(out, 2);
+    reply::bulk(out, (us / 1_000_000).to_string().as_bytes());
+    reply::bulk(out, (us % 1_000_000).to_string().as_bytes());
+    Done::default()
+}
+
 pub(super) fn select(a: Argv<'_>, _ctx: &mut Ctx<'_>, out: &mut dyn Sink) -> Done {
     // One database, as Redis with `databases 1`.
     match int_arg(a.get(1), out) {
@@ -67,35 +77,6 @@ fn unknown_subcommand(sub: &[u8], cmd: &str, out: &mut dyn Sink) {
     reply::error(out, &t);
 }
 
-/// Redis's glob match, for the `*`, `?` and literal characters of a CONFIG GET pattern
-/// (case-insensitive, as config names are). Greedy with one backtrack point, so a pattern of
-/// many stars costs O(pattern × name), not exponential time.
-fn glob(p: &[u8], s: &[u8]) -> bool {
-    let (mut pi, mut si) = (0, 0);
-    let mut star: Option<(usize, usize)> = None;
-    while si < s.len() {
-        match p.get(pi) {
-            Some(b'*') => {
-                star = Some((pi, si));
-                pi += 1;
-            }
-            Some(&c) if c == b'?' || c.eq_ignore_ascii_case(&s[si]) => {
-                pi += 1;
-                si += 1;
-            }
-            _ => match star {
-                Some((sp, ss)) => {
-                    pi = sp + 1;
-                    si = ss + 1;
-                    star = Some((sp, ss + 1));
-                }
-                None => return false,
-            },
-        }
-    }
-    p[pi..].iter().all(|&c| c == b'*')
-}
-
 pub(super) fn config(a: Argv<'_>, ctx: &mut Ctx<'_>, out: &mut dyn Sink) -> Done {
     let sub = a.get(1);
     if sub.eq_ignore_ascii_case(b"get") {
@@ -104,8 +85,10 @@ pub(super) fn config(a: Argv<'_>, ctx: &mut Ctx<'_>, out: &mut dyn Sink) -> Done
             return Done::default();
         }
         let params = ctx.info.config();
-        let hits: Vec<&(&str, String)> =
-            params.iter().filter(|(name, _)| (2..a.len()).any(|i| glob(a.get(i), name.as_bytes()))).collect();
+        let hits: Vec<&(&str, String)> = params
+            .iter()
+            .filter(|(name, _)| (2..a.len()).any(|i| super::glob::matches(a.get(i), name.as_bytes(), true)))
+            .collect();
         reply::array(out, hits.len() * 2);
         for (name, value) in hits {
             reply::bulk(out, name.as_bytes());
@@ -123,19 +106,4 @@ pub(super) fn config(a: Argv<'_>, ctx: &mut Ctx<'_>, out: &mut dyn Sink) -> Done
         unknown_subcommand(sub, "CONFIG", out);
     }
     Done::default()
-}
-
-#[cfg(test)]
-mod tests {
-    #[test]
-    fn glob_matches_as_redis_does() {
-        assert!(super::glob(b"*", b"save"));
-        assert!(super::glob(b"append*", b"appendfsync"));
-        assert!(super::glob(b"SAVE", b"save"));
-        assert!(super::glob(b"s?ve", b"save"));
-        assert!(!super::glob(b"save", b"saves"));
-        assert!(super::glob(b"*f*c", b"appendfsync"));
-        assert!(super::glob(&[b'*'; 5000], b""));
-        assert!(!super::glob(&[&[b'*'; 5000][..], b"x"].concat(), b"appendfsync"));
-    }
 }

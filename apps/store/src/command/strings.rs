@@ -303,3 +303,244 @@ pub(super) fn append(a: Argv<'_>, ctx: &mut Ctx<'_>, out: &mut dyn Sink) -> Done
     reply::int(out, (len + more.len()) as i64);
     Done::wait(seq)
 }
+
+/// SETEX and PSETEX: SET with an expiry that must be positive.
+fn setex_generic(a: Argv<'_>, ctx: &mut Ctx<'_>, out: &mut dyn Sink, unit: Unit, cmd: &str) -> Done {
+    let Some(expire) = expire_at(a.get(2), unit, ctx.now_ms, cmd, out) else { return Done::default() };
+    let (key, value) = (a.get(1), a.get(3));
+    let mut s = ctx.ks.lock_key(key);
+    let seq = ctx.journal.sets(&[(key, value, expire)]);
+    put(&mut s.map, key, value, expire, seq);
+    reply::ok(out);
+    Done::wait(seq)
+}
+
+pub(super) fn setex(a: Argv<'_>, ctx: &mut Ctx<'_>, out: &mut dyn Sink) -> Done {
+    setex_generic(a, ctx, out, Unit::Ex, "setex")
+}
+
+pub(super) fn psetex(a: Argv<'_>, ctx: &mut Ctx<'_>, out: &mut dyn Sink) -> Done {
+    setex_generic(a, ctx, out, Unit::Px, "psetex")
+}
+
+pub(super) fn setnx(a: Argv<'_>, ctx: &mut Ctx<'_>, out: &mut dyn Sink) -> Done {
+    let (key, value) = (a.get(1), a.get(2));
+    let mut s = ctx.ks.lock_key(key);
+    if s.live(key, ctx.now_ms).is_some() {
+        reply::int(out, 0);
+        return Done::wait(s.seq_of(key));
+    }
+    let seq = ctx.journal.sets(&[(key, value, 0)]);
+    put(&mut s.map, key, value, 0, seq);
+    reply::int(out, 1);
+    Done::wait(seq)
+}
+
+pub(super) fn getset(a: Argv<'_>, ctx: &mut Ctx<'_>, out: &mut dyn Sink) -> Done {
+    let (key, value) = (a.get(1), a.get(2));
+    let mut s = ctx.ks.lock_key(key);
+    match s.live(key, ctx.now_ms).map(|e| e.value.as_str()) {
+        Some(Some(old)) => reply::bulk(out, old),
+        Some(None) => {
+            reply::error(out, WRONGTYPE);
+            return Done::wait(s.seq_of(key));
+        }
+        None => reply::null(out),
+    }
+    // GETSET drops the key's expiry, as SET does.
+    let seq = ctx.journal.sets(&[(key, value, 0)]);
+    put(&mut s.map, key, value, 0, seq);
+    Done::wait(seq)
+}
+
+pub(super) fn getdel(a: Argv<'_>, ctx: &mut Ctx<'_>, out: &mut dyn Sink) -> Done {
+    let key = a.get(1);
+    let mut s = ctx.ks.lock_key(key);
+    match s.live(key, ctx.now_ms).map(|e| e.value.as_str()) {
+        Some(Some(v)) => reply::bulk(out, v),
+        Some(None) => {
+            reply::error(out, WRONGTYPE);
+            return Done::wait(s.seq_of(key));
+        }
+        None => {
+            reply::null(out);
+            return Done::wait(s.seq_of(key));
+        }
+    }
+    let seq = ctx.journal.del(&[key]);
+    s.map.remove(key);
+    s.removed_seq = seq;
+    Done::wait(seq)
+}
+
+pub(super) fn getex(a: Argv<'_>, ctx: &mut Ctx<'_>, out: &mut dyn Sink) -> Done {
+    // EX/PX/EXAT/PXAT with an argument, or PERSIST; one of them at most.
+    let (mut expire, mut persist) = (None, false);
+    let mut j = 2;
+    while j < a.len() {
+        let o = a.get(j);
+        let is = |w: &str| o.eq_ignore_ascii_case(w.as_bytes());
+        let unit = [("ex", Unit::Ex), ("px", Unit::Px), ("exat", Unit::ExAt), ("pxat", Unit::PxAt)]
+            .into_iter()
+            .find_map(|(w, u)| is(w).then_some(u));
+        match unit {
+            Some(u) if j + 1 < a.len() && expire.is_none() && !persist => {
+                expire = Some((u, j + 1));
+                j += 1;
+            }
+            None if is("persist") && expire.is_none() => persist = true,
+            _ => {
+                reply::error(out, SYNTAX);
+                return Done::default();
+            }
+        }
+        j += 1;
+    }
+    let key = a.get(1);
+    let mut s = ctx.ks.lock_key(key);
+    let Some(e) = s.live(key, ctx.now_ms) else {
+        reply::null(out);
+        return Done::wait(s.seq_of(key));
+    };
+    if e.value.as_str().is_none() {
+        reply::error(out, WRONGTYPE);
+        return Done::wait(e.seq);
+    }
+    let at = match expire {
+        Some((u, i)) => match expire_at(a.get(i), u, ctx.now_ms, "getex", out) {
+            Some(t) => Some(t),
+            None => return Done::wait(e.seq),
+        },
+        None => None,
+    };
+    reply::bulk(out, e.value.as_str().expect("a string"));
+    let seq = match (at, persist) {
+        (Some(t), _) if t <= ctx.now_ms => {
+            let seq = ctx.journal.del(&[key]);
+            s.map.remove(key);
+            s.removed_seq = seq;
+            seq
+        }
+        (Some(t), _) => {
+            let seq = ctx.journal.expire(key, t);
+            e.expire_ms = t;
+            e.seq = seq;
+            seq
+        }
+        (None, true) if e.expire_ms != 0 => {
+            let seq = ctx.journal.expire(key, 0);
+            e.expire_ms = 0;
+            e.seq = seq;
+            seq
+        }
+        _ => e.seq,
+    };
+    Done::wait(seq)
+}
+
+pub(super) fn msetnx(a: Argv<'_>, ctx: &mut Ctx<'_>, out: &mut dyn Sink) -> Done {
+    if a.len().is_multiple_of(2) {
+        super::arity_error(out, "msetnx");
+        return Done::default();
+    }
+    let items: Vec<(&[u8], &[u8], i64)> = (1..a.len()).step_by(2).map(|i| (a.get(i), a.get(i + 1), 0)).collect();
+    let mut locked = ctx.ks.lock_set(ctx.ks.mask_of(items.iter().map(|i| i.0)));
+    let mut wait = 0;
+    for (k, _, _) in &items {
+        let s = locked.shard(ctx.ks.shard_of(k));
+        if s.live(k, ctx.now_ms).is_some() {
+            reply::int(out, 0);
+            return Done::wait(s.seq_of(k));
+        }
+        wait = wait.max(s.seq_of(k));
+    }
+    let seq = ctx.journal.sets(&items);
+    for (k, v, _) in &items {
+        put(&mut locked.shard(ctx.ks.shard_of(k)).map, k, v, 0, seq);
+    }
+    reply::int(out, 1);
+    Done::wait(seq.max(wait))
+}
+
+pub(super) fn getrange(a: Argv<'_>, ctx: &mut Ctx<'_>, out: &mut dyn Sink) -> Done {
+    let Some(mut start) = int_arg(a.get(2), out) else { return Done::default() };
+    let Some(mut end) = int_arg(a.get(3), out) else { return Done::default() };
+    let key = a.get(1);
+    let mut s = ctx.ks.lock_key(key);
+    let v: &[u8] = match s.live(key, ctx.now_ms).map(|e| e.value.as_str()) {
+        Some(Some(v)) => v,
+        Some(None) => {
+            reply::error(out, WRONGTYPE);
+            return Done::wait(s.seq_of(key));
+        }
+        None => b"",
+    };
+    let len = v.len() as i64;
+    // Redis's arithmetic, step by step (negative indexes count from the end).
+    if start < 0 && end < 0 && start > end {
+        reply::bulk(out, b"");
+    } else {
+        if start < 0 {
+            start += len;
+        }
+        if end < 0 {
+            end += len;
+        }
+        start = start.max(0);
+        end = end.max(0);
+        if end >= len {
+            end = len - 1;
+        }
+        if start > end || len == 0 {
+            reply::bulk(out, b"");
+        } else {
+            reply::bulk(out, &v[start as usize..=end as usize]);
+        }
+    }
+    Done::wait(s.seq_of(key))
+}
+
+pub(super) fn setrange(a: Argv<'_>, ctx: &mut Ctx<'_>, out: &mut dyn Sink) -> Done {
+    let Some(offset) = int_arg(a.get(2), out) else { return Done::default() };
+    if offset < 0 {
+        reply::error(out, b"ERR offset is out of range");
+        return Done::default();
+    }
+    let (key, more) = (a.get(1), a.get(3));
+    let mut s = ctx.ks.lock_key(key);
+    let too_long = |out: &mut dyn Sink| {
+        reply::error(out, b"ERR string exceeds maximum allowed size (proto-max-bulk-len)");
+    };
+    let (mut value, expire) = match s.live(key, ctx.now_ms) {
+        Some(Entry { value: Value::Str(v), expire_ms, .. }) => {
+            if more.is_empty() {
+                reply::int(out, v.len() as i64);
+                return Done::wait(s.seq_of(key));
+            }
+            (v.clone(), *expire_ms)
+        }
+        Some(_) => {
+            reply::error(out, WRONGTYPE);
+            return Done::wait(s.seq_of(key));
+        }
+        None if more.is_empty() => {
+            reply::int(out, 0);
+            return Done::wait(s.seq_of(key));
+        }
+        None => (Vec::new(), 0),
+    };
+    let offset = offset as usize;
+    if offset.saturating_add(more.len()) > REDIS_MAX_BULK {
+        too_long(out);
+        return Done::wait(s.seq_of(key));
+    }
+    if value.len() < offset + more.len() {
+        value.resize(offset + more.len(), 0);
+    }
+    value[offset..offset + more.len()].copy_from_slice(more);
+    let seq = ctx.journal.sets(&[(key, &value, expire)]);
+    let len = value.len();
+    s.map.insert(key.into(), Entry { value: Value::Str(value), expire_ms: expire, seq });
+    reply::int(out, len as i64);
+    Done::wait(seq)
+}

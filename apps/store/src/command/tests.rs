@@ -279,7 +279,14 @@ mod replayed {
     fn command() -> impl Strategy<Value = String> {
         let key = prop_oneof![Just("a"), Just("b"), Just("c")];
         let field = prop_oneof![Just("x"), Just("y"), Just("z"), Just("w")];
-        (0u8..9, key, field, 0i64..100).prop_map(|(op, k, f, n)| match op {
+        (0u8..17, key, field, 0i64..100).prop_map(|(op, k, f, n)| match op {
+            9 => format!("RENAME {k} {}", ["a", "b", "c"][n as usize % 3]),
+            10 => format!("COPY {k} {} REPLACE", ["a", "b", "c"][n as usize % 3]),
+            11 => format!("SETRANGE {k} {} x", n % 5),
+            12 => format!("GETEX {k} EX {}", n % 3 + 1),
+            13 => format!("GETDEL {k}"),
+            14 => format!("PEXPIREAT {k} {}", 1_000_000 + n * 100),
+            15 => format!("GETEX {k} PERSIST"),
             0 => format!("SET {k} v{n}"),
             1 => format!("HSET {k} {f} {n} w {}", n + 1),
             2 => format!("HDEL {k} {f} w"),
