@@ -4,7 +4,7 @@
 //! changes to a key happened. Commands on several keys lock their shards in index order.
 
 use crate::hash::Hash;
-use std::collections::HashMap;
+use std::collections::{BTreeSet, HashMap};
 use std::hash::{BuildHasher, RandomState};
 use std::sync::{Mutex, MutexGuard};
 
@@ -60,7 +60,14 @@ pub struct Shard {
     pub map: HashMap<Box<[u8]>, Entry>,
     /// The last change that removed keys here (a reply saying a key is missing waits for it).
     pub removed_seq: u64,
+    /// Keys given an expiry, by when: the active expiry's work list. An entry may be stale
+    /// (the key since removed, persisted or given another time): the cycle checks the key
+    /// before removing it, so a stale one costs a look and nothing else.
+    pub expiring: BTreeSet<(i64, Box<[u8]>)>,
 }
+
+/// Keys an expiry cycle looks at per shard at most (a bounded pause for the shard's lock).
+pub const EXPIRE_BUDGET: usize = 200;
 
 impl Shard {
     /// The entry of `key` if it exists and has not expired; an expired one is removed.
@@ -75,6 +82,42 @@ impl Shard {
             self.removed_seq = self.removed_seq.max(e.seq);
         }
         None
+    }
+
+    /// Notes that `key` now expires at `at_ms` (0: never, nothing to note).
+    pub fn note_expiry(&mut self, key: &[u8], at_ms: i64) {
+        if at_ms != 0 {
+            self.expiring.insert((at_ms, key.into()));
+        }
+    }
+
+    /// Removes keys whose expiry has passed at `now_ms`, looking at `budget` entries of the
+    /// work list at most; returns how many keys went. Not logged: a key past its expiry is
+    /// gone for every reader and at every restart anyway; the miss a reader now sees waits for
+    /// the change that set the expiry, as with a key found expired when touched.
+    pub fn expire_due(&mut self, now_ms: i64, budget: usize) -> usize {
+        let mut gone = 0;
+        for _ in 0..budget {
+            match self.expiring.first() {
+                Some((at, _)) if *at <= now_ms => {}
+                _ => break,
+            }
+            let Some((at, key)) = self.expiring.pop_first() else { break };
+            if self.map.get(&key).is_some_and(|e| e.expire_ms == at) {
+                if let Some(e) = self.map.remove(&key) {
+                    self.removed_seq = self.removed_seq.max(e.seq);
+                    gone += 1;
+                }
+            }
+        }
+        gone
+    }
+
+    /// Removes every key (FLUSHALL, FLUSHDB).
+    pub fn clear(&mut self, seq: u64) {
+        self.map.clear();
+        self.expiring.clear();
+        self.removed_seq = seq;
     }
 
     /// The sequence number a reply about `key` (found or not) waits for.
@@ -189,6 +232,13 @@ impl Keyspace {
                 f(k, e);
             }
         }
+    }
+
+    /// One round of active expiry over the shards `which` picks (an engine takes its share):
+    /// each loses the keys whose time has passed, [`EXPIRE_BUDGET`] looked at per shard at
+    /// most. Returns how many keys went.
+    pub fn expire_cycle(&self, now_ms: i64, which: impl Fn(usize) -> bool) -> usize {
+        (0..self.shards.len()).filter(|&i| which(i)).map(|i| self.lock(i).expire_due(now_ms, EXPIRE_BUDGET)).sum()
     }
 
     /// Removes every key that has expired at `now_ms`; returns how many.

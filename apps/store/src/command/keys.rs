@@ -138,6 +138,7 @@ fn expire_at_generic(
         let seq = ctx.journal.expire(key, when);
         e.expire_ms = when;
         e.seq = seq;
+        s.note_expiry(key, when);
         seq
     };
     reply::int(out, 1);
@@ -229,8 +230,7 @@ pub(super) fn flushall(a: Argv<'_>, ctx: &mut Ctx<'_>, out: &mut dyn Sink) -> Do
     let mut locked = ctx.ks.lock_set(ctx.ks.all());
     let seq = ctx.journal.flush();
     for s in locked.each() {
-        s.map.clear();
-        s.removed_seq = seq;
+        s.clear(seq);
     }
     reply::ok(out);
     Done::wait(seq)

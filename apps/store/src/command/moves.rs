@@ -32,7 +32,9 @@ fn rename_generic(a: Argv<'_>, ctx: &mut Ctx<'_>, out: &mut dyn Sink, nx: bool) 
     let s = locked.shard(si);
     s.map.remove(src);
     s.removed_seq = seq;
-    locked.shard(di).map.insert(dst.into(), Entry { seq, ..e });
+    let d = locked.shard(di);
+    d.note_expiry(dst, e.expire_ms);
+    d.map.insert(dst.into(), Entry { seq, ..e });
     if nx {
         reply::int(out, 1);
     } else {
@@ -88,7 +90,9 @@ pub(super) fn copy(a: Argv<'_>, ctx: &mut Ctx<'_>, out: &mut dyn Sink) -> Done {
         return Done::wait(locked.shard(di).seq_of(dst).max(e.seq));
     }
     let seq = journal_whole(ctx.journal, dst, &e.value, e.expire_ms);
-    locked.shard(di).map.insert(dst.into(), Entry { seq, ..e });
+    let d = locked.shard(di);
+    d.note_expiry(dst, e.expire_ms);
+    d.map.insert(dst.into(), Entry { seq, ..e });
     reply::int(out, 1);
     Done::wait(seq)
 }

@@ -1,21 +1,22 @@
 //! String commands.
 
 use super::{int_arg, Argv, Ctx, Done, NOT_INT, SYNTAX, WRONGTYPE};
-use crate::keyspace::{Entry, Value};
+use crate::keyspace::{Entry, Shard, Value};
 use resp::num::{format_i64, parse_i64};
 use resp::reply::{self, Sink};
 use resp::request::REDIS_MAX_BULK;
 
 /// Stores `value` at `key` in a locked shard with change `seq`.
-fn put(map: &mut std::collections::HashMap<Box<[u8]>, Entry>, key: &[u8], value: &[u8], expire_ms: i64, seq: u64) {
-    match map.get_mut(key) {
+fn put(s: &mut Shard, key: &[u8], value: &[u8], expire_ms: i64, seq: u64) {
+    s.note_expiry(key, expire_ms);
+    match s.map.get_mut(key) {
         Some(e) => {
             overwrite(&mut e.value, value);
             e.expire_ms = expire_ms;
             e.seq = seq;
         }
         None => {
-            map.insert(key.into(), Entry { value: Value::Str(value.to_vec()), expire_ms, seq });
+            s.map.insert(key.into(), Entry { value: Value::Str(value.to_vec()), expire_ms, seq });
         }
     }
 }
@@ -201,6 +202,10 @@ pub(super) fn set(a: Argv<'_>, ctx: &mut Ctx<'_>, out: &mut dyn Sink) -> Done {
             seq
         }
     };
+    if let Some(e) = s.map.get(key) {
+        let at = e.expire_ms;
+        s.note_expiry(key, at);
+    }
     if !f.get {
         reply::ok(out);
     }
@@ -216,7 +221,7 @@ pub(super) fn mset(a: Argv<'_>, ctx: &mut Ctx<'_>, out: &mut dyn Sink) -> Done {
     let mut locked = ctx.ks.lock_set(ctx.ks.mask_of(items.iter().map(|i| i.0)));
     let seq = ctx.journal.sets(&items);
     for (k, v, _) in &items {
-        put(&mut locked.shard(ctx.ks.shard_of(k)).map, k, v, 0, seq);
+        put(locked.shard(ctx.ks.shard_of(k)), k, v, 0, seq);
     }
     reply::ok(out);
     Done::wait(seq)
@@ -245,7 +250,7 @@ fn incr_by(key: &[u8], by: i64, ctx: &mut Ctx<'_>, out: &mut dyn Sink) -> Done {
     let mut b = [0u8; 20];
     let text = format_i64(new, &mut b);
     let seq = ctx.journal.sets(&[(key, text, expire)]);
-    put(&mut s.map, key, text, expire, seq);
+    put(&mut s, key, text, expire, seq);
     reply::int(out, new);
     Done::wait(seq)
 }
@@ -310,7 +315,7 @@ fn setex_generic(a: Argv<'_>, ctx: &mut Ctx<'_>, out: &mut dyn Sink, unit: Unit,
     let (key, value) = (a.get(1), a.get(3));
     let mut s = ctx.ks.lock_key(key);
     let seq = ctx.journal.sets(&[(key, value, expire)]);
-    put(&mut s.map, key, value, expire, seq);
+    put(&mut s, key, value, expire, seq);
     reply::ok(out);
     Done::wait(seq)
 }
@@ -331,7 +336,7 @@ pub(super) fn setnx(a: Argv<'_>, ctx: &mut Ctx<'_>, out: &mut dyn Sink) -> Done 
         return Done::wait(s.seq_of(key));
     }
     let seq = ctx.journal.sets(&[(key, value, 0)]);
-    put(&mut s.map, key, value, 0, seq);
+    put(&mut s, key, value, 0, seq);
     reply::int(out, 1);
     Done::wait(seq)
 }
@@ -349,7 +354,7 @@ pub(super) fn getset(a: Argv<'_>, ctx: &mut Ctx<'_>, out: &mut dyn Sink) -> Done
     }
     // GETSET drops the key's expiry, as SET does.
     let seq = ctx.journal.sets(&[(key, value, 0)]);
-    put(&mut s.map, key, value, 0, seq);
+    put(&mut s, key, value, 0, seq);
     Done::wait(seq)
 }
 
@@ -425,6 +430,7 @@ pub(super) fn getex(a: Argv<'_>, ctx: &mut Ctx<'_>, out: &mut dyn Sink) -> Done 
             let seq = ctx.journal.expire(key, t);
             e.expire_ms = t;
             e.seq = seq;
+            s.note_expiry(key, t);
             seq
         }
         (None, true) if e.expire_ms != 0 => {
@@ -456,7 +462,7 @@ pub(super) fn msetnx(a: Argv<'_>, ctx: &mut Ctx<'_>, out: &mut dyn Sink) -> Done
     }
     let seq = ctx.journal.sets(&items);
     for (k, v, _) in &items {
-        put(&mut locked.shard(ctx.ks.shard_of(k)).map, k, v, 0, seq);
+        put(locked.shard(ctx.ks.shard_of(k)), k, v, 0, seq);
     }
     reply::int(out, 1);
     Done::wait(seq.max(wait))

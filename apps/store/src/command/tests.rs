@@ -325,3 +325,31 @@ mod replayed {
         }
     }
 }
+
+#[test]
+fn active_expiry_removes_what_has_expired_and_nothing_else() {
+    let mut b = Bench::new();
+    for cmd in ["SET a 1 PX 100", "SETEX b 1 2", "HSET h f v", "PEXPIRE h 300", "SET c 3 PX 100", "PERSIST c"] {
+        b.r(cmd);
+    }
+    assert_eq!(b.r("SET d 4 PX 100"), "+OK\r\n");
+    assert_eq!(b.r("PEXPIRE d 5000"), ":1\r\n", "a later expiry leaves the first one stale");
+    assert_eq!(b.r("SET e 5 PX 100"), "+OK\r\n");
+    assert_eq!(b.r("DEL e"), ":1\r\n");
+    assert_eq!(b.r("SET e 6"), "+OK\r\n", "a new e without expiry: the old entry is stale");
+    assert_eq!(b.r("DBSIZE"), ":6\r\n");
+    b.now_ms += 150;
+    // Nobody touches a: the cycle removes it (and only what has expired).
+    assert_eq!(b.ks.expire_cycle(b.now_ms, |_| true), 1);
+    assert_eq!(b.r("DBSIZE"), ":5\r\n");
+    b.now_ms += 1000;
+    assert_eq!(b.ks.expire_cycle(b.now_ms, |_| true), 2, "b and h");
+    assert_eq!(b.r("DBSIZE"), ":3\r\n");
+    assert_eq!(b.r("MGET c d e"), "*3\r\n$1\r\n3\r\n$1\r\n4\r\n$1\r\n6\r\n");
+    b.now_ms += 5000;
+    assert_eq!(b.ks.expire_cycle(b.now_ms, |_| true), 1, "d at its later time");
+    assert_eq!(b.r("KEYS *").matches("\r\n$1\r\n").count(), 2);
+    // A removal by the cycle is a miss that waits for the change that set the expiry.
+    let (_, done) = b.run("GET d");
+    assert!(done.wait >= 8, "{done:?}");
+}

@@ -181,13 +181,16 @@ pub(crate) fn apply(ks: &Keyspace, seq: u64, change: Change<'_>) {
     match change {
         Change::Sets(items) => {
             for (k, v, exp) in items {
-                ks.lock_key(k).map.insert(k.into(), Entry { value: Value::Str(v.to_vec()), expire_ms: exp, seq });
+                let mut s = ks.lock_key(k);
+                s.note_expiry(k, exp);
+                s.map.insert(k.into(), Entry { value: Value::Str(v.to_vec()), expire_ms: exp, seq });
             }
         }
         Change::HashSet { key, fresh, expire_ms, fields } => {
             let mut s = ks.lock_key(key);
             let e = s.map.entry(key.into()).or_insert(Entry { value: Value::Hash(Hash::default()), expire_ms: 0, seq });
-            if fresh || !matches!(e.value, Value::Hash(_)) {
+            let made = fresh || !matches!(e.value, Value::Hash(_));
+            if made {
                 *e = Entry { value: Value::Hash(Hash::default()), expire_ms, seq };
             }
             let Value::Hash(h) = &mut e.value else { unreachable!("made a hash above") };
@@ -195,6 +198,9 @@ pub(crate) fn apply(ks: &Keyspace, seq: u64, change: Change<'_>) {
                 h.set(f, v);
             }
             e.seq = seq;
+            if made {
+                s.note_expiry(key, expire_ms);
+            }
         }
         Change::HashDel { key, fields } => {
             let mut s = ks.lock_key(key);
@@ -221,16 +227,16 @@ pub(crate) fn apply(ks: &Keyspace, seq: u64, change: Change<'_>) {
             }
         }
         Change::Expire(k, at) => {
-            if let Some(e) = ks.lock_key(k).map.get_mut(k) {
+            let mut s = ks.lock_key(k);
+            if let Some(e) = s.map.get_mut(k) {
                 e.expire_ms = at;
                 e.seq = seq;
+                s.note_expiry(k, at);
             }
         }
         Change::Flush => {
             for i in 0..ks.shards() {
-                let mut s = ks.lock(i);
-                s.map.clear();
-                s.removed_seq = seq;
+                ks.lock(i).clear(seq);
             }
         }
         Change::Commit { .. } => {}

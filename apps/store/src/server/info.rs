@@ -88,10 +88,11 @@ impl Info for InfoOf<'_> {
                     let _ = write!(
                         t,
                         "# Stats\r\ntotal_connections_received:{}\r\ntotal_commands_processed:{}\r\n\
-                         rejected_connections:{}\r\n",
+                         rejected_connections:{}\r\nexpired_keys:{}\r\n",
                         sum(|e| e.connections.load(Ordering::Relaxed)),
                         sum(|e| e.commands.load(Ordering::Relaxed)),
                         sum(|e| e.rejected.load(Ordering::Relaxed)),
+                        sum(|e| e.expired.load(Ordering::Relaxed)),
                     );
                 }
                 "memory" => {

@@ -53,6 +53,8 @@ pub struct EngineStats {
     pub records: AtomicU64,
     /// Log bytes written.
     pub log_bytes: AtomicU64,
+    /// Keys removed by active expiry.
+    pub expired: AtomicU64,
 }
 
 impl Default for EngineStats {
@@ -66,6 +68,7 @@ impl Default for EngineStats {
             commits: AtomicU64::new(0),
             records: AtomicU64::new(0),
             log_bytes: AtomicU64::new(0),
+            expired: AtomicU64::new(0),
         }
     }
 }
@@ -124,7 +127,13 @@ pub struct Store {
     now_ms: i64,
     /// Sessions holding replies: (sequence number awaited, connection id).
     waiters: Vec<(u64, u64)>,
+    /// When this engine last ran its share of active expiry.
+    expired_at_ms: i64,
 }
+
+/// How often each engine removes the expired keys of its share of the shards (Redis's
+/// active expiry runs ten times a second too).
+const EXPIRE_EVERY_MS: i64 = 100;
 
 struct WriterOut<'a, 'b, 'c>(&'a mut Writer<'b, 'c>);
 
@@ -146,7 +155,7 @@ impl Store {
     /// Engine `engine`'s server, logging through `log`.
     pub fn new(shared: Arc<Shared>, engine: usize, log: LogWriter) -> Store {
         let durable = shared.order.durable();
-        Store { shared, engine, log, durable, now_ms: unix_ms(), waiters: Vec::new() }
+        Store { shared, engine, log, durable, now_ms: unix_ms(), waiters: Vec::new(), expired_at_ms: 0 }
     }
 
     /// The shared state.
@@ -204,6 +213,12 @@ impl StreamServer for Store {
         }
         self.durable = self.shared.order.durable();
         self.publish();
+        if self.now_ms - self.expired_at_ms >= EXPIRE_EVERY_MS {
+            self.expired_at_ms = self.now_ms;
+            let (me, engines) = (self.engine, self.shared.engines.len());
+            let gone = self.shared.ks.expire_cycle(self.now_ms, |shard| shard % engines == me);
+            self.shared.engines[me].expired.fetch_add(gone as u64, Ordering::Relaxed);
+        }
         if self.shared.gens.should_start() {
             let sh = self.shared.clone();
             let spawned = std::thread::Builder::new().name("store-compact".into()).spawn(move || {
