@@ -138,7 +138,14 @@ pub fn store_session(data: &[u8]) {
     };
     let whole = store_run(&[data]);
     let split = store_run(&[&data[..cut], &data[cut..]]);
-    assert_eq!(whole, split, "replies depend on where the input was cut ({cut})");
+    // Some answers differ between two runs whatever the cut: random picks (HRANDFIELD,
+    // RANDOMKEY), the clock (TIME), and the order of keys, which follows each keyspace's own
+    // random hasher (KEYS, SCAN). Inputs that may hold them are only run, not compared.
+    let lower = data.to_ascii_lowercase();
+    let varies = ["rand", "time", "keys", "scan"].iter().any(|w| lower.windows(w.len()).any(|x| x == w.as_bytes()));
+    if !varies {
+        assert_eq!(whole, split, "replies depend on where the input was cut ({cut})");
+    }
 }
 
 /// Inputs this area's targets start from (None: not one of its targets).
@@ -154,7 +161,9 @@ pub(crate) fn seeds(target: &str) -> Option<Vec<Vec<u8>>> {
                 .to_vec(),
             b"\x10MSET a 1 b 2\r\nMGET a b c\r\nAPPEND a xyz\r\nEXPIRE a 5 GT\r\nDEL a b\r\nQUIT\r\n".to_vec(),
             b"\x08PING\r\nCONFIG GET s*\r\nFLUSHALL\r\nDBSIZE\r\nNOPE 'x y'\r\n*1\r\n$-3\r\n".to_vec(),
-            b"\x30HSET h a 1 b 2\r\nHGETALL h\r\nHINCRBY h a 5\r\nHDEL h b\r\nHRANDFIELD h -3 WITHVALUES\r\nTYPE h\r\nGET h\r\n"
+            b"\x30HSET h a 1 b 2\r\nHGETALL h\r\nHINCRBY h a 5\r\nHDEL h b\r\nHMGET h a b c\r\nTYPE h\r\nGET h\r\n"
+                .to_vec(),
+            b"\x18WATCH k\r\nMULTI\r\nSET k 1\r\nNOPE\r\nEXEC\r\nMULTI\r\nRENAME k j\r\nGETEX j EX 5\r\nEXEC\r\nDBSIZE\r\n"
                 .to_vec(),
         ],
         "store_log_payload" => {

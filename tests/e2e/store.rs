@@ -522,6 +522,17 @@ fn corpus() -> Vec<Vec<u8>> {
             "SCAN 0 COUNT x",
         ]),
         c(&["SCAN 0 FOO bar", "SCAN -1", "TIME x", "SCAN"]),
+        c(&["MULTI", "SET a 1", "INCR a", "HSET h f v", "GET a", "HGETALL h", "EXEC", "GET a", "EXEC"]),
+        c(&["MULTI", "MULTI", "SET a 1", "NOPE", "EXEC", "GET a"]),
+        c(&["MULTI", "SET a", "GET a", "EXEC", "EXISTS a"]),
+        c(&["EXEC", "DISCARD", "MULTI", "SET a 1", "DISCARD", "DISCARD", "GET a", "MULTI", "EXEC"]),
+        c(&["MULTI", "WATCH x", "SET b 2", "EXEC", "GET b", "MULTI x", "EXEC x", "DISCARD x", "UNWATCH x"]),
+        c(&["MULTI", "SET s v", "HSET s f v", "GET s", "INCR s", "EXEC", "GET s"]),
+        c(&["SET w 1", "WATCH w", "SET w 2", "MULTI", "SET w 3", "EXEC", "GET w"]),
+        c(&["SET w 1", "WATCH w", "MULTI", "SET w 3", "EXEC", "GET w", "WATCH w", "UNWATCH", "SET w 4", "MULTI"]),
+        c(&["WATCH m", "SET m 1", "MULTI", "GET m", "EXEC", "WATCH", "WATCH a b a", "MULTI", "PING", "EXEC"]),
+        c(&["SET k v", "WATCH k", "EXPIRE k 100", "MULTI", "GET k", "EXEC", "WATCH k", "GET k", "MULTI", "EXEC"]),
+        c(&["WATCH gone", "MULTI", "SET gone 1", "EXEC", "GET gone", "MULTI", "PING", "QUIT", "PING"]),
         c(&["PING", "QUIT", "PING"]),
         b"*1\r\n$-5\r\n".to_vec(),
         b"*abc\r\n".to_vec(),
@@ -740,6 +751,33 @@ struct Model {
     maybe: HashMap<String, Vec<Option<Vec<u8>>>>,
     /// Counter → (acknowledged value, increments sent in all).
     counters: HashMap<String, (i64, i64)>,
+    /// Transactions (MULTI, SET a, HSET b f, EXEC of one value): after any crash both keys
+    /// hold it or neither does.
+    pairs: Vec<(String, String)>,
+}
+
+/// A transaction's model key ("T string-key hash-key") → the keys it wrote, as the model
+/// names them.
+fn tx_keys(k: &str) -> Option<(String, String)> {
+    let (a, b) = k.strip_prefix("T ")?.split_once(' ')?;
+    Some((a.to_string(), format!("H {b} f")))
+}
+
+/// A batch's ops that the model does not keep (MULTI's +OK, +QUEUED) are named so.
+const TX_STEP: &str = "-";
+
+/// What an op not acknowledged may have left: the model's "maybe".
+fn unacked(m: &mut Model, ctr: &str, k: String, v: Option<Vec<u8>>) {
+    if k == ctr || k == TX_STEP {
+        return;
+    }
+    if let Some((a, b)) = tx_keys(&k) {
+        m.maybe.entry(a.clone()).or_default().push(v.clone());
+        m.maybe.entry(b.clone()).or_default().push(v);
+        m.pairs.push((a, b));
+        return;
+    }
+    m.maybe.entry(k).or_default().push(v);
 }
 
 /// One writer connection until the server dies: pipelined batches of SET (unique and
@@ -759,8 +797,19 @@ fn write_until_dead(conn: usize, round: usize, seed: u64) -> Model {
         let mut ops: Vec<(String, Option<Vec<u8>>)> = Vec::new();
         for _ in 0..1 + rng.below(16) {
             n += 1;
-            let r = rng.below(13);
-            if r >= 10 {
+            let r = rng.below(14);
+            if r == 13 {
+                let (a, b) = (format!("r{round}c{conn}t{n}a"), format!("r{round}c{conn}t{n}b"));
+                let val = format!("tx{round}-{n}").into_bytes();
+                batch.extend(cmd("MULTI"));
+                batch.extend(req(&[b"SET", a.as_bytes(), &val]));
+                batch.extend(req(&[b"HSET", b.as_bytes(), b"f", &val]));
+                batch.extend(cmd("EXEC"));
+                for _ in 0..3 {
+                    ops.push((TX_STEP.to_string(), None));
+                }
+                ops.push((format!("T {a} {b}"), Some(val)));
+            } else if r >= 10 {
                 let (key, field) = (format!("c{conn}h{}", rng.below(3)), format!("f{}", rng.below(6)));
                 let model_key = format!("H {key} {field}");
                 if r < 12 {
@@ -794,9 +843,7 @@ fn write_until_dead(conn: usize, round: usize, seed: u64) -> Model {
         }
         if c.0.write_all(&batch).is_err() {
             for (k, v) in ops {
-                if k != ctr {
-                    m.maybe.entry(k).or_default().push(v);
-                }
+                unacked(&mut m, &ctr, k, v);
             }
             break;
         }
@@ -811,6 +858,15 @@ fn write_until_dead(conn: usize, round: usize, seed: u64) -> Model {
                 if *k == ctr {
                     let got: i64 = std::str::from_utf8(&reply[1..len - 2]).unwrap().parse().unwrap();
                     m.counters.get_mut(&ctr).unwrap().0 = got;
+                } else if k == TX_STEP {
+                    let ok = reply == b"+OK\r\n" || reply == b"+QUEUED\r\n";
+                    assert!(ok, "seed {seed}: {:?}", String::from_utf8_lossy(&reply));
+                } else if let Some((a, b)) = tx_keys(k) {
+                    assert_eq!(reply, b"*2\r\n+OK\r\n:1\r\n", "seed {seed}: EXEC of {k}");
+                    for key in [a, b] {
+                        m.acked.insert(key.clone(), v.clone());
+                        m.maybe.remove(&key);
+                    }
                 } else {
                     // SET answers +OK; HSET, HDEL and DEL a count.
                     let ok = if k.starts_with("H ") || v.is_none() { reply[0] == b':' } else { reply == b"+OK\r\n" };
@@ -831,9 +887,7 @@ fn write_until_dead(conn: usize, round: usize, seed: u64) -> Model {
         }
         if dead {
             for (k, v) in ops.drain(i..) {
-                if k != ctr {
-                    m.maybe.entry(k).or_default().push(v);
-                }
+                unacked(&mut m, &ctr, k, v);
             }
             break;
         }
@@ -880,6 +934,12 @@ fn check(model: &Model, seed: u64, round: usize) {
             );
         }
     }
+    for (a, b) in &model.pairs {
+        let (hk, field) = b.strip_prefix("H ").and_then(|x| x.split_once(' ')).unwrap();
+        let got =
+            c.ask_n(&[req(&[b"GET", a.as_bytes()]), req(&[b"HGET", hk.as_bytes(), field.as_bytes()])].concat(), 2);
+        assert_eq!(got[0], got[1], "seed {seed} round {round}: half a transaction: {a} and {b}");
+    }
     for (k, (acked, sent)) in &model.counters {
         let r = c.ask(&req(&[b"GET", k.as_bytes()]));
         let v: i64 =
@@ -901,6 +961,7 @@ fn merge(into: &mut Model, m: Model) {
         e.0 = e.0.max(a);
         e.1 += s;
     }
+    into.pairs.extend(m.pairs);
 }
 
 #[test]

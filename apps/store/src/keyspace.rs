@@ -6,7 +6,7 @@
 use crate::hash::Hash;
 use std::collections::{BTreeSet, HashMap};
 use std::hash::{BuildHasher, RandomState};
-use std::sync::{Mutex, MutexGuard};
+use std::sync::{Mutex, MutexGuard, RwLock, RwLockReadGuard, RwLockWriteGuard};
 
 /// A key's value, of one of the types.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -133,6 +133,9 @@ pub const MAX_SHARDS: usize = 64;
 pub struct Keyspace {
     shards: Box<[Mutex<Shard>]>,
     hasher: RandomState,
+    /// Every command runs holding it shared; EXEC holds it alone, so a transaction's commands
+    /// run with no other engine's change between them, and take consecutive numbers.
+    gate: RwLock<()>,
 }
 
 /// Several shards locked together, in index order.
@@ -156,7 +159,21 @@ impl Keyspace {
     /// An empty keyspace of `shards` shards (1 to [`MAX_SHARDS`]).
     pub fn new(shards: usize) -> Keyspace {
         let n = shards.clamp(1, MAX_SHARDS);
-        Keyspace { shards: (0..n).map(|_| Mutex::new(Shard::default())).collect(), hasher: RandomState::new() }
+        Keyspace {
+            shards: (0..n).map(|_| Mutex::new(Shard::default())).collect(),
+            hasher: RandomState::new(),
+            gate: RwLock::new(()),
+        }
+    }
+
+    /// Held while one command runs (other commands may run meanwhile on other engines).
+    pub fn shared(&self) -> RwLockReadGuard<'_, ()> {
+        self.gate.read().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// Held while a transaction runs: no other command runs meanwhile.
+    pub fn exclusive(&self) -> RwLockWriteGuard<'_, ()> {
+        self.gate.write().unwrap_or_else(|p| p.into_inner())
     }
 
     /// Shards.

@@ -259,20 +259,34 @@ pub fn count() -> usize {
     COMMANDS.len()
 }
 
-/// Runs one request (not empty) and writes its reply.
-pub fn execute(a: Argv<'_>, ctx: &mut Ctx<'_>, out: &mut dyn Sink) -> Done {
+/// The command `a` names, if it exists and has a count of arguments it takes; else the error
+/// is written (Redis's words) and None returned. MULTI queues only what passes this.
+pub fn validate(a: Argv<'_>, ctx: &mut Ctx<'_>, out: &mut dyn Sink) -> Option<usize> {
     let name = a.get(0);
     let found = COMMANDS.iter().position(|(n, ..)| n.as_bytes().eq_ignore_ascii_case(name));
     let Some(idx) = found else {
         unknown_command(a, out);
-        return Done::default();
+        return None;
     };
-    let (cname, arity, handler) = COMMANDS[idx];
+    let (cname, arity, _) = COMMANDS[idx];
     if !arity_ok(arity, a.len()) {
         arity_error(out, cname);
         ctx.info.count(idx, 0, Call::Rejected);
-        return Done::default();
+        return None;
     }
+    Some(idx)
+}
+
+/// Runs one request (not empty) and writes its reply.
+pub fn execute(a: Argv<'_>, ctx: &mut Ctx<'_>, out: &mut dyn Sink) -> Done {
+    let _gate = ctx.ks.shared();
+    execute_held(a, ctx, out)
+}
+
+/// [`execute`] for a caller that holds the keyspace's gate itself (EXEC holds it alone).
+pub fn execute_held(a: Argv<'_>, ctx: &mut Ctx<'_>, out: &mut dyn Sink) -> Done {
+    let Some(idx) = validate(a, ctx, out) else { return Done::default() };
+    let handler = COMMANDS[idx].2;
     let t = std::time::Instant::now();
     let mut w = Watch { out, first: None };
     let done = handler(a, ctx, &mut w);

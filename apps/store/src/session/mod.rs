@@ -12,6 +12,8 @@
 //! ([`OUTPUT_LIMIT`], Redis's `client-output-buffer-limit`); a client past it is closed, as
 //! Redis closes it.
 
+mod multi;
+
 use crate::command::{execute, Argv, Ctx};
 use resp::reply;
 use resp::{Parsed, Parser};
@@ -60,6 +62,8 @@ pub struct Session {
     pub queued: bool,
     /// Requests handled.
     pub commands: u64,
+    /// MULTI's queue and the keys WATCHed.
+    tx: multi::Tx,
 }
 
 impl Default for Session {
@@ -83,6 +87,7 @@ impl Session {
             overflowed: false,
             queued: false,
             commands: 0,
+            tx: multi::Tx::default(),
         }
     }
 
@@ -183,11 +188,15 @@ impl Session {
                 Parsed::Request { consumed } => {
                     let req = &data[at..at + consumed];
                     if !self.parser.args.is_empty() {
-                        let done = execute(Argv::new(&self.parser.args, req), ctx, &mut self.held);
+                        let a = Argv::new(&self.parser.args, req);
+                        let done = match self.tx.handle(a, req, ctx, &mut self.held) {
+                            Some(done) => done,
+                            None => execute(a, ctx, &mut self.held),
+                        };
                         self.wait = self.wait.max(done.wait);
                         self.commands += 1;
                         self.closing = done.close;
-                        if self.held.len() + self.unsent() > self.output_limit {
+                        if self.held.len() + self.unsent() + self.tx.queued_bytes() > self.output_limit {
                             self.overflowed = true;
                         }
                     }
