@@ -51,9 +51,14 @@ impl Drop for Redis {
 }
 
 fn redis(net: &TestNet) -> Redis {
+    redis_with(net, &[])
+}
+
+fn redis_with(net: &TestNet, extra: &[&str]) -> Redis {
     let dir = Scratch::new("redis");
     let child = Command::new("ip")
         .args(["netns", "exec", &net.srv_ns, "redis-server", "--bind", SERVER, "--port", "6379"])
+        .args(extra)
         .args(["--appendonly", "yes", "--appendfsync", "always", "--save", "", "--databases", "1"])
         .args(["--protected-mode", "no", "--daemonize", "no", "--dir", dir.path(), "--logfile", ""])
         .stdout(std::process::Stdio::null())
@@ -533,6 +538,7 @@ fn corpus() -> Vec<Vec<u8>> {
         c(&["WATCH m", "SET m 1", "MULTI", "GET m", "EXEC", "WATCH", "WATCH a b a", "MULTI", "PING", "EXEC"]),
         c(&["SET k v", "WATCH k", "EXPIRE k 100", "MULTI", "GET k", "EXEC", "WATCH k", "GET k", "MULTI", "EXEC"]),
         c(&["WATCH gone", "MULTI", "SET gone 1", "EXEC", "GET gone", "MULTI", "PING", "QUIT", "PING"]),
+        c(&["AUTH x", "AUTH default x", "AUTH other x", "AUTH", "HELLO 4", "CLIENT SETNAME a", "CLIENT GETNAME"]),
         c(&["PING", "QUIT", "PING"]),
         b"*1\r\n$-5\r\n".to_vec(),
         b"*abc\r\n".to_vec(),
@@ -687,6 +693,56 @@ fn keys_and_scan_find_what_redis_finds() {
     let during = scan_all(SERVER_OWN, &[], true);
     assert!(during.len() >= 1500, "every key present throughout is returned: {}", during.len());
     let (status, log) = s.stop();
+    assert!(status.success(), "{log}");
+}
+
+/// With a password (Redis's `requirepass`), sirocco answers AUTH, HELLO, CLIENT and the
+/// commands before and after authentication as Redis 7.0.15 does, byte for byte.
+#[test]
+fn requirepass_auth_and_client_answer_as_redis() {
+    let net = TestNet::new(1);
+    let _r = redis_with(&net, &["--requirepass", "s3cret"]);
+    let dir = Scratch::new("auth");
+    let s = store(&net, &dir, &["--requirepass", "s3cret"]);
+    let c = |list: &[&str]| list.iter().flat_map(|w| cmd(w)).collect::<Vec<u8>>();
+    let cases = [
+        c(&["PING", "GET k", "AUTH", "AUTH wrong", "AUTH default wrong", "AUTH nobody s3cret", "AUTH a b c", "QUIT"]),
+        c(&["HELLO 2 AUTH default wrong", "HELLO 4", "HELLO x", "CLIENT GETNAME", "QUIT"]),
+        c(&["AUTH s3cret", "PING", "SET k v", "GET k", "AUTH default s3cret", "CLIENT GETNAME"]),
+        c(&["AUTH s3cret", "CLIENT SETNAME app", "CLIENT GETNAME", "CLIENT SETNAME 'a b'", "CLIENT SETNAME ''"]),
+        c(&[
+            "AUTH s3cret",
+            "CLIENT GETNAME",
+            "CLIENT FOO",
+            "CLIENT",
+            "CLIENT GETNAME x",
+            "HELLO 2 FOO",
+            "HELLO 2 AUTH",
+        ]),
+        c(&["AUTH s3cret", "CONFIG GET requirepass", "MULTI", "SET a 1", "EXEC", "GET a"]),
+    ];
+    let mut diffs = Vec::new();
+    for (i, case) in cases.iter().enumerate() {
+        let (a, b) = (case.clone(), case.clone());
+        let theirs = in_netns(&net.cli_ns, move || exchange(SERVER, a, usize::MAX));
+        let ours = in_netns(&net.cli_ns, move || exchange(SERVER_OWN, b, usize::MAX));
+        assert!(theirs.len() > 10, "case {i}: Redis said {:?}", String::from_utf8_lossy(&theirs));
+        if theirs != ours {
+            diffs.push(format!(
+                "case {i}:\n  redis:   {:?}\n  sirocco: {:?}",
+                String::from_utf8_lossy(&theirs),
+                String::from_utf8_lossy(&ours)
+            ));
+        }
+    }
+    // HELLO's reply differs only in the connection's id.
+    let hello = |addr: &'static str| {
+        in_netns(&net.cli_ns, move || Client::connect(addr).ask(&cmd("HELLO 2 AUTH default s3cret SETNAME x")))
+    };
+    let (theirs, ours) = (bulks(&hello(SERVER)), bulks(&hello(SERVER_OWN)));
+    assert_eq!(theirs[..4], ours[..4], "server and version");
+    let (status, log) = s.stop();
+    assert!(diffs.is_empty(), "{} differences:\n{}", diffs.len(), diffs.join("\n"));
     assert!(status.success(), "{log}");
 }
 

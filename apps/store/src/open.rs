@@ -31,6 +31,8 @@ pub struct Settings {
     pub max_conns: usize,
     /// The port served (INFO reports it).
     pub port: u16,
+    /// The default user's password (Redis's `requirepass`); None: no AUTH needed.
+    pub requirepass: Option<Vec<u8>>,
 }
 
 /// A store opened: what every engine shares, each engine's log writer, and what recovery
@@ -77,6 +79,7 @@ pub fn open(s: &Settings, engines: usize, cpus: usize) -> Result<Opened, String>
         seg_size: s.segment_bytes,
         engines: (0..engines).map(|_| EngineStats::default()).collect(),
         port: s.port,
+        requirepass: s.requirepass.clone(),
         dir: s.dir.clone(),
         max_conns: s.max_conns,
         started: unix_ms() / 1000,

@@ -44,6 +44,10 @@ own_options! {
         /// Most connections open at once, all engines together (more are reset) [default: 10000].
         #[arg(long, value_name = "N")]
         pub max_conns: Option<usize>,
+        /// The default user's password, as Redis's requirepass: clients must AUTH before any
+        /// other command. On the command line it shows in `ps`; the config file keeps it out.
+        #[arg(long, value_name = "PASSWORD")]
+        pub requirepass: Option<String>,
     }
 }
 
@@ -55,6 +59,7 @@ struct Checked {
     compact_percent: u64,
     lanes: usize,
     max_conns: usize,
+    requirepass: Option<Vec<u8>>,
 }
 
 impl StoreOptions {
@@ -80,14 +85,18 @@ impl StoreOptions {
         if max_conns == 0 {
             return Err("--max-conns must be at least 1".into());
         }
-        Ok(Checked { dir, seg_mb, compact_mb, compact_percent, lanes, max_conns })
+        let requirepass = self.requirepass.map(String::into_bytes);
+        if requirepass.as_ref().is_some_and(|p| p.is_empty() || p.len() > 512) {
+            return Err("--requirepass must be 1 to 512 bytes".into());
+        }
+        Ok(Checked { dir, seg_mb, compact_mb, compact_percent, lanes, max_conns, requirepass })
     }
 }
 
 /// Runs the store.
 pub fn run(a: StoreArgs) -> Result<(), String> {
     let s = a.serve.setup::<StoreOptions>(Defaults { port: 6379, idle_spins: 0 })?;
-    let Checked { dir: dir_path, seg_mb, compact_mb, compact_percent, lanes, max_conns } =
+    let Checked { dir: dir_path, seg_mb, compact_mb, compact_percent, lanes, max_conns, requirepass } =
         a.store.or(s.own.clone()).checked()?;
     if s.checking() {
         // Nothing is created or replayed: the folder must be one, or its parent must be.
@@ -117,6 +126,7 @@ pub fn run(a: StoreArgs) -> Result<(), String> {
         lanes,
         max_conns,
         port: s.port,
+        requirepass,
     };
     let store::open::Opened { shared, mut writers, recovered: rec } = store::open::open(&settings, engines, cpus)?;
     for n in &rec.notes {

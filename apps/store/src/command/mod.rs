@@ -5,6 +5,7 @@
 
 mod glob;
 mod hashes;
+pub(crate) use server::unknown_subcommand;
 mod keys;
 mod moves;
 mod scan;
@@ -44,6 +45,10 @@ pub trait Info {
     /// Command `cmd` (an index of [`names`]) ran for `usec` microseconds, or was refused
     /// (INFO commandstats).
     fn count(&self, _cmd: usize, _usec: u64, _call: Call) {}
+    /// The default user's password (`requirepass`), if connections must AUTH.
+    fn password(&self) -> Option<&[u8]> {
+        None
+    }
 }
 
 /// How a command call ended, as INFO commandstats counts it.

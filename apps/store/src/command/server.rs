@@ -70,7 +70,8 @@ pub(super) fn command(a: Argv<'_>, _ctx: &mut Ctx<'_>, out: &mut dyn Sink) -> Do
     Done::default()
 }
 
-fn unknown_subcommand(sub: &[u8], cmd: &str, out: &mut dyn Sink) {
+/// Redis's answer to a subcommand `cmd` does not have.
+pub(crate) fn unknown_subcommand(sub: &[u8], cmd: &str, out: &mut dyn Sink) {
     let mut t = b"ERR unknown subcommand '".to_vec();
     t.extend_from_slice(super::c_str(sub, 128));
     t.extend_from_slice(format!("'. Try {cmd} HELP.").as_bytes());

@@ -23,6 +23,10 @@ const SECTIONS: &[(&str, bool)] = &[
 ];
 
 impl Info for InfoOf<'_> {
+    fn password(&self) -> Option<&[u8]> {
+        self.0.requirepass.as_deref()
+    }
+
     fn count(&self, cmd: usize, usec: u64, call: Call) {
         let Some(c) = self.0.engines.get(self.1).and_then(|e| e.cmds.get(cmd)) else { return };
         match call {
@@ -162,6 +166,10 @@ impl Info for InfoOf<'_> {
             ("maxmemory", "0".into()),
             ("proto-max-bulk-len", resp::request::REDIS_MAX_BULK.to_string()),
             ("timeout", "0".into()),
+            (
+                "requirepass",
+                s.requirepass.as_deref().map(|p| String::from_utf8_lossy(p).into_owned()).unwrap_or_default(),
+            ),
         ]
     }
 }

@@ -98,6 +98,8 @@ pub struct Shared {
     pub max_conns: usize,
     /// Unix time at start, seconds.
     pub started: i64,
+    /// The default user's password (`requirepass`); None: none.
+    pub requirepass: Option<Vec<u8>>,
 }
 
 impl Shared {

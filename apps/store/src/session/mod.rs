@@ -12,6 +12,7 @@
 //! ([`OUTPUT_LIMIT`], Redis's `client-output-buffer-limit`); a client past it is closed, as
 //! Redis closes it.
 
+mod conn;
 mod multi;
 
 use crate::command::{execute, Argv, Ctx};
@@ -64,6 +65,8 @@ pub struct Session {
     pub commands: u64,
     /// MULTI's queue and the keys WATCHed.
     tx: multi::Tx,
+    /// Its id, name and whether it has authenticated.
+    conn: conn::Conn,
 }
 
 impl Default for Session {
@@ -88,6 +91,7 @@ impl Session {
             queued: false,
             commands: 0,
             tx: multi::Tx::default(),
+            conn: conn::Conn::default(),
         }
     }
 
@@ -189,9 +193,12 @@ impl Session {
                     let req = &data[at..at + consumed];
                     if !self.parser.args.is_empty() {
                         let a = Argv::new(&self.parser.args, req);
-                        let done = match self.tx.handle(a, req, ctx, &mut self.held) {
+                        let done = match self.conn.handle(a, ctx, &mut self.held) {
                             Some(done) => done,
-                            None => execute(a, ctx, &mut self.held),
+                            None => match self.tx.handle(a, req, ctx, &mut self.held) {
+                                Some(done) => done,
+                                None => execute(a, ctx, &mut self.held),
+                            },
                         };
                         self.wait = self.wait.max(done.wait);
                         self.commands += 1;

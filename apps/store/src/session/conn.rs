@@ -1,0 +1,195 @@
+//! What belongs to the connection rather than the keys: AUTH (Redis's `requirepass`, the
+//! default user), HELLO (protocol 2; 3 is refused with NOPROTO, as a server without RESP3
+//! answers), and CLIENT ID / SETNAME / GETNAME. Until a connection has authenticated, where a
+//! password is set, only AUTH, HELLO and QUIT are answered, as in Redis.
+
+use crate::command::{Argv, Ctx, Done};
+use resp::reply::{self, Sink};
+use std::sync::atomic::{AtomicU64, Ordering};
+
+/// Connection ids, as CLIENT ID and HELLO give them (from 1, process-wide).
+static NEXT_ID: AtomicU64 = AtomicU64::new(1);
+
+/// The connection's own state.
+pub(super) struct Conn {
+    id: u64,
+    name: Option<Vec<u8>>,
+    /// None until the first request: whether a password is set is the server's to say.
+    authed: Option<bool>,
+}
+
+impl Default for Conn {
+    fn default() -> Conn {
+        Conn { id: NEXT_ID.fetch_add(1, Ordering::Relaxed), name: None, authed: None }
+    }
+}
+
+const WRONGPASS: &[u8] = b"WRONGPASS invalid username-password pair or user is disabled.";
+
+/// Compares without stopping at the first difference (a password's length is no secret).
+fn same(a: &[u8], b: &[u8]) -> bool {
+    a.len() == b.len() && a.iter().zip(b).fold(0u8, |d, (x, y)| d | (x ^ y)) == 0
+}
+
+/// A name CLIENT SETNAME takes: no spaces, newlines or other unprintable bytes.
+fn valid_name(n: &[u8]) -> bool {
+    n.iter().all(|&c| (b'!'..=b'~').contains(&c))
+}
+
+impl Conn {
+    /// Handles `a` if it is the connection's (or refuses it before authentication); None:
+    /// the keys' commands take it.
+    pub(super) fn handle(&mut self, a: Argv<'_>, ctx: &mut Ctx<'_>, out: &mut dyn Sink) -> Option<Done> {
+        let authed = *self.authed.get_or_insert_with(|| ctx.info.password().is_none());
+        let name = a.get(0);
+        let is = |w: &str| name.eq_ignore_ascii_case(w.as_bytes());
+        if is("auth") {
+            self.auth(a, ctx, out);
+        } else if is("hello") {
+            self.hello(a, ctx, out);
+        } else if !authed && !is("quit") {
+            reply::error(out, b"NOAUTH Authentication required.");
+        } else if is("client") {
+            self.client(a, out);
+        } else {
+            return None;
+        }
+        Some(Done::default())
+    }
+
+    /// Checks `user` (None: the default) and `pass`; false with the error written.
+    fn login(&mut self, user: Option<&[u8]>, pass: &[u8], ctx: &Ctx<'_>, out: &mut dyn Sink) -> bool {
+        let ok = match ctx.info.password() {
+            Some(want) => user.is_none_or(|u| u == b"default") && same(want, pass),
+            // Without a password the default user takes any (nopass), as in Redis.
+            None => user.is_none_or(|u| u == b"default"),
+        };
+        if ok {
+            self.authed = Some(true);
+        } else {
+            reply::error(out, WRONGPASS);
+        }
+        ok
+    }
+
+    fn auth(&mut self, a: Argv<'_>, ctx: &Ctx<'_>, out: &mut dyn Sink) {
+        match a.len() {
+            2 if ctx.info.password().is_none() => reply::error(
+                out,
+                b"ERR AUTH <password> called without any password configured for the default user. Are you sure \
+                  your configuration is correct?",
+            ),
+            2 => {
+                if self.login(None, a.get(1), ctx, out) {
+                    reply::ok(out);
+                }
+            }
+            3 => {
+                if self.login(Some(a.get(1)), a.get(2), ctx, out) {
+                    reply::ok(out);
+                }
+            }
+            1 => reply::error(out, b"ERR wrong number of arguments for 'auth' command"),
+            _ => reply::error(out, b"ERR syntax error"),
+        }
+    }
+
+    fn hello(&mut self, a: Argv<'_>, ctx: &Ctx<'_>, out: &mut dyn Sink) {
+        let mut j = 1;
+        if a.len() > 1 {
+            match resp::num::parse_i64(a.get(1)) {
+                Some(2) => {}
+                Some(3) => return reply::error(out, b"NOPROTO sirocco store speaks RESP2 only"),
+                Some(_) => return reply::error(out, b"NOPROTO unsupported protocol version"),
+                None => return reply::error(out, b"ERR Protocol version is not an integer or out of range"),
+            }
+            j = 2;
+        }
+        let mut name = None;
+        while j < a.len() {
+            let o = a.get(j);
+            if o.eq_ignore_ascii_case(b"auth") && j + 2 < a.len() {
+                if !self.login(Some(a.get(j + 1)), a.get(j + 2), ctx, out) {
+                    return;
+                }
+                j += 3;
+            } else if o.eq_ignore_ascii_case(b"setname") && j + 1 < a.len() {
+                name = Some(a.get(j + 1));
+                j += 2;
+            } else {
+                let mut t = b"ERR Syntax error in HELLO option '".to_vec();
+                t.extend_from_slice(o);
+                t.push(b'\'');
+                return reply::error(out, &t);
+            }
+        }
+        if self.authed != Some(true) {
+            return reply::error(
+                out,
+                b"NOAUTH HELLO must be called with the client already authenticated, otherwise the HELLO <proto> \
+                  AUTH <user> <pass> option can be used to authenticate the client and select the RESP protocol \
+                  version at the same time",
+            );
+        }
+        if let Some(n) = name {
+            if !valid_name(n) {
+                return reply::error(out, b"ERR Client names cannot contain spaces, newlines or special characters.");
+            }
+            self.name = (!n.is_empty()).then(|| n.to_vec());
+        }
+        reply::array(out, 14);
+        for (k, v) in [("server", "redis"), ("version", crate::server::REDIS_VERSION)] {
+            reply::bulk(out, k.as_bytes());
+            reply::bulk(out, v.as_bytes());
+        }
+        reply::bulk(out, b"proto");
+        reply::int(out, 2);
+        reply::bulk(out, b"id");
+        reply::int(out, self.id as i64);
+        for (k, v) in [("mode", "standalone"), ("role", "master")] {
+            reply::bulk(out, k.as_bytes());
+            reply::bulk(out, v.as_bytes());
+        }
+        reply::bulk(out, b"modules");
+        reply::array(out, 0);
+    }
+
+    fn client(&mut self, a: Argv<'_>, out: &mut dyn Sink) {
+        if a.len() < 2 {
+            return reply::error(out, b"ERR wrong number of arguments for 'client' command");
+        }
+        let sub = a.get(1);
+        let is = |w: &str| sub.eq_ignore_ascii_case(w.as_bytes());
+        let arity = |n: usize, name: &str, out: &mut dyn Sink| {
+            let ok = a.len() == n;
+            if !ok {
+                reply::error(out, format!("ERR wrong number of arguments for 'client|{name}' command").as_bytes());
+            }
+            ok
+        };
+        if is("id") {
+            if arity(2, "id", out) {
+                reply::int(out, self.id as i64);
+            }
+        } else if is("getname") {
+            if arity(2, "getname", out) {
+                match &self.name {
+                    Some(n) => reply::bulk(out, n),
+                    None => reply::null(out),
+                }
+            }
+        } else if is("setname") {
+            if arity(3, "setname", out) {
+                let n = a.get(2);
+                if valid_name(n) {
+                    self.name = (!n.is_empty()).then(|| n.to_vec());
+                    reply::ok(out);
+                } else {
+                    reply::error(out, b"ERR Client names cannot contain spaces, newlines or special characters.");
+                }
+            }
+        } else {
+            crate::command::unknown_subcommand(sub, "CLIENT", out);
+        }
+    }
+}
