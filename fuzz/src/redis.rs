@@ -163,18 +163,23 @@ pub(crate) fn seeds(target: &str) -> Option<Vec<Vec<u8>>> {
             b"\x08PING\r\nCONFIG GET s*\r\nFLUSHALL\r\nDBSIZE\r\nNOPE 'x y'\r\n*1\r\n$-3\r\n".to_vec(),
             b"\x30HSET h a 1 b 2\r\nHGETALL h\r\nHINCRBY h a 5\r\nHDEL h b\r\nHMGET h a b c\r\nTYPE h\r\nGET h\r\n"
                 .to_vec(),
+            b"\x20RPUSH l a b c\r\nLPOP l 2\r\nLINSERT l BEFORE c x\r\nLREM l 0 x\r\nLTRIM l 0 0\r\nLMOVE l m LEFT RIGHT\r\n"
+                .to_vec(),
             b"\x18WATCH k\r\nMULTI\r\nSET k 1\r\nNOPE\r\nEXEC\r\nMULTI\r\nRENAME k j\r\nGETEX j EX 5\r\nEXEC\r\nDBSIZE\r\n"
                 .to_vec(),
         ],
         "store_log_payload" => {
-            use store::log::record::{encode, Change, HDR};
+            use store::log::record::{encode, Change, ListOp, HDR};
             let mut a = Vec::new();
             encode(&mut a, 1, &Change::HashSet { key: b"h", fresh: true, expire_ms: 5, fields: vec![(b"f", b"v")] });
             let mut b = Vec::new();
             encode(&mut b, 1, &Change::HashDel { key: b"h", fields: vec![b"f", b"g"] });
             let mut c = Vec::new();
             encode(&mut c, 1, &Change::Sets(vec![(b"k", b"value", 0)]));
-            [(6, a), (7, b), (1, c)].into_iter().map(|(k, r)| [&[k][..], &r[HDR..]].concat()).collect()
+            let mut d = Vec::new();
+            let op = ListOp::Insert { before: true, pivot: b"p", value: b"v" };
+            encode(&mut d, 1, &Change::List { key: b"l", fresh: false, gone: false, expire_ms: 0, op });
+            [(6, a), (7, b), (1, c), (8, d)].into_iter().map(|(k, r)| [&[k][..], &r[HDR..]].concat()).collect()
         }
         "store_log_walk" => {
             use store::log::record::{encode, pad, Change};

@@ -539,6 +539,106 @@ fn corpus() -> Vec<Vec<u8>> {
         c(&["SET k v", "WATCH k", "EXPIRE k 100", "MULTI", "GET k", "EXEC", "WATCH k", "GET k", "MULTI", "EXEC"]),
         c(&["WATCH gone", "MULTI", "SET gone 1", "EXEC", "GET gone", "MULTI", "PING", "QUIT", "PING"]),
         c(&["AUTH x", "AUTH default x", "AUTH other x", "AUTH", "HELLO 4", "CLIENT SETNAME a", "CLIENT GETNAME"]),
+        c(&[
+            "RPUSH l a b c",
+            "LPUSH l x y",
+            "LRANGE l 0 -1",
+            "LLEN l",
+            "LINDEX l 0",
+            "LINDEX l -1",
+            "LINDEX l 99",
+            "LRANGE l -100 100",
+            "LRANGE l 3 1",
+            "LRANGE none 0 -1",
+            "TYPE l",
+        ]),
+        c(&["RPUSH l a b c d", "LPOP l", "RPOP l", "LPOP l 5", "EXISTS l", "LPOP l", "LPOP l 2", "RPOP none 0"]),
+        c(&["RPUSH l a b c", "LPOP l 0", "RPOP l -1", "LPOP l x", "LPOP l 1 2", "RPOP l 2", "LLEN l"]),
+        c(&["LPUSHX l a", "RPUSH l a", "LPUSHX l b", "RPUSHX l c", "LRANGE l 0 -1", "RPUSHX none x", "EXISTS none"]),
+        c(&[
+            "RPUSH l a b c",
+            "LSET l 1 B",
+            "LSET l -1 C",
+            "LSET l 5 x",
+            "LSET none 0 x",
+            "LSET l x y",
+            "LRANGE l 0 -1",
+        ]),
+        c(&[
+            "RPUSH l a b c",
+            "LINSERT l BEFORE b x",
+            "LINSERT l after c y",
+            "LINSERT l BEFORE nope z",
+            "LINSERT none BEFORE a z",
+            "LINSERT l MIDDLE a z",
+            "LRANGE l 0 -1",
+        ]),
+        c(&[
+            "RPUSH l a x b x c x",
+            "LREM l -2 x",
+            "LRANGE l 0 -1",
+            "LREM l 0 x",
+            "LREM l 1 nope",
+            "LREM none 0 a",
+            "LREM l x a",
+            "LRANGE l 0 -1",
+        ]),
+        c(&[
+            "RPUSH l a b c d e",
+            "LTRIM l 1 -2",
+            "LRANGE l 0 -1",
+            "LTRIM l 0 -1",
+            "LTRIM l 5 10",
+            "EXISTS l",
+            "LTRIM none 0 1",
+            "LTRIM l x 1",
+        ]),
+        c(&[
+            "RPUSH src a b c",
+            "LMOVE src dst LEFT RIGHT",
+            "LMOVE src dst RIGHT LEFT",
+            "LRANGE src 0 -1",
+            "LRANGE dst 0 -1",
+            "RPOPLPUSH src src",
+            "LRANGE src 0 -1",
+            "RPOPLPUSH src dst",
+            "EXISTS src",
+            "LMOVE none dst LEFT LEFT",
+            "LMOVE dst dst UP LEFT",
+            "LRANGE dst 0 -1",
+        ]),
+        c(&[
+            "SET s v",
+            "LPUSH s a",
+            "LRANGE s 0 1",
+            "LPOP s",
+            "LLEN s",
+            "RPUSH l a",
+            "GET l",
+            "HSET l f v",
+            "LMOVE l s LEFT LEFT",
+            "LMOVE s l LEFT LEFT",
+            "LRANGE l 0 -1",
+        ]),
+        c(&[
+            "RPUSH l a",
+            "PEXPIREAT l 4102444800000",
+            "RPUSH l b",
+            "PEXPIRETIME l",
+            "LPOP l 2",
+            "RPUSH l c",
+            "PEXPIRETIME l",
+        ]),
+        c(&[
+            "RPUSH",
+            "RPUSH l",
+            "LRANGE l 0",
+            "LINDEX l",
+            "LSET l 0",
+            "LINSERT l BEFORE a",
+            "LREM l 0",
+            "LMOVE a b LEFT",
+        ]),
         c(&["PING", "QUIT", "PING"]),
         b"*1\r\n$-5\r\n".to_vec(),
         b"*abc\r\n".to_vec(),
@@ -810,6 +910,9 @@ struct Model {
     /// Transactions (MULTI, SET a, HSET b f, EXEC of one value): after any crash both keys
     /// hold it or neither does.
     pairs: Vec<(String, String)>,
+    /// Lists (one per connection and round) → (pushes acknowledged, values pushed in order):
+    /// after any crash a list holds the acknowledged values and then a prefix of the rest.
+    lists: HashMap<String, (usize, Vec<Vec<u8>>)>,
 }
 
 /// A transaction's model key ("T string-key hash-key") → the keys it wrote, as the model
@@ -824,7 +927,7 @@ const TX_STEP: &str = "-";
 
 /// What an op not acknowledged may have left: the model's "maybe".
 fn unacked(m: &mut Model, ctr: &str, k: String, v: Option<Vec<u8>>) {
-    if k == ctr || k == TX_STEP {
+    if k == ctr || k == TX_STEP || k.starts_with("L ") {
         return;
     }
     if let Some((a, b)) = tx_keys(&k) {
@@ -853,8 +956,14 @@ fn write_until_dead(conn: usize, round: usize, seed: u64) -> Model {
         let mut ops: Vec<(String, Option<Vec<u8>>)> = Vec::new();
         for _ in 0..1 + rng.below(16) {
             n += 1;
-            let r = rng.below(14);
-            if r == 13 {
+            let r = rng.below(15);
+            if r == 14 {
+                let key = format!("r{round}c{conn}list");
+                let val = format!("{n}-{}", rng.below(1000)).into_bytes();
+                batch.extend(req(&[b"RPUSH", key.as_bytes(), &val]));
+                m.lists.entry(key.clone()).or_default().1.push(val.clone());
+                ops.push((format!("L {key}"), Some(val)));
+            } else if r == 13 {
                 let (a, b) = (format!("r{round}c{conn}t{n}a"), format!("r{round}c{conn}t{n}b"));
                 let val = format!("tx{round}-{n}").into_bytes();
                 batch.extend(cmd("MULTI"));
@@ -914,6 +1023,9 @@ fn write_until_dead(conn: usize, round: usize, seed: u64) -> Model {
                 if *k == ctr {
                     let got: i64 = std::str::from_utf8(&reply[1..len - 2]).unwrap().parse().unwrap();
                     m.counters.get_mut(&ctr).unwrap().0 = got;
+                } else if let Some(key) = k.strip_prefix("L ") {
+                    assert_eq!(reply[0], b':', "seed {seed}: RPUSH {key}");
+                    m.lists.get_mut(key).unwrap().0 += 1;
                 } else if k == TX_STEP {
                     let ok = reply == b"+OK\r\n" || reply == b"+QUEUED\r\n";
                     assert!(ok, "seed {seed}: {:?}", String::from_utf8_lossy(&reply));
@@ -990,6 +1102,15 @@ fn check(model: &Model, seed: u64, round: usize) {
             );
         }
     }
+    for (key, (acked, sent)) in &model.lists {
+        let got = bulks(&c.ask(&req(&[b"LRANGE", key.as_bytes(), b"0", b"-1"])));
+        assert!(
+            got.len() >= *acked && got.len() <= sent.len() && got[..] == sent[..got.len()],
+            "seed {seed} round {round}: list {key} holds {} values, {acked} acknowledged of {} pushed, or not in order",
+            got.len(),
+            sent.len()
+        );
+    }
     for (a, b) in &model.pairs {
         let (hk, field) = b.strip_prefix("H ").and_then(|x| x.split_once(' ')).unwrap();
         let got =
@@ -1018,6 +1139,7 @@ fn merge(into: &mut Model, m: Model) {
         e.1 += s;
     }
     into.pairs.extend(m.pairs);
+    into.lists.extend(m.lists);
 }
 
 #[test]

@@ -4,6 +4,7 @@
 //! changes to a key happened. Commands on several keys lock their shards in index order.
 
 use crate::hash::Hash;
+use crate::list::List;
 use std::collections::{BTreeSet, HashMap};
 use std::hash::{BuildHasher, RandomState};
 use std::sync::{Mutex, MutexGuard, RwLock, RwLockReadGuard, RwLockWriteGuard};
@@ -15,6 +16,8 @@ pub enum Value {
     Str(Vec<u8>),
     /// A hash.
     Hash(Hash),
+    /// A list.
+    List(List),
 }
 
 impl Value {
@@ -23,6 +26,7 @@ impl Value {
         match self {
             Value::Str(_) => "string",
             Value::Hash(_) => "hash",
+            Value::List(_) => "list",
         }
     }
 

@@ -1,4 +1,4 @@
-//! `sirocco store`: a Redis-protocol key-value store (RESP2; strings and hashes) that
+//! `sirocco store`: a Redis-protocol key-value store (RESP2; strings, hashes, lists) that
 //! acknowledges a write only once its log record is durable — Arrakis's Redis on a stock
 //! kernel. Each engine writes its own log through its own storage queue (io_uring, O_DIRECT,
 //! O_DSYNC, registered buffers) with group commit; one global order of changes and a durable
@@ -11,6 +11,7 @@
 pub mod command;
 pub mod hash;
 pub mod keyspace;
+pub mod list;
 pub mod log;
 pub mod open;
 pub mod server;

@@ -7,12 +7,14 @@ mod glob;
 mod hashes;
 pub(crate) use server::unknown_subcommand;
 mod keys;
+mod lists;
 mod moves;
 mod scan;
 mod server;
 mod strings;
 
 use crate::keyspace::{Keyspace, Value};
+use crate::log::record::ListOp;
 use resp::reply::{self, Sink};
 use resp::Args;
 
@@ -30,6 +32,9 @@ pub trait Journal {
     fn hash_set(&mut self, key: &[u8], fresh: bool, expire_ms: i64, fields: &[(&[u8], &[u8])]) -> u64;
     /// Fields of the hash at `key` removed (the key with them when none is left).
     fn hash_del(&mut self, key: &[u8], fields: &[&[u8]]) -> u64;
+    /// A change to the list at `key` (see [`ListOp`]); `fresh`: it starts a new list
+    /// expiring at `expire_ms`; `gone`: it leaves the list empty and the key removed.
+    fn list(&mut self, key: &[u8], fresh: bool, gone: bool, expire_ms: i64, op: &ListOp<'_>) -> u64;
     /// Every key removed.
     fn flush(&mut self) -> u64;
     /// The last number handed out (what a reply about the whole keyspace waits for).
@@ -154,6 +159,10 @@ fn journal_whole(journal: &mut dyn Journal, key: &[u8], value: &Value, expire_ms
             let fields: Vec<(&[u8], &[u8])> = h.iter().collect();
             journal.hash_set(key, true, expire_ms, &fields)
         }
+        Value::List(l) => {
+            let values: Vec<&[u8]> = l.iter().map(|v| &**v).collect();
+            journal.list(key, true, false, expire_ms, &ListOp::Push { left: false, values })
+        }
     }
 }
 
@@ -249,6 +258,21 @@ const COMMANDS: &[(&str, i32, Handler)] = &[
     ("hgetall", 2, hashes::hgetall),
     ("hincrby", 4, hashes::hincrby),
     ("hrandfield", -2, hashes::hrandfield),
+    ("lpush", -3, lists::lpush),
+    ("rpush", -3, lists::rpush),
+    ("lpushx", -3, lists::lpushx),
+    ("rpushx", -3, lists::rpushx),
+    ("lpop", -2, lists::lpop),
+    ("rpop", -2, lists::rpop),
+    ("llen", 2, lists::llen),
+    ("lrange", 4, lists::lrange),
+    ("lindex", 3, lists::lindex),
+    ("lset", 4, lists::lset),
+    ("linsert", 5, lists::linsert),
+    ("lrem", 4, lists::lrem),
+    ("ltrim", 4, lists::ltrim),
+    ("lmove", 5, lists::lmove),
+    ("rpoplpush", 3, lists::rpoplpush),
     ("ping", -1, server::ping),
     ("echo", 2, server::echo),
     ("time", 1, server::time),

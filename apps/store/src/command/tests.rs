@@ -279,7 +279,15 @@ mod replayed {
     fn command() -> impl Strategy<Value = String> {
         let key = prop_oneof![Just("a"), Just("b"), Just("c")];
         let field = prop_oneof![Just("x"), Just("y"), Just("z"), Just("w")];
-        (0u8..17, key, field, 0i64..100).prop_map(|(op, k, f, n)| match op {
+        (0u8..26, key, field, 0i64..100).prop_map(|(op, k, f, n)| match op {
+            17 | 25 => format!("RPUSH {k} {f} {n}"),
+            18 => format!("LPOP {k}"),
+            19 => format!("LREM {k} {} {f}", n % 3 - 1),
+            20 => format!("LTRIM {k} 1 -1"),
+            21 => format!("LSET {k} {} x", n % 3 - 1),
+            22 => format!("LINSERT {k} BEFORE {f} y"),
+            23 => format!("LMOVE {k} {} LEFT RIGHT", ["a", "b", "c"][n as usize % 3]),
+            24 => format!("RPOP {k} 2"),
             9 => format!("RENAME {k} {}", ["a", "b", "c"][n as usize % 3]),
             10 => format!("COPY {k} {} REPLACE", ["a", "b", "c"][n as usize % 3]),
             11 => format!("SETRANGE {k} {} x", n % 5),
@@ -301,9 +309,14 @@ mod replayed {
 
     proptest! {
         /// What the commands logged, replayed in order into an empty keyspace, is what they
-        /// left, whatever mix of types, removals and expiries they went through.
+        /// left, whatever mix of types, removals and expiries they went through — and so is
+        /// the replay of every change after `from` onto the state after `upto` (a snapshot
+        /// copied while changes went on holds some the replay meets again).
         #[test]
-        fn the_log_rebuilds_what_the_commands_left(cmds in proptest::collection::vec(command(), 1..60)) {
+        fn the_log_rebuilds_what_the_commands_left(
+            cmds in proptest::collection::vec(command(), 1..60),
+            cut in (0usize..200, 0usize..200),
+        ) {
             let mut b = Bench::new();
             for c in &cmds {
                 if c == "TICK" {
@@ -313,15 +326,33 @@ mod replayed {
                 }
             }
             let mut out = Vec::new();
-            let again = Keyspace::new(2);
+            let mut records = Vec::new();
             if b.stage.take_commit(&mut out, 1, 0).is_some() {
                 let mut at = COMMIT_SIZE;
-                while let Read::Record { seq, change, size } = read(&out[at..], 1 << 20) {
-                    replay::apply(&again, seq, change);
+                while let Read::Record { size, .. } = read(&out[at..], 1 << 20) {
+                    records.push(at);
                     at += size;
                 }
             }
+            let replay_onto = |ks: &Keyspace, range: std::ops::Range<usize>| {
+                for &at in &records[range] {
+                    let Read::Record { seq, change, .. } = read(&out[at..], 1 << 20) else { unreachable!() };
+                    replay::apply(ks, seq, change);
+                }
+            };
+            let again = Keyspace::new(2);
+            replay_onto(&again, 0..records.len());
             prop_assert_eq!(contents(&again, b.now_ms), contents(&b.ks, b.now_ms), "after {:?}", cmds);
+            let n = records.len();
+            let (from, upto) = (cut.0 % (n + 1), cut.1 % (n + 1));
+            let (from, upto) = (from.min(upto), from.max(upto));
+            let overlap = Keyspace::new(2);
+            replay_onto(&overlap, 0..upto);
+            replay_onto(&overlap, from..n);
+            prop_assert_eq!(
+                contents(&overlap, b.now_ms), contents(&b.ks, b.now_ms),
+                "changes {}.. replayed onto the state after {}: {:?}", from, upto, cmds
+            );
         }
     }
 }

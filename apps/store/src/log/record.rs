@@ -18,7 +18,20 @@
 //!             fresh 1: the key is now a hash of exactly these fields with that expiry
 //!             (whatever it held is gone); 0: these fields set in the hash it is
 //!     HashDel: u32 klen, key, u32 n, then n × (u32 flen, field); a hash left empty is removed
+//!     List:   u8 flags (1: fresh, a new list expiring at `expire-at`, replacing what the key
+//!             held; 2: gone, the list is empty after this change and the key removed),
+//!             i64 expire-at ms, u32 klen, key, u8 op, then the op's arguments:
+//!             1/2 push left/right: u32 n, n × (u32 len, value)
+//!             3/4 pop left/right: u64 count
+//!             5 set: i64 index, u32 len, value
+//!             6/7 insert before/after: u32 plen, pivot, u32 len, value
+//!             8 remove: i64 count, u32 len, value
+//!             9 trim: i64 start, i64 stop
 //! ```
+//!
+//! A list record is a change to apply to the list as the change before it left it; replay
+//! skips it where the key already carries it or a later change (a snapshot is copied while
+//! changes go on, so it may hold changes the replay meets again).
 //!
 //! A group commit starts on a block boundary with a Commit record giving its length, and is
 //! padded to the next one, so a block once made durable is never written again. A header of
@@ -49,6 +62,58 @@ pub enum Kind {
     HashSet = 6,
     /// Fields of a hash removed.
     HashDel = 7,
+    /// A change to a list.
+    List = 8,
+}
+
+/// What a List record does to its list.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ListOp<'a> {
+    /// Values pushed at the head (left) or tail, in order.
+    Push {
+        /// At the head.
+        left: bool,
+        /// The values.
+        values: Vec<&'a [u8]>,
+    },
+    /// Values popped from the head or tail.
+    Pop {
+        /// From the head.
+        left: bool,
+        /// How many (fewer if the list is shorter).
+        count: u64,
+    },
+    /// The element at `index` (negative: from the tail) replaced.
+    Set {
+        /// The index.
+        index: i64,
+        /// The new value.
+        value: &'a [u8],
+    },
+    /// A value inserted before or after the first element equal to `pivot`.
+    Insert {
+        /// Before it (else after).
+        before: bool,
+        /// The element looked for.
+        pivot: &'a [u8],
+        /// The value inserted.
+        value: &'a [u8],
+    },
+    /// Elements equal to `value` removed: `count` from the head (negative: from the tail;
+    /// 0: all).
+    Remove {
+        /// How many, and from which end.
+        count: i64,
+        /// The value.
+        value: &'a [u8],
+    },
+    /// Only the elements from `start` to `stop` (inclusive, negatives from the tail) kept.
+    Trim {
+        /// First kept.
+        start: i64,
+        /// Last kept.
+        stop: i64,
+    },
 }
 
 /// One change, borrowed.
@@ -73,6 +138,19 @@ pub enum Change<'a> {
         expire_ms: i64,
         /// The fields and their values.
         fields: Vec<(&'a [u8], &'a [u8])>,
+    },
+    /// A change to the list at `key`.
+    List {
+        /// The key.
+        key: &'a [u8],
+        /// The key is now a new list (expiring at `expire_ms`) that this change starts.
+        fresh: bool,
+        /// The list is empty after this change: the key is removed.
+        gone: bool,
+        /// The new list's expiry (0 when not fresh).
+        expire_ms: i64,
+        /// What happens to it.
+        op: ListOp<'a>,
     },
     /// Fields of the hash at `key` removed (the key too, if none is left).
     HashDel {
@@ -188,6 +266,35 @@ pub fn encode(buf: &mut Vec<u8>, seq: u64, change: &Change<'_>) -> usize {
         }
         Change::Flush => Encoder::new(buf, Kind::Flush, seq).finish(),
         Change::HashSet { key, fresh, expire_ms, fields } => encode_hash_set(buf, seq, key, *fresh, *expire_ms, fields),
+        Change::List { key, fresh, gone, expire_ms, op } => {
+            let mut e = Encoder::new(buf, Kind::List, seq);
+            e.bytes(&[u8::from(*fresh) | u8::from(*gone) << 1]).i64(*expire_ms).u32(key.len() as u32).bytes(key);
+            match op {
+                ListOp::Push { left, values } => {
+                    e.bytes(&[if *left { 1 } else { 2 }]).u32(values.len() as u32);
+                    for v in values {
+                        e.u32(v.len() as u32).bytes(v);
+                    }
+                }
+                ListOp::Pop { left, count } => {
+                    e.bytes(&[if *left { 3 } else { 4 }]).bytes(&count.to_le_bytes());
+                }
+                ListOp::Set { index, value } => {
+                    e.bytes(&[5]).i64(*index).u32(value.len() as u32).bytes(value);
+                }
+                ListOp::Insert { before, pivot, value } => {
+                    e.bytes(&[if *before { 6 } else { 7 }]).u32(pivot.len() as u32).bytes(pivot);
+                    e.u32(value.len() as u32).bytes(value);
+                }
+                ListOp::Remove { count, value } => {
+                    e.bytes(&[8]).i64(*count).u32(value.len() as u32).bytes(value);
+                }
+                ListOp::Trim { start, stop } => {
+                    e.bytes(&[9]).i64(*start).i64(*stop);
+                }
+            }
+            e.finish()
+        }
         Change::HashDel { key, fields } => {
             let mut e = Encoder::new(buf, Kind::HashDel, seq);
             e.u32(key.len() as u32).bytes(key).u32(fields.len() as u32);
@@ -271,6 +378,7 @@ pub fn read(b: &[u8], max_len: usize) -> Read<'_> {
         }),
         6 => parse_hash_set(p),
         7 => parse_hash_del(p),
+        8 => parse_list(p),
         _ => None,
     };
     match change {
@@ -347,6 +455,53 @@ fn parse_hash_set(p: &[u8]) -> Option<Change<'_>> {
     (at == p.len()).then_some(Change::HashSet { key, fresh, expire_ms, fields })
 }
 
+fn parse_list(p: &[u8]) -> Option<Change<'_>> {
+    let flags = *p.first()?;
+    if flags > 3 {
+        return None;
+    }
+    let expire_ms = i64_at(p, 1)?;
+    let (key, at) = key_at(p, 9)?;
+    let code = *p.get(at)?;
+    let at = at + 1;
+    let (op, end) = match code {
+        1 | 2 => {
+            let n = u32_at(p, at)? as usize;
+            let mut values = Vec::with_capacity(n.min(p.len() / 4));
+            let mut i = at + 4;
+            for _ in 0..n {
+                let (v, next) = key_at(p, i)?;
+                values.push(v);
+                i = next;
+            }
+            (ListOp::Push { left: code == 1, values }, i)
+        }
+        3 | 4 => {
+            let count = u64::from_le_bytes(p.get(at..at + 8)?.try_into().ok()?);
+            (ListOp::Pop { left: code == 3, count }, at + 8)
+        }
+        5 => {
+            let index = i64_at(p, at)?;
+            let (value, end) = key_at(p, at + 8)?;
+            (ListOp::Set { index, value }, end)
+        }
+        6 | 7 => {
+            let (pivot, i) = key_at(p, at)?;
+            let (value, end) = key_at(p, i)?;
+            (ListOp::Insert { before: code == 6, pivot, value }, end)
+        }
+        8 => {
+            let count = i64_at(p, at)?;
+            let (value, end) = key_at(p, at + 8)?;
+            (ListOp::Remove { count, value }, end)
+        }
+        9 => (ListOp::Trim { start: i64_at(p, at)?, stop: i64_at(p, at + 8)? }, at + 16),
+        _ => return None,
+    };
+    let change = Change::List { key, fresh: flags & 1 != 0, gone: flags & 2 != 0, expire_ms, op };
+    (end == p.len()).then_some(change)
+}
+
 fn parse_hash_del(p: &[u8]) -> Option<Change<'_>> {
     let (key, mut at) = key_at(p, 0)?;
     let n = u32_at(p, at)? as usize;
@@ -410,7 +565,7 @@ mod tests {
                 0..5,
             ),
             proptest::collection::vec(proptest::collection::vec(any::<u8>(), 0..20), 0..5),
-            0u8..7,
+            0u8..10,
         )
     }
 
@@ -428,6 +583,26 @@ mod tests {
                     fresh: seq % 2 == 0,
                     expire_ms: sets.first().map_or(0, |s| s.2),
                     fields: sets.iter().map(|(a, b, _)| (&a[..], &b[..])).collect(),
+                },
+                6 => Change::List {
+                    key: keys.first().map_or(&b"l"[..], |a| &a[..]),
+                    fresh: seq % 2 == 0,
+                    gone: seq % 3 == 0,
+                    expire_ms: sets.len() as i64,
+                    op: ListOp::Push { left: seq % 5 == 0, values: keys.iter().map(|a| &a[..]).collect() },
+                },
+                7 => Change::List {
+                    key: b"l",
+                    fresh: false,
+                    gone: seq % 2 == 0,
+                    expire_ms: 0,
+                    op: match seq % 5 {
+                        0 => ListOp::Pop { left: true, count: seq / 7 },
+                        1 => ListOp::Set { index: -(seq as i64 / 9), value: keys.first().map_or(&b""[..], |a| &a[..]) },
+                        2 => ListOp::Insert { before: true, pivot: b"p", value: keys.last().map_or(&b"v"[..], |a| &a[..]) },
+                        3 => ListOp::Remove { count: seq as i64 / 11 - 3, value: b"x" },
+                        _ => ListOp::Trim { start: seq as i64 / 13, stop: -(seq as i64 / 17) },
+                    },
                 },
                 5 => Change::HashDel {
                     key: keys.last().map_or(&b"k"[..], |a| &a[..]),

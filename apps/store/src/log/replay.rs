@@ -16,6 +16,7 @@ use super::record::{commit_at, read, Change, Read, BLOCK, COMMIT_SIZE};
 use super::{dir, snapshot};
 use crate::hash::Hash;
 use crate::keyspace::{Entry, Keyspace, Value};
+use crate::list::{self, List};
 use std::collections::BTreeMap;
 use std::path::Path;
 
@@ -173,21 +174,35 @@ pub fn walk(segs: &[Vec<u8>], names: &[String], gen: u64, notes: &mut Vec<String
     Ok(Walked { records })
 }
 
+/// True if the key's entry already carries change `seq` (or a later one): a snapshot copied
+/// while changes went on holds some of the changes the replay then meets again.
+fn carried(s: &crate::keyspace::Shard, key: &[u8], seq: u64) -> bool {
+    s.map.get(key).is_some_and(|e| e.seq >= seq)
+}
+
 /// Applies one change, as the command that made it did. Records follow each other in the
 /// order the changes were made, so a record finds the key as its command left it — except
 /// that an expired key a command found gone may still be here (expiry is not logged): a
-/// fresh hash replaces whatever the key holds for that reason.
+/// fresh hash or list replaces whatever the key holds for that reason. A change a key
+/// already carries is skipped, so replaying changes onto a snapshot that holds some of them
+/// ends where the commands did (a property test checks it for every kind of change).
 pub(crate) fn apply(ks: &Keyspace, seq: u64, change: Change<'_>) {
     match change {
         Change::Sets(items) => {
             for (k, v, exp) in items {
                 let mut s = ks.lock_key(k);
+                if carried(&s, k, seq) {
+                    continue;
+                }
                 s.note_expiry(k, exp);
                 s.map.insert(k.into(), Entry { value: Value::Str(v.to_vec()), expire_ms: exp, seq });
             }
         }
         Change::HashSet { key, fresh, expire_ms, fields } => {
             let mut s = ks.lock_key(key);
+            if carried(&s, key, seq) {
+                return;
+            }
             let e = s.map.entry(key.into()).or_insert(Entry { value: Value::Hash(Hash::default()), expire_ms: 0, seq });
             let made = fresh || !matches!(e.value, Value::Hash(_));
             if made {
@@ -197,19 +212,44 @@ pub(crate) fn apply(ks: &Keyspace, seq: u64, change: Change<'_>) {
             for (f, v) in fields {
                 h.set(f, v);
             }
-            e.seq = seq;
+            // Never lower: a list's later change carried by a snapshot is told by it.
+            e.seq = e.seq.max(seq);
             if made {
+                s.note_expiry(key, expire_ms);
+            }
+        }
+        Change::List { key, fresh, gone, expire_ms, op } => {
+            let mut s = ks.lock_key(key);
+            if carried(&s, key, seq) {
+                return;
+            }
+            if gone {
+                s.map.remove(key);
+                s.removed_seq = s.removed_seq.max(seq);
+                return;
+            }
+            let e = s.map.entry(key.into()).or_insert(Entry { value: Value::List(List::new()), expire_ms: 0, seq });
+            if fresh || !matches!(e.value, Value::List(_)) {
+                *e = Entry { value: Value::List(List::new()), expire_ms, seq };
+            }
+            let Value::List(l) = &mut e.value else { unreachable!("made a list above") };
+            list::apply(l, &op);
+            e.seq = seq;
+            if fresh {
                 s.note_expiry(key, expire_ms);
             }
         }
         Change::HashDel { key, fields } => {
             let mut s = ks.lock_key(key);
+            if carried(&s, key, seq) {
+                return;
+            }
             let emptied = match s.map.get_mut(key) {
                 Some(Entry { value: Value::Hash(h), seq: at, .. }) => {
                     for f in fields {
                         h.remove(f);
                     }
-                    *at = seq;
+                    *at = (*at).max(seq);
                     h.is_empty()
                 }
                 _ => false,
@@ -222,15 +262,21 @@ pub(crate) fn apply(ks: &Keyspace, seq: u64, change: Change<'_>) {
         Change::Del(keys) => {
             for k in keys {
                 let mut s = ks.lock_key(k);
+                if carried(&s, k, seq) {
+                    continue;
+                }
                 s.map.remove(k);
                 s.removed_seq = seq;
             }
         }
         Change::Expire(k, at) => {
             let mut s = ks.lock_key(k);
+            if carried(&s, k, seq) {
+                return;
+            }
             if let Some(e) = s.map.get_mut(k) {
                 e.expire_ms = at;
-                e.seq = seq;
+                e.seq = e.seq.max(seq);
                 s.note_expiry(k, at);
             }
         }

@@ -12,7 +12,7 @@
 //! ```
 
 use super::dir::sync_dir;
-use super::record::{encode_hash_set, encode_sets, read, Change, Read};
+use super::record::{encode, encode_hash_set, encode_sets, read, Change, ListOp, Read};
 use super::replay;
 use crate::keyspace::{Keyspace, Value};
 use std::fs::{self, File};
@@ -64,6 +64,15 @@ pub fn write(
                         fields.clear();
                         fields.extend(h.iter());
                         encode_hash_set(&mut rec, seq, k, true, e.expire_ms, &fields)
+                    }
+                    Value::List(l) => {
+                        let values = l.iter().map(|v| &**v).collect();
+                        let op = ListOp::Push { left: false, values };
+                        encode(
+                            &mut rec,
+                            seq,
+                            &Change::List { key: k, fresh: true, gone: false, expire_ms: e.expire_ms, op },
+                        )
                     }
                 };
                 count += 1;
@@ -119,7 +128,7 @@ pub fn load(dir: &Path, ks: &Keyspace) -> Result<Option<Loaded>, String> {
         match read(&b[at..], b.len()) {
             Read::Record { seq, change, size }
                 if matches!(&change, Change::Sets(items) if items.len() == 1)
-                    || matches!(change, Change::HashSet { fresh: true, .. }) =>
+                    || matches!(change, Change::HashSet { fresh: true, .. } | Change::List { fresh: true, .. }) =>
             {
                 replay::apply(ks, seq, change);
                 at += size;

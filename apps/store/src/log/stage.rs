@@ -3,7 +3,7 @@
 //! staged into one commit (header, records, padding to the block) for the writer.
 
 use super::order::Order;
-use super::record::{encode, encode_del, encode_hash_set, encode_sets, pad, Change};
+use super::record::{encode, encode_del, encode_hash_set, encode_sets, pad, Change, ListOp};
 use crate::command::Journal;
 use std::sync::Arc;
 
@@ -119,6 +119,12 @@ impl Journal for Stage {
     fn hash_set(&mut self, key: &[u8], fresh: bool, expire_ms: i64, fields: &[(&[u8], &[u8])]) -> u64 {
         let seq = self.next();
         encode_hash_set(&mut self.buf, seq, key, fresh, expire_ms, fields);
+        seq
+    }
+
+    fn list(&mut self, key: &[u8], fresh: bool, gone: bool, expire_ms: i64, op: &ListOp<'_>) -> u64 {
+        let seq = self.next();
+        encode(&mut self.buf, seq, &Change::List { key, fresh, gone, expire_ms, op: op.clone() });
         seq
     }
 
