@@ -639,6 +639,94 @@ fn corpus() -> Vec<Vec<u8>> {
             "LREM l 0",
             "LMOVE a b LEFT",
         ]),
+        c(&[
+            "SADD s 5 -2 10 5",
+            "SMEMBERS s",
+            "SCARD s",
+            "SISMEMBER s 10",
+            "SISMEMBER s 010",
+            "SMISMEMBER s 5 6 -2",
+            "SREM s 5 99",
+            "SMEMBERS s",
+            "SREM s -2 10",
+            "EXISTS s",
+            "SMEMBERS none",
+            "SCARD none",
+            "TYPE s",
+        ]),
+        c(&["SADD s 3 1 2", "SADD s word", "SCARD s", "SISMEMBER s word", "SREM s word 1 2 3", "EXISTS s"]),
+        c(&[
+            "SADD a 1 2 3 4",
+            "SADD b 3 4 5",
+            "SADD c 4 9",
+            "SINTER a b",
+            "SINTER a b c",
+            "SINTER a none",
+            "SUNION a b c",
+            "SDIFF a b",
+            "SDIFF a b c",
+            "SDIFF none a",
+            "SINTERSTORE d a b",
+            "SMEMBERS d",
+            "SUNIONSTORE d a c",
+            "SMEMBERS d",
+            "SDIFFSTORE d a a",
+            "EXISTS d",
+            "SINTERSTORE d none a",
+        ]),
+        c(&[
+            "SADD a 1 2",
+            "SMOVE a b 1",
+            "SMOVE a b 7",
+            "SMEMBERS a",
+            "SMEMBERS b",
+            "SMOVE a a 2",
+            "SMOVE a b 2",
+            "EXISTS a",
+            "SMOVE none b 1",
+            "SET str v",
+            "SMOVE b str 1",
+            "SMOVE str b 1",
+            "SMEMBERS b",
+        ]),
+        c(&[
+            "SADD s 1 2 3",
+            "SPOP s 10",
+            "EXISTS s",
+            "SPOP none",
+            "SPOP none 2",
+            "SADD s 7",
+            "SPOP s",
+            "SPOP s 0",
+            "SPOP s -1",
+            "SPOP s x",
+            "SPOP s 1 2",
+        ]),
+        c(&[
+            "SADD s 1 2 3",
+            "SRANDMEMBER s 10",
+            "SRANDMEMBER s 0",
+            "SRANDMEMBER none",
+            "SRANDMEMBER none 5",
+            "SRANDMEMBER s x",
+            "SRANDMEMBER s 1 2",
+            "SADD one 9",
+            "SRANDMEMBER one",
+            "SRANDMEMBER one -3",
+        ]),
+        c(&[
+            "SET str v",
+            "SADD str a",
+            "SMEMBERS str",
+            "SINTER str",
+            "SUNIONSTORE d str",
+            "SADD s a",
+            "GET s",
+            "LPUSH s x",
+            "HSET s f v",
+            "SCARD str",
+        ]),
+        c(&["SADD", "SADD s", "SREM s", "SMEMBERS", "SISMEMBER s", "SINTER", "SINTERSTORE d", "SMOVE a b"]),
         c(&["PING", "QUIT", "PING"]),
         b"*1\r\n$-5\r\n".to_vec(),
         b"*abc\r\n".to_vec(),
@@ -956,8 +1044,14 @@ fn write_until_dead(conn: usize, round: usize, seed: u64) -> Model {
         let mut ops: Vec<(String, Option<Vec<u8>>)> = Vec::new();
         for _ in 0..1 + rng.below(16) {
             n += 1;
-            let r = rng.below(15);
-            if r == 14 {
+            let r = rng.below(17);
+            if r >= 15 {
+                // A set's member, modelled as "S key member": present (an empty value) or not.
+                let (key, member) = (format!("c{conn}s{}", rng.below(2)), format!("{}", rng.below(8)));
+                let verb: &[u8] = if r == 15 { b"SADD" } else { b"SREM" };
+                batch.extend(req(&[verb, key.as_bytes(), member.as_bytes()]));
+                ops.push((format!("S {key} {member}"), (r == 15).then(Vec::new)));
+            } else if r == 14 {
                 let key = format!("r{round}c{conn}list");
                 let val = format!("{n}-{}", rng.below(1000)).into_bytes();
                 batch.extend(req(&[b"RPUSH", key.as_bytes(), &val]));
@@ -1036,8 +1130,9 @@ fn write_until_dead(conn: usize, round: usize, seed: u64) -> Model {
                         m.maybe.remove(&key);
                     }
                 } else {
-                    // SET answers +OK; HSET, HDEL and DEL a count.
-                    let ok = if k.starts_with("H ") || v.is_none() { reply[0] == b':' } else { reply == b"+OK\r\n" };
+                    // SET answers +OK; HSET, HDEL, SADD, SREM and DEL a count.
+                    let counts = k.starts_with("H ") || k.starts_with("S ") || v.is_none();
+                    let ok = if counts { reply[0] == b':' } else { reply == b"+OK\r\n" };
                     assert!(ok, "seed {seed}: {k}: {:?}", String::from_utf8_lossy(&reply));
                     m.acked.insert(k.clone(), v.clone());
                     m.maybe.remove(k);
@@ -1070,6 +1165,10 @@ fn check(model: &Model, seed: u64, round: usize) {
     for chunk in keys.chunks(200) {
         let mut b = Vec::new();
         for k in chunk {
+            if let Some((key, member)) = k.strip_prefix("S ").and_then(|x| x.split_once(' ')) {
+                b.extend(req(&[b"SISMEMBER", key.as_bytes(), member.as_bytes()]));
+                continue;
+            }
             match k.strip_prefix("H ").and_then(|hf| hf.split_once(' ')) {
                 Some((key, field)) => b.extend(req(&[b"HGET", key.as_bytes(), field.as_bytes()])),
                 None => b.extend(req(&[b"GET", k.as_bytes()])),
@@ -1077,8 +1176,10 @@ fn check(model: &Model, seed: u64, round: usize) {
         }
         let replies = c.ask_n(&b, chunk.len());
         for (k, r) in chunk.iter().zip(replies) {
-            let got = if r == b"$-1\r\n" {
+            let got = if r == b"$-1\r\n" || r == b":0\r\n" {
                 None
+            } else if r == b":1\r\n" {
+                Some(Vec::new())
             } else {
                 Some(r[r.iter().position(|&x| x == b'\n').unwrap() + 1..r.len() - 2].to_vec())
             };

@@ -5,6 +5,7 @@
 
 use crate::hash::Hash;
 use crate::list::List;
+use crate::set::Set;
 use std::collections::{BTreeSet, HashMap};
 use std::hash::{BuildHasher, RandomState};
 use std::sync::{Mutex, MutexGuard, RwLock, RwLockReadGuard, RwLockWriteGuard};
@@ -18,6 +19,8 @@ pub enum Value {
     Hash(Hash),
     /// A list.
     List(List),
+    /// A set.
+    Set(Set),
 }
 
 impl Value {
@@ -27,6 +30,7 @@ impl Value {
             Value::Str(_) => "string",
             Value::Hash(_) => "hash",
             Value::List(_) => "list",
+            Value::Set(_) => "set",
         }
     }
 

@@ -1,4 +1,4 @@
-//! `sirocco store`: a Redis-protocol key-value store (RESP2; strings, hashes, lists) that
+//! `sirocco store`: a Redis-protocol key-value store (RESP2; strings, hashes, lists, sets) that
 //! acknowledges a write only once its log record is durable — Arrakis's Redis on a stock
 //! kernel. Each engine writes its own log through its own storage queue (io_uring, O_DIRECT,
 //! O_DSYNC, registered buffers) with group commit; one global order of changes and a durable
@@ -17,3 +17,4 @@ pub mod open;
 pub mod server;
 pub mod service;
 pub mod session;
+pub mod set;

@@ -11,6 +11,7 @@ mod lists;
 mod moves;
 mod scan;
 mod server;
+mod sets;
 mod strings;
 
 use crate::keyspace::{Keyspace, Value};
@@ -35,6 +36,8 @@ pub trait Journal {
     /// A change to the list at `key` (see [`ListOp`]); `fresh`: it starts a new list
     /// expiring at `expire_ms`; `gone`: it leaves the list empty and the key removed.
     fn list(&mut self, key: &[u8], fresh: bool, gone: bool, expire_ms: i64, op: &ListOp<'_>) -> u64;
+    /// Members of the set at `key` added (`add`) or removed; `fresh` and `gone` as for lists.
+    fn members(&mut self, key: &[u8], fresh: bool, gone: bool, expire_ms: i64, add: bool, members: &[&[u8]]) -> u64;
     /// Every key removed.
     fn flush(&mut self) -> u64;
     /// The last number handed out (what a reply about the whole keyspace waits for).
@@ -163,6 +166,11 @@ fn journal_whole(journal: &mut dyn Journal, key: &[u8], value: &Value, expire_ms
             let values: Vec<&[u8]> = l.iter().map(|v| &**v).collect();
             journal.list(key, true, false, expire_ms, &ListOp::Push { left: false, values })
         }
+        Value::Set(s) => {
+            let members = s.members();
+            let members: Vec<&[u8]> = members.iter().map(|m| &**m).collect();
+            journal.members(key, true, false, expire_ms, true, &members)
+        }
     }
 }
 
@@ -273,6 +281,21 @@ const COMMANDS: &[(&str, i32, Handler)] = &[
     ("ltrim", 4, lists::ltrim),
     ("lmove", 5, lists::lmove),
     ("rpoplpush", 3, lists::rpoplpush),
+    ("sadd", -3, sets::sadd),
+    ("srem", -3, sets::srem),
+    ("smembers", 2, sets::smembers),
+    ("sismember", 3, sets::sismember),
+    ("smismember", -3, sets::smismember),
+    ("scard", 2, sets::scard),
+    ("spop", -2, sets::spop),
+    ("srandmember", -2, sets::srandmember),
+    ("sinter", -2, sets::sinter),
+    ("sunion", -2, sets::sunion),
+    ("sdiff", -2, sets::sdiff),
+    ("sinterstore", -3, sets::sinterstore),
+    ("sunionstore", -3, sets::sunionstore),
+    ("sdiffstore", -3, sets::sdiffstore),
+    ("smove", 4, sets::smove),
     ("ping", -1, server::ping),
     ("echo", 2, server::echo),
     ("time", 1, server::time),

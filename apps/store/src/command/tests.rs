@@ -264,12 +264,22 @@ mod replayed {
     use crate::log::replay;
     use proptest::prelude::*;
 
-    /// Every key's value and expiry, live at `now_ms`, in key order.
+    /// Every key's value and expiry, live at `now_ms`, in key order. A set is compared by its
+    /// members: rebuilt from a whole-value record (RENAME, a snapshot) a set of integers is
+    /// sorted integers again, as Redis makes it when it loads one.
     fn contents(ks: &Keyspace, now_ms: i64) -> Vec<(Vec<u8>, Value, i64)> {
         let mut all = Vec::new();
         ks.for_each(|k, e| {
             if !e.expired(now_ms) {
-                all.push((k.to_vec(), e.value.clone(), e.expire_ms));
+                let value = match &e.value {
+                    Value::Set(s) => {
+                        let mut m = s.members();
+                        m.sort();
+                        Value::List(m.into_iter().collect())
+                    }
+                    v => v.clone(),
+                };
+                all.push((k.to_vec(), value, e.expire_ms));
             }
         });
         all.sort_by(|a, b| a.0.cmp(&b.0));
@@ -279,7 +289,15 @@ mod replayed {
     fn command() -> impl Strategy<Value = String> {
         let key = prop_oneof![Just("a"), Just("b"), Just("c")];
         let field = prop_oneof![Just("x"), Just("y"), Just("z"), Just("w")];
-        (0u8..26, key, field, 0i64..100).prop_map(|(op, k, f, n)| match op {
+        (0u8..33, key, field, 0i64..100).prop_map(|(op, k, f, n)| match op {
+            26 | 27 => format!("SADD {k} {f} {}", n % 4),
+            28 => format!("SREM {k} {f} {}", n % 4),
+            29 => format!("SPOP {k} {}", n % 3),
+            30 => format!("SMOVE {k} {} {f}", ["a", "b", "c"][n as usize % 3]),
+            31 => {
+                format!("SUNIONSTORE {k} {} {}", ["a", "b", "c"][n as usize % 3], ["a", "b", "c"][(n / 3) as usize % 3])
+            }
+            32 => format!("SINTERSTORE {k} {} {k}", ["a", "b", "c"][n as usize % 3]),
             17 | 25 => format!("RPUSH {k} {f} {n}"),
             18 => format!("LPOP {k}"),
             19 => format!("LREM {k} {} {f}", n % 3 - 1),

@@ -27,6 +27,8 @@
 //!             6/7 insert before/after: u32 plen, pivot, u32 len, value
 //!             8 remove: i64 count, u32 len, value
 //!             9 trim: i64 start, i64 stop
+//!     Members: u8 flags (as List's), i64 expire-at ms, u32 klen, key, u8 op (1: added,
+//!             2: removed), u32 n, n × (u32 len, member) — a set's members
 //! ```
 //!
 //! A list record is a change to apply to the list as the change before it left it; replay
@@ -64,6 +66,8 @@ pub enum Kind {
     HashDel = 7,
     /// A change to a list.
     List = 8,
+    /// Members of a set added or removed.
+    Members = 9,
 }
 
 /// What a List record does to its list.
@@ -151,6 +155,21 @@ pub enum Change<'a> {
         expire_ms: i64,
         /// What happens to it.
         op: ListOp<'a>,
+    },
+    /// Members of the set at `key` added or removed.
+    Members {
+        /// The key.
+        key: &'a [u8],
+        /// The key is now a new set (expiring at `expire_ms`) that this change starts.
+        fresh: bool,
+        /// The set is empty after this change: the key is removed.
+        gone: bool,
+        /// The new set's expiry (0 when not fresh).
+        expire_ms: i64,
+        /// Added (else removed).
+        add: bool,
+        /// The members.
+        members: Vec<&'a [u8]>,
     },
     /// Fields of the hash at `key` removed (the key too, if none is left).
     HashDel {
@@ -295,6 +314,15 @@ pub fn encode(buf: &mut Vec<u8>, seq: u64, change: &Change<'_>) -> usize {
             }
             e.finish()
         }
+        Change::Members { key, fresh, gone, expire_ms, add, members } => {
+            let mut e = Encoder::new(buf, Kind::Members, seq);
+            e.bytes(&[u8::from(*fresh) | u8::from(*gone) << 1]).i64(*expire_ms).u32(key.len() as u32).bytes(key);
+            e.bytes(&[if *add { 1 } else { 2 }]).u32(members.len() as u32);
+            for m in members {
+                e.u32(m.len() as u32).bytes(m);
+            }
+            e.finish()
+        }
         Change::HashDel { key, fields } => {
             let mut e = Encoder::new(buf, Kind::HashDel, seq);
             e.u32(key.len() as u32).bytes(key).u32(fields.len() as u32);
@@ -379,6 +407,7 @@ pub fn read(b: &[u8], max_len: usize) -> Read<'_> {
         6 => parse_hash_set(p),
         7 => parse_hash_del(p),
         8 => parse_list(p),
+        9 => parse_members(p),
         _ => None,
     };
     match change {
@@ -502,6 +531,30 @@ fn parse_list(p: &[u8]) -> Option<Change<'_>> {
     (end == p.len()).then_some(change)
 }
 
+fn parse_members(p: &[u8]) -> Option<Change<'_>> {
+    let flags = *p.first()?;
+    if flags > 3 {
+        return None;
+    }
+    let expire_ms = i64_at(p, 1)?;
+    let (key, at) = key_at(p, 9)?;
+    let add = match *p.get(at)? {
+        1 => true,
+        2 => false,
+        _ => return None,
+    };
+    let n = u32_at(p, at + 1)? as usize;
+    let mut i = at + 5;
+    let mut members = Vec::with_capacity(n.min(p.len() / 4));
+    for _ in 0..n {
+        let (m, next) = key_at(p, i)?;
+        members.push(m);
+        i = next;
+    }
+    let change = Change::Members { key, fresh: flags & 1 != 0, gone: flags & 2 != 0, expire_ms, add, members };
+    (i == p.len()).then_some(change)
+}
+
 fn parse_hash_del(p: &[u8]) -> Option<Change<'_>> {
     let (key, mut at) = key_at(p, 0)?;
     let n = u32_at(p, at)? as usize;
@@ -565,7 +618,7 @@ mod tests {
                 0..5,
             ),
             proptest::collection::vec(proptest::collection::vec(any::<u8>(), 0..20), 0..5),
-            0u8..10,
+            0u8..11,
         )
     }
 
@@ -603,6 +656,14 @@ mod tests {
                         3 => ListOp::Remove { count: seq as i64 / 11 - 3, value: b"x" },
                         _ => ListOp::Trim { start: seq as i64 / 13, stop: -(seq as i64 / 17) },
                     },
+                },
+                8 => Change::Members {
+                    key: keys.first().map_or(&b"s"[..], |a| &a[..]),
+                    fresh: seq % 2 == 0,
+                    gone: seq % 3 == 0,
+                    expire_ms: sets.len() as i64,
+                    add: seq % 5 == 0,
+                    members: keys.iter().map(|a| &a[..]).collect(),
                 },
                 5 => Change::HashDel {
                     key: keys.last().map_or(&b"k"[..], |a| &a[..]),

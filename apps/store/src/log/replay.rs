@@ -17,6 +17,7 @@ use super::{dir, snapshot};
 use crate::hash::Hash;
 use crate::keyspace::{Entry, Keyspace, Value};
 use crate::list::{self, List};
+use crate::set::Set;
 use std::collections::BTreeMap;
 use std::path::Path;
 
@@ -234,6 +235,33 @@ pub(crate) fn apply(ks: &Keyspace, seq: u64, change: Change<'_>) {
             }
             let Value::List(l) = &mut e.value else { unreachable!("made a list above") };
             list::apply(l, &op);
+            e.seq = seq;
+            if fresh {
+                s.note_expiry(key, expire_ms);
+            }
+        }
+        Change::Members { key, fresh, gone, expire_ms, add, members } => {
+            let mut s = ks.lock_key(key);
+            if carried(&s, key, seq) {
+                return;
+            }
+            if gone {
+                s.map.remove(key);
+                s.removed_seq = s.removed_seq.max(seq);
+                return;
+            }
+            let e = s.map.entry(key.into()).or_insert(Entry { value: Value::Set(Set::default()), expire_ms: 0, seq });
+            if fresh || !matches!(e.value, Value::Set(_)) {
+                *e = Entry { value: Value::Set(Set::default()), expire_ms, seq };
+            }
+            let Value::Set(set) = &mut e.value else { unreachable!("made a set above") };
+            for m in members {
+                if add {
+                    set.add(m);
+                } else {
+                    set.remove(m);
+                }
+            }
             e.seq = seq;
             if fresh {
                 s.note_expiry(key, expire_ms);

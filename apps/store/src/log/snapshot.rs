@@ -65,6 +65,19 @@ pub fn write(
                         fields.extend(h.iter());
                         encode_hash_set(&mut rec, seq, k, true, e.expire_ms, &fields)
                     }
+                    Value::Set(set) => {
+                        let members = set.members();
+                        let members = members.iter().map(|m| &**m).collect();
+                        let change = Change::Members {
+                            key: k,
+                            fresh: true,
+                            gone: false,
+                            expire_ms: e.expire_ms,
+                            add: true,
+                            members,
+                        };
+                        encode(&mut rec, seq, &change)
+                    }
                     Value::List(l) => {
                         let values = l.iter().map(|v| &**v).collect();
                         let op = ListOp::Push { left: false, values };
@@ -128,7 +141,12 @@ pub fn load(dir: &Path, ks: &Keyspace) -> Result<Option<Loaded>, String> {
         match read(&b[at..], b.len()) {
             Read::Record { seq, change, size }
                 if matches!(&change, Change::Sets(items) if items.len() == 1)
-                    || matches!(change, Change::HashSet { fresh: true, .. } | Change::List { fresh: true, .. }) =>
+                    || matches!(
+                        change,
+                        Change::HashSet { fresh: true, .. }
+                            | Change::List { fresh: true, .. }
+                            | Change::Members { fresh: true, .. }
+                    ) =>
             {
                 replay::apply(ks, seq, change);
                 at += size;

@@ -128,6 +128,13 @@ impl Journal for Stage {
         seq
     }
 
+    fn members(&mut self, key: &[u8], fresh: bool, gone: bool, expire_ms: i64, add: bool, members: &[&[u8]]) -> u64 {
+        let seq = self.next();
+        let members = members.to_vec();
+        encode(&mut self.buf, seq, &Change::Members { key, fresh, gone, expire_ms, add, members });
+        seq
+    }
+
     fn hash_del(&mut self, key: &[u8], fields: &[&[u8]]) -> u64 {
         let seq = self.next();
         encode(&mut self.buf, seq, &Change::HashDel { key, fields: fields.to_vec() });
