@@ -181,6 +181,36 @@ fn carried(s: &crate::keyspace::Shard, key: &[u8], seq: u64) -> bool {
     s.map.get(key).is_some_and(|e| e.seq >= seq)
 }
 
+/// The entry a list's or set's change applies to: None if the key carries it already or the
+/// change removes the key (`gone`); else the key's entry, made anew (`made()`, expiring at
+/// `expire_ms`) where the change starts the value or the key holds another type.
+fn collection<'s>(
+    s: &'s mut crate::keyspace::Shard,
+    key: &[u8],
+    seq: u64,
+    fresh: bool,
+    gone: bool,
+    expire_ms: i64,
+    made: impl Fn() -> Value,
+) -> Option<&'s mut Entry> {
+    if carried(s, key, seq) {
+        return None;
+    }
+    if gone {
+        s.map.remove(key);
+        s.removed_seq = s.removed_seq.max(seq);
+        return None;
+    }
+    if fresh {
+        s.note_expiry(key, expire_ms);
+    }
+    let e = s.map.entry(key.into()).or_insert(Entry { value: made(), expire_ms: 0, seq });
+    if fresh || std::mem::discriminant(&e.value) != std::mem::discriminant(&made()) {
+        *e = Entry { value: made(), expire_ms, seq };
+    }
+    Some(e)
+}
+
 /// Applies one change, as the command that made it did. Records follow each other in the
 /// order the changes were made, so a record finds the key as its command left it — except
 /// that an expired key a command found gone may still be here (expiry is not logged): a
@@ -221,50 +251,28 @@ pub(crate) fn apply(ks: &Keyspace, seq: u64, change: Change<'_>) {
         }
         Change::List { key, fresh, gone, expire_ms, op } => {
             let mut s = ks.lock_key(key);
-            if carried(&s, key, seq) {
-                return;
-            }
-            if gone {
-                s.map.remove(key);
-                s.removed_seq = s.removed_seq.max(seq);
-                return;
-            }
-            let e = s.map.entry(key.into()).or_insert(Entry { value: Value::List(List::new()), expire_ms: 0, seq });
-            if fresh || !matches!(e.value, Value::List(_)) {
-                *e = Entry { value: Value::List(List::new()), expire_ms, seq };
-            }
-            let Value::List(l) = &mut e.value else { unreachable!("made a list above") };
-            list::apply(l, &op);
-            e.seq = seq;
-            if fresh {
-                s.note_expiry(key, expire_ms);
+            let made = || Value::List(List::new());
+            if let Some(Entry { value: Value::List(l), seq: at, .. }) =
+                collection(&mut s, key, seq, fresh, gone, expire_ms, made)
+            {
+                list::apply(l, &op);
+                *at = seq;
             }
         }
         Change::Members { key, fresh, gone, expire_ms, add, members } => {
             let mut s = ks.lock_key(key);
-            if carried(&s, key, seq) {
-                return;
-            }
-            if gone {
-                s.map.remove(key);
-                s.removed_seq = s.removed_seq.max(seq);
-                return;
-            }
-            let e = s.map.entry(key.into()).or_insert(Entry { value: Value::Set(Set::default()), expire_ms: 0, seq });
-            if fresh || !matches!(e.value, Value::Set(_)) {
-                *e = Entry { value: Value::Set(Set::default()), expire_ms, seq };
-            }
-            let Value::Set(set) = &mut e.value else { unreachable!("made a set above") };
-            for m in members {
-                if add {
-                    set.add(m);
-                } else {
-                    set.remove(m);
+            let made = || Value::Set(Set::default());
+            if let Some(Entry { value: Value::Set(set), seq: at, .. }) =
+                collection(&mut s, key, seq, fresh, gone, expire_ms, made)
+            {
+                for m in members {
+                    if add {
+                        set.add(m);
+                    } else {
+                        set.remove(m);
+                    }
                 }
-            }
-            e.seq = seq;
-            if fresh {
-                s.note_expiry(key, expire_ms);
+                *at = seq;
             }
         }
         Change::HashDel { key, fields } => {
