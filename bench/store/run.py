@@ -17,7 +17,7 @@ the same run: O_DIRECT|O_DSYNC writes through sirocco's storage port, one at a t
 import csv, io, json, os, shutil, subprocess, sys, time
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
-from lib import (ns, proc_cpu, median_of, stop_process, env_list, preflight, fresh_runs,  # noqa: E402
+from lib import (ns, proc_cpu, median_of, stop_process, env_list, preflight, fresh_runs, server_kind,  # noqa: E402
                  Testnet, Cpuset, SIROCCO, ROOT, REPS, SRV_CPU, GEN_CPU, fmt, run_meta, save, plot, finish)
 
 SECS = float(os.environ.get("SECS", "5"))
@@ -32,6 +32,8 @@ BARE = os.path.join(ROOT, "target", "release", "examples", "dsync_writes")
 # (tool, test, clients, pipeline)
 LOADS = [("redis-benchmark", t, c, p) for t in ("set", "get") for c in (50, 500) for p in (1, 16)] + \
         [("gen", "set", c, d) for c, d in ((50, 1), (500, 1), (50, 16))]
+# LOADS=tool:test:clients:pipeline,... runs only those (an A/B of two builds, say).
+LOADS = env_list("LOADS", "", lambda x: (lambda t: (t[0], t[1], int(t[2]), int(t[3])))(x.split(":"))) or LOADS
 
 
 def block_stat(path):
@@ -55,7 +57,9 @@ def flushes(stat):
 
 class Server:
     def __init__(self, kind):
-        self.kind, self.proc = kind, None
+        # "sirocco@base": the build BASE_BIN names, with the same arguments (see lib.server_kind).
+        self.kind, self.bin = server_kind(kind, SIROCCO)
+        self.proc = None
         self.dir = os.path.join(DATA, f"sirocco-bench-store-{kind}")
 
     def start(self):
@@ -63,7 +67,7 @@ class Server:
         os.makedirs(self.dir)
         self.cpuset = Cpuset("sirocco-bench-store", SRV_CPU)
         if self.kind == "sirocco":
-            argv = [SIROCCO, "store", "--iface", SRV_IF, "--addr", SERVER_ADDR, "--queues", "1", "--cpus",
+            argv = [self.bin, "store", "--iface", SRV_IF, "--addr", SERVER_ADDR, "--queues", "1", "--cpus",
                     str(SRV_CPU), "--dir", self.dir]
         else:
             persist = ["--appendonly", "yes", "--appendfsync", "always"] if self.kind == "redis-always" else \
