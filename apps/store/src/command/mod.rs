@@ -243,6 +243,8 @@ const COMMANDS: &[(&str, i32, Handler)] = &[
     ("keys", 2, scan::keys),
     ("scan", -2, scan::scan),
     ("randomkey", 1, scan::randomkey),
+    ("hscan", -3, scan::hscan),
+    ("sscan", -3, scan::sscan),
     ("rename", 3, moves::rename),
     ("renamenx", 3, moves::renamenx),
     ("copy", -3, moves::copy),

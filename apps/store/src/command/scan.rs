@@ -3,7 +3,8 @@
 //! matching key of one shard (COUNT is a hint, as in Redis, which also returns a small
 //! encoding whole), so a key present from the first call to the last is returned exactly once.
 
-use super::{glob, random, Argv, Ctx, Done, SYNTAX};
+use super::{glob, random, Argv, Ctx, Done, SYNTAX, WRONGTYPE};
+use crate::keyspace::Value;
 use resp::reply::{self, Sink};
 
 /// The live keys of shard `i` that match `pattern` (and are of `type_name`, if given).
@@ -34,19 +35,14 @@ pub(super) fn keys(a: Argv<'_>, ctx: &mut Ctx<'_>, out: &mut dyn Sink) -> Done {
     Done::wait(ctx.journal.last())
 }
 
-pub(super) fn scan(a: Argv<'_>, ctx: &mut Ctx<'_>, out: &mut dyn Sink) -> Done {
-    // As C's strtoul reads it (Redis's parser): a leading minus wraps around.
-    let text = std::str::from_utf8(a.get(1)).ok();
-    let cursor = text.and_then(|c| match c.strip_prefix('-') {
-        Some(rest) => rest.parse::<u64>().ok().map(u64::wrapping_neg),
-        None => c.parse::<u64>().ok(),
-    });
-    let Some(cursor) = cursor else {
-        reply::error(out, b"ERR invalid cursor");
-        return Done::default();
-    };
+/// A pattern and a type name a scan filters by.
+type Filter<'a> = (Option<&'a [u8]>, Option<&'a [u8]>);
+
+/// The scan options from argument `from` on: (MATCH pattern, TYPE name), or the error
+/// written. TYPE only where `with_type` (SCAN; HSCAN and SSCAN refuse it, as Redis does).
+fn options<'a>(a: Argv<'a>, from: usize, with_type: bool, out: &mut dyn Sink) -> Result<Filter<'a>, ()> {
     let (mut pattern, mut type_name) = (None, None);
-    let mut j = 2;
+    let mut j = from;
     while j < a.len() {
         let (o, has_arg) = (a.get(j), j + 1 < a.len());
         if o.eq_ignore_ascii_case(b"count") && has_arg {
@@ -54,24 +50,43 @@ pub(super) fn scan(a: Argv<'_>, ctx: &mut Ctx<'_>, out: &mut dyn Sink) -> Done {
                 Some(n) if n >= 1 => {}
                 Some(_) => {
                     reply::error(out, SYNTAX);
-                    return Done::default();
+                    return Err(());
                 }
                 None => {
                     reply::error(out, super::NOT_INT);
-                    return Done::default();
+                    return Err(());
                 }
             }
         } else if o.eq_ignore_ascii_case(b"match") && has_arg {
             let p = a.get(j + 1);
             pattern = (p != b"*").then_some(p);
-        } else if o.eq_ignore_ascii_case(b"type") && has_arg {
+        } else if with_type && o.eq_ignore_ascii_case(b"type") && has_arg {
             type_name = Some(a.get(j + 1));
         } else {
             reply::error(out, SYNTAX);
-            return Done::default();
+            return Err(());
         }
         j += 2;
     }
+    Ok((pattern, type_name))
+}
+
+/// A cursor as C's strtoul reads it (Redis's parser): a leading minus wraps around.
+fn cursor(c: &[u8], out: &mut dyn Sink) -> Option<u64> {
+    let text = std::str::from_utf8(c).ok();
+    let cursor = text.and_then(|c| match c.strip_prefix('-') {
+        Some(rest) => rest.parse::<u64>().ok().map(u64::wrapping_neg),
+        None => c.parse::<u64>().ok(),
+    });
+    if cursor.is_none() {
+        reply::error(out, b"ERR invalid cursor");
+    }
+    cursor
+}
+
+pub(super) fn scan(a: Argv<'_>, ctx: &mut Ctx<'_>, out: &mut dyn Sink) -> Done {
+    let Some(cursor) = cursor(a.get(1), out) else { return Done::default() };
+    let Ok((pattern, type_name)) = options(a, 2, true, out) else { return Done::default() };
     let shard = cursor as usize;
     let found = if shard < ctx.ks.shards() { shard_keys(ctx, shard, pattern, type_name) } else { Vec::new() };
     let next = if shard + 1 < ctx.ks.shards() { shard as u64 + 1 } else { 0 };
@@ -82,6 +97,49 @@ pub(super) fn scan(a: Argv<'_>, ctx: &mut Ctx<'_>, out: &mut dyn Sink) -> Done {
         reply::bulk(out, k);
     }
     Done::wait(ctx.journal.last())
+}
+
+/// HSCAN and SSCAN: every matching element in one reply, with cursor 0 — as Redis answers for
+/// a small hash or set, and allowed for any (COUNT is a hint; each element comes once).
+fn scan_value(a: Argv<'_>, ctx: &mut Ctx<'_>, out: &mut dyn Sink) -> Done {
+    if cursor(a.get(2), out).is_none() {
+        return Done::default();
+    }
+    let Ok((pattern, _)) = options(a, 3, false, out) else { return Done::default() };
+    let key = a.get(1);
+    let mut s = ctx.ks.lock_key(key);
+    let hits = |m: &[u8]| pattern.is_none_or(|p| glob::matches(p, m, false));
+    let mut items: Vec<Box<[u8]>> = Vec::new();
+    let want_hash = a.get(0).eq_ignore_ascii_case(b"hscan");
+    match s.live(key, ctx.now_ms).map(|e| &e.value) {
+        Some(Value::Hash(h)) if want_hash => {
+            for (f, v) in h.iter().filter(|(f, _)| hits(f)) {
+                items.push(f.into());
+                items.push(v.into());
+            }
+        }
+        Some(Value::Set(set)) if !want_hash => items.extend(set.members().into_iter().filter(|m| hits(m))),
+        Some(_) => {
+            reply::error(out, WRONGTYPE);
+            return Done::wait(s.seq_of(key));
+        }
+        None => {}
+    }
+    reply::array(out, 2);
+    reply::bulk(out, b"0");
+    reply::array(out, items.len());
+    for i in &items {
+        reply::bulk(out, i);
+    }
+    Done::wait(s.seq_of(key))
+}
+
+pub(super) fn hscan(a: Argv<'_>, ctx: &mut Ctx<'_>, out: &mut dyn Sink) -> Done {
+    scan_value(a, ctx, out)
+}
+
+pub(super) fn sscan(a: Argv<'_>, ctx: &mut Ctx<'_>, out: &mut dyn Sink) -> Done {
+    scan_value(a, ctx, out)
 }
 
 pub(super) fn randomkey(_a: Argv<'_>, ctx: &mut Ctx<'_>, out: &mut dyn Sink) -> Done {
