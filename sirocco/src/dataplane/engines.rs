@@ -170,8 +170,9 @@ impl<A> Running<A> {
             && count.as_ref().is_none_or(|c| c.load(Ordering::SeqCst) > 0)
             && self.held.as_ref().is_none_or(|h| h.ended().is_none())
         {
-            let left = deadline.map_or(WATCH_US, |d| d.saturating_duration_since(Instant::now()).as_micros() as u32);
-            io::sched::wait_readable(&fds, left.clamp(1, WATCH_US));
+            let left =
+                deadline.map_or(u128::from(WATCH_US), |d| d.saturating_duration_since(Instant::now()).as_micros());
+            io::sched::wait_readable(&fds, left.clamp(1, u128::from(WATCH_US)) as u32);
             if let Some(m) = &self.metrics {
                 m.poll(&mut || self.sources());
             }

@@ -45,12 +45,12 @@ impl Endpoint {
         Ok(Endpoint { listener, what: what.to_string(), started: Instant::now() })
     }
 
-    /// The address listened on.
     /// The listening socket, for the watching loop to sleep on.
     pub fn fd(&self) -> std::os::fd::RawFd {
         std::os::fd::AsRawFd::as_raw_fd(&self.listener)
     }
 
+    /// The address listened on.
     pub fn local_addr(&self) -> Option<SocketAddr> {
         self.listener.local_addr().ok()
     }

@@ -8,16 +8,22 @@ use resp::request::REDIS_MAX_BULK;
 
 /// Stores `value` at `key` in a locked shard with change `seq`.
 fn put(s: &mut Shard, key: &[u8], value: &[u8], expire_ms: i64, seq: u64) {
-    s.note_expiry(key, expire_ms);
-    match s.map.get_mut(key) {
+    let new_expiry = match s.map.get_mut(key) {
         Some(e) => {
             overwrite(&mut e.value, value);
+            let changed = e.expire_ms != expire_ms;
             e.expire_ms = expire_ms;
             e.seq = seq;
+            changed
         }
         None => {
             s.map.insert(key.into(), Entry { value: Value::Str(value.to_vec()), expire_ms, seq });
+            true
         }
+    };
+    // An expiry kept (INCR, SETRANGE of a volatile key) is in the index already.
+    if new_expiry {
+        s.note_expiry(key, expire_ms);
     }
 }
 
@@ -202,9 +208,9 @@ pub(super) fn set(a: Argv<'_>, ctx: &mut Ctx<'_>, out: &mut dyn Sink) -> Done {
             seq
         }
     };
-    if let Some(e) = s.map.get(key) {
-        let at = e.expire_ms;
-        s.note_expiry(key, at);
+    // EX/PX/EXAT/PXAT gave a new time (KEEPTTL keeps one already noted; none is 0).
+    if f.expire.is_some() {
+        s.note_expiry(key, expire);
     }
     if !f.get {
         reply::ok(out);
