@@ -308,6 +308,24 @@ const COMMANDS: &[(&str, i32, Handler)] = &[
     ("config", -2, server::config),
 ];
 
+/// The longest command name.
+const LONGEST_NAME: usize = 16;
+
+/// The index in [`COMMANDS`] of the command `name` names (any case): one hash lookup, not a
+/// scan of the table, which every request would otherwise pay.
+fn lookup(name: &[u8]) -> Option<usize> {
+    static INDEX: std::sync::OnceLock<std::collections::HashMap<&'static [u8], usize>> = std::sync::OnceLock::new();
+    let index = INDEX.get_or_init(|| COMMANDS.iter().enumerate().map(|(i, (n, ..))| (n.as_bytes(), i)).collect());
+    if name.len() > LONGEST_NAME {
+        return None;
+    }
+    let mut lower = [0u8; LONGEST_NAME];
+    let lower = &mut lower[..name.len()];
+    lower.copy_from_slice(name);
+    lower.make_ascii_lowercase();
+    index.get(&*lower).copied()
+}
+
 /// How many commands there are (COMMAND COUNT).
 pub fn count() -> usize {
     COMMANDS.len()
@@ -316,9 +334,7 @@ pub fn count() -> usize {
 /// The command `a` names, if it exists and has a count of arguments it takes; else the error
 /// is written (Redis's words) and None returned. MULTI queues only what passes this.
 pub fn validate(a: Argv<'_>, ctx: &mut Ctx<'_>, out: &mut dyn Sink) -> Option<usize> {
-    let name = a.get(0);
-    let found = COMMANDS.iter().position(|(n, ..)| n.as_bytes().eq_ignore_ascii_case(name));
-    let Some(idx) = found else {
+    let Some(idx) = lookup(a.get(0)) else {
         unknown_command(a, out);
         return None;
     };
@@ -383,3 +399,17 @@ fn int_arg(v: &[u8], out: &mut dyn Sink) -> Option<i64> {
 
 #[cfg(test)]
 mod tests;
+
+#[cfg(test)]
+mod lookup_tests {
+    #[test]
+    fn every_command_is_found_by_its_name_in_any_case() {
+        for (i, (name, ..)) in super::COMMANDS.iter().enumerate() {
+            assert!(name.len() <= super::LONGEST_NAME, "{name}");
+            assert_eq!(super::lookup(name.as_bytes()), Some(i));
+            assert_eq!(super::lookup(name.to_ascii_uppercase().as_bytes()), Some(i));
+        }
+        assert_eq!(super::lookup(b"nope"), None);
+        assert_eq!(super::lookup(&[b'g'; 100]), None);
+    }
+}
