@@ -10,7 +10,7 @@ fn rename_generic(a: Argv<'_>, ctx: &mut Ctx<'_>, out: &mut dyn Sink, nx: bool) 
     let (src, dst) = (a.get(1), a.get(2));
     let mut locked = ctx.ks.lock_set(ctx.ks.mask_of([src, dst].into_iter()));
     let (si, di) = (ctx.ks.shard_of(src), ctx.ks.shard_of(dst));
-    let Some(e) = locked.shard(si).live(src, ctx.now_ms).map(|e| e.clone()) else {
+    let Some(src_seq) = locked.shard(si).live(src, ctx.now_ms).map(|e| e.seq) else {
         reply::error(out, b"ERR no such key");
         return Done::wait(locked.shard(si).seq_of(src));
     };
@@ -21,16 +21,17 @@ fn rename_generic(a: Argv<'_>, ctx: &mut Ctx<'_>, out: &mut dyn Sink, nx: bool) 
         } else {
             reply::ok(out);
         }
-        return Done::wait(e.seq);
+        return Done::wait(src_seq);
     }
     if nx && locked.shard(di).live(dst, ctx.now_ms).is_some() {
         reply::int(out, 0);
         return Done::wait(locked.shard(di).seq_of(dst));
     }
+    // The value moves: taken out of the source's shard, not copied.
+    let s = locked.shard(si);
+    let e = s.map.remove(src).expect("found live above");
     ctx.journal.del(&[src]);
     let seq = journal_whole(ctx.journal, dst, &e.value, e.expire_ms);
-    let s = locked.shard(si);
-    s.map.remove(src);
     s.removed_seq = seq;
     let d = locked.shard(di);
     d.note_expiry(dst, e.expire_ms);
