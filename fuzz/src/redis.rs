@@ -45,7 +45,8 @@ pub fn store_log_payload(data: &[u8]) {
     let mut b = vec![0u8; HDR];
     b[4..8].copy_from_slice(&(payload.len() as u32).to_le_bytes());
     b[8..16].copy_from_slice(&1u64.to_le_bytes());
-    b[16] = kind % 8;
+    // Every kind (1 to 10) and some that are none.
+    b[16] = kind % 16;
     b.extend_from_slice(payload);
     let crc = crc32c::crc32c(&b[4..]);
     b[..4].copy_from_slice(&crc.to_le_bytes());
@@ -168,6 +169,10 @@ pub(crate) fn seeds(target: &str) -> Option<Vec<Vec<u8>>> {
             b"\x20RPUSH l a b c\r\nLPOP l 2\r\nLINSERT l BEFORE c x\r\nLREM l 0 x\r\nLTRIM l 0 0\r\nLMOVE l m LEFT RIGHT\r\n"
                 .to_vec(),
             b"\x14SADD s 1 2 x\r\nSREM s 2\r\nSINTERSTORE d s s\r\nSMOVE s d 1\r\nSMEMBERS d\r\nSPOP s 3\r\n".to_vec(),
+            b"\x16ZADD z 1 a 2.5 b -inf c\r\nZRANGE z (1 +inf BYSCORE WITHSCORES LIMIT 0 2\r\nZINCRBY z 1 a\r\nZPOPMIN z\r\n"
+                .to_vec(),
+            b"\x0cZADD l 0 a 0 b 0 c\r\nZRANGEBYLEX l [a (c\r\nZUNIONSTORE d 2 l l WEIGHTS 2 3\r\nZREMRANGEBYRANK d 0 0\r\nZMPOP 2 x d MAX COUNT 2\r\n"
+                .to_vec(),
             b"\x18WATCH k\r\nMULTI\r\nSET k 1\r\nNOPE\r\nEXEC\r\nMULTI\r\nRENAME k j\r\nGETEX j EX 5\r\nEXEC\r\nDBSIZE\r\n"
                 .to_vec(),
         ],
@@ -185,7 +190,17 @@ pub(crate) fn seeds(target: &str) -> Option<Vec<Vec<u8>>> {
             let mut e = Vec::new();
             let m = Change::Members { key: b"s", fresh: true, gone: false, expire_ms: 0, add: true, members: vec![b"1", b"x"] };
             encode(&mut e, 1, &m);
-            [(6, a), (7, b), (1, c), (8, d), (9, e)].into_iter().map(|(k, r)| [&[k][..], &r[HDR..]].concat()).collect()
+            let mut f = Vec::new();
+            let z = Change::Scores {
+                key: b"z",
+                fresh: true,
+                gone: false,
+                expire_ms: 0,
+                set: vec![(b"a", 1.5f64.to_bits()), (b"b", f64::INFINITY.to_bits())],
+                removed: vec![b"c"],
+            };
+            encode(&mut f, 1, &z);
+            [(6, a), (7, b), (1, c), (8, d), (9, e), (10, f)].into_iter().map(|(k, r)| [&[k][..], &r[HDR..]].concat()).collect()
         }
         "store_log_walk" => {
             use store::log::record::{encode, pad, Change};

@@ -200,7 +200,8 @@ fn exchange(addr: &'static str, input: Vec<u8>, piece: usize) -> Vec<u8> {
 /// The corpus: each case runs on a fresh connection after FLUSHALL.
 fn corpus() -> Vec<Vec<u8>> {
     let c = |list: &[&str]| list.iter().flat_map(|w| cmd(w)).collect::<Vec<u8>>();
-    let mut v = vec![
+    let mut v =
+        vec![
         c(&["SET k v", "GET k", "GET missing", "EXISTS k missing k", "DEL k missing k", "GET k", "DBSIZE"]),
         c(&["SET k v NX", "SET k w NX", "SET k w XX", "GET k", "SET n v XX", "EXISTS n", "SET k x GET", "SET n y GET"]),
         c(&["SET k v NX XX", "SET k v EX", "SET k v EX 0", "SET k v EX -5", "SET k v EX abc", "SET k v PX 0"]),
@@ -743,6 +744,247 @@ fn corpus() -> Vec<Vec<u8>> {
             "HSCAN s 0",
             "HSCAN h",
         ]),
+        // Sorted sets.
+        c(&[
+            "ZADD z 1 a 2 b 3 c",
+            "ZADD z 1.5 a 0.1 d -inf e +inf f",
+            "ZRANGE z 0 -1 WITHSCORES",
+            "ZCARD z",
+            "ZSCORE z a",
+            "ZSCORE z nope",
+            "ZSCORE none a",
+            "ZMSCORE z a nope e",
+            "ZMSCORE none a",
+            "ZRANK z c",
+            "ZREVRANK z c",
+            "ZRANK z nope",
+            "ZADD z 1e400 x",
+            "ZADD z nan x",
+            "ZADD z abc x",
+            "ZADD z 1",
+            "ZADD z 1 a 2",
+            "ZADD z 0x10 x",
+            "ZADD z 1e-400 x",
+            "ZADD z 5e-324 tiny",
+            "ZSCORE z tiny",
+            "ZADD z 1e17 big 123456789.123 odd -0 negzero",
+            "ZRANGE z 0 -1 WITHSCORES",
+            "ZSCORE z negzero",
+        ]),
+        c(&[
+            "ZADD z 1 a 2 b",
+            "ZADD z NX 5 a 3 c",
+            "ZADD z XX 5 a 4 d",
+            "ZADD z XX NX 1 a",
+            "ZADD z GT LT 1 a",
+            "ZADD z NX GT 1 a",
+            "ZADD z GT CH 1 a 10 b 7 e",
+            "ZADD z LT CH 1 a 10 b",
+            "ZADD z XX GT CH 100 a",
+            "ZADD z CH 100 a 100 b 1 new",
+            "ZADD z INCR 2 a",
+            "ZADD z INCR 2 a 3 b",
+            "ZADD z INCR NX 2 a",
+            "ZADD z INCR XX 2 nope",
+            "ZADD z INCR GT -5 a",
+            "ZADD none XX 1 a",
+            "ZADD none XX INCR 1 a",
+            "EXISTS none",
+            "ZINCRBY z 1.5 b",
+            "ZINCRBY z x b",
+            "ZINCRBY z 1 fresh",
+            "ZADD z inf i",
+            "ZINCRBY z -inf i",
+            "ZSCORE z i",
+            "ZRANGE z 0 -1 WITHSCORES",
+        ]),
+        c(&[
+            "ZADD z 1 a 2 b 3 c 4 d 5 e",
+            "ZRANGE z 1 3",
+            "ZRANGE z -2 -1 WITHSCORES",
+            "ZRANGE z 3 1",
+            "ZRANGE z 10 20",
+            "ZRANGE z -100 100",
+            "ZRANGE z 0 -1 REV",
+            "ZREVRANGE z 0 1 WITHSCORES",
+            "ZREVRANGE z 0 1 REV",
+            "ZRANGE z 1 x",
+            "ZRANGE z 0 1 LIMIT 0 1",
+            "ZRANGE z 0 1 FOO",
+            "ZRANGE z (1 3 BYSCORE",
+            "ZRANGE z 1 (3 BYSCORE WITHSCORES",
+            "ZRANGE z -inf +inf BYSCORE LIMIT 1 2",
+            "ZRANGE z -inf +inf BYSCORE LIMIT -1 2",
+            "ZRANGE z -inf +inf BYSCORE LIMIT 1 -1",
+            "ZRANGE z -inf +inf BYSCORE LIMIT 10 1",
+            "ZRANGE z 5 2 BYSCORE REV",
+            "ZRANGE z (5 (2 BYSCORE REV WITHSCORES LIMIT 1 1",
+            "ZRANGE z x 2 BYSCORE",
+            "ZRANGE z (x 2 BYSCORE",
+            "ZRANGE z  2 BYSCORE",
+            "ZRANGEBYSCORE z 2 4",
+            "ZRANGEBYSCORE z 2 4 WITHSCORES LIMIT 1 5",
+            "ZRANGEBYSCORE z 2 4 BYSCORE",
+            "ZREVRANGEBYSCORE z 4 2",
+            "ZREVRANGEBYSCORE z 2 4",
+            "ZCOUNT z 2 4",
+            "ZCOUNT z (2 (4",
+            "ZCOUNT z -inf inf",
+            "ZCOUNT z 4 2",
+            "ZCOUNT z a b",
+            "ZCOUNT none 0 1",
+            "ZRANGE none 0 -1",
+            "ZRANGE z 0 -1 LIMIT 0",
+            "ZRANGE z 0 1 WITHSCORES BYLEX",
+        ]),
+        c(&[
+            "ZADD l 0 a 0 b 0 c 0 d 0 e 0 ab",
+            "ZRANGE l - + BYLEX",
+            "ZRANGE l [b (d BYLEX",
+            "ZRANGE l (a [c BYLEX LIMIT 1 2",
+            "ZRANGE l + - BYLEX REV",
+            "ZRANGE l [d (ab BYLEX REV",
+            "ZRANGEBYLEX l - [b",
+            "ZREVRANGEBYLEX l [c -",
+            "ZRANGEBYLEX l a c",
+            "ZRANGEBYLEX l [c [a",
+            "ZRANGEBYLEX l (c [c",
+            "ZRANGEBYLEX l + -",
+            "ZLEXCOUNT l [a [c",
+            "ZLEXCOUNT l - +",
+            "ZLEXCOUNT l x y",
+            "ZREMRANGEBYLEX l [a (b",
+            "ZRANGE l 0 -1",
+            "ZREMRANGEBYLEX l x y",
+            "ZREMRANGEBYLEX l - +",
+            "EXISTS l",
+        ]),
+        c(&[
+            "ZADD z 1 a 2 b 3 c 4 d 5 e 6 f",
+            "ZREMRANGEBYRANK z 0 1",
+            "ZREMRANGEBYRANK z -1 -1",
+            "ZREMRANGEBYRANK z 5 10",
+            "ZREMRANGEBYRANK z x 1",
+            "ZREMRANGEBYSCORE z (3 4",
+            "ZREMRANGEBYSCORE z a 4",
+            "ZRANGE z 0 -1 WITHSCORES",
+            "ZREMRANGEBYSCORE z -inf +inf",
+            "EXISTS z",
+            "ZREMRANGEBYRANK none 0 -1",
+            "ZADD z 1 a 2 b 3 c",
+            "ZREM z a nope",
+            "ZREM z b c a",
+            "EXISTS z",
+            "ZREM none a",
+        ]),
+        c(&[
+            "ZADD z 1 a 2 b 3 c 4 d",
+            "ZPOPMIN z",
+            "ZPOPMAX z",
+            "ZPOPMIN z 0",
+            "ZPOPMIN z -1",
+            "ZPOPMIN z x",
+            "ZPOPMIN z 1 2",
+            "ZPOPMAX z 10",
+            "EXISTS z",
+            "ZPOPMIN none",
+            "ZPOPMIN none 3",
+            "ZADD a 1 x 2 y",
+            "ZADD b 5 q",
+            "ZMPOP 2 none a MIN",
+            "ZMPOP 2 a b MAX COUNT 5",
+            "ZMPOP 2 a b MAX COUNT 5",
+            "ZMPOP 1 none MIN",
+            "ZMPOP 0 a MIN",
+            "ZMPOP 1 b",
+            "ZMPOP 1 b MIDDLE",
+            "ZMPOP 1 b MIN COUNT 0",
+            "ZMPOP 1 b MIN COUNT 1 COUNT 1",
+            "ZMPOP 5 b MIN",
+            "ZADD one 7 only",
+            "ZRANDMEMBER one",
+            "ZRANDMEMBER one 5 WITHSCORES",
+            "ZRANDMEMBER one -3 WITHSCORES",
+            "ZRANDMEMBER one 0",
+            "ZRANDMEMBER none",
+            "ZRANDMEMBER none 3",
+            "ZRANDMEMBER one x",
+            "ZRANDMEMBER one 1 FOO",
+            "ZRANDMEMBER one -9223372036854775808",
+            "ZRANDMEMBER one 9223372036854775807 WITHSCORES",
+        ]),
+        c(&[
+            "ZADD a 1 x 2 y 3 z",
+            "ZADD b 10 y 20 z 30 w",
+            "SADD s x w",
+            "ZUNION 2 a b WITHSCORES",
+            "ZUNION 2 a b WEIGHTS 2 0.5 WITHSCORES",
+            "ZUNION 3 a b s AGGREGATE MAX WITHSCORES",
+            "ZUNION 2 a b AGGREGATE MIN",
+            "ZINTER 2 a b WITHSCORES",
+            "ZINTER 2 a s WITHSCORES",
+            "ZINTER 2 a none",
+            "ZDIFF 2 a b WITHSCORES",
+            "ZDIFF 2 b s",
+            "ZDIFF 2 a b WEIGHTS 1 1",
+            "ZINTERCARD 2 a b",
+            "ZINTERCARD 2 a b LIMIT 1",
+            "ZINTERCARD 2 a b LIMIT -1",
+            "ZINTERCARD 2 a b WITHSCORES",
+            "ZUNIONSTORE d 2 a b",
+            "ZRANGE d 0 -1 WITHSCORES",
+            "ZINTERSTORE d 2 a b AGGREGATE SUM WEIGHTS 1 -1",
+            "ZRANGE d 0 -1 WITHSCORES",
+            "ZDIFFSTORE d 2 a a",
+            "EXISTS d",
+            "ZUNIONSTORE d 0 a",
+            "ZUNIONSTORE d 3 a b",
+            "ZUNIONSTORE d x a",
+            "ZUNIONSTORE d 2 a b WEIGHTS 1",
+            "ZUNIONSTORE d 2 a b WEIGHTS 1 x",
+            "ZUNIONSTORE d 2 a b AGGREGATE AVG",
+            "ZUNIONSTORE d 2 a b WITHSCORES",
+            "ZADD inf inf m",
+            "ZUNION 2 inf inf WEIGHTS 1 -1 WITHSCORES",
+            "ZUNION 1 inf WEIGHTS 0 WITHSCORES",
+            "SET str v",
+            "ZUNION 2 a str",
+            "ZUNIONSTORE d 2 a str",
+            "ZRANGESTORE d a 0 1",
+            "ZRANGE d 0 -1 WITHSCORES",
+            "ZRANGESTORE d a (1 +inf BYSCORE LIMIT 0 1",
+            "ZRANGE d 0 -1 WITHSCORES",
+            "ZRANGESTORE d none 0 -1",
+            "EXISTS d",
+            "ZRANGESTORE d a 0 -1 WITHSCORES",
+            "ZRANGESTORE str a 0 0",
+            "TYPE str",
+        ]),
+        c(&[
+            "ZADD z 1 b 2.5 a 3 c 1e20 d",
+            "ZSCAN z 0",
+            "ZSCAN z 0 MATCH [ab]",
+            "ZSCAN none 0",
+            "ZSCAN z x",
+            "SET str v",
+            "ZSCAN str 0",
+            "ZADD str 1 a",
+            "ZRANGE str 0 -1",
+            "ZCARD str",
+            "ZSCORE str a",
+            "ZPOPMIN str",
+            "ZUNION 1 str",
+            "TYPE z",
+            "GET z",
+            "SADD z x",
+            "RENAME z y",
+            "ZRANGE y 0 -1 WITHSCORES",
+            "COPY y w",
+            "ZRANGE w 0 -1 WITHSCORES",
+            "EXPIRE w 100",
+            "TTL w",
+            "ZADD", "ZADD z", "ZCARD", "ZRANGE z 0", "ZRANGESTORE d s 0", "ZCOUNT z 1", "ZUNION 1",
+        ]),
         c(&["PING", "QUIT", "PING"]),
         b"*1\r\n$-5\r\n".to_vec(),
         b"*abc\r\n".to_vec(),
@@ -769,6 +1011,27 @@ fn corpus() -> Vec<Vec<u8>> {
     h.extend(cmd("HLEN wide"));
     h.extend(cmd("HINCRBY wide f3 100"));
     v.push(h);
+    // A sorted set past 128 members (a skiplist in Redis; the order is the same).
+    let mut z = Vec::new();
+    for i in 0..300 {
+        z.extend(cmd(&format!("ZADD big {} m{i}", (i * 37) % 101)));
+    }
+    for q in [
+        "ZCARD big",
+        "ZRANGE big 100 110 WITHSCORES",
+        "ZREVRANGE big 0 5 WITHSCORES",
+        "ZRANK big m150",
+        "ZREVRANK big m150",
+        "ZRANGEBYSCORE big (50 52 WITHSCORES",
+        "ZCOUNT big 10 20",
+        "ZREMRANGEBYRANK big 0 9",
+        "ZPOPMAX big 3",
+        "ZINCRBY big 0.25 m7",
+        "ZRANGE big 95 +inf BYSCORE LIMIT 2 4 WITHSCORES",
+    ] {
+        z.extend(cmd(q));
+    }
+    v.push(z);
     v
 }
 
@@ -1044,8 +1307,9 @@ fn unacked(m: &mut Model, ctr: &str, k: String, v: Option<Vec<u8>>) {
 }
 
 /// One writer connection until the server dies: pipelined batches of SET (unique and
-/// overwritten keys, values of many sizes), INCR, DEL, and HSET/HDEL of fields of a few hashes
-/// (modelled per field, as "H key field"); every reply checked.
+/// overwritten keys, values of many sizes), INCR, DEL, HSET/HDEL of fields of a few hashes
+/// (modelled per field, as "H key field"), SADD/SREM and ZADD/ZREM (per member), RPUSH and
+/// transactions; every reply checked.
 fn write_until_dead(conn: usize, round: usize, seed: u64) -> Model {
     let mut m = Model::default();
     let mut rng = Rng(seed | 1);
@@ -1060,8 +1324,19 @@ fn write_until_dead(conn: usize, round: usize, seed: u64) -> Model {
         let mut ops: Vec<(String, Option<Vec<u8>>)> = Vec::new();
         for _ in 0..1 + rng.below(16) {
             n += 1;
-            let r = rng.below(17);
-            if r >= 15 {
+            let r = rng.below(19);
+            if r >= 17 {
+                // A sorted set's member, modelled as "Z key member": its score, or absent.
+                let (key, member) = (format!("c{conn}z{}", rng.below(2)), format!("m{}", rng.below(8)));
+                if r == 17 {
+                    let score = format!("{}", rng.below(1000));
+                    batch.extend(req(&[b"ZADD", key.as_bytes(), score.as_bytes(), member.as_bytes()]));
+                    ops.push((format!("Z {key} {member}"), Some(score.into_bytes())));
+                } else {
+                    batch.extend(req(&[b"ZREM", key.as_bytes(), member.as_bytes()]));
+                    ops.push((format!("Z {key} {member}"), None));
+                }
+            } else if r >= 15 {
                 // A set's member, modelled as "S key member": present (an empty value) or not.
                 let (key, member) = (format!("c{conn}s{}", rng.below(2)), format!("{}", rng.below(8)));
                 let verb: &[u8] = if r == 15 { b"SADD" } else { b"SREM" };
@@ -1146,8 +1421,8 @@ fn write_until_dead(conn: usize, round: usize, seed: u64) -> Model {
                         m.maybe.remove(&key);
                     }
                 } else {
-                    // SET answers +OK; HSET, HDEL, SADD, SREM and DEL a count.
-                    let counts = k.starts_with("H ") || k.starts_with("S ") || v.is_none();
+                    // SET answers +OK; HSET, HDEL, SADD, SREM, ZADD, ZREM and DEL a count.
+                    let counts = ["H ", "S ", "Z "].iter().any(|p| k.starts_with(p)) || v.is_none();
                     let ok = if counts { reply[0] == b':' } else { reply == b"+OK\r\n" };
                     assert!(ok, "seed {seed}: {k}: {:?}", String::from_utf8_lossy(&reply));
                     m.acked.insert(k.clone(), v.clone());
@@ -1183,6 +1458,10 @@ fn check(model: &Model, seed: u64, round: usize) {
         for k in chunk {
             if let Some((key, member)) = k.strip_prefix("S ").and_then(|x| x.split_once(' ')) {
                 b.extend(req(&[b"SISMEMBER", key.as_bytes(), member.as_bytes()]));
+                continue;
+            }
+            if let Some((key, member)) = k.strip_prefix("Z ").and_then(|x| x.split_once(' ')) {
+                b.extend(req(&[b"ZSCORE", key.as_bytes(), member.as_bytes()]));
                 continue;
             }
             match k.strip_prefix("H ").and_then(|hf| hf.split_once(' ')) {

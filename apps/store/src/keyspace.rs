@@ -6,6 +6,7 @@
 use crate::hash::Hash;
 use crate::list::List;
 use crate::set::Set;
+use crate::zset::ZSet;
 use std::collections::{BTreeSet, HashMap};
 use std::hash::{BuildHasher, RandomState};
 use std::sync::{Mutex, MutexGuard, RwLock, RwLockReadGuard, RwLockWriteGuard};
@@ -21,6 +22,8 @@ pub enum Value {
     List(List),
     /// A set.
     Set(Set),
+    /// A sorted set.
+    ZSet(ZSet),
 }
 
 impl Value {
@@ -31,6 +34,7 @@ impl Value {
             Value::Hash(_) => "hash",
             Value::List(_) => "list",
             Value::Set(_) => "set",
+            Value::ZSet(_) => "zset",
         }
     }
 

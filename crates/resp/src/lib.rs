@@ -4,6 +4,7 @@
 //! integers and expiry times by Redis's rules (`string2ll`). Nothing here touches a socket, and
 //! no input, however malformed, makes it panic.
 
+pub mod float;
 pub mod num;
 pub mod reply;
 pub mod request;

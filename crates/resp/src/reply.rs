@@ -76,6 +76,22 @@ pub fn null(s: &mut dyn Sink) {
     s.put(b"$-1\r\n");
 }
 
+/// The null array, `*-1` (ZMPOP, BLPOP on a timeout).
+pub fn null_array(s: &mut dyn Sink) {
+    s.put(b"*-1\r\n");
+}
+
+/// A double as Redis 7.0 answers one in RESP2: a bulk string of `%.17g`, or "inf"/"-inf".
+pub fn double(s: &mut dyn Sink, d: f64) {
+    if d.is_infinite() {
+        bulk(s, if d > 0.0 { b"inf" } else { b"-inf" });
+        return;
+    }
+    let mut text = Vec::with_capacity(24);
+    crate::float::format_g17(d, &mut text);
+    bulk(s, &text);
+}
+
 /// The header of an array of `n` elements.
 pub fn array(s: &mut dyn Sink, n: usize) {
     tagged(s, b"*", n as i64);

@@ -13,9 +13,10 @@ mod scan;
 mod server;
 mod sets;
 mod strings;
+mod zsets;
 
-use crate::keyspace::{Keyspace, Value};
-use crate::log::record::ListOp;
+use crate::keyspace::{Entry, Keyspace, Shard, Value};
+use crate::log::record::{Change, ListOp};
 use resp::reply::{self, Sink};
 use resp::Args;
 
@@ -38,6 +39,8 @@ pub trait Journal {
     fn list(&mut self, key: &[u8], fresh: bool, gone: bool, expire_ms: i64, op: &ListOp<'_>) -> u64;
     /// Members of the set at `key` added (`add`) or removed; `fresh` and `gone` as for lists.
     fn members(&mut self, key: &[u8], fresh: bool, gone: bool, expire_ms: i64, add: bool, members: &[&[u8]]) -> u64;
+    /// Any other change (a sorted set's, a key's whole value).
+    fn record(&mut self, change: &Change<'_>) -> u64;
     /// Every key removed.
     fn flush(&mut self) -> u64;
     /// The last number handed out (what a reply about the whole keyspace waits for).
@@ -156,20 +159,25 @@ const SYNTAX: &[u8] = b"ERR syntax error";
 /// Logs `key` as now holding `value` whole, expiring at `expire_ms` (RENAME, COPY): one record,
 /// the same a snapshot holds for the key.
 fn journal_whole(journal: &mut dyn Journal, key: &[u8], value: &Value, expire_ms: i64) -> u64 {
+    crate::log::record::with_whole(key, value, expire_ms, |c| journal.record(c))
+}
+
+/// Stores `value` at `dst` in its locked shard (replacing any value and expiry), or removes
+/// `dst` where `value` is None (an empty result: the STORE forms leave no empty value).
+/// Returns the change a reply waits for.
+fn store_or_remove(s: &mut Shard, dst: &[u8], value: Option<Value>, ctx: &mut Ctx<'_>) -> u64 {
     match value {
-        Value::Str(v) => journal.sets(&[(key, v, expire_ms)]),
-        Value::Hash(h) => {
-            let fields: Vec<(&[u8], &[u8])> = h.iter().collect();
-            journal.hash_set(key, true, expire_ms, &fields)
+        None if s.live(dst, ctx.now_ms).is_none() => s.seq_of(dst),
+        None => {
+            let seq = ctx.journal.del(&[dst]);
+            s.map.remove(dst);
+            s.removed_seq = seq;
+            seq
         }
-        Value::List(l) => {
-            let values: Vec<&[u8]> = l.iter().map(|v| &**v).collect();
-            journal.list(key, true, false, expire_ms, &ListOp::Push { left: false, values })
-        }
-        Value::Set(s) => {
-            let members = s.members();
-            let members: Vec<&[u8]> = members.iter().map(|m| &**m).collect();
-            journal.members(key, true, false, expire_ms, true, &members)
+        Some(v) => {
+            let seq = journal_whole(ctx.journal, dst, &v, 0);
+            s.map.insert(dst.into(), Entry { value: v, expire_ms: 0, seq });
+            seq
         }
     }
 }
@@ -298,6 +306,38 @@ const COMMANDS: &[(&str, i32, Handler)] = &[
     ("sunionstore", -3, sets::sunionstore),
     ("sdiffstore", -3, sets::sdiffstore),
     ("smove", 4, sets::smove),
+    ("zadd", -4, zsets::zadd),
+    ("zincrby", 4, zsets::zincrby),
+    ("zrem", -3, zsets::zrem),
+    ("zcard", 2, zsets::zcard),
+    ("zscore", 3, zsets::zscore),
+    ("zmscore", -3, zsets::zmscore),
+    ("zrank", 3, zsets::zrank),
+    ("zrevrank", 3, zsets::zrevrank),
+    ("zcount", 4, zsets::zcount),
+    ("zlexcount", 4, zsets::zlexcount),
+    ("zrange", -4, zsets::zrange),
+    ("zrevrange", -4, zsets::zrevrange),
+    ("zrangebyscore", -4, zsets::zrangebyscore),
+    ("zrevrangebyscore", -4, zsets::zrevrangebyscore),
+    ("zrangebylex", -4, zsets::zrangebylex),
+    ("zrevrangebylex", -4, zsets::zrevrangebylex),
+    ("zrangestore", -5, zsets::zrangestore),
+    ("zremrangebyrank", 4, zsets::zremrangebyrank),
+    ("zremrangebyscore", 4, zsets::zremrangebyscore),
+    ("zremrangebylex", 4, zsets::zremrangebylex),
+    ("zpopmin", -2, zsets::zpopmin),
+    ("zpopmax", -2, zsets::zpopmax),
+    ("zmpop", -4, zsets::zmpop),
+    ("zrandmember", -2, zsets::zrandmember),
+    ("zunionstore", -4, zsets::zunionstore),
+    ("zinterstore", -4, zsets::zinterstore),
+    ("zdiffstore", -4, zsets::zdiffstore),
+    ("zunion", -3, zsets::zunion),
+    ("zinter", -3, zsets::zinter),
+    ("zdiff", -3, zsets::zdiff),
+    ("zintercard", -3, zsets::zintercard),
+    ("zscan", -3, scan::zscan),
     ("ping", -1, server::ping),
     ("echo", 2, server::echo),
     ("time", 1, server::time),

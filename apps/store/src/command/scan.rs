@@ -99,8 +99,8 @@ pub(super) fn scan(a: Argv<'_>, ctx: &mut Ctx<'_>, out: &mut dyn Sink) -> Done {
     Done::wait(ctx.journal.last())
 }
 
-/// HSCAN and SSCAN: every matching element in one reply, with cursor 0 — as Redis answers for
-/// a small hash or set, and allowed for any (COUNT is a hint; each element comes once).
+/// HSCAN, SSCAN and ZSCAN: every matching element in one reply, with cursor 0 — as Redis
+/// answers for a small value, and allowed for any (COUNT is a hint; each element comes once).
 fn scan_value(a: Argv<'_>, ctx: &mut Ctx<'_>, out: &mut dyn Sink) -> Done {
     if cursor(a.get(2), out).is_none() {
         return Done::default();
@@ -110,15 +110,27 @@ fn scan_value(a: Argv<'_>, ctx: &mut Ctx<'_>, out: &mut dyn Sink) -> Done {
     let mut s = ctx.ks.lock_key(key);
     let hits = |m: &[u8]| pattern.is_none_or(|p| glob::matches(p, m, false));
     let mut items: Vec<Box<[u8]>> = Vec::new();
-    let want_hash = a.get(0).eq_ignore_ascii_case(b"hscan");
+    let name = a.get(0);
+    let (want_hash, want_zset) = (name.eq_ignore_ascii_case(b"hscan"), name.eq_ignore_ascii_case(b"zscan"));
     match s.live(key, ctx.now_ms).map(|e| &e.value) {
+        Some(Value::ZSet(z)) if want_zset => {
+            for (m, sc) in z.iter().filter(|(m, _)| hits(m)) {
+                items.push(m.into());
+                // As a small sorted set stores it: Redis's d2string.
+                let mut text = Vec::new();
+                resp::float::format_d2string(sc, &mut text);
+                items.push(text.into());
+            }
+        }
         Some(Value::Hash(h)) if want_hash => {
             for (f, v) in h.iter().filter(|(f, _)| hits(f)) {
                 items.push(f.into());
                 items.push(v.into());
             }
         }
-        Some(Value::Set(set)) if !want_hash => items.extend(set.members().into_iter().filter(|m| hits(m))),
+        Some(Value::Set(set)) if !want_hash && !want_zset => {
+            items.extend(set.members().into_iter().filter(|m| hits(m)))
+        }
         Some(_) => {
             reply::error(out, WRONGTYPE);
             return Done::wait(s.seq_of(key));
@@ -139,6 +151,10 @@ pub(super) fn hscan(a: Argv<'_>, ctx: &mut Ctx<'_>, out: &mut dyn Sink) -> Done 
 }
 
 pub(super) fn sscan(a: Argv<'_>, ctx: &mut Ctx<'_>, out: &mut dyn Sink) -> Done {
+    scan_value(a, ctx, out)
+}
+
+pub(super) fn zscan(a: Argv<'_>, ctx: &mut Ctx<'_>, out: &mut dyn Sink) -> Done {
     scan_value(a, ctx, out)
 }
 

@@ -284,22 +284,8 @@ fn algebra_store(a: Argv<'_>, ctx: &mut Ctx<'_>, out: &mut dyn Sink, how: Algebr
             return Done::default();
         }
     };
-    let s = locked.shard(ctx.ks.shard_of(dst));
     let n = set.len();
-    let seq = if n == 0 {
-        if s.live(dst, ctx.now_ms).is_none() {
-            reply::int(out, 0);
-            return Done::wait(wait.max(s.seq_of(dst)));
-        }
-        let seq = ctx.journal.del(&[dst]);
-        s.map.remove(dst);
-        s.removed_seq = seq;
-        seq
-    } else {
-        let seq = super::journal_whole(ctx.journal, dst, &Value::Set(set.clone()), 0);
-        s.map.insert(dst.into(), Entry { value: Value::Set(set), expire_ms: 0, seq });
-        seq
-    };
+    let seq = super::store_or_remove(locked.shard(ctx.ks.shard_of(dst)), dst, (n > 0).then_some(Value::Set(set)), ctx);
     reply::int(out, n as i64);
     Done::wait(seq.max(wait))
 }

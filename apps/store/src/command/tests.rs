@@ -237,6 +237,25 @@ fn hashes() {
 }
 
 #[test]
+fn sorted_sets() {
+    let mut b = Bench::new();
+    assert_eq!(b.r("ZADD z 2 b 1 a 3 c"), ":3\r\n");
+    assert_eq!(
+        b.r("ZRANGE z 0 -1 WITHSCORES"),
+        "*6\r\n$1\r\na\r\n$1\r\n1\r\n$1\r\nb\r\n$1\r\n2\r\n$1\r\nc\r\n$1\r\n3\r\n"
+    );
+    assert_eq!(b.r("ZINCRBY z 0.1 a"), "$18\r\n1.1000000000000001\r\n");
+    assert_eq!(b.r("ZRANGEBYSCORE z (1.1 +inf"), "*2\r\n$1\r\nb\r\n$1\r\nc\r\n");
+    assert_eq!(b.r("ZREVRANK z a"), ":2\r\n");
+    assert_eq!(b.r("ZADD z XX NX 1 a"), "-ERR XX and NX options at the same time are not compatible\r\n");
+    assert_eq!(b.r("ZPOPMAX z 2"), "*4\r\n$1\r\nc\r\n$1\r\n3\r\n$1\r\nb\r\n$1\r\n2\r\n");
+    assert_eq!(b.r("ZREM z a"), ":1\r\n");
+    assert_eq!(b.r("EXISTS z"), ":0\r\n", "an emptied sorted set is removed");
+    assert_eq!(b.r("SET s v"), "+OK\r\n");
+    assert_eq!(b.r("ZADD s 1 a"), "-WRONGTYPE Operation against a key holding the wrong kind of value\r\n");
+}
+
+#[test]
 fn a_command_on_a_key_of_another_type_is_wrongtype_and_changes_nothing() {
     let mut b = Bench::new();
     const WT: &str = "-WRONGTYPE Operation against a key holding the wrong kind of value\r\n";
@@ -289,7 +308,14 @@ mod replayed {
     fn command() -> impl Strategy<Value = String> {
         let key = prop_oneof![Just("a"), Just("b"), Just("c")];
         let field = prop_oneof![Just("x"), Just("y"), Just("z"), Just("w")];
-        (0u8..33, key, field, 0i64..100).prop_map(|(op, k, f, n)| match op {
+        (0u8..41, key, field, 0i64..100).prop_map(|(op, k, f, n)| match op {
+            33 | 34 => format!("ZADD {k} {} {f} {}.5 {}", n % 7, n % 3, n % 5),
+            35 => format!("ZINCRBY {k} {} {f}", n % 4 - 2),
+            36 => format!("ZREM {k} {f} {}", n % 5),
+            37 => format!("ZPOPMIN {k} {}", n % 3),
+            38 => format!("ZREMRANGEBYSCORE {k} ({} +inf", n % 6),
+            39 => format!("ZUNIONSTORE {k} 2 {} {k} WEIGHTS 2 1", ["a", "b", "c"][n as usize % 3]),
+            40 => format!("ZRANGESTORE {k} {} 0 1", ["a", "b", "c"][n as usize % 3]),
             26 | 27 => format!("SADD {k} {f} {}", n % 4),
             28 => format!("SREM {k} {f} {}", n % 4),
             29 => format!("SPOP {k} {}", n % 3),

@@ -29,6 +29,9 @@
 //!             9 trim: i64 start, i64 stop
 //!     Members: u8 flags (as List's), i64 expire-at ms, u32 klen, key, u8 op (1: added,
 //!             2: removed), u32 n, n × (u32 len, member) — a set's members
+//!     Scores: u8 flags (as List's), i64 expire-at ms, u32 klen, key, u32 n, n × (u32 len,
+//!             member, u64 score's bits), u32 m, m × (u32 len, member) — a sorted set's
+//!             members given these scores, then those removed
 //! ```
 //!
 //! A list record is a change to apply to the list as the change before it left it; replay
@@ -40,6 +43,8 @@
 //! zeros is padding: the rest of the block is empty. The Commit record is what tells a torn
 //! write (only ever the last commit of a log: one is in flight at a time) from damage to data
 //! that was once whole (a good commit follows it).
+
+use crate::keyspace::Value;
 
 /// Bytes of a record header.
 pub const HDR: usize = 24;
@@ -68,6 +73,8 @@ pub enum Kind {
     List = 8,
     /// Members of a set added or removed.
     Members = 9,
+    /// Members of a sorted set given scores or removed.
+    Scores = 10,
 }
 
 /// What a List record does to its list.
@@ -171,6 +178,21 @@ pub enum Change<'a> {
         /// The members.
         members: Vec<&'a [u8]>,
     },
+    /// Members of the sorted set at `key` given scores, then others removed.
+    Scores {
+        /// The key.
+        key: &'a [u8],
+        /// The key is now a new sorted set (expiring at `expire_ms`) that this change starts.
+        fresh: bool,
+        /// The sorted set is empty after this change: the key is removed.
+        gone: bool,
+        /// The new sorted set's expiry (0 when not fresh).
+        expire_ms: i64,
+        /// Members and their new scores (`f64::to_bits`: a record compares bit for bit).
+        set: Vec<(&'a [u8], u64)>,
+        /// Members removed.
+        removed: Vec<&'a [u8]>,
+    },
     /// Fields of the hash at `key` removed (the key too, if none is left).
     HashDel {
         /// The key.
@@ -189,6 +211,28 @@ pub enum Change<'a> {
         /// commit missing from the middle of a log breaks the chain.
         prev: u64,
     },
+}
+
+/// Calls `f` with the one change that makes `key` hold `value` whole, expiring at
+/// `expire_ms` (what a snapshot holds for a key, and what RENAME and COPY log).
+pub fn with_whole<R>(key: &[u8], value: &Value, expire_ms: i64, f: impl FnOnce(&Change<'_>) -> R) -> R {
+    match value {
+        Value::Str(v) => f(&Change::Sets(vec![(key, v, expire_ms)])),
+        Value::Hash(h) => f(&Change::HashSet { key, fresh: true, expire_ms, fields: h.iter().collect() }),
+        Value::List(l) => {
+            let op = ListOp::Push { left: false, values: l.iter().map(|v| &**v).collect() };
+            f(&Change::List { key, fresh: true, gone: false, expire_ms, op })
+        }
+        Value::Set(s) => {
+            let members = s.members();
+            let members = members.iter().map(|m| &**m).collect();
+            f(&Change::Members { key, fresh: true, gone: false, expire_ms, add: true, members })
+        }
+        Value::ZSet(z) => {
+            let set = z.iter().map(|(m, s)| (m, s.to_bits())).collect();
+            f(&Change::Scores { key, fresh: true, gone: false, expire_ms, set, removed: Vec::new() })
+        }
+    }
 }
 
 /// Writes records into a byte buffer.
@@ -323,6 +367,19 @@ pub fn encode(buf: &mut Vec<u8>, seq: u64, change: &Change<'_>) -> usize {
             }
             e.finish()
         }
+        Change::Scores { key, fresh, gone, expire_ms, set, removed } => {
+            let mut e = Encoder::new(buf, Kind::Scores, seq);
+            e.bytes(&[u8::from(*fresh) | u8::from(*gone) << 1]).i64(*expire_ms).u32(key.len() as u32).bytes(key);
+            e.u32(set.len() as u32);
+            for (m, s) in set {
+                e.u32(m.len() as u32).bytes(m).bytes(&s.to_le_bytes());
+            }
+            e.u32(removed.len() as u32);
+            for m in removed {
+                e.u32(m.len() as u32).bytes(m);
+            }
+            e.finish()
+        }
         Change::HashDel { key, fields } => {
             let mut e = Encoder::new(buf, Kind::HashDel, seq);
             e.u32(key.len() as u32).bytes(key).u32(fields.len() as u32);
@@ -408,6 +465,7 @@ pub fn read(b: &[u8], max_len: usize) -> Read<'_> {
         7 => parse_hash_del(p),
         8 => parse_list(p),
         9 => parse_members(p),
+        10 => parse_scores(p),
         _ => None,
     };
     match change {
@@ -555,6 +613,35 @@ fn parse_members(p: &[u8]) -> Option<Change<'_>> {
     (i == p.len()).then_some(change)
 }
 
+fn parse_scores(p: &[u8]) -> Option<Change<'_>> {
+    let flags = *p.first()?;
+    if flags > 3 {
+        return None;
+    }
+    let expire_ms = i64_at(p, 1)?;
+    let (key, at) = key_at(p, 9)?;
+    let n = u32_at(p, at)? as usize;
+    let mut i = at + 4;
+    // Each scored member takes at least 12 bytes: a count beyond that is a lie.
+    let mut set = Vec::with_capacity(n.min(p.len() / 12));
+    for _ in 0..n {
+        let (m, next) = key_at(p, i)?;
+        let bits = u64::from_le_bytes(p.get(next..next + 8)?.try_into().ok()?);
+        set.push((m, bits));
+        i = next + 8;
+    }
+    let n = u32_at(p, i)? as usize;
+    i += 4;
+    let mut removed = Vec::with_capacity(n.min(p.len() / 4));
+    for _ in 0..n {
+        let (m, next) = key_at(p, i)?;
+        removed.push(m);
+        i = next;
+    }
+    let change = Change::Scores { key, fresh: flags & 1 != 0, gone: flags & 2 != 0, expire_ms, set, removed };
+    (i == p.len()).then_some(change)
+}
+
 fn parse_hash_del(p: &[u8]) -> Option<Change<'_>> {
     let (key, mut at) = key_at(p, 0)?;
     let n = u32_at(p, at)? as usize;
@@ -618,7 +705,7 @@ mod tests {
                 0..5,
             ),
             proptest::collection::vec(proptest::collection::vec(any::<u8>(), 0..20), 0..5),
-            0u8..11,
+            0u8..12,
         )
     }
 
@@ -664,6 +751,14 @@ mod tests {
                     expire_ms: sets.len() as i64,
                     add: seq % 5 == 0,
                     members: keys.iter().map(|a| &a[..]).collect(),
+                },
+                9 => Change::Scores {
+                    key: keys.first().map_or(&b"z"[..], |a| &a[..]),
+                    fresh: seq % 2 == 0,
+                    gone: seq % 3 == 0,
+                    expire_ms: sets.len() as i64,
+                    set: keys.iter().map(|a| (&a[..], seq.rotate_left(a.len() as u32))).collect(),
+                    removed: sets.iter().map(|(a, ..)| &a[..]).collect(),
                 },
                 5 => Change::HashDel {
                     key: keys.last().map_or(&b"k"[..], |a| &a[..]),

@@ -18,6 +18,7 @@ use crate::hash::Hash;
 use crate::keyspace::{Entry, Keyspace, Value};
 use crate::list::{self, List};
 use crate::set::Set;
+use crate::zset::ZSet;
 use std::collections::BTreeMap;
 use std::path::Path;
 
@@ -271,6 +272,25 @@ pub(crate) fn apply(ks: &Keyspace, seq: u64, change: Change<'_>) {
                     } else {
                         set.remove(m);
                     }
+                }
+                *at = seq;
+            }
+        }
+        Change::Scores { key, fresh, gone, expire_ms, set, removed } => {
+            let mut s = ks.lock_key(key);
+            let made = || Value::ZSet(ZSet::default());
+            if let Some(Entry { value: Value::ZSet(z), seq: at, .. }) =
+                collection(&mut s, key, seq, fresh, gone, expire_ms, made)
+            {
+                for (m, bits) in set {
+                    let score = f64::from_bits(bits);
+                    // A record's scores were never NaN; a damaged one's are not let in.
+                    if !score.is_nan() {
+                        z.insert(m, score);
+                    }
+                }
+                for m in removed {
+                    z.remove(m);
                 }
                 *at = seq;
             }

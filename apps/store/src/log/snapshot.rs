@@ -12,9 +12,9 @@
 //! ```
 
 use super::dir::sync_dir;
-use super::record::{encode, encode_hash_set, encode_sets, read, Change, ListOp, Read};
+use super::record::{encode, read, with_whole, Change, Read};
 use super::replay;
-use crate::keyspace::{Keyspace, Value};
+use crate::keyspace::Keyspace;
 use std::fs::{self, File};
 use std::io::{BufWriter, Seek, SeekFrom, Write};
 use std::path::Path;
@@ -55,39 +55,8 @@ pub fn write(
         rec.clear();
         {
             let s = ks.lock(i);
-            let mut fields = Vec::new();
             for (k, e) in &s.map {
-                let seq = e.seq.max(1);
-                match &e.value {
-                    Value::Str(v) => encode_sets(&mut rec, seq, &[(k, v, e.expire_ms)]),
-                    Value::Hash(h) => {
-                        fields.clear();
-                        fields.extend(h.iter());
-                        encode_hash_set(&mut rec, seq, k, true, e.expire_ms, &fields)
-                    }
-                    Value::Set(set) => {
-                        let members = set.members();
-                        let members = members.iter().map(|m| &**m).collect();
-                        let change = Change::Members {
-                            key: k,
-                            fresh: true,
-                            gone: false,
-                            expire_ms: e.expire_ms,
-                            add: true,
-                            members,
-                        };
-                        encode(&mut rec, seq, &change)
-                    }
-                    Value::List(l) => {
-                        let values = l.iter().map(|v| &**v).collect();
-                        let op = ListOp::Push { left: false, values };
-                        encode(
-                            &mut rec,
-                            seq,
-                            &Change::List { key: k, fresh: true, gone: false, expire_ms: e.expire_ms, op },
-                        )
-                    }
-                };
+                with_whole(k, &e.value, e.expire_ms, |c| encode(&mut rec, e.seq.max(1), c));
                 count += 1;
             }
         }
@@ -146,6 +115,7 @@ pub fn load(dir: &Path, ks: &Keyspace) -> Result<Option<Loaded>, String> {
                         Change::HashSet { fresh: true, .. }
                             | Change::List { fresh: true, .. }
                             | Change::Members { fresh: true, .. }
+                            | Change::Scores { fresh: true, .. }
                     ) =>
             {
                 replay::apply(ks, seq, change);

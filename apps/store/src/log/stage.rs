@@ -141,6 +141,12 @@ impl Journal for Stage {
         seq
     }
 
+    fn record(&mut self, change: &Change<'_>) -> u64 {
+        let seq = self.next();
+        encode(&mut self.buf, seq, change);
+        seq
+    }
+
     fn flush(&mut self) -> u64 {
         let seq = self.next();
         encode(&mut self.buf, seq, &Change::Flush);
