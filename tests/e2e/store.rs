@@ -1924,3 +1924,211 @@ fn redis_own_suite_passes_as_on_redis() {
     diff.check("Redis 7.0.15", "sirocco store");
     assert!(status.success(), "{log}");
 }
+
+/// One request to `addr:port` on a new connection; its reply (bounded).
+fn ask_at(addr: &str, port: u16, request: &[u8]) -> Option<Vec<u8>> {
+    let mut s = TcpStream::connect((addr, port)).ok()?;
+    s.set_read_timeout(Some(Duration::from_secs(5))).ok()?;
+    s.write_all(request).ok()?;
+    let mut buf = Vec::new();
+    let mut b = [0u8; 65536];
+    loop {
+        if let Some(len) = reply_len(&buf) {
+            buf.truncate(len);
+            return Some(buf);
+        }
+        let n = s.read(&mut b).ok()?;
+        if n == 0 {
+            return None;
+        }
+        buf.extend_from_slice(&b[..n]);
+    }
+}
+
+/// Every key's type and value (sets and hashes sorted, sorted sets with scores in order,
+/// whether it has an expiry), as a server at `addr:port` answers.
+fn dump_at(addr: &str, port: u16) -> Vec<String> {
+    let keys = ask_at(addr, port, &cmd("KEYS *")).map(|r| bulks(&r)).unwrap_or_default();
+    let mut out = Vec::new();
+    for k in keys {
+        let ask = |words: &[&[u8]]| ask_at(addr, port, &req(words)).unwrap_or_default();
+        let t = String::from_utf8_lossy(&ask(&[b"TYPE", &k])).trim().to_string();
+        let mut v = match t.as_str() {
+            "+string" => bulks(&ask(&[b"GET", &k])),
+            "+list" => bulks(&ask(&[b"LRANGE", &k, b"0", b"-1"])),
+            "+zset" => bulks(&ask(&[b"ZRANGE", &k, b"0", b"-1", b"WITHSCORES"])),
+            "+set" => bulks(&ask(&[b"SMEMBERS", &k])),
+            _ => {
+                let flat = bulks(&ask(&[b"HGETALL", &k]));
+                flat.chunks(2).map(|p| p.concat()).collect()
+            }
+        };
+        if t == "+set" || t == "+hash" {
+            v.sort();
+        }
+        let ttl = ask(&[b"PTTL", &k]) != b":-1\r\n";
+        let v: Vec<String> = v.iter().map(|x| String::from_utf8_lossy(x).into_owned()).collect();
+        out.push(format!("{} {t} ttl={ttl} {v:?}", String::from_utf8_lossy(&k)));
+    }
+    out.sort();
+    out
+}
+
+/// A Redis replica of the store (in the client's namespace, port 6380).
+fn replica(net: &TestNet, dir: &Scratch) -> Redis {
+    let child = Command::new("ip")
+        .args(["netns", "exec", &net.cli_ns, "redis-server", "--bind", CLIENT, "--port", "6380"])
+        .args(["--replicaof", SERVER_OWN, "6379", "--save", "", "--appendonly", "no", "--repl-diskless-load"])
+        .args(["disabled", "--protected-mode", "no", "--daemonize", "no", "--dir", dir.path(), "--logfile", ""])
+        .stdout(std::process::Stdio::null())
+        .spawn()
+        .expect("start redis-server (apt install redis-server)");
+    Redis(child, Scratch::new("replica-dir"))
+}
+
+/// Waits (bounded) until the replica's link is up and its keys are the store's.
+fn in_sync(net: &TestNet, what: &str) -> Vec<String> {
+    let t = Instant::now();
+    let (mut ours, mut theirs) = (Vec::new(), Vec::new());
+    while t.elapsed() < Duration::from_secs(30) {
+        let (o, r) = in_netns(&net.cli_ns, || {
+            let up = ask_at(CLIENT, 6380, &cmd("INFO replication"))
+                .is_some_and(|r| String::from_utf8_lossy(&r).contains("master_link_status:up"));
+            (dump_at(SERVER_OWN, 6379), if up { dump_at(CLIENT, 6380) } else { Vec::new() })
+        });
+        (ours, theirs) = (o, r);
+        if !ours.is_empty() && ours == theirs {
+            return ours;
+        }
+        std::thread::sleep(Duration::from_millis(200));
+    }
+    panic!("{what}: the replica did not catch up in 30 s\n store:   {ours:?}\n replica: {theirs:?}");
+}
+
+fn info_field(addr: &'static str, port: u16, net: &TestNet, field: &str) -> String {
+    let r = in_netns(&net.cli_ns, move || ask_at(addr, port, &cmd("INFO all")).unwrap_or_default());
+    let text = String::from_utf8_lossy(&r).into_owned();
+    text.lines().find_map(|l| l.strip_prefix(&format!("{field}:")).map(str::to_string)).unwrap_or_default()
+}
+
+/// Issue 42: a Redis 7 replica of sirocco store loads a full sync (an RDB file of every type)
+/// and follows the stream of later writes of every type; a broken link continues from the
+/// backlog (PSYNC, no second full sync); a replica killed and started again syncs in full;
+/// ROLE and INFO replication show it; `redis-cli --rdb` gets a file `redis-check-rdb` accepts.
+#[test]
+fn a_redis_replica_follows_the_store_through_a_broken_link_and_a_kill() {
+    let net = TestNet::new(1);
+    let dir = Scratch::new("primary");
+    let s = store(&net, &dir, &[]);
+    let before: Vec<Vec<u8>> = [
+        "SET s1 hello",
+        "SET s2 world PX 600000",
+        "HSET h a 1 b 2",
+        "RPUSH l x y z",
+        "SADD set 3 1 2",
+        "SADD words b a",
+        "ZADD z 1.5 a -inf b 3 c",
+        "SET counter 10",
+    ]
+    .iter()
+    .map(|c| cmd(c))
+    .collect();
+    in_netns(&net.cli_ns, move || {
+        for r in before {
+            assert!(ask_at(SERVER_OWN, 6379, &r).is_some_and(|x| x[0] != b'-'));
+        }
+    });
+    let rdir = Scratch::new("replica");
+    let mut rep = replica(&net, &rdir);
+    let first = in_sync(&net, "full sync");
+    assert!(first.len() >= 8, "{first:?}");
+    // The stream: writes of every type, a transaction, removals and expiries.
+    let writes: Vec<u8> = [
+        "INCR counter",
+        "APPEND s1 !",
+        "HSET h c 3",
+        "HDEL h a",
+        "LPUSH l w",
+        "LPOP l",
+        "LSET l 0 Y",
+        "SREM set 2",
+        "SADD set 9",
+        "ZINCRBY z 2 a",
+        "ZREM z c",
+        "ZADD z2 1 m",
+        "EXPIRE h 1000",
+        "DEL s2",
+        "MULTI",
+        "SET tx1 a",
+        "RPUSH tl b",
+        "EXEC",
+    ]
+    .iter()
+    .map(|c| cmd(c))
+    .collect::<Vec<_>>()
+    .concat();
+    let n = 18;
+    in_netns(&net.cli_ns, move || {
+        let mut c = Client::connect(SERVER_OWN);
+        let replies = c.ask_n(&writes, n);
+        assert!(replies.iter().all(|r| r[0] != b'-'), "{replies:?}");
+    });
+    let second = in_sync(&net, "the stream");
+    assert!(second.iter().any(|k| k.starts_with("tx1 ")) && !second.iter().any(|k| k.starts_with("s2 ")));
+    let role = in_netns(&net.cli_ns, || ask_at(SERVER_OWN, 6379, &cmd("ROLE")).unwrap());
+    let role = String::from_utf8_lossy(&role).into_owned();
+    assert!(role.starts_with("*3\r\n$6\r\nmaster\r\n:") && role.contains(CLIENT) && role.contains("6380"), "{role}");
+    assert_eq!(info_field(SERVER_OWN, 6379, &net, "connected_slaves"), "1");
+    let full = info_field(SERVER_OWN, 6379, &net, "sync_full");
+    assert_eq!(full, "1");
+
+    // A broken link: the replica drops its primary's connection and comes back with PSYNC.
+    in_netns(&net.cli_ns, || {
+        let r = ask_at(CLIENT, 6380, &cmd("CLIENT KILL TYPE master")).unwrap();
+        assert_eq!(r, b":1\r\n");
+    });
+    let more: Vec<u8> = ["SET after-break 1", "ZADD z 7 late", "RPUSH l tail"].iter().flat_map(|c| cmd(c)).collect();
+    in_netns(&net.cli_ns, move || {
+        let mut c = Client::connect(SERVER_OWN);
+        c.ask_n(&more, 3);
+    });
+    let third = in_sync(&net, "after a broken link");
+    assert!(third.iter().any(|k| k.starts_with("after-break ")));
+    assert_eq!(info_field(SERVER_OWN, 6379, &net, "sync_partial_ok"), "1", "continued from the backlog");
+    assert_eq!(info_field(SERVER_OWN, 6379, &net, "sync_full"), "1", "no second full sync");
+
+    // The replica killed (it kept nothing on disk) and started again: a full sync.
+    stop_child(&mut rep.0);
+    in_netns(&net.cli_ns, || {
+        let mut c = Client::connect(SERVER_OWN);
+        c.ask_n(&[cmd("SET while-down 1"), cmd("FLUSHALL"), cmd("SET only 1"), cmd("HSET h2 f v")].concat(), 4);
+    });
+    let _rep2 = replica(&net, &rdir);
+    let fourth = in_sync(&net, "after the replica's restart");
+    assert_eq!(fourth.len(), 2, "{fourth:?}");
+    assert_eq!(info_field(SERVER_OWN, 6379, &net, "sync_full"), "2");
+
+    // The primary killed and started again on its directory: the replica's link breaks, its
+    // PSYNC names a stream the new run does not have, and a full sync brings it the
+    // recovered keys (and what is written next).
+    s.kill9();
+    let _s2 = store(&net, &dir, &[]);
+    in_netns(&net.cli_ns, || {
+        let mut c = Client::connect(SERVER_OWN);
+        c.ask_n(&[cmd("SET after-restart 1"), cmd("ZADD z3 2 two")].concat(), 2);
+    });
+    let fifth = in_sync(&net, "after the primary's restart");
+    assert_eq!(fifth.len(), 4, "{fifth:?}");
+
+    // redis-cli --rdb, checked by Redis's own checker.
+    let out_dir = Scratch::new("rdb");
+    let file = format!("{}/dump.rdb", out_dir.path());
+    let out = Command::new("ip")
+        .args(["netns", "exec", &net.cli_ns, "timeout", "20", "redis-cli", "-h", SERVER_OWN, "--rdb", &file])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "redis-cli --rdb: {}", String::from_utf8_lossy(&out.stderr));
+    let check = Command::new("redis-check-rdb").arg(&file).output().unwrap();
+    let text = String::from_utf8_lossy(&check.stdout).into_owned();
+    assert!(check.status.success() && text.contains("RDB looks OK"), "{text}");
+}

@@ -14,6 +14,7 @@ pub mod keyspace;
 pub mod list;
 pub mod log;
 pub mod open;
+pub mod repl;
 pub mod server;
 pub mod service;
 pub mod session;

@@ -72,6 +72,9 @@ pub fn open(s: &Settings, engines: usize, cpus: usize) -> Result<Opened, String>
         let stage = Stage::new(order.clone(), e);
         writers.push(Some(LogWriter::new(port, stage, gens.clone(), s.dir.clone(), e, s.segment_bytes)?));
     }
+    /// The replication backlog: what a replica may fall behind by (or fetch while it loads
+    /// its full sync) and still continue.
+    const REPL_BACKLOG: usize = 64 << 20;
     let shared = Arc::new(Shared {
         ks,
         order,
@@ -83,6 +86,7 @@ pub fn open(s: &Settings, engines: usize, cpus: usize) -> Result<Opened, String>
         dir: s.dir.clone(),
         max_conns: s.max_conns,
         started: unix_ms() / 1000,
+        feed: Arc::new(crate::repl::feed::Feed::new(REPL_BACKLOG)),
     });
     Ok(Opened { shared, writers, recovered })
 }

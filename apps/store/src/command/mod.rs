@@ -60,6 +60,10 @@ pub trait Info {
     fn password(&self) -> Option<&[u8]> {
         None
     }
+    /// The replication feed, where replicas are served.
+    fn feed(&self) -> Option<&crate::repl::feed::Feed> {
+        None
+    }
 }
 
 /// How a command call ended, as INFO commandstats counts it.

@@ -88,6 +88,8 @@ pub struct LogWriter {
     reaped: Vec<Buf>,
     /// Counters.
     pub stats: LogStats,
+    /// Where durable commits go for replicas (once one has attached).
+    pub feed: Option<Arc<crate::repl::feed::Feed>>,
 }
 
 fn open_segment(port: &mut StoragePort, path: &Path) -> Result<(FileId, u64), String> {
@@ -161,6 +163,7 @@ impl LogWriter {
             lanes,
             failed: None,
             reaped: Vec::new(),
+            feed: None,
             stats: LogStats { segments: n as u64, ..LogStats::default() },
         })
     }
@@ -239,6 +242,9 @@ impl LogWriter {
         self.last_seq = self.last_seq.max(f.last);
         self.gens.wrote(len);
         lane.inflight = None;
+        if let Some(feed) = self.feed.as_ref().filter(|f| f.is_active()) {
+            feed.offer(&lane.commit);
+        }
         let low = self.lanes.iter().filter_map(|l| l.inflight.as_ref().map(|f| f.first)).min();
         self.stage.settled(low);
     }

@@ -27,6 +27,10 @@ impl Info for InfoOf<'_> {
         self.0.requirepass.as_deref()
     }
 
+    fn feed(&self) -> Option<&crate::repl::feed::Feed> {
+        Some(&self.0.feed)
+    }
+
     fn count(&self, cmd: usize, usec: u64, call: Call) {
         let Some(c) = self.0.engines.get(self.1).and_then(|e| e.cmds.get(cmd)) else { return };
         match call {
@@ -92,10 +96,14 @@ impl Info for InfoOf<'_> {
                     let _ = write!(
                         t,
                         "# Stats\r\ntotal_connections_received:{}\r\ntotal_commands_processed:{}\r\n\
-                         rejected_connections:{}\r\nexpired_keys:{}\r\n",
+                         rejected_connections:{}\r\nsync_full:{}\r\nsync_partial_ok:{}\r\nsync_partial_err:{}\r\n\
+                         expired_keys:{}\r\n",
                         sum(|e| e.connections.load(Ordering::Relaxed)),
                         sum(|e| e.commands.load(Ordering::Relaxed)),
                         sum(|e| e.rejected.load(Ordering::Relaxed)),
+                        s.feed.syncs.full.load(Ordering::Relaxed),
+                        s.feed.syncs.partial_ok.load(Ordering::Relaxed),
+                        s.feed.syncs.partial_err.load(Ordering::Relaxed),
                         sum(|e| e.expired.load(Ordering::Relaxed)),
                     );
                 }
@@ -109,10 +117,7 @@ impl Info for InfoOf<'_> {
                         rss as f64 / (1 << 20) as f64
                     );
                 }
-                "replication" => {
-                    // No replicas (not served yet): a primary with none.
-                    t.push_str("# Replication\r\nrole:master\r\nconnected_slaves:0\r\nmaster_repl_offset:0\r\n");
-                }
+                "replication" => replication(&s.feed, &mut t),
                 "cpu" => {
                     let (user, sys, cuser, csys, muser, msys) = cpu_seconds();
                     let _ = write!(
@@ -196,4 +201,30 @@ fn resident_bytes() -> u64 {
     let statm = std::fs::read_to_string("/proc/self/statm").unwrap_or_default();
     let pages: u64 = statm.split_whitespace().nth(1).and_then(|v| v.parse().ok()).unwrap_or(0);
     pages * 4096
+}
+
+/// INFO replication, as a Redis primary writes it.
+fn replication(feed: &crate::repl::feed::Feed, t: &mut String) {
+    let replicas = feed.replicas();
+    let now = unix_ms();
+    let _ = write!(t, "# Replication\r\nrole:master\r\nconnected_slaves:{}\r\n", replicas.len());
+    for (i, r) in replicas.iter().enumerate() {
+        let state = if r.online { "online" } else { "wait_bgsave" };
+        let lag = (now - r.ack_ms).max(0) / 1000;
+        let _ = write!(t, "slave{i}:ip={},port={},state={state},offset={},lag={lag}\r\n", r.ip, r.port, r.ack);
+    }
+    let total = feed.total();
+    let start = feed.backlog_start();
+    let active = u8::from(feed.is_active());
+    let _ = write!(
+        t,
+        "master_failover_state:no-failover\r\nmaster_replid:{}\r\nmaster_replid2:{}\r\nmaster_repl_offset:{total}\r\n\
+         second_repl_offset:-1\r\nrepl_backlog_active:{active}\r\nrepl_backlog_size:{}\r\n\
+         repl_backlog_first_byte_offset:{}\r\nrepl_backlog_histlen:{}\r\n",
+        feed.replid(),
+        "0".repeat(40),
+        feed.capacity(),
+        start + 1,
+        total - start
+    );
 }

@@ -100,6 +100,8 @@ pub struct Shared {
     pub started: i64,
     /// The default user's password (`requirepass`); None: none.
     pub requirepass: Option<Vec<u8>>,
+    /// The replication feed.
+    pub feed: Arc<crate::repl::feed::Feed>,
 }
 
 impl Shared {
@@ -131,6 +133,9 @@ pub struct Store {
     waiters: Vec<(u64, u64)>,
     /// When this engine last ran its share of active expiry.
     expired_at_ms: i64,
+    /// Replica connections on this engine, and the feed's length they were last woken at.
+    followers: Vec<u64>,
+    feed_seen: u64,
 }
 
 /// How often each engine removes the expired keys of its share of the shards (Redis's
@@ -157,7 +162,19 @@ impl Store {
     /// Engine `engine`'s server, logging through `log`.
     pub fn new(shared: Arc<Shared>, engine: usize, log: LogWriter) -> Store {
         let durable = shared.order.durable();
-        Store { shared, engine, log, durable, now_ms: unix_ms(), waiters: Vec::new(), expired_at_ms: 0 }
+        let mut log = log;
+        log.feed = Some(shared.feed.clone());
+        Store {
+            shared,
+            engine,
+            log,
+            durable,
+            now_ms: unix_ms(),
+            waiters: Vec::new(),
+            expired_at_ms: 0,
+            followers: Vec::new(),
+            feed_seen: 0,
+        }
     }
 
     /// The shared state.
@@ -185,7 +202,11 @@ impl Store {
                 self.waiters.push((wait, id));
             }
         }
-        if s.unsent() > 0 {
+        if s.is_follower() && s.follower_conn.is_none() {
+            s.follower_conn = Some(id);
+            self.followers.push(id);
+        }
+        if s.unsent() > 0 || s.is_follower() {
             // Replies wait for the client to read: more go as the network takes them.
             out.0.wait_for_drain();
         }
@@ -217,6 +238,11 @@ impl StreamServer for Store {
         self.publish();
         if self.now_ms - self.expired_at_ms >= EXPIRE_EVERY_MS {
             self.expired_at_ms = self.now_ms;
+            if self.engine == 0 {
+                self.shared.feed.tick(self.now_ms);
+            }
+            // Replicas waiting for their file's place in the stream look again.
+            self.feed_seen = u64::MAX;
             let (me, engines) = (self.engine, self.shared.engines.len());
             let gone = self.shared.ks.expire_cycle(self.now_ms, |shard| shard % engines == me);
             self.shared.engines[me].expired.fetch_add(gone as u64, Ordering::Relaxed);
@@ -244,6 +270,13 @@ impl StreamServer for Store {
     }
 
     fn woken(&mut self, ids: &mut Vec<u64>) {
+        if !self.followers.is_empty() {
+            let total = self.shared.feed.total();
+            if total != self.feed_seen {
+                self.feed_seen = total;
+                ids.extend_from_slice(&self.followers);
+            }
+        }
         let durable = self.durable;
         self.waiters.retain(|&(wait, id)| {
             if wait <= durable {
@@ -273,11 +306,11 @@ impl StreamServer for Store {
         Some(self.log.ring_fd())
     }
 
-    fn open(&mut self, _remote: (IpAddr, u16), _port: u16) -> Option<Session> {
+    fn open(&mut self, remote: (IpAddr, u16), _port: u16) -> Option<Session> {
         let st = &self.shared.engines[self.engine];
         st.connections.fetch_add(1, Ordering::Relaxed);
         st.open.fetch_add(1, Ordering::Relaxed);
-        Some(Session::new())
+        Some(Session::new().with_peer(remote.0.to_string()))
     }
 
     fn refused(&mut self) {
@@ -292,7 +325,13 @@ impl StreamServer for Store {
         self.run(s, None, w)
     }
 
-    fn closed(&mut self, _s: Session, _end: End) {
+    fn closed(&mut self, s: Session, _end: End) {
         self.shared.engines[self.engine].open.fetch_sub(1, Ordering::Relaxed);
+        if let Some(id) = s.follower_conn {
+            self.followers.retain(|&f| f != id);
+        }
+        if let Some(id) = s.replica_id() {
+            self.shared.feed.detach(id);
+        }
     }
 }

@@ -14,8 +14,11 @@
 
 mod conn;
 mod multi;
+mod replica;
 
 use crate::command::{execute, Argv, Ctx};
+use crate::repl::feed::Feed;
+use replica::Follower;
 use resp::reply;
 use resp::{Parsed, Parser};
 use tcp::channel::streams::Unread;
@@ -67,6 +70,12 @@ pub struct Session {
     tx: multi::Tx,
     /// Its id, name and whether it has authenticated.
     conn: conn::Conn,
+    /// Where a replica is in its sync and stream.
+    replica: replica::ReplicaConn,
+    /// The peer's address (ROLE and INFO show a replica's).
+    peer: String,
+    /// The connection's id once the server serves it as a replica.
+    pub follower_conn: Option<u64>,
 }
 
 impl Default for Session {
@@ -92,7 +101,26 @@ impl Session {
             commands: 0,
             tx: multi::Tx::default(),
             conn: conn::Conn::default(),
+            replica: replica::ReplicaConn::default(),
+            peer: String::new(),
+            follower_conn: None,
         }
+    }
+
+    /// A session for a client at `peer`.
+    pub fn with_peer(mut self, peer: String) -> Session {
+        self.peer = peer;
+        self
+    }
+
+    /// True once the connection is a replica's (it synced: the server feeds it the stream).
+    pub fn is_follower(&self) -> bool {
+        self.replica.follower.is_some()
+    }
+
+    /// The replica's number in the feed, if it is one.
+    pub fn replica_id(&self) -> Option<u64> {
+        self.replica.id
     }
 
     /// The sequence number the held replies wait for, if any are held.
@@ -129,19 +157,21 @@ impl Session {
             unread.reserve(n.min(1 << 20));
         }
         self.buf = unread;
-        self.release(durable, out);
+        let info = ctx.info;
+        self.release(durable, out, info.feed());
         self.flow()
     }
 
     /// Sends held replies if `durable` now covers them, and goes on with requests left
     /// unread.
     pub fn resume(&mut self, ctx: &mut Ctx<'_>, durable: u64, out: &mut dyn Out) -> Flow {
-        self.release(durable, out);
+        let info = ctx.info;
+        self.release(durable, out, info.feed());
         if !self.closing && !self.buf.is_empty() {
             let mut unread = std::mem::take(&mut self.buf);
             unread.again(|d| self.run(d, ctx));
             self.buf = unread;
-            self.release(durable, out);
+            self.release(durable, out, info.feed());
         }
         self.flow()
     }
@@ -155,8 +185,8 @@ impl Session {
     }
 
     /// Replies whose writes are durable become ready; ready replies go to the network while
-    /// its output is under [`LIMIT`].
-    fn release(&mut self, durable: u64, out: &mut dyn Out) {
+    /// its output is under [`LIMIT`]; then a replica's stream, as far as there is room.
+    fn release(&mut self, durable: u64, out: &mut dyn Out, feed: Option<&Feed>) {
         if !self.held.is_empty() && self.wait <= durable {
             if self.unsent() == 0 && out.backlog() + self.held.len() <= LIMIT {
                 out.put(&self.held);
@@ -164,6 +194,9 @@ impl Session {
                 self.ready.extend_from_slice(&self.held);
             }
             self.held.clear();
+        }
+        if let (Some(feed), Some(Follower::Loading { .. })) = (feed, &self.replica.follower) {
+            self.send_file(feed);
         }
         let room = LIMIT.saturating_sub(out.backlog());
         if room > 0 && self.unsent() > 0 {
@@ -178,8 +211,51 @@ impl Session {
                 self.ready_at = 0;
             }
         }
+        if let (Some(feed), Some(Follower::Streaming { next })) = (feed, &mut self.replica.follower) {
+            let room = LIMIT.saturating_sub(out.backlog());
+            if self.held.is_empty() && self.ready.is_empty() && room > 0 {
+                match feed.read(*next, room, |b| out.put(b)) {
+                    Some(n) => *next = n,
+                    // Fallen out of the backlog: it must sync again, as Redis makes it.
+                    None => self.overflowed = true,
+                }
+            }
+        }
         if self.held.len() + self.unsent() > self.output_limit {
             self.overflowed = true;
+        }
+    }
+
+    /// A replica's full sync: once the stream has passed the change its snapshot was taken
+    /// at, the file goes out (after PSYNC's +FULLRESYNC with the offset the stream continues
+    /// from), and the stream follows it.
+    fn send_file(&mut self, feed: &Feed) {
+        let Some(Follower::Loading { last, psync, rdb_only, rdb }) = &mut self.replica.follower else { return };
+        let (psync, rdb_only) = (*psync, *rdb_only);
+        let offset = if rdb_only {
+            0
+        } else {
+            match feed.mark(*last) {
+                Some(o) => o,
+                None => return,
+            }
+        };
+        let file = std::mem::take(rdb);
+        if psync {
+            self.ready.extend_from_slice(format!("+FULLRESYNC {} {offset}\r\n", feed.replid()).as_bytes());
+        }
+        self.ready.extend_from_slice(format!("${}\r\n", file.len()).as_bytes());
+        self.ready.extend_from_slice(&file);
+        // The file is allowed on top of the usual limit.
+        self.output_limit = self.output_limit.max(self.unsent() + OUTPUT_LIMIT);
+        if rdb_only {
+            self.closing = true;
+            self.replica.follower = None;
+            return;
+        }
+        self.replica.follower = Some(Follower::Streaming { next: offset });
+        if let Some(id) = self.replica.id {
+            feed.update(id, true, None, 0);
         }
     }
 
@@ -195,9 +271,12 @@ impl Session {
                         let a = Argv::new(&self.parser.args, req);
                         let done = match self.conn.handle(a, ctx, &mut self.held) {
                             Some(done) => done,
-                            None => match self.tx.handle(a, req, ctx, &mut self.held) {
+                            None => match self.replica.handle(a, ctx, &self.peer, &mut self.held) {
                                 Some(done) => done,
-                                None => execute(a, ctx, &mut self.held),
+                                None => match self.tx.handle(a, req, ctx, &mut self.held) {
+                                    Some(done) => done,
+                                    None => execute(a, ctx, &mut self.held),
+                                },
                             },
                         };
                         self.wait = self.wait.max(done.wait);
