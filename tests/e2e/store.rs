@@ -985,6 +985,7 @@ fn corpus() -> Vec<Vec<u8>> {
             "TTL w",
             "ZADD", "ZADD z", "ZCARD", "ZRANGE z 0", "ZRANGESTORE d s 0", "ZCOUNT z 1", "ZUNION 1",
         ]),
+        c(&["SET k v", "WAIT 0 0", "WAIT 1 50", "WAIT x 0", "WAIT 1 x", "WAIT 1 -1", "WAIT 1", "GET k"]),
         c(&["PING", "QUIT", "PING"]),
         b"*1\r\n$-5\r\n".to_vec(),
         b"*abc\r\n".to_vec(),
@@ -2079,6 +2080,12 @@ fn a_redis_replica_follows_the_store_through_a_broken_link_and_a_kill() {
     let role = String::from_utf8_lossy(&role).into_owned();
     assert!(role.starts_with("*3\r\n$6\r\nmaster\r\n:") && role.contains(CLIENT) && role.contains("6380"), "{role}");
     assert_eq!(info_field(SERVER_OWN, 6379, &net, "connected_slaves"), "1");
+    // WAIT: the write acknowledged by the one replica; a second one never comes (timeout).
+    let waits = in_netns(&net.cli_ns, || {
+        let mut c = Client::connect(SERVER_OWN);
+        c.ask_n(&[cmd("SET waited 1"), cmd("WAIT 1 5000"), cmd("WAIT 2 300"), cmd("GET waited")].concat(), 4)
+    });
+    assert_eq!(waits, [&b"+OK\r\n"[..], b":1\r\n", b":1\r\n", b"$1\r\n1\r\n"]);
     let full = info_field(SERVER_OWN, 6379, &net, "sync_full");
     assert_eq!(full, "1");
 
@@ -2087,13 +2094,31 @@ fn a_redis_replica_follows_the_store_through_a_broken_link_and_a_kill() {
         let r = ask_at(CLIENT, 6380, &cmd("CLIENT KILL TYPE master")).unwrap();
         assert_eq!(r, b":1\r\n");
     });
-    let more: Vec<u8> = ["SET after-break 1", "ZADD z 7 late", "RPUSH l tail"].iter().flat_map(|c| cmd(c)).collect();
+    let more: Vec<u8> = ["SET after-break 1", "ZADD z 7 late", "RPUSH l tail", "SET brief v PX 300"]
+        .iter()
+        .flat_map(|c| cmd(c))
+        .collect();
     in_netns(&net.cli_ns, move || {
         let mut c = Client::connect(SERVER_OWN);
-        c.ask_n(&more, 3);
+        c.ask_n(&more, 4);
     });
     let third = in_sync(&net, "after a broken link");
     assert!(third.iter().any(|k| k.starts_with("after-break ")));
+    // A key that expires leaves the replica's memory too (a replica hides an expired key but
+    // keeps it until its primary says DEL, as Redis's do).
+    let t = Instant::now();
+    let sizes = loop {
+        let sizes = in_netns(&net.cli_ns, || {
+            (ask_at(SERVER_OWN, 6379, &cmd("DBSIZE")).unwrap(), ask_at(CLIENT, 6380, &cmd("DBSIZE")).unwrap())
+        });
+        if (sizes.0 == sizes.1 && t.elapsed() > Duration::from_millis(500)) || t.elapsed() > Duration::from_secs(10) {
+            break sizes;
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    };
+    assert_eq!(sizes.0, sizes.1, "the expired key is gone from the replica too");
+    let lasting = third.iter().filter(|k| !k.starts_with("brief ")).count();
+    assert_eq!(sizes.0, format!(":{lasting}\r\n").into_bytes(), "and from the store");
     assert_eq!(info_field(SERVER_OWN, 6379, &net, "sync_partial_ok"), "1", "continued from the backlog");
     assert_eq!(info_field(SERVER_OWN, 6379, &net, "sync_full"), "1", "no second full sync");
 

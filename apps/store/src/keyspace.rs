@@ -76,10 +76,17 @@ pub struct Shard {
     /// (the key since removed, persisted or given another time): the cycle checks the key
     /// before removing it, so a stale one costs a look and nothing else.
     pub expiring: BTreeSet<(i64, Box<[u8]>)>,
+    /// Keys a reader found expired and removed since the last expiry cycle: replicas are
+    /// told of them (a DEL in the stream) at the next cycle, as of every key that expires.
+    pub lapsed: Vec<Box<[u8]>>,
 }
 
 /// Keys an expiry cycle looks at per shard at most (a bounded pause for the shard's lock).
 pub const EXPIRE_BUDGET: usize = 200;
+
+/// Keys found expired by readers kept per shard between cycles at most (beyond it replicas
+/// keep an expired key until they read it: they hide it either way).
+const LAPSED_MAX: usize = 4096;
 
 impl Shard {
     /// The entry of `key` if it exists and has not expired; an expired one is removed.
@@ -92,6 +99,9 @@ impl Shard {
         if let Some(e) = self.map.remove(key) {
             // The miss now shown rests on the change that set the expiry.
             self.removed_seq = self.removed_seq.max(e.seq);
+            if self.lapsed.len() < LAPSED_MAX {
+                self.lapsed.push(key.into());
+            }
         }
         None
     }
@@ -107,7 +117,7 @@ impl Shard {
     /// work list at most; returns how many keys went. Not logged: a key past its expiry is
     /// gone for every reader and at every restart anyway; the miss a reader now sees waits for
     /// the change that set the expiry, as with a key found expired when touched.
-    pub fn expire_due(&mut self, now_ms: i64, budget: usize) -> usize {
+    pub fn expire_due(&mut self, now_ms: i64, budget: usize, removed: &mut Vec<Box<[u8]>>) -> usize {
         let mut gone = 0;
         for _ in 0..budget {
             match self.expiring.first() {
@@ -119,6 +129,7 @@ impl Shard {
                 if let Some(e) = self.map.remove(&key) {
                     self.removed_seq = self.removed_seq.max(e.seq);
                     gone += 1;
+                    removed.push(key);
                 }
             }
         }
@@ -265,9 +276,32 @@ impl Keyspace {
 
     /// One round of active expiry over the shards `which` picks (an engine takes its share):
     /// each loses the keys whose time has passed, [`EXPIRE_BUDGET`] looked at per shard at
-    /// most. Returns how many keys went.
-    pub fn expire_cycle(&self, now_ms: i64, which: impl Fn(usize) -> bool) -> usize {
-        (0..self.shards.len()).filter(|&i| which(i)).map(|i| self.lock(i).expire_due(now_ms, EXPIRE_BUDGET)).sum()
+    /// most. Returns how many keys went. Where replicas are fed (`journal`), the keys that
+    /// expired — here or found so by a reader since the last round, and not made again since
+    /// — are logged as removed, under the shard's lock, so the DEL takes its place in the
+    /// order before any later change to them.
+    pub fn expire_cycle(
+        &self,
+        now_ms: i64,
+        which: impl Fn(usize) -> bool,
+        mut journal: Option<&mut dyn crate::command::Journal>,
+    ) -> usize {
+        let mut gone = 0;
+        let mut removed = Vec::new();
+        for i in (0..self.shards.len()).filter(|&i| which(i)) {
+            let mut s = self.lock(i);
+            removed.clear();
+            gone += s.expire_due(now_ms, EXPIRE_BUDGET, &mut removed);
+            let lapsed = std::mem::take(&mut s.lapsed);
+            if let Some(j) = journal.as_deref_mut() {
+                removed.extend(lapsed.into_iter().filter(|k| !s.map.contains_key(k)));
+                if !removed.is_empty() {
+                    let keys: Vec<&[u8]> = removed.iter().map(|k| &**k).collect();
+                    j.del(&keys);
+                }
+            }
+        }
+        gone
     }
 
     /// Removes every key that has expired at `now_ms`; returns how many.

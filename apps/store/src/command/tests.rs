@@ -415,14 +415,14 @@ fn active_expiry_removes_what_has_expired_and_nothing_else() {
     assert_eq!(b.r("DBSIZE"), ":6\r\n");
     b.now_ms += 150;
     // Nobody touches a: the cycle removes it (and only what has expired).
-    assert_eq!(b.ks.expire_cycle(b.now_ms, |_| true), 1);
+    assert_eq!(b.ks.expire_cycle(b.now_ms, |_| true, None), 1);
     assert_eq!(b.r("DBSIZE"), ":5\r\n");
     b.now_ms += 1000;
-    assert_eq!(b.ks.expire_cycle(b.now_ms, |_| true), 2, "b and h");
+    assert_eq!(b.ks.expire_cycle(b.now_ms, |_| true, None), 2, "b and h");
     assert_eq!(b.r("DBSIZE"), ":3\r\n");
     assert_eq!(b.r("MGET c d e"), "*3\r\n$1\r\n3\r\n$1\r\n4\r\n$1\r\n6\r\n");
     b.now_ms += 5000;
-    assert_eq!(b.ks.expire_cycle(b.now_ms, |_| true), 1, "d at its later time");
+    assert_eq!(b.ks.expire_cycle(b.now_ms, |_| true, None), 1, "d at its later time");
     assert_eq!(b.r("KEYS *").matches("\r\n$1\r\n").count(), 2);
     // A removal by the cycle is a miss that waits for the change that set the expiry.
     let (_, done) = b.run("GET d");

@@ -18,6 +18,9 @@ use std::sync::Mutex;
 /// `repl-ping-replica-period`): a replica drops a link silent for `repl-timeout` (60 s).
 pub const PING_EVERY_MS: i64 = 10_000;
 
+/// Changes whose place in the stream is remembered for WAIT.
+const ENDS_KEPT: usize = 1 << 16;
+
 /// A replica as the primary knows it.
 #[derive(Debug, Clone)]
 pub struct Replica {
@@ -45,6 +48,8 @@ struct State {
     /// right after it (None until it is there).
     marks: BTreeMap<u64, Option<u64>>,
     last_write_ms: i64,
+    /// The offset right after each recent change (WAIT's target), oldest first.
+    ends: VecDeque<(u64, u64)>,
     replicas: BTreeMap<u64, Replica>,
     next_replica: u64,
 }
@@ -120,6 +125,7 @@ impl Feed {
                 cap: backlog.max(1),
                 marks: BTreeMap::new(),
                 last_write_ms: 0,
+                ends: VecDeque::new(),
                 replicas: BTreeMap::new(),
                 next_replica: 1,
             }),
@@ -207,9 +213,46 @@ impl Feed {
             s.append(&bytes);
             let seq = s.next_seq;
             s.passed(seq);
+            let end = s.total();
+            if s.ends.len() == ENDS_KEPT {
+                s.ends.pop_front();
+            }
+            s.ends.push_back((seq, end));
             s.next_seq += 1;
         }
         self.total.store(s.total(), Ordering::Release);
+    }
+
+    /// The stream's offset right after change `seq` once it is in the stream (for a change
+    /// older than those remembered, the oldest remembered: at least its offset), or None
+    /// before.
+    pub fn offset_after(&self, seq: u64) -> Option<u64> {
+        let s = self.state();
+        if s.next_seq <= seq {
+            return None;
+        }
+        let i = s.ends.partition_point(|&(q, _)| q <= seq);
+        Some(match i {
+            // Older than any remembered: before the stream began (the replicas' files hold
+            // it), or forgotten (the oldest remembered is later, so at least its offset).
+            0 if s.ends.len() < ENDS_KEPT => 0,
+            0 => s.ends.front().map_or(0, |&(_, end)| end),
+            i => s.ends[i - 1].1,
+        })
+    }
+
+    /// How many replicas acknowledged offset `at` or beyond.
+    pub fn acked(&self, at: u64) -> usize {
+        self.state().replicas.values().filter(|r| r.online && r.ack >= at).count()
+    }
+
+    /// Asks every replica for its offset now (WAIT), rather than at its next second.
+    pub fn getack(&self) {
+        if self.is_active() {
+            let mut s = self.state();
+            command_into(&mut s, &[b"REPLCONF", b"GETACK", b"*"]);
+            self.total.store(s.total(), Ordering::Release);
+        }
     }
 
     /// A PING into the stream if nothing went into it for [`PING_EVERY_MS`].

@@ -136,6 +136,8 @@ pub struct Store {
     /// Replica connections on this engine, and the feed's length they were last woken at.
     followers: Vec<u64>,
     feed_seen: u64,
+    /// Connections in a WAIT, looked at every batch until it answers.
+    ack_waiters: Vec<u64>,
 }
 
 /// How often each engine removes the expired keys of its share of the shards (Redis's
@@ -174,6 +176,7 @@ impl Store {
             expired_at_ms: 0,
             followers: Vec::new(),
             feed_seen: 0,
+            ack_waiters: Vec::new(),
         }
     }
 
@@ -201,6 +204,9 @@ impl Store {
                 s.queued = true;
                 self.waiters.push((wait, id));
             }
+        }
+        if s.waiting_for_replicas() && !self.ack_waiters.contains(&id) {
+            self.ack_waiters.push(id);
         }
         if s.is_follower() && s.follower_conn.is_none() {
             s.follower_conn = Some(id);
@@ -244,7 +250,9 @@ impl StreamServer for Store {
             // Replicas waiting for their file's place in the stream look again.
             self.feed_seen = u64::MAX;
             let (me, engines) = (self.engine, self.shared.engines.len());
-            let gone = self.shared.ks.expire_cycle(self.now_ms, |shard| shard % engines == me);
+            let journal: Option<&mut dyn crate::command::Journal> =
+                if self.shared.feed.is_active() { Some(&mut self.log.stage) } else { None };
+            let gone = self.shared.ks.expire_cycle(self.now_ms, |shard| shard % engines == me, journal);
             self.shared.engines[me].expired.fetch_add(gone as u64, Ordering::Relaxed);
         }
         if self.shared.gens.should_start() {
@@ -270,6 +278,8 @@ impl StreamServer for Store {
     }
 
     fn woken(&mut self, ids: &mut Vec<u64>) {
+        // Each comes back through `run`, which lists it again while it still waits.
+        ids.append(&mut self.ack_waiters);
         if !self.followers.is_empty() {
             let total = self.shared.feed.total();
             if total != self.feed_seen {

@@ -16,7 +16,7 @@ mod conn;
 mod multi;
 mod replica;
 
-use crate::command::{execute, Argv, Ctx};
+use crate::command::{execute, Argv, Ctx, Done};
 use crate::repl::feed::Feed;
 use replica::Follower;
 use resp::reply;
@@ -76,6 +76,10 @@ pub struct Session {
     peer: String,
     /// The connection's id once the server serves it as a replica.
     pub follower_conn: Option<u64>,
+    /// A WAIT for replicas' acknowledgements: later requests wait behind it.
+    acks: Option<replica::AckWait>,
+    /// The clock at the last input (WAIT's deadline).
+    now_ms: i64,
 }
 
 impl Default for Session {
@@ -104,6 +108,8 @@ impl Session {
             replica: replica::ReplicaConn::default(),
             peer: String::new(),
             follower_conn: None,
+            acks: None,
+            now_ms: 0,
         }
     }
 
@@ -116,6 +122,11 @@ impl Session {
     /// True once the connection is a replica's (it synced: the server feeds it the stream).
     pub fn is_follower(&self) -> bool {
         self.replica.follower.is_some()
+    }
+
+    /// True while a WAIT waits for replicas (the server looks again every batch).
+    pub fn waiting_for_replicas(&self) -> bool {
+        self.acks.is_some()
     }
 
     /// The replica's number in the feed, if it is one.
@@ -149,6 +160,7 @@ impl Session {
         if self.closing {
             return self.flow();
         }
+        self.now_ms = ctx.now_ms;
         let mut unread = std::mem::take(&mut self.buf);
         unread.feed(data, |d| self.run(d, ctx));
         if let Some(n) = self.parser.pending_bulk() {
@@ -166,8 +178,9 @@ impl Session {
     /// unread.
     pub fn resume(&mut self, ctx: &mut Ctx<'_>, durable: u64, out: &mut dyn Out) -> Flow {
         let info = ctx.info;
+        self.now_ms = ctx.now_ms;
         self.release(durable, out, info.feed());
-        if !self.closing && !self.buf.is_empty() {
+        if !self.closing && !self.buf.is_empty() && self.acks.is_none() {
             let mut unread = std::mem::take(&mut self.buf);
             unread.again(|d| self.run(d, ctx));
             self.buf = unread;
@@ -187,6 +200,19 @@ impl Session {
     /// Replies whose writes are durable become ready; ready replies go to the network while
     /// its output is under [`LIMIT`]; then a replica's stream, as far as there is room.
     fn release(&mut self, durable: u64, out: &mut dyn Out, feed: Option<&Feed>) {
+        if let Some(w) = self.acks {
+            // The client's changes are durable, in the stream, and acknowledged by enough
+            // replicas — or the time is up: the count goes out.
+            let at = feed.filter(|_| w.seq <= durable).and_then(|f| f.offset_after(w.seq));
+            let acked = match (feed, at) {
+                (Some(f), Some(at)) => f.acked(at),
+                _ => 0,
+            };
+            if acked >= w.need || (w.deadline_ms != 0 && self.now_ms >= w.deadline_ms) || feed.is_none() {
+                reply::int(&mut self.held, acked as i64);
+                self.acks = None;
+            }
+        }
         if !self.held.is_empty() && self.wait <= durable {
             if self.unsent() == 0 && out.backlog() + self.held.len() <= LIMIT {
                 out.put(&self.held);
@@ -262,7 +288,7 @@ impl Session {
     /// Handles the requests at the start of `data`; returns the bytes taken.
     fn run(&mut self, data: &[u8], ctx: &mut Ctx<'_>) -> usize {
         let mut at = 0;
-        while at < data.len() && !self.closing && !self.overflowed {
+        while at < data.len() && !self.closing && !self.overflowed && self.acks.is_none() {
             match self.parser.parse(&data[at..]) {
                 Parsed::Incomplete => break,
                 Parsed::Request { consumed } => {
@@ -271,6 +297,15 @@ impl Session {
                         let a = Argv::new(&self.parser.args, req);
                         let done = match self.conn.handle(a, ctx, &mut self.held) {
                             Some(done) => done,
+                            None if !self.tx.in_multi() && a.get(0).eq_ignore_ascii_case(b"wait") => {
+                                if let Some((need, deadline_ms)) = replica::wait_args(a, ctx.now_ms, &mut self.held) {
+                                    if let Some(f) = ctx.info.feed() {
+                                        f.getack();
+                                    }
+                                    self.acks = Some(replica::AckWait { seq: self.wait, need, deadline_ms });
+                                }
+                                Done::default()
+                            }
                             None => match self.replica.handle(a, ctx, &self.peer, &mut self.held) {
                                 Some(done) => done,
                                 None => match self.tx.handle(a, req, ctx, &mut self.held) {

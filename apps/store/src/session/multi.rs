@@ -39,6 +39,11 @@ pub(super) struct Tx {
 
 impl Tx {
     /// Queued bytes (they count against the connection's output limit).
+    /// True between MULTI and EXEC or DISCARD.
+    pub(super) fn in_multi(&self) -> bool {
+        self.multi.is_some()
+    }
+
     pub(super) fn queued_bytes(&self) -> usize {
         self.multi.as_ref().map_or(0, |m| m.requests.len())
     }

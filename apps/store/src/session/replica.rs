@@ -24,6 +24,15 @@ pub(super) enum Follower {
     Streaming { next: u64 },
 }
 
+/// A WAIT in progress: the client's changes up to `seq`, acknowledged by `need` replicas,
+/// or until `deadline_ms` (0: none).
+#[derive(Clone, Copy)]
+pub(super) struct AckWait {
+    pub(super) seq: u64,
+    pub(super) need: usize,
+    pub(super) deadline_ms: i64,
+}
+
 /// The connection's replica state.
 #[derive(Default)]
 pub(super) struct ReplicaConn {
@@ -152,4 +161,26 @@ fn role(ctx: &Ctx<'_>, out: &mut dyn Sink) {
         reply::bulk(out, r.port.to_string().as_bytes());
         reply::bulk(out, r.ack.to_string().as_bytes());
     }
+}
+
+/// WAIT's arguments: the replicas needed and the deadline (0: none); None with the error
+/// written.
+pub(super) fn wait_args(a: Argv<'_>, now_ms: i64, out: &mut dyn Sink) -> Option<(usize, i64)> {
+    if a.len() != 3 {
+        reply::error(out, b"ERR wrong number of arguments for 'wait' command");
+        return None;
+    }
+    let Some(n) = resp::num::parse_i64(a.get(1)) else {
+        reply::error(out, b"ERR value is not an integer or out of range");
+        return None;
+    };
+    let Some(t) = resp::num::parse_i64(a.get(2)) else {
+        reply::error(out, b"ERR timeout is not an integer or out of range");
+        return None;
+    };
+    if t < 0 {
+        reply::error(out, b"ERR timeout is negative");
+        return None;
+    }
+    Some((n.max(0) as usize, if t == 0 { 0 } else { now_ms.saturating_add(t) }))
 }
