@@ -57,6 +57,7 @@ pub const TARGETS: &[(&str, Target)] = &[
     ("store_log_record", redis::store_log_record),
     ("store_log_walk", redis::store_log_walk),
     ("store_log_payload", redis::store_log_payload),
+    ("store_rdb", redis::store_rdb),
     ("store_session", redis::store_session),
     ("pipeline_script", pipeline_in::pipeline_script),
     ("pipeline_frames", pipeline_in::pipeline_frames),

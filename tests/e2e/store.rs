@@ -2157,3 +2157,189 @@ fn a_redis_replica_follows_the_store_through_a_broken_link_and_a_kill() {
     let text = String::from_utf8_lossy(&check.stdout).into_owned();
     assert!(check.status.success() && text.contains("RDB looks OK"), "{text}");
 }
+
+/// A Redis primary in the client's namespace (port 6380), durable, for sirocco to follow.
+fn primary(net: &TestNet, dir: &Scratch) -> Redis {
+    let child = Command::new("ip")
+        .args(["netns", "exec", &net.cli_ns, "redis-server", "--bind", CLIENT, "--port", "6380"])
+        .args(["--save", "", "--appendonly", "yes", "--appendfsync", "always", "--repl-diskless-sync", "no"])
+        .args(["--protected-mode", "no", "--daemonize", "no", "--dir", dir.path(), "--logfile", ""])
+        .stdout(std::process::Stdio::null())
+        .spawn()
+        .expect("start redis-server (apt install redis-server)");
+    let r = Redis(child, Scratch::new("primary-dir"));
+    let t = Instant::now();
+    while t.elapsed() < Duration::from_secs(10) {
+        if in_netns(&net.cli_ns, || ask_at(CLIENT, 6380, &cmd("PING")).is_some()) {
+            return r;
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    panic!("redis-server did not start");
+}
+
+/// Waits (bounded) until sirocco's keys are its primary's.
+fn follows(net: &TestNet, what: &str) -> Vec<String> {
+    let t = Instant::now();
+    let (mut theirs, mut ours) = (Vec::new(), Vec::new());
+    while t.elapsed() < Duration::from_secs(30) {
+        (theirs, ours) = in_netns(&net.cli_ns, || (dump_at(CLIENT, 6380), dump_at(SERVER_OWN, 6379)));
+        if !theirs.is_empty() && ours == theirs {
+            return ours;
+        }
+        std::thread::sleep(Duration::from_millis(200));
+    }
+    panic!("{what}: sirocco did not catch up in 30 s\n primary: {theirs:?}\n sirocco: {ours:?}");
+}
+
+/// Issue 42: `sirocco store --replicaof` follows a Redis 7 primary: a full sync of Redis's
+/// compact encodings (listpacks, intsets, quicklists, integer and compressed strings), the
+/// stream of every type, writes refused; a broken link continues (PSYNC); a SIGKILL of the
+/// replica and a SIGKILL of the primary each end in a full sync with the keys equal again.
+#[test]
+fn the_store_follows_a_redis_primary_through_a_broken_link_and_kills() {
+    let net = TestNet::new(1);
+    let pdir = Scratch::new("redis-primary");
+    let mut p = primary(&net, &pdir);
+    let long = "x".repeat(5000);
+    let mut setup = vec![
+        "SET s1 hello".to_string(),
+        "SET num 12345".to_string(),
+        "SET neg -7".to_string(),
+        format!("SET long {long}"),
+        "SET ttl v PX 600000".to_string(),
+        "HSET h a 1 b 2".to_string(),
+        "RPUSH l x 2 -300 70000 zzz".to_string(),
+        "SADD ints 3 1 2 -5".to_string(),
+        "SADD words b a".to_string(),
+        "ZADD z 1.5 a -inf b 3 c".to_string(),
+    ];
+    for i in 0..300 {
+        setup.push(format!("HSET bigh f{i} {i}"));
+        setup.push(format!("ZADD bigz {i} m{i}"));
+        setup.push(format!("RPUSH bigl {i}{long}"));
+        setup.push(format!("SADD bigs w{i}"));
+    }
+    let input: Vec<u8> = setup.iter().flat_map(|c| cmd(c)).collect();
+    let n = setup.len();
+    in_netns(&net.cli_ns, move || {
+        let mut s = TcpStream::connect((CLIENT, 6380)).unwrap();
+        s.write_all(&input).unwrap();
+        let mut c = Client(s);
+        c.0.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+        c.read_n(n);
+    });
+    let dir = Scratch::new("replica-store");
+    let s = store(&net, &dir, &["--replicaof", CLIENT, "6380"]);
+    let first = follows(&net, "full sync");
+    assert_eq!(
+        first.len(),
+        14,
+        "{:?}",
+        first.iter().map(|k| k.chars().take(60).collect::<String>()).collect::<Vec<_>>()
+    );
+
+    let writes: Vec<u8> = [
+        "INCR num",
+        "APPEND s1 !",
+        "HSET h c 3",
+        "HDEL h a",
+        "LPUSH l w",
+        "RPOP l",
+        "SREM ints 2",
+        "SADD words c",
+        "ZINCRBY z 2 a",
+        "ZREM z c",
+        "DEL long",
+        "EXPIRE h 1000",
+        "MULTI",
+        "SET tx1 a",
+        "RPUSH tl b",
+        "EXEC",
+    ]
+    .iter()
+    .flat_map(|c| cmd(c))
+    .collect();
+    in_netns(&net.cli_ns, move || {
+        let mut s = TcpStream::connect((CLIENT, 6380)).unwrap();
+        s.write_all(&writes).unwrap();
+        let mut c = Client(s);
+        c.0.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+        c.read_n(16);
+    });
+    follows(&net, "the stream");
+    let (ro, role, info) = in_netns(&net.cli_ns, || {
+        (
+            ask_at(SERVER_OWN, 6379, &cmd("SET mine 1")).unwrap(),
+            ask_at(SERVER_OWN, 6379, &cmd("ROLE")).unwrap(),
+            ask_at(SERVER_OWN, 6379, &cmd("INFO replication")).unwrap(),
+        )
+    });
+    assert_eq!(ro, b"-READONLY You can't write against a read only replica.\r\n");
+    let role = String::from_utf8_lossy(&role).into_owned();
+    assert!(role.starts_with("*5\r\n$5\r\nslave\r\n") && role.contains("connected"), "{role}");
+    assert!(String::from_utf8_lossy(&info).contains("master_link_status:up"));
+    // The primary's WAIT counts sirocco: it acknowledges what it has made durable.
+    let waited = in_netns(&net.cli_ns, || {
+        let mut st = TcpStream::connect((CLIENT, 6380)).unwrap();
+        st.write_all(&[cmd("SET w 1"), cmd("WAIT 1 5000")].concat()).unwrap();
+        Client(st).read_n(2)
+    });
+    assert_eq!(waited[1], b":1\r\n");
+
+    // A broken link: the primary drops its replica, which continues from the backlog.
+    in_netns(&net.cli_ns, || {
+        assert_eq!(ask_at(CLIENT, 6380, &cmd("CLIENT KILL TYPE replica")).unwrap(), b":1\r\n");
+    });
+    in_netns(&net.cli_ns, || {
+        let mut s = TcpStream::connect((CLIENT, 6380)).unwrap();
+        s.write_all(&[cmd("SET after-break 1"), cmd("ZADD z 9 late")].concat()).unwrap();
+        let mut c = Client(s);
+        c.read_n(2);
+    });
+    follows(&net, "after a broken link");
+    let partial = |net: &TestNet| {
+        let r = in_netns(&net.cli_ns, || ask_at(CLIENT, 6380, &cmd("INFO stats")).unwrap());
+        let text = String::from_utf8_lossy(&r).into_owned();
+        let field = |f: &str| text.lines().find_map(|l| l.strip_prefix(f).map(|v| v.trim().to_string()));
+        (field("sync_full:"), field("sync_partial_ok:"))
+    };
+    assert_eq!(partial(&net), (Some("1".into()), Some("1".into())), "one full sync, then a continuation");
+
+    // The replica SIGKILLed and started again: its own log has the keys at once, then a
+    // full sync brings it up to date.
+    s.kill9();
+    in_netns(&net.cli_ns, || {
+        let mut st = TcpStream::connect((CLIENT, 6380)).unwrap();
+        st.write_all(&[cmd("SET while-down 1"), cmd("HSET h d 4")].concat()).unwrap();
+        Client(st).read_n(2);
+    });
+    let _s2 = store(&net, &dir, &["--replicaof", CLIENT, "6380"]);
+    follows(&net, "after the replica's restart");
+
+    // The primary SIGKILLed and started again on its append-only file: a new stream, a full
+    // sync.
+    let _ = p.0.kill();
+    let _ = p.0.wait();
+    let _p2 = Redis(
+        Command::new("ip")
+            .args(["netns", "exec", &net.cli_ns, "redis-server", "--bind", CLIENT, "--port", "6380"])
+            .args(["--save", "", "--appendonly", "yes", "--appendfsync", "always", "--repl-diskless-sync", "no"])
+            .args(["--protected-mode", "no", "--daemonize", "no", "--dir", pdir.path(), "--logfile", ""])
+            .stdout(std::process::Stdio::null())
+            .spawn()
+            .unwrap(),
+        Scratch::new("primary-dir2"),
+    );
+    std::thread::sleep(Duration::from_millis(300));
+    in_netns(&net.cli_ns, || {
+        let t = Instant::now();
+        while ask_at(CLIENT, 6380, &cmd("SET after-primary-restart 1")).is_none()
+            && t.elapsed() < Duration::from_secs(10)
+        {
+            std::thread::sleep(Duration::from_millis(100));
+        }
+    });
+    let last = follows(&net, "after the primary's restart");
+    assert!(last.iter().any(|k| k.starts_with("after-primary-restart ")));
+}

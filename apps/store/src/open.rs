@@ -33,6 +33,8 @@ pub struct Settings {
     pub port: u16,
     /// The default user's password (Redis's `requirepass`); None: no AUTH needed.
     pub requirepass: Option<Vec<u8>>,
+    /// The Redis primary this store is a replica of (host, port); None: a primary.
+    pub replicaof: Option<(String, u16)>,
 }
 
 /// A store opened: what every engine shares, each engine's log writer, and what recovery
@@ -87,6 +89,7 @@ pub fn open(s: &Settings, engines: usize, cpus: usize) -> Result<Opened, String>
         max_conns: s.max_conns,
         started: unix_ms() / 1000,
         feed: Arc::new(crate::repl::feed::Feed::new(REPL_BACKLOG)),
+        upstream: s.replicaof.as_ref().map(|(h, p)| Arc::new(crate::repl::follow::Upstream::new(h, *p))),
     });
     Ok(Opened { shared, writers, recovered })
 }

@@ -48,6 +48,14 @@ own_options! {
         /// other command. On the command line it shows in `ps`; the config file keeps it out.
         #[arg(long, value_name = "PASSWORD")]
         pub requirepass: Option<String>,
+        /// Be a replica of the Redis primary at HOST PORT (Redis's replicaof): load its
+        /// snapshot, follow its stream, refuse writes; every change durable on this store's
+        /// own log. In the config file: `replicaof = ["HOST", "PORT"]`.
+        #[arg(long, num_args = 2, value_names = ["HOST", "PORT"])]
+        pub replicaof: Option<Vec<String>>,
+        /// The password the primary asks of its replicas (Redis's masterauth).
+        #[arg(long, value_name = "PASSWORD")]
+        pub masterauth: Option<String>,
     }
 }
 
@@ -60,6 +68,8 @@ struct Checked {
     lanes: usize,
     max_conns: usize,
     requirepass: Option<Vec<u8>>,
+    replicaof: Option<(String, u16)>,
+    masterauth: Option<Vec<u8>>,
 }
 
 impl StoreOptions {
@@ -89,15 +99,40 @@ impl StoreOptions {
         if requirepass.as_ref().is_some_and(|p| p.is_empty() || p.len() > 512) {
             return Err("--requirepass must be 1 to 512 bytes".into());
         }
-        Ok(Checked { dir, seg_mb, compact_mb, compact_percent, lanes, max_conns, requirepass })
+        let replicaof = match self.replicaof.as_deref() {
+            None => None,
+            Some([host, port]) => {
+                let port = port.parse::<u16>().ok().filter(|&p| p > 0);
+                let port = port.ok_or(format!(
+                    "--replicaof {host} {}: the port must be 1 to 65535",
+                    self.replicaof.as_ref().map_or("", |r| &r[1])
+                ))?;
+                if host.is_empty() {
+                    return Err("--replicaof needs a host".into());
+                }
+                Some((host.clone(), port))
+            }
+            Some(_) => return Err("--replicaof takes two values: HOST PORT".into()),
+        };
+        let masterauth = self.masterauth.map(String::into_bytes);
+        Ok(Checked { dir, seg_mb, compact_mb, compact_percent, lanes, max_conns, requirepass, replicaof, masterauth })
     }
 }
 
 /// Runs the store.
 pub fn run(a: StoreArgs) -> Result<(), String> {
     let s = a.serve.setup::<StoreOptions>(Defaults { port: 6379, idle_spins: 0 })?;
-    let Checked { dir: dir_path, seg_mb, compact_mb, compact_percent, lanes, max_conns, requirepass } =
-        a.store.or(s.own.clone()).checked()?;
+    let Checked {
+        dir: dir_path,
+        seg_mb,
+        compact_mb,
+        compact_percent,
+        lanes,
+        max_conns,
+        requirepass,
+        replicaof,
+        masterauth,
+    } = a.store.or(s.own.clone()).checked()?;
     if s.checking() {
         // Nothing is created or replayed: the folder must be one, or its parent must be.
         let at = if dir_path.exists() {
@@ -127,8 +162,11 @@ pub fn run(a: StoreArgs) -> Result<(), String> {
         max_conns,
         port: s.port,
         requirepass,
+        replicaof: replicaof.clone(),
     };
-    let store::open::Opened { shared, mut writers, recovered: rec } = store::open::open(&settings, engines, cpus)?;
+    // A replica's link logs through a writer of its own, as one more engine.
+    let logs = engines + usize::from(replicaof.is_some());
+    let store::open::Opened { shared, mut writers, recovered: rec } = store::open::open(&settings, logs, cpus)?;
     for n in &rec.notes {
         tracing::info!("store: {n}");
     }
@@ -141,6 +179,15 @@ pub fn run(a: StoreArgs) -> Result<(), String> {
         rec.last,
         rec.gen
     );
+    if let (Some(up), Some(Some(log))) = (shared.upstream.clone(), writers.last_mut().map(Option::take)) {
+        let (host, p) = replicaof.clone().unwrap_or_default();
+        println!("store: a replica of {host}:{p} (writes are refused; the primary's changes are logged here)");
+        let f = store::repl::follow::Follower::new(shared.clone(), up, log, s.port, masterauth, engines);
+        std::thread::Builder::new()
+            .name("store-replica".into())
+            .spawn(move || f.run())
+            .map_err(|e| format!("no thread for the replica's link: {e}"))?;
+    }
     let (port, tcp_cfg) = (s.port, s.opts.tcp.bulk());
     let per_engine = max_conns.div_ceil(engines);
     let make = |q: u32| {

@@ -64,6 +64,10 @@ pub trait Info {
     fn feed(&self) -> Option<&crate::repl::feed::Feed> {
         None
     }
+    /// The link to the primary, where this store is a replica (writes are then refused).
+    fn upstream(&self) -> Option<crate::repl::follow::LinkState> {
+        None
+    }
 }
 
 /// How a command call ended, as INFO commandstats counts it.
@@ -352,6 +356,79 @@ const COMMANDS: &[(&str, i32, Handler)] = &[
     ("config", -2, server::config),
 ];
 
+/// The commands that change keys: refused on a replica (Redis's `write` flag).
+const WRITES: &[&str] = &[
+    "set",
+    "del",
+    "incr",
+    "incrby",
+    "decr",
+    "decrby",
+    "mset",
+    "append",
+    "setex",
+    "psetex",
+    "setnx",
+    "getset",
+    "getdel",
+    "getex",
+    "msetnx",
+    "setrange",
+    "expire",
+    "pexpire",
+    "expireat",
+    "pexpireat",
+    "rename",
+    "renamenx",
+    "copy",
+    "persist",
+    "flushall",
+    "flushdb",
+    "hset",
+    "hmset",
+    "hsetnx",
+    "hdel",
+    "hincrby",
+    "lpush",
+    "rpush",
+    "lpushx",
+    "rpushx",
+    "lpop",
+    "rpop",
+    "lset",
+    "linsert",
+    "lrem",
+    "ltrim",
+    "lmove",
+    "rpoplpush",
+    "sadd",
+    "srem",
+    "spop",
+    "sinterstore",
+    "sunionstore",
+    "sdiffstore",
+    "smove",
+    "zadd",
+    "zincrby",
+    "zrem",
+    "zrangestore",
+    "zremrangebyrank",
+    "zremrangebyscore",
+    "zremrangebylex",
+    "zpopmin",
+    "zpopmax",
+    "zmpop",
+    "zunionstore",
+    "zinterstore",
+    "zdiffstore",
+];
+
+/// True if command `idx` changes keys.
+fn is_write(idx: usize) -> bool {
+    static FLAGS: std::sync::OnceLock<Vec<bool>> = std::sync::OnceLock::new();
+    FLAGS.get_or_init(|| COMMANDS.iter().map(|(n, ..)| WRITES.contains(n)).collect())[idx]
+}
+
 /// The longest command name.
 const LONGEST_NAME: usize = 16;
 
@@ -400,6 +477,10 @@ pub fn execute(a: Argv<'_>, ctx: &mut Ctx<'_>, out: &mut dyn Sink) -> Done {
 /// [`execute`] for a caller that holds the keyspace's gate itself (EXEC holds it alone).
 pub fn execute_held(a: Argv<'_>, ctx: &mut Ctx<'_>, out: &mut dyn Sink) -> Done {
     let Some(idx) = validate(a, ctx, out) else { return Done::default() };
+    if is_write(idx) && ctx.info.upstream().is_some() {
+        reply::error(out, b"READONLY You can't write against a read only replica.");
+        return Done::default();
+    }
     let handler = COMMANDS[idx].2;
     let t = std::time::Instant::now();
     let mut w = Watch { out, first: None };
@@ -454,6 +535,9 @@ mod lookup_tests {
             assert_eq!(super::lookup(name.to_ascii_uppercase().as_bytes()), Some(i));
         }
         assert_eq!(super::lookup(b"nope"), None);
+        for w in super::WRITES {
+            assert!(super::lookup(w.as_bytes()).is_some_and(super::is_write), "{w}");
+        }
         assert_eq!(super::lookup(&[b'g'; 100]), None);
     }
 }

@@ -31,6 +31,10 @@ impl Info for InfoOf<'_> {
         Some(&self.0.feed)
     }
 
+    fn upstream(&self) -> Option<crate::repl::follow::LinkState> {
+        self.0.upstream.as_ref().map(|u| u.state())
+    }
+
     fn count(&self, cmd: usize, usec: u64, call: Call) {
         let Some(c) = self.0.engines.get(self.1).and_then(|e| e.cmds.get(cmd)) else { return };
         match call {
@@ -117,7 +121,10 @@ impl Info for InfoOf<'_> {
                         rss as f64 / (1 << 20) as f64
                     );
                 }
-                "replication" => replication(&s.feed, &mut t),
+                "replication" => match &s.upstream {
+                    Some(u) => replica_of(&u.state(), &s.feed, &mut t),
+                    None => replication(&s.feed, &mut t),
+                },
                 "cpu" => {
                     let (user, sys, cuser, csys, muser, msys) = cpu_seconds();
                     let _ = write!(
@@ -226,5 +233,26 @@ fn replication(feed: &crate::repl::feed::Feed, t: &mut String) {
         feed.capacity(),
         start + 1,
         total - start
+    );
+}
+
+/// INFO replication, as a Redis replica writes it.
+fn replica_of(l: &crate::repl::follow::LinkState, feed: &crate::repl::feed::Feed, t: &mut String) {
+    let status = if l.up { "up" } else { "down" };
+    let io = if l.last_io_ms == 0 { -1 } else { (unix_ms() - l.last_io_ms).max(0) / 1000 };
+    let _ = write!(
+        t,
+        "# Replication\r\nrole:slave\r\nmaster_host:{}\r\nmaster_port:{}\r\nmaster_link_status:{status}\r\n\
+         master_last_io_seconds_ago:{io}\r\nmaster_sync_in_progress:{}\r\nslave_read_repl_offset:{off}\r\n\
+         slave_repl_offset:{off}\r\nslave_priority:100\r\nslave_read_only:1\r\nreplica_announced:1\r\n\
+         connected_slaves:{}\r\nmaster_failover_state:no-failover\r\nmaster_replid:{}\r\n\
+         master_replid2:{}\r\nmaster_repl_offset:{off}\r\nsecond_repl_offset:-1\r\nrepl_backlog_active:0\r\n",
+        l.host,
+        l.port,
+        u8::from(l.syncing),
+        feed.replicas().len(),
+        if l.replid.is_empty() { "0".repeat(40) } else { l.replid.clone() },
+        "0".repeat(40),
+        off = l.offset,
     );
 }

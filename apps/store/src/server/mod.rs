@@ -102,6 +102,8 @@ pub struct Shared {
     pub requirepass: Option<Vec<u8>>,
     /// The replication feed.
     pub feed: Arc<crate::repl::feed::Feed>,
+    /// The primary, where this store is a replica.
+    pub upstream: Option<Arc<crate::repl::follow::Upstream>>,
 }
 
 impl Shared {

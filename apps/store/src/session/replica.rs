@@ -147,8 +147,24 @@ impl ReplicaConn {
     }
 }
 
-/// ROLE, as a primary answers it.
+/// ROLE, as a primary or a replica answers it.
 fn role(ctx: &Ctx<'_>, out: &mut dyn Sink) {
+    if let Some(l) = ctx.info.upstream() {
+        let state = if l.up {
+            "connected"
+        } else if l.syncing {
+            "sync"
+        } else {
+            "connect"
+        };
+        reply::array(out, 5);
+        reply::bulk(out, b"slave");
+        reply::bulk(out, l.host.as_bytes());
+        reply::int(out, i64::from(l.port));
+        reply::bulk(out, state.as_bytes());
+        reply::int(out, l.offset as i64);
+        return;
+    }
     let (offset, replicas) = ctx.info.feed().map_or((0, Vec::new()), |f| (f.total(), f.replicas()));
     let online: Vec<&Replica> = replicas.iter().filter(|r| r.online).collect();
     reply::array(out, 3);
