@@ -1,7 +1,11 @@
 #!/usr/bin/env python3
 """Durable store benchmark (Arrakis's Redis experiment): `sirocco store` against Redis 7 with
 `appendonly yes` + `appendfsync always` (the same promise: a write is acknowledged once it is
-on the device) and, for reference, Redis without persistence, in one run.
+on the device) and, for reference, Redis with `appendfsync everysec` (up to a second of
+acknowledged writes lost in a crash) and without persistence, in one run (`SERVERS=`
+picks: sirocco, redis-always, redis-everysec, redis-none). `LOADS=redis-benchmark:hset:50:1,...`
+runs redis-benchmark's other tests (hset, lpush, sadd, zadd: a write per request of each
+type).
 
 Placement as BENCHMARKING.md: each server alone on CPU 1 (the same cpuset cgroup for all, so
 the kernel threads a server starts stay on its core too), load from CPU 0. Loads:
@@ -70,8 +74,9 @@ class Server:
             argv = [self.bin, "store", "--iface", SRV_IF, "--addr", SERVER_ADDR, "--queues", "1", "--cpus",
                     str(SRV_CPU), "--dir", self.dir]
         else:
-            persist = ["--appendonly", "yes", "--appendfsync", "always"] if self.kind == "redis-always" else \
-                ["--appendonly", "no"]
+            persist = {"redis-always": ["--appendonly", "yes", "--appendfsync", "always"],
+                       "redis-everysec": ["--appendonly", "yes", "--appendfsync", "everysec"]}.get(
+                self.kind, ["--appendonly", "no"])
             argv = ["redis-server", "--bind", SERVER_ADDR, "--port", "6379", "--save", "", "--protected-mode", "no",
                     "--dir", self.dir, "--maxclients", "10000", "--logfile", ""] + persist
         self.proc = subprocess.Popen(self.cpuset.wrap(["ip", "netns", "exec", SRV_NS] + argv),

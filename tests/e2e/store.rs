@@ -985,6 +985,60 @@ fn corpus() -> Vec<Vec<u8>> {
             "TTL w",
             "ZADD", "ZADD z", "ZCARD", "ZRANGE z 0", "ZRANGESTORE d s 0", "ZCOUNT z 1", "ZUNION 1",
         ]),
+        c(&[
+            "RPUSH l a b c",
+            "BLPOP none l 0",
+            "BRPOP l 0",
+            "BLPOP none 0.05",
+            "BLMOVE l m LEFT RIGHT 0",
+            "BRPOPLPUSH none m 0.01",
+            "BLMPOP 0.01 2 none m LEFT COUNT 5",
+            "BLMPOP 0.01 1 none RIGHT",
+            "LMPOP 1 none LEFT",
+            "RPUSH l x y",
+            "LMPOP 2 none l RIGHT COUNT 1",
+            "LMPOP 0 l LEFT",
+            "LMPOP 1 l MIDDLE",
+            "BLPOP l x",
+            "BLPOP l -1",
+            "BLMOVE l m UP RIGHT 0",
+            "BLMPOP x 1 l LEFT",
+            "ZADD z 1 a 2 b 3 c",
+            "BZPOPMIN none z 0",
+            "BZPOPMAX z 0",
+            "BZMPOP 0 1 z MIN COUNT 5",
+            "BZPOPMIN z 0.01",
+            "BZMPOP 0.01 1 z MAX",
+            "SET s v",
+            "BLPOP s 0",
+            "BZPOPMIN s 0",
+            "BLMOVE s l LEFT LEFT 0",
+            "MULTI",
+            "BLPOP none 0",
+            "BLMOVE none l LEFT LEFT 0",
+            "EXEC",
+        ]),
+        c(&[
+            "RPUSH p a b c a b c a",
+            "LPOS p a",
+            "LPOS p a RANK 2",
+            "LPOS p a RANK -1",
+            "LPOS p a COUNT 0",
+            "LPOS p a COUNT 2 RANK -2",
+            "LPOS p a MAXLEN 3 COUNT 0",
+            "LPOS p x",
+            "LPOS p x COUNT 1",
+            "LPOS none a",
+            "LPOS none a COUNT 1",
+            "LPOS p a RANK 0",
+            "LPOS p a COUNT -1",
+            "LPOS p a MAXLEN -1",
+            "LPOS p a FOO",
+            "LPOS p a RANK",
+            "LPOS p a RANK x",
+            "SET s v",
+            "LPOS s a",
+        ]),
         c(&["SET k v", "WAIT 0 0", "WAIT 1 50", "WAIT x 0", "WAIT 1 x", "WAIT 1 -1", "WAIT 1", "GET k"]),
         c(&["PING", "QUIT", "PING"]),
         b"*1\r\n$-5\r\n".to_vec(),
@@ -2342,4 +2396,44 @@ fn the_store_follows_a_redis_primary_through_a_broken_link_and_kills() {
     });
     let last = follows(&net, "after the primary's restart");
     assert!(last.iter().any(|k| k.starts_with("after-primary-restart ")));
+}
+
+/// Blocking pops against Redis in the same network: a connection blocked in BLPOP, BZPOPMAX
+/// or BLMOVE gets what another connection pushes, its pipelined PING answered only after;
+/// a timeout answers a null array; both servers answer the same bytes.
+#[test]
+fn blocking_pops_wait_for_a_push_as_redis_does() {
+    let net = TestNet::new(1);
+    let _r = redis(&net);
+    let dir = Scratch::new("blocking");
+    let _s = store(&net, &dir, &[]);
+    let run = |addr: &'static str| {
+        in_netns(&net.cli_ns, move || {
+            let mut got = Vec::new();
+            let mut a = Client::connect(addr);
+            a.ask(&cmd("FLUSHALL"));
+            for (block, push) in [
+                ("BLPOP q 5", "RPUSH q x"),
+                ("BZPOPMAX zq 5", "ZADD zq 1 m 2 n"),
+                ("BLMOVE src dst LEFT RIGHT 5", "RPUSH src v w"),
+                ("BLMPOP 5 2 none q2 RIGHT COUNT 3", "RPUSH q2 1 2"),
+            ] {
+                a.0.write_all(&[cmd(block), cmd("PING")].concat()).unwrap();
+                std::thread::sleep(Duration::from_millis(200));
+                let mut b = Client::connect(addr);
+                b.ask(&cmd(push));
+                got.extend(a.read_n(2));
+            }
+            let t = Instant::now();
+            got.push(a.ask(&cmd("BLPOP nothing 0.3")));
+            assert!(t.elapsed() >= Duration::from_millis(250), "{addr}: a timeout of 0.3 s answered early");
+            got.push(a.ask(&cmd("LRANGE dst 0 -1")));
+            got
+        })
+    };
+    let theirs = run(SERVER);
+    let ours = run(SERVER_OWN);
+    let show = |v: &Vec<Vec<u8>>| v.iter().map(|r| String::from_utf8_lossy(r).into_owned()).collect::<Vec<_>>();
+    assert_eq!(show(&ours), show(&theirs));
+    assert!(theirs[0].starts_with(b"*2\r\n$1\r\nq\r\n$1\r\nx"), "{:?}", show(&theirs));
 }

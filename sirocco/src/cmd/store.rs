@@ -179,7 +179,10 @@ pub fn run(a: StoreArgs) -> Result<(), String> {
         rec.last,
         rec.gen
     );
-    if let (Some(up), Some(Some(log))) = (shared.upstream.clone(), writers.last_mut().map(Option::take)) {
+    if let Some(up) = shared.upstream.clone() {
+        let Some(log) = writers.last_mut().and_then(Option::take) else {
+            return Err("the replica's link has no log".into());
+        };
         let (host, p) = replicaof.clone().unwrap_or_default();
         println!("store: a replica of {host}:{p} (writes are refused; the primary's changes are logged here)");
         let f = store::repl::follow::Follower::new(shared.clone(), up, log, s.port, masterauth, engines);

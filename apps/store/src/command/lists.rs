@@ -9,13 +9,13 @@ use crate::log::record::ListOp;
 use resp::reply::{self, Sink};
 
 /// What a key holds, for a list command.
-enum Found<'a> {
+pub(super) enum Found<'a> {
     List(&'a mut List),
     Missing,
     Wrong,
 }
 
-fn find<'s>(s: &'s mut Shard, key: &[u8], now_ms: i64) -> Found<'s> {
+pub(super) fn find<'s>(s: &'s mut Shard, key: &[u8], now_ms: i64) -> Found<'s> {
     match s.live(key, now_ms) {
         Some(Entry { value: Value::List(l), .. }) => Found::List(l),
         Some(_) => Found::Wrong,
@@ -25,7 +25,7 @@ fn find<'s>(s: &'s mut Shard, key: &[u8], now_ms: i64) -> Found<'s> {
 
 /// Applies `op` to the list at `key` (a list or missing: the caller checked) and logs it;
 /// returns what [`list::apply`] returned, the change, and the length left.
-fn change(s: &mut Shard, key: &[u8], op: ListOp<'_>, ctx: &mut Ctx<'_>) -> (usize, u64, usize) {
+pub(super) fn change(s: &mut Shard, key: &[u8], op: ListOp<'_>, ctx: &mut Ctx<'_>) -> (usize, u64, usize) {
     let fresh = !matches!(s.live(key, ctx.now_ms), Some(Entry { value: Value::List(_), .. }));
     if fresh {
         s.map.insert(key.into(), Entry { value: Value::List(List::new()), expire_ms: 0, seq: 0 });
@@ -252,7 +252,7 @@ pub(super) fn ltrim(a: Argv<'_>, ctx: &mut Ctx<'_>, out: &mut dyn Sink) -> Done 
     Done::wait(s.seq_of(key))
 }
 
-fn side(w: &[u8]) -> Option<bool> {
+pub(super) fn side(w: &[u8]) -> Option<bool> {
     if w.eq_ignore_ascii_case(b"left") {
         Some(true)
     } else if w.eq_ignore_ascii_case(b"right") {
@@ -262,7 +262,7 @@ fn side(w: &[u8]) -> Option<bool> {
     }
 }
 
-fn lmove_generic(
+pub(super) fn lmove_generic(
     src: &[u8],
     dst: &[u8],
     from_left: bool,
@@ -306,4 +306,73 @@ pub(super) fn lmove(a: Argv<'_>, ctx: &mut Ctx<'_>, out: &mut dyn Sink) -> Done 
 
 pub(super) fn rpoplpush(a: Argv<'_>, ctx: &mut Ctx<'_>, out: &mut dyn Sink) -> Done {
     lmove_generic(a.get(1), a.get(2), false, true, ctx, out)
+}
+
+pub(super) fn lpos(a: Argv<'_>, ctx: &mut Ctx<'_>, out: &mut dyn Sink) -> Done {
+    let el = a.get(2);
+    let (mut rank, mut count, mut maxlen) = (1i64, None, 0usize);
+    let mut j = 3;
+    while j < a.len() {
+        let o = a.get(j);
+        let more = j + 1 < a.len();
+        let positive = |v: &[u8], msg: &[u8], out: &mut dyn Sink| match resp::num::parse_i64(v) {
+            Some(n) if n >= 0 => Some(n as usize),
+            _ => {
+                reply::error(out, msg);
+                None
+            }
+        };
+        if o.eq_ignore_ascii_case(b"rank") && more {
+            let Some(r) = int_arg(a.get(j + 1), out) else { return Done::default() };
+            if r == 0 {
+                reply::error(
+                    out,
+                    b"ERR RANK can't be zero: use 1 to start from the first match, 2 from the second ... or use \
+                      negative to start from the end of the list",
+                );
+                return Done::default();
+            }
+            rank = r;
+        } else if o.eq_ignore_ascii_case(b"count") && more {
+            let Some(c) = positive(a.get(j + 1), b"ERR COUNT can't be negative", out) else { return Done::default() };
+            count = Some(c);
+        } else if o.eq_ignore_ascii_case(b"maxlen") && more {
+            let Some(m) = positive(a.get(j + 1), b"ERR MAXLEN can't be negative", out) else {
+                return Done::default();
+            };
+            maxlen = m;
+        } else {
+            reply::error(out, SYNTAX);
+            return Done::default();
+        }
+        j += 2;
+    }
+    read(a, ctx, out, |l, out| {
+        let Some(l) = l else {
+            match count {
+                Some(_) => reply::array(out, 0),
+                None => reply::null(out),
+            }
+            return;
+        };
+        // From the head for a positive rank, from the tail for a negative one.
+        let from_tail = rank < 0;
+        let skip = rank.unsigned_abs() as usize - 1;
+        let len = l.len();
+        let scan = if maxlen == 0 { len } else { maxlen.min(len) };
+        let hits = (0..scan).map(|i| if from_tail { len - 1 - i } else { i }).filter(|&i| &*l[i] == el).skip(skip);
+        match count {
+            None => match hits.take(1).next() {
+                Some(i) => reply::int(out, i as i64),
+                None => reply::null(out),
+            },
+            Some(c) => {
+                let found: Vec<usize> = if c == 0 { hits.collect() } else { hits.take(c).collect() };
+                reply::array(out, found.len());
+                for i in found {
+                    reply::int(out, i as i64);
+                }
+            }
+        }
+    })
 }

@@ -3,6 +3,7 @@
 //! the value it showed must be durable before any client sees it). Replies and errors are
 //! Redis 7.0's, word for word.
 
+mod blocking;
 mod glob;
 mod hashes;
 pub(crate) use server::unknown_subcommand;
@@ -120,11 +121,24 @@ pub struct Done {
     pub wait: u64,
     /// Close the connection after the reply (QUIT).
     pub close: bool,
+    /// A blocking command found nothing to take: it wrote no reply, and is to run again
+    /// until it does or its deadline passes (Unix ms; 0: none).
+    pub block: Option<i64>,
 }
 
 impl Done {
     fn wait(seq: u64) -> Done {
-        Done { wait: seq, close: false }
+        Done { wait: seq, close: false, block: None }
+    }
+
+    /// What a blocking command `name` answers where it may not block (in a transaction): a
+    /// null array (a null bulk string for the moves).
+    pub fn timeout_reply(name: &[u8]) -> &'static [u8] {
+        if name.eq_ignore_ascii_case(b"blmove") || name.eq_ignore_ascii_case(b"brpoplpush") {
+            b"$-1\r\n"
+        } else {
+            b"*-1\r\n"
+        }
     }
 }
 
@@ -346,6 +360,16 @@ const COMMANDS: &[(&str, i32, Handler)] = &[
     ("zdiff", -3, zsets::zdiff),
     ("zintercard", -3, zsets::zintercard),
     ("zscan", -3, scan::zscan),
+    ("blpop", -3, blocking::blpop),
+    ("brpop", -3, blocking::brpop),
+    ("blmove", 6, blocking::blmove),
+    ("brpoplpush", 4, blocking::brpoplpush),
+    ("blmpop", -5, blocking::blmpop),
+    ("bzpopmin", -3, blocking::bzpopmin),
+    ("bzpopmax", -3, blocking::bzpopmax),
+    ("bzmpop", -5, blocking::bzmpop),
+    ("lmpop", -4, blocking::lmpop),
+    ("lpos", -3, lists::lpos),
     ("ping", -1, server::ping),
     ("echo", 2, server::echo),
     ("time", 1, server::time),
@@ -404,6 +428,15 @@ const WRITES: &[&str] = &[
     "sadd",
     "srem",
     "spop",
+    "blpop",
+    "brpop",
+    "blmove",
+    "brpoplpush",
+    "blmpop",
+    "bzpopmin",
+    "bzpopmax",
+    "bzmpop",
+    "lmpop",
     "sinterstore",
     "sunionstore",
     "sdiffstore",

@@ -39,7 +39,7 @@ pub(super) fn select(a: Argv<'_>, _ctx: &mut Ctx<'_>, out: &mut dyn Sink) -> Don
 
 pub(super) fn quit(_a: Argv<'_>, _ctx: &mut Ctx<'_>, out: &mut dyn Sink) -> Done {
     reply::ok(out);
-    Done { wait: 0, close: true }
+    Done { close: true, ..Done::default() }
 }
 
 pub(super) fn info(a: Argv<'_>, ctx: &mut Ctx<'_>, out: &mut dyn Sink) -> Done {

@@ -17,13 +17,13 @@ const BAD_LEX_RANGE: &[u8] = b"ERR min or max not valid string range item";
 const NOT_POSITIVE: &[u8] = b"ERR value is out of range, must be positive";
 
 /// What a key holds, for a sorted set command.
-enum Found<'a> {
+pub(super) enum Found<'a> {
     ZSet(&'a mut ZSet),
     Missing,
     Wrong,
 }
 
-fn find<'s>(s: &'s mut Shard, key: &[u8], now_ms: i64) -> Found<'s> {
+pub(super) fn find<'s>(s: &'s mut Shard, key: &[u8], now_ms: i64) -> Found<'s> {
     match s.live(key, now_ms) {
         Some(Entry { value: Value::ZSet(z), .. }) => Found::ZSet(z),
         Some(_) => Found::Wrong,
@@ -32,7 +32,7 @@ fn find<'s>(s: &'s mut Shard, key: &[u8], now_ms: i64) -> Found<'s> {
 }
 
 /// Members with their scores, owned.
-type Scored = Vec<(Box<[u8]>, f64)>;
+pub(super) type Scored = Vec<(Box<[u8]>, f64)>;
 
 /// What a write did to a sorted set: members given scores, members removed.
 #[derive(Default)]
@@ -602,7 +602,7 @@ pub(super) fn zremrangebylex(a: Argv<'_>, ctx: &mut Ctx<'_>, out: &mut dyn Sink)
 
 /// Pops `count` members from the low (or high, `max`) end of the sorted set at `key`, which
 /// holds one; returns them with their scores, and the change.
-fn pop(s: &mut Shard, key: &[u8], count: usize, max: bool, ctx: &mut Ctx<'_>) -> (Scored, u64) {
+pub(super) fn pop(s: &mut Shard, key: &[u8], count: usize, max: bool, ctx: &mut Ctx<'_>) -> (Scored, u64) {
     write(s, key, ctx, |z, delta| {
         let picked: Scored = if max {
             z.iter().rev().take(count).map(|(m, sc)| (Box::from(m), sc)).collect()

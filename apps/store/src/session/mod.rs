@@ -78,6 +78,9 @@ pub struct Session {
     pub follower_conn: Option<u64>,
     /// A WAIT for replicas' acknowledgements: later requests wait behind it.
     acks: Option<replica::AckWait>,
+    /// A blocking command that found nothing yet: its request, run again each batch until
+    /// it answers or its deadline (Unix ms; 0: none) passes. Later requests wait behind it.
+    blocked: Option<(Vec<u8>, i64)>,
     /// The clock at the last input (WAIT's deadline).
     now_ms: i64,
 }
@@ -109,6 +112,7 @@ impl Session {
             peer: String::new(),
             follower_conn: None,
             acks: None,
+            blocked: None,
             now_ms: 0,
         }
     }
@@ -124,9 +128,27 @@ impl Session {
         self.replica.follower.is_some()
     }
 
-    /// True while a WAIT waits for replicas (the server looks again every batch).
+    /// True while a WAIT waits for replicas or a blocking command for something to take (the
+    /// server looks again every batch).
     pub fn waiting_for_replicas(&self) -> bool {
-        self.acks.is_some()
+        self.acks.is_some() || self.blocked.is_some()
+    }
+
+    /// Runs a blocked command again: it answers if it now finds something, or its deadline
+    /// has passed.
+    fn retry_blocked(&mut self, ctx: &mut Ctx<'_>) {
+        let Some((req, at)) = self.blocked.take() else { return };
+        if !matches!(self.parser.parse(&req), Parsed::Request { .. }) {
+            return;
+        }
+        let a = Argv::new(&self.parser.args, &req);
+        let done = execute(a, ctx, &mut self.held);
+        match done.block {
+            // Every blocking command times out with a null array, as Redis's do.
+            Some(_) if at != 0 && ctx.now_ms >= at => reply::null_array(&mut self.held),
+            Some(_) => self.blocked = Some((req, at)),
+            None => self.wait = self.wait.max(done.wait),
+        }
     }
 
     /// The replica's number in the feed, if it is one.
@@ -179,8 +201,9 @@ impl Session {
     pub fn resume(&mut self, ctx: &mut Ctx<'_>, durable: u64, out: &mut dyn Out) -> Flow {
         let info = ctx.info;
         self.now_ms = ctx.now_ms;
+        self.retry_blocked(ctx);
         self.release(durable, out, info.feed());
-        if !self.closing && !self.buf.is_empty() && self.acks.is_none() {
+        if !self.closing && !self.buf.is_empty() && self.acks.is_none() && self.blocked.is_none() {
             let mut unread = std::mem::take(&mut self.buf);
             unread.again(|d| self.run(d, ctx));
             self.buf = unread;
@@ -288,7 +311,7 @@ impl Session {
     /// Handles the requests at the start of `data`; returns the bytes taken.
     fn run(&mut self, data: &[u8], ctx: &mut Ctx<'_>) -> usize {
         let mut at = 0;
-        while at < data.len() && !self.closing && !self.overflowed && self.acks.is_none() {
+        while at < data.len() && !self.closing && !self.overflowed && self.acks.is_none() && self.blocked.is_none() {
             match self.parser.parse(&data[at..]) {
                 Parsed::Incomplete => break,
                 Parsed::Request { consumed } => {
@@ -315,6 +338,9 @@ impl Session {
                             },
                         };
                         self.wait = self.wait.max(done.wait);
+                        if let Some(deadline) = done.block {
+                            self.blocked = Some((req.to_vec(), deadline));
+                        }
                         self.commands += 1;
                         self.closing = done.close;
                         if self.held.len() + self.unsent() + self.tx.queued_bytes() > self.output_limit {

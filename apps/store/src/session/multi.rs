@@ -136,7 +136,7 @@ impl Tx {
             self.watched.push(Watched { key: key.to_vec(), live, seq });
         }
         reply::ok(out);
-        Done { wait, close: false }
+        Done { wait, ..Done::default() }
     }
 
     fn exec(&mut self, ctx: &mut Ctx<'_>, out: &mut dyn Sink) -> Done {
@@ -160,7 +160,7 @@ impl Tx {
                 // Changed since WATCH (a missing key's shard lost another key meanwhile also
                 // counts: its removal cannot be told apart from this key's creation and removal).
                 out.put(b"*-1\r\n");
-                return Done { wait, close: false };
+                return Done { wait, ..Done::default() };
             }
         }
         reply::array(out, m.count);
@@ -170,10 +170,16 @@ impl Tx {
             let Parsed::Request { consumed } = p.parse(&m.requests[at..]) else { break };
             let req = &m.requests[at..at + consumed];
             if !p.args.is_empty() {
-                wait = wait.max(execute_held(Argv::new(&p.args, req), ctx, out).wait);
+                let a = Argv::new(&p.args, req);
+                let done = execute_held(a, ctx, out);
+                if done.block.is_some() {
+                    // Inside a transaction nothing blocks: the timeout's answer at once.
+                    out.put(Done::timeout_reply(a.get(0)));
+                }
+                wait = wait.max(done.wait);
             }
             at += consumed;
         }
-        Done { wait, close: false }
+        Done { wait, ..Done::default() }
     }
 }
