@@ -5,6 +5,7 @@
 //! no input, however malformed, makes it panic.
 
 pub mod float;
+pub mod long_double;
 pub mod num;
 pub mod reply;
 pub mod request;

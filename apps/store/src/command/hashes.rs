@@ -254,6 +254,47 @@ pub(super) fn hincrby(a: Argv<'_>, ctx: &mut Ctx<'_>, out: &mut dyn Sink) -> Don
     Done::wait(seq)
 }
 
+/// HINCRBYFLOAT: in Redis's 80-bit long double, written as Redis writes it.
+pub(super) fn hincrbyfloat(a: Argv<'_>, ctx: &mut Ctx<'_>, out: &mut dyn Sink) -> Done {
+    use resp::long_double::{add, format, parse, Ld};
+    // The increment first, as Redis reads it.
+    let incr = match parse(a.get(3)) {
+        None => {
+            reply::error(out, b"ERR value is not a valid float");
+            return Done::default();
+        }
+        Some(Ld::Finite { neg, m, e }) => Ld::Finite { neg, m, e },
+        Some(_) => {
+            reply::error(out, b"ERR value is NaN or Infinity");
+            return Done::default();
+        }
+    };
+    let (key, field) = (a.get(1), a.get(2));
+    let mut s = ctx.ks.lock_key(key);
+    let old = match find(&mut s, key, ctx.now_ms) {
+        Found::Wrong => Err(WRONGTYPE),
+        Found::Missing => Ok(Ld::Finite { neg: false, m: 0, e: 0 }),
+        Found::Hash(e) => match hash_mut(e).get(field) {
+            None => Ok(Ld::Finite { neg: false, m: 0, e: 0 }),
+            Some(v) => parse(v).ok_or(&b"ERR hash value is not a float"[..]),
+        },
+    };
+    let text = match old.map(|o| add(o, incr)) {
+        Ok(v @ Ld::Finite { .. }) => format(v),
+        Ok(_) => {
+            reply::error(out, b"ERR increment would produce NaN or Infinity");
+            return Done::wait(s.seq_of(key));
+        }
+        Err(why) => {
+            reply::error(out, why);
+            return Done::wait(s.seq_of(key));
+        }
+    };
+    let (_, seq) = put_fields(&mut s, key, &[(field, text.as_bytes())], ctx);
+    reply::bulk(out, text.as_bytes());
+    Done::wait(seq)
+}
+
 pub(super) fn hrandfield(a: Argv<'_>, ctx: &mut Ctx<'_>, out: &mut dyn Sink) -> Done {
     let mut count = None;
     let mut withvalues = false;

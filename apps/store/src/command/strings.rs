@@ -261,6 +261,34 @@ fn incr_by(key: &[u8], by: i64, ctx: &mut Ctx<'_>, out: &mut dyn Sink) -> Done {
     Done::wait(seq)
 }
 
+/// INCRBYFLOAT: in Redis's 80-bit long double, written as Redis writes it; the key keeps its
+/// expiry.
+pub(super) fn incrbyfloat(a: Argv<'_>, ctx: &mut Ctx<'_>, out: &mut dyn Sink) -> Done {
+    let key = a.get(1);
+    let mut s = ctx.ks.lock_key(key);
+    let (old, expire) = match s.live(key, ctx.now_ms) {
+        Some(e) => match e.value.as_str() {
+            Some(v) => (v.clone(), e.expire_ms),
+            None => {
+                reply::error(out, WRONGTYPE);
+                return Done::wait(s.seq_of(key));
+            }
+        },
+        None => (b"0".to_vec(), 0),
+    };
+    let text = match resp::long_double::incr(&old, a.get(2)) {
+        Ok(t) => t,
+        Err(why) => {
+            reply::error(out, why.as_bytes());
+            return Done::wait(s.seq_of(key));
+        }
+    };
+    let seq = ctx.journal.sets(&[(key, text.as_bytes(), expire)]);
+    put(&mut s, key, text.as_bytes(), expire, seq);
+    reply::bulk(out, text.as_bytes());
+    Done::wait(seq)
+}
+
 pub(super) fn incr(a: Argv<'_>, ctx: &mut Ctx<'_>, out: &mut dyn Sink) -> Done {
     incr_by(a.get(1), 1, ctx, out)
 }
