@@ -229,7 +229,7 @@ pub(crate) fn seeds(target: &str) -> Option<Vec<Vec<u8>>> {
             ] {
                 ks.lock(0).map.insert(k.into(), Entry { value: v, expire_ms: 5_000_000_000_000, seq: 1 });
             }
-            let mut file = store::repl::rdb::write(&ks, 0, true);
+            let mut file = store::repl::rdb::write([&ks], 0, true);
             let n = file.len();
             // No checksum: the fuzzer's changes reach the parsers.
             file[n - 8..].fill(0);

@@ -59,7 +59,7 @@ fn redis_with(net: &TestNet, extra: &[&str]) -> Redis {
     let child = Command::new("ip")
         .args(["netns", "exec", &net.srv_ns, "redis-server", "--bind", SERVER, "--port", "6379"])
         .args(extra)
-        .args(["--appendonly", "yes", "--appendfsync", "always", "--save", "", "--databases", "1"])
+        .args(["--appendonly", "yes", "--appendfsync", "always", "--save", ""])
         .args(["--protected-mode", "no", "--daemonize", "no", "--dir", dir.path(), "--logfile", ""])
         .stdout(std::process::Stdio::null())
         .spawn()
@@ -1069,6 +1069,54 @@ fn corpus() -> Vec<Vec<u8>> {
             "LPUSH l x",
             "INCRBYFLOAT l 1",
         ]),
+        c(&[
+            "SET k0 a",
+            "SELECT 3",
+            "GET k0",
+            "SET k3 b",
+            "DBSIZE",
+            "KEYS *",
+            "MOVE k3 0",
+            "MOVE k3 0",
+            "MOVE nope 1",
+            "MOVE k3 3",
+            "MOVE k3 16",
+            "MOVE k3 x",
+            "SELECT 0",
+            "GET k3",
+            "MOVE k3 5",
+            "SELECT 5",
+            "GET k3",
+            "COPY k3 c DB 7",
+            "COPY k3 c DB 7",
+            "COPY k3 k3 DB 5",
+            "COPY k3 k3 DB 16",
+            "SELECT 7",
+            "GET c",
+            "FLUSHDB",
+            "DBSIZE",
+            "SELECT 5",
+            "DBSIZE",
+            "SELECT 16",
+            "SELECT -1",
+            "INFO keyspace",
+            "MULTI",
+            "SELECT 2",
+            "SET m 1",
+            "EXEC",
+            "GET m",
+            "SELECT 0",
+            "GET m",
+            "WATCH w",
+            "SELECT 1",
+            "SET w x",
+            "SELECT 0",
+            "MULTI",
+            "PING",
+            "EXEC",
+            "FLUSHALL",
+            "INFO keyspace",
+        ]),
         c(&["SET k v", "WAIT 0 0", "WAIT 1 50", "WAIT x 0", "WAIT 1 x", "WAIT 1 -1", "WAIT 1", "GET k"]),
         c(&["PING", "QUIT", "PING"]),
         b"*1\r\n$-5\r\n".to_vec(),
@@ -2030,6 +2078,27 @@ fn ask_at(addr: &str, port: u16, request: &[u8]) -> Option<Vec<u8>> {
     }
 }
 
+/// `request` in database `db` of `addr:port` (a SELECT first, on one connection): its reply.
+fn ask_db(addr: &str, port: u16, db: u32, request: &[u8]) -> Option<Vec<u8>> {
+    let mut s = TcpStream::connect((addr, port)).ok()?;
+    s.set_read_timeout(Some(Duration::from_secs(5))).ok()?;
+    s.write_all(&[cmd(&format!("SELECT {db}")), request.to_vec()].concat()).ok()?;
+    let mut buf = Vec::new();
+    let mut b = [0u8; 65536];
+    loop {
+        if let Some(first) = reply_len(&buf) {
+            if let Some(len) = reply_len(&buf[first..]) {
+                return Some(buf[first..first + len].to_vec());
+            }
+        }
+        let n = s.read(&mut b).ok()?;
+        if n == 0 {
+            return None;
+        }
+        buf.extend_from_slice(&b[..n]);
+    }
+}
+
 /// Every key's type and value (sets and hashes sorted, sorted sets with scores in order,
 /// whether it has an expiry), as a server at `addr:port` answers.
 fn dump_at(addr: &str, port: u16) -> Vec<String> {
@@ -2147,12 +2216,15 @@ fn a_redis_replica_follows_the_store_through_a_broken_link_and_a_kill() {
         "SET tx1 a",
         "RPUSH tl b",
         "EXEC",
+        "SELECT 2",
+        "SET in-db2 two",
+        "SELECT 0",
     ]
     .iter()
     .map(|c| cmd(c))
     .collect::<Vec<_>>()
     .concat();
-    let n = 18;
+    let n = 21;
     in_netns(&net.cli_ns, move || {
         let mut c = Client::connect(SERVER_OWN);
         let replies = c.ask_n(&writes, n);
@@ -2160,6 +2232,8 @@ fn a_redis_replica_follows_the_store_through_a_broken_link_and_a_kill() {
     });
     let second = in_sync(&net, "the stream");
     assert!(second.iter().any(|k| k.starts_with("tx1 ")) && !second.iter().any(|k| k.starts_with("s2 ")));
+    let db2 = in_netns(&net.cli_ns, || ask_db(CLIENT, 6380, 2, &cmd("GET in-db2")).unwrap());
+    assert_eq!(db2, b"$3\r\ntwo\r\n", "a change in database 2 reaches the replica's database 2");
     let role = in_netns(&net.cli_ns, || ask_at(SERVER_OWN, 6379, &cmd("ROLE")).unwrap());
     let role = String::from_utf8_lossy(&role).into_owned();
     assert!(role.starts_with("*3\r\n$6\r\nmaster\r\n:") && role.contains(CLIENT) && role.contains("6380"), "{role}");
@@ -2340,6 +2414,9 @@ fn the_store_follows_a_redis_primary_through_a_broken_link_and_kills() {
         "SET tx1 a",
         "RPUSH tl b",
         "EXEC",
+        "SELECT 4",
+        "HSET in-db4 f v",
+        "SELECT 0",
     ]
     .iter()
     .flat_map(|c| cmd(c))
@@ -2349,9 +2426,18 @@ fn the_store_follows_a_redis_primary_through_a_broken_link_and_kills() {
         s.write_all(&writes).unwrap();
         let mut c = Client(s);
         c.0.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
-        c.read_n(16);
+        c.read_n(19);
     });
     follows(&net, "the stream");
+    let t = Instant::now();
+    let db4 = loop {
+        let r = in_netns(&net.cli_ns, || ask_db(SERVER_OWN, 6379, 4, &cmd("HGET in-db4 f")).unwrap());
+        if r != b"$-1\r\n" || t.elapsed() > Duration::from_secs(10) {
+            break r;
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    };
+    assert_eq!(db4, b"$1\r\nv\r\n", "the primary's database 4 is the store's database 4");
     let (ro, role, info) = in_netns(&net.cli_ns, || {
         (
             ask_at(SERVER_OWN, 6379, &cmd("SET mine 1")).unwrap(),
@@ -2466,4 +2552,84 @@ fn blocking_pops_wait_for_a_push_as_redis_does() {
     let show = |v: &Vec<Vec<u8>>| v.iter().map(|r| String::from_utf8_lossy(r).into_owned()).collect::<Vec<_>>();
     assert_eq!(show(&ours), show(&theirs));
     assert!(theirs[0].starts_with(b"*2\r\n$1\r\nq\r\n$1\r\nx"), "{:?}", show(&theirs));
+}
+
+/// Several databases (issue 42): keys written in databases 0, 3 and 15 (and one FLUSHDB)
+/// are where they were after a SIGKILL and a restart, through the log and through a
+/// snapshot; with fewer databases configured, the keys beyond them are left out and said so.
+#[test]
+fn every_database_survives_sigkill_and_restart() {
+    let net = TestNet::new(1);
+    let dir = Scratch::new("dbs");
+    let s = store(&net, &dir, &[]);
+    let writes: Vec<u8> = [
+        "SET zero 0",
+        "SELECT 3",
+        "SET three 3",
+        "RPUSH l3 a b",
+        "SELECT 15",
+        "SET gone x",
+        "FLUSHDB",
+        "ZADD z15 1 m",
+        "SELECT 0",
+        "HSET h0 f v",
+    ]
+    .iter()
+    .flat_map(|c| cmd(c))
+    .collect();
+    in_netns(&net.cli_ns, move || {
+        let mut c = Client::connect(SERVER_OWN);
+        let r = c.ask_n(&writes, 10);
+        assert!(r.iter().all(|x| x[0] != b'-'), "{r:?}");
+    });
+    let check = |net: &TestNet| {
+        in_netns(&net.cli_ns, || {
+            [
+                (0, "GET zero"),
+                (0, "HGET h0 f"),
+                (3, "GET three"),
+                (3, "LRANGE l3 0 -1"),
+                (15, "GET gone"),
+                (15, "ZSCORE z15 m"),
+                (0, "GET three"),
+                (3, "DBSIZE"),
+            ]
+            .iter()
+            .map(|(db, c)| String::from_utf8_lossy(&ask_db(SERVER_OWN, 6379, *db, &cmd(c)).unwrap()).into_owned())
+            .collect::<Vec<_>>()
+        })
+    };
+    let want = [
+        "$1\r\n0\r\n",
+        "$1\r\nv\r\n",
+        "$1\r\n3\r\n",
+        "*2\r\n$1\r\na\r\n$1\r\nb\r\n",
+        "$-1\r\n",
+        "$1\r\n1\r\n",
+        "$-1\r\n",
+        ":2\r\n",
+    ];
+    assert_eq!(check(&net), want);
+    s.kill9();
+    // From the log.
+    let s = store(&net, &dir, &[]);
+    assert_eq!(check(&net), want, "after a SIGKILL");
+    s.kill9();
+    // From the snapshot the last start wrote.
+    let s = store(&net, &dir, &[]);
+    assert_eq!(check(&net), want, "after a second SIGKILL");
+    let (status, _) = s.stop();
+    assert!(status.success());
+    // Fewer databases: the keys of 3 and 15 are left out, the start says so.
+    let s = store(&net, &dir, &["--databases", "2"]);
+    let got = in_netns(&net.cli_ns, || {
+        (
+            String::from_utf8_lossy(&ask_db(SERVER_OWN, 6379, 0, &cmd("DBSIZE")).unwrap()).into_owned(),
+            String::from_utf8_lossy(&ask_at(SERVER_OWN, 6379, &cmd("SELECT 3")).unwrap()).into_owned(),
+        )
+    });
+    assert_eq!(got, (":2\r\n".to_string(), "-ERR DB index is out of range\r\n".to_string()));
+    let (status, log) = s.stop();
+    assert!(status.success());
+    assert!(log.contains("databases beyond the 2 configured"), "{log}");
 }

@@ -9,7 +9,7 @@ use crate::set::Set;
 use crate::zset::ZSet;
 use std::collections::{BTreeSet, HashMap};
 use std::hash::{BuildHasher, RandomState};
-use std::sync::{Mutex, MutexGuard, RwLock, RwLockReadGuard, RwLockWriteGuard};
+use std::sync::{Arc, Mutex, MutexGuard, RwLock, RwLockReadGuard, RwLockWriteGuard};
 
 /// A key's value, of one of the types.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -152,13 +152,60 @@ impl Shard {
 /// Most shards (a set of shards is a bit mask).
 pub const MAX_SHARDS: usize = 64;
 
-/// The keyspace.
+/// One database's keys (SELECT picks one of a store's [`Databases`]).
 pub struct Keyspace {
     shards: Box<[Mutex<Shard>]>,
     hasher: RandomState,
     /// Every command runs holding it shared; EXEC holds it alone, so a transaction's commands
-    /// run with no other engine's change between them, and take consecutive numbers.
-    gate: RwLock<()>,
+    /// run with no other engine's change between them, and take consecutive numbers. One gate
+    /// for all of a store's databases (a transaction may SELECT another).
+    gate: Arc<RwLock<()>>,
+    /// Its number (SELECT's).
+    index: usize,
+}
+
+/// A store's databases (Redis's `databases`, SELECT 0 to N-1).
+pub struct Databases {
+    dbs: Box<[Keyspace]>,
+}
+
+impl Databases {
+    /// `count` databases (at least one) of `shards` shards each, under one gate.
+    pub fn new(count: usize, shards: usize) -> Databases {
+        let gate = Arc::new(RwLock::new(()));
+        let dbs = (0..count.max(1)).map(|index| Keyspace::with_gate(shards, gate.clone(), index)).collect();
+        Databases { dbs }
+    }
+
+    /// Database `i`, if there is one.
+    pub fn db(&self, i: usize) -> Option<&Keyspace> {
+        self.dbs.get(i)
+    }
+
+    /// Database 0 (there always is one).
+    pub fn first(&self) -> &Keyspace {
+        &self.dbs[0]
+    }
+
+    /// How many.
+    pub fn len(&self) -> usize {
+        self.dbs.len()
+    }
+
+    /// Never: there is always database 0.
+    pub fn is_empty(&self) -> bool {
+        false
+    }
+
+    /// Every database, in order.
+    pub fn iter(&self) -> impl Iterator<Item = &Keyspace> {
+        self.dbs.iter()
+    }
+
+    /// Keys stored, all databases.
+    pub fn keys(&self) -> usize {
+        self.dbs.iter().map(Keyspace::len).sum()
+    }
 }
 
 /// Several shards locked together, in index order.
@@ -179,14 +226,25 @@ impl<'a> Locked<'a> {
 }
 
 impl Keyspace {
-    /// An empty keyspace of `shards` shards (1 to [`MAX_SHARDS`]).
+    /// An empty keyspace of `shards` shards (1 to [`MAX_SHARDS`]): database 0 of a store of
+    /// one.
     pub fn new(shards: usize) -> Keyspace {
+        Keyspace::with_gate(shards, Arc::new(RwLock::new(())), 0)
+    }
+
+    fn with_gate(shards: usize, gate: Arc<RwLock<()>>, index: usize) -> Keyspace {
         let n = shards.clamp(1, MAX_SHARDS);
         Keyspace {
             shards: (0..n).map(|_| Mutex::new(Shard::default())).collect(),
             hasher: RandomState::new(),
-            gate: RwLock::new(()),
+            gate,
+            index,
         }
+    }
+
+    /// Its number.
+    pub fn index(&self) -> usize {
+        self.index
     }
 
     /// Held while one command runs (other commands may run meanwhile on other engines).
@@ -297,6 +355,7 @@ impl Keyspace {
                 removed.extend(lapsed.into_iter().filter(|k| !s.map.contains_key(k)));
                 if !removed.is_empty() {
                     let keys: Vec<&[u8]> = removed.iter().map(|k| &**k).collect();
+                    j.select(self.index);
                     j.del(&keys);
                 }
             }

@@ -3,7 +3,7 @@
 //! log writer per engine on a storage queue of its own. What is left to the caller is the
 //! network: a [`crate::server::Store`] per engine on its writer.
 
-use crate::keyspace::Keyspace;
+use crate::keyspace::Databases;
 use crate::log::compact::Gens;
 use crate::log::order::Order;
 use crate::log::replay::{self, Recovery};
@@ -35,6 +35,8 @@ pub struct Settings {
     pub requirepass: Option<Vec<u8>>,
     /// The Redis primary this store is a replica of (host, port); None: a primary.
     pub replicaof: Option<(String, u16)>,
+    /// Databases (Redis's `databases`; SELECT 0 to N-1).
+    pub databases: usize,
 }
 
 /// A store opened: what every engine shares, each engine's log writer, and what recovery
@@ -59,8 +61,8 @@ fn log_storage() -> StorageConfig {
 pub fn open(s: &Settings, engines: usize, cpus: usize) -> Result<Opened, String> {
     // Many shards even for one engine: the background snapshot holds one shard's lock at a
     // time, so a request waits at most for a 64th of the keys to be copied.
-    let ks = Keyspace::new(crate::keyspace::MAX_SHARDS);
-    let recovered = replay::recover(&s.dir, &ks, unix_ms())?;
+    let dbs = Databases::new(s.databases, crate::keyspace::MAX_SHARDS);
+    let recovered = replay::recover(&s.dir, &dbs, unix_ms())?;
     let order = Arc::new(Order::new(engines, recovered.last));
     let snapshot_bytes = std::fs::metadata(s.dir.join("snapshot")).map_or(0, |m| m.len());
     let gens = Arc::new(Gens::new(engines, s.lanes, recovered.gen, s.compact_bytes, s.compact_percent, snapshot_bytes));
@@ -78,7 +80,7 @@ pub fn open(s: &Settings, engines: usize, cpus: usize) -> Result<Opened, String>
     /// its full sync) and still continue.
     const REPL_BACKLOG: usize = 64 << 20;
     let shared = Arc::new(Shared {
-        ks,
+        dbs,
         order,
         gens,
         seg_size: s.segment_bytes,

@@ -56,6 +56,9 @@ own_options! {
         /// The password the primary asks of its replicas (Redis's masterauth).
         #[arg(long, value_name = "PASSWORD")]
         pub masterauth: Option<String>,
+        /// Databases, as Redis's `databases`: SELECT 0 to N-1, 1 to 256 [default: 16].
+        #[arg(long, value_name = "N")]
+        pub databases: Option<usize>,
     }
 }
 
@@ -70,6 +73,7 @@ struct Checked {
     requirepass: Option<Vec<u8>>,
     replicaof: Option<(String, u16)>,
     masterauth: Option<Vec<u8>>,
+    databases: usize,
 }
 
 impl StoreOptions {
@@ -115,7 +119,22 @@ impl StoreOptions {
             Some(_) => return Err("--replicaof takes two values: HOST PORT".into()),
         };
         let masterauth = self.masterauth.map(String::into_bytes);
-        Ok(Checked { dir, seg_mb, compact_mb, compact_percent, lanes, max_conns, requirepass, replicaof, masterauth })
+        let databases = self.databases.unwrap_or(16);
+        if !(1..=256).contains(&databases) {
+            return Err("--databases must be between 1 and 256".into());
+        }
+        Ok(Checked {
+            dir,
+            seg_mb,
+            compact_mb,
+            compact_percent,
+            lanes,
+            max_conns,
+            requirepass,
+            replicaof,
+            masterauth,
+            databases,
+        })
     }
 }
 
@@ -132,6 +151,7 @@ pub fn run(a: StoreArgs) -> Result<(), String> {
         requirepass,
         replicaof,
         masterauth,
+        databases,
     } = a.store.or(s.own.clone()).checked()?;
     if s.checking() {
         // Nothing is created or replayed: the folder must be one, or its parent must be.
@@ -163,6 +183,7 @@ pub fn run(a: StoreArgs) -> Result<(), String> {
         port: s.port,
         requirepass,
         replicaof: replicaof.clone(),
+        databases,
     };
     // A replica's link logs through a writer of its own, as one more engine.
     let logs = engines + usize::from(replicaof.is_some());

@@ -227,10 +227,19 @@ pub(super) fn flushall(a: Argv<'_>, ctx: &mut Ctx<'_>, out: &mut dyn Sink) -> Do
         reply::error(out, SYNTAX);
         return Done::default();
     }
-    let mut locked = ctx.ks.lock_set(ctx.ks.all());
-    let seq = ctx.journal.flush();
-    for s in locked.each() {
-        s.clear(seq);
+    let info = ctx.info;
+    let all = a.get(0).eq_ignore_ascii_case(b"flushall");
+    let dbs: Vec<&crate::keyspace::Keyspace> = match info.databases() {
+        Some(d) if all => d.iter().collect(),
+        _ => vec![ctx.ks],
+    };
+    // Every shard of every database cleared is held while the change takes its number.
+    let mut held: Vec<_> = dbs.iter().map(|ks| ks.lock_set(ks.all())).collect();
+    let seq = if all { ctx.journal.flush() } else { ctx.journal.record(&crate::log::record::Change::FlushDb) };
+    for locked in &mut held {
+        for s in locked.each() {
+            s.clear(seq);
+        }
     }
     reply::ok(out);
     Done::wait(seq)

@@ -44,6 +44,8 @@ pub trait Journal {
     fn record(&mut self, change: &Change<'_>) -> u64;
     /// Every key removed.
     fn flush(&mut self) -> u64;
+    /// The changes that follow are in database `db` (SELECT).
+    fn select(&mut self, _db: usize) {}
     /// The last number handed out (what a reply about the whole keyspace waits for).
     fn last(&self) -> u64;
 }
@@ -63,6 +65,11 @@ pub trait Info {
     }
     /// The replication feed, where replicas are served.
     fn feed(&self) -> Option<&crate::repl::feed::Feed> {
+        None
+    }
+    /// Every database of the store (SELECT, FLUSHALL, a full sync); None: only the one in
+    /// the context.
+    fn databases(&self) -> Option<&crate::keyspace::Databases> {
         None
     }
     /// The link to the primary, where this store is a replica (writes are then refused).
@@ -279,10 +286,10 @@ const COMMANDS: &[(&str, i32, Handler)] = &[
     ("rename", 3, moves::rename),
     ("renamenx", 3, moves::renamenx),
     ("copy", -3, moves::copy),
+    ("move", 3, moves::move_key),
     ("persist", 2, keys::persist),
     ("dbsize", 1, keys::dbsize),
     ("flushall", -1, keys::flushall),
-    // One database: FLUSHDB is FLUSHALL.
     ("flushdb", -1, keys::flushall),
     ("type", 2, keys::type_of),
     ("hset", -4, hashes::hset),
@@ -409,6 +416,7 @@ const WRITES: &[&str] = &[
     "rename",
     "renamenx",
     "copy",
+    "move",
     "persist",
     "flushall",
     "flushdb",

@@ -27,12 +27,21 @@ pub(super) fn time(_a: Argv<'_>, ctx: &mut Ctx<'_>, out: &mut dyn Sink) -> Done 
     Done::default()
 }
 
-pub(super) fn select(a: Argv<'_>, _ctx: &mut Ctx<'_>, out: &mut dyn Sink) -> Done {
-    // One database, as Redis with `databases 1`.
-    match int_arg(a.get(1), out) {
-        Some(0) => reply::ok(out),
-        Some(_) => reply::error(out, b"ERR DB index is out of range"),
-        None => {}
+pub(super) fn select(a: Argv<'_>, ctx: &mut Ctx<'_>, out: &mut dyn Sink) -> Done {
+    let Some(n) = int_arg(a.get(1), out) else { return Done::default() };
+    let info = ctx.info;
+    let target = match usize::try_from(n) {
+        Ok(n) if n == ctx.ks.index() => Some(ctx.ks),
+        Ok(n) => info.databases().and_then(|d| d.db(n)),
+        Err(_) => None,
+    };
+    match target {
+        Some(ks) => {
+            ctx.ks = ks;
+            ctx.journal.select(ks.index());
+            reply::ok(out);
+        }
+        None => reply::error(out, b"ERR DB index is out of range"),
     }
     Done::default()
 }

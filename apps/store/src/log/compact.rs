@@ -21,7 +21,7 @@
 
 use super::order::Order;
 use super::{dir, snapshot};
-use crate::keyspace::Keyspace;
+use crate::keyspace::Databases;
 use std::path::Path;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::{Duration, Instant};
@@ -137,13 +137,13 @@ fn wait_for(limit: Duration, ok: impl Fn() -> bool) -> bool {
 
 /// Runs one compaction of `dir` (segments of `seg_size` bytes). Call after
 /// [`Gens::should_start`] said so; it clears the running flag when it ends, however it ends.
-pub fn compact(dir_path: &Path, ks: &Keyspace, order: &Order, gens: &Gens, seg_size: u64) -> Result<Report, String> {
-    let r = run(dir_path, ks, order, gens, seg_size);
+pub fn compact(dir_path: &Path, dbs: &Databases, order: &Order, gens: &Gens, seg_size: u64) -> Result<Report, String> {
+    let r = run(dir_path, dbs, order, gens, seg_size);
     gens.running.store(false, Ordering::SeqCst);
     r
 }
 
-fn run(dir_path: &Path, ks: &Keyspace, order: &Order, gens: &Gens, seg_size: u64) -> Result<Report, String> {
+fn run(dir_path: &Path, dbs: &Databases, order: &Order, gens: &Gens, seg_size: u64) -> Result<Report, String> {
     let t = Instant::now();
     let old = gens.target();
     let gen = old + 1;
@@ -158,7 +158,7 @@ fn run(dir_path: &Path, ks: &Keyspace, order: &Order, gens: &Gens, seg_size: u64
         return Err("compaction: engines did not switch to the new log within 30 s".into());
     }
     let base = gens.last_old.iter().map(|l| l.load(Ordering::SeqCst)).max().unwrap_or(0);
-    let keys = snapshot::write(dir_path, ks, base, gen, || {
+    let keys = snapshot::write(dir_path, dbs, base, gen, || {
         let last = order.last();
         if wait_for(Duration::from_secs(30), || order.durable() >= last) {
             Ok(())

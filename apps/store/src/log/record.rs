@@ -6,12 +6,14 @@
 //! 0   u32  CRC-32C of bytes 4..24+len
 //! 4   u32  len: payload bytes
 //! 8   u64  seq: the change's place in the store's one global order (from 1)
-//! 16  u8   kind; 7 bytes zero
+//! 16  u8   kind
+//! 17  u8   database (SELECT's number); 6 bytes zero
 //! 24  payload
 //!     Sets:   u32 n, then n × (u32 klen, u32 vlen, i64 expire-at ms (0: none), key, value)
 //!     Del:    u32 n, then n × (u32 klen, key)
 //!     Expire: i64 at ms (0: persist), u32 klen, key
-//!     Flush:  nothing
+//!     Flush:  nothing (every database)
+//!     FlushDb: nothing (the record's database)
 //!     Commit: u64 bytes, u64 generation, u64 last change of the log's previous commit (0: none)
 //!             (seq: the commit's first record's)
 //!     HashSet: u8 fresh, i64 expire-at ms, u32 klen, key, u32 n, then n × (u32 flen, u32 vlen, field, value)
@@ -75,6 +77,8 @@ pub enum Kind {
     Members = 9,
     /// Members of a sorted set given scores or removed.
     Scores = 10,
+    /// Every key of the record's database removed (FLUSHDB).
+    FlushDb = 11,
 }
 
 /// What a List record does to its list.
@@ -136,8 +140,10 @@ pub enum Change<'a> {
     Del(Vec<&'a [u8]>),
     /// `key` now expires at `at_ms` (0: never).
     Expire(&'a [u8], i64),
-    /// Every key removed.
+    /// Every key of every database removed (FLUSHALL).
     Flush,
+    /// Every key of the record's database removed (FLUSHDB).
+    FlushDb,
     /// Fields of the hash at `key` set.
     HashSet {
         /// The key.
@@ -328,6 +334,7 @@ pub fn encode(buf: &mut Vec<u8>, seq: u64, change: &Change<'_>) -> usize {
             e.finish()
         }
         Change::Flush => Encoder::new(buf, Kind::Flush, seq).finish(),
+        Change::FlushDb => Encoder::new(buf, Kind::FlushDb, seq).finish(),
         Change::HashSet { key, fresh, expire_ms, fields } => encode_hash_set(buf, seq, key, *fresh, *expire_ms, fields),
         Change::List { key, fresh, gone, expire_ms, op } => {
             let mut e = Encoder::new(buf, Kind::List, seq);
@@ -447,7 +454,7 @@ pub fn read(b: &[u8], max_len: usize) -> Read<'_> {
         return Read::Bad("checksum mismatch");
     }
     let seq = u64::from_le_bytes(b[8..16].try_into().unwrap_or_default());
-    if seq == 0 || b[17..24].iter().any(|&x| x != 0) {
+    if seq == 0 || b[18..24].iter().any(|&x| x != 0) {
         return Read::Bad("malformed header");
     }
     let p = &b[HDR..HDR + len];
@@ -456,6 +463,7 @@ pub fn read(b: &[u8], max_len: usize) -> Read<'_> {
         2 => parse_del(p),
         3 => parse_expire(p),
         4 if p.is_empty() => Some(Change::Flush),
+        11 if p.is_empty() => Some(Change::FlushDb),
         5 if p.len() == 24 => Some(Change::Commit {
             len: u64::from_le_bytes(p[..8].try_into().unwrap_or_default()),
             gen: u64::from_le_bytes(p[8..16].try_into().unwrap_or_default()),
@@ -653,6 +661,20 @@ fn parse_hash_del(p: &[u8]) -> Option<Change<'_>> {
         at = next;
     }
     (at == p.len()).then_some(Change::HashDel { key, fields })
+}
+
+/// The database of the record at the start of `b` (a whole record's header).
+pub fn db_of(b: &[u8]) -> usize {
+    usize::from(b.get(17).copied().unwrap_or(0))
+}
+
+/// Marks the whole record at the start of `rec` as a change in database `db` (its checksum
+/// made again).
+pub fn set_db(rec: &mut [u8], db: u8) {
+    rec[17] = db;
+    let len = u32_at(rec, 4).unwrap_or(0) as usize;
+    let crc = crc32c::crc32c(&rec[4..HDR + len]);
+    rec[..4].copy_from_slice(&crc.to_le_bytes());
 }
 
 /// Bytes of a Commit record.

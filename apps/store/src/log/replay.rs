@@ -12,10 +12,10 @@
 //! to its own is durable in every log, so what survives a crash is a prefix of the order,
 //! plus possibly changes beyond a hole that no client saw; those are dropped.
 
-use super::record::{commit_at, read, Change, Read, BLOCK, COMMIT_SIZE};
+use super::record::{commit_at, db_of, read, Change, Read, BLOCK, COMMIT_SIZE};
 use super::{dir, snapshot};
 use crate::hash::Hash;
-use crate::keyspace::{Entry, Keyspace, Value};
+use crate::keyspace::{Databases, Entry, Keyspace, Value};
 use crate::list::{self, List};
 use crate::set::Set;
 use crate::zset::ZSet;
@@ -40,6 +40,8 @@ pub struct Recovery {
     pub expired: usize,
     /// One line per torn tail or dropped change, for the operator.
     pub notes: Vec<String>,
+    /// Changes to databases beyond those configured, left out.
+    pub beyond: u64,
 }
 
 /// Where a record is: segment index and byte offset within the log's segments.
@@ -212,6 +214,33 @@ fn collection<'s>(
     Some(e)
 }
 
+/// Applies one change of database `db`, as the command that made it did (FLUSHALL's clears
+/// every database). A change of a database beyond those configured is left out (returns
+/// false): the store was started with fewer `databases` than before.
+pub(crate) fn apply_in(dbs: &Databases, db: usize, seq: u64, change: Change<'_>) -> bool {
+    match (change, dbs.db(db)) {
+        (Change::Flush, _) => {
+            for ks in dbs.iter() {
+                for i in 0..ks.shards() {
+                    ks.lock(i).clear(seq);
+                }
+            }
+            true
+        }
+        (Change::FlushDb, Some(ks)) => {
+            for i in 0..ks.shards() {
+                ks.lock(i).clear(seq);
+            }
+            true
+        }
+        (change, Some(ks)) => {
+            apply(ks, seq, change);
+            true
+        }
+        (_, None) => false,
+    }
+}
+
 /// Applies one change, as the command that made it did. Records follow each other in the
 /// order the changes were made, so a record finds the key as its command left it — except
 /// that an expired key a command found gone may still be here (expiry is not logged): a
@@ -336,7 +365,7 @@ pub(crate) fn apply(ks: &Keyspace, seq: u64, change: Change<'_>) {
                 s.note_expiry(k, at);
             }
         }
-        Change::Flush => {
+        Change::Flush | Change::FlushDb => {
             for i in 0..ks.shards() {
                 ks.lock(i).clear(seq);
             }
@@ -345,13 +374,13 @@ pub(crate) fn apply(ks: &Keyspace, seq: u64, change: Change<'_>) {
     }
 }
 
-/// Recovers `dir` into `ks` (empty), at `now_ms`; then writes a new snapshot if logs were
+/// Recovers `dir` into `dbs` (empty), at `now_ms`; then writes a new snapshot if logs were
 /// replayed and removes the logs it covers, so the new run starts a generation of its own.
-pub fn recover(dir_path: &Path, ks: &Keyspace, now_ms: i64) -> Result<Recovery, String> {
+pub fn recover(dir_path: &Path, dbs: &Databases, now_ms: i64) -> Result<Recovery, String> {
     let shown = dir_path.display().to_string();
     let _ = std::fs::remove_file(dir_path.join("snapshot.tmp"));
-    let snap = snapshot::load(dir_path, ks)?;
-    let (base, snap_gen) = snap.map_or((0, 0), |s| (s.base, s.gen));
+    let snap = snapshot::load(dir_path, dbs)?;
+    let (base, snap_gen) = snap.as_ref().map_or((0, 0), |s| (s.base, s.gen));
     let segs = dir::segments(dir_path).map_err(|e| format!("{shown}: {e}"))?;
     let mut logs: BTreeMap<(u64, usize), Vec<std::path::PathBuf>> = BTreeMap::new();
     let mut max_gen = snap_gen;
@@ -361,7 +390,7 @@ pub fn recover(dir_path: &Path, ks: &Keyspace, now_ms: i64) -> Result<Recovery, 
             logs.entry((*g, *e)).or_default().push(p.clone());
         }
     }
-    let mut r = Recovery::default();
+    let mut r = Recovery { beyond: snap.map_or(0, |s| s.beyond), ..Recovery::default() };
     let mut all: Vec<(u64, usize, At)> = Vec::new();
     let mut data: Vec<Vec<Vec<u8>>> = Vec::new();
     for (&(gen, _), paths) in &logs {
@@ -389,10 +418,13 @@ pub fn recover(dir_path: &Path, ks: &Keyspace, now_ms: i64) -> Result<Recovery, 
             dropped = (all.len() - i) as u64;
             break;
         }
-        let Read::Record { change, .. } = read(&data[li][si][off..], MAX_RECORD) else {
+        let rec = &data[li][si][off..];
+        let Read::Record { change, .. } = read(rec, MAX_RECORD) else {
             return Err(format!("{shown}: a record read once did not read again"));
         };
-        apply(ks, seq, change);
+        if !apply_in(dbs, db_of(rec), seq, change) {
+            r.beyond += 1;
+        }
         r.replayed += 1;
         expect += 1;
     }
@@ -402,15 +434,23 @@ pub fn recover(dir_path: &Path, ks: &Keyspace, now_ms: i64) -> Result<Recovery, 
              after it were not acknowledged and are dropped"
         ));
     }
+    if r.beyond > 0 {
+        r.notes.push(format!(
+            "{shown}: {} changes were to databases beyond the {} configured (`databases` was larger before) and \
+             are left out (start it with as many `--databases` as before to keep them)",
+            r.beyond,
+            dbs.len()
+        ));
+    }
     r.last = expect - 1;
-    r.expired = ks.drop_expired(now_ms);
-    r.keys = ks.len();
+    r.expired = dbs.iter().map(|ks| ks.drop_expired(now_ms)).sum();
+    r.keys = dbs.keys();
     if segs.is_empty() {
         r.gen = snap_gen.max(1);
         return Ok(r);
     }
     r.gen = max_gen + 1;
-    snapshot::write(dir_path, ks, r.last, r.gen, || Ok(()))?;
+    snapshot::write(dir_path, dbs, r.last, r.gen, || Ok(()))?;
     for ((g, ..), p) in &segs {
         if *g < r.gen {
             dir::recycle(p).map_err(|e| format!("{}: {e}", p.display()))?;
@@ -490,8 +530,9 @@ mod tests {
         // Engine 0 took 1-3, engine 1 took 4-5.
         write_log(&d.0, &order, 0, &[3], 8192);
         write_log(&d.0, &order, 1, &[2], 8192);
-        let ks = Keyspace::new(4);
-        let r = recover(&d.0, &ks, 0).unwrap();
+        let ks_dbs = Databases::new(1, 4);
+        let ks = ks_dbs.first();
+        let r = recover(&d.0, &ks_dbs, 0).unwrap();
         assert_eq!((r.last, r.replayed, r.keys, r.gen), (5, 5, 5, 2), "{:?}", r.notes);
         assert_eq!(
             ks.lock_key(b"key4").map.get(&b"key4"[..]).map(|e| e.value.clone()),
@@ -499,8 +540,8 @@ mod tests {
         );
         // The snapshot now holds it all and the old logs are gone.
         assert!(dir::segments(&d.0).unwrap().is_empty());
-        let again = Keyspace::new(1);
-        let r2 = recover(&d.0, &again, 0).unwrap();
+        let again_dbs = Databases::new(1, 1);
+        let r2 = recover(&d.0, &again_dbs, 0).unwrap();
         assert_eq!((r2.last, r2.keys, r2.gen), (5, 5, 2));
     }
 
@@ -512,8 +553,8 @@ mod tests {
         // Damage the last commit (numbers 6-7): a torn write.
         let (seg, off) = places[2];
         damage(&d.0, 0, seg, off + COMMIT_SIZE + 30);
-        let ks = Keyspace::new(1);
-        let r = recover(&d.0, &ks, 0).unwrap();
+        let ks_dbs = Databases::new(1, 1);
+        let r = recover(&d.0, &ks_dbs, 0).unwrap();
         assert_eq!((r.last, r.keys), (5, 5));
         assert_eq!(r.notes.len(), 1, "{:?}", r.notes);
         assert!(r.notes[0].contains("torn write"), "{}", r.notes[0]);
@@ -528,8 +569,8 @@ mod tests {
             let places = write_log(&d.0, &order, 0, &[2, 3, 2, 1], 2 * BLOCK);
             let (seg, off) = places[which];
             damage(&d.0, 0, seg, off + if which == 0 { 3 } else { COMMIT_SIZE + 40 });
-            let ks = Keyspace::new(1);
-            let e = recover(&d.0, &ks, 0).unwrap_err();
+            let ks_dbs = Databases::new(1, 1);
+            let e = recover(&d.0, &ks_dbs, 0).unwrap_err();
             assert!(e.contains("refusing to start") && e.contains("a good commit follows"), "{e}");
             // Nothing was removed: the operator decides.
             assert_eq!(dir::segments(&d.0).unwrap().len(), 2);
@@ -545,8 +586,8 @@ mod tests {
         let places = write_log(&d.0, &order, 0, &[1, 1, 1], BLOCK);
         let (seg, _) = places[1];
         std::fs::write(d.0.join(dir::segment_name(1, 0, seg as u32)), vec![0u8; BLOCK]).unwrap();
-        let ks = Keyspace::new(1);
-        let e = recover(&d.0, &ks, 0).unwrap_err();
+        let ks_dbs = Databases::new(1, 1);
+        let e = recover(&d.0, &ks_dbs, 0).unwrap_err();
         assert!(e.contains("a commit before it is missing"), "{e}");
     }
 
@@ -567,9 +608,9 @@ mod tests {
         b[..out.len()].copy_from_slice(&out);
         std::fs::write(d.0.join(dir::segment_name(2, 0, 0)), &b).unwrap();
         // A snapshot of generation 2 at change 4 stands for what generation 1 held.
-        let ks = Keyspace::new(1);
-        crate::log::snapshot::write(&d.0, &ks, 4, 2, || Ok(())).unwrap();
-        let r = recover(&d.0, &ks, 0).unwrap();
+        let ks_dbs = Databases::new(1, 1);
+        crate::log::snapshot::write(&d.0, &ks_dbs, 4, 2, || Ok(())).unwrap();
+        let r = recover(&d.0, &ks_dbs, 0).unwrap();
         assert_eq!((r.last, r.keys, r.replayed), (5, 1, 1), "{:?}", r.notes);
         assert!(r.notes.is_empty(), "{:?}", r.notes);
     }
@@ -588,8 +629,8 @@ mod tests {
         let mut out = Vec::new();
         st.take_commit(&mut out, 1, 2);
         std::fs::write(d.0.join(dir::segment_name(1, 0, 1)), &out).unwrap();
-        let ks = Keyspace::new(1);
-        let r = recover(&d.0, &ks, 0).unwrap();
+        let ks_dbs = Databases::new(1, 1);
+        let r = recover(&d.0, &ks_dbs, 0).unwrap();
         assert_eq!((r.last, r.keys), (2, 2));
         assert!(r.notes.iter().any(|n| n.contains("change 3 never reached the disk")), "{:?}", r.notes);
     }
@@ -605,8 +646,9 @@ mod tests {
         let mut out = Vec::new();
         st.take_commit(&mut out, 1, 0);
         std::fs::write(d.0.join(dir::segment_name(1, 0, 0)), &out).unwrap();
-        let ks = Keyspace::new(1);
-        let r = recover(&d.0, &ks, 2_000).unwrap();
+        let ks_dbs = Databases::new(1, 1);
+        let ks = ks_dbs.first();
+        let r = recover(&d.0, &ks_dbs, 2_000).unwrap();
         assert_eq!((r.keys, r.expired), (2, 1));
         let s = ks.lock(0);
         assert_eq!(s.map.get(&b"kept"[..]).map(|e| e.expire_ms), Some(5_000));

@@ -12,9 +12,9 @@
 //! ```
 
 use super::dir::sync_dir;
-use super::record::{encode, read, with_whole, Change, Read};
+use super::record::{db_of, encode, read, set_db, with_whole, Change, Read};
 use super::replay;
-use crate::keyspace::Keyspace;
+use crate::keyspace::Databases;
 use std::fs::{self, File};
 use std::io::{BufWriter, Seek, SeekFrom, Write};
 use std::path::Path;
@@ -31,6 +31,8 @@ pub struct Loaded {
     pub gen: u64,
     /// Keys in it.
     pub keys: u64,
+    /// Keys of databases beyond those configured, left out.
+    pub beyond: u64,
 }
 
 /// Writes every key of `ks` as the snapshot of `dir` at `base`, covering generations before
@@ -39,7 +41,7 @@ pub struct Loaded {
 /// written. The keyspace may change meanwhile: it is copied one shard at a time.
 pub fn write(
     dir: &Path,
-    ks: &Keyspace,
+    dbs: &Databases,
     base: u64,
     gen: u64,
     ready: impl FnOnce() -> Result<(), String>,
@@ -51,16 +53,22 @@ pub fn write(
     let mut w = BufWriter::with_capacity(1 << 20, f);
     let mut rec = Vec::new();
     let mut count = 0u64;
-    for i in 0..ks.shards() {
-        rec.clear();
-        {
-            let s = ks.lock(i);
-            for (k, e) in &s.map {
-                with_whole(k, &e.value, e.expire_ms, |c| encode(&mut rec, e.seq.max(1), c));
-                count += 1;
+    for ks in dbs.iter() {
+        for i in 0..ks.shards() {
+            rec.clear();
+            {
+                let s = ks.lock(i);
+                for (k, e) in &s.map {
+                    let at = rec.len();
+                    with_whole(k, &e.value, e.expire_ms, |c| encode(&mut rec, e.seq.max(1), c));
+                    if ks.index() != 0 {
+                        set_db(&mut rec[at..], ks.index() as u8);
+                    }
+                    count += 1;
+                }
             }
+            w.write_all(&rec).map_err(fail)?;
         }
-        w.write_all(&rec).map_err(fail)?;
     }
     let mut f = w.into_inner().map_err(|e| fail(e.into_error()))?;
     let mut head = Vec::with_capacity(HEAD);
@@ -84,7 +92,7 @@ pub fn write(
 }
 
 /// Loads `dir`'s snapshot into `ks`, if there is one.
-pub fn load(dir: &Path, ks: &Keyspace) -> Result<Option<Loaded>, String> {
+pub fn load(dir: &Path, dbs: &Databases) -> Result<Option<Loaded>, String> {
     let path = dir.join("snapshot");
     let b = match fs::read(&path) {
         Ok(b) => b,
@@ -106,6 +114,7 @@ pub fn load(dir: &Path, ks: &Keyspace) -> Result<Option<Loaded>, String> {
     }
     let (base, gen, count) = (u64_at(8), u64_at(16), u64_at(24));
     let mut at = HEAD;
+    let mut beyond = 0;
     for _ in 0..count {
         match read(&b[at..], b.len()) {
             Read::Record { seq, change, size }
@@ -118,7 +127,10 @@ pub fn load(dir: &Path, ks: &Keyspace) -> Result<Option<Loaded>, String> {
                             | Change::Scores { fresh: true, .. }
                     ) =>
             {
-                replay::apply(ks, seq, change);
+                // A key of a database beyond those configured now is left out.
+                if !replay::apply_in(dbs, db_of(&b[at..]), seq, change) {
+                    beyond += 1;
+                }
                 at += size;
             }
             Read::Record { .. } => return Err(bad(at, "unexpected record")),
@@ -129,5 +141,5 @@ pub fn load(dir: &Path, ks: &Keyspace) -> Result<Option<Loaded>, String> {
     if at != b.len() {
         return Err(bad(at, "bytes after the last record"));
     }
-    Ok(Some(Loaded { base, gen, keys: count }))
+    Ok(Some(Loaded { base, gen, keys: count, beyond }))
 }

@@ -17,6 +17,8 @@ pub struct Stage {
     records: u64,
     /// Numbers taken and not yet durable (staged or in flight).
     pending: bool,
+    /// The database the next changes are in (SELECT's).
+    db: u8,
 }
 
 /// A commit taken from the stage.
@@ -33,7 +35,7 @@ pub struct Taken {
 impl Stage {
     /// Engine `engine`'s stage.
     pub fn new(order: Arc<Order>, engine: usize) -> Stage {
-        Stage { order, engine, buf: Vec::new(), first: 0, last: 0, records: 0, pending: false }
+        Stage { order, engine, buf: Vec::new(), first: 0, last: 0, records: 0, pending: false, db: 0 }
     }
 
     /// The engine whose stage this is.
@@ -49,6 +51,19 @@ impl Stage {
     /// Bytes staged.
     pub fn staged_bytes(&self) -> usize {
         self.buf.len()
+    }
+
+    /// Takes the next number and encodes one record with `f`, marked with the database the
+    /// change is in (database 0 is the header's zero: a store of one database writes what it
+    /// always wrote).
+    fn staged(&mut self, f: impl FnOnce(&mut Vec<u8>, u64) -> usize) -> u64 {
+        let seq = self.next();
+        let at = self.buf.len();
+        f(&mut self.buf, seq);
+        if self.db != 0 {
+            super::record::set_db(&mut self.buf[at..], self.db);
+        }
+        seq
     }
 
     fn next(&mut self) -> u64 {
@@ -99,58 +114,44 @@ impl Stage {
 
 impl Journal for Stage {
     fn sets(&mut self, items: &[(&[u8], &[u8], i64)]) -> u64 {
-        let seq = self.next();
-        encode_sets(&mut self.buf, seq, items);
-        seq
+        self.staged(|b, seq| encode_sets(b, seq, items))
     }
 
     fn del(&mut self, keys: &[&[u8]]) -> u64 {
-        let seq = self.next();
-        encode_del(&mut self.buf, seq, keys);
-        seq
+        self.staged(|b, seq| encode_del(b, seq, keys))
     }
 
     fn expire(&mut self, key: &[u8], at_ms: i64) -> u64 {
-        let seq = self.next();
-        encode(&mut self.buf, seq, &Change::Expire(key, at_ms));
-        seq
+        self.staged(|b, seq| encode(b, seq, &Change::Expire(key, at_ms)))
     }
 
     fn hash_set(&mut self, key: &[u8], fresh: bool, expire_ms: i64, fields: &[(&[u8], &[u8])]) -> u64 {
-        let seq = self.next();
-        encode_hash_set(&mut self.buf, seq, key, fresh, expire_ms, fields);
-        seq
+        self.staged(|b, seq| encode_hash_set(b, seq, key, fresh, expire_ms, fields))
     }
 
     fn list(&mut self, key: &[u8], fresh: bool, gone: bool, expire_ms: i64, op: &ListOp<'_>) -> u64 {
-        let seq = self.next();
-        encode(&mut self.buf, seq, &Change::List { key, fresh, gone, expire_ms, op: op.clone() });
-        seq
+        self.staged(|b, seq| encode(b, seq, &Change::List { key, fresh, gone, expire_ms, op: op.clone() }))
     }
 
     fn members(&mut self, key: &[u8], fresh: bool, gone: bool, expire_ms: i64, add: bool, members: &[&[u8]]) -> u64 {
-        let seq = self.next();
         let members = members.to_vec();
-        encode(&mut self.buf, seq, &Change::Members { key, fresh, gone, expire_ms, add, members });
-        seq
+        self.staged(|b, seq| encode(b, seq, &Change::Members { key, fresh, gone, expire_ms, add, members }))
     }
 
     fn hash_del(&mut self, key: &[u8], fields: &[&[u8]]) -> u64 {
-        let seq = self.next();
-        encode(&mut self.buf, seq, &Change::HashDel { key, fields: fields.to_vec() });
-        seq
+        self.staged(|b, seq| encode(b, seq, &Change::HashDel { key, fields: fields.to_vec() }))
     }
 
     fn record(&mut self, change: &Change<'_>) -> u64 {
-        let seq = self.next();
-        encode(&mut self.buf, seq, change);
-        seq
+        self.staged(|b, seq| encode(b, seq, change))
     }
 
     fn flush(&mut self) -> u64 {
-        let seq = self.next();
-        encode(&mut self.buf, seq, &Change::Flush);
-        seq
+        self.staged(|b, seq| encode(b, seq, &Change::Flush))
+    }
+
+    fn select(&mut self, db: usize) {
+        self.db = db as u8;
     }
 
     fn last(&self) -> u64 {

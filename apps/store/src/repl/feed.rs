@@ -9,7 +9,7 @@
 //! engines arrive out of order and are put back in order by sequence number.
 
 use super::stream::{command, commands_of};
-use crate::log::record::{read, Change, Read};
+use crate::log::record::{db_of, read, Change, Read};
 use std::collections::{BTreeMap, VecDeque};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Mutex;
@@ -39,7 +39,7 @@ pub struct Replica {
 struct State {
     /// The next change to put in the stream; later ones wait in `pending`.
     next_seq: u64,
-    pending: BTreeMap<u64, Vec<u8>>,
+    pending: BTreeMap<u64, (usize, Vec<u8>)>,
     /// The stream's last bytes; the first is at offset `base`.
     backlog: VecDeque<u8>,
     base: u64,
@@ -50,6 +50,9 @@ struct State {
     last_write_ms: i64,
     /// The offset right after each recent change (WAIT's target), oldest first.
     ends: VecDeque<(u64, u64)>,
+    /// The database the stream's last SELECT chose (None: the next change SELECTs its own, as
+    /// after a full sync's starting point, where a replica starts in database 0).
+    stream_db: Option<usize>,
     replicas: BTreeMap<u64, Replica>,
     next_replica: u64,
 }
@@ -68,11 +71,13 @@ impl State {
         }
     }
 
-    /// Change `seq` is in the stream: full syncs waiting for it learn their offset.
+    /// Change `seq` is in the stream: full syncs waiting for it learn their offset (and the
+    /// change after it names its database for them).
     fn passed(&mut self, seq: u64) {
         let total = self.total();
         if let Some(m) = self.marks.get_mut(&seq) {
             *m = Some(total);
+            self.stream_db = None;
         }
     }
 }
@@ -126,6 +131,7 @@ impl Feed {
                 marks: BTreeMap::new(),
                 last_write_ms: 0,
                 ends: VecDeque::new(),
+                stream_db: None,
                 replicas: BTreeMap::new(),
                 next_replica: 1,
             }),
@@ -169,8 +175,8 @@ impl Feed {
         let mut s = self.state();
         if !self.is_active() {
             s.next_seq = last + 1;
-            // Redis starts a stream by choosing the database.
-            command_into(&mut s, &[b"SELECT", b"0"]);
+            // The first change SELECTs its database (Redis starts a stream that way too).
+            s.stream_db = None;
             s.last_write_ms = now_ms;
             self.total.store(s.total(), Ordering::Release);
             self.active.store(true, Ordering::Release);
@@ -205,11 +211,15 @@ impl Feed {
             }
             let mut bytes = Vec::new();
             commands_of(&change, &mut bytes);
-            s.pending.insert(seq, bytes);
+            s.pending.insert(seq, (db_of(&commit[at - size..]), bytes));
         }
         loop {
             let next = s.next_seq;
-            let Some(bytes) = s.pending.remove(&next) else { break };
+            let Some((db, bytes)) = s.pending.remove(&next) else { break };
+            if !bytes.is_empty() && s.stream_db != Some(db) {
+                command_into(&mut s, &[b"SELECT", db.to_string().as_bytes()]);
+                s.stream_db = Some(db);
+            }
             s.append(&bytes);
             let seq = s.next_seq;
             s.passed(seq);
@@ -358,6 +368,7 @@ mod tests {
         let f = Feed::new(1 << 20);
         f.start_sync(10, 0);
         let select = f.total();
+        assert_eq!(select, 0);
         assert_eq!(f.mark(10), Some(select));
         f.offer(&commit(&[9, 10]));
         f.offer(&commit(&[12, 13]));
@@ -365,7 +376,10 @@ mod tests {
         f.start_sync(13, 0);
         assert_eq!(f.mark(13), None, "not yet fed");
         f.offer(&commit(&[11]));
-        assert_eq!(stream(&f, select), "*3 $3 SET $1 k $3 v11 *3 $3 SET $1 k $3 v12 *3 $3 SET $1 k $3 v13 ");
+        assert_eq!(
+            stream(&f, select),
+            "*2 $6 SELECT $1 0 *3 $3 SET $1 k $3 v11 *3 $3 SET $1 k $3 v12 *3 $3 SET $1 k $3 v13 "
+        );
         assert_eq!(f.mark(13), Some(f.total()));
         assert!(f.can_continue(f.replid().as_bytes(), select));
         assert!(!f.can_continue(b"other", select));

@@ -9,7 +9,7 @@
 
 use super::load;
 use crate::command::{Ctx, Info, Journal};
-use crate::keyspace::{Entry, Keyspace};
+use crate::keyspace::{Databases, Entry, Keyspace};
 use crate::log::record::with_whole;
 use crate::log::writer::LogWriter;
 use crate::server::{unix_ms, Shared};
@@ -78,15 +78,19 @@ impl Out for Nowhere {
     }
 }
 
-/// The applier's view of the server: no password, writable, no replicas of its own.
-struct Applier;
+/// The applier's view of the server: no password, writable, no replicas of its own, every
+/// database (the primary's stream SELECTs them).
+struct Applier<'a>(&'a Databases);
 
-impl Info for Applier {
+impl Info for Applier<'_> {
     fn info(&self, ks: &Keyspace, _sections: &[String]) -> String {
         format!("keys:{}", ks.len())
     }
     fn config(&self) -> Vec<(&'static str, String)> {
         Vec::new()
+    }
+    fn databases(&self) -> Option<&Databases> {
+        Some(self.0)
     }
 }
 
@@ -170,7 +174,8 @@ impl Follower {
         if self.expired_at.elapsed() >= Duration::from_millis(100) {
             self.expired_at = Instant::now();
             let (me, n) = (self.me, self.engines);
-            let gone = self.shared.ks.expire_cycle(unix_ms(), |shard| shard % n == me, None);
+            let gone: usize =
+                self.shared.dbs.iter().map(|ks| ks.expire_cycle(unix_ms(), |shard| shard % n == me, None)).sum();
             self.shared.engines[me].expired.fetch_add(gone as u64, std::sync::atomic::Ordering::Relaxed);
         }
     }
@@ -227,25 +232,34 @@ impl Follower {
 
     /// Replaces every key with the file's, each logged (whole) as a client's write would be.
     fn load(&mut self, file: &[u8]) -> Result<(), String> {
-        let ks = &self.shared.ks;
+        let dbs = &self.shared.dbs;
         let now = unix_ms();
         let journal = &mut self.log.stage;
-        let _all = ks.exclusive();
+        let _all = dbs.first().exclusive();
         let flushed = journal.flush();
-        for i in 0..ks.shards() {
-            ks.lock(i).clear(flushed);
+        for ks in dbs.iter() {
+            for i in 0..ks.shards() {
+                ks.lock(i).clear(flushed);
+            }
         }
+        let mut beyond = 0u64;
         let sum = load::load(file, now, |k| {
+            let Some(ks) = dbs.db(k.db) else {
+                beyond += 1;
+                return;
+            };
+            journal.select(k.db);
             let mut s = ks.lock_key(&k.key);
             let seq = with_whole(&k.key, &k.value, k.expire_ms, |c| journal.record(c));
             s.note_expiry(&k.key, k.expire_ms);
             s.map.insert(k.key.into_boxed_slice(), Entry { value: k.value, expire_ms: k.expire_ms, seq });
         })?;
-        if sum.other_dbs > 0 {
+        journal.select(0);
+        if beyond > 0 {
             eprintln!(
-                "sirocco store: the primary's file held {} keys in databases other than 0: the store has one \
-                 database, and left them out",
-                sum.other_dbs
+                "sirocco store: the primary's file held {beyond} keys in databases beyond the {} configured \
+                 (--databases): they are left out",
+                dbs.len()
             );
         }
         eprintln!("sirocco store: full sync from the primary: {} keys loaded", sum.keys);
@@ -259,6 +273,8 @@ impl Follower {
             s.last_io_ms = unix_ms();
         });
         let mut session = Session::new();
+        let shared = self.shared.clone();
+        let applier = Applier(&shared.dbs);
         let mut offset = self.up.state().offset;
         // Bytes handed to the session before this read came in (the ones read with the
         // handshake's last line first).
@@ -269,8 +285,12 @@ impl Follower {
         loop {
             if !pending_in.is_empty() {
                 let before = session.pending();
-                let mut ctx =
-                    Ctx { ks: &self.shared.ks, journal: &mut self.log.stage, now_ms: unix_ms(), info: &Applier };
+                let mut ctx = Ctx {
+                    ks: self.shared.dbs.first(),
+                    journal: &mut self.log.stage,
+                    now_ms: unix_ms(),
+                    info: &applier,
+                };
                 session.input(&pending_in, &mut ctx, u64::MAX, &mut Nowhere);
                 // Offsets count bytes the session has taken (a request cut by a read waits).
                 offset += (before + pending_in.len() - session.pending()) as u64;

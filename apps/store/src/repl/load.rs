@@ -11,6 +11,8 @@ use crate::zset::ZSet;
 
 /// A key read from the file.
 pub struct Loaded {
+    /// Its database.
+    pub db: usize,
     /// The key.
     pub key: Vec<u8>,
     /// Its value.
@@ -19,13 +21,11 @@ pub struct Loaded {
     pub expire_ms: i64,
 }
 
-/// What a file held besides keys.
+/// What a file held.
 #[derive(Debug, Default)]
 pub struct Summary {
-    /// Keys read (database 0).
+    /// Keys read.
     pub keys: u64,
-    /// Keys of other databases, left out (the store has one).
-    pub other_dbs: u64,
 }
 
 struct Cur<'a> {
@@ -324,7 +324,7 @@ fn value(c: &mut Cur<'_>, t: u8) -> R<Value> {
     })
 }
 
-/// Reads a whole RDB file, calling `key` for each key of database 0 that is live at `now_ms`.
+/// Reads a whole RDB file, calling `key` for each key that is live at `now_ms`.
 pub fn load(b: &[u8], now_ms: i64, mut key: impl FnMut(Loaded)) -> R<Summary> {
     if b.len() < 9 || &b[..5] != b"REDIS" {
         return Err("RDB: not an RDB file (no REDIS signature)".into());
@@ -366,11 +366,9 @@ pub fn load(b: &[u8], now_ms: i64, mut key: impl FnMut(Loaded)) -> R<Summary> {
                 let k = c.string()?;
                 let v = value(&mut c, t)?;
                 let exp = std::mem::take(&mut expire_ms);
-                if db != 0 {
-                    sum.other_dbs += 1;
-                } else if exp == 0 || exp > now_ms {
+                if exp == 0 || exp > now_ms {
                     sum.keys += 1;
-                    key(Loaded { key: k, value: v, expire_ms: exp });
+                    key(Loaded { db: usize::try_from(db).unwrap_or(usize::MAX), key: k, value: v, expire_ms: exp });
                 }
             }
         }
@@ -408,7 +406,7 @@ mod tests {
         for (k, v, e) in &values {
             ks.lock_key(k).map.insert(Box::from(*k), Entry { value: v.clone(), expire_ms: *e, seq: 1 });
         }
-        let file = super::super::rdb::write(&ks, 1000, true);
+        let file = super::super::rdb::write([&ks], 1000, true);
         let mut got = Vec::new();
         let sum = load(&file, 1000, |l| got.push((l.key, l.value, l.expire_ms))).unwrap();
         assert_eq!(sum.keys, 5);

@@ -117,9 +117,9 @@ fn put_entry(out: &mut Vec<u8>, key: &[u8], e: &Entry) {
     }
 }
 
-/// The keys of `ks` that are live at `now_ms`, as an RDB file; `stream`: a replication
-/// stream follows it (in database 0, as the file says).
-pub fn write(ks: &Keyspace, now_ms: i64, stream: bool) -> Vec<u8> {
+/// The keys of the databases `dbs` that are live at `now_ms`, as an RDB file; `stream`: a
+/// replication stream follows it (in database 0, as the file says).
+pub fn write<'k>(dbs: impl IntoIterator<Item = &'k Keyspace>, now_ms: i64, stream: bool) -> Vec<u8> {
     let mut out = b"REDIS0010".to_vec();
     aux(&mut out, "redis-ver", crate::server::REDIS_VERSION);
     aux(&mut out, "redis-bits", "64");
@@ -129,23 +129,25 @@ pub fn write(ks: &Keyspace, now_ms: i64, stream: bool) -> Vec<u8> {
         aux(&mut out, "repl-stream-db", "0");
     }
     aux(&mut out, "aof-base", "0");
-    let mut body = Vec::new();
-    let (mut keys, mut expires) = (0u64, 0u64);
-    ks.for_each(|k, e| {
-        if e.expired(now_ms) {
-            return;
+    for ks in dbs {
+        let mut body = Vec::new();
+        let (mut keys, mut expires) = (0u64, 0u64);
+        ks.for_each(|k, e| {
+            if e.expired(now_ms) {
+                return;
+            }
+            keys += 1;
+            expires += u64::from(e.expire_ms != 0);
+            put_entry(&mut body, k, e);
+        });
+        if keys > 0 {
+            out.push(OP_SELECTDB);
+            put_len(&mut out, ks.index() as u64);
+            out.push(OP_RESIZEDB);
+            put_len(&mut out, keys);
+            put_len(&mut out, expires);
+            out.extend_from_slice(&body);
         }
-        keys += 1;
-        expires += u64::from(e.expire_ms != 0);
-        put_entry(&mut body, k, e);
-    });
-    if keys > 0 {
-        out.push(OP_SELECTDB);
-        put_len(&mut out, 0);
-        out.push(OP_RESIZEDB);
-        put_len(&mut out, keys);
-        put_len(&mut out, expires);
-        out.extend_from_slice(&body);
     }
     out.push(OP_EOF);
     let crc = crc64(0, &out);

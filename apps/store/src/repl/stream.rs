@@ -70,6 +70,7 @@ pub fn commands_of(change: &Change<'_>, out: &mut Vec<u8>) {
         Change::Expire(k, 0) => command(out, &[b"PERSIST", k]),
         Change::Expire(k, at) => command(out, &[b"PEXPIREAT", k, at.to_string().as_bytes()]),
         Change::Flush => command(out, &[b"FLUSHALL"]),
+        Change::FlushDb => command(out, &[b"FLUSHDB"]),
         Change::HashSet { key, fresh: made, expire_ms, fields } => {
             if *made {
                 fresh(out, key);

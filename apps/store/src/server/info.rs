@@ -2,7 +2,7 @@
 
 use super::{unix_ms, Shared, REDIS_VERSION};
 use crate::command::{names, Call, Info};
-use crate::keyspace::Keyspace;
+use crate::keyspace::{Databases, Keyspace};
 use std::fmt::Write;
 use std::sync::atomic::Ordering;
 
@@ -31,6 +31,10 @@ impl Info for InfoOf<'_> {
         Some(&self.0.feed)
     }
 
+    fn databases(&self) -> Option<&Databases> {
+        Some(&self.0.dbs)
+    }
+
     fn upstream(&self) -> Option<crate::repl::follow::LinkState> {
         self.0.upstream.as_ref().map(|u| u.state())
     }
@@ -49,7 +53,7 @@ impl Info for InfoOf<'_> {
         }
     }
 
-    fn info(&self, ks: &Keyspace, sections: &[String]) -> String {
+    fn info(&self, _ks: &Keyspace, sections: &[String]) -> String {
         let s = self.0;
         let default = sections.is_empty() || sections.iter().any(|x| x == "default");
         let all = sections.iter().any(|x| x == "all" || x == "everything");
@@ -155,9 +159,12 @@ impl Info for InfoOf<'_> {
                 }
                 _ => {
                     t.push_str("# Keyspace\r\n");
-                    let keys = ks.len();
-                    if keys > 0 {
-                        let _ = write!(t, "db0:keys={keys},expires={},avg_ttl=0\r\n", ks.with_expiry());
+                    for db in s.dbs.iter() {
+                        let keys = db.len();
+                        if keys > 0 {
+                            let _ =
+                                write!(t, "db{}:keys={keys},expires={},avg_ttl=0\r\n", db.index(), db.with_expiry());
+                        }
                     }
                 }
             }
@@ -171,7 +178,7 @@ impl Info for InfoOf<'_> {
             ("appendonly", "yes".into()),
             ("appendfsync", "always".into()),
             ("save", String::new()),
-            ("databases", "1".into()),
+            ("databases", s.dbs.len().to_string()),
             ("port", s.port.to_string()),
             ("dir", s.dir.display().to_string()),
             ("maxclients", s.max_conns.to_string()),

@@ -4,7 +4,7 @@
 mod info;
 
 use crate::command::Ctx;
-use crate::keyspace::Keyspace;
+use crate::keyspace::Databases;
 use crate::log::compact::{compact, Gens};
 use crate::log::order::Order;
 use crate::log::writer::LogWriter;
@@ -80,8 +80,8 @@ fn bump(c: &AtomicU64, n: u64) {
 
 /// What every engine shares.
 pub struct Shared {
-    /// The keys.
-    pub ks: Keyspace,
+    /// The keys, database by database.
+    pub dbs: Databases,
     /// The order of changes.
     pub order: Arc<Order>,
     /// The log's generations (compaction).
@@ -111,7 +111,7 @@ impl Shared {
     pub fn summary(&self) -> String {
         format!(
             "store: {} keys, last durable change {}, {} compactions",
-            self.ks.len(),
+            self.dbs.keys(),
             self.order.durable(),
             self.gens.done.load(Ordering::Relaxed)
         )
@@ -190,7 +190,8 @@ impl Store {
     fn run(&mut self, s: &mut Session, data: Option<&[u8]>, w: &mut Writer<'_, '_>) -> Verdict {
         let before = s.commands;
         let info = info::InfoOf(&self.shared, self.engine);
-        let mut ctx = Ctx { ks: &self.shared.ks, journal: &mut self.log.stage, now_ms: self.now_ms, info: &info };
+        let mut ctx =
+            Ctx { ks: self.shared.dbs.first(), journal: &mut self.log.stage, now_ms: self.now_ms, info: &info };
         let id = w.id();
         let mut out = WriterOut(w);
         let flow = match data {
@@ -252,15 +253,18 @@ impl StreamServer for Store {
             // Replicas waiting for their file's place in the stream look again.
             self.feed_seen = u64::MAX;
             let (me, engines) = (self.engine, self.shared.engines.len());
-            let journal: Option<&mut dyn crate::command::Journal> =
-                if self.shared.feed.is_active() { Some(&mut self.log.stage) } else { None };
-            let gone = self.shared.ks.expire_cycle(self.now_ms, |shard| shard % engines == me, journal);
+            let mut gone = 0;
+            for ks in self.shared.dbs.iter() {
+                let journal: Option<&mut dyn crate::command::Journal> =
+                    if self.shared.feed.is_active() { Some(&mut self.log.stage) } else { None };
+                gone += ks.expire_cycle(self.now_ms, |shard| shard % engines == me, journal);
+            }
             self.shared.engines[me].expired.fetch_add(gone as u64, Ordering::Relaxed);
         }
         if self.shared.gens.should_start() {
             let sh = self.shared.clone();
             let spawned = std::thread::Builder::new().name("store-compact".into()).spawn(move || {
-                match compact(&sh.dir, &sh.ks, &sh.order, &sh.gens, sh.seg_size) {
+                match compact(&sh.dir, &sh.dbs, &sh.order, &sh.gens, sh.seg_size) {
                     Ok(r) => eprintln!(
                     "sirocco store: log compacted into a snapshot of {} keys at change {} in {} ms; {} old segments \
                      recycled",

@@ -83,6 +83,8 @@ pub struct Session {
     blocked: Option<(Vec<u8>, i64)>,
     /// The clock at the last input (WAIT's deadline).
     now_ms: i64,
+    /// The database SELECTed.
+    db: usize,
 }
 
 impl Default for Session {
@@ -114,6 +116,7 @@ impl Session {
             acks: None,
             blocked: None,
             now_ms: 0,
+            db: 0,
         }
     }
 
@@ -134,6 +137,14 @@ impl Session {
         self.acks.is_some() || self.blocked.is_some()
     }
 
+    /// Points the context at this connection's database.
+    fn enter_db(&self, ctx: &mut Ctx<'_>) {
+        let info = ctx.info;
+        if let Some(ks) = info.databases().and_then(|d| d.db(self.db)) {
+            ctx.ks = ks;
+        }
+    }
+
     /// Runs a blocked command again: it answers if it now finds something, or its deadline
     /// has passed.
     fn retry_blocked(&mut self, ctx: &mut Ctx<'_>) {
@@ -142,6 +153,7 @@ impl Session {
             return;
         }
         let a = Argv::new(&self.parser.args, &req);
+        ctx.journal.select(self.db);
         let done = execute(a, ctx, &mut self.held);
         match done.block {
             // Every blocking command times out with a null array, as Redis's do.
@@ -183,6 +195,7 @@ impl Session {
             return self.flow();
         }
         self.now_ms = ctx.now_ms;
+        self.enter_db(ctx);
         let mut unread = std::mem::take(&mut self.buf);
         unread.feed(data, |d| self.run(d, ctx));
         if let Some(n) = self.parser.pending_bulk() {
@@ -201,6 +214,7 @@ impl Session {
     pub fn resume(&mut self, ctx: &mut Ctx<'_>, durable: u64, out: &mut dyn Out) -> Flow {
         let info = ctx.info;
         self.now_ms = ctx.now_ms;
+        self.enter_db(ctx);
         self.retry_blocked(ctx);
         self.release(durable, out, info.feed());
         if !self.closing && !self.buf.is_empty() && self.acks.is_none() && self.blocked.is_none() {
@@ -318,6 +332,7 @@ impl Session {
                     let req = &data[at..at + consumed];
                     if !self.parser.args.is_empty() {
                         let a = Argv::new(&self.parser.args, req);
+                        ctx.journal.select(self.db);
                         let done = match self.conn.handle(a, ctx, &mut self.held) {
                             Some(done) => done,
                             None if !self.tx.in_multi() && a.get(0).eq_ignore_ascii_case(b"wait") => {
@@ -338,6 +353,8 @@ impl Session {
                             },
                         };
                         self.wait = self.wait.max(done.wait);
+                        // SELECT (also inside EXEC) moved the context to another database.
+                        self.db = ctx.ks.index();
                         if let Some(deadline) = done.block {
                             self.blocked = Some((req.to_vec(), deadline));
                         }

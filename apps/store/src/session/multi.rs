@@ -21,6 +21,8 @@ pub(super) struct Multi {
 
 /// A key under WATCH, as it was when watched.
 pub(super) struct Watched {
+    /// Its database.
+    db: usize,
     key: Vec<u8>,
     live: bool,
     /// The change its entry (or, missing, its shard's last removal) carried.
@@ -126,14 +128,14 @@ impl Tx {
         let mut wait = 0;
         for i in 1..a.len() {
             let key = a.get(i);
-            if self.watched.iter().any(|w| w.key == key) {
+            if self.watched.iter().any(|w| w.key == key && w.db == ctx.ks.index()) {
                 continue;
             }
             let mut s = ctx.ks.lock_key(key);
             let live = s.live(key, ctx.now_ms).is_some();
             let seq = s.seq_of(key);
             wait = wait.max(seq);
-            self.watched.push(Watched { key: key.to_vec(), live, seq });
+            self.watched.push(Watched { db: ctx.ks.index(), key: key.to_vec(), live, seq });
         }
         reply::ok(out);
         Done { wait, ..Done::default() }
@@ -152,7 +154,12 @@ impl Tx {
         let _gate = ctx.ks.exclusive();
         let mut wait = 0;
         for w in &watched {
-            let mut s = ctx.ks.lock_key(&w.key);
+            let info = ctx.info;
+            let ks = match info.databases().and_then(|d| d.db(w.db)) {
+                Some(ks) => ks,
+                None => ctx.ks,
+            };
+            let mut s = ks.lock_key(&w.key);
             let live = s.live(&w.key, ctx.now_ms).is_some();
             let seq = s.seq_of(&w.key);
             wait = wait.max(seq);

@@ -93,7 +93,11 @@ impl ReplicaConn {
                 if !self.rdb_only {
                     feed.start_sync(last, ctx.now_ms);
                 }
-                (last, rdb::write(ctx.ks, ctx.now_ms, !self.rdb_only))
+                let file = match ctx.info.databases() {
+                    Some(dbs) => rdb::write(dbs.iter(), ctx.now_ms, !self.rdb_only),
+                    None => rdb::write([ctx.ks], ctx.now_ms, !self.rdb_only),
+                };
+                (last, file)
             };
             if !self.rdb_only {
                 self.attach(feed, peer, false, ctx.now_ms);
