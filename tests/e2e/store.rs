@@ -2238,6 +2238,9 @@ fn a_redis_replica_follows_the_store_through_a_broken_link_and_a_kill() {
     let role = String::from_utf8_lossy(&role).into_owned();
     assert!(role.starts_with("*3\r\n$6\r\nmaster\r\n:") && role.contains(CLIENT) && role.contains("6380"), "{role}");
     assert_eq!(info_field(SERVER_OWN, 6379, &net, "connected_slaves"), "1");
+    let replicas = in_netns(&net.cli_ns, || ask_at(SERVER_OWN, 6379, &cmd("CLIENT LIST TYPE replica")).unwrap());
+    let replicas = String::from_utf8_lossy(&replicas).into_owned();
+    assert!(replicas.contains("flags=S") && replicas.contains(CLIENT), "{replicas}");
     // WAIT: the write acknowledged by the one replica; a second one never comes (timeout).
     let waits = in_netns(&net.cli_ns, || {
         let mut c = Client::connect(SERVER_OWN);
@@ -2632,4 +2635,54 @@ fn every_database_survives_sigkill_and_restart() {
     let (status, log) = s.stop();
     assert!(status.success());
     assert!(log.contains("databases beyond the 2 configured"), "{log}");
+}
+
+/// CLIENT LIST and CLIENT INFO: every connection, with Redis 7.0's fields in Redis's order
+/// (checked against Redis's own answer), names, databases, last commands; the ID and TYPE
+/// filters; errors as Redis's.
+#[test]
+fn client_list_shows_every_connection_as_redis_does() {
+    let net = TestNet::new(1);
+    let _r = redis(&net);
+    let dir = Scratch::new("clients");
+    let _s = store(&net, &dir, &[]);
+    let fields =
+        |line: &str| line.split(' ').map(|f| f.split('=').next().unwrap_or("").to_string()).collect::<Vec<_>>();
+    let run = |addr: &'static str| {
+        in_netns(&net.cli_ns, move || {
+            let mut a = Client::connect(addr);
+            let mut b = Client::connect(addr);
+            a.ask(&cmd("CLIENT SETNAME alpha"));
+            b.ask_n(&[cmd("SELECT 3"), cmd("GET x")].concat(), 2);
+            let id = String::from_utf8_lossy(&a.ask(&cmd("CLIENT ID"))).trim_start_matches(':').trim().to_string();
+            let list = bulks(&a.ask(&cmd("CLIENT LIST"))).concat();
+            let info = bulks(&a.ask(&cmd("CLIENT INFO"))).concat();
+            let only = bulks(&a.ask(&cmd(&format!("CLIENT LIST ID {id}")))).concat();
+            let errs =
+                [cmd("CLIENT LIST TYPE bogus"), cmd("CLIENT LIST ID x"), cmd("CLIENT LIST FOO"), cmd("CLIENT INFO x")]
+                    .iter()
+                    .map(|c| String::from_utf8_lossy(&a.ask(c)).into_owned())
+                    .collect::<Vec<_>>();
+            let replicas = bulks(&a.ask(&cmd("CLIENT LIST TYPE replica"))).concat();
+            (
+                String::from_utf8_lossy(&list).into_owned(),
+                String::from_utf8_lossy(&info).into_owned(),
+                String::from_utf8_lossy(&only).into_owned(),
+                errs,
+                replicas.len(),
+            )
+        })
+    };
+    let (theirs, their_info, _, their_errs, _) = run(SERVER);
+    let (ours, our_info, our_only, our_errs, our_replicas) = run(SERVER_OWN);
+    let first = |t: &str| t.lines().next().unwrap_or("").to_string();
+    assert_eq!(fields(&first(&ours)), fields(&first(&theirs)), "the fields, in Redis's order");
+    assert_eq!(fields(our_info.trim_end()), fields(their_info.trim_end()));
+    assert_eq!(our_errs, their_errs);
+    assert_eq!(ours.lines().count(), 2, "{ours}");
+    assert!(ours.contains("name=alpha") && ours.contains("db=3 ") && ours.contains("cmd=get "), "{ours}");
+    assert!(our_info.contains("name=alpha") && our_info.contains("cmd=client "), "{our_info}");
+    assert_eq!(our_only.lines().count(), 1);
+    assert!(our_only.contains("name=alpha"));
+    assert_eq!(our_replicas, 0);
 }

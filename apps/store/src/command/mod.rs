@@ -72,6 +72,10 @@ pub trait Info {
     fn databases(&self) -> Option<&crate::keyspace::Databases> {
         None
     }
+    /// Every connection, for CLIENT LIST.
+    fn clients(&self) -> Vec<std::sync::Arc<crate::session::ClientView>> {
+        Vec::new()
+    }
     /// The link to the primary, where this store is a replica (writes are then refused).
     fn upstream(&self) -> Option<crate::repl::follow::LinkState> {
         None
@@ -490,6 +494,32 @@ fn lookup(name: &[u8]) -> Option<usize> {
     lower.copy_from_slice(name);
     lower.make_ascii_lowercase();
     index.get(&*lower).copied()
+}
+
+/// Commands the session answers itself, numbered after the table's (CLIENT LIST's `cmd=`).
+const SESSION_COMMANDS: &[&str] = &[
+    "auth", "hello", "client", "multi", "exec", "discard", "watch", "unwatch", "psync", "sync", "replconf", "role",
+    "wait",
+];
+
+/// A number for the command `name` (any case): its place in the table, or after it for the
+/// session's own; usize::MAX for an unknown one.
+pub fn id_of(name: &[u8]) -> usize {
+    lookup(name).unwrap_or_else(|| {
+        SESSION_COMMANDS
+            .iter()
+            .position(|c| c.as_bytes().eq_ignore_ascii_case(name))
+            .map_or(usize::MAX, |i| COMMANDS.len() + i)
+    })
+}
+
+/// The name of command number `id` ([`id_of`]); "NULL" for none, as Redis shows it.
+pub fn name_of(id: usize) -> &'static str {
+    COMMANDS
+        .get(id)
+        .map(|c| c.0)
+        .or_else(|| SESSION_COMMANDS.get(id.wrapping_sub(COMMANDS.len())).copied())
+        .unwrap_or("NULL")
 }
 
 /// How many commands there are (COMMAND COUNT).

@@ -31,6 +31,10 @@ impl Info for InfoOf<'_> {
         Some(&self.0.feed)
     }
 
+    fn clients(&self) -> Vec<std::sync::Arc<crate::session::ClientView>> {
+        self.0.clients.lock().map(|c| c.values().cloned().collect()).unwrap_or_default()
+    }
+
     fn databases(&self) -> Option<&Databases> {
         Some(&self.0.dbs)
     }

@@ -104,6 +104,8 @@ pub struct Shared {
     pub feed: Arc<crate::repl::feed::Feed>,
     /// The primary, where this store is a replica.
     pub upstream: Option<Arc<crate::repl::follow::Upstream>>,
+    /// Every connection, for CLIENT LIST.
+    pub clients: std::sync::Mutex<std::collections::BTreeMap<u64, Arc<crate::session::ClientView>>>,
 }
 
 impl Shared {
@@ -322,11 +324,21 @@ impl StreamServer for Store {
         Some(self.log.ring_fd())
     }
 
-    fn open(&mut self, remote: (IpAddr, u16), _port: u16) -> Option<Session> {
+    fn open(&mut self, remote: (IpAddr, u16), port: u16) -> Option<Session> {
         let st = &self.shared.engines[self.engine];
         st.connections.fetch_add(1, Ordering::Relaxed);
         st.open.fetch_add(1, Ordering::Relaxed);
-        Some(Session::new().with_peer(remote.0.to_string()))
+        let s = Session::new().with_peer(remote.0.to_string());
+        let peer = match remote.0 {
+            IpAddr::V6(_) => format!("[{}]:{}", remote.0, remote.1),
+            IpAddr::V4(_) => format!("{}:{}", remote.0, remote.1),
+        };
+        let laddr = format!(":{port}");
+        let view = Arc::new(crate::session::ClientView::new(s.id(), peer, laddr, self.now_ms));
+        if let Ok(mut c) = self.shared.clients.lock() {
+            c.insert(s.id(), view.clone());
+        }
+        Some(s.with_view(view))
     }
 
     fn refused(&mut self) {
@@ -343,6 +355,9 @@ impl StreamServer for Store {
 
     fn closed(&mut self, s: Session, _end: End) {
         self.shared.engines[self.engine].open.fetch_sub(1, Ordering::Relaxed);
+        if let Ok(mut c) = self.shared.clients.lock() {
+            c.remove(&s.id());
+        }
         if let Some(id) = s.follower_conn {
             self.followers.retain(|&f| f != id);
         }

@@ -39,7 +39,13 @@ fn valid_name(n: &[u8]) -> bool {
 impl Conn {
     /// Handles `a` if it is the connection's (or refuses it before authentication); None:
     /// the keys' commands take it.
-    pub(super) fn handle(&mut self, a: Argv<'_>, ctx: &mut Ctx<'_>, out: &mut dyn Sink) -> Option<Done> {
+    pub(super) fn handle(
+        &mut self,
+        a: Argv<'_>,
+        ctx: &mut Ctx<'_>,
+        me: Option<&super::ClientView>,
+        out: &mut dyn Sink,
+    ) -> Option<Done> {
         let authed = *self.authed.get_or_insert_with(|| ctx.info.password().is_none());
         let name = a.get(0);
         let is = |w: &str| name.eq_ignore_ascii_case(w.as_bytes());
@@ -50,7 +56,7 @@ impl Conn {
         } else if !authed && !is("quit") {
             reply::error(out, b"NOAUTH Authentication required.");
         } else if is("client") {
-            self.client(a, out);
+            self.client(a, ctx, me, out);
         } else {
             return None;
         }
@@ -154,7 +160,17 @@ impl Conn {
         reply::array(out, 0);
     }
 
-    fn client(&mut self, a: Argv<'_>, out: &mut dyn Sink) {
+    /// Its CLIENT ID.
+    pub(super) fn id(&self) -> u64 {
+        self.id
+    }
+
+    /// Its name.
+    pub(super) fn name(&self) -> &Option<Vec<u8>> {
+        &self.name
+    }
+
+    fn client(&mut self, a: Argv<'_>, ctx: &Ctx<'_>, me: Option<&super::ClientView>, out: &mut dyn Sink) {
         if a.len() < 2 {
             return reply::error(out, b"ERR wrong number of arguments for 'client' command");
         }
@@ -188,8 +204,72 @@ impl Conn {
                     reply::error(out, b"ERR Client names cannot contain spaces, newlines or special characters.");
                 }
             }
+        } else if is("list") {
+            client_list(a, ctx, out);
+        } else if is("info") {
+            if arity(2, "info", out) {
+                let line = me.map(|v| {
+                    // This connection's name as it is now (the view's is published after the
+                    // batch).
+                    if let Ok(mut n) = v.name.lock() {
+                        n.clone_from(&self.name);
+                    }
+                    v.line(ctx.now_ms)
+                });
+                reply::bulk(out, line.unwrap_or_default().as_bytes());
+            }
         } else {
             crate::command::unknown_subcommand(sub, "CLIENT", out);
         }
     }
+}
+
+/// CLIENT LIST [TYPE normal|master|replica|pubsub] [ID id ...], as Redis answers it.
+fn client_list(a: Argv<'_>, ctx: &Ctx<'_>, out: &mut dyn Sink) {
+    use std::sync::atomic::Ordering::Relaxed;
+    let (mut kind, mut ids) = (None, None::<Vec<u64>>);
+    let mut j = 2;
+    while j < a.len() {
+        let o = a.get(j);
+        if o.eq_ignore_ascii_case(b"type") && j + 1 < a.len() {
+            let t = a.get(j + 1).to_ascii_lowercase();
+            match &t[..] {
+                b"normal" | b"master" | b"replica" | b"slave" | b"pubsub" => kind = Some(t),
+                _ => {
+                    let mut e = b"ERR Unknown client type '".to_vec();
+                    e.extend_from_slice(a.get(j + 1));
+                    e.push(b'\'');
+                    return reply::error(out, &e);
+                }
+            }
+            j += 2;
+        } else if o.eq_ignore_ascii_case(b"id") && j + 1 < a.len() {
+            let mut list = Vec::new();
+            j += 1;
+            while j < a.len() {
+                match resp::num::parse_i64(a.get(j)) {
+                    Some(n) if n > 0 => list.push(n as u64),
+                    _ => return reply::error(out, b"ERR Invalid client ID"),
+                }
+                j += 1;
+            }
+            ids = Some(list);
+        } else {
+            return reply::error(out, b"ERR syntax error");
+        }
+    }
+    let mut text = String::new();
+    for c in ctx.info.clients() {
+        let replica = c.replica.load(Relaxed);
+        let keep = match kind.as_deref() {
+            None => true,
+            Some(b"normal") => !replica,
+            Some(b"replica") | Some(b"slave") => replica,
+            Some(_) => false,
+        };
+        if keep && ids.as_ref().is_none_or(|l| l.contains(&c.id)) {
+            text.push_str(&c.line(ctx.now_ms));
+        }
+    }
+    reply::bulk(out, text.as_bytes());
 }

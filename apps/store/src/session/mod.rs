@@ -15,6 +15,9 @@
 mod conn;
 mod multi;
 mod replica;
+mod view;
+
+pub use view::ClientView;
 
 use crate::command::{execute, Argv, Ctx, Done};
 use crate::repl::feed::Feed;
@@ -85,6 +88,8 @@ pub struct Session {
     now_ms: i64,
     /// The database SELECTed.
     db: usize,
+    /// What CLIENT LIST shows of it (None: not listed, as the replica link's own session).
+    view: Option<std::sync::Arc<ClientView>>,
 }
 
 impl Default for Session {
@@ -117,6 +122,31 @@ impl Session {
             blocked: None,
             now_ms: 0,
             db: 0,
+            view: None,
+        }
+    }
+
+    /// Its CLIENT ID.
+    pub fn id(&self) -> u64 {
+        self.conn.id()
+    }
+
+    /// Listed for CLIENT LIST as `view` (made for this session's id).
+    pub fn with_view(mut self, view: std::sync::Arc<ClientView>) -> Session {
+        self.view = Some(view);
+        self
+    }
+
+    /// Publishes what CLIENT LIST shows that changes batch by batch.
+    fn publish(&self) {
+        use std::sync::atomic::Ordering::Relaxed;
+        if let Some(v) = &self.view {
+            v.db.store(self.db, Relaxed);
+            v.qbuf.store(self.buf.len(), Relaxed);
+            v.omem.store(self.held.len() + self.unsent(), Relaxed);
+            v.multi.store(self.tx.queued_count(), Relaxed);
+            v.replica.store(self.replica.follower.is_some(), Relaxed);
+            v.name.lock().map(|mut n| n.clone_from(self.conn.name())).ok();
         }
     }
 
@@ -206,6 +236,7 @@ impl Session {
         self.buf = unread;
         let info = ctx.info;
         self.release(durable, out, info.feed());
+        self.publish();
         self.flow()
     }
 
@@ -223,6 +254,7 @@ impl Session {
             self.buf = unread;
             self.release(durable, out, info.feed());
         }
+        self.publish();
         self.flow()
     }
 
@@ -333,7 +365,7 @@ impl Session {
                     if !self.parser.args.is_empty() {
                         let a = Argv::new(&self.parser.args, req);
                         ctx.journal.select(self.db);
-                        let done = match self.conn.handle(a, ctx, &mut self.held) {
+                        let done = match self.conn.handle(a, ctx, self.view.as_deref(), &mut self.held) {
                             Some(done) => done,
                             None if !self.tx.in_multi() && a.get(0).eq_ignore_ascii_case(b"wait") => {
                                 if let Some((need, deadline_ms)) = replica::wait_args(a, ctx.now_ms, &mut self.held) {
@@ -352,6 +384,10 @@ impl Session {
                                 },
                             },
                         };
+                        if let Some(v) = &self.view {
+                            v.last_ms.store(ctx.now_ms, std::sync::atomic::Ordering::Relaxed);
+                            v.cmd.store(crate::command::id_of(a.get(0)), std::sync::atomic::Ordering::Relaxed);
+                        }
                         self.wait = self.wait.max(done.wait);
                         // SELECT (also inside EXEC) moved the context to another database.
                         self.db = ctx.ks.index();

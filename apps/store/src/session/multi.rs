@@ -41,6 +41,11 @@ pub(super) struct Tx {
 
 impl Tx {
     /// Queued bytes (they count against the connection's output limit).
+    /// Commands queued (-1: not in a MULTI), as CLIENT LIST shows it.
+    pub(super) fn queued_count(&self) -> i64 {
+        self.multi.as_ref().map_or(-1, |m| m.count as i64)
+    }
+
     /// True between MULTI and EXEC or DISCARD.
     pub(super) fn in_multi(&self) -> bool {
         self.multi.is_some()
