@@ -549,9 +549,26 @@ pub fn execute(a: Argv<'_>, ctx: &mut Ctx<'_>, out: &mut dyn Sink) -> Done {
     execute_held(a, ctx, out)
 }
 
+thread_local! {
+    /// The last command the table ran on this thread, and how many it ran (CLIENT LIST's
+    /// `cmd=` without a second lookup of the name).
+    static LAST: std::cell::Cell<(usize, u64)> = const { std::cell::Cell::new((usize::MAX, 0)) };
+}
+
+/// How many commands the table has run on this thread (to tell whether one ran since).
+pub fn ran() -> u64 {
+    LAST.with(|l| l.get().1)
+}
+
+/// The number ([`id_of`]) of the last command the table ran on this thread.
+pub fn last_id() -> usize {
+    LAST.with(|l| l.get().0)
+}
+
 /// [`execute`] for a caller that holds the keyspace's gate itself (EXEC holds it alone).
 pub fn execute_held(a: Argv<'_>, ctx: &mut Ctx<'_>, out: &mut dyn Sink) -> Done {
     let Some(idx) = validate(a, ctx, out) else { return Done::default() };
+    LAST.with(|l| l.set((idx, l.get().1 + 1)));
     if is_write(idx) && ctx.info.upstream().is_some() {
         reply::error(out, b"READONLY You can't write against a read only replica.");
         return Done::default();

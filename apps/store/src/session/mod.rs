@@ -365,6 +365,7 @@ impl Session {
                     if !self.parser.args.is_empty() {
                         let a = Argv::new(&self.parser.args, req);
                         ctx.journal.select(self.db);
+                        let mut ran = crate::command::ran();
                         let done = match self.conn.handle(a, ctx, self.view.as_deref(), &mut self.held) {
                             Some(done) => done,
                             None if !self.tx.in_multi() && a.get(0).eq_ignore_ascii_case(b"wait") => {
@@ -380,13 +381,23 @@ impl Session {
                                 Some(done) => done,
                                 None => match self.tx.handle(a, req, ctx, &mut self.held) {
                                     Some(done) => done,
-                                    None => execute(a, ctx, &mut self.held),
+                                    None => {
+                                        ran = crate::command::ran();
+                                        execute(a, ctx, &mut self.held)
+                                    }
                                 },
                             },
                         };
                         if let Some(v) = &self.view {
+                            // The table's commands say which they were as they run (no second
+                            // lookup of the name); the session's own are looked up.
+                            let id = if ran != crate::command::ran() {
+                                crate::command::last_id()
+                            } else {
+                                crate::command::id_of(a.get(0))
+                            };
                             v.last_ms.store(ctx.now_ms, std::sync::atomic::Ordering::Relaxed);
-                            v.cmd.store(crate::command::id_of(a.get(0)), std::sync::atomic::Ordering::Relaxed);
+                            v.cmd.store(id, std::sync::atomic::Ordering::Relaxed);
                         }
                         self.wait = self.wait.max(done.wait);
                         // SELECT (also inside EXEC) moved the context to another database.
