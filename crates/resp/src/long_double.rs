@@ -307,20 +307,7 @@ fn decimal(b: &[u8], neg: bool) -> Option<(Ld, bool)> {
     if !any {
         return None;
     }
-    let mut exp = 0i64;
-    if i < b.len() {
-        if b[i] != b'e' {
-            return None;
-        }
-        let t = std::str::from_utf8(&b[i + 1..]).ok()?;
-        let digits = t.strip_prefix(['+', '-']).unwrap_or(t);
-        if digits.is_empty() || !digits.bytes().all(|c| c.is_ascii_digit()) {
-            return None;
-        }
-        // Beyond any exponent that matters: the value is infinite or zero either way.
-        let v: i64 = digits.parse().unwrap_or(i64::MAX / 4).min(100_000);
-        exp = if t.starts_with('-') { -v } else { v };
-    }
+    let exp = exponent(&b[i..], b'e')?;
     let e10 = exp - frac;
     if d.is_zero() {
         return Some((Ld::Finite { neg, m: 0, e: 0 }, true));
@@ -346,6 +333,22 @@ fn decimal(b: &[u8], neg: bool) -> Option<(Ld, bool)> {
     Some((round(neg, &q, -(k as i64), !r.is_zero()), zero))
 }
 
+/// What is left after the digits: nothing (0), or `mark` and a signed decimal exponent.
+fn exponent(rest: &[u8], mark: u8) -> Option<i64> {
+    let Some((&first, t)) = rest.split_first() else { return Some(0) };
+    if first != mark {
+        return None;
+    }
+    let t = std::str::from_utf8(t).ok()?;
+    let digits = t.strip_prefix(['+', '-']).unwrap_or(t);
+    if digits.is_empty() || !digits.bytes().all(|c| c.is_ascii_digit()) {
+        return None;
+    }
+    // Beyond any exponent that matters: the value is infinite or zero either way.
+    let v: i64 = digits.parse().unwrap_or(i64::MAX / 4).min(100_000);
+    Some(if t.starts_with('-') { -v } else { v })
+}
+
 /// A hexadecimal float after "0x".
 fn hex(b: &[u8], neg: bool) -> Option<(Ld, bool)> {
     let mut n = Big::default();
@@ -368,18 +371,7 @@ fn hex(b: &[u8], neg: bool) -> Option<(Ld, bool)> {
     if !any {
         return None;
     }
-    if i < b.len() {
-        if b[i] != b'p' {
-            return None;
-        }
-        let t = std::str::from_utf8(&b[i + 1..]).ok()?;
-        let digits = t.strip_prefix(['+', '-']).unwrap_or(t);
-        if digits.is_empty() || !digits.bytes().all(|c| c.is_ascii_digit()) {
-            return None;
-        }
-        let v: i64 = digits.parse().unwrap_or(i64::MAX / 4).min(100_000);
-        e += if t.starts_with('-') { -v } else { v };
-    }
+    e += exponent(&b[i..], b'p')?;
     let zero = n.is_zero();
     Some((round(neg, &n, e, false), zero))
 }

@@ -223,19 +223,22 @@ pub(super) fn zincrby(a: Argv<'_>, ctx: &mut Ctx<'_>, out: &mut dyn Sink) -> Don
     add(a, ctx, out, true)
 }
 
+/// For a removal, which answers 0 on a missing key: the answer (0 or WRONGTYPE) unless `key`
+/// holds a sorted set.
+fn zero_unless_zset(s: &mut Shard, key: &[u8], now_ms: i64, out: &mut dyn Sink) -> Option<Done> {
+    match find(s, key, now_ms) {
+        Found::ZSet(_) => return None,
+        Found::Missing => reply::int(out, 0),
+        Found::Wrong => reply::error(out, WRONGTYPE),
+    }
+    Some(Done::wait(s.seq_of(key)))
+}
+
 pub(super) fn zrem(a: Argv<'_>, ctx: &mut Ctx<'_>, out: &mut dyn Sink) -> Done {
     let key = a.get(1);
     let mut s = ctx.ks.lock_key(key);
-    match find(&mut s, key, ctx.now_ms) {
-        Found::ZSet(_) => {}
-        Found::Missing => {
-            reply::int(out, 0);
-            return Done::wait(s.seq_of(key));
-        }
-        Found::Wrong => {
-            reply::error(out, WRONGTYPE);
-            return Done::wait(s.seq_of(key));
-        }
+    if let Some(done) = zero_unless_zset(&mut s, key, ctx.now_ms, out) {
+        return done;
     }
     let (n, wait) = write(&mut s, key, ctx, |z, delta| {
         for i in 2..a.len() {
@@ -565,16 +568,8 @@ fn remrange(a: Argv<'_>, ctx: &mut Ctx<'_>, out: &mut dyn Sink, kind: Kind) -> D
     let r = Range { by, rev: false, limit: (0, -1), scores: false };
     let key = a.get(1);
     let mut s = ctx.ks.lock_key(key);
-    match find(&mut s, key, ctx.now_ms) {
-        Found::ZSet(_) => {}
-        Found::Missing => {
-            reply::int(out, 0);
-            return Done::wait(s.seq_of(key));
-        }
-        Found::Wrong => {
-            reply::error(out, WRONGTYPE);
-            return Done::wait(s.seq_of(key));
-        }
+    if let Some(done) = zero_unless_zset(&mut s, key, ctx.now_ms, out) {
+        return done;
     }
     let (n, wait) = write(&mut s, key, ctx, |z, delta| {
         let gone: Vec<Box<[u8]>> = select(z, &r).into_iter().map(|(m, _)| Box::from(m)).collect();
