@@ -1177,16 +1177,31 @@ fn same_answers_as_redis_with_appendfsync_always() {
     let cases = corpus();
     let mut diffs = Vec::new();
     // Whole, then each case cut into 7-byte segments (requests and values split anywhere).
-    for piece in [usize::MAX, 7] {
+    // Whole, in 7-byte pieces, and whole again in RESP3 (HELLO 3 first).
+    for (piece, resp3) in [(usize::MAX, false), (7, false), (usize::MAX, true)] {
         for (i, case) in cases.iter().enumerate() {
             if piece < case.len() && case.len() > 20_000 {
                 continue;
             }
             let mut input = cmd("FLUSHALL");
+            if resp3 {
+                input.extend(cmd("HELLO 3"));
+            }
             input.extend_from_slice(case);
             let (a, b) = (input.clone(), input.clone());
-            let theirs = in_netns(&net.cli_ns, move || exchange(SERVER, a, piece));
-            let ours = in_netns(&net.cli_ns, move || exchange(SERVER_OWN, b, piece));
+            // HELLO's reply names the connection's id, which differs between two servers.
+            let same_id = |r: Vec<u8>| {
+                let at = r.windows(8).position(|w| w == b"$2\r\nid\r\n");
+                match at {
+                    Some(p) => {
+                        let end = p + 8 + r[p + 8..].windows(2).position(|w| w == b"\r\n").unwrap_or(0);
+                        [&r[..p + 8], b":ID", &r[end..]].concat()
+                    }
+                    None => r,
+                }
+            };
+            let theirs = same_id(in_netns(&net.cli_ns, move || exchange(SERVER, a, piece)));
+            let ours = same_id(in_netns(&net.cli_ns, move || exchange(SERVER_OWN, b, piece)));
             // Redis answered (its FLUSHALL at least): the comparison is of real replies.
             assert!(theirs.starts_with(b"+OK\r\n") && theirs.len() > 5, "case {i}: Redis said {theirs:?}");
             if theirs != ours {
@@ -1194,7 +1209,7 @@ fn same_answers_as_redis_with_appendfsync_always() {
                 let at = t.chars().zip(o.chars()).take_while(|(a, b)| a == b).count().saturating_sub(80);
                 let show = |s: &str| s.chars().skip(at).take(300).collect::<String>();
                 diffs.push(format!(
-                    "case {i} (pieces of {piece}): {:?}\n  redis:   {:?}\n  sirocco: {:?}",
+                    "case {i} (pieces of {piece}, RESP3 {resp3}): {:?}\n  redis:   {:?}\n  sirocco: {:?}",
                     String::from_utf8_lossy(&case[..case.len().min(160)]),
                     show(&t),
                     show(&o)

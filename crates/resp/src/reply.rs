@@ -1,4 +1,6 @@
-//! Replies: the RESP2 types Redis answers with, written into any byte sink.
+//! Replies: the types Redis answers with, written into any byte sink — RESP2, or RESP3 where
+//! the sink says its client asked for it (HELLO 3): nulls, doubles, maps, sets and verbatim
+//! strings then have types of their own.
 
 use crate::num::format_i64;
 
@@ -6,6 +8,63 @@ use crate::num::format_i64;
 pub trait Sink {
     /// Appends bytes.
     fn put(&mut self, b: &[u8]);
+    /// True if the client speaks RESP3.
+    fn resp3(&self) -> bool {
+        false
+    }
+}
+
+/// A connection's output in RESP3.
+pub struct Resp3<'a>(pub &'a mut Vec<u8>);
+
+impl Sink for Resp3<'_> {
+    fn put(&mut self, b: &[u8]) {
+        self.0.extend_from_slice(b);
+    }
+    fn resp3(&self) -> bool {
+        true
+    }
+}
+
+/// The header of a map of `n` pairs (RESP2: an array of `2n`).
+pub fn map(s: &mut dyn Sink, n: usize) {
+    if s.resp3() {
+        tagged(s, b"%", n as i64);
+    } else {
+        tagged(s, b"*", 2 * n as i64);
+    }
+}
+
+/// The header of a set of `n` members (RESP2: an array).
+pub fn set(s: &mut dyn Sink, n: usize) {
+    let tag: &[u8] = if s.resp3() { b"~" } else { b"*" };
+    tagged(s, tag, n as i64);
+}
+
+/// Text as Redis's verbatim string (RESP2: a bulk string).
+pub fn verbatim(s: &mut dyn Sink, text: &[u8]) {
+    if s.resp3() {
+        tagged(s, b"=", text.len() as i64 + 4);
+        s.put(b"txt:");
+        s.put(text);
+        s.put(b"\r\n");
+    } else {
+        bulk(s, text);
+    }
+}
+
+/// The header of `n` pairs that RESP2 writes flat and RESP3 as `n` arrays of two (a score
+/// after its member): the caller writes each pair after [`pair`].
+pub fn pairs(s: &mut dyn Sink, n: usize) {
+    let len = if s.resp3() { n } else { 2 * n };
+    tagged(s, b"*", len as i64);
+}
+
+/// Before each pair of [`pairs`].
+pub fn pair(s: &mut dyn Sink) {
+    if s.resp3() {
+        s.put(b"*2\r\n");
+    }
 }
 
 impl Sink for Vec<u8> {
@@ -71,25 +130,32 @@ pub fn crlf(s: &mut dyn Sink) {
     s.put(b"\r\n");
 }
 
-/// The null bulk string, `$-1` (a missing key).
+/// The null bulk string, `$-1` (a missing key); RESP3's null.
 pub fn null(s: &mut dyn Sink) {
-    s.put(b"$-1\r\n");
+    s.put(if s.resp3() { b"_\r\n" } else { b"$-1\r\n" });
 }
 
-/// The null array, `*-1` (ZMPOP, BLPOP on a timeout).
+/// The null array, `*-1` (ZMPOP, BLPOP on a timeout); RESP3's null.
 pub fn null_array(s: &mut dyn Sink) {
-    s.put(b"*-1\r\n");
+    s.put(if s.resp3() { b"_\r\n" } else { b"*-1\r\n" });
 }
 
-/// A double as Redis 7.0 answers one in RESP2: a bulk string of `%.17g`, or "inf"/"-inf".
+/// A double as Redis 7.0 answers one: RESP2 a bulk string of `%.17g` ("inf"/"-inf"), RESP3 a
+/// double.
 pub fn double(s: &mut dyn Sink, d: f64) {
-    if d.is_infinite() {
-        bulk(s, if d > 0.0 { b"inf" } else { b"-inf" });
-        return;
-    }
     let mut text = Vec::with_capacity(24);
-    crate::float::format_g17(d, &mut text);
-    bulk(s, &text);
+    if d.is_infinite() {
+        text.extend_from_slice(if d > 0.0 { b"inf" } else { b"-inf" });
+    } else {
+        crate::float::format_g17(d, &mut text);
+    }
+    if s.resp3() {
+        s.put(b",");
+        s.put(&text);
+        s.put(b"\r\n");
+    } else {
+        bulk(s, &text);
+    }
 }
 
 /// The header of an array of `n` elements.

@@ -162,8 +162,13 @@ pub(super) fn hexists(a: Argv<'_>, ctx: &mut Ctx<'_>, out: &mut dyn Sink) -> Don
 /// HKEYS, HVALS and HGETALL: the fields, values or both, in the hash's order.
 fn all(a: Argv<'_>, ctx: &mut Ctx<'_>, out: &mut dyn Sink, fields: bool, values: bool) -> Done {
     read(a, ctx, out, |h, out| {
-        let per = usize::from(fields) + usize::from(values);
-        reply::array(out, h.map_or(0, Hash::len) * per);
+        let n = h.map_or(0, Hash::len);
+        if fields && values {
+            // HGETALL: a map in RESP3.
+            reply::map(out, n);
+        } else {
+            reply::array(out, n);
+        }
         for (f, v) in h.into_iter().flat_map(Hash::iter) {
             if fields {
                 reply::bulk(out, f);
@@ -334,16 +339,26 @@ pub(super) fn hrandfield(a: Argv<'_>, ctx: &mut Ctx<'_>, out: &mut dyn Sink) -> 
             _ => return reply::array(out, 0),
         };
         let put = |out: &mut dyn Sink, (f, v): (&[u8], &[u8])| {
+            if withvalues {
+                reply::pair(out);
+            }
             reply::bulk(out, f);
             if withvalues {
                 reply::bulk(out, v);
             }
         };
-        let per = 1 + usize::from(withvalues);
+        // Field and value flat in RESP2, a pair each in RESP3.
+        let header = |out: &mut dyn Sink, n: usize| {
+            if withvalues {
+                reply::pairs(out, n);
+            } else {
+                reply::array(out, n);
+            }
+        };
         if c < 0 {
             // Repeats allowed: exactly |count| picks.
             let n = c.unsigned_abs() as usize;
-            reply::array(out, n * per);
+            header(out, n);
             for _ in 0..n {
                 let i = random() as usize % h.len();
                 put(out, h.nth(i).expect("in range"));
@@ -351,7 +366,7 @@ pub(super) fn hrandfield(a: Argv<'_>, ctx: &mut Ctx<'_>, out: &mut dyn Sink) -> 
             return;
         }
         let n = (c as usize).min(h.len());
-        reply::array(out, n * per);
+        header(out, n);
         if n == h.len() {
             // All of it, in the hash's order, as Redis answers.
             h.iter().for_each(|p| put(out, p));

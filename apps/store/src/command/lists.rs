@@ -113,7 +113,7 @@ fn pop(a: Argv<'_>, ctx: &mut Ctx<'_>, out: &mut dyn Sink, left: bool) -> Done {
         Found::List(l) => l,
         Found::Missing => {
             if count.is_some() {
-                out.put(b"*-1\r\n");
+                reply::null_array(out);
             } else {
                 reply::null(out);
             }

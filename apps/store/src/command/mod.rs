@@ -111,6 +111,9 @@ impl Sink for Watch<'_> {
         }
         self.out.put(b);
     }
+    fn resp3(&self) -> bool {
+        self.out.resp3()
+    }
 }
 
 /// What a command runs against.
@@ -144,11 +147,11 @@ impl Done {
 
     /// What a blocking command `name` answers where it may not block (in a transaction): a
     /// null array (a null bulk string for the moves).
-    pub fn timeout_reply(name: &[u8]) -> &'static [u8] {
+    pub fn timeout_answer(name: &[u8], out: &mut dyn Sink) {
         if name.eq_ignore_ascii_case(b"blmove") || name.eq_ignore_ascii_case(b"brpoplpush") {
-            b"$-1\r\n"
+            reply::null(out);
         } else {
-            b"*-1\r\n"
+            reply::null_array(out);
         }
     }
 }

@@ -54,7 +54,7 @@ pub(super) fn quit(_a: Argv<'_>, _ctx: &mut Ctx<'_>, out: &mut dyn Sink) -> Done
 pub(super) fn info(a: Argv<'_>, ctx: &mut Ctx<'_>, out: &mut dyn Sink) -> Done {
     let sections: Vec<String> = (1..a.len()).map(|i| String::from_utf8_lossy(a.get(i)).to_ascii_lowercase()).collect();
     let text = ctx.info.info(ctx.ks, &sections);
-    reply::bulk(out, text.as_bytes());
+    reply::verbatim(out, text.as_bytes());
     Done::wait(ctx.journal.last())
 }
 
@@ -69,7 +69,9 @@ pub(super) fn command(a: Argv<'_>, _ctx: &mut Ctx<'_>, out: &mut dyn Sink) -> Do
     let is = |s: &str| sub.eq_ignore_ascii_case(s.as_bytes());
     if is("count") && a.len() == 2 {
         reply::int(out, super::count() as i64);
-    } else if is("docs") || is("info") {
+    } else if is("docs") {
+        reply::map(out, 0);
+    } else if is("info") {
         reply::array(out, 0);
     } else if is("count") {
         arity_error(out, "command|count");
@@ -99,7 +101,7 @@ pub(super) fn config(a: Argv<'_>, ctx: &mut Ctx<'_>, out: &mut dyn Sink) -> Done
             .iter()
             .filter(|(name, _)| (2..a.len()).any(|i| super::glob::matches(a.get(i), name.as_bytes(), true)))
             .collect();
-        reply::array(out, hits.len() * 2);
+        reply::map(out, hits.len());
         for (name, value) in hits {
             reply::bulk(out, name.as_bytes());
             reply::bulk(out, value.as_bytes());

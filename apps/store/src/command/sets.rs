@@ -86,8 +86,9 @@ pub(super) fn srem(a: Argv<'_>, ctx: &mut Ctx<'_>, out: &mut dyn Sink) -> Done {
     add_or_remove(a, ctx, out, false)
 }
 
+/// Members as a set (RESP3's set type; RESP2 an array), as SMEMBERS, SINTER and SPOP answer.
 fn put_members(out: &mut dyn Sink, members: &[Box<[u8]>]) {
-    reply::array(out, members.len());
+    reply::set(out, members.len());
     for m in members {
         reply::bulk(out, m);
     }
@@ -164,7 +165,7 @@ pub(super) fn spop(a: Argv<'_>, ctx: &mut Ctx<'_>, out: &mut dyn Sink) -> Done {
         Found::Set(set) => pick(set, count.map_or(1, |c| c as usize)),
         Found::Missing => {
             match count {
-                Some(_) => reply::array(out, 0),
+                Some(_) => reply::set(out, 0),
                 None => reply::null(out),
             }
             return Done::wait(s.seq_of(key));
@@ -192,7 +193,14 @@ pub(super) fn srandmember(a: Argv<'_>, ctx: &mut Ctx<'_>, out: &mut dyn Sink) ->
         (None, None) => reply::null(out),
         (None, Some(_)) | (Some(_), Some(0)) => reply::array(out, 0),
         (Some(set), None) => reply::bulk(out, &pick(set, 1)[0]),
-        (Some(set), Some(c)) if c > 0 => put_members(out, &pick(set, c as usize)),
+        (Some(set), Some(c)) if c > 0 => {
+            // An array, not a set, as Redis answers SRANDMEMBER.
+            let picked = pick(set, c as usize);
+            reply::array(out, picked.len());
+            for m in &picked {
+                reply::bulk(out, m);
+            }
+        }
         (Some(set), Some(c)) => {
             // Repeats allowed: exactly |count| picks.
             let all = set.members();

@@ -92,8 +92,16 @@ fn read(a: Argv<'_>, ctx: &mut Ctx<'_>, out: &mut dyn Sink, f: impl FnOnce(Optio
 /// `(member, score)` pairs as RESP2 answers them: flat, the score after its member when
 /// `scores`.
 fn put_pairs(out: &mut dyn Sink, items: &[(&[u8], f64)], scores: bool) {
-    reply::array(out, items.len() * if scores { 2 } else { 1 });
+    if scores {
+        // Flat in RESP2, a pair each in RESP3.
+        reply::pairs(out, items.len());
+    } else {
+        reply::array(out, items.len());
+    }
     for &(m, s) in items {
+        if scores {
+            reply::pair(out);
+        }
         reply::bulk(out, m);
         if scores {
             reply::double(out, s);
@@ -643,7 +651,14 @@ fn popminmax(a: Argv<'_>, ctx: &mut Ctx<'_>, out: &mut dyn Sink, max: bool) -> D
     }
     let (popped, wait) = pop(&mut s, key, count, max, ctx);
     let items: Vec<(&[u8], f64)> = popped.iter().map(|(m, sc)| (&**m, *sc)).collect();
-    put_pairs(out, &items, true);
+    if a.len() == 3 {
+        put_pairs(out, &items, true);
+    } else {
+        // Without a count: member and score flat, in RESP3 too.
+        reply::array(out, 2);
+        reply::bulk(out, items[0].0);
+        reply::double(out, items[0].1);
+    }
     Done::wait(wait)
 }
 

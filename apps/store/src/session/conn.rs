@@ -16,11 +16,13 @@ pub(super) struct Conn {
     name: Option<Vec<u8>>,
     /// None until the first request: whether a password is set is the server's to say.
     authed: Option<bool>,
+    /// HELLO 3 chose RESP3.
+    resp3: bool,
 }
 
 impl Default for Conn {
     fn default() -> Conn {
-        Conn { id: NEXT_ID.fetch_add(1, Ordering::Relaxed), name: None, authed: None }
+        Conn { id: NEXT_ID.fetch_add(1, Ordering::Relaxed), name: None, authed: None, resp3: false }
     }
 }
 
@@ -102,10 +104,10 @@ impl Conn {
 
     fn hello(&mut self, a: Argv<'_>, ctx: &Ctx<'_>, out: &mut dyn Sink) {
         let mut j = 1;
+        let mut proto = None;
         if a.len() > 1 {
             match resp::num::parse_i64(a.get(1)) {
-                Some(2) => {}
-                Some(3) => return reply::error(out, b"NOPROTO sirocco store speaks RESP2 only"),
+                Some(v @ (2 | 3)) => proto = Some(v == 3),
                 Some(_) => return reply::error(out, b"NOPROTO unsupported protocol version"),
                 None => return reply::error(out, b"ERR Protocol version is not an integer or out of range"),
             }
@@ -143,21 +145,40 @@ impl Conn {
             }
             self.name = (!n.is_empty()).then(|| n.to_vec());
         }
-        reply::array(out, 14);
+        if let Some(v3) = proto {
+            self.resp3 = v3;
+        }
+        // The reply is in the protocol just chosen.
+        let mut buf = Vec::new();
+        let mut v3;
+        let o: &mut dyn Sink = if self.resp3 {
+            v3 = reply::Resp3(&mut buf);
+            &mut v3
+        } else {
+            &mut buf
+        };
+        reply::map(o, 7);
         for (k, v) in [("server", "redis"), ("version", crate::server::REDIS_VERSION)] {
-            reply::bulk(out, k.as_bytes());
-            reply::bulk(out, v.as_bytes());
+            reply::bulk(o, k.as_bytes());
+            reply::bulk(o, v.as_bytes());
         }
-        reply::bulk(out, b"proto");
-        reply::int(out, 2);
-        reply::bulk(out, b"id");
-        reply::int(out, self.id as i64);
-        for (k, v) in [("mode", "standalone"), ("role", "master")] {
-            reply::bulk(out, k.as_bytes());
-            reply::bulk(out, v.as_bytes());
+        reply::bulk(o, b"proto");
+        reply::int(o, if self.resp3 { 3 } else { 2 });
+        reply::bulk(o, b"id");
+        reply::int(o, self.id as i64);
+        let role = if ctx.info.upstream().is_some() { "replica" } else { "master" };
+        for (k, v) in [("mode", "standalone"), ("role", role)] {
+            reply::bulk(o, k.as_bytes());
+            reply::bulk(o, v.as_bytes());
         }
-        reply::bulk(out, b"modules");
-        reply::array(out, 0);
+        reply::bulk(o, b"modules");
+        reply::array(o, 0);
+        out.put(&buf);
+    }
+
+    /// True once HELLO 3 chose RESP3.
+    pub(super) fn resp3(&self) -> bool {
+        self.resp3
     }
 
     /// Its CLIENT ID.
@@ -216,7 +237,7 @@ impl Conn {
                     }
                     v.line(ctx.now_ms)
                 });
-                reply::bulk(out, line.unwrap_or_default().as_bytes());
+                reply::verbatim(out, line.unwrap_or_default().as_bytes());
             }
         } else {
             crate::command::unknown_subcommand(sub, "CLIENT", out);
@@ -271,5 +292,5 @@ fn client_list(a: Argv<'_>, ctx: &Ctx<'_>, out: &mut dyn Sink) {
             text.push_str(&c.line(ctx.now_ms));
         }
     }
-    reply::bulk(out, text.as_bytes());
+    reply::verbatim(out, text.as_bytes());
 }

@@ -184,10 +184,17 @@ impl Session {
         }
         let a = Argv::new(&self.parser.args, &req);
         ctx.journal.select(self.db);
-        let done = execute(a, ctx, &mut self.held);
+        let mut v3;
+        let out: &mut dyn reply::Sink = if self.conn.resp3() {
+            v3 = reply::Resp3(&mut self.held);
+            &mut v3
+        } else {
+            &mut self.held
+        };
+        let done = execute(a, ctx, out);
         match done.block {
             // Every blocking command times out with a null array, as Redis's do.
-            Some(_) if at != 0 && ctx.now_ms >= at => reply::null_array(&mut self.held),
+            Some(_) if at != 0 && ctx.now_ms >= at => reply::null_array(out),
             Some(_) => self.blocked = Some((req, at)),
             None => self.wait = self.wait.max(done.wait),
         }
@@ -366,10 +373,18 @@ impl Session {
                         let a = Argv::new(&self.parser.args, req);
                         ctx.journal.select(self.db);
                         let mut ran = crate::command::ran();
-                        let done = match self.conn.handle(a, ctx, self.view.as_deref(), &mut self.held) {
+                        // Replies in the protocol the client chose (HELLO).
+                        let mut v3;
+                        let out: &mut dyn reply::Sink = if self.conn.resp3() {
+                            v3 = reply::Resp3(&mut self.held);
+                            &mut v3
+                        } else {
+                            &mut self.held
+                        };
+                        let done = match self.conn.handle(a, ctx, self.view.as_deref(), out) {
                             Some(done) => done,
                             None if !self.tx.in_multi() && a.get(0).eq_ignore_ascii_case(b"wait") => {
-                                if let Some((need, deadline_ms)) = replica::wait_args(a, ctx.now_ms, &mut self.held) {
+                                if let Some((need, deadline_ms)) = replica::wait_args(a, ctx.now_ms, out) {
                                     if let Some(f) = ctx.info.feed() {
                                         f.getack();
                                     }
@@ -377,13 +392,13 @@ impl Session {
                                 }
                                 Done::default()
                             }
-                            None => match self.replica.handle(a, ctx, &self.peer, &mut self.held) {
+                            None => match self.replica.handle(a, ctx, &self.peer, out) {
                                 Some(done) => done,
-                                None => match self.tx.handle(a, req, ctx, &mut self.held) {
+                                None => match self.tx.handle(a, req, ctx, out) {
                                     Some(done) => done,
                                     None => {
                                         ran = crate::command::ran();
-                                        execute(a, ctx, &mut self.held)
+                                        execute(a, ctx, out)
                                     }
                                 },
                             },

@@ -171,7 +171,7 @@ impl Tx {
             if live != w.live || seq != w.seq {
                 // Changed since WATCH (a missing key's shard lost another key meanwhile also
                 // counts: its removal cannot be told apart from this key's creation and removal).
-                out.put(b"*-1\r\n");
+                reply::null_array(out);
                 return Done { wait, ..Done::default() };
             }
         }
@@ -186,7 +186,7 @@ impl Tx {
                 let done = execute_held(a, ctx, out);
                 if done.block.is_some() {
                     // Inside a transaction nothing blocks: the timeout's answer at once.
-                    out.put(Done::timeout_reply(a.get(0)));
+                    Done::timeout_answer(a.get(0), out);
                 }
                 wait = wait.max(done.wait);
             }
