@@ -142,6 +142,10 @@ pub struct Store {
     feed_seen: u64,
     /// Connections in a WAIT, looked at every batch until it answers.
     ack_waiters: Vec<u64>,
+    /// Connections in a blocking command (and its deadline), looked at again when the store
+    /// has changed since (the last change number) or the deadline has passed.
+    block_waiters: Vec<(u64, i64)>,
+    block_seen: u64,
 }
 
 /// How often each engine removes the expired keys of its share of the shards (Redis's
@@ -181,6 +185,8 @@ impl Store {
             followers: Vec::new(),
             feed_seen: 0,
             ack_waiters: Vec::new(),
+            block_waiters: Vec::new(),
+            block_seen: 0,
         }
     }
 
@@ -212,6 +218,11 @@ impl Store {
         }
         if s.waiting_for_replicas() && !self.ack_waiters.contains(&id) {
             self.ack_waiters.push(id);
+        }
+        if let Some(until) = s.blocked_until() {
+            if !self.block_waiters.iter().any(|&(w, _)| w == id) {
+                self.block_waiters.push((id, until));
+            }
         }
         if s.is_follower() && s.follower_conn.is_none() {
             s.follower_conn = Some(id);
@@ -288,6 +299,21 @@ impl StreamServer for Store {
     fn woken(&mut self, ids: &mut Vec<u64>) {
         // Each comes back through `run`, which lists it again while it still waits.
         ids.append(&mut self.ack_waiters);
+        if !self.block_waiters.is_empty() {
+            // A blocked command can only find something once something changed: an idle
+            // store does not run its blocked clients' commands again, only their timeouts.
+            let last = self.shared.order.last();
+            let changed = last != self.block_seen;
+            self.block_seen = last;
+            let now = self.now_ms;
+            self.block_waiters.retain(|&(id, until)| {
+                let due = changed || (until != 0 && now >= until);
+                if due {
+                    ids.push(id);
+                }
+                !due
+            });
+        }
         if !self.followers.is_empty() {
             let total = self.shared.feed.total();
             if total != self.feed_seen {

@@ -161,10 +161,15 @@ impl Session {
         self.replica.follower.is_some()
     }
 
-    /// True while a WAIT waits for replicas or a blocking command for something to take (the
-    /// server looks again every batch).
+    /// True while a WAIT waits for replicas (the server looks again every batch).
     pub fn waiting_for_replicas(&self) -> bool {
-        self.acks.is_some() || self.blocked.is_some()
+        self.acks.is_some()
+    }
+
+    /// The deadline (Unix ms; 0: none) of a blocking command waiting for something to take:
+    /// the server runs it again when the store changes, or when the deadline passes.
+    pub fn blocked_until(&self) -> Option<i64> {
+        self.blocked.as_ref().map(|b| b.1)
     }
 
     /// Points the context at this connection's database.
