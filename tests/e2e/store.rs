@@ -2673,12 +2673,32 @@ fn client_list_shows_every_connection_as_redis_does() {
             let list = bulks(&a.ask(&cmd("CLIENT LIST"))).concat();
             let info = bulks(&a.ask(&cmd("CLIENT INFO"))).concat();
             let only = bulks(&a.ask(&cmd(&format!("CLIENT LIST ID {id}")))).concat();
-            let errs =
+            let mut errs =
                 [cmd("CLIENT LIST TYPE bogus"), cmd("CLIENT LIST ID x"), cmd("CLIENT LIST FOO"), cmd("CLIENT INFO x")]
                     .iter()
                     .map(|c| String::from_utf8_lossy(&a.ask(c)).into_owned())
                     .collect::<Vec<_>>();
             let replicas = bulks(&a.ask(&cmd("CLIENT LIST TYPE replica"))).concat();
+            // CLIENT KILL: b by its id (b's connection then ends), errors as Redis's.
+            let b_id = String::from_utf8_lossy(&b.ask(&cmd("CLIENT ID"))).trim_start_matches(':').trim().to_string();
+            let mut kills = vec![String::from_utf8_lossy(&a.ask(&cmd(&format!("CLIENT KILL ID {b_id}")))).into_owned()];
+            b.0.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
+            let mut one = [0u8; 1];
+            let closed = matches!(b.0.read(&mut one), Ok(0) | Err(_));
+            kills.push(format!("b closed: {closed}"));
+            for c in [
+                "CLIENT KILL 203.0.113.1:5",
+                "CLIENT KILL TYPE bogus",
+                "CLIENT KILL ID x",
+                "CLIENT KILL USER nobody",
+                "CLIENT KILL SKIPME maybe",
+                "CLIENT KILL ID 999999 SKIPME no",
+                "CLIENT KILL ADDR",
+                "CLIENT KILL",
+            ] {
+                kills.push(String::from_utf8_lossy(&a.ask(&cmd(c))).into_owned());
+            }
+            errs.extend(kills);
             (
                 String::from_utf8_lossy(&list).into_owned(),
                 String::from_utf8_lossy(&info).into_owned(),

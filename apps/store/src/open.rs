@@ -92,6 +92,7 @@ pub fn open(s: &Settings, engines: usize, cpus: usize) -> Result<Opened, String>
         started: unix_ms() / 1000,
         feed: Arc::new(crate::repl::feed::Feed::new(REPL_BACKLOG)),
         clients: Default::default(),
+        kills: Default::default(),
         upstream: s.replicaof.as_ref().map(|(h, p)| Arc::new(crate::repl::follow::Upstream::new(h, *p))),
     });
     Ok(Opened { shared, writers, recovered })

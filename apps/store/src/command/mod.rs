@@ -76,6 +76,8 @@ pub trait Info {
     fn clients(&self) -> Vec<std::sync::Arc<crate::session::ClientView>> {
         Vec::new()
     }
+    /// CLIENT KILL marked connections: their engines are to look.
+    fn killed_some(&self) {}
     /// The link to the primary, where this store is a replica (writes are then refused).
     fn upstream(&self) -> Option<crate::repl::follow::LinkState> {
         None

@@ -35,6 +35,10 @@ impl Info for InfoOf<'_> {
         self.0.clients.lock().map(|c| c.values().cloned().collect()).unwrap_or_default()
     }
 
+    fn killed_some(&self) {
+        self.0.kills.fetch_add(1, Ordering::Release);
+    }
+
     fn databases(&self) -> Option<&Databases> {
         Some(&self.0.dbs)
     }

@@ -106,6 +106,8 @@ pub struct Shared {
     pub upstream: Option<Arc<crate::repl::follow::Upstream>>,
     /// Every connection, for CLIENT LIST.
     pub clients: std::sync::Mutex<std::collections::BTreeMap<u64, Arc<crate::session::ClientView>>>,
+    /// CLIENT KILLs so far: an engine that sees it change looks for its killed connections.
+    pub kills: AtomicU64,
 }
 
 impl Shared {
@@ -146,6 +148,9 @@ pub struct Store {
     /// has changed since (the last change number) or the deadline has passed.
     block_waiters: Vec<(u64, i64)>,
     block_seen: u64,
+    /// This engine's connections: CLIENT ID → (the channel's id, its view).
+    mine: std::collections::HashMap<u64, (u64, Arc<crate::session::ClientView>)>,
+    kills_seen: u64,
 }
 
 /// How often each engine removes the expired keys of its share of the shards (Redis's
@@ -187,6 +192,8 @@ impl Store {
             ack_waiters: Vec::new(),
             block_waiters: Vec::new(),
             block_seen: 0,
+            mine: std::collections::HashMap::new(),
+            kills_seen: 0,
         }
     }
 
@@ -196,6 +203,12 @@ impl Store {
     }
 
     fn run(&mut self, s: &mut Session, data: Option<&[u8]>, w: &mut Writer<'_, '_>) -> Verdict {
+        if s.killed() {
+            return Verdict::Close;
+        }
+        if let Some(v) = s.view() {
+            self.mine.entry(s.id()).or_insert_with(|| (w.id(), v.clone()));
+        }
         let before = s.commands;
         let info = info::InfoOf(&self.shared, self.engine);
         let mut ctx =
@@ -299,6 +312,11 @@ impl StreamServer for Store {
     fn woken(&mut self, ids: &mut Vec<u64>) {
         // Each comes back through `run`, which lists it again while it still waits.
         ids.append(&mut self.ack_waiters);
+        let kills = self.shared.kills.load(Ordering::Acquire);
+        if kills != self.kills_seen {
+            self.kills_seen = kills;
+            ids.extend(self.mine.values().filter(|(_, v)| v.killed.load(Ordering::Relaxed)).map(|(chan, _)| *chan));
+        }
         if !self.block_waiters.is_empty() {
             // A blocked command can only find something once something changed: an idle
             // store does not run its blocked clients' commands again, only their timeouts.
@@ -384,6 +402,7 @@ impl StreamServer for Store {
         if let Ok(mut c) = self.shared.clients.lock() {
             c.remove(&s.id());
         }
+        self.mine.remove(&s.id());
         if let Some(id) = s.follower_conn {
             self.followers.retain(|&f| f != id);
         }

@@ -227,6 +227,11 @@ impl Conn {
             }
         } else if is("list") {
             client_list(a, ctx, out);
+        } else if is("kill") {
+            if a.len() < 3 {
+                return reply::error(out, b"ERR wrong number of arguments for 'client|kill' command");
+            }
+            client_kill(a, ctx, self.id, out);
         } else if is("info") {
             if arity(2, "info", out) {
                 let line = me.map(|v| {
@@ -293,4 +298,98 @@ fn client_list(a: Argv<'_>, ctx: &Ctx<'_>, out: &mut dyn Sink) {
         }
     }
     reply::verbatim(out, text.as_bytes());
+}
+
+/// CLIENT KILL: the old form (`ip:port`: +OK or no such client) and the filters (ID, ADDR,
+/// LADDR, TYPE, USER, SKIPME, MAXAGE: the count). The connections are marked; their engines
+/// close them (this one too, after its reply, if it chose itself).
+fn client_kill(a: Argv<'_>, ctx: &Ctx<'_>, me: u64, out: &mut dyn Sink) {
+    use std::sync::atomic::Ordering::Relaxed;
+    let clients = ctx.info.clients();
+    if a.len() == 3 {
+        let target = a.get(2);
+        match clients.iter().find(|c| c.addr.as_bytes() == target) {
+            Some(c) => {
+                c.killed.store(true, Relaxed);
+                ctx.info.killed_some();
+                reply::ok(out);
+            }
+            None => reply::error(out, b"ERR No such client"),
+        }
+        return;
+    }
+    let (mut id, mut addr, mut laddr, mut kind, mut skipme, mut maxage) = (None, None, None, None, true, None);
+    let mut j = 2;
+    while j < a.len() {
+        if j + 1 >= a.len() {
+            return reply::error(out, b"ERR syntax error");
+        }
+        let (o, v) = (a.get(j), a.get(j + 1));
+        let is = |w: &[u8]| o.eq_ignore_ascii_case(w);
+        if is(b"id") {
+            match resp::num::parse_i64(v) {
+                Some(n) if n > 0 => id = Some(n as u64),
+                _ => return reply::error(out, b"ERR client-id should be greater than 0"),
+            }
+        } else if is(b"addr") {
+            addr = Some(v);
+        } else if is(b"laddr") {
+            laddr = Some(v);
+        } else if is(b"type") {
+            let t = v.to_ascii_lowercase();
+            match &t[..] {
+                b"normal" | b"master" | b"replica" | b"slave" | b"pubsub" => kind = Some(t),
+                _ => {
+                    let mut e = b"ERR Unknown client type '".to_vec();
+                    e.extend_from_slice(v);
+                    e.push(b'\'');
+                    return reply::error(out, &e);
+                }
+            }
+        } else if is(b"user") {
+            if v != b"default" {
+                let mut e = b"ERR No such user '".to_vec();
+                e.extend_from_slice(v);
+                e.push(b'\'');
+                return reply::error(out, &e);
+            }
+        } else if is(b"skipme") {
+            skipme = match v.to_ascii_lowercase().as_slice() {
+                b"yes" => true,
+                b"no" => false,
+                _ => return reply::error(out, b"ERR syntax error"),
+            };
+        } else if is(b"maxage") {
+            match resp::num::parse_i64(v) {
+                Some(n) => maxage = Some(n),
+                None => return reply::error(out, b"ERR value is not an integer or out of range"),
+            }
+        } else {
+            return reply::error(out, b"ERR syntax error");
+        }
+        j += 2;
+    }
+    let mut n = 0;
+    for c in &clients {
+        let replica = c.replica.load(Relaxed);
+        let hit = id.is_none_or(|i| c.id == i)
+            && addr.is_none_or(|x| c.addr.as_bytes() == x)
+            && laddr.is_none_or(|x| c.laddr.as_bytes() == x)
+            && match kind.as_deref() {
+                None => true,
+                Some(b"normal") => !replica,
+                Some(b"replica") | Some(b"slave") => replica,
+                Some(_) => false,
+            }
+            && maxage.is_none_or(|m| (ctx.now_ms - c.created_ms) / 1000 >= m)
+            && !(skipme && c.id == me);
+        if hit {
+            c.killed.store(true, Relaxed);
+            n += 1;
+        }
+    }
+    if n > 0 {
+        ctx.info.killed_some();
+    }
+    reply::int(out, n);
 }

@@ -131,6 +131,16 @@ impl Session {
         self.conn.id()
     }
 
+    /// Its CLIENT LIST view.
+    pub fn view(&self) -> Option<&std::sync::Arc<ClientView>> {
+        self.view.as_ref()
+    }
+
+    /// True once CLIENT KILL chose it.
+    pub fn killed(&self) -> bool {
+        self.view.as_ref().is_some_and(|v| v.killed.load(std::sync::atomic::Ordering::Relaxed))
+    }
+
     /// Listed for CLIENT LIST as `view` (made for this session's id).
     pub fn with_view(mut self, view: std::sync::Arc<ClientView>) -> Session {
         self.view = Some(view);

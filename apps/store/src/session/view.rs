@@ -32,6 +32,8 @@ pub struct ClientView {
     pub replica: AtomicBool,
     /// CLIENT SETNAME's name.
     pub name: Mutex<Option<Vec<u8>>>,
+    /// CLIENT KILL chose it: its engine closes it.
+    pub killed: AtomicBool,
 }
 
 impl ClientView {
@@ -50,6 +52,7 @@ impl ClientView {
             omem: AtomicUsize::new(0),
             replica: AtomicBool::new(false),
             name: Mutex::new(None),
+            killed: AtomicBool::new(false),
         }
     }
 
