@@ -167,14 +167,25 @@ pub struct Keyspace {
 /// A store's databases (Redis's `databases`, SELECT 0 to N-1).
 pub struct Databases {
     dbs: Box<[Keyspace]>,
+    /// SWAPDBs so far: a snapshot copied while one ran is not a state the log can continue.
+    swaps: std::sync::atomic::AtomicU64,
 }
 
 impl Databases {
     /// `count` databases (at least one) of `shards` shards each, under one gate.
     pub fn new(count: usize, shards: usize) -> Databases {
         let gate = Arc::new(RwLock::new(()));
-        let dbs = (0..count.max(1)).map(|index| Keyspace::with_gate(shards, gate.clone(), index)).collect();
-        Databases { dbs }
+        // One hasher for all: a key has the same shard in every database, so SWAPDB swaps
+        // shard for shard.
+        let hasher = RandomState::new();
+        let dbs =
+            (0..count.max(1)).map(|index| Keyspace::with_gate(shards, gate.clone(), index, hasher.clone())).collect();
+        Databases { dbs, swaps: std::sync::atomic::AtomicU64::new(0) }
+    }
+
+    /// SWAPDBs so far.
+    pub fn swaps(&self) -> u64 {
+        self.swaps.load(std::sync::atomic::Ordering::Acquire)
     }
 
     /// Database `i`, if there is one.
@@ -206,6 +217,29 @@ impl Databases {
     pub fn keys(&self) -> usize {
         self.dbs.iter().map(Keyspace::len).sum()
     }
+
+    /// Swaps the contents of databases `a` and `b` (SWAPDB): every shard of both held at once
+    /// (the lower database's first, in shard order: the order every command locks in), the
+    /// change numbered by `number` while they are held, then traded shard for shard.
+    pub fn swap(&self, a: usize, b: usize, number: impl FnOnce() -> u64) -> u64 {
+        let (Some(x), Some(y)) = (self.db(a.min(b)), self.db(a.max(b))) else { return 0 };
+        let mut first = x.lock_set(x.all());
+        let mut second = (a != b).then(|| y.lock_set(y.all()));
+        let seq = number();
+        let Some(second) = second.as_mut() else { return seq };
+        self.swaps.fetch_add(1, std::sync::atomic::Ordering::AcqRel);
+        for (s, t) in first.each().zip(second.each()) {
+            std::mem::swap(s, t);
+            // Whatever a reader saw of either database rests on the swap now.
+            for sh in [s, t] {
+                sh.removed_seq = sh.removed_seq.max(seq);
+                for e in sh.map.values_mut() {
+                    e.seq = e.seq.max(seq);
+                }
+            }
+        }
+        seq
+    }
 }
 
 /// Several shards locked together, in index order.
@@ -229,17 +263,12 @@ impl Keyspace {
     /// An empty keyspace of `shards` shards (1 to [`MAX_SHARDS`]): database 0 of a store of
     /// one.
     pub fn new(shards: usize) -> Keyspace {
-        Keyspace::with_gate(shards, Arc::new(RwLock::new(())), 0)
+        Keyspace::with_gate(shards, Arc::new(RwLock::new(())), 0, RandomState::new())
     }
 
-    fn with_gate(shards: usize, gate: Arc<RwLock<()>>, index: usize) -> Keyspace {
+    fn with_gate(shards: usize, gate: Arc<RwLock<()>>, index: usize, hasher: RandomState) -> Keyspace {
         let n = shards.clamp(1, MAX_SHARDS);
-        Keyspace {
-            shards: (0..n).map(|_| Mutex::new(Shard::default())).collect(),
-            hasher: RandomState::new(),
-            gate,
-            index,
-        }
+        Keyspace { shards: (0..n).map(|_| Mutex::new(Shard::default())).collect(), hasher, gate, index }
     }
 
     /// Its number.

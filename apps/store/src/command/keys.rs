@@ -244,3 +244,31 @@ pub(super) fn flushall(a: Argv<'_>, ctx: &mut Ctx<'_>, out: &mut dyn Sink) -> Do
     reply::ok(out);
     Done::wait(seq)
 }
+
+/// SWAPDB: two databases trade their keys (clients stay on the number they selected).
+pub(super) fn swapdb(a: Argv<'_>, ctx: &mut Ctx<'_>, out: &mut dyn Sink) -> Done {
+    let db = |v: &[u8], which: &[u8], out: &mut dyn Sink| match resp::num::parse_i64(v) {
+        Some(n) => Some(n),
+        None => {
+            reply::error(out, which);
+            None
+        }
+    };
+    let Some(x) = db(a.get(1), b"ERR invalid first DB index", out) else { return Done::default() };
+    let Some(y) = db(a.get(2), b"ERR invalid second DB index", out) else { return Done::default() };
+    let info = ctx.info;
+    let count = info.databases().map_or(1, |d| d.len()) as i64;
+    if !(0..count).contains(&x) || !(0..count).contains(&y) {
+        reply::error(out, b"ERR DB index is out of range");
+        return Done::default();
+    }
+    let Some(dbs) = info.databases().filter(|_| x != y) else {
+        reply::ok(out);
+        return Done::default();
+    };
+    let journal = &mut ctx.journal;
+    let seq =
+        dbs.swap(x as usize, y as usize, || journal.record(&crate::log::record::Change::SwapDb(x as u32, y as u32)));
+    reply::ok(out);
+    Done::wait(seq)
+}

@@ -14,6 +14,7 @@
 //!     Expire: i64 at ms (0: persist), u32 klen, key
 //!     Flush:  nothing (every database)
 //!     FlushDb: nothing (the record's database)
+//!     SwapDb: u32 a, u32 b — databases a and b swapped
 //!     Commit: u64 bytes, u64 generation, u64 last change of the log's previous commit (0: none)
 //!             (seq: the commit's first record's)
 //!     HashSet: u8 fresh, i64 expire-at ms, u32 klen, key, u32 n, then n × (u32 flen, u32 vlen, field, value)
@@ -79,6 +80,8 @@ pub enum Kind {
     Scores = 10,
     /// Every key of the record's database removed (FLUSHDB).
     FlushDb = 11,
+    /// Two databases swapped (SWAPDB).
+    SwapDb = 12,
 }
 
 /// What a List record does to its list.
@@ -144,6 +147,8 @@ pub enum Change<'a> {
     Flush,
     /// Every key of the record's database removed (FLUSHDB).
     FlushDb,
+    /// Databases `.0` and `.1` swapped (SWAPDB).
+    SwapDb(u32, u32),
     /// Fields of the hash at `key` set.
     HashSet {
         /// The key.
@@ -335,6 +340,11 @@ pub fn encode(buf: &mut Vec<u8>, seq: u64, change: &Change<'_>) -> usize {
         }
         Change::Flush => Encoder::new(buf, Kind::Flush, seq).finish(),
         Change::FlushDb => Encoder::new(buf, Kind::FlushDb, seq).finish(),
+        Change::SwapDb(a, b) => {
+            let mut e = Encoder::new(buf, Kind::SwapDb, seq);
+            e.u32(*a).u32(*b);
+            e.finish()
+        }
         Change::HashSet { key, fresh, expire_ms, fields } => encode_hash_set(buf, seq, key, *fresh, *expire_ms, fields),
         Change::List { key, fresh, gone, expire_ms, op } => {
             let mut e = Encoder::new(buf, Kind::List, seq);
@@ -464,6 +474,7 @@ pub fn read(b: &[u8], max_len: usize) -> Read<'_> {
         3 => parse_expire(p),
         4 if p.is_empty() => Some(Change::Flush),
         11 if p.is_empty() => Some(Change::FlushDb),
+        12 if p.len() == 8 => u32_at(p, 0).zip(u32_at(p, 4)).map(|(a, b)| Change::SwapDb(a, b)),
         5 if p.len() == 24 => Some(Change::Commit {
             len: u64::from_le_bytes(p[..8].try_into().unwrap_or_default()),
             gen: u64::from_le_bytes(p[8..16].try_into().unwrap_or_default()),
@@ -727,7 +738,7 @@ mod tests {
                 0..5,
             ),
             proptest::collection::vec(proptest::collection::vec(any::<u8>(), 0..20), 0..5),
-            0u8..12,
+            0u8..14,
         )
     }
 
@@ -782,6 +793,8 @@ mod tests {
                     set: keys.iter().map(|a| (&a[..], seq.rotate_left(a.len() as u32))).collect(),
                     removed: sets.iter().map(|(a, ..)| &a[..]).collect(),
                 },
+                10 => Change::SwapDb((seq % 16) as u32, (seq / 16 % 16) as u32),
+                11 => Change::FlushDb,
                 5 => Change::HashDel {
                     key: keys.last().map_or(&b"k"[..], |a| &a[..]),
                     fields: keys.iter().map(|a| &a[..]).collect(),

@@ -227,6 +227,10 @@ pub(crate) fn apply_in(dbs: &Databases, db: usize, seq: u64, change: Change<'_>)
             }
             true
         }
+        (Change::SwapDb(a, b), _) => {
+            dbs.swap(a as usize, b as usize, || seq);
+            true
+        }
         (Change::FlushDb, Some(ks)) => {
             for i in 0..ks.shards() {
                 ks.lock(i).clear(seq);
@@ -370,6 +374,8 @@ pub(crate) fn apply(ks: &Keyspace, seq: u64, change: Change<'_>) {
                 ks.lock(i).clear(seq);
             }
         }
+        // Needs every database: [`apply_in`] does it.
+        Change::SwapDb(..) => {}
         Change::Commit { .. } => {}
     }
 }

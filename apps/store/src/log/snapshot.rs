@@ -53,6 +53,7 @@ pub fn write(
     let mut w = BufWriter::with_capacity(1 << 20, f);
     let mut rec = Vec::new();
     let mut count = 0u64;
+    let swaps = dbs.swaps();
     for ks in dbs.iter() {
         for i in 0..ks.shards() {
             rec.clear();
@@ -69,6 +70,10 @@ pub fn write(
             }
             w.write_all(&rec).map_err(fail)?;
         }
+    }
+    if dbs.swaps() != swaps {
+        let _ = fs::remove_file(&tmp);
+        return Err("a SWAPDB ran while the snapshot was copied; it is taken again later".into());
     }
     let mut f = w.into_inner().map_err(|e| fail(e.into_error()))?;
     let mut head = Vec::with_capacity(HEAD);

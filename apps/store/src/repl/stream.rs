@@ -71,6 +71,7 @@ pub fn commands_of(change: &Change<'_>, out: &mut Vec<u8>) {
         Change::Expire(k, at) => command(out, &[b"PEXPIREAT", k, at.to_string().as_bytes()]),
         Change::Flush => command(out, &[b"FLUSHALL"]),
         Change::FlushDb => command(out, &[b"FLUSHDB"]),
+        Change::SwapDb(a, b) => command(out, &[b"SWAPDB", a.to_string().as_bytes(), b.to_string().as_bytes()]),
         Change::HashSet { key, fresh: made, expire_ms, fields } => {
             if *made {
                 fresh(out, key);
