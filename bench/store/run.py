@@ -5,7 +5,8 @@ on the device) and, for reference, Redis with `appendfsync everysec` (up to a se
 acknowledged writes lost in a crash) and without persistence, in one run (`SERVERS=`
 picks: sirocco, redis-always, redis-everysec, redis-none). `LOADS=redis-benchmark:hset:50:1,...`
 runs redis-benchmark's other tests (hset, lpush, sadd, zadd: a write per request of each
-type).
+type); `gen:multi5:C:D` runs transactions of five 1 KB SETs (MULTI, 5 × SET, EXEC) from
+`sirocco gen kv --workload multi5` (ops are transactions).
 
 Placement as BENCHMARKING.md: each server alone on CPU 1 (the same cpuset cgroup for all, so
 the kernel threads a server starts stay on its core too), load from CPU 0. Loads:
@@ -114,10 +115,10 @@ def redis_benchmark(test, clients, pipe, n):
     return {"ops_per_s": float(row[1]), "p50_ms": float(row[4]), "p99_ms": float(row[6])}
 
 
-def gen(conns, depth, secs):
+def gen(conns, depth, secs, workload="set1k"):
     path = f"/tmp/sirocco-bench-store-{os.getpid()}.json"
     argv = [SIROCCO, "gen", "kv", "--iface", CLI_IF, "--addr", GEN_ADDR, "--dst", SERVER_ADDR, "--port", "6379",
-            "--cpus", str(GEN_CPU), "--queues", "1", "--protocol", "redis", "--workload", "set1k", "--keys", "100000",
+            "--cpus", str(GEN_CPU), "--queues", "1", "--protocol", "redis", "--workload", workload, "--keys", "100000",
             "--rate", "400000", "--conns", str(conns), "--depth", str(depth), "--duration", str(secs), "--drain", "1",
             "--no-preload", "--json", path]
     r = ns(CLI_NS, *argv, check=False)
@@ -138,7 +139,8 @@ def one_run(server, load, stat):
         redis_benchmark("set", 20, 32, KEYS * 5)
     n = RB_REQUESTS * (4 if pipe > 1 else 1)
     f0, c0, t0 = flushes(stat), proc_cpu(server.pid()), time.time()
-    r = redis_benchmark(test, clients, pipe, n) if tool == "redis-benchmark" else gen(clients, pipe, SECS)
+    r = redis_benchmark(test, clients, pipe, n) if tool == "redis-benchmark" else \
+        gen(clients, pipe, SECS, "multi5" if test == "multi5" else "set1k")
     f1, c1, t1 = flushes(stat), proc_cpu(server.pid()), time.time()
     cpu = (c1 - c0) if c0 is not None and c1 is not None else None
     ops = r.pop("ops", n)

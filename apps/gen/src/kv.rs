@@ -31,6 +31,9 @@ pub enum Workload {
     Set1k,
     /// Only gets of them.
     Get1k,
+    /// Redis only: transactions of five sets of 1 KB values (MULTI, 5 × SET, EXEC), each one
+    /// request.
+    Multi5,
 }
 
 /// The protocol spoken.
@@ -48,7 +51,7 @@ impl Workload {
         match self {
             Workload::Etc => 0.75,
             Workload::Usr => 0.99,
-            Workload::Set1k => 0.0,
+            Workload::Set1k | Workload::Multi5 => 0.0,
             Workload::Get1k => 1.0,
         }
     }
@@ -62,7 +65,7 @@ impl Workload {
                 (x.round() as usize).clamp(20, 70)
             }
             Workload::Usr => 16 + rng.below(4),
-            Workload::Set1k | Workload::Get1k => 16,
+            Workload::Set1k | Workload::Get1k | Workload::Multi5 => 16,
         }
     }
 
@@ -75,7 +78,7 @@ impl Workload {
                 (x.round() as usize).clamp(1, 1024)
             }
             Workload::Usr => 2,
-            Workload::Set1k | Workload::Get1k => 1024,
+            Workload::Set1k | Workload::Get1k | Workload::Multi5 => 1024,
         }
     }
 }
@@ -232,7 +235,13 @@ enum Kind {
     Get,
     Set,
     Preload,
+    /// MULTI, five SETs, EXEC: twelve answer lines.
+    Tx,
 }
+
+/// The answer lines of a transaction of five sets, in order.
+const TX_LINES: [&[u8]; 12] =
+    [b"+OK", b"+QUEUED", b"+QUEUED", b"+QUEUED", b"+QUEUED", b"+QUEUED", b"*5", b"+OK", b"+OK", b"+OK", b"+OK", b"+OK"];
 
 #[derive(Clone, Copy, PartialEq, Eq)]
 enum Phase {
@@ -253,6 +262,8 @@ struct Conn {
     skip: usize,
     /// A VALUE was read for the get being answered.
     hit: bool,
+    /// Answer lines of the transaction being answered read so far.
+    tx_line: usize,
 }
 
 /// Due requests beyond this many waiting for a connection are given up.
@@ -288,6 +299,7 @@ impl KvGen {
                 line: Vec::new(),
                 skip: 0,
                 hit: false,
+                tx_line: 0,
             })
             .collect();
         KvGen {
@@ -328,6 +340,22 @@ impl KvGen {
             (Proto::Resp, Kind::Get) => {
                 let head = resp_head(&mut line, b"*2\r\n$3\r\nGET\r\n", key.len());
                 c.out.write(bufs, head) && c.out.write(bufs, key) && c.out.write(bufs, b"\r\n")
+            }
+            (Proto::Resp, Kind::Tx) => {
+                let mut ok = c.out.write(bufs, b"*1\r\n$5\r\nMULTI\r\n");
+                for k in 0..5 {
+                    let (key, vlen) = self.cfg.keys.key((key_index + k * 7919) % self.cfg.keys.len());
+                    let head = resp_head(&mut line, b"*3\r\n$3\r\nSET\r\n", key.len());
+                    let mut vline = [0u8; 128];
+                    let vhead = resp_head(&mut vline, b"\r\n", vlen);
+                    ok = ok
+                        && c.out.write(bufs, head)
+                        && c.out.write(bufs, key)
+                        && c.out.write(bufs, vhead)
+                        && c.out.write(bufs, &self.value[..vlen])
+                        && c.out.write(bufs, b"\r\n");
+                }
+                ok && c.out.write(bufs, b"*1\r\n$4\r\nEXEC\r\n")
             }
             (Proto::Resp, _) => {
                 let head = resp_head(&mut line, b"*3\r\n$3\r\nSET\r\n", key.len());
@@ -425,6 +453,20 @@ impl KvGen {
     /// skipped); anything else is an error.
     fn resp_reply(&mut self, i: usize, l: &[u8], now: Instant) {
         let c = &mut self.conns[i];
+        if let Some(&(Kind::Tx, due)) = c.waiting.front() {
+            if l != TX_LINES[c.tx_line] {
+                self.stats.errors += 1;
+            }
+            c.tx_line += 1;
+            if c.tx_line == TX_LINES.len() {
+                c.tx_line = 0;
+                c.waiting.pop_front();
+                self.stats.stored += 1;
+                self.stats.completed += 1;
+                self.stats.latency.record(now.since(due).as_nanos());
+            }
+            return;
+        }
         let Some((kind, due)) = c.waiting.pop_front() else {
             self.stats.errors += 1;
             return;
@@ -489,7 +531,13 @@ impl KvGen {
             tried = 0;
             let due = self.backlog.pop_front().expect("not empty");
             let key = self.rng.below(self.cfg.keys.len());
-            let kind = if self.rng.unit() < self.cfg.workload.get_ratio() { Kind::Get } else { Kind::Set };
+            let kind = if self.cfg.workload == Workload::Multi5 {
+                Kind::Tx
+            } else if self.rng.unit() < self.cfg.workload.get_ratio() {
+                Kind::Get
+            } else {
+                Kind::Set
+            };
             self.send(i, kind, key, due, calls);
         }
     }

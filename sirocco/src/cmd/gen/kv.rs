@@ -25,6 +25,8 @@ pub enum WorkloadArg {
     Set1k,
     /// Only gets of 1 KB values on 16-byte keys.
     Get1k,
+    /// Redis only: transactions of five sets of 1 KB values (MULTI, 5 SETs, EXEC).
+    Multi5,
 }
 
 #[derive(clap::ValueEnum, Clone, Copy)]
@@ -100,11 +102,15 @@ pub fn run(a: GenKvArgs) -> Result<(), String> {
         WorkloadArg::Usr => (Workload::Usr, "usr"),
         WorkloadArg::Set1k => (Workload::Set1k, "set1k"),
         WorkloadArg::Get1k => (Workload::Get1k, "get1k"),
+        WorkloadArg::Multi5 => (Workload::Multi5, "multi5"),
     };
     let proto = match a.protocol {
         ProtoArg::Memcache => Proto::Memcache,
         ProtoArg::Redis => Proto::Resp,
     };
+    if workload == Workload::Multi5 && proto != Proto::Resp {
+        return Err("--workload multi5 is Redis's MULTI/EXEC: add --protocol redis".into());
+    }
     let keys = Arc::new(KeySpace::new(workload, a.keys, a.seed));
     let limits = tcp_limits();
     let running = Arc::new(AtomicUsize::new(queues as usize));
