@@ -1,6 +1,6 @@
-//! Reading RDB files, sans-IO: what a Redis 7.0 primary sends a replica at a full sync — its
-//! compact encodings (listpacks, intsets, quicklists), integer and LZF-compressed strings,
-//! expiries, auxiliary fields — as keys and values. Every length is checked against the bytes
+//! Reading RDB files, sans-IO: what a Redis 7.0 or 7.2 primary sends a replica at a full sync
+//! (RDB 10 and 11) — its compact encodings (listpacks, intsets, quicklists, 7.2's listpack
+//! sets), integer and LZF-compressed strings, expiries, auxiliary fields — as keys and values. Every length is checked against the bytes
 //! there are: a damaged or hostile file is an error, never a panic or a huge allocation.
 
 use crate::hash::Hash;
@@ -298,6 +298,8 @@ fn value(c: &mut Cur<'_>, t: u8) -> R<Value> {
         11 => set_of(intset(&c.string()?).ok_or_else(damaged)?),
         16 => hash_of(listpack(&c.string()?).ok_or_else(damaged)?).ok_or_else(damaged)?,
         17 => zset_of(listpack(&c.string()?).ok_or_else(damaged)?).ok_or_else(damaged)?,
+        // Redis 7.2 (RDB 11): a small set of any members as a listpack.
+        20 => set_of(listpack(&c.string()?).ok_or_else(damaged)?),
         18 => {
             let nodes = c.count(2)?;
             let mut l = List::new();
@@ -330,8 +332,8 @@ pub fn load(b: &[u8], now_ms: i64, mut key: impl FnMut(Loaded)) -> R<Summary> {
         return Err("RDB: not an RDB file (no REDIS signature)".into());
     }
     let version: u32 = std::str::from_utf8(&b[5..9]).ok().and_then(|v| v.parse().ok()).unwrap_or(0);
-    if !(1..=10).contains(&version) {
-        return Err(format!("RDB: version {version} is not read (Redis 7.0 writes 10)"));
+    if !(1..=11).contains(&version) {
+        return Err(format!("RDB: version {version} is not read (Redis 7.0 writes 10, 7.2 writes 11)"));
     }
     let mut c = Cur { b, at: 9 };
     let mut sum = Summary::default();
@@ -439,6 +441,16 @@ mod tests {
         assert!(matches!(&got[1].1, Value::Set(s) if s.contains(b"1") && s.contains(b"2")));
         assert!(matches!(&got[2].1, Value::List(l) if l.len() == 2));
         assert_eq!(got[3].1, Value::Str(b"aaaaaaaaaa".to_vec()));
+        // RDB 11 (Redis 7.2): a set as a listpack (type 20).
+        let mut v11 = b"REDIS0011".to_vec();
+        v11.extend_from_slice(&[0xfe, 0, 20, 1, b's', lp.len() as u8]);
+        v11.extend_from_slice(lp);
+        v11.push(0xff);
+        v11.extend_from_slice(&[0; 8]);
+        let mut got = Vec::new();
+        load(&v11, 0, |k| got.push(k.value)).unwrap();
+        assert!(matches!(&got[..], [Value::Set(s)] if s.contains(b"f") && s.contains(b"v") && s.len() == 2));
+        assert!(load(b"REDIS0012\xff", 0, |_| {}).is_err(), "a version after 11 is refused");
     }
 
     #[test]
