@@ -54,7 +54,7 @@ impl Conn {
         if is("auth") {
             self.auth(a, ctx, out);
         } else if is("hello") {
-            self.hello(a, ctx, out);
+            self.hello(a, ctx, me, out);
         } else if !authed && !is("quit") {
             reply::error(out, b"NOAUTH Authentication required.");
         } else if is("client") {
@@ -102,7 +102,15 @@ impl Conn {
         }
     }
 
-    fn hello(&mut self, a: Argv<'_>, ctx: &Ctx<'_>, out: &mut dyn Sink) {
+    /// Names the connection (empty: no name), for CLIENT GETNAME and CLIENT LIST alike.
+    fn set_name(&mut self, n: &[u8], me: Option<&super::ClientView>) {
+        self.name = (!n.is_empty()).then(|| n.to_vec());
+        if let Some(Ok(mut shown)) = me.map(|v| v.name.lock()) {
+            shown.clone_from(&self.name);
+        }
+    }
+
+    fn hello(&mut self, a: Argv<'_>, ctx: &Ctx<'_>, me: Option<&super::ClientView>, out: &mut dyn Sink) {
         let mut j = 1;
         let mut proto = None;
         if a.len() > 1 {
@@ -143,7 +151,7 @@ impl Conn {
             if !valid_name(n) {
                 return reply::error(out, b"ERR Client names cannot contain spaces, newlines or special characters.");
             }
-            self.name = (!n.is_empty()).then(|| n.to_vec());
+            self.set_name(n, me);
         }
         if let Some(v3) = proto {
             self.resp3 = v3;
@@ -186,11 +194,6 @@ impl Conn {
         self.id
     }
 
-    /// Its name.
-    pub(super) fn name(&self) -> &Option<Vec<u8>> {
-        &self.name
-    }
-
     fn client(&mut self, a: Argv<'_>, ctx: &Ctx<'_>, me: Option<&super::ClientView>, out: &mut dyn Sink) {
         if a.len() < 2 {
             return reply::error(out, b"ERR wrong number of arguments for 'client' command");
@@ -219,7 +222,7 @@ impl Conn {
             if arity(3, "setname", out) {
                 let n = a.get(2);
                 if valid_name(n) {
-                    self.name = (!n.is_empty()).then(|| n.to_vec());
+                    self.set_name(n, me);
                     reply::ok(out);
                 } else {
                     reply::error(out, b"ERR Client names cannot contain spaces, newlines or special characters.");
@@ -234,14 +237,7 @@ impl Conn {
             client_kill(a, ctx, self.id, out);
         } else if is("info") {
             if arity(2, "info", out) {
-                let line = me.map(|v| {
-                    // This connection's name as it is now (the view's is published after the
-                    // batch).
-                    if let Ok(mut n) = v.name.lock() {
-                        n.clone_from(&self.name);
-                    }
-                    v.line(ctx.now_ms)
-                });
+                let line = me.map(|v| v.line(ctx.now_ms));
                 reply::verbatim(out, line.unwrap_or_default().as_bytes());
             }
         } else {

@@ -156,7 +156,6 @@ impl Session {
             v.omem.store(self.held.len() + self.unsent(), Relaxed);
             v.multi.store(self.tx.queued_count(), Relaxed);
             v.replica.store(self.replica.follower.is_some(), Relaxed);
-            v.name.lock().map(|mut n| n.clone_from(self.conn.name())).ok();
         }
     }
 
