@@ -6,6 +6,7 @@ use std::process::Command;
 fn main() {
     let out = PathBuf::from(std::env::var("OUT_DIR").unwrap());
     println!("cargo:rerun-if-changed=bpf/arp.h");
+    println!("cargo:rerun-if-changed=bpf/dns_answer.h");
     for name in ["filter", "ctl"] {
         compile(&format!("bpf/{name}.c"), &out.join(format!("{name}.o")));
     }

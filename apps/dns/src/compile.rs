@@ -161,6 +161,19 @@ impl<'a> NodeView<'a> {
     fn below(&self) -> (u8, u32) {
         (self.0[1], self.u32_at(8))
     }
+    /// The query types with a response of their own.
+    fn types(&self) -> Vec<u16> {
+        let start = NODE_HEAD + usize::from(self.0[0]);
+        let count = usize::from(u16::from_le_bytes([self.0[2], self.0[3]]));
+        self.0[start..start + count * ANSWER_LEN]
+            .chunks_exact(ANSWER_LEN)
+            .map(|a| u16::from_le_bytes([a[0], a[1]]))
+            .collect()
+    }
+    /// Bytes of the encoded node.
+    fn size(&self) -> usize {
+        NODE_HEAD + usize::from(self.0[0]) + usize::from(u16::from_le_bytes([self.0[2], self.0[3]])) * ANSWER_LEN
+    }
     /// The response offset for `qtype`.
     fn answer(&self, qtype: u16, dnssec: bool) -> u32 {
         let start = NODE_HEAD + usize::from(self.0[0]);
@@ -272,6 +285,30 @@ impl Denial {
             nsec3::Place::Matches(_) => None,
         }
     }
+}
+
+/// What answers the names below a name that do not exist.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum BelowKind {
+    /// NXDOMAIN.
+    Nx,
+    /// The referral of a delegation.
+    Cut,
+    /// A wildcard, answering these types apart.
+    Wild(Vec<u16>),
+    /// DNAME substitution.
+    Dname,
+}
+
+/// A name of a compiled zone, as [`CompiledZone::nodes`] lists it.
+#[derive(Debug, Clone)]
+pub struct NodeInfo<'a> {
+    /// Wire form, as written in the zone.
+    pub name: &'a [u8],
+    /// Query types with a response of their own.
+    pub types: Vec<u16>,
+    /// What answers for names below it.
+    pub below: BelowKind,
 }
 
 /// The outcome of looking a name up in a zone.
@@ -537,6 +574,30 @@ impl CompiledZone {
             }
             slot = (slot + 1) & mask;
         }
+    }
+
+    /// Every name of the zone with the types it answers apart and what answers the names
+    /// below it that do not exist.
+    pub fn nodes(&self) -> Vec<NodeInfo<'_>> {
+        let mut out = Vec::with_capacity(self.names);
+        let mut at = 0;
+        for _ in 0..self.names {
+            let n = self.node(at as u32);
+            let below = match n.below() {
+                (BELOW_CUT, _) => BelowKind::Cut,
+                (BELOW_WILD, w) => BelowKind::Wild(self.node(w).types()),
+                (BELOW_DNAME, _) => BelowKind::Dname,
+                _ => BelowKind::Nx,
+            };
+            out.push(NodeInfo { name: n.name(), types: n.types(), below });
+            at += n.size();
+        }
+        out
+    }
+
+    /// Whether the zone has the name `w` (any letter case).
+    pub fn has_name(&self, w: &[u8]) -> bool {
+        self.node_offset(w).is_some()
     }
 
     /// Names with prepared answers (owners and empty non-terminals).

@@ -20,9 +20,11 @@
 #include <linux/in.h>
 #include <linux/ip.h>
 #include <linux/ipv6.h>
+#include <linux/udp.h>
 #include <bpf/bpf_helpers.h>
 #include <bpf/bpf_endian.h>
 #include "arp.h"
+#include "dns_answer.h"
 
 struct grant_key {
     __u32 addr;  // network order
@@ -90,10 +92,10 @@ struct {
     __type(value, __u32);
 } whole SEC(".maps");
 
-// Per-CPU counters: 0 redirected, 1 passed.
+// Per-CPU counters: 0 redirected, 1 passed, 2 answered here (DNS), 3 dropped here.
 struct {
     __uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
-    __uint(max_entries, 2);
+    __uint(max_entries, 4);
     __type(key, __u32);
     __type(value, __u64);
 } verdicts SEC(".maps");
@@ -117,6 +119,17 @@ static __always_inline int to_sirocco(struct xdp_md *ctx)
     return bpf_redirect_map(&xsks, ctx->rx_queue_index, XDP_PASS);
 }
 
+// A granted UDP flow: answered here if it is a DNS grant and the answer is prepared,
+// else to sirocco's socket.
+static __always_inline int granted_udp(struct xdp_md *ctx, int answered)
+{
+    if (answered == XDP_TX)
+        return count(2, XDP_TX);
+    if (answered == -2)
+        return count(3, XDP_DROP);
+    return to_sirocco(ctx);
+}
+
 static __always_inline int owned_alone(__u32 addr)
 {
     __u32 *f = bpf_map_lookup_elem(&owned, &addr);
@@ -129,7 +142,7 @@ static __always_inline int owned6_alone(const struct in6_addr *addr)
     return f && (*f & OWNED_ALONE);
 }
 
-static __always_inline int ipv6(struct xdp_md *ctx, struct ipv6hdr *ip, void *end)
+static __always_inline int ipv6(struct xdp_md *ctx, struct ipv6hdr *ip, void *end, int tagged)
 {
     if ((void *)(ip + 1) > end)
         return count(1, XDP_PASS);
@@ -165,7 +178,13 @@ static __always_inline int ipv6(struct xdp_md *ctx, struct ipv6hdr *ip, void *en
         return count(1, XDP_PASS);
     struct grant6_key k = { .port = ports[1], .proto = nh, .pad = 0 };
     __builtin_memcpy(k.addr, &ip->daddr, 16);
-    if (bpf_map_lookup_elem(&grants6, &k))
+    __u32 *g = bpf_map_lookup_elem(&grants6, &k);
+    if (g && (*g & GRANT_DNS) && nh == IPPROTO_UDP) {
+        if (tagged || l4 != (__u8 *)(ip + 1))
+            return granted_udp(ctx, dns_count(DNS_LAYOUT));
+        return granted_udp(ctx, dns_reply6(ctx, ip, (struct udphdr *)l4, end));
+    }
+    if (g)
         return to_sirocco(ctx);
     k.port = 0;
     if (bpf_map_lookup_elem(&grants6, &k))
@@ -205,7 +224,7 @@ int sirocco_filter(struct xdp_md *ctx)
         return count(1, XDP_PASS);
     }
     if (proto == bpf_htons(ETH_P_IPV6))
-        return ipv6(ctx, l3, end);
+        return ipv6(ctx, l3, end, l3 != (void *)(eth + 1));
     if (proto != bpf_htons(ETH_P_IP))
         return count(1, XDP_PASS);
     struct iphdr *ip = l3;
@@ -231,7 +250,13 @@ int sirocco_filter(struct xdp_md *ctx)
     if ((void *)(ports + 2) > end)
         return count(1, XDP_PASS);
     struct grant_key k = { .addr = dst, .port = ports[1], .proto = ip->protocol, .pad = 0 };
-    if (bpf_map_lookup_elem(&grants, &k))
+    __u32 *g = bpf_map_lookup_elem(&grants, &k);
+    if (g && (*g & GRANT_DNS) && ip->protocol == IPPROTO_UDP) {
+        if (l3 != (void *)(eth + 1))
+            return granted_udp(ctx, dns_count(DNS_LAYOUT));
+        return granted_udp(ctx, dns_reply4(ctx, ip, (struct udphdr *)ports, end));
+    }
+    if (g)
         return to_sirocco(ctx);
     k.port = 0;
     if (bpf_map_lookup_elem(&grants, &k))

@@ -23,6 +23,10 @@ pub fn object() -> &'static [u8] {
 pub const PROGRAM_NAME: &str = "sirocco_filter";
 
 const OWNED_ALONE: u32 = 1;
+/// A grant's value: the flow goes to sirocco.
+const GRANTED: u32 = 1;
+/// A grant's value: DNS queries of the flow may be answered in the program (XDP_TX).
+const GRANTED_DNS: u32 = 2;
 
 /// Key of the `grants` map; must match `struct grant_key` in filter.c.
 #[repr(C)]
@@ -93,6 +97,7 @@ pub struct Filter {
     owned6: HashMap<MapData, [u8; 16], u32>,
     whole: Array<MapData, u32>,
     verdicts: PerCpuArray<MapData, u64>,
+    dns: Option<crate::dns_answers::DnsMaps>,
     mode: AttachMode,
     iface: String,
 }
@@ -116,6 +121,7 @@ impl Filter {
         let verdicts =
             PerCpuArray::try_from(ebpf.take_map("verdicts").ok_or_else(|| err("filter has no verdicts map"))?)
                 .map_err(|e| err(format!("verdicts map: {e}")))?;
+        let dns = crate::dns_answers::DnsMaps::take(&mut ebpf).map_err(err)?;
         let prog: &mut Xdp = ebpf
             .program_mut(PROGRAM_NAME)
             .ok_or_else(|| err("filter object has no program"))?
@@ -150,6 +156,7 @@ impl Filter {
             owned6,
             whole,
             verdicts,
+            dns: Some(dns),
             mode,
             iface: iface.to_string(),
         })
@@ -167,12 +174,27 @@ impl Filter {
 
     /// Grants sirocco the (address, protocol, port) flow; port 0 grants every port.
     pub fn grant(&mut self, addr: IpAddr, proto: u8, port: u16) -> Result<(), FilterError> {
+        self.grant_as(addr, proto, port, GRANTED)
+    }
+
+    /// Grants the UDP flow to `addr` port `port` as [`Filter::grant`] does, and lets the
+    /// program answer its DNS queries from the tables of [`Filter::take_dns_maps`].
+    pub fn grant_dns(&mut self, addr: IpAddr, port: u16) -> Result<(), FilterError> {
+        self.grant_as(addr, wire::Protocol::UDP, port, GRANTED | GRANTED_DNS)
+    }
+
+    fn grant_as(&mut self, addr: IpAddr, proto: u8, port: u16, value: u32) -> Result<(), FilterError> {
         let port_be = port.to_be_bytes();
         match addr {
-            IpAddr::V4(a) => self.grants.insert(GrantKey { addr: a.0, port: port_be, proto, pad: 0 }, 1, 0),
-            IpAddr::V6(a) => self.grants6.insert(Grant6Key { addr: a.0, port: port_be, proto, pad: 0 }, 1, 0),
+            IpAddr::V4(a) => self.grants.insert(GrantKey { addr: a.0, port: port_be, proto, pad: 0 }, value, 0),
+            IpAddr::V6(a) => self.grants6.insert(Grant6Key { addr: a.0, port: port_be, proto, pad: 0 }, value, 0),
         }
         .map_err(|e| err(format!("granting {addr} proto {proto} port {port}: {e}")))
+    }
+
+    /// The program's DNS answer tables (once: the caller keeps them).
+    pub fn take_dns_maps(&mut self) -> Option<crate::dns_answers::DnsMaps> {
+        self.dns.take()
     }
 
     /// Declares that sirocco owns `addr` alone: the filter then also hands it what the
@@ -194,8 +216,16 @@ impl Filter {
 
     /// Packets redirected to sirocco and passed to the kernel, summed over CPUs.
     pub fn verdicts(&self) -> (u64, u64) {
-        let sum = |i: u32| self.verdicts.get(&i, 0).map(|v| v.iter().sum::<u64>()).unwrap_or(0);
-        (sum(0), sum(1))
+        (self.verdict(0), self.verdict(1))
+    }
+
+    /// Packets answered in the program (XDP_TX) and dropped there, summed over CPUs.
+    pub fn answered(&self) -> (u64, u64) {
+        (self.verdict(2), self.verdict(3))
+    }
+
+    fn verdict(&self, i: u32) -> u64 {
+        self.verdicts.get(&i, 0).map(|v| v.iter().sum::<u64>()).unwrap_or(0)
     }
 
     /// The interface the filter is on.

@@ -13,6 +13,7 @@
 
 pub mod arena;
 pub mod ctl_path;
+pub mod dns_answers;
 pub mod fdpass;
 pub mod filter;
 pub mod iface;

@@ -156,6 +156,7 @@ impl DataplaneArgs {
                 pacing: self.tcp_pacing,
                 ..tcp::Config::default()
             },
+            driver_answers: None,
         })
     }
 }

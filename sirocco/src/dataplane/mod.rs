@@ -62,6 +62,24 @@ pub struct Options {
     pub control: Option<PathBuf>,
     /// How the server's TCP connections behave (`--tcp-cc`).
     pub tcp: tcp::Config,
+    /// Answers given in the XDP program (DNS), if the command asks for them.
+    pub driver_answers: Option<DriverAnswers>,
+}
+
+/// What a command answering in the XDP program asks of the dataplane: the UDP port whose
+/// queries the program may answer, and what to do with its answer tables once attached.
+#[derive(Clone)]
+pub struct DriverAnswers {
+    /// The UDP port.
+    pub port: u16,
+    /// Given the tables as soon as the filter is attached (before the engines start).
+    pub attached: Arc<dyn Fn(io::dns_answers::DnsMaps) + Send + Sync>,
+}
+
+impl std::fmt::Debug for DriverAnswers {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "DriverAnswers {{ port: {} }}", self.port)
+    }
 }
 
 /// How to ask `sirocco ctl` for a grant (`--ctl`).

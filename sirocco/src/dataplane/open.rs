@@ -50,8 +50,15 @@ pub(super) fn open(opts: &Options, grants: &[Grant], what: &str) -> Result<Opene
             filter.own_alone(addr).map_err(|e| e.to_string())?;
         }
         for &(proto, port) in grants {
-            filter.grant(addr, proto, port).map_err(|e| e.to_string())?;
+            match &opts.driver_answers {
+                Some(d) if proto == wire::Protocol::UDP && port == d.port => filter.grant_dns(addr, port),
+                _ => filter.grant(addr, proto, port),
+            }
+            .map_err(|e| e.to_string())?;
         }
+    }
+    if let (Some(d), Some(maps)) = (&opts.driver_answers, filter.take_dns_maps()) {
+        (d.attached)(maps);
     }
     let base = XskConfig::default();
     let busy_poll = busy_poll::socket_options(opts.busy_poll, &ifc.name, opts.batch);

@@ -3,6 +3,7 @@
 //! config file's tables in [`config`], serving in [`run`].
 
 mod config;
+mod driver;
 mod run;
 
 use crate::serve::options::own_options;
@@ -48,8 +49,21 @@ pub struct DnsArgs {
     /// [[zone]] with name, primary and file also stores it.
     #[arg(long, value_name = "NAME=ADDR[@PORT]")]
     pub secondary: Vec<String>,
+    /// Answer queries whose answers are fixed bytes in the XDP program itself (XDP_TX), at
+    /// the driver, before any copy to sirocco; everything else still goes to the engines.
+    /// `auto` is on except on veth, where XDP_TX reaches the peer only if it has NAPI (GRO on
+    /// or an XDP program).
+    #[arg(long, value_enum, default_value_t = XdpAnswers::Auto)]
+    pub xdp_answers: XdpAnswers,
     #[command(flatten)]
     pub dns: DnsOptions,
+}
+
+#[derive(clap::ValueEnum, Clone, Copy, PartialEq, Eq, Debug)]
+pub enum XdpAnswers {
+    Auto,
+    On,
+    Off,
 }
 
 own_options! {

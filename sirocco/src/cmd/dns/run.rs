@@ -2,7 +2,8 @@
 //! secondaries kept current, an engine per queue, the exit summary.
 
 use super::config::{keyring, zone_specs, ForAll};
-use super::{DnsArgs, DnsOptions, KeyModeArg};
+use super::driver::Driver;
+use super::{DnsArgs, DnsOptions, KeyModeArg, XdpAnswers};
 use crate::serve::{config, Defaults};
 use dns_server::secondary::Secondaries;
 use dns_server::zones::{self, Received};
@@ -12,7 +13,7 @@ use wire::Protocol;
 
 /// Runs the DNS server.
 pub fn run(a: DnsArgs) -> Result<(), String> {
-    let s = a.serve.setup::<DnsOptions>(Defaults { port: 53, idle_spins: 0 })?;
+    let mut s = a.serve.setup::<DnsOptions>(Defaults { port: 53, idle_spins: 0 })?;
     // Options first: a mistake there is reported before zones take long to compile.
     let port = s.port;
     let own = a.dns.clone().or(s.own.clone());
@@ -54,7 +55,29 @@ pub fn run(a: DnsArgs) -> Result<(), String> {
     if s.check_only(&served)? {
         return Ok(());
     }
+    let driver = Driver::new(rrl.as_ref());
+    let in_xdp = match a.xdp_answers {
+        XdpAnswers::Off => false,
+        _ if s.opts.ctl.is_some() => {
+            tracing::info!("answers in XDP off: behind sirocco ctl the daemon's program takes the queries");
+            false
+        }
+        XdpAnswers::On => true,
+        XdpAnswers::Auto if io::iface::is_veth(&s.opts.iface) => {
+            tracing::info!(
+                "answers in XDP off on veth (XDP_TX reaches its peer only with GRO on or an XDP program there; --xdp-answers on to use them)"
+            );
+            false
+        }
+        XdpAnswers::Auto => true,
+    };
+    if in_xdp {
+        let (d, published) = (driver.clone(), catalog.clone());
+        let attached = std::sync::Arc::new(move |m| d.attach(m, published.follow().get()));
+        s.opts.driver_answers = Some(crate::dataplane::DriverAnswers { port, attached });
+    }
     let reload = {
+        let driver = driver.clone();
         let (published, config_path, cli) = (catalog.clone(), s.config.clone(), a.zone.clone());
         let (allow, notify, tsig_key, cli_keys, cli_secondaries) =
             (a.allow_transfer.clone(), a.notify.clone(), a.tsig_key.clone(), a.key.clone(), a.secondary.clone());
@@ -70,7 +93,9 @@ pub fn run(a: DnsArgs) -> Result<(), String> {
             let mut done = received.take_transfers(&shared, &specs);
             let c = zones::build(&specs, keys, &received)?.catalog;
             done.push(format!("{} zone(s)", c.zones().len()));
-            Ok((done.join("; "), published.publish(c)))
+            let retired = published.publish(c);
+            driver.install(&published.current().0);
+            Ok((done.join("; "), retired))
         }
     };
     let mode = match a.key_mode {
@@ -115,6 +140,9 @@ pub fn run(a: DnsArgs) -> Result<(), String> {
     let reload = crate::serve::Reload { what: "zones", f: Box::new(reload), wake };
     let out = s.run(&format!("dns on port {port}"), grants, make, Some(reload))?;
     for line in dns_server::report::exit_lines(out.apps(), rrl) {
+        println!("{line}");
+    }
+    if let Some(line) = driver.summary() {
         println!("{line}");
     }
     Ok(())

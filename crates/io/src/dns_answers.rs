@@ -1,0 +1,247 @@
+//! The XDP filter's DNS answer maps (`bpf/dns_answer.h`): the tables of prepared answers the
+//! program answers from with XDP_TX, in two generations so a new table is installed whole
+//! and switched to at once, never seen half written.
+
+use aya::maps::{Array, HashMap, MapData, PerCpuArray};
+use aya::Ebpf;
+
+/// Wire bytes of a question name the key holds (longer names go to the engine).
+pub const NAME_MAX: usize = 64;
+/// Body bytes an answer may have.
+pub const BODY_MAX: usize = 232;
+/// Name pointers an answer may have moved by the question's length.
+pub const PATCHES: usize = 4;
+/// An answer id that means "the engine answers this one".
+pub const PASS: u32 = u32::MAX;
+/// `id_do` meaning the answer with DO is the same as without.
+pub const SAME: u32 = u32::MAX - 1;
+/// A BELOW_OTHER entry whose encloser also has per-type BELOW entries (a wildcard).
+pub const BELOW_TYPED: u32 = 1;
+
+/// What a key names.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[repr(u8)]
+pub enum Kind {
+    /// The name itself, one query type.
+    Exact = 0,
+    /// The name itself, every type without an entry of its own.
+    Other = 1,
+    /// Names below this one that do not exist, one query type (a wildcard's).
+    Below = 2,
+    /// Names below this one that do not exist, every other type.
+    BelowOther = 3,
+}
+
+/// Key of the index maps; must match `struct dns_key`.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct Key {
+    name: [u8; NAME_MAX],
+    qtype: u16,
+    kind: u8,
+    pad: u8,
+}
+
+// SAFETY: plain old data without padding (64 + 2 + 1 + 1 bytes), valid for any bit pattern.
+unsafe impl aya::Pod for Key {}
+
+impl Key {
+    /// The key of `name` (wire form, at most [`NAME_MAX`] bytes): lower-cased and
+    /// right-aligned as the program builds it. None for a longer name.
+    pub fn new(name: &[u8], qtype: u16, kind: Kind) -> Option<Key> {
+        if name.is_empty() || name.len() > NAME_MAX {
+            return None;
+        }
+        let mut k = Key { name: [0; NAME_MAX], qtype, kind: kind as u8, pad: 0 };
+        k.name[NAME_MAX - name.len()..].copy_from_slice(name);
+        k.name.make_ascii_lowercase();
+        Some(k)
+    }
+}
+
+/// Value of the index maps; must match `struct dns_hit`.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Hit {
+    /// The answer, or [`PASS`].
+    pub id: u32,
+    /// The answer with DO, [`SAME`] or [`PASS`].
+    pub id_do: u32,
+    /// [`BELOW_TYPED`] or 0.
+    pub flags: u32,
+}
+
+// SAFETY: three u32, no padding, valid for any bit pattern.
+unsafe impl aya::Pod for Hit {}
+
+/// A prepared answer; must match `struct dns_answer`.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Answer {
+    len: u16,
+    flags: u16,
+    counts: [u16; 3],
+    sum: u16,
+    base_len: u16,
+    npatch: u8,
+    pad: u8,
+    patch: [u16; PATCHES],
+    body: [u8; BODY_MAX],
+}
+
+// SAFETY: u16 fields then bytes, laid out without padding (24 + 232 bytes), any bit pattern.
+unsafe impl aya::Pod for Answer {}
+
+impl Answer {
+    /// The answer whose header has `flags` (without RD, CD) and `counts` (without the OPT
+    /// record), `body` behind a question name of `base_len` bytes, with name pointers at
+    /// `patches` (body offsets) to move by the length of the question asked. None if the
+    /// body or the patches do not fit.
+    pub fn new(flags: u16, counts: [u16; 3], body: &[u8], base_len: usize, patches: &[u16]) -> Option<Answer> {
+        if body.len() > BODY_MAX || patches.len() > PATCHES || base_len > NAME_MAX {
+            return None;
+        }
+        let mut a = Answer {
+            len: body.len() as u16,
+            flags,
+            counts,
+            sum: wire::checksum::fold(wire::checksum::add(0, body)),
+            base_len: base_len as u16,
+            npatch: patches.len() as u8,
+            pad: 0,
+            patch: [0; PATCHES],
+            body: [0; BODY_MAX],
+        };
+        a.patch[..patches.len()].copy_from_slice(patches);
+        a.body[..body.len()].copy_from_slice(body);
+        Some(a)
+    }
+}
+
+/// A complete table: the index and the answers it points at.
+#[derive(Debug, Default, Clone)]
+pub struct Table {
+    /// (key, hit) pairs.
+    pub index: Vec<(Key, Hit)>,
+    /// Answers, by id (position).
+    pub answers: Vec<Answer>,
+}
+
+/// Must match `struct dns_cfg`.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default)]
+struct Cfg {
+    gen: u32,
+    on: u32,
+    rrl_rate: u32,
+    v4_mask: [u8; 4],
+    v6_mask: [u8; 16],
+}
+
+// SAFETY: u32 fields and byte arrays, no padding (16 + 16 bytes), any bit pattern.
+unsafe impl aya::Pod for Cfg {}
+
+/// Why queries were passed to the engine, as the program counts them (its `enum dns_why`).
+pub const REASONS: [&str; 12] =
+    ["answered", "off", "not_query", "edns", "name", "type", "miss", "not_fixed", "too_big", "rate", "layout", "tail"];
+
+/// The program's DNS maps, taken from the loaded filter.
+pub struct DnsMaps {
+    index: [HashMap<MapData, Key, Hit>; 2],
+    answers: [HashMap<MapData, u32, Answer>; 2],
+    cfg: Array<MapData, Cfg>,
+    stats: PerCpuArray<MapData, u64>,
+    /// What each generation holds now (to clear it before it is filled again).
+    held: [(Vec<Key>, u32); 2],
+    current: Cfg,
+}
+
+fn take<T: TryFrom<aya::maps::Map>>(ebpf: &mut Ebpf, name: &str) -> Result<T, String>
+where
+    T::Error: std::fmt::Display,
+{
+    let m = ebpf.take_map(name).ok_or_else(|| format!("the filter has no {name} map"))?;
+    T::try_from(m).map_err(|e| format!("{name} map: {e}"))
+}
+
+impl DnsMaps {
+    pub(crate) fn take(ebpf: &mut Ebpf) -> Result<DnsMaps, String> {
+        Ok(DnsMaps {
+            index: [take(ebpf, "dns_index0")?, take(ebpf, "dns_index1")?],
+            answers: [take(ebpf, "dns_answers0")?, take(ebpf, "dns_answers1")?],
+            cfg: take(ebpf, "dns_cfg")?,
+            stats: take(ebpf, "dns_stats")?,
+            held: [(Vec::new(), 0), (Vec::new(), 0)],
+            current: Cfg::default(),
+        })
+    }
+
+    /// Answers only `rate` responses per second per client prefix (`v4_prefix`, `v6_prefix`
+    /// leading bits) here; the rest go to the engine, whose limiter decides. 0: no limit.
+    pub fn set_rate(&mut self, rate: u32, v4_prefix: u8, v6_prefix: u8) -> Result<(), String> {
+        let mask = |bits: u8, out: &mut [u8]| {
+            for (i, b) in out.iter_mut().enumerate() {
+                let have = (bits as usize).saturating_sub(i * 8).min(8);
+                *b = if have == 0 { 0 } else { 0xffu8 << (8 - have) };
+            }
+        };
+        self.current.rrl_rate = rate;
+        mask(v4_prefix, &mut self.current.v4_mask);
+        mask(v6_prefix, &mut self.current.v6_mask);
+        self.write_cfg()
+    }
+
+    fn write_cfg(&mut self) -> Result<(), String> {
+        self.cfg.set(0, self.current, 0).map_err(|e| format!("writing the DNS answer settings: {e}"))
+    }
+
+    /// Installs `t` in the generation not in use, then switches queries to it. On an error
+    /// answering here is turned off (every query goes to the engine) and the error returned.
+    pub fn install(&mut self, t: &Table) -> Result<(), String> {
+        let next = (self.current.gen ^ 1) as usize;
+        let r = self.fill(next, t);
+        match r {
+            Ok(()) => {
+                self.current.gen = next as u32;
+                self.current.on = 1;
+            }
+            Err(_) => self.current.on = 0,
+        }
+        self.write_cfg()?;
+        r
+    }
+
+    /// Stops answering here.
+    pub fn turn_off(&mut self) -> Result<(), String> {
+        self.current.on = 0;
+        self.write_cfg()
+    }
+
+    fn fill(&mut self, g: usize, t: &Table) -> Result<(), String> {
+        let (keys, answers) = std::mem::take(&mut self.held[g]);
+        for k in &keys {
+            let _ = self.index[g].remove(k);
+        }
+        for id in 0..answers {
+            let _ = self.answers[g].remove(&id);
+        }
+        for (id, a) in t.answers.iter().enumerate() {
+            self.answers[g].insert(id as u32, a, 0).map_err(|e| format!("storing DNS answer {id}: {e}"))?;
+            self.held[g].1 = id as u32 + 1;
+        }
+        for (k, h) in &t.index {
+            self.index[g].insert(k, h, 0).map_err(|e| format!("storing a DNS answer's key: {e}"))?;
+            self.held[g].0.push(*k);
+        }
+        Ok(())
+    }
+
+    /// The program's counters, summed over CPUs, in the order of [`REASONS`].
+    pub fn counts(&self) -> [u64; REASONS.len()] {
+        let mut out = [0; REASONS.len()];
+        for (i, o) in out.iter_mut().enumerate() {
+            *o = self.stats.get(&(i as u32), 0).map(|v| v.iter().sum::<u64>()).unwrap_or(0);
+        }
+        out
+    }
+}
