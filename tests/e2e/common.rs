@@ -66,6 +66,32 @@ impl TestNet {
         Command::new("ip").args(["netns", "exec", ns]).args(args).output().expect("ip netns exec")
     }
 
+    /// Attaches an XDP_PASS program to the client's veth, so that frames the server's XDP
+    /// program sends back with XDP_TX reach the client at once (veth flushes them only to a
+    /// peer with an XDP program). Gone with the namespace.
+    pub fn xdp_peer(&self) {
+        static OBJ: std::sync::OnceLock<PathBuf> = std::sync::OnceLock::new();
+        let obj = OBJ.get_or_init(|| {
+            let src = PathBuf::from(format!("{}/../tests/data/xdp_pass.c", env!("CARGO_MANIFEST_DIR")));
+            let obj = std::env::temp_dir().join(format!("sirocco-xdp-pass-{}.o", std::process::id()));
+            let arch = format!("-I/usr/include/{}-linux-gnu", std::env::consts::ARCH);
+            let out = Command::new("clang")
+                .args(["-O2", "-target", "bpf", &arch, "-c"])
+                .arg(&src)
+                .arg("-o")
+                .arg(&obj)
+                .output()
+                .expect("run clang");
+            assert!(out.status.success(), "clang: {}", String::from_utf8_lossy(&out.stderr));
+            obj
+        });
+        let out = self.exec(
+            &self.cli_ns,
+            &["ip", "link", "set", "dev", &self.cli_if, "xdpdrv", "obj", obj.to_str().unwrap(), "sec", "xdp"],
+        );
+        assert!(out.status.success(), "attaching XDP_PASS: {}", String::from_utf8_lossy(&out.stderr));
+    }
+
     /// True if an XDP program is attached to the server-side veth.
     pub fn server_has_xdp(&self) -> bool {
         let out = self.exec(&self.srv_ns, &["ip", "link", "show", "dev", &self.srv_if]);

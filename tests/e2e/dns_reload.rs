@@ -39,10 +39,21 @@ fn sighup(s: &Sirocco) {
 
 #[test]
 fn config_file_and_sighup_reload_without_losing_queries() {
+    reload_without_losing_queries(false);
+}
+
+#[test]
+fn reload_switches_the_answers_in_xdp_whole() {
+    reload_without_losing_queries(true);
+}
+
+/// `xdp`: the answers come from the XDP program, whose table a reload replaces whole.
+fn reload_without_losing_queries(xdp: bool) {
     let net = TestNet::new(1);
-    let zone = tmp("example.zone");
+    let tag = if xdp { "xdp-" } else { "" };
+    let zone = tmp(&format!("{tag}example.zone"));
     std::fs::write(&zone, zone_text("198.18.1.2")).unwrap();
-    let config = tmp("dns.toml");
+    let config = tmp(&format!("{tag}dns.toml"));
     std::fs::write(
         &config,
         format!(
@@ -52,7 +63,15 @@ fn config_file_and_sighup_reload_without_losing_queries() {
         ),
     )
     .unwrap();
-    let s = net.start(&["dns", "--config", config.to_str().unwrap()]);
+    let s = if xdp {
+        net.xdp_peer();
+        net.start(&["dns", "--config", config.to_str().unwrap(), "--xdp-answers", "on"])
+    } else {
+        net.start(&["dns", "--config", config.to_str().unwrap()])
+    };
+    // Serving (the filter, the answer table and the sockets in place) before the client
+    // starts: the test is of reloads, not of the start.
+    s.wait_for_log("dns on port 53", Duration::from_secs(10));
 
     // A client queries without pause through both reloads; every query must be answered.
     let stop = Arc::new(AtomicBool::new(false));
@@ -111,8 +130,13 @@ fn config_file_and_sighup_reload_without_losing_queries() {
     assert!(st.success(), "{log}");
     assert!(log.contains(&format!("{}:6", zone.display())), "the error names file and line: {log}");
     assert!(sent > 100, "a steady stream of queries ({sent})");
-    assert_eq!(lost, 0, "no query lost across two reloads ({sent} sent)");
+    assert_eq!(lost, 0, "no query lost across two reloads ({sent} sent): {log}");
     assert_eq!(seen, vec![[198, 18, 1, 2], [198, 18, 9, 9]], "old zone, then the reloaded one, never the broken one");
+    if xdp {
+        let line = log.lines().find(|l| l.starts_with("dns in xdp:")).unwrap_or_else(|| panic!("{log}"));
+        let answered: u32 = line.split("answered ").nth(1).unwrap().split(' ').next().unwrap().parse().unwrap();
+        assert!(answered * 10 >= sent * 9, "the program answered the queries ({answered} of {sent}): {line}");
+    }
     let _ = std::fs::remove_file(zone);
     let _ = std::fs::remove_file(config);
 }

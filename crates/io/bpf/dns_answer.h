@@ -13,7 +13,9 @@
 #pragma once
 
 #define DNS_NAME_MAX 64
-#define DNS_BODY_MAX 232
+#define DNS_BODY_SMALL 104
+#define DNS_BODY_MAX 488
+#define DNS_LARGE_ID 0x80000000u
 #define DNS_PATCHES 4
 #define DNS_SUFFIXES 8
 #define DNS_KIND_EXACT 0
@@ -59,15 +61,25 @@ struct dns_hit {
     __u32 flags;
 };
 
+#define DNS_ANSWER_HEAD                                                                       \
+    __u16 len;        /* body bytes */                                                        \
+    __u16 flags;      /* header flags without RD and CD */                                    \
+    __u16 counts[3];  /* answer, authority, additional (no OPT) */                            \
+    __u16 sum;        /* the body's folded one's-complement sum, as at an even offset */      \
+    __u16 base_len;   /* the question name length the pointers were written for */            \
+    __u8 npatch;                                                                              \
+    __u8 pad;                                                                                 \
+    __u16 patch[DNS_PATCHES]; /* body offsets of pointers that move with the question */
+
+// Answers come in two sizes (most are small; signed ones are not), ids of the large ones
+// have DNS_LARGE_ID set.
 struct dns_answer {
-    __u16 len;        // body bytes
-    __u16 flags;      // header flags without RD and CD
-    __u16 counts[3];  // answer, authority, additional (no OPT)
-    __u16 sum;        // the body's folded one's-complement sum, as at an even offset
-    __u16 base_len;   // the question name length the pointers were written for
-    __u8 npatch;
-    __u8 pad;
-    __u16 patch[DNS_PATCHES];  // body offsets of pointers that follow the question's length
+    DNS_ANSWER_HEAD
+    __u8 body[DNS_BODY_SMALL];
+};
+
+struct dns_answer_large {
+    DNS_ANSWER_HEAD
     __u8 body[DNS_BODY_MAX];
 };
 
@@ -107,20 +119,22 @@ struct rrl_slot {
         __type(key, struct dns_key);                 \
         __type(value, struct dns_hit);               \
     } n SEC(".maps")
-#define DNS_ANSWERS(n)                               \
+#define DNS_ANSWERS(n, v)                            \
     struct {                                         \
         __uint(type, BPF_MAP_TYPE_HASH);             \
         __uint(max_entries, 1 << 22);                \
         __uint(map_flags, BPF_F_NO_PREALLOC);        \
         __type(key, __u32);                          \
-        __type(value, struct dns_answer);            \
+        __type(value, v);                            \
     } n SEC(".maps")
 
 // Two generations: a reload fills the one not in use, then flips dns_cfg.gen.
 DNS_INDEX(dns_index0);
 DNS_INDEX(dns_index1);
-DNS_ANSWERS(dns_answers0);
-DNS_ANSWERS(dns_answers1);
+DNS_ANSWERS(dns_answers0, struct dns_answer);
+DNS_ANSWERS(dns_answers1, struct dns_answer);
+DNS_ANSWERS(dns_large0, struct dns_answer_large);
+DNS_ANSWERS(dns_large1, struct dns_answer_large);
 
 struct {
     __uint(type, BPF_MAP_TYPE_ARRAY);
@@ -195,6 +209,13 @@ static __always_inline struct dns_answer *dns_body(__u32 gen, __u32 id)
     if (gen)
         return bpf_map_lookup_elem(&dns_answers1, &id);
     return bpf_map_lookup_elem(&dns_answers0, &id);
+}
+
+static __always_inline struct dns_answer_large *dns_body_large(__u32 gen, __u32 id)
+{
+    if (gen)
+        return bpf_map_lookup_elem(&dns_large1, &id);
+    return bpf_map_lookup_elem(&dns_large0, &id);
 }
 
 // Over the rate for the client's prefix: the engine (whose limiter decides) gets it.
@@ -410,12 +431,28 @@ __attribute__((noinline)) long dns_answer(struct xdp_md *ctx, __u32 off, __u32 m
         aid = hit->id_do;
     if (aid == DNS_PASS_ID)
         return dns_count(DNS_NOT_FIXED);
-    struct dns_answer *a = dns_body(gen, aid);
-    if (!a)
-        return dns_count(DNS_MISS);
-    __u32 blen = a->len;
-    if (blen > DNS_BODY_MAX)
-        return dns_count(DNS_TOO_BIG);
+    // The header fields sit alike in both sizes; the body is read through its own bound.
+    struct dns_answer *a;
+    const __u8 *body;
+    __u32 blen;
+    if (aid & DNS_LARGE_ID) {
+        struct dns_answer_large *l = dns_body_large(gen, aid & ~DNS_LARGE_ID);
+        if (!l)
+            return dns_count(DNS_MISS);
+        blen = l->len;
+        if (blen > DNS_BODY_MAX)
+            return dns_count(DNS_TOO_BIG);
+        a = (struct dns_answer *)l;
+        body = l->body;
+    } else {
+        a = dns_body(gen, aid);
+        if (!a)
+            return dns_count(DNS_MISS);
+        blen = a->len;
+        if (blen > DNS_BODY_SMALL)
+            return dns_count(DNS_TOO_BIG);
+        body = a->body;
+    }
     __u32 limit = 512;
     if (edns) {
         limit = udp_size < 512 ? 512 : udp_size;
@@ -447,7 +484,7 @@ __attribute__((noinline)) long dns_answer(struct xdp_md *ctx, __u32 off, __u32 m
     }
     // From here the frame is the answer's: a failure drops it, never passes it on.
     __u32 body_off = off + q_end;
-    if (blen >= 1 && bpf_xdp_store_bytes(ctx, body_off, a->body, blen))
+    if (blen >= 1 && bpf_xdp_store_bytes(ctx, body_off, (void *)body, blen))
         return dns_drop();
     __u16 bsum = a->sum;
     sum += (q_end & 1) ? swab16(bsum) : bsum;

@@ -7,8 +7,12 @@ use aya::Ebpf;
 
 /// Wire bytes of a question name the key holds (longer names go to the engine).
 pub const NAME_MAX: usize = 64;
+/// Body bytes of a small answer (most are).
+const BODY_SMALL: usize = 104;
 /// Body bytes an answer may have.
-pub const BODY_MAX: usize = 232;
+pub const BODY_MAX: usize = 488;
+/// Ids of large answers have this bit.
+const LARGE_ID: u32 = 0x8000_0000;
 /// Name pointers an answer may have moved by the question's length.
 pub const PATCHES: usize = 4;
 /// An answer id that means "the engine answers this one".
@@ -74,10 +78,10 @@ pub struct Hit {
 // SAFETY: three u32, no padding, valid for any bit pattern.
 unsafe impl aya::Pod for Hit {}
 
-/// A prepared answer; must match `struct dns_answer`.
+/// The fields before an answer's body; must match `DNS_ANSWER_HEAD`.
 #[repr(C)]
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct Answer {
+struct Head {
     len: u16,
     flags: u16,
     counts: [u16; 3],
@@ -86,11 +90,35 @@ pub struct Answer {
     npatch: u8,
     pad: u8,
     patch: [u16; PATCHES],
+}
+
+/// A small answer; must match `struct dns_answer`.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+struct Small {
+    head: Head,
+    body: [u8; BODY_SMALL],
+}
+
+/// A large answer; must match `struct dns_answer_large`.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+struct Large {
+    head: Head,
     body: [u8; BODY_MAX],
 }
 
-// SAFETY: u16 fields then bytes, laid out without padding (24 + 232 bytes), any bit pattern.
-unsafe impl aya::Pod for Answer {}
+// SAFETY: u16 fields and bytes laid out without padding (24 + 104 bytes), any bit pattern.
+unsafe impl aya::Pod for Small {}
+// SAFETY: as Small, with 488 body bytes.
+unsafe impl aya::Pod for Large {}
+
+/// A prepared answer.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Answer {
+    head: Head,
+    body: Vec<u8>,
+}
 
 impl Answer {
     /// The answer whose header has `flags` (without RD, CD) and `counts` (without the OPT
@@ -101,7 +129,7 @@ impl Answer {
         if body.len() > BODY_MAX || patches.len() > PATCHES || base_len > NAME_MAX {
             return None;
         }
-        let mut a = Answer {
+        let mut head = Head {
             len: body.len() as u16,
             flags,
             counts,
@@ -110,18 +138,20 @@ impl Answer {
             npatch: patches.len() as u8,
             pad: 0,
             patch: [0; PATCHES],
-            body: [0; BODY_MAX],
         };
-        a.patch[..patches.len()].copy_from_slice(patches);
-        a.body[..body.len()].copy_from_slice(body);
-        Some(a)
+        head.patch[..patches.len()].copy_from_slice(patches);
+        Some(Answer { head, body: body.to_vec() })
+    }
+
+    fn large(&self) -> bool {
+        self.body.len() > BODY_SMALL
     }
 }
 
 /// A complete table: the index and the answers it points at.
 #[derive(Debug, Default, Clone)]
 pub struct Table {
-    /// (key, hit) pairs.
+    /// (key, hit) pairs; a hit's ids are positions in `answers` (or PASS, SAME).
     pub index: Vec<(Key, Hit)>,
     /// Answers, by id (position).
     pub answers: Vec<Answer>,
@@ -148,11 +178,13 @@ pub const REASONS: [&str; 12] =
 /// The program's DNS maps, taken from the loaded filter.
 pub struct DnsMaps {
     index: [HashMap<MapData, Key, Hit>; 2],
-    answers: [HashMap<MapData, u32, Answer>; 2],
+    small: [HashMap<MapData, u32, Small>; 2],
+    large: [HashMap<MapData, u32, Large>; 2],
     cfg: Array<MapData, Cfg>,
     stats: PerCpuArray<MapData, u64>,
-    /// What each generation holds now (to clear it before it is filled again).
-    held: [(Vec<Key>, u32); 2],
+    /// What each generation holds now (to clear it before it is filled again): keys, small
+    /// and large answers.
+    held: [(Vec<Key>, u32, u32); 2],
     current: Cfg,
 }
 
@@ -168,10 +200,11 @@ impl DnsMaps {
     pub(crate) fn take(ebpf: &mut Ebpf) -> Result<DnsMaps, String> {
         Ok(DnsMaps {
             index: [take(ebpf, "dns_index0")?, take(ebpf, "dns_index1")?],
-            answers: [take(ebpf, "dns_answers0")?, take(ebpf, "dns_answers1")?],
+            small: [take(ebpf, "dns_answers0")?, take(ebpf, "dns_answers1")?],
+            large: [take(ebpf, "dns_large0")?, take(ebpf, "dns_large1")?],
             cfg: take(ebpf, "dns_cfg")?,
             stats: take(ebpf, "dns_stats")?,
-            held: [(Vec::new(), 0), (Vec::new(), 0)],
+            held: [(Vec::new(), 0, 0), (Vec::new(), 0, 0)],
             current: Cfg::default(),
         })
     }
@@ -218,19 +251,39 @@ impl DnsMaps {
     }
 
     fn fill(&mut self, g: usize, t: &Table) -> Result<(), String> {
-        let (keys, answers) = std::mem::take(&mut self.held[g]);
+        let (keys, small, large) = std::mem::take(&mut self.held[g]);
         for k in &keys {
             let _ = self.index[g].remove(k);
         }
-        for id in 0..answers {
-            let _ = self.answers[g].remove(&id);
+        for id in 0..small {
+            let _ = self.small[g].remove(&id);
         }
-        for (id, a) in t.answers.iter().enumerate() {
-            self.answers[g].insert(id as u32, a, 0).map_err(|e| format!("storing DNS answer {id}: {e}"))?;
-            self.held[g].1 = id as u32 + 1;
+        for id in 0..large {
+            let _ = self.large[g].remove(&id);
         }
+        // Each answer goes to the map of its size; the index names it by that map's id.
+        let mut ids = Vec::with_capacity(t.answers.len());
+        let stored = |e| format!("storing a DNS answer: {e}");
+        for a in &t.answers {
+            let held = &mut self.held[g];
+            if a.large() {
+                let mut v = Large { head: a.head, body: [0; BODY_MAX] };
+                v.body[..a.body.len()].copy_from_slice(&a.body);
+                self.large[g].insert(held.2, v, 0).map_err(stored)?;
+                ids.push(LARGE_ID | held.2);
+                held.2 += 1;
+            } else {
+                let mut v = Small { head: a.head, body: [0; BODY_SMALL] };
+                v.body[..a.body.len()].copy_from_slice(&a.body);
+                self.small[g].insert(held.1, v, 0).map_err(stored)?;
+                ids.push(held.1);
+                held.1 += 1;
+            }
+        }
+        let id_of = |i: u32| if i == PASS || i == SAME { i } else { ids[i as usize] };
         for (k, h) in &t.index {
-            self.index[g].insert(k, h, 0).map_err(|e| format!("storing a DNS answer's key: {e}"))?;
+            let hit = Hit { id: id_of(h.id), id_do: id_of(h.id_do), flags: h.flags };
+            self.index[g].insert(k, hit, 0).map_err(|e| format!("storing a DNS answer's key: {e}"))?;
             self.held[g].0.push(*k);
         }
         Ok(())

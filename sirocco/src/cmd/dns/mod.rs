@@ -51,8 +51,8 @@ pub struct DnsArgs {
     pub secondary: Vec<String>,
     /// Answer queries whose answers are fixed bytes in the XDP program itself (XDP_TX), at
     /// the driver, before any copy to sirocco; everything else still goes to the engines.
-    /// `auto` is on except on veth, where XDP_TX reaches the peer only if it has NAPI (GRO on
-    /// or an XDP program).
+    /// `auto` is on except on veth, whose XDP_TX frames reach the peer promptly only if the
+    /// peer has an XDP program too.
     #[arg(long, value_enum, default_value_t = XdpAnswers::Auto)]
     pub xdp_answers: XdpAnswers,
     #[command(flatten)]

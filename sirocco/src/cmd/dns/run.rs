@@ -65,7 +65,7 @@ pub fn run(a: DnsArgs) -> Result<(), String> {
         XdpAnswers::On => true,
         XdpAnswers::Auto if io::iface::is_veth(&s.opts.iface) => {
             tracing::info!(
-                "answers in XDP off on veth (XDP_TX reaches its peer only with GRO on or an XDP program there; --xdp-answers on to use them)"
+                "answers in XDP off on veth (its XDP_TX frames reach the peer promptly only if the peer has an XDP program; --xdp-answers on to use them)"
             );
             false
         }
