@@ -19,7 +19,11 @@ ZONES, RATES or SERVERS can keep the full sweep's report).
 Issue 22's points: a server kind ending in `-dnssec` serves the zone signed with NSEC3 (no
 salt, no extra iterations, RFC 9276) by ldns-signzone and is asked with DO (kxdpgun's D
 flag); one ending in `-tcp` is asked over TCP, a connection per query (kxdpgun -T), with
-`knot-tcp` being Knot on the kernel's TCP (no XDP)."""
+`knot-tcp` being Knot on the kernel's TCP (no XDP).
+
+Issue 43's point: `sirocco-xdp` answers in the XDP program itself (`--xdp-answers on`); the
+others kinds of sirocco answer in the engine. The server core's CPU-seconds include the
+program's work (it runs in the server veth's NAPI thread, on the server core)."""
 
 import json, os, platform, random, signal, subprocess, sys, time
 
@@ -124,10 +128,13 @@ class Server:
             # costs on top of the dataplane. Same idle policy as the DNS server.
             return [sirocco, "echo", "--iface", SRV_IF, "--addr", SERVER_ADDR, "--port", "53", "--queues", "1",
                     "--cpus", str(SRV_CPU), "--idle-spins", "0"] + server_flags(self.kind)
-        if kind in ("sirocco", "sirocco6", "sirocco-decompress"):
+        if kind in ("sirocco", "sirocco6", "sirocco-decompress", "sirocco-xdp"):
             mode = "decompress" if kind == "sirocco-decompress" else "wire"
+            # sirocco-xdp: answers in the XDP program (kxdpgun's own XDP program on the client
+            # veth lets veth deliver XDP_TX frames at once); the others by the engine.
+            xdp = ["--xdp-answers", "on" if kind == "sirocco-xdp" else "off"]
             return [sirocco, "dns", "--iface", SRV_IF, "--addr", self.addr, "--queues", "1", "--cpus", str(SRV_CPU),
-                    "--key-mode", mode, "--zone", f"{ORIGIN}={self.zone}"] + os.environ.get("SIROCCO_ARGS", "").split() + server_flags(self.kind)
+                    "--key-mode", mode, "--zone", f"{ORIGIN}={self.zone}"] + xdp + os.environ.get("SIROCCO_ARGS", "").split() + server_flags(self.kind)
         if kind in ("knot-xdp", "knot"):
             d = self.dir
             conf = os.path.join(d, "knot.conf")
@@ -151,6 +158,10 @@ class Server:
 
     def start(self):
         self.log = open(os.path.join(self.dir, "server.log"), "w")
+        if base_kind(self.kind).startswith("sirocco-xdp"):
+            # kdig (the readiness and sample checks) gets the program's answers only with
+            # an XDP program on its veth; kxdpgun brings its own (peer_xdp(False) first).
+            peer_xdp(True)
         argv = ["ip", "netns", "exec", SRV_NS] + self.argv()
         # sirocco pins its engine itself (--cpus) and is started with taskset like the echo
         # benchmark's servers; the cpuset is for servers that set their own affinity.
@@ -186,6 +197,20 @@ class Server:
             self.log.close()
         # Knot leaves its XDP program on the interface.
         ns(SRV_NS, "ip", "link", "set", "dev", SRV_IF, "xdp", "off", check=False)
+        peer_xdp(False)
+
+
+def peer_xdp(on):
+    """Attaches XDP_PASS to the client veth (or removes it): veth delivers the frames its peer
+    sends back with XDP_TX promptly only to a device with an XDP program."""
+    if not on:
+        ns(CLI_NS, "ip", "link", "set", "dev", CLI_IF, "xdp", "off", check=False)
+        return
+    obj = os.path.join(WORK, "xdp_pass.o")
+    if not os.path.exists(obj):
+        src = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "tests", "data", "xdp_pass.c")
+        sh("clang", "-O2", "-target", "bpf", f"-I/usr/include/{platform.machine()}-linux-gnu", "-c", src, "-o", obj)
+    ns(CLI_NS, "ip", "link", "set", "dev", CLI_IF, "xdpdrv", "obj", obj, "sec", "xdp")
 
 
 def check_sample(sample, addr, kind):
@@ -206,6 +231,7 @@ def check_sample(sample, addr, kind):
 
 
 def one_run(srv, qpath, rate):
+    peer_xdp(False)
     k = kxdpgun(CLI_NS, CLI_IF, qpath, rate, srv.addr, srv.cpu, tcp=srv.kind.endswith("-tcp"))
     sent, answers, rcodes = k["sent"], k["answers"], k["rcodes"]
     return {

@@ -189,3 +189,42 @@ fn a_spoofed_flood_is_limited_while_other_prefixes_and_tcp_are_served() {
     assert!(passed <= most, "{passed} queries passed, at most {most} allowed in {secs:.1} s: {log}");
     assert!(passed >= RATE + 15, "the burst and the other prefix's queries passed: {log}");
 }
+
+#[test]
+fn answers_in_xdp_stay_within_the_rate_limit() {
+    // A spoofed /24 floods for about a second: the XDP program answers at most RATE a
+    // second for the prefix and hands the rest to the engine, whose limiter drops or slips
+    // what is over its own budget.
+    let net = TestNet::new(1);
+    net.xdp_peer();
+    let z = std::env::temp_dir().join(format!("sirocco-rrl-xdp-{}.zone", std::process::id()));
+    std::fs::write(
+        &z,
+        "$ORIGIN t.test.\n$TTL 60\n@ SOA ns h 1 2 3 4 5\n@ NS ns\nns A 198.18.3.1\nsmall A 198.18.3.2\n",
+    )
+    .unwrap();
+    let zone_arg = format!("t.test={}", z.display());
+    let rate = RATE.to_string();
+    let s = net.start_dns(&zone_arg, &["--rrl-rate", &rate, "--rrl-slip", "2", "--xdp-answers", "on"]);
+    let macs = (mac_of(&net, &net.cli_ns, &net.cli_if), mac_of(&net, &net.srv_ns, &net.srv_if));
+    let t0 = Instant::now();
+    let sp = Spoofer { ns: net.cli_ns.clone(), ifname: net.cli_if.clone(), macs, net3: 7, base: 1 };
+    let sent = flood(sp, 200, Arc::new(AtomicBool::new(false)), Duration::from_millis(950));
+    let secs = t0.elapsed().as_secs_f64();
+    let (st, log) = s.stop();
+    let _ = std::fs::remove_file(&z);
+    assert!(st.success(), "{log}");
+    let line = log.lines().find(|l| l.starts_with("dns in xdp:")).unwrap_or_else(|| panic!("{log}"));
+    let answered = number_after(line, "answered");
+    let over = line.split("rate ").nth(1).and_then(|r| r.split([',', ')']).next()).and_then(|n| n.parse().ok());
+    let over: u64 = over.unwrap_or_else(|| panic!("queries over the rate passed up: {line}"));
+    // The program's budget: RATE a second, in at most two seconds of the clock.
+    let most = RATE * (secs.ceil() as u64 + 1);
+    assert!(
+        answered >= RATE / 2 && answered <= most,
+        "{answered} answered in XDP, at most {most} ({secs:.1} s): {log}"
+    );
+    assert!(answered + over >= sent * 9 / 10, "{answered} + {over} of {sent} queries seen: {log}");
+    let limited = log.lines().find(|l| l.starts_with("dns rate limit")).unwrap_or_else(|| panic!("{log}"));
+    assert!(number_after(limited, "dropped") > 0, "the engine limited the rest: {limited}");
+}

@@ -18,13 +18,11 @@
 #define DNS_LARGE_ID 0x80000000u
 #define DNS_PATCHES 4
 #define DNS_SUFFIXES 8
-#define DNS_KIND_EXACT 0
-#define DNS_KIND_OTHER 1
-#define DNS_KIND_BELOW 2
-#define DNS_KIND_BELOW_OTHER 3
+#define DNS_TYPES 6
 #define DNS_PASS_ID 0xffffffffu
 #define DNS_SAME_ID 0xfffffffeu
-#define DNS_HIT_BELOW_TYPED 1
+#define DNS_SELF_CUT 1
+#define DNS_WILD_CUT 2
 #define GRANT_DNS 2
 #define MAX_UDP_ANSWER 1232
 #define OPT_LEN 11
@@ -50,15 +48,26 @@ enum dns_why {
 
 struct dns_key {
     __u8 name[DNS_NAME_MAX];  // wire form, lower case, right-aligned, zeros in front
-    __u16 qtype;              // host order
-    __u8 kind;
-    __u8 pad;
 };
 
-struct dns_hit {
-    __u32 id;     // the answer, or DNS_PASS_ID
-    __u32 id_do;  // the answer with DO, DNS_SAME_ID, or DNS_PASS_ID
-    __u32 flags;
+// Which answer: its id (DNS_PASS_ID: the engine answers) and the one with DO (DNS_SAME_ID:
+// the same).
+struct dns_pick {
+    __u16 qtype;
+    __u16 pad;
+    __u32 id;
+    __u32 id_do;
+};
+
+// Everything a name answers, found with one lookup: its own types and every other, and for
+// names below it that do not exist, a wildcard's types and every other. A list cut short
+// (more types than it holds) sends the types not in it to the engine.
+struct dns_node {
+    __u32 other, other_do;
+    __u32 below, below_do;
+    __u8 nself, nwild, flags, pad;
+    struct dns_pick self[DNS_TYPES];
+    struct dns_pick wild[DNS_TYPES];
 };
 
 #define DNS_ANSWER_HEAD                                                                       \
@@ -94,7 +103,7 @@ struct dns_cfg {
 struct dns_scratch {
     __u8 pre[64];
     struct dns_key key;  // at 64; the name ends at 128
-    __u8 post[72];       // room the verifier counts for the right-aligned load
+    __u8 post[76];       // room the verifier counts for the right-aligned load
     __u16 starts[DNS_SUFFIXES + 1];
     __u32 name_len;
     __u32 labels;
@@ -111,19 +120,19 @@ struct rrl_slot {
     __u32 count;
 };
 
+// Sized at load for the zones served (a table much larger than its contents spreads every
+// lookup over memory no cache holds); answers in arrays, found by their index.
 #define DNS_INDEX(n)                                 \
     struct {                                         \
         __uint(type, BPF_MAP_TYPE_HASH);             \
-        __uint(max_entries, 1 << 22);                \
-        __uint(map_flags, BPF_F_NO_PREALLOC);        \
+        __uint(max_entries, 1024);                   \
         __type(key, struct dns_key);                 \
-        __type(value, struct dns_hit);               \
+        __type(value, struct dns_node);              \
     } n SEC(".maps")
 #define DNS_ANSWERS(n, v)                            \
     struct {                                         \
-        __uint(type, BPF_MAP_TYPE_HASH);             \
-        __uint(max_entries, 1 << 22);                \
-        __uint(map_flags, BPF_F_NO_PREALLOC);        \
+        __uint(type, BPF_MAP_TYPE_ARRAY);            \
+        __uint(max_entries, 1024);                   \
         __type(key, __u32);                          \
         __type(value, v);                            \
     } n SEC(".maps")
@@ -197,7 +206,7 @@ static __always_inline __u16 swab16(__u16 v)
     return (v >> 8) | (v << 8);
 }
 
-static __always_inline struct dns_hit *dns_find(__u32 gen, struct dns_key *k)
+static __always_inline struct dns_node *dns_find(__u32 gen, struct dns_key *k)
 {
     if (gen)
         return bpf_map_lookup_elem(&dns_index1, k);
@@ -387,16 +396,28 @@ __attribute__((noinline)) long dns_answer(struct xdp_md *ctx, __u32 off, __u32 m
     __u64 sum = (n & 1) ? swab16(name_sum) : name_sum;
     for (int i = 0; i < 8; i++)
         words[i] = lower8(words[i]);
-    k->qtype = qtype;
-    k->kind = DNS_KIND_EXACT;
-    struct dns_hit *hit = dns_find(gen, k);
-    if (!hit) {
-        k->qtype = 0;
-        k->kind = DNS_KIND_OTHER;
-        hit = dns_find(gen, k);
-    }
-    if (!hit) {
-        // The closest encloser: each shorter suffix in turn, to the root.
+    // The name itself, else its closest encloser: each shorter suffix in turn, to the root.
+    __u32 pick = DNS_PASS_ID, pick_do = DNS_PASS_ID;
+    int found = 0;
+    struct dns_node *node = dns_find(gen, k);
+    if (node) {
+        found = 1;
+        pick = node->other;
+        pick_do = node->other_do;
+        __u32 nself = node->nself;
+        for (int i = 0; i < DNS_TYPES; i++) {
+            if ((__u32)i >= nself)
+                break;
+            if (node->self[i].qtype == qtype) {
+                pick = node->self[i].id;
+                pick_do = node->self[i].id_do;
+                nself = DNS_TYPES + 1;
+                break;
+            }
+        }
+        if (nself <= DNS_TYPES && (node->flags & DNS_SELF_CUT))
+            pick = pick_do = DNS_PASS_ID;
+    } else {
         for (__u32 j = 1; j <= DNS_SUFFIXES; j++) {
             if (j > labels)
                 break;
@@ -407,28 +428,35 @@ __attribute__((noinline)) long dns_answer(struct xdp_md *ctx, __u32 off, __u32 m
             __s32 lim = 64 - (__s32)n + (__s32)cut;
             for (int i = 0; i < 8; i++)
                 words[i] = clear_front(words[i], lim, 8 * i);
-            k->qtype = 0;
-            k->kind = DNS_KIND_BELOW_OTHER;
-            hit = dns_find(gen, k);
-            if (hit) {
-                if (hit->flags & DNS_HIT_BELOW_TYPED) {
-                    k->qtype = qtype;
-                    k->kind = DNS_KIND_BELOW;
-                    struct dns_hit *typed = dns_find(gen, k);
-                    if (typed)
-                        hit = typed;
+            node = dns_find(gen, k);
+            if (node) {
+                found = 1;
+                pick = node->below;
+                pick_do = node->below_do;
+                __u32 nwild = node->nwild;
+                for (int i = 0; i < DNS_TYPES; i++) {
+                    if ((__u32)i >= nwild)
+                        break;
+                    if (node->wild[i].qtype == qtype) {
+                        pick = node->wild[i].id;
+                        pick_do = node->wild[i].id_do;
+                        nwild = DNS_TYPES + 1;
+                        break;
+                    }
                 }
+                if (nwild <= DNS_TYPES && (node->flags & DNS_WILD_CUT))
+                    pick = pick_do = DNS_PASS_ID;
                 break;
             }
             if (j == labels)
                 break;
         }
     }
-    if (!hit)
+    if (!found)
         return dns_count(DNS_MISS);
-    __u32 aid = hit->id;
-    if (dnssec && hit->id_do != DNS_SAME_ID)
-        aid = hit->id_do;
+    __u32 aid = pick;
+    if (dnssec && pick_do != DNS_SAME_ID)
+        aid = pick_do;
     if (aid == DNS_PASS_ID)
         return dns_count(DNS_NOT_FIXED);
     // The header fields sit alike in both sizes; the body is read through its own bound.

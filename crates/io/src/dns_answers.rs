@@ -19,64 +19,81 @@ pub const PATCHES: usize = 4;
 pub const PASS: u32 = u32::MAX;
 /// `id_do` meaning the answer with DO is the same as without.
 pub const SAME: u32 = u32::MAX - 1;
-/// A BELOW_OTHER entry whose encloser also has per-type BELOW entries (a wildcard).
-pub const BELOW_TYPED: u32 = 1;
 
-/// What a key names.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-#[repr(u8)]
-pub enum Kind {
-    /// The name itself, one query type.
-    Exact = 0,
-    /// The name itself, every type without an entry of its own.
-    Other = 1,
-    /// Names below this one that do not exist, one query type (a wildcard's).
-    Below = 2,
-    /// Names below this one that do not exist, every other type.
-    BelowOther = 3,
-}
+/// Types a name's record lists apart (its own, and a wildcard's below it).
+pub const TYPES: usize = 6;
+const SELF_CUT: u8 = 1;
+const WILD_CUT: u8 = 2;
 
-/// Key of the index maps; must match `struct dns_key`.
+/// Key of the index maps (a name); must match `struct dns_key`.
 #[repr(C)]
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub struct Key {
     name: [u8; NAME_MAX],
-    qtype: u16,
-    kind: u8,
-    pad: u8,
 }
 
-// SAFETY: plain old data without padding (64 + 2 + 1 + 1 bytes), valid for any bit pattern.
+// SAFETY: bytes only.
 unsafe impl aya::Pod for Key {}
 
 impl Key {
     /// The key of `name` (wire form, at most [`NAME_MAX`] bytes): lower-cased and
     /// right-aligned as the program builds it. None for a longer name.
-    pub fn new(name: &[u8], qtype: u16, kind: Kind) -> Option<Key> {
+    pub fn new(name: &[u8]) -> Option<Key> {
         if name.is_empty() || name.len() > NAME_MAX {
             return None;
         }
-        let mut k = Key { name: [0; NAME_MAX], qtype, kind: kind as u8, pad: 0 };
+        let mut k = Key { name: [0; NAME_MAX] };
         k.name[NAME_MAX - name.len()..].copy_from_slice(name);
         k.name.make_ascii_lowercase();
         Some(k)
     }
 }
 
-/// Value of the index maps; must match `struct dns_hit`.
+/// Which answer: an id (a position in [`Table::answers`]), [`PASS`] or, with DO, [`SAME`].
+pub type Pick = (u32, u32);
+
+/// Must match `struct dns_pick`.
 #[repr(C)]
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct Hit {
-    /// The answer, or [`PASS`].
-    pub id: u32,
-    /// The answer with DO, [`SAME`] or [`PASS`].
-    pub id_do: u32,
-    /// [`BELOW_TYPED`] or 0.
-    pub flags: u32,
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+struct PickC {
+    qtype: u16,
+    pad: u16,
+    id: u32,
+    id_do: u32,
 }
 
-// SAFETY: three u32, no padding, valid for any bit pattern.
-unsafe impl aya::Pod for Hit {}
+/// Must match `struct dns_node`.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+struct NodeC {
+    other: u32,
+    other_do: u32,
+    below: u32,
+    below_do: u32,
+    nself: u8,
+    nwild: u8,
+    flags: u8,
+    pad: u8,
+    own: [PickC; TYPES],
+    wild: [PickC; TYPES],
+}
+
+// SAFETY: u32, u16 and u8 fields laid out without padding (20 + 2 * 72 bytes), any bit pattern.
+unsafe impl aya::Pod for NodeC {}
+
+/// What a name answers: its own types apart and every other type; for names below it that
+/// do not exist, a wildcard's types apart and every other.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Node {
+    /// The name's own types with their answers.
+    pub own: Vec<(u16, Pick)>,
+    /// Every other type.
+    pub other: Pick,
+    /// Below it, a wildcard's types with their answers.
+    pub wild: Vec<(u16, Pick)>,
+    /// Below it, every other type.
+    pub below: Pick,
+}
 
 /// The fields before an answer's body; must match `DNS_ANSWER_HEAD`.
 #[repr(C)]
@@ -148,13 +165,41 @@ impl Answer {
     }
 }
 
-/// A complete table: the index and the answers it points at.
+/// A complete table: the names and the answers they point at.
 #[derive(Debug, Default, Clone)]
 pub struct Table {
-    /// (key, hit) pairs; a hit's ids are positions in `answers` (or PASS, SAME).
-    pub index: Vec<(Key, Hit)>,
+    /// Names and what they answer; ids are positions in `answers` (or PASS, SAME).
+    pub index: Vec<(Key, Node)>,
     /// Answers, by id (position).
     pub answers: Vec<Answer>,
+}
+
+/// How many entries each of the program's DNS tables may hold.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Capacity {
+    /// Keys of the index.
+    pub keys: u32,
+    /// Small answers.
+    pub small: u32,
+    /// Large answers.
+    pub large: u32,
+}
+
+impl Default for Capacity {
+    /// Room for a small zone (the tables of a filter that answers no DNS stay unused).
+    fn default() -> Capacity {
+        Capacity { keys: 1024, small: 1024, large: 256 }
+    }
+}
+
+impl Table {
+    /// Room for this table and for reloads that grow it up to twice its size.
+    pub fn capacity(&self) -> Capacity {
+        let large = self.answers.iter().filter(|a| a.large()).count();
+        let room = |n: usize| (2 * n).clamp(256, 1 << 24) as u32;
+        // The index is a hash table: twice its names keeps its buckets short.
+        Capacity { keys: room(self.index.len()), small: room(self.answers.len() - large), large: room(large) }
+    }
 }
 
 /// Must match `struct dns_cfg`.
@@ -177,9 +222,9 @@ pub const REASONS: [&str; 12] =
 
 /// The program's DNS maps, taken from the loaded filter.
 pub struct DnsMaps {
-    index: [HashMap<MapData, Key, Hit>; 2],
-    small: [HashMap<MapData, u32, Small>; 2],
-    large: [HashMap<MapData, u32, Large>; 2],
+    index: [HashMap<MapData, Key, NodeC>; 2],
+    small: [Array<MapData, Small>; 2],
+    large: [Array<MapData, Large>; 2],
     cfg: Array<MapData, Cfg>,
     stats: PerCpuArray<MapData, u64>,
     /// What each generation holds now (to clear it before it is filled again): keys, small
@@ -251,39 +296,51 @@ impl DnsMaps {
     }
 
     fn fill(&mut self, g: usize, t: &Table) -> Result<(), String> {
-        let (keys, small, large) = std::mem::take(&mut self.held[g]);
+        let (keys, _, _) = std::mem::take(&mut self.held[g]);
         for k in &keys {
             let _ = self.index[g].remove(k);
         }
-        for id in 0..small {
-            let _ = self.small[g].remove(&id);
-        }
-        for id in 0..large {
-            let _ = self.large[g].remove(&id);
-        }
-        // Each answer goes to the map of its size; the index names it by that map's id.
+        // Each answer goes to the array of its size; the names give that array's index.
         let mut ids = Vec::with_capacity(t.answers.len());
-        let stored = |e| format!("storing a DNS answer: {e}");
+        let stored = |e| format!("storing a DNS answer (more than the room made at start): {e}");
         for a in &t.answers {
             let held = &mut self.held[g];
             if a.large() {
                 let mut v = Large { head: a.head, body: [0; BODY_MAX] };
                 v.body[..a.body.len()].copy_from_slice(&a.body);
-                self.large[g].insert(held.2, v, 0).map_err(stored)?;
+                self.large[g].set(held.2, v, 0).map_err(stored)?;
                 ids.push(LARGE_ID | held.2);
                 held.2 += 1;
             } else {
                 let mut v = Small { head: a.head, body: [0; BODY_SMALL] };
                 v.body[..a.body.len()].copy_from_slice(&a.body);
-                self.small[g].insert(held.1, v, 0).map_err(stored)?;
+                self.small[g].set(held.1, v, 0).map_err(stored)?;
                 ids.push(held.1);
                 held.1 += 1;
             }
         }
         let id_of = |i: u32| if i == PASS || i == SAME { i } else { ids[i as usize] };
-        for (k, h) in &t.index {
-            let hit = Hit { id: id_of(h.id), id_do: id_of(h.id_do), flags: h.flags };
-            self.index[g].insert(k, hit, 0).map_err(|e| format!("storing a DNS answer's key: {e}"))?;
+        let pick = |(t, (id, id_do)): &(u16, Pick)| PickC { qtype: *t, pad: 0, id: id_of(*id), id_do: id_of(*id_do) };
+        for (k, n) in &t.index {
+            let mut c = NodeC {
+                other: id_of(n.other.0),
+                other_do: id_of(n.other.1),
+                below: id_of(n.below.0),
+                below_do: id_of(n.below.1),
+                nself: n.own.len().min(TYPES) as u8,
+                nwild: n.wild.len().min(TYPES) as u8,
+                flags: if n.own.len() > TYPES { SELF_CUT } else { 0 } | if n.wild.len() > TYPES { WILD_CUT } else { 0 },
+                ..NodeC::default()
+            };
+            for (slot, p) in c.own.iter_mut().zip(&n.own) {
+                *slot = pick(p);
+            }
+            for (slot, p) in c.wild.iter_mut().zip(&n.wild) {
+                *slot = pick(p);
+            }
+            self.index[g]
+                .insert(k, c, 0)
+                .map_err(|e| format!("storing a DNS name (more than the room made at start): {e}"))?;
             self.held[g].0.push(*k);
         }
         Ok(())

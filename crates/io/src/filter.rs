@@ -105,7 +105,20 @@ pub struct Filter {
 impl Filter {
     /// Loads the program and attaches it to `iface` (native mode, else generic).
     pub fn attach(iface: &str, ifindex: u32) -> Result<Filter, FilterError> {
-        let mut ebpf = Ebpf::load(FILTER_OBJ).map_err(|e| err(format!("loading the XDP filter: {e}")))?;
+        Filter::attach_sized(iface, ifindex, crate::dns_answers::Capacity::default())
+    }
+
+    /// As [`Filter::attach`], with the DNS answer tables sized for `dns` (a hash table's
+    /// buckets are made for its maximum: one far larger than its contents spreads every
+    /// lookup over memory no cache holds).
+    pub fn attach_sized(iface: &str, ifindex: u32, dns: crate::dns_answers::Capacity) -> Result<Filter, FilterError> {
+        let mut loader = aya::EbpfLoader::new();
+        for g in 0..2 {
+            loader.set_max_entries(["dns_index0", "dns_index1"][g], dns.keys.max(1));
+            loader.set_max_entries(["dns_answers0", "dns_answers1"][g], dns.small.max(1));
+            loader.set_max_entries(["dns_large0", "dns_large1"][g], dns.large.max(1));
+        }
+        let mut ebpf = loader.load(FILTER_OBJ).map_err(|e| err(format!("loading the XDP filter: {e}")))?;
         let xsks = XskMap::try_from(ebpf.take_map("xsks").ok_or_else(|| err("filter has no xsks map"))?)
             .map_err(|e| err(format!("xsks map: {e}")))?;
         let grants = HashMap::try_from(ebpf.take_map("grants").ok_or_else(|| err("filter has no grants map"))?)

@@ -72,6 +72,8 @@ pub struct Options {
 pub struct DriverAnswers {
     /// The UDP port.
     pub port: u16,
+    /// How large the program's tables are made.
+    pub capacity: io::dns_answers::Capacity,
     /// Given the tables as soon as the filter is attached (before the engines start).
     pub attached: Arc<dyn Fn(io::dns_answers::DnsMaps) + Send + Sync>,
 }

@@ -42,7 +42,8 @@ pub(super) fn open(opts: &Options, grants: &[Grant], what: &str) -> Result<Opene
         None => false,
     };
 
-    let mut filter = Filter::attach(&ifc.name, ifc.index).map_err(|e| e.to_string())?;
+    let capacity = opts.driver_answers.as_ref().map(|d| d.capacity).unwrap_or_default();
+    let mut filter = Filter::attach_sized(&ifc.name, ifc.index, capacity).map_err(|e| e.to_string())?;
     let served =
         opts.addr.map(|a| (a.into(), owns_alone)).into_iter().chain(opts.addr6.map(|a| (a.into(), owns_alone6)));
     for (addr, alone) in served {

@@ -11,6 +11,8 @@ use std::time::Instant;
 /// The filter's answer maps once attached, and the rate they answer at.
 pub struct Driver {
     maps: Mutex<Option<DnsMaps>>,
+    /// The first table, built before the filter is loaded (to size its maps).
+    first: Mutex<Option<Built>>,
     /// RRL's (rate, IPv4 prefix, IPv6 prefix), if it is on.
     rate: Option<(u32, u8, u8)>,
 }
@@ -23,8 +25,16 @@ fn pick(p: Pick) -> u32 {
     }
 }
 
+/// A table with how many of its keys are answered here and how long it took.
+struct Built {
+    table: maps::Table,
+    answered: usize,
+    secs: f64,
+}
+
 /// The maps' table for `catalog`.
-fn table(catalog: &Arc<Catalog>) -> (maps::Table, usize) {
+fn table(catalog: &Arc<Catalog>) -> Built {
+    let t0 = Instant::now();
     let limits = driver::Limits { name_max: maps::NAME_MAX, body_max: maps::BODY_MAX, patches: maps::PATCHES };
     let t = driver::build(catalog, limits);
     let answered = t.answered();
@@ -35,57 +45,82 @@ fn table(catalog: &Arc<Catalog>) -> (maps::Table, usize) {
             maps::Answer::new(a.flags, a.counts, &a.body, a.base_len, &a.patches).expect("built within the limits")
         })
         .collect();
-    let index = t
-        .entries
-        .iter()
-        .filter_map(|e| {
-            let kind = match e.kind {
-                Kind::Exact => maps::Kind::Exact,
-                Kind::Other => maps::Kind::Other,
-                Kind::Below => maps::Kind::Below,
-                Kind::BelowOther => maps::Kind::BelowOther,
-            };
-            let hit = maps::Hit {
-                id: pick(e.plain),
-                id_do: pick(e.dnssec),
-                flags: if e.typed { maps::BELOW_TYPED } else { 0 },
-            };
-            Some((maps::Key::new(&e.name, e.qtype, kind)?, hit))
-        })
-        .collect();
-    (maps::Table { index, answers }, answered)
+    // The program finds a name's record once, with its types in it.
+    let mut nodes: std::collections::HashMap<maps::Key, maps::Node> = std::collections::HashMap::new();
+    for e in &t.entries {
+        let Some(k) = maps::Key::new(&e.name) else { continue };
+        let n = nodes.entry(k).or_insert_with(|| maps::Node {
+            other: (maps::PASS, maps::PASS),
+            below: (maps::PASS, maps::PASS),
+            ..maps::Node::default()
+        });
+        let p = (pick(e.plain), pick(e.dnssec));
+        match e.kind {
+            Kind::Exact => n.own.push((e.qtype, p)),
+            Kind::Other => n.other = p,
+            Kind::Below => n.wild.push((e.qtype, p)),
+            Kind::BelowOther => n.below = p,
+        }
+    }
+    let index = nodes.into_iter().collect();
+    Built { table: maps::Table { index, answers }, answered, secs: t0.elapsed().as_secs_f64() }
 }
 
 impl Driver {
     pub fn new(rrl: Option<&dns_server::rrl::RrlSettings>) -> Arc<Driver> {
-        Arc::new(Driver { maps: Mutex::new(None), rate: rrl.map(|r| (r.rate, r.ipv4_prefix, r.ipv6_prefix)) })
+        Arc::new(Driver {
+            maps: Mutex::new(None),
+            first: Mutex::new(None),
+            rate: rrl.map(|r| (r.rate, r.ipv4_prefix, r.ipv6_prefix)),
+        })
     }
 
-    /// Takes the filter's maps and installs the table of `catalog`.
-    pub fn attach(&self, mut m: DnsMaps, catalog: &Arc<Catalog>) {
+    /// Builds the table of `catalog` for the filter to come; the room its maps need.
+    pub fn prepare(&self, catalog: &Arc<Catalog>) -> maps::Capacity {
+        let built = table(catalog);
+        let cap = built.table.capacity();
+        *self.first.lock().unwrap() = Some(built);
+        cap
+    }
+
+    /// Takes the filter's maps and installs the prepared table.
+    pub fn attach(&self, mut m: DnsMaps) {
         let (rate, v4, v6) = self.rate.unwrap_or((0, 32, 128));
         if let Err(e) = m.set_rate(rate, v4, v6) {
             tracing::warn!("answers in XDP off: {e}");
             return;
         }
+        let first = self.first.lock().unwrap().take();
         *self.maps.lock().unwrap() = Some(m);
-        self.install(catalog);
+        if let Some(b) = first {
+            self.put(b);
+        }
     }
 
-    /// Installs the table of `catalog` (a reload's); says how it went in the log.
+    /// Installs the table of `catalog` (a reload's).
     pub fn install(&self, catalog: &Arc<Catalog>) {
+        if self.maps.lock().unwrap().is_some() {
+            self.put(table(catalog));
+        }
+    }
+
+    /// Installs `b`; says how it went in the log.
+    fn put(&self, b: Built) {
         let mut held = self.maps.lock().unwrap();
         let Some(m) = held.as_mut() else { return };
         let t = Instant::now();
-        let (table, answered) = table(catalog);
-        match m.install(&table) {
+        match m.install(&b.table) {
             Ok(()) => tracing::info!(
-                "answers in XDP: {answered} of {} names and types answered at the driver, {} distinct answers (ready in {:.2} s)",
-                table.index.len(),
-                table.answers.len(),
+                "answers in XDP: {} answers to names and types ready at the driver for {} names, {} distinct (built in {:.2} s, installed in {:.2} s)",
+                b.answered,
+                b.table.index.len(),
+                b.table.answers.len(),
+                b.secs,
                 t.elapsed().as_secs_f64()
             ),
-            Err(e) => tracing::warn!("answers in XDP off, every query goes to the engines: {e}"),
+            Err(e) => tracing::warn!(
+                "answers in XDP off, every query goes to the engines: {e} (a table past the room made at start needs a restart)"
+            ),
         }
     }
 

@@ -72,9 +72,10 @@ pub fn run(a: DnsArgs) -> Result<(), String> {
         XdpAnswers::Auto => true,
     };
     if in_xdp {
-        let (d, published) = (driver.clone(), catalog.clone());
-        let attached = std::sync::Arc::new(move |m| d.attach(m, published.follow().get()));
-        s.opts.driver_answers = Some(crate::dataplane::DriverAnswers { port, attached });
+        let capacity = driver.prepare(catalog.follow().get());
+        let d = driver.clone();
+        let attached = std::sync::Arc::new(move |m| d.attach(m));
+        s.opts.driver_answers = Some(crate::dataplane::DriverAnswers { port, capacity, attached });
     }
     let reload = {
         let driver = driver.clone();
