@@ -89,16 +89,22 @@ fn number_after(line: &str, word: &str) -> u64 {
     rest.split_whitespace().next().unwrap().parse().unwrap()
 }
 
-#[test]
-fn a_spoofed_flood_is_limited_while_other_prefixes_and_tcp_are_served() {
-    let net = TestNet::new(1);
-    let z = std::env::temp_dir().join(format!("sirocco-rrl-{}.zone", std::process::id()));
+/// A two-name zone `t.test` in a file tagged `tag`: its path and the `--zone` argument.
+fn small_zone(tag: &str) -> (std::path::PathBuf, String) {
+    let z = std::env::temp_dir().join(format!("sirocco-{tag}-{}.zone", std::process::id()));
     std::fs::write(
         &z,
         "$ORIGIN t.test.\n$TTL 60\n@ SOA ns h 1 2 3 4 5\n@ NS ns\nns A 198.18.3.1\nsmall A 198.18.3.2\n",
     )
     .unwrap();
-    let zone_arg = format!("t.test={}", z.display());
+    let arg = format!("t.test={}", z.display());
+    (z, arg)
+}
+
+#[test]
+fn a_spoofed_flood_is_limited_while_other_prefixes_and_tcp_are_served() {
+    let net = TestNet::new(1);
+    let (z, zone_arg) = small_zone("rrl");
     let rate = RATE.to_string();
     let s = net.start_dns(&zone_arg, &["--rrl-rate", &rate, "--rrl-slip", "2"]);
     let macs = (mac_of(&net, &net.cli_ns, &net.cli_if), mac_of(&net, &net.srv_ns, &net.srv_if));
@@ -197,13 +203,7 @@ fn answers_in_xdp_stay_within_the_rate_limit() {
     // what is over its own budget.
     let net = TestNet::new(1);
     net.xdp_peer();
-    let z = std::env::temp_dir().join(format!("sirocco-rrl-xdp-{}.zone", std::process::id()));
-    std::fs::write(
-        &z,
-        "$ORIGIN t.test.\n$TTL 60\n@ SOA ns h 1 2 3 4 5\n@ NS ns\nns A 198.18.3.1\nsmall A 198.18.3.2\n",
-    )
-    .unwrap();
-    let zone_arg = format!("t.test={}", z.display());
+    let (z, zone_arg) = small_zone("rrl-xdp");
     let rate = RATE.to_string();
     let s = net.start_dns(&zone_arg, &["--rrl-rate", &rate, "--rrl-slip", "2", "--xdp-answers", "on"]);
     let macs = (mac_of(&net, &net.cli_ns, &net.cli_if), mac_of(&net, &net.srv_ns, &net.srv_if));

@@ -261,6 +261,24 @@ static __always_inline int over_rate(struct dns_cfg *cfg, const __u8 *src, int v
     return 0;
 }
 
+// The answer `list` (its first `n` entries; `cut`: it had more) gives `qtype`, else the one
+// for every other type — or none (the engine's) when the list was cut short.
+static __always_inline void pick_type(const struct dns_pick *list, __u32 n, int cut, __u16 qtype, __u32 other,
+                                      __u32 other_do, __u32 *id, __u32 *id_do)
+{
+    for (int i = 0; i < DNS_TYPES; i++) {
+        if ((__u32)i >= n)
+            break;
+        if (list[i].qtype == qtype) {
+            *id = list[i].id;
+            *id_do = list[i].id_do;
+            return;
+        }
+    }
+    *id = cut ? DNS_PASS_ID : other;
+    *id_do = cut ? DNS_PASS_ID : other_do;
+}
+
 // Lower-cases the letters of eight name bytes at once (no branch for the verifier to follow).
 static __always_inline __u64 lower8(__u64 x)
 {
@@ -402,21 +420,8 @@ __attribute__((noinline)) long dns_answer(struct xdp_md *ctx, __u32 off, __u32 m
     struct dns_node *node = dns_find(gen, k);
     if (node) {
         found = 1;
-        pick = node->other;
-        pick_do = node->other_do;
-        __u32 nself = node->nself;
-        for (int i = 0; i < DNS_TYPES; i++) {
-            if ((__u32)i >= nself)
-                break;
-            if (node->self[i].qtype == qtype) {
-                pick = node->self[i].id;
-                pick_do = node->self[i].id_do;
-                nself = DNS_TYPES + 1;
-                break;
-            }
-        }
-        if (nself <= DNS_TYPES && (node->flags & DNS_SELF_CUT))
-            pick = pick_do = DNS_PASS_ID;
+        pick_type(node->self, node->nself, node->flags & DNS_SELF_CUT, qtype, node->other, node->other_do, &pick,
+                  &pick_do);
     } else {
         for (__u32 j = 1; j <= DNS_SUFFIXES; j++) {
             if (j > labels)
@@ -431,21 +436,8 @@ __attribute__((noinline)) long dns_answer(struct xdp_md *ctx, __u32 off, __u32 m
             node = dns_find(gen, k);
             if (node) {
                 found = 1;
-                pick = node->below;
-                pick_do = node->below_do;
-                __u32 nwild = node->nwild;
-                for (int i = 0; i < DNS_TYPES; i++) {
-                    if ((__u32)i >= nwild)
-                        break;
-                    if (node->wild[i].qtype == qtype) {
-                        pick = node->wild[i].id;
-                        pick_do = node->wild[i].id_do;
-                        nwild = DNS_TYPES + 1;
-                        break;
-                    }
-                }
-                if (nwild <= DNS_TYPES && (node->flags & DNS_WILD_CUT))
-                    pick = pick_do = DNS_PASS_ID;
+                pick_type(node->wild, node->nwild, node->flags & DNS_WILD_CUT, qtype, node->below, node->below_do,
+                          &pick, &pick_do);
                 break;
             }
             if (j == labels)
