@@ -571,6 +571,21 @@ static __always_inline __u64 sum_words(const void *p, int words)
     return s;
 }
 
+// The UDP header of the answer: ports swapped, its length, the checksum over `sum` (the
+// message's and the addresses').
+static __always_inline int udp_back(struct udphdr *udp, __u32 msg_len, __u64 sum)
+{
+    __be16 p = udp->source;
+    udp->source = udp->dest;
+    udp->dest = p;
+    udp->len = bpf_htons(8 + msg_len);
+    udp->check = 0;
+    __u64 s = sum + IPPROTO_UDP + (8 + msg_len) + sum_words(udp, 4);
+    __u16 c = ~fold(s) & 0xffff;
+    udp->check = bpf_htons(c ? c : 0xffff);
+    return XDP_TX;
+}
+
 // A query over IPv4 (no options) to a DNS grant: XDP_TX, -1 (to the engine) or -2 (drop).
 static __always_inline int dns_reply4(struct xdp_md *ctx, struct iphdr *ip, struct udphdr *udp, void *end)
 {
@@ -599,15 +614,7 @@ static __always_inline int dns_reply4(struct xdp_md *ctx, struct iphdr *ip, stru
     ip->ttl = 64;
     ip->check = 0;
     ip->check = bpf_htons(~fold(sum_words(ip, 10)) & 0xffff);
-    __be16 p = udp->source;
-    udp->source = udp->dest;
-    udp->dest = p;
-    udp->len = bpf_htons(8 + msg_len);
-    udp->check = 0;
-    __u64 s = msg_sum + sum_words(&ip->saddr, 4) + IPPROTO_UDP + (8 + msg_len) + sum_words(udp, 4);
-    __u16 c = ~fold(s) & 0xffff;
-    udp->check = bpf_htons(c ? c : 0xffff);
-    return XDP_TX;
+    return udp_back(udp, msg_len, msg_sum + sum_words(&ip->saddr, 4));
 }
 
 // A query over IPv6 (UDP right after the fixed header) to a DNS grant: XDP_TX, -1 or -2.
@@ -636,13 +643,5 @@ static __always_inline int dns_reply6(struct xdp_md *ctx, struct ipv6hdr *ip, st
     ip->daddr = t;
     ip->payload_len = bpf_htons(8 + msg_len);
     ip->hop_limit = 64;
-    __be16 p = udp->source;
-    udp->source = udp->dest;
-    udp->dest = p;
-    udp->len = bpf_htons(8 + msg_len);
-    udp->check = 0;
-    __u64 s = msg_sum + sum_words(&ip->saddr, 16) + IPPROTO_UDP + (8 + msg_len) + sum_words(udp, 4);
-    __u16 c = ~fold(s) & 0xffff;
-    udp->check = bpf_htons(c ? c : 0xffff);
-    return XDP_TX;
+    return udp_back(udp, msg_len, msg_sum + sum_words(&ip->saddr, 16));
 }
