@@ -171,3 +171,68 @@ fn dnsperf_gets_every_query_answered() {
     assert!(st.success(), "{log}");
     let _ = std::fs::remove_file(queries);
 }
+
+/// `www.example.com A` with EDNS and a COOKIE option of `cookie` (client cookie, then any
+/// server cookie).
+fn query_with_cookie(id: u16, cookie: &[u8]) -> Vec<u8> {
+    let mut m = query(id, b"\x03www\x07example\x03com\x00");
+    m[11] = 1;
+    m.extend([0, 0, 41, 4, 0xd0, 0, 0, 0, 0]);
+    m.extend(((4 + cookie.len()) as u16).to_be_bytes());
+    m.extend([0, 10]);
+    m.extend((cookie.len() as u16).to_be_bytes());
+    m.extend_from_slice(cookie);
+    m
+}
+
+/// The COOKIE option's data in a response, and its extended rcode.
+fn cookie_of(resp: &[u8]) -> (Vec<u8>, u16) {
+    // The OPT record ends the response: owner, type, size, ext rcode, version, flags, rdlen,
+    // then our one option.
+    let opt = resp.len() - (11 + 4 + 24);
+    assert_eq!(resp[opt..opt + 3], [0, 0, 41], "an OPT record with a cookie ends {resp:02x?}");
+    let rcode = (u16::from(resp[opt + 5]) << 4) | u16::from(resp[3] & 0x0f);
+    assert_eq!(resp[opt + 11..opt + 15], [0, 10, 0, 24], "{resp:02x?}");
+    (resp[opt + 15..].to_vec(), rcode)
+}
+
+#[test]
+fn dns_cookies_kdig_and_rate_limiting() {
+    let net = TestNet::new(1);
+    let s = net.start_dns(&format!("example.com={}", zone()), &["--rrl-rate", "5", "--rrl-slip", "1"]);
+    // kdig asks with a client cookie and shows the one the server made (RFC 9018: version 1,
+    // three reserved bytes, a timestamp, a hash).
+    let out = kdig(&net, &["+cookie", "www.example.com", "A"]);
+    let line = out.lines().find(|l| l.contains("COOKIE:")).unwrap_or_else(|| panic!("no cookie: {out}"));
+    let hex = line.split_whitespace().nth(2).unwrap().to_ascii_lowercase();
+    assert_eq!(hex.len(), 48, "client and server cookie: {line}");
+    assert_eq!(&hex[16..24], "01000000", "an RFC 9018 server cookie: {line}");
+    // Sent back, the same cookie comes back (it is fresh).
+    // BIND's dig checks the cookie the answer echoes.
+    let dig = net.exec(&net.cli_ns, &["dig", "@198.18.0.10", "+cookie", "+time=2", "+tries=2", "www.example.com"]);
+    let dig = String::from_utf8_lossy(&dig.stdout);
+    assert!(dig.lines().any(|l| l.contains("COOKIE:") && l.ends_with("(good)")), "dig: {dig}");
+    let reuse = format!("+cookie={hex}");
+    let again = kdig(&net, &[&reuse, "www.example.com", "A"]);
+    assert!(again.to_ascii_lowercase().contains(&hex), "the fresh cookie is kept: {again}");
+
+    // Over the rate limit (5 a second), a client with only a client cookie gets BADCOOKIE
+    // with a server cookie; with that cookie it is answered in full, not limited.
+    let client = [7u8, 6, 5, 4, 3, 2, 1, 0];
+    let first = ask(&net.cli_ns, (0..40).map(|i| query_with_cookie(100 + i, &client)).collect());
+    let rcodes: Vec<u16> = first.iter().flatten().map(|r| cookie_of(r).1).collect();
+    assert!(rcodes.contains(&0) && rcodes.contains(&23), "answers, then BADCOOKIE past the limit: {rcodes:?}");
+    let server = cookie_of(first.iter().flatten().last().unwrap()).0;
+    assert_eq!(server[..8], client, "the client cookie is echoed");
+    let valid = ask(&net.cli_ns, (0..40).map(|i| query_with_cookie(200 + i, &server)).collect());
+    let answered = valid.iter().flatten().filter(|r| cookie_of(r).1 == 0 && r[7] >= 1).count();
+    assert_eq!(answered, 40, "a valid server cookie is not rate-limited");
+    // A cookie of a bad length is FORMERR (RFC 7873 5.2.2).
+    let bad = ask(&net.cli_ns, vec![query_with_cookie(300, &[1, 2, 3, 4, 5])]);
+    assert_eq!(bad[0].as_ref().map(|r| r[3] & 0x0f), Some(1), "FORMERR: {bad:?}");
+    let (st, log) = s.stop();
+    assert!(st.success(), "{log}");
+    let line = log.lines().find(|l| l.starts_with("dns cookies:")).unwrap_or_else(|| panic!("{log}"));
+    let valid: u64 = line.split("valid ").nth(1).unwrap().split(' ').next().unwrap().parse().unwrap();
+    assert!(valid >= 41, "kdig's cookie sent back and the 40 queries counted valid: {line}");
+}

@@ -2,6 +2,7 @@
 //! parse, look up, copy and patch.
 
 pub mod compile;
+pub mod cookies;
 pub mod driver;
 pub mod message;
 pub mod notify;

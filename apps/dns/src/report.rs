@@ -43,6 +43,15 @@ fn lines(all: &Samples, rrl: Option<RrlSettings>, last_error: Option<String>) ->
             v("sirocco_dns_rrl_limited_total", "slipped")
         ));
     }
+    let cookie = |e| v("sirocco_dns_cookies_total", e);
+    if cookie("valid") + cookie("fresh") > 0 {
+        out.push(format!(
+            "dns cookies: valid {} fresh {} | badcookie {}",
+            cookie("valid"),
+            cookie("fresh"),
+            v("sirocco_dns_badcookie_total", "")
+        ));
+    }
     let notify = |e| v("sirocco_dns_notify_sent_total", e);
     if notify("sent") > 0 {
         out.push(format!(

@@ -22,6 +22,10 @@ pub const MAX_UDP: usize = 1232;
 const OPT_LEN: usize = 11;
 /// Size of the edns-tcp-keepalive option with its TIMEOUT.
 const KEEPALIVE_LEN: usize = 6;
+/// Size of the COOKIE option sirocco answers with (client cookie and a 16-byte server cookie).
+const COOKIE_LEN: usize = 4 + 8 + 16;
+/// BADCOOKIE (RFC 7873): extended rcode 23.
+const BADCOOKIE: u16 = 23;
 
 /// What one engine's DNS application counted.
 #[derive(Debug, Default, Clone, Copy)]
@@ -42,6 +46,13 @@ pub struct DnsStats {
     pub notify_in: u64,
     /// NOTIFYs refused: not a secondary zone here, not from its primary, not signed.
     pub notify_refused: u64,
+    /// Queries with a COOKIE option: with a valid server cookie, and without one (a client
+    /// cookie alone, or a server cookie not ours or expired).
+    pub cookies_valid: u64,
+    /// See `cookies_valid`.
+    pub cookies_fresh: u64,
+    /// Responses over the rate limit sent as BADCOOKIE with a fresh server cookie instead.
+    pub badcookie: u64,
 }
 
 /// A response built in the query's buffer.
@@ -93,6 +104,13 @@ pub struct DnsServer {
     announce: bool,
     /// The zones served as a secondary, which NOTIFYs may name.
     secondaries: Option<Arc<Secondaries>>,
+    /// DNS cookies, if on.
+    cookies: Option<crate::cookies::Cookies>,
+    /// The client of the query being answered (for its cookie).
+    client: Option<wire::IpAddr>,
+    /// The COOKIE option of the answer being built (client and server cookie), and whether
+    /// the query's server cookie was valid.
+    cookie: Option<([u8; 24], bool)>,
     /// Counters.
     pub stats: DnsStats,
 }
@@ -127,8 +145,17 @@ impl DnsServer {
             notifier: None,
             announce: true,
             secondaries: None,
+            cookies: None,
+            client: None,
+            cookie: None,
             stats: DnsStats::default(),
         }
+    }
+
+    /// Answers DNS cookies (RFC 7873, RFC 9018 server cookies under `c`'s secret).
+    pub fn with_cookies(mut self, c: crate::cookies::Cookies) -> Self {
+        self.cookies = Some(c);
+        self
     }
 
     /// Sends the NOTIFY messages of zones that name secondaries (one engine's server).
@@ -209,6 +236,11 @@ impl DnsServer {
         let rrl = "Responses over the rate limit (RRL), dropped or slipped (sent truncated).";
         out.counter_with("sirocco_dns_rrl_limited_total", rrl, ("action", "dropped"), st.rrl_dropped);
         out.counter_with("sirocco_dns_rrl_limited_total", rrl, ("action", "slipped"), st.rrl_slipped);
+        let cookies = "Queries with a DNS cookie, by what their server cookie was.";
+        out.counter_with("sirocco_dns_cookies_total", cookies, ("server_cookie", "valid"), st.cookies_valid);
+        out.counter_with("sirocco_dns_cookies_total", cookies, ("server_cookie", "fresh"), st.cookies_fresh);
+        let bad = "Responses over the rate limit sent as BADCOOKIE with a fresh server cookie.";
+        out.counter("sirocco_dns_badcookie_total", bad, st.badcookie);
         let notify = "NOTIFY messages from primaries, accepted or refused.";
         out.counter_with("sirocco_dns_notify_received_total", notify, ("result", "accepted"), st.notify_in);
         out.counter_with("sirocco_dns_notify_received_total", notify, ("result", "refused"), st.notify_refused);
@@ -248,6 +280,22 @@ impl DnsServer {
         Response { len, sum: checksum::fold(checksum::add(0, &buf[..len])), ..r }
     }
 
+    /// Turns the response `r` in `buf` (to a query with a cookie whose server cookie was not
+    /// valid, over the rate limit) into BADCOOKIE: the question and the OPT record with the
+    /// fresh server cookie, so a real client asks again with it and is not limited (RFC 7873
+    /// section 5.2.3, a server enforcing cookies).
+    fn badcookie(buf: &mut [u8], r: Response) -> Response {
+        let tail = OPT_LEN + COOKIE_LEN;
+        buf.copy_within(r.len - tail..r.len, r.q_end);
+        buf[2] &= !0x02;
+        buf[3] = (buf[3] & 0xf0) | (BADCOOKIE & 0x0f) as u8;
+        buf[6..10].fill(0);
+        buf[10..12].copy_from_slice(&1u16.to_be_bytes());
+        buf[r.q_end + 5] = (BADCOOKIE >> 4) as u8;
+        let len = r.q_end + tail;
+        Response { len, sum: checksum::fold(checksum::add(0, &buf[..len])), ..r }
+    }
+
     /// Keys question names as `mode` says.
     pub fn with_key_mode(mut self, mode: KeyMode) -> Self {
         self.mode = mode;
@@ -273,7 +321,30 @@ impl DnsServer {
         if len >= HEADER_LEN && buf[2] & 0xf8 == 4 << 3 && self.secondaries.is_some() {
             return self.notify_in(buf, len, src).map(|r| r.len);
         }
-        self.answer(buf, len, Some(keepalive), 0).map(|r| r.len)
+        self.client = Some(src);
+        let r = self.answer(buf, len, Some(keepalive), 0).map(|r| r.len);
+        self.client = None;
+        r
+    }
+
+    /// The COOKIE option to answer `edns` with, if it carries one and cookies are on; the
+    /// bytes it takes in the answer.
+    fn take_cookie(&mut self, edns: &Option<Edns>) -> usize {
+        self.cookie = None;
+        let (Some(c), Some(e), Some(ip)) = (&self.cookies, edns, self.client) else { return 0 };
+        let Some(qc) = e.cookie else { return 0 };
+        let (verdict, server) = c.check(&qc.client, qc.server(), ip, unix_now() as u32);
+        let valid = verdict == crate::cookies::Verdict::Valid;
+        if valid {
+            self.stats.cookies_valid += 1;
+        } else {
+            self.stats.cookies_fresh += 1;
+        }
+        let mut out = [0u8; 24];
+        out[..8].copy_from_slice(&qc.client);
+        out[8..].copy_from_slice(&server);
+        self.cookie = Some((out, valid));
+        COOKIE_LEN
     }
 
     /// `tcp`: the keep-alive timeout to tell a client that asks, for a query over TCP;
@@ -281,6 +352,7 @@ impl DnsServer {
     fn answer(&mut self, buf: &mut [u8], len: usize, tcp: Option<u16>, reserve: usize) -> Option<Response> {
         // Over TCP the option is answered; over UDP it is ignored (RFC 7828 3.3.1).
         let keepalive = |e: &Option<Edns>| tcp.filter(|_| e.is_some_and(|e| e.tcp_keepalive));
+        self.cookie = None;
         let q = match Query::parse_keyed(&buf[..len], self.mode) {
             Ok(q) => q,
             Err(QueryError::Drop) => {
@@ -298,12 +370,14 @@ impl DnsServer {
                 let q_end = question_end.unwrap_or(HEADER_LEN);
                 let rd_cd = u16::from_be_bytes([buf[2], buf[3]]) & 0x0110;
                 let body = Body::empty(q_end, rc);
+                self.take_cookie(&edns);
                 return Some(self.finish(buf, q_end, body, rd_cd, qd, edns, keepalive(&edns)));
             }
         };
         if let Some(at) = q.tsig {
             return self.answer_signed(buf, len, &q, at, tcp);
         }
+        let cookie_len = self.take_cookie(&q.edns);
         let rd_cd = (u16::from(q.rd) << 8) | (u16::from(q.cd) << 4);
         let qlen = q.qname(buf).len();
         let mut q_end = q.question_end;
@@ -343,7 +417,7 @@ impl DnsServer {
             Some(_) => buf.len().min(usize::from(u16::MAX)) - OPT_LEN - KEEPALIVE_LEN,
             None => limit(q.edns, buf.len()),
         }
-        .saturating_sub(reserve);
+        .saturating_sub(reserve + cookie_len);
         let key = |buf: &[u8]| -> Lookup<'_> {
             let w = copied.map(|n| n.as_wire()).unwrap_or(&buf[HEADER_LEN..HEADER_LEN + qlen]);
             catalog.zone_for(w, q.qtype)
@@ -456,7 +530,9 @@ impl DnsServer {
             let size = (MAX_UDP as u16).to_be_bytes();
             // The DO bit is copied into the response (RFC 3225 section 3).
             let dnssec_ok = if edns.is_some_and(|e| e.dnssec_ok) { 0x80 } else { 0 };
-            let rdlen = if keepalive.is_some() { KEEPALIVE_LEN as u8 } else { 0 };
+            let cookie = self.cookie.take();
+            let rdlen = if keepalive.is_some() { KEEPALIVE_LEN as u8 } else { 0 }
+                + if cookie.is_some() { COOKIE_LEN as u8 } else { 0 };
             let opt = [0, 0, 41, size[0], size[1], ext, 0, dnssec_ok, 0, 0, rdlen];
             buf[end..end + OPT_LEN].copy_from_slice(&opt);
             sum += sum_at(checksum::fold(checksum::add(0, &opt)), end);
@@ -468,6 +544,15 @@ impl DnsServer {
                 // Over TCP the sum goes unused; kept right all the same.
                 sum += sum_at(checksum::fold(checksum::add(0, &option)), end);
                 end += KEEPALIVE_LEN;
+            }
+            if let Some((c, valid)) = cookie {
+                let head = [0, dns::option::COOKIE as u8, 0, 24];
+                buf[end..end + 4].copy_from_slice(&head);
+                buf[end + 4..end + COOKIE_LEN].copy_from_slice(&c);
+                sum += sum_at(checksum::fold(checksum::add(0, &buf[end..end + COOKIE_LEN])), end);
+                end += COOKIE_LEN;
+                // Kept for the rate limiter's decision (a valid cookie is exempt).
+                self.cookie = Some((c, valid));
             }
         }
         let slot = match rc {
@@ -643,15 +728,24 @@ impl Service for DnsServer {
                 }
             }
         }
-        let Some(mut r) = self.respond(d.buf, d.len) else {
+        self.client = Some(d.src);
+        let answered = self.respond(d.buf, d.len);
+        self.client = None;
+        let Some(mut r) = answered else {
             return Verdict::Drop;
         };
-        if let Some(rrl) = &mut self.rrl {
+        // A valid server cookie proves the address: no rate limit for it.
+        let cookie = self.cookie.take();
+        if let Some(rrl) = self.rrl.as_mut().filter(|_| !cookie.is_some_and(|c| c.1)) {
             match rrl.check(now.as_millis(), d.src, r.rrl_class(d.buf), r.key) {
                 Decision::Pass => {}
                 Decision::Drop => {
                     self.stats.rrl_dropped += 1;
                     return Verdict::Drop;
+                }
+                Decision::Slip if cookie.is_some() && r.edns => {
+                    self.stats.badcookie += 1;
+                    r = DnsServer::badcookie(d.buf, r);
                 }
                 Decision::Slip => {
                     self.stats.rrl_slipped += 1;

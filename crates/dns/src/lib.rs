@@ -11,7 +11,7 @@ pub mod query;
 pub mod tsig;
 
 pub use name::{Name, NameError};
-pub use query::{Edns, KeyMode, QName, Query, QueryError};
+pub use query::{Cookie, Edns, KeyMode, QName, Query, QueryError};
 
 /// Record types sirocco names in code.
 pub mod rtype {
@@ -71,6 +71,8 @@ pub mod class {
 
 /// EDNS option codes.
 pub mod option {
+    /// COOKIE (RFC 7873).
+    pub const COOKIE: u16 = 10;
     /// edns-tcp-keepalive (RFC 7828).
     pub const TCP_KEEPALIVE: u16 = 11;
 }

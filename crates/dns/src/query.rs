@@ -15,6 +15,27 @@ pub struct Edns {
     /// The edns-tcp-keepalive option was there (RFC 7828): over TCP the answer says how
     /// long an idle connection is kept.
     pub tcp_keepalive: bool,
+    /// The COOKIE option (RFC 7873), if any.
+    pub cookie: Option<Cookie>,
+}
+
+/// A COOKIE option: the client cookie and the server cookie the client holds (none yet when
+/// `server_len` is 0).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Cookie {
+    /// The client cookie.
+    pub client: [u8; 8],
+    /// The server cookie (8 to 32 bytes), in `server[..server_len]`.
+    pub server: [u8; 32],
+    /// Its length.
+    pub server_len: u8,
+}
+
+impl Cookie {
+    /// The server cookie sent.
+    pub fn server(&self) -> &[u8] {
+        &self.server[..usize::from(self.server_len)]
+    }
 }
 
 /// How the question name is turned into a lookup key — the two modes of the Namestorm
@@ -215,9 +236,21 @@ fn read_additional(m: &[u8], mut at: usize, count: u16) -> Result<(Option<Edns>,
             // 6.1.2); the framing of all is checked.
             let mut o = next + 10;
             let mut tcp_keepalive = false;
+            let mut cookie = None;
             while o < end {
                 let code = be16(m, o).ok_or(())?;
                 let olen = usize::from(be16(m, o + 2).ok_or(())?);
+                if code == option::COOKIE {
+                    // A client cookie alone (8 bytes) or with a server cookie of 8 to 32;
+                    // any other length is malformed (RFC 7873 section 5.2.2).
+                    if !(olen == 8 || (16..=40).contains(&olen)) || o + 4 + olen > end {
+                        return Err(());
+                    }
+                    let mut c = Cookie { client: [0; 8], server: [0; 32], server_len: (olen - 8) as u8 };
+                    c.client.copy_from_slice(&m[o + 4..o + 12]);
+                    c.server[..olen - 8].copy_from_slice(&m[o + 12..o + 4 + olen]);
+                    cookie = Some(c);
+                }
                 // A client sends it without a TIMEOUT (RFC 7828 3.2.1); one that sends one
                 // anyway is still told the server's.
                 tcp_keepalive |= code == option::TCP_KEEPALIVE && (olen == 0 || olen == 2);
@@ -231,6 +264,7 @@ fn read_additional(m: &[u8], mut at: usize, count: u16) -> Result<(Option<Edns>,
                 version: (ttl_hi & 0xff) as u8,
                 dnssec_ok: ttl_lo & 0x8000 != 0,
                 tcp_keepalive,
+                cookie,
             });
         }
         at = end;
@@ -269,7 +303,10 @@ mod tests {
     #[test]
     fn edns() {
         let q = Query::parse(&query(Some((1232, 0)))).unwrap();
-        assert_eq!(q.edns, Some(Edns { udp_size: 1232, version: 0, dnssec_ok: true, tcp_keepalive: false }));
+        assert_eq!(
+            q.edns,
+            Some(Edns { udp_size: 1232, version: 0, dnssec_ok: true, tcp_keepalive: false, cookie: None })
+        );
         let q = Query::parse(&query(Some((100, 0)))).unwrap();
         assert_eq!(q.edns.unwrap().udp_size, 512, "sizes below 512 count as 512");
         match Query::parse(&query(Some((1232, 1)))) {
@@ -297,11 +334,33 @@ mod tests {
         };
         assert_eq!(with(&[]), Ok(false));
         assert_eq!(with(&[0, 11, 0, 0]), Ok(true));
-        assert_eq!(with(&[0, 10, 0, 2, 1, 2, 0, 11, 0, 0]), Ok(true), "behind another option");
+        assert_eq!(with(&[0, 12, 0, 2, 0, 0, 0, 11, 0, 0]), Ok(true), "behind another option");
         assert_eq!(with(&[0, 11, 0, 2, 0, 50]), Ok(true), "a TIMEOUT sent anyway");
         assert_eq!(with(&[0, 11, 0, 1, 0]), Ok(false), "no valid length: ignored");
         assert_eq!(with(&[0, 12, 0, 0]), Ok(false));
         assert!(with(&[0, 11, 0, 4, 0]).is_err(), "an option past the record");
+    }
+
+    #[test]
+    fn cookie_option() {
+        let with = |opts: &[u8]| {
+            let mut m = query(Some((1232, 0)));
+            let n = m.len();
+            m[n - 2..].copy_from_slice(&(opts.len() as u16).to_be_bytes());
+            m.extend_from_slice(opts);
+            Query::parse(&m).map(|q| q.edns.unwrap().cookie)
+        };
+        let client = [1, 2, 3, 4, 5, 6, 7, 8];
+        let c = with(&[&[0, 10, 0, 8][..], &client].concat()).unwrap().unwrap();
+        assert_eq!((c.client, c.server()), (client, &[][..]));
+        let server: Vec<u8> = (0..16).collect();
+        let c = with(&[&[0, 10, 0, 24][..], &client, &server].concat()).unwrap().unwrap();
+        assert_eq!(c.server(), &server[..]);
+        for bad in [4usize, 9, 15, 41] {
+            let opt = [&[0, 10][..], &(bad as u16).to_be_bytes(), &vec![0; bad]].concat();
+            assert!(with(&opt).is_err(), "a cookie of {bad} bytes is malformed");
+        }
+        assert_eq!(with(&[0, 11, 0, 0]), Ok(None));
     }
 
     #[test]

@@ -101,6 +101,15 @@ own_options! {
         /// list replaces the file's).
         #[arg(long, value_name = "PREFIX")]
         pub rrl_exempt: Option<Vec<String>>,
+        /// DNS cookies (RFC 7873): answered with interoperable server cookies (RFC 9018), and a
+        /// client with a valid one is not rate-limited; over the limit, one without gets
+        /// BADCOOKIE with a fresh cookie instead of a truncated answer [default: true].
+        #[arg(long, num_args = 0..=1, default_missing_value = "true", value_name = "BOOL")]
+        pub cookies: Option<bool>,
+        /// The secret server cookies are made with, 32 hex digits; the servers behind one
+        /// address share it [default: a random one per run].
+        #[arg(long, value_name = "HEX")]
+        pub cookie_secret: Option<String>,
         /// The config file's zones (`[[zone]]`: file, name, primary, allow_transfer, notify,
         /// tsig_key).
         #[arg(skip)]
@@ -117,6 +126,8 @@ pub struct Checked {
     /// None when rate limiting is off.
     pub rrl: Option<dns_server::rrl::RrlSettings>,
     pub rrl_exempt: dns_server::transfer::Acl,
+    /// None when cookies are off.
+    pub cookies: Option<dns_server::cookies::Cookies>,
 }
 
 impl DnsOptions {
@@ -142,7 +153,34 @@ impl DnsOptions {
         let rrl = Some(rrl.checked()?).filter(|r| r.rate > 0);
         let exempt = self.rrl_exempt.as_deref().unwrap_or_default();
         let rrl_exempt = dns_server::transfer::Acl::parse(exempt).map_err(|e| format!("--rrl-exempt: {e}"))?;
-        Ok(Checked { tcp, rrl, rrl_exempt })
+        let secret = match self.cookie_secret.as_deref() {
+            Some(h) => parse_secret(h).ok_or("--cookie-secret must be 32 hex digits (16 bytes)")?,
+            None => crate::tcp_limits::secret(),
+        };
+        let cookies = self.cookies.unwrap_or(true).then(|| dns_server::cookies::Cookies::new(secret));
+        Ok(Checked { tcp, rrl, rrl_exempt, cookies })
+    }
+}
+
+/// 16 bytes from 32 hex digits.
+fn parse_secret(h: &str) -> Option<[u8; 16]> {
+    if h.len() != 32 || !h.is_ascii() {
+        return None;
+    }
+    let mut out = [0u8; 16];
+    for (i, b) in out.iter_mut().enumerate() {
+        *b = u8::from_str_radix(&h[2 * i..2 * i + 2], 16).ok()?;
+    }
+    Some(out)
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn cookie_secret_is_32_hex_digits() {
+        assert_eq!(super::parse_secret("e5e973e5a6b2a43f48e7dc849e37bfcf").unwrap()[..2], [0xe5, 0xe9]);
+        assert_eq!(super::parse_secret("e5e973"), None);
+        assert_eq!(super::parse_secret("g5e973e5a6b2a43f48e7dc849e37bfcf"), None);
     }
 }
 

@@ -18,7 +18,7 @@ pub fn run(a: DnsArgs) -> Result<(), String> {
     let port = s.port;
     let own = a.dns.clone().or(s.own.clone());
     let checked = own.checked()?;
-    let (settings, rrl, rrl_exempt) = (checked.tcp, checked.rrl, checked.rrl_exempt);
+    let (settings, rrl, rrl_exempt, cookies) = (checked.tcp, checked.rrl, checked.rrl_exempt, checked.cookies);
     // The endpoint's table holds the clients and the connections sirocco closed, waiting
     // out TIME-WAIT in its own table.
     // Transfers in grow their window up to the bulk bound (see apps/dns/src/tcp.rs).
@@ -110,6 +110,9 @@ pub fn run(a: DnsArgs) -> Result<(), String> {
         let mut server = dns_server::DnsServer::following(catalog.follow(), port).with_key_mode(mode);
         if let Some(r) = rrl {
             server = server.with_rrl(r, rrl_exempt.clone());
+        }
+        if let Some(c) = &cookies {
+            server = server.with_cookies(c.clone());
         }
         if engine == 0 {
             // One engine tells the secondaries: they hear of each version once.
