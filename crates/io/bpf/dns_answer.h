@@ -59,16 +59,6 @@ struct dns_pick {
     __u32 id_do;
 };
 
-// Everything a name answers, found with one lookup: its own types and every other, and for
-// names below it that do not exist, a wildcard's types and every other. A list cut short
-// (more types than it holds) sends the types not in it to the engine.
-struct dns_node {
-    __u32 other, other_do;
-    __u32 below, below_do;
-    __u8 nself, nwild, flags, pad;
-    struct dns_pick self[DNS_TYPES];
-    struct dns_pick wild[DNS_TYPES];
-};
 
 #define DNS_ANSWER_HEAD                                                                       \
     __u16 len;        /* body bytes */                                                        \
@@ -90,6 +80,21 @@ struct dns_answer {
 struct dns_answer_large {
     DNS_ANSWER_HEAD
     __u8 body[DNS_BODY_MAX];
+};
+
+// Everything a name answers, found with one lookup: its own types and every other, and for
+// names below it that do not exist, a wildcard's types and every other. A list cut short
+// (more types than it holds) sends the types not in it to the engine. The answer to its first
+// type is kept in it too (`first_id` says which), saving the most common query a second
+// lookup — a cache miss.
+struct dns_node {
+    __u32 other, other_do;
+    __u32 below, below_do;
+    __u8 nself, nwild, flags, pad;
+    struct dns_pick self[DNS_TYPES];
+    struct dns_pick wild[DNS_TYPES];
+    __u32 first_id;
+    struct dns_answer first;
 };
 
 struct dns_cfg {
@@ -455,7 +460,13 @@ __attribute__((noinline)) long dns_answer(struct xdp_md *ctx, __u32 off, __u32 m
     struct dns_answer *a;
     const __u8 *body;
     __u32 blen;
-    if (aid & DNS_LARGE_ID) {
+    if (node && aid == node->first_id) {
+        a = &node->first;
+        blen = a->len;
+        if (blen > DNS_BODY_SMALL)
+            return dns_count(DNS_TOO_BIG);
+        body = a->body;
+    } else if (aid & DNS_LARGE_ID) {
         struct dns_answer_large *l = dns_body_large(gen, aid & ~DNS_LARGE_ID);
         if (!l)
             return dns_count(DNS_MISS);

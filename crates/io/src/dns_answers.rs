@@ -64,7 +64,7 @@ struct PickC {
 
 /// Must match `struct dns_node`.
 #[repr(C)]
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
 struct NodeC {
     other: u32,
     other_do: u32,
@@ -76,9 +76,12 @@ struct NodeC {
     pad: u8,
     own: [PickC; TYPES],
     wild: [PickC; TYPES],
+    first_id: u32,
+    first: Small,
 }
 
-// SAFETY: u32, u16 and u8 fields laid out without padding (20 + 2 * 72 bytes), any bit pattern.
+// SAFETY: u32, u16 and u8 fields laid out without padding (20 + 2 * 72 + 4 + 128 bytes), any
+// bit pattern.
 unsafe impl aya::Pod for NodeC {}
 
 /// What a name answers: its own types apart and every other type; for names below it that
@@ -97,7 +100,7 @@ pub struct Node {
 
 /// The fields before an answer's body; must match `DNS_ANSWER_HEAD`.
 #[repr(C)]
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 struct Head {
     len: u16,
     flags: u16,
@@ -330,8 +333,21 @@ impl DnsMaps {
                 nself: n.own.len().min(TYPES) as u8,
                 nwild: n.wild.len().min(TYPES) as u8,
                 flags: if n.own.len() > TYPES { SELF_CUT } else { 0 } | if n.wild.len() > TYPES { WILD_CUT } else { 0 },
-                ..NodeC::default()
+                pad: 0,
+                own: [PickC::default(); TYPES],
+                wild: [PickC::default(); TYPES],
+                first_id: PASS,
+                first: Small { head: Head::default(), body: [0; BODY_SMALL] },
             };
+            // The first type's answer inline, when it is a small one.
+            if let Some(&(_, (i, _))) = n.own.first().filter(|(_, (i, _))| *i != PASS && *i != SAME) {
+                let a = &t.answers[i as usize];
+                if !a.large() {
+                    c.first_id = ids[i as usize];
+                    c.first.head = a.head;
+                    c.first.body[..a.body.len()].copy_from_slice(&a.body);
+                }
+            }
             for (slot, p) in c.own.iter_mut().zip(&n.own) {
                 *slot = pick(p);
             }
