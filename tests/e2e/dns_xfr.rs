@@ -148,7 +148,7 @@ fn axfr_matches_knots_and_knot_loads_the_zone_from_sirocco() {
 
     let (st, log) = s.stop();
     assert!(st.success(), "{log}");
-    assert!(log.contains("| transfers 2 refused 0"), "ours and the secondary's: {log}");
+    assert!(log.contains("| transfers 2 (incremental 0) refused 0"), "ours and the secondary's: {log}");
     let _ = std::fs::remove_dir_all(&dir);
 }
 
@@ -170,7 +170,7 @@ fn transfers_are_refused_outside_the_allowed_prefixes_and_for_zones_not_served()
     let (st, log) = s.stop();
     let _ = std::fs::remove_file(&z);
     assert!(st.success(), "{log}");
-    assert!(log.contains("| transfers 0 refused 2"), "{log}");
+    assert!(log.contains("| transfers 0 (incremental 0) refused 2"), "{log}");
 }
 
 /// What Knot in the client's namespace answers for www.example.com AAAA.
@@ -320,4 +320,132 @@ fn tsig_signs_answers_transfers_and_notify_and_knot_accepts_them() {
     let line = log.lines().find(|l| l.starts_with("dns notify:")).unwrap_or_else(|| panic!("{log}"));
     let acked: u64 = line.split("acknowledged ").nth(1).and_then(|r| r.split(' ').next()).unwrap().parse().unwrap();
     assert!(acked >= 2, "both signed NOTIFYs acknowledged: {line}");
+}
+
+/// NSD, stopped on drop with SIGTERM (it stops its children itself), then killed.
+struct Nsd(Child);
+
+impl Drop for Nsd {
+    fn drop(&mut self) {
+        // SAFETY: kill with the pid of a child we started.
+        unsafe { libc::kill(self.0.id() as i32, libc::SIGTERM) };
+        let deadline = Instant::now() + Duration::from_secs(5);
+        while Instant::now() < deadline {
+            if let Ok(Some(_)) = self.0.try_wait() {
+                return;
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+const NSD_PORT: u16 = 5301;
+
+/// NSD in the client's namespace as a secondary of sirocco for example.com.
+fn nsd_secondary(net: &TestNet, dir: &Path) -> Nsd {
+    let d = dir.join("nsd");
+    std::fs::create_dir_all(&d).unwrap();
+    let conf = format!(
+        "server:\n  ip-address: {CLIENT}@{NSD_PORT}\n  username: \"\"\n  zonesdir: \"{d}\"\n  database: \"\"\n\
+         \x20 pidfile: \"{d}/nsd.pid\"\n  xfrdfile: \"{d}/xfrd.state\"\n  zonelistfile: \"{d}/zone.list\"\n\
+         \x20 xfrdir: \"{d}\"\n  verbosity: 2\nremote-control:\n  control-enable: no\n\
+         zone:\n  name: example.com\n  request-xfr: {SERVER_OWN}@53 NOKEY\n  allow-notify: {SERVER_OWN} NOKEY\n",
+        d = d.display()
+    );
+    let path = d.join("nsd.conf");
+    std::fs::write(&path, conf).unwrap();
+    let child = Command::new("ip")
+        .args(["netns", "exec", &net.cli_ns, "nsd", "-d", "-c"])
+        .arg(&path)
+        .stdout(Stdio::null())
+        .stderr(std::fs::File::create(d.join("nsd.log")).unwrap())
+        .spawn()
+        .expect("nsd (apt install nsd)");
+    Nsd(child)
+}
+
+fn answer_at(net: &TestNet, port: u16) -> String {
+    let (at, p) = (format!("@{CLIENT}"), port.to_string());
+    let out =
+        net.exec(&net.cli_ns, &["kdig", "+short", "+time=1", "+retry=0", "-p", &p, &at, "www.example.com", "AAAA"]);
+    String::from_utf8_lossy(&out.stdout).trim().to_string()
+}
+
+#[test]
+fn reloads_reach_knot_and_nsd_by_ixfr_from_the_journal() {
+    let net = TestNet::new(1);
+    let dir = tmpdir(&format!("ixfr-{}", net.name));
+    let zone = dir.join("example.zone");
+    let text = |serial: u32, last: u8| {
+        format!("$ORIGIN example.com.\n$TTL 60\n@ SOA ns h {serial} 3600 600 86400 60\n@ NS ns\nns A 198.18.3.1\nwww AAAA 2001:db8::{last}\nkeep TXT \"unchanged\"\n")
+    };
+    std::fs::write(&zone, text(1, 1)).unwrap();
+    let zone_arg = format!("example.com={}", zone.display());
+    let allow = format!("{CLIENT}/32");
+    let (to_knot, to_nsd) = (format!("{CLIENT}@{KNOT_PORT}"), format!("{CLIENT}@{NSD_PORT}"));
+    let s = net.start_dns(&zone_arg, &["--allow-transfer", &allow, "--notify", &to_knot, "--notify", &to_nsd]);
+    let _secondary = knot(&net.cli_ns, &dir, CLIENT, "  - domain: example.com\n    master: sirocco\n    acl: notify\n");
+    let _nsd = nsd_secondary(&net, &dir);
+    for port in [KNOT_PORT, NSD_PORT] {
+        assert!(wait_for(Duration::from_secs(30), || answer_at(&net, port) == "2001:db8::1"), "the first version");
+    }
+    // Two reloads, each a NOTIFY; the secondaries ask for the changes since their serial.
+    for (serial, last) in [(2, 2), (3, 3)] {
+        std::fs::write(&zone, text(serial, last)).unwrap();
+        s.hup();
+        let want = format!("2001:db8::{last}");
+        for port in [KNOT_PORT, NSD_PORT] {
+            let got = wait_for(Duration::from_secs(30), || answer_at(&net, port) == want);
+            let nsd_log = std::fs::read_to_string(dir.join("nsd/nsd.log")).unwrap_or_default();
+            assert!(got, "version {serial} on the secondary at port {port}: {nsd_log}");
+        }
+    }
+    // kdig's IXFR from serial 1: both changes, in order, between the SOAs (RFC 1995).
+    let at = format!("@{SERVER_OWN}");
+    let out = net.exec(&net.cli_ns, &["kdig", &at, "+time=2", "+retry=0", "IXFR=1", "example.com"]);
+    let out = String::from_utf8_lossy(&out.stdout).to_string();
+    let rows: Vec<&str> = out.lines().filter(|l| !l.starts_with(';') && !l.trim().is_empty()).collect();
+    let kinds: Vec<String> = rows
+        .iter()
+        .map(|l| {
+            let f: Vec<&str> = l.split_whitespace().collect();
+            format!("{} {}", f[3], f.last().unwrap())
+        })
+        .collect();
+    assert_eq!(
+        kinds,
+        vec![
+            "SOA 60",
+            "SOA 60",
+            "AAAA 2001:db8::1",
+            "SOA 60",
+            "AAAA 2001:db8::2",
+            "SOA 60",
+            "AAAA 2001:db8::2",
+            "SOA 60",
+            "AAAA 2001:db8::3",
+            "SOA 60"
+        ],
+        "{out}"
+    );
+    // Up to date: the SOA alone.
+    let out = net.exec(&net.cli_ns, &["kdig", &at, "+time=2", "+retry=0", "IXFR=3", "example.com"]);
+    let out = String::from_utf8_lossy(&out.stdout).to_string();
+    assert_eq!(out.lines().filter(|l| l.contains("\tSOA\t")).count(), 1, "{out}");
+    let knot_log = std::fs::read_to_string(dir.join(format!("knot-{}/knot.log", net.cli_ns))).unwrap_or_default();
+    let (st, log) = s.stop();
+    let _ = std::fs::remove_dir_all(&dir);
+    assert!(st.success(), "{log}");
+    let ixfr_lines: Vec<&str> = knot_log.lines().filter(|l| l.contains("IXFR, incoming")).collect();
+    eprintln!("{}", ixfr_lines.join("\n"));
+    assert!(
+        ixfr_lines.iter().any(|l| l.contains("finished")) && !knot_log.contains("fallback to AXFR"),
+        "Knot took the changes by IXFR: {knot_log}"
+    );
+    let line = log.lines().find(|l| l.starts_with("dns over tcp:")).unwrap_or_else(|| panic!("{log}"));
+    let incremental: u64 =
+        line.split("(incremental ").nth(1).and_then(|r| r.split(')').next()).unwrap().parse().unwrap();
+    assert!(incremental >= 6, "Knot's and NSD's two IXFRs each, and kdig's two: {line}\n{knot_log}");
 }

@@ -87,6 +87,8 @@ pub struct CompiledZone {
     denial: Denial,
     /// The zone laid out for AXFR, if any address may transfer it.
     transfer: Option<std::sync::Arc<Transfer>>,
+    /// What changed between the versions before this one (IXFR), if it has a transfer.
+    journal: Option<std::sync::Arc<crate::transfer::Journal>>,
     /// Who may transfer the zone.
     acl: Acl,
     /// Secondaries told of a new version (NOTIFY).
@@ -499,6 +501,7 @@ impl CompiledZone {
             nxdomain: offsets[nxdomain as usize],
             denial,
             transfer: None,
+            journal: None,
             acl: Acl::default(),
             notify: Vec::new(),
             key: None,
@@ -666,6 +669,21 @@ impl CompiledZone {
         self.transfer.as_ref().filter(|_| key_ok && self.acl.allows(client))
     }
 
+    /// The IXFR answer for a client at `serial` (RFC 1995): the SOA alone when it is up to
+    /// date, the changes since from the journal, or None (the whole zone, as AXFR).
+    pub fn ixfr_from(&self, serial: u32) -> Option<Transfer> {
+        let t = self.transfer.as_ref()?;
+        if serial == t.serial() {
+            return Some(t.soa_only());
+        }
+        self.journal.as_ref()?.since(serial)
+    }
+
+    /// Versions of the zone the journal reaches back to.
+    pub fn journal_versions(&self) -> usize {
+        self.journal.as_ref().map_or(0, |j| j.versions())
+    }
+
     /// The records `cover` says to append for the query name `name` (any letter case):
     /// the NSEC covering it, or the NSEC3 covering its next closer name; None if there is
     /// none to add.
@@ -766,6 +784,22 @@ impl Catalog {
     /// The zones.
     pub fn zones(&self) -> &[CompiledZone] {
         &self.zones
+    }
+
+    /// Carries each zone's journal over from `old` (the catalog this one replaces), with
+    /// what changed since when a zone's serial moved forward.
+    pub fn with_journals(mut self, old: &Catalog) -> Catalog {
+        for z in &mut self.zones {
+            let Some(new) = z.transfer.clone() else { continue };
+            let Some(prev) = old.zones.iter().find(|o| o.origin == z.origin) else { continue };
+            let Some(before) = prev.transfer.as_ref() else { continue };
+            z.journal = if before.serial() == new.serial() {
+                prev.journal.clone()
+            } else {
+                crate::transfer::Journal::extend(prev.journal.as_deref(), before, &new).map(std::sync::Arc::new)
+            };
+        }
+        self
     }
 
     /// The zone that answers a question. DS at the apex of a zone is answered by its

@@ -80,7 +80,7 @@ fn lines(all: &Samples, rrl: Option<RrlSettings>, last_error: Option<String>) ->
     }
     let conns = |e| v("sirocco_dns_tcp_connections_total", e);
     out.push(format!(
-        "dns over tcp: connections accepted {} refused {} closed {} (idle {} cut off {}) | answers {} | transfers {} refused {}",
+        "dns over tcp: connections accepted {} refused {} closed {} (idle {} cut off {}) | answers {} | transfers {} (incremental {}) refused {}",
         conns("accepted"),
         conns("refused"),
         conns("closed"),
@@ -88,6 +88,7 @@ fn lines(all: &Samples, rrl: Option<RrlSettings>, last_error: Option<String>) ->
         conns("cut_off"),
         v("sirocco_dns_tcp_answers_total", ""),
         v("sirocco_dns_transfers_total", ""),
+        v("sirocco_dns_ixfr_incremental_total", ""),
         v("sirocco_dns_transfers_refused_total", "")
     ));
     out

@@ -21,8 +21,8 @@ const MAX_QUERY: usize = 2 + 65_535;
 /// A transfer's messages queued ahead of what the peer has acknowledged.
 const TRANSFER_WINDOW: usize = 256 * 1024;
 
-/// The end of the question if `m` is a transfer query (AXFR, or IXFR: answered with the
-/// whole zone, as RFC 1995 section 4 allows a server without a journal) for a name written
+/// The end of the question if `m` is a transfer query (AXFR, or IXFR: answered from the
+/// zone's journal, else with the whole zone as RFC 1995 section 4 allows) for a name written
 /// out in full, as every transfer client writes it.
 fn axfr_question(m: &[u8]) -> Option<usize> {
     if m.len() < HEADER_LEN + 5 || m[2] & 0xf8 != 0 || m[4..6] != [0, 1] {
@@ -32,6 +32,23 @@ fn axfr_question(m: &[u8]) -> Option<usize> {
     let q_end = HEADER_LEN + len + 4;
     let qtype = u16::from_be_bytes([*m.get(q_end - 4)?, *m.get(q_end - 3)?]);
     (m.len() >= q_end && (qtype == dns::rtype::AXFR || qtype == dns::rtype::IXFR)).then_some(q_end)
+}
+
+/// The client's serial in an IXFR query `m` (its question ending at `q_end`): the SOA in
+/// its authority section (RFC 1995 section 3).
+fn ixfr_serial(m: &[u8], q_end: usize) -> Option<u32> {
+    let qtype = u16::from_be_bytes([m[q_end - 4], m[q_end - 3]]);
+    if qtype != dns::rtype::IXFR || m.get(8..10)? != [0, 1] {
+        return None;
+    }
+    let (_, at) = dns::name::Name::read(m, q_end).ok()?;
+    let t = u16::from_be_bytes([*m.get(at)?, *m.get(at + 1)?]);
+    let rdlen = usize::from(u16::from_be_bytes([*m.get(at + 8)?, *m.get(at + 9)?]));
+    let end = at + 10 + rdlen;
+    if t != dns::rtype::SOA || rdlen < 22 || end > m.len() {
+        return None;
+    }
+    Some(u32::from_be_bytes(m.get(end - 20..end - 16)?.try_into().ok()?))
 }
 
 /// How often connections are looked at for their idle timeout.
@@ -75,6 +92,8 @@ pub struct TcpStats {
     pub transfers: u64,
     /// Transfers refused: not from an allowed address, or not a zone served.
     pub transfers_refused: u64,
+    /// IXFR answered incrementally (from the journal, or the SOA alone for a client up to date).
+    pub incremental: u64,
 }
 
 impl TcpStats {
@@ -88,6 +107,7 @@ impl TcpStats {
         self.cut += o.cut;
         self.transfers += o.transfers;
         self.transfers_refused += o.transfers_refused;
+        self.incremental += o.incremental;
     }
 }
 
@@ -236,19 +256,28 @@ impl DnsTcp {
     /// Starts the transfer the AXFR query in `scratch` (its question ending at `q_end`) asks
     /// for, or answers it with an error: NOTAUTH for a zone not served here, REFUSED for a
     /// client not allowed (or not signing with the zone's key).
-    fn start_transfer(&mut self, c: &mut DnsConn, q_end: usize, signing: Option<Signing>) {
+    fn start_transfer(&mut self, c: &mut DnsConn, q_end: usize, len: usize, signing: Option<Signing>) {
         let name = &self.scratch[HEADER_LEN..q_end - 4];
         let zone = self.server.catalog().zones().iter().find(|z| z.origin.as_wire().eq_ignore_ascii_case(name));
         let signer = signing.as_ref().map(|s| s.key.name());
-        let rcode = match zone.map(|z| z.transfer_for(c.remote, signer)) {
-            Some(Some(t)) => {
+        let rcode = match zone.map(|z| (z, z.transfer_for(c.remote, signer))) {
+            Some((z, Some(t))) => {
+                // IXFR: what changed since the client's serial, when the journal has it.
+                let ixfr = ixfr_serial(&self.scratch[..len], q_end).and_then(|s| z.ixfr_from(s));
+                let t = match ixfr {
+                    Some(i) => {
+                        self.stats.incremental += 1;
+                        Arc::new(i)
+                    }
+                    None => t.clone(),
+                };
                 let id = u16::from_be_bytes([self.scratch[0], self.scratch[1]]);
                 let question = self.scratch[HEADER_LEN..q_end].to_vec();
-                c.sending = Some(Sending { transfer: t.clone(), next: 0, id, question, signing });
+                c.sending = Some(Sending { transfer: t, next: 0, id, question, signing });
                 self.pump(c);
                 return;
             }
-            Some(None) => dns::rcode::REFUSED,
+            Some((_, None)) => dns::rcode::REFUSED,
             None => dns::rcode::NOTAUTH,
         };
         self.stats.transfers_refused += 1;
@@ -356,8 +385,8 @@ impl DnsTcp {
             at += 2 + n;
             if let Some(q_end) = axfr_question(&self.scratch[..n]) {
                 match self.signer(n) {
-                    Signer::None => self.start_transfer(c, q_end, None),
-                    Signer::Valid(s) => self.start_transfer(c, q_end, Some(*s)),
+                    Signer::None => self.start_transfer(c, q_end, n, None),
+                    Signer::Valid(s) => self.start_transfer(c, q_end, n, Some(*s)),
                     // The server's answer to the query carries the TSIG error.
                     Signer::Failed => self.answer(c, n),
                 }
@@ -606,6 +635,8 @@ impl Service for DnsService {
             "Zone transfers refused or not authoritative.",
             t.transfers_refused,
         );
+        let help = "IXFR answered with the changes since the client's serial (or its SOA alone).";
+        out.counter("sirocco_dns_ixfr_incremental_total", help, t.incremental);
         if let Some(r) = &self.refresher {
             let st = r.stats;
             let help = "Secondary zone checks, by outcome.";

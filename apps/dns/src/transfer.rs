@@ -65,7 +65,154 @@ pub struct Transfer {
     pub records: usize,
 }
 
+/// Records kept by a journal: at most this many versions back.
+const JOURNAL_VERSIONS: usize = 32;
+
+/// One record in wire form (owner uncompressed, type, class, TTL, length, data).
+type Rr = Vec<u8>;
+
+/// The length of the record at the start of `b` (laid out as a transfer lays them out).
+fn rr_len(b: &[u8]) -> usize {
+    let mut i = 0;
+    while b[i] != 0 {
+        i += 1 + usize::from(b[i]);
+    }
+    let rd = i + 1 + 8;
+    rd + 2 + usize::from(u16::from_be_bytes([b[rd], b[rd + 1]]))
+}
+
+/// The difference between two versions of a zone, as IXFR sends it (RFC 1995).
+#[derive(Debug, Clone)]
+struct Diff {
+    from: u32,
+    old_soa: Rr,
+    new_soa: Rr,
+    removed: Vec<Rr>,
+    added: Vec<Rr>,
+}
+
+/// The differences between the versions a zone went through (reloads), oldest first, so an
+/// IXFR from any of them is answered with what changed since (RFC 1995); bounded in versions
+/// and in bytes (no larger than the zone itself: past that a whole transfer is as cheap).
+#[derive(Debug, Clone, Default)]
+pub struct Journal {
+    diffs: Vec<Diff>,
+    bytes: usize,
+}
+
+impl Journal {
+    /// The journal of `old` (with its `journal`) followed by `new`, a later version; None
+    /// when nothing can be kept (the serial did not move forward).
+    pub fn extend(journal: Option<&Journal>, old: &Transfer, new: &Transfer) -> Option<Journal> {
+        let (from, to) = (old.serial(), new.serial());
+        // Serial arithmetic (RFC 1982): the new one must be ahead.
+        if from == to || to.wrapping_sub(from) >= 1 << 31 {
+            return None;
+        }
+        let set = |t: &Transfer| -> std::collections::HashSet<Rr> { t.records().skip(1).map(<[u8]>::to_vec).collect() };
+        let (a, b) = (set(old), set(new));
+        let soa = |t: &Transfer| t.records().next().expect("a SOA").to_vec();
+        let mut removed: Vec<Rr> = a.difference(&b).filter(|r| !is_soa(r)).cloned().collect();
+        let mut added: Vec<Rr> = b.difference(&a).filter(|r| !is_soa(r)).cloned().collect();
+        removed.sort_unstable();
+        added.sort_unstable();
+        let d = Diff { from, old_soa: soa(old), new_soa: soa(new), removed, added };
+        let mut j = journal.cloned().unwrap_or_default();
+        // A chain only: the last version kept must be the old one.
+        if j.diffs.last().is_some_and(|l| serial_of(&l.new_soa) != from) {
+            j = Journal::default();
+        }
+        j.bytes += d.removed.iter().chain(&d.added).map(Vec::len).sum::<usize>();
+        j.diffs.push(d);
+        while j.diffs.len() > JOURNAL_VERSIONS || (j.bytes > new.bytes.len() && j.diffs.len() > 1) {
+            let gone = j.diffs.remove(0);
+            j.bytes -= gone.removed.iter().chain(&gone.added).map(Vec::len).sum::<usize>();
+        }
+        Some(j)
+    }
+
+    /// The IXFR answer for a client at `serial`: the changes since, as a transfer; None if
+    /// the journal does not reach back to it (the client gets the whole zone).
+    pub fn since(&self, serial: u32) -> Option<Transfer> {
+        let i = self.diffs.iter().position(|d| d.from == serial)?;
+        let last = &self.diffs.last()?.new_soa;
+        let mut recs: Vec<&[u8]> = vec![last];
+        for d in &self.diffs[i..] {
+            recs.push(&d.old_soa);
+            recs.extend(d.removed.iter().map(Vec::as_slice));
+            recs.push(&d.new_soa);
+            recs.extend(d.added.iter().map(Vec::as_slice));
+        }
+        recs.push(last);
+        Some(Transfer::from_records(recs))
+    }
+
+    /// Versions kept.
+    pub fn versions(&self) -> usize {
+        self.diffs.len()
+    }
+}
+
+fn rr_type(r: &[u8]) -> u16 {
+    let mut i = 0;
+    while r[i] != 0 {
+        i += 1 + usize::from(r[i]);
+    }
+    u16::from_be_bytes([r[i + 1], r[i + 2]])
+}
+
+fn is_soa(r: &[u8]) -> bool {
+    rr_type(r) == rtype::SOA
+}
+
+/// The serial in a SOA record.
+fn serial_of(r: &[u8]) -> u32 {
+    let n = r.len();
+    u32::from_be_bytes([r[n - 20], r[n - 19], r[n - 18], r[n - 17]])
+}
+
 impl Transfer {
+    /// A transfer of `records` (each in wire form, uncompressed), cut into messages.
+    fn from_records<'a>(records: impl IntoIterator<Item = &'a [u8]>) -> Transfer {
+        let mut t = Transfer::default();
+        let (mut start, mut count) = (0, 0u16);
+        for r in records {
+            if t.bytes.len() - start + r.len() > MESSAGE_RECORDS && count > 0 {
+                t.messages.push((start, t.bytes.len(), count));
+                (start, count) = (t.bytes.len(), 0);
+            }
+            t.bytes.extend_from_slice(r);
+            count += 1;
+            t.records += 1;
+        }
+        if count > 0 {
+            t.messages.push((start, t.bytes.len(), count));
+        }
+        t
+    }
+
+    /// The records, in order.
+    fn records(&self) -> impl Iterator<Item = &[u8]> + '_ {
+        let mut at = 0;
+        std::iter::from_fn(move || {
+            (at < self.bytes.len()).then(|| {
+                let n = rr_len(&self.bytes[at..]);
+                at += n;
+                &self.bytes[at - n..at]
+            })
+        })
+    }
+
+    /// The zone's serial (its first record is the SOA).
+    pub fn serial(&self) -> u32 {
+        self.records().next().map_or(0, serial_of)
+    }
+
+    /// The one-record answer to an IXFR from a client that is up to date: the SOA.
+    pub fn soa_only(&self) -> Transfer {
+        Transfer::from_records(self.records().take(1))
+    }
+
     /// The transfer of `z`.
     pub fn build(z: &Zone) -> Transfer {
         let apex = z.origin.as_wire();
@@ -157,6 +304,31 @@ mod tests {
         for bad in ["198.18.0.0/33", "nonsense", "2001:2::/129", "198.18.0.0/x"] {
             assert!(Acl::parse(&[bad]).is_err(), "{bad}");
         }
+    }
+
+    #[test]
+    fn a_journal_answers_ixfr_with_the_changes_since_a_serial() {
+        let load = |serial: u32, www: &str| {
+            let text = format!("$ORIGIN t.\n$TTL 60\n@ SOA ns h {serial} 2 3 4 5\n@ NS ns\nns A 198.18.0.1\n{www}");
+            Transfer::build(&crate::zone::load_text(std::path::Path::new("t.zone"), text.as_bytes(), None).unwrap())
+        };
+        let (v1, v2, v3) = (load(1, "www A 198.18.0.2\n"), load(2, "www A 198.18.0.3\n"), load(3, ""));
+        assert!(Journal::extend(None, &v2, &v1).is_none(), "a serial going back keeps nothing");
+        let j = Journal::extend(None, &v1, &v2).unwrap();
+        let j = Journal::extend(Some(&j), &v2, &v3).unwrap();
+        assert_eq!(j.versions(), 2);
+        let kinds = |t: &Transfer| t.records().map(|r| (rr_type(r), r.len())).collect::<Vec<_>>();
+        let from1 = j.since(1).unwrap();
+        let types: Vec<u16> = kinds(&from1).iter().map(|k| k.0).collect();
+        // New SOA; old SOA 1, www .2 removed; SOA 2, www .3 added; SOA 2, www .3 removed;
+        // SOA 3, nothing added; new SOA.
+        assert_eq!(types, vec![6, 6, 1, 6, 1, 6, 1, 6, 6]);
+        let serials: Vec<u32> = from1.records().filter(|r| is_soa(r)).map(serial_of).collect();
+        assert_eq!(serials, vec![3, 1, 2, 2, 3, 3]);
+        assert_eq!(j.since(2).unwrap().records().count(), 5);
+        assert!(j.since(7).is_none(), "not in the journal: the whole zone instead");
+        assert_eq!(v3.soa_only().records().count(), 1);
+        assert_eq!(v3.serial(), 3);
     }
 
     #[test]

@@ -92,7 +92,8 @@ pub fn run(a: DnsArgs) -> Result<(), String> {
             let keys = keyring(&own, &cli_keys)?;
             let specs = zone_specs(config_path.as_deref(), &own, &cli, &cli_secondaries, &all);
             let mut done = received.take_transfers(&shared, &specs);
-            let c = zones::build(&specs, keys, &received)?.catalog;
+            // Each zone's journal carried over, with what this version changed (IXFR).
+            let c = zones::build(&specs, keys, &received)?.catalog.with_journals(&published.current().0);
             done.push(format!("{} zone(s)", c.zones().len()));
             let retired = published.publish(c);
             driver.install(&published.current().0);
