@@ -160,6 +160,28 @@ pub(super) fn zscan(a: Argv<'_>, ctx: &mut Ctx<'_>, out: &mut dyn Sink) -> Done 
 
 pub(super) fn randomkey(_a: Argv<'_>, ctx: &mut Ctx<'_>, out: &mut dyn Sink) -> Done {
     let n = ctx.ks.shards();
+    // A shard chosen in proportion to its keys, then a key in it: every key about as likely
+    // (starting at a random shard and taking the next one with keys favoured the key after
+    // the longest run of empty shards — with two keys, one could go unseen for 100 calls).
+    let sizes: Vec<usize> = (0..n).map(|i| ctx.ks.lock(i).map.len()).collect();
+    let total: usize = sizes.iter().sum();
+    for _ in 0..4.min(total) {
+        let mut r = random() as usize % total;
+        let Some(i) = sizes.iter().position(|&k| {
+            let here = r < k;
+            r = r.saturating_sub(k);
+            here
+        }) else {
+            break;
+        };
+        let s = ctx.ks.lock(i);
+        let live: Vec<&[u8]> = s.map.iter().filter(|(_, e)| !e.expired(ctx.now_ms)).map(|(k, _)| &**k).collect();
+        if !live.is_empty() {
+            reply::bulk(out, live[random() as usize % live.len()]);
+            return Done::wait(ctx.journal.last());
+        }
+    }
+    // Every key drawn had expired: the first live one from a random shard on.
     let first = random() as usize % n;
     for i in (0..n).map(|d| (first + d) % n) {
         let s = ctx.ks.lock(i);
