@@ -14,43 +14,10 @@ const SKEW: u32 = 300;
 /// A valid cookie older than this gets a fresh one in the answer.
 const REFRESH: u32 = 1800;
 
-/// SipHash-2-4 of `data` under `key` (the reference algorithm of Aumasson and Bernstein).
+/// SipHash-2-4 of `data` under `key` (the TCP stack's, which keys ISNs and SYN cookies).
 pub fn siphash24(key: &[u8; 16], data: &[u8]) -> u64 {
-    let k0 = u64::from_le_bytes(key[..8].try_into().unwrap());
-    let k1 = u64::from_le_bytes(key[8..].try_into().unwrap());
-    let mut v = [k0 ^ 0x736f6d6570736575, k1 ^ 0x646f72616e646f6d, k0 ^ 0x6c7967656e657261, k1 ^ 0x7465646279746573];
-    fn round(v: &mut [u64; 4]) {
-        v[0] = v[0].wrapping_add(v[1]);
-        v[1] = v[1].rotate_left(13) ^ v[0];
-        v[0] = v[0].rotate_left(32);
-        v[2] = v[2].wrapping_add(v[3]);
-        v[3] = v[3].rotate_left(16) ^ v[2];
-        v[0] = v[0].wrapping_add(v[3]);
-        v[3] = v[3].rotate_left(21) ^ v[0];
-        v[2] = v[2].wrapping_add(v[1]);
-        v[1] = v[1].rotate_left(17) ^ v[2];
-        v[2] = v[2].rotate_left(32);
-    }
-    let mut chunks = data.chunks_exact(8);
-    for c in &mut chunks {
-        let m = u64::from_le_bytes(c.try_into().unwrap());
-        v[3] ^= m;
-        round(&mut v);
-        round(&mut v);
-        v[0] ^= m;
-    }
-    let mut last = [0u8; 8];
-    last[..chunks.remainder().len()].copy_from_slice(chunks.remainder());
-    let m = u64::from_le_bytes(last) | ((data.len() as u64 & 0xff) << 56);
-    v[3] ^= m;
-    round(&mut v);
-    round(&mut v);
-    v[0] ^= m;
-    v[2] ^= 0xff;
-    for _ in 0..4 {
-        round(&mut v);
-    }
-    v[0] ^ v[1] ^ v[2] ^ v[3]
+    let k = |i: usize| u64::from_le_bytes(key[i..i + 8].try_into().expect("8 bytes"));
+    tcp::siphash::hash(tcp::siphash::Key([k(0), k(8)]), data)
 }
 
 /// What a query's cookie says.
