@@ -316,6 +316,18 @@ pub fn stop_child(child: &mut Child) {
 }
 
 /// Runs `f` on a thread that has entered network namespace `ns`; sockets it opens live there.
+/// The number right after `key` in the line `l` (an exit summary's counter).
+pub fn number_after(l: &str, key: &str) -> u64 {
+    let i = l.find(key).unwrap_or_else(|| panic!("{key:?} not in {l}")) + key.len();
+    l[i..].trim_start().split(|c: char| !c.is_ascii_digit()).next().unwrap().parse().unwrap()
+}
+
+/// How many queries `sirocco dns`'s XDP program answered, from its exit summary `log`.
+pub fn answered_in_xdp(log: &str) -> u64 {
+    let line = log.lines().find(|l| l.starts_with("dns in xdp:")).unwrap_or_else(|| panic!("no xdp line: {log}"));
+    number_after(line, "answered ")
+}
+
 pub fn in_netns<T: Send + 'static>(ns: &str, f: impl FnOnce() -> T + Send + 'static) -> T {
     let path = format!("/var/run/netns/{ns}");
     std::thread::spawn(move || {

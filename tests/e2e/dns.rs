@@ -233,6 +233,6 @@ fn dns_cookies_kdig_and_rate_limiting() {
     let (st, log) = s.stop();
     assert!(st.success(), "{log}");
     let line = log.lines().find(|l| l.starts_with("dns cookies:")).unwrap_or_else(|| panic!("{log}"));
-    let valid: u64 = line.split("valid ").nth(1).unwrap().split(' ').next().unwrap().parse().unwrap();
+    let valid = number_after(line, "valid ");
     assert!(valid >= 41, "kdig's cookie sent back and the 40 queries counted valid: {line}");
 }

@@ -462,17 +462,6 @@ fn differential(fam: Family, zones: &[(&str, PathBuf)], sample: usize) {
     differential_over(fam, false, false, zones, sample, false);
 }
 
-/// The number after `word` in `line`.
-fn number_after(line: &str, word: &str) -> usize {
-    line.split(word).nth(1).and_then(|r| r.split_whitespace().next()).and_then(|n| n.parse().ok()).unwrap_or(0)
-}
-
-/// How many queries the XDP program answered, from the exit summary.
-fn answered_in_xdp(log: &str) -> usize {
-    let line = log.lines().find(|l| l.starts_with("dns in xdp:")).unwrap_or_else(|| panic!("no xdp line: {log}"));
-    number_after(line, "answered ")
-}
-
 /// The differential with the corpus sent over TCP (`tcp`) or UDP, with the DO bit set
 /// (`dnssec`) or not, answered in the XDP program where it can (`xdp`) or by the engines.
 fn differential_over(fam: Family, tcp: bool, dnssec: bool, zones: &[(&str, PathBuf)], sample: usize, xdp: bool) {
@@ -516,7 +505,7 @@ fn differential_over(fam: Family, tcp: bool, dnssec: bool, zones: &[(&str, PathB
         // Most of the corpus is answered in the program; the rest (ANY, classes, names
         // outside, NSEC chosen per name) by the engine — and with DO, signed answers that
         // grow the frame by more than veth's small buffers leave room for.
-        let a = answered_in_xdp(&log);
+        let a = answered_in_xdp(&log) as usize;
         let part = if dnssec { 8 } else { 4 };
         assert!(a * part >= n, "{a} of {n} queries answered in XDP: {log}");
     }
@@ -647,7 +636,7 @@ fn answers_in_xdp_are_the_engines_bytes() {
         let (st, log) = s.stop();
         assert!(st.success(), "{log}");
         if mode == "on" {
-            let a = answered_in_xdp(&log);
+            let a = answered_in_xdp(&log) as usize;
             assert!(a * 2 >= corpus.len(), "{a} of {} queries answered in XDP: {log}", corpus.len());
         } else {
             assert!(!log.contains("dns in xdp:"), "off means off: {log}");

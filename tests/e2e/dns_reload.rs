@@ -133,9 +133,8 @@ fn reload_without_losing_queries(xdp: bool) {
     assert_eq!(lost, 0, "no query lost across two reloads ({sent} sent): {log}");
     assert_eq!(seen, vec![[198, 18, 1, 2], [198, 18, 9, 9]], "old zone, then the reloaded one, never the broken one");
     if xdp {
-        let line = log.lines().find(|l| l.starts_with("dns in xdp:")).unwrap_or_else(|| panic!("{log}"));
-        let answered: u32 = line.split("answered ").nth(1).unwrap().split(' ').next().unwrap().parse().unwrap();
-        assert!(answered * 10 >= sent * 9, "the program answered the queries ({answered} of {sent}): {line}");
+        let answered = answered_in_xdp(&log);
+        assert!(answered * 10 >= u64::from(sent) * 9, "the program answered the queries ({answered} of {sent}): {log}");
     }
     let _ = std::fs::remove_file(zone);
     let _ = std::fs::remove_file(config);

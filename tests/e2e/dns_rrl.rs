@@ -84,11 +84,6 @@ fn flood(sp: Spoofer, batch: usize, stop: Arc<AtomicBool>, limit: Duration) -> u
     sent
 }
 
-fn number_after(line: &str, word: &str) -> u64 {
-    let rest = &line[line.find(word).unwrap_or_else(|| panic!("{word} in {line}")) + word.len()..];
-    rest.split_whitespace().next().unwrap().parse().unwrap()
-}
-
 /// A two-name zone `t.test` in a file tagged `tag`: its path and the `--zone` argument.
 fn small_zone(tag: &str) -> (std::path::PathBuf, String) {
     let z = std::env::temp_dir().join(format!("sirocco-{tag}-{}.zone", std::process::id()));
@@ -215,9 +210,7 @@ fn answers_in_xdp_stay_within_the_rate_limit() {
     let _ = std::fs::remove_file(&z);
     assert!(st.success(), "{log}");
     let line = log.lines().find(|l| l.starts_with("dns in xdp:")).unwrap_or_else(|| panic!("{log}"));
-    let answered = number_after(line, "answered");
-    let over = line.split("rate ").nth(1).and_then(|r| r.split([',', ')']).next()).and_then(|n| n.parse().ok());
-    let over: u64 = over.unwrap_or_else(|| panic!("queries over the rate passed up: {line}"));
+    let (answered, over) = (answered_in_xdp(&log), number_after(line, "(rate "));
     // The program's budget: RATE a second, in at most two seconds of the clock.
     let most = RATE * (secs.ceil() as u64 + 1);
     assert!(

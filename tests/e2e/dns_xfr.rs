@@ -445,7 +445,6 @@ fn reloads_reach_knot_and_nsd_by_ixfr_from_the_journal() {
         "Knot took the changes by IXFR: {knot_log}"
     );
     let line = log.lines().find(|l| l.starts_with("dns over tcp:")).unwrap_or_else(|| panic!("{log}"));
-    let incremental: u64 =
-        line.split("(incremental ").nth(1).and_then(|r| r.split(')').next()).unwrap().parse().unwrap();
+    let incremental = number_after(line, "(incremental ");
     assert!(incremental >= 6, "Knot's and NSD's two IXFRs each, and kdig's two: {line}\n{knot_log}");
 }

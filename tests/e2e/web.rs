@@ -108,11 +108,6 @@ pub fn precopy_stat(log: &str, key: &str) -> u64 {
     number_after(l, key)
 }
 
-fn number_after(l: &str, key: &str) -> u64 {
-    let i = l.find(key).unwrap_or_else(|| panic!("{key:?} not in {l}")) + key.len();
-    l[i..].trim_start().split(|c: char| !c.is_ascii_digit()).next().unwrap().parse().unwrap()
-}
-
 fn curl(net: &TestNet, args: &[&str]) -> String {
     let mut a = vec!["curl", "-sS", "--max-time", "10"];
     a.extend_from_slice(args);
