@@ -229,6 +229,30 @@ pub fn zone_text(data: &[u8]) {
     }
 }
 
+/// A catalog zone's versions (RFC 9432): the text after the first byte, as the catalog
+/// `catalog.invalid.`, read; its members followed by one catalog, then taken up by another
+/// whose coo the first byte may set. Never a panic; each member once, of the zone's names.
+pub fn catalog_zone(data: &[u8]) {
+    use dns_server::catalog_zone::{read, Change, Owners};
+    let Some((&sel, rest)) = data.split_first() else { return };
+    if rest.windows(8).any(|w| w.eq_ignore_ascii_case(b"$INCLUDE")) {
+        return;
+    }
+    let Ok(z) = dns_server::zone::load_text(std::path::Path::new("catalog.zone"), rest, Some("catalog.invalid")) else {
+        return;
+    };
+    let Ok(members) = read(&z) else { return };
+    let (one, two) = (b"\x07catalog\x07invalid\x00", b"\x03two\x07invalid\x00");
+    let mut o = Owners::default();
+    let (changes, _) = o.follow(one, members.clone(), |zone| sel & 1 == 1 && zone.len() % 3 == 0);
+    let added = changes.iter().filter(|c| matches!(c, Change::Add(_))).count();
+    assert_eq!(added, o.members().count(), "each member added once");
+    let (again, _) = o.follow(one, members.clone(), |zone| sel & 1 == 1 && zone.len() % 3 == 0);
+    assert!(again.is_empty(), "the same version changes nothing");
+    let (moved, _) = o.follow(two, members, |_| false);
+    assert!(moved.iter().all(|c| !matches!(c, Change::Remove(_))), "nothing of two's to remove");
+}
+
 /// The DNS query parser: any answer it gives must be consistent with the message.
 pub fn dns_query(data: &[u8]) {
     match dns::Query::parse(data) {
@@ -255,6 +279,12 @@ pub fn dns_query(data: &[u8]) {
 /// Inputs this area's targets start from (None: not one of its targets).
 pub(crate) fn seeds(target: &str) -> Option<Vec<Vec<u8>>> {
     Some(match target {
+        "catalog_zone" => {
+            vec![b"\x00$TTL 0\n@ SOA invalid. invalid. 1 3600 600 86400 0\n@ NS invalid.\nversion TXT \"2\"\n\
+              m1.zones PTR a.example.\ngroup.m1.zones TXT \"gold\"\nm2.zones PTR b.example.\n\
+              coo.m2.zones PTR two.invalid.\nm3.zones PTR a.example.\n"
+                .to_vec()]
+        }
         "zone_text" => vec![
             FUZZ_ZONE.as_bytes().to_vec(),
             include_bytes!("../data/signed-nsec.zone").to_vec(),

@@ -45,6 +45,7 @@ pub const TARGETS: &[(&str, Target)] = &[
     ("dns_tsig", dns_msgs::dns_tsig),
     ("dns_xfr_in", dns_msgs::dns_xfr_in),
     ("zone_text", dns_msgs::zone_text),
+    ("catalog_zone", dns_msgs::catalog_zone),
     ("http_request", http_msgs::http_request),
     ("web_server", http_msgs::web_server),
     ("http_response", http_msgs::http_response),

@@ -101,6 +101,7 @@ fn dns_limits_are_checked() {
         (vec!["--secondary", "example.com=primary.example"], "primary \"primary.example\": not an address"),
         (vec!["--secondary", "198.18.0.1"], "a zone with a primary needs its name"),
         (vec!["--secondary", "example.com=198.18.0.1@99999"], "bad port"),
+        (vec!["--catalog", "catalog.invalid=primary.example"], "primary \"primary.example\": not an address"),
         (
             vec!["--rrl-rate", "5", "--rrl-exempt", "198.18.0.0/99"],
             "--rrl-exempt: \"198.18.0.0/99\": bad prefix length",
@@ -118,6 +119,16 @@ fn dns_limits_are_checked() {
         ("rrl_rat = 5\n", "unknown key `rrl_rat`"),
         ("[[key]]\nname = \"k\"\nsecret = \"!!\"\n", "key \"k\": the secret is not base64"),
         ("[[key]]\nname = \"k\"\nsecrt = \"c2VjcmV0\"\n", "unknown field `secrt`"),
+        ("[[zone]]\nname = \"c.invalid\"\ncatalog = true\nfile = \"c.zone\"\n", "a catalog zone is followed from a primary"),
+        ("[[zone]]\nname = \"c.invalid\"\nfile = \"c.zone\"\nmember_dir = \"m\"\n", "are for a catalog (catalog = true)"),
+        (
+            "[[zone]]\nname = \"c.invalid\"\nprimary = [\"198.18.0.1\"]\ncatalog = true\n[[zone.group]]\nname = \"g\"\ntsig_key = \"nokey\"\n",
+            "zone c.invalid: group \"g\": tsig_key \"nokey\": no such key",
+        ),
+        (
+            "[[zone]]\nname = \"c.invalid\"\nprimary = [\"198.18.0.1\"]\ncatalog = true\n[[zone.group]]\nname = \"g\"\nprimary = [\"x\"]\n",
+            "\"x\": not an address",
+        ),
     ] {
         std::fs::write(&path, text).unwrap();
         let out = Command::new(sirocco()).args(base).args(["--config", path.to_str().unwrap()]).output().unwrap();

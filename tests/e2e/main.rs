@@ -11,6 +11,7 @@ mod check;
 mod cli;
 mod ctl;
 mod dns;
+mod dns_catalog;
 mod dns_diff;
 mod dns_dnssec;
 mod dns_reload;

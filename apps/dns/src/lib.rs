@@ -1,6 +1,7 @@
 //! Namestorm on sirocco: zones compiled into ready responses at load time; per query only
 //! parse, look up, copy and patch.
 
+pub mod catalog_zone;
 pub mod compile;
 pub mod cookies;
 pub mod driver;

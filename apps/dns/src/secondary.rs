@@ -14,7 +14,7 @@ use dns::tsig::{self, Chain, Key, Mac};
 use dns::{class, rtype, HEADER_LEN};
 use engine::{Duration, Instant};
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, RwLock};
 use wire::IpAddr;
 
 /// The most a transfer may bring (record data as kept), so that a primary cannot exhaust
@@ -67,50 +67,105 @@ pub enum Event {
     },
 }
 
-/// The secondary zones and what passes between engines and the loader.
+/// One secondary zone as the engines and the loader share it. A zone removed (a catalog no
+/// longer lists it) keeps its slot, marked, so that every index stays what it was.
+#[derive(Debug)]
+pub struct Slot {
+    /// What the zone is.
+    pub spec: SecondarySpec,
+    /// The version already loaded (from its file) when it was added, if any.
+    initial: Option<(u32, Timers)>,
+    notified: AtomicBool,
+    /// The loader could not apply changes: transfer the whole zone next.
+    resync: AtomicBool,
+    removed: AtomicBool,
+}
+
+impl Slot {
+    /// The zone is no longer served as a secondary.
+    pub fn removed(&self) -> bool {
+        self.removed.load(Ordering::Acquire)
+    }
+}
+
+/// The secondary zones and what passes between engines and the loader. Zones are added and
+/// removed while serving (members of catalog zones); an index names one zone for good.
 #[derive(Debug)]
 pub struct Secondaries {
-    zones: Vec<SecondarySpec>,
-    notified: Vec<AtomicBool>,
-    /// The loader could not apply changes: transfer the whole zone next.
-    resync: Vec<AtomicBool>,
+    slots: RwLock<Vec<Arc<Slot>>>,
     events: Mutex<Vec<Event>>,
     /// Set when events wait: the loader wakes up for them.
     pub wake: Arc<AtomicBool>,
 }
 
 impl Secondaries {
-    /// The shared state of `zones`.
-    pub fn new(zones: Vec<SecondarySpec>) -> Arc<Secondaries> {
-        let notified = zones.iter().map(|_| AtomicBool::new(false)).collect();
-        let resync = zones.iter().map(|_| AtomicBool::new(false)).collect();
-        Arc::new(Secondaries { zones, notified, resync, events: Mutex::default(), wake: Arc::default() })
+    /// The shared state of `zones`, of which the versions `initial` (by index) are loaded.
+    pub fn new(zones: Vec<SecondarySpec>, initial: &[Option<(u32, Timers)>]) -> Arc<Secondaries> {
+        let s = Arc::new(Secondaries { slots: RwLock::default(), events: Mutex::default(), wake: Arc::default() });
+        for (i, z) in zones.into_iter().enumerate() {
+            s.add(z, initial.get(i).copied().flatten());
+        }
+        s
     }
 
-    /// The zones.
-    pub fn zones(&self) -> &[SecondarySpec] {
-        &self.zones
+    fn slots(&self) -> std::sync::RwLockReadGuard<'_, Vec<Arc<Slot>>> {
+        self.slots.read().unwrap_or_else(|p| p.into_inner())
     }
 
-    /// The index of the zone `origin` (any case).
-    pub fn find(&self, origin: &[u8]) -> Option<usize> {
-        self.zones.iter().position(|z| z.origin.eq_ignore_ascii_case(origin))
+    /// Serves `spec` as a secondary too, its version `initial` already loaded; returns its
+    /// index. Engine 0 checks it at its next look.
+    pub fn add(&self, spec: SecondarySpec, initial: Option<(u32, Timers)>) -> usize {
+        let slot = Slot {
+            spec,
+            initial,
+            notified: AtomicBool::new(false),
+            resync: AtomicBool::new(false),
+            removed: AtomicBool::new(false),
+        };
+        let mut slots = self.slots.write().unwrap_or_else(|p| p.into_inner());
+        slots.push(Arc::new(slot));
+        slots.len() - 1
+    }
+
+    /// Stops serving the zone `origin` as a secondary: no more checks, its transfers under
+    /// way are dropped.
+    pub fn remove(&self, origin: &[u8]) {
+        if let Some((_, slot)) = self.find(origin) {
+            slot.removed.store(true, Ordering::Release);
+        }
+    }
+
+    /// How many zones are served as secondaries.
+    pub fn len(&self) -> usize {
+        self.slots().iter().filter(|s| !s.removed()).count()
+    }
+
+    /// No zone is served as a secondary.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// The zone `origin` (any case), with its index.
+    pub fn find(&self, origin: &[u8]) -> Option<(usize, Arc<Slot>)> {
+        let slots = self.slots();
+        let i = slots.iter().position(|z| !z.removed() && z.spec.origin.eq_ignore_ascii_case(origin))?;
+        Some((i, slots[i].clone()))
+    }
+
+    fn slot(&self, i: usize) -> Arc<Slot> {
+        self.slots()[i].clone()
     }
 
     /// A primary told of a new version of zone `i`: engine 0 checks it soon.
     pub fn notify(&self, i: usize) {
-        self.notified[i].store(true, Ordering::Release);
+        self.slot(i).notified.store(true, Ordering::Release);
     }
 
     /// The changes to zone `i` did not apply to the version served: engine 0 transfers the
     /// whole zone at once.
     pub fn resync(&self, i: usize) {
-        self.resync[i].store(true, Ordering::Release);
+        self.slot(i).resync.store(true, Ordering::Release);
         self.notify(i);
-    }
-
-    fn take_notified(&self, i: usize) -> bool {
-        self.notified[i].swap(false, Ordering::AcqRel)
     }
 
     fn push(&self, e: Event) {
@@ -216,6 +271,7 @@ pub struct SecondaryStats {
 
 #[derive(Debug)]
 struct ZoneState {
+    slot: Arc<Slot>,
     serial: Option<u32>,
     timers: Timers,
     due: Instant,
@@ -237,8 +293,6 @@ pub struct Refresher {
     pub stats: SecondaryStats,
     /// The last failure, for the log at exit.
     pub last_error: Option<String>,
-    /// The timers were set from the engine's clock.
-    started: bool,
 }
 
 /// A check to start: zone `zone` at `primary`.
@@ -251,48 +305,44 @@ pub struct Job {
 }
 
 impl Refresher {
-    /// Checks the zones of `shared`; `initial` is the version of each already loaded (from
-    /// its file), if any. Every zone is checked at the first call of [`Refresher::due`].
-    pub fn new(shared: Arc<Secondaries>, initial: &[Option<(u32, Timers)>]) -> Refresher {
-        let zones = (0..shared.zones.len())
-            .map(|i| {
-                let known = initial.get(i).copied().flatten();
-                ZoneState {
-                    serial: known.map(|k| k.0),
-                    timers: known.map_or(Timers::FIRST, |k| k.1),
-                    due: Instant::ZERO,
-                    last_ok: None,
-                    busy: false,
-                    again: false,
-                    primary: 0,
-                }
-            })
-            .collect();
+    /// Checks the zones of `shared`, those there now and those added later: each is checked
+    /// at the first call of [`Refresher::due`] that sees it.
+    pub fn new(shared: Arc<Secondaries>) -> Refresher {
         let seed = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(1, |d| d.subsec_nanos());
         let stats = SecondaryStats::default();
-        Refresher { shared, zones, next_id: seed as u16, stats, last_error: None, started: false }
+        Refresher { shared, zones: Vec::new(), next_id: seed as u16, stats, last_error: None }
     }
 
-    /// Sets the timers from the engine's clock, the first time: a version loaded from a file
-    /// expires counting from now.
-    fn begin(&mut self, now: Instant) {
-        if std::mem::replace(&mut self.started, true) {
-            return;
-        }
-        for z in &mut self.zones {
-            z.due = now;
-            z.last_ok = z.serial.map(|_| now);
+    /// Takes the zones added since the last look, their timers set from the engine's clock:
+    /// a version loaded from a file expires counting from now.
+    fn sync(&mut self, now: Instant) {
+        let slots = self.shared.slots();
+        for slot in &slots[self.zones.len()..] {
+            let known = slot.initial;
+            self.zones.push(ZoneState {
+                slot: slot.clone(),
+                serial: known.map(|k| k.0),
+                timers: known.map_or(Timers::FIRST, |k| k.1),
+                due: now,
+                last_ok: known.map(|_| now),
+                busy: false,
+                again: false,
+                primary: 0,
+            });
         }
     }
 
     /// The next check due now, if any (the zone is then busy until [`Refresher::finished`]).
     pub fn due(&mut self, now: Instant) -> Option<Job> {
-        self.begin(now);
+        self.sync(now);
         for (i, z) in self.zones.iter_mut().enumerate() {
-            if self.shared.resync[i].swap(false, Ordering::AcqRel) {
+            if z.slot.removed() {
+                continue;
+            }
+            if z.slot.resync.swap(false, Ordering::AcqRel) {
                 z.serial = None;
             }
-            if self.shared.take_notified(i) {
+            if z.slot.notified.swap(false, Ordering::AcqRel) {
                 if z.busy {
                     z.again = true;
                 } else {
@@ -304,7 +354,7 @@ impl Refresher {
             }
             z.busy = true;
             self.stats.checks += 1;
-            let spec = &self.shared.zones[i];
+            let spec = &z.slot.spec;
             return Some(Job { zone: i, primary: spec.primaries[z.primary % spec.primaries.len()] });
         }
         None
@@ -314,14 +364,19 @@ impl Refresher {
     pub fn start(&mut self, job: Job) -> XfrIn {
         // Unpredictable enough over TCP, where the peer is also bound by the handshake.
         self.next_id = self.next_id.wrapping_mul(0x6255).wrapping_add(0x3619);
-        let spec = &self.shared.zones[job.zone];
-        XfrIn::new(job.zone, &spec.origin, spec.key.clone(), self.zones[job.zone].serial, self.next_id)
+        let z = &self.zones[job.zone];
+        XfrIn::new(job.zone, &z.slot.spec.origin, z.slot.spec.key.clone(), z.serial, self.next_id)
     }
 
     /// Zone `zone`'s check ended with `outcome` at `now`.
     pub fn finished(&mut self, now: Instant, zone: usize, outcome: Outcome) {
         let z = &mut self.zones[zone];
         z.busy = false;
+        if z.slot.removed() {
+            return;
+        }
+        let spec = &z.slot.spec;
+        let from = spec.primaries[z.primary % spec.primaries.len()];
         match outcome {
             Outcome::UpToDate { timers, .. } => {
                 self.stats.up_to_date += 1;
@@ -332,8 +387,6 @@ impl Refresher {
                 self.stats.transferred += 1;
                 (z.serial, z.timers, z.last_ok) = (Some(serial), timers, Some(now));
                 z.due = now + Timers::secs(timers.refresh);
-                let spec = &self.shared.zones[zone];
-                let from = spec.primaries[z.primary % spec.primaries.len()];
                 self.shared.push(Event::Transferred { origin: spec.origin.clone(), serial, records, from });
             }
             Outcome::Incremental { serial, timers, changes } => {
@@ -341,8 +394,6 @@ impl Refresher {
                 self.stats.incremental += 1;
                 (z.serial, z.timers, z.last_ok) = (Some(serial), timers, Some(now));
                 z.due = now + Timers::secs(timers.refresh);
-                let spec = &self.shared.zones[zone];
-                let from = spec.primaries[z.primary % spec.primaries.len()];
                 self.shared.push(Event::Changed { origin: spec.origin.clone(), serial, changes, from });
             }
             Outcome::Failed(why) => {
@@ -360,13 +411,13 @@ impl Refresher {
 
     /// Stops serving zones whose expire time passed since their last successful check.
     pub fn expire(&mut self, now: Instant) {
-        self.begin(now);
-        for (i, z) in self.zones.iter_mut().enumerate() {
-            let Some(ok) = z.last_ok else { continue };
+        self.sync(now);
+        for z in &mut self.zones {
+            let Some(ok) = z.last_ok.filter(|_| !z.slot.removed()) else { continue };
             if z.serial.is_some() && now >= ok + Timers::secs(z.timers.expire) {
                 self.stats.expired += 1;
                 (z.serial, z.last_ok) = (None, None);
-                self.shared.push(Event::Expired { origin: self.shared.zones[i].origin.clone() });
+                self.shared.push(Event::Expired { origin: z.slot.spec.origin.clone() });
             }
         }
     }
@@ -858,11 +909,11 @@ mod tests {
     fn the_refresher_checks_retries_on_another_primary_and_expires() {
         let a = (IpAddr::V4(wire::Ipv4Addr([198, 18, 0, 1])), 53);
         let b = (IpAddr::V4(wire::Ipv4Addr([198, 18, 0, 3])), 5353);
-        let shared =
-            Secondaries::new(vec![SecondarySpec { origin: ORIGIN.to_vec(), primaries: vec![a, b], key: None }]);
         let t0 = Instant::from_millis(1_000_000);
         let timers = Timers { refresh: 60, retry: 10, expire: 100 };
-        let mut r = Refresher::new(shared.clone(), &[Some((5, timers))]);
+        let spec = SecondarySpec { origin: ORIGIN.to_vec(), primaries: vec![a, b], key: None };
+        let shared = Secondaries::new(vec![spec], &[Some((5, timers))]);
+        let mut r = Refresher::new(shared.clone());
         let job = r.due(t0).expect("checked at start");
         assert_eq!(job.primary, a);
         assert!(r.due(t0).is_none(), "busy");
@@ -881,5 +932,26 @@ mod tests {
         r.expire(t0 + Duration::from_secs(111));
         assert!(matches!(shared.take_events()[..], [Event::Expired { .. }]));
         assert_eq!((r.stats.checks, r.stats.failed, r.stats.transferred, r.stats.expired), (3, 1, 1, 1));
+    }
+
+    #[test]
+    fn zones_added_are_checked_at_once_and_removed_ones_no_more() {
+        let p = (IpAddr::V4(wire::Ipv4Addr([198, 18, 0, 1])), 53);
+        let spec = |o: &[u8]| SecondarySpec { origin: o.to_vec(), primaries: vec![p], key: None };
+        let shared = Secondaries::new(vec![spec(ORIGIN)], &[None]);
+        let mut r = Refresher::new(shared.clone());
+        let t0 = Instant::from_millis(1_000_000);
+        assert_eq!(r.due(t0).map(|j| j.zone), Some(0));
+        let other = b"\x05other\x07example\x00";
+        let i = shared.add(spec(other), None);
+        assert_eq!(r.due(t0).map(|j| j.zone), Some(i), "the new zone at the next look");
+        shared.remove(other);
+        assert!(shared.find(other).is_none() && shared.len() == 1);
+        let timers = Timers { refresh: 60, retry: 10, expire: 100 };
+        r.finished(t0, i, Outcome::Transferred { serial: 1, timers, records: Vec::new() });
+        assert!(shared.take_events().is_empty(), "a removed zone's transfer is dropped");
+        shared.notify(i);
+        r.finished(t0, 0, Outcome::Failed("no answer".into()));
+        assert!(r.due(t0 + Duration::from_secs(100)).map(|j| j.zone) == Some(0), "only the zone still served");
     }
 }

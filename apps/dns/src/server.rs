@@ -184,7 +184,7 @@ impl DnsServer {
             return None;
         }
         let zone = secondaries.find(name.as_wire());
-        let spec = zone.map(|i| &secondaries.zones()[i]);
+        let spec = zone.as_ref().map(|z| &z.1.spec);
         let now = unix_now();
         let catalog = self.catalog.get().clone();
         let signed = tsig::find(&buf[..len]).map(|at| tsig::verify(catalog.keys(), &buf[..len], at, now));
@@ -202,7 +202,7 @@ impl DnsServer {
             (Some(_), None) => rcode::NOERROR,
         };
         if rc == rcode::NOERROR {
-            secondaries.notify(zone.expect("a zone"));
+            secondaries.notify(zone.expect("a zone").0);
             self.stats.notify_in += 1;
         } else {
             self.stats.notify_refused += 1;

@@ -2,8 +2,11 @@
 //! file, or primaries to transfer it from), compiling them into a [`Catalog`], and the
 //! versions of secondary zones received ([`Received`]): loaded from their files at start,
 //! replaced by each transfer (whole or as IXFR changes) and stored back atomically, dropped
-//! when they expire. The command line and config files only say what the specs are.
+//! when they expire; and the members of catalog zones, added, reset and removed as each
+//! version of their catalog says. The command line and config files only say what the specs
+//! are.
 
+use crate::catalog_zone::{self, Change, Member, Owners};
 use crate::secondary::{Event, Secondaries, SecondarySpec, Timers};
 use crate::zone::{self, Zone};
 use crate::{tsig, Catalog, CompiledZone};
@@ -27,6 +30,30 @@ pub struct ZoneSpec {
     /// Secondaries to NOTIFY, ADDR or ADDR@PORT.
     pub notify: Vec<String>,
     /// The TSIG key's name.
+    pub tsig_key: Option<String>,
+    /// The zone is a catalog (RFC 9432): its members are served as secondaries too.
+    pub catalog: Option<CatalogSpec>,
+}
+
+/// How the members of a catalog zone are served.
+#[derive(Debug, Clone, Default)]
+pub struct CatalogSpec {
+    /// Where each member's versions are stored (`NAME.zone`) and loaded from at start; none:
+    /// members are kept in memory only.
+    pub member_dir: Option<PathBuf>,
+    /// Settings by group name (RFC 9432 section 4.4.2); a member in none of these takes the
+    /// catalog's primaries and key.
+    pub groups: Vec<GroupSpec>,
+}
+
+/// The settings of the members of a catalog's group.
+#[derive(Debug, Clone, Default)]
+pub struct GroupSpec {
+    /// The group's name, as the catalog's `group` property gives it.
+    pub name: String,
+    /// Its members' primaries, ADDR or ADDR@PORT (none: the catalog's).
+    pub primaries: Vec<String>,
+    /// Its members' TSIG key (none: the catalog's).
     pub tsig_key: Option<String>,
 }
 
@@ -71,10 +98,23 @@ pub fn endpoint(s: &str, what: &str) -> Result<(wire::IpAddr, u16), String> {
     Ok((a.into(), port))
 }
 
-/// The secondary zones among `specs`: origin, primaries, key.
+/// The secondary zones among `specs`: origin, primaries, key; the settings of catalogs'
+/// groups are checked too, so that a member added later cannot fail on them.
 pub fn secondary_specs(specs: &[ZoneSpec], keys: &tsig::Keyring) -> Result<Vec<SecondarySpec>, String> {
     let mut out = Vec::new();
+    if let Some(s) = specs.iter().find(|s| s.catalog.is_some() && !s.is_secondary()) {
+        return Err(format!("{}: a catalog zone is followed from a primary (primary = [...])", s.label()));
+    }
     for spec in specs.iter().filter(|s| s.is_secondary()) {
+        for g in spec.catalog.iter().flat_map(|c| &c.groups) {
+            let what = |e: String| format!("{}: group {:?}: {e}", spec.label(), g.name);
+            if let Some(k) = g.tsig_key.as_ref().filter(|k| keys.named(k).is_none()) {
+                return Err(what(format!("tsig_key {k:?}: no such key (give it with --key or [[key]])")));
+            }
+            for p in &g.primaries {
+                endpoint(p, "primary").map_err(what)?;
+            }
+        }
         let label = spec.label();
         let origin = spec
             .origin
@@ -94,6 +134,16 @@ pub fn secondary_specs(specs: &[ZoneSpec], keys: &tsig::Keyring) -> Result<Vec<S
     Ok(out)
 }
 
+/// Creates the directories catalogs store their members in.
+pub fn make_member_dirs(specs: &[ZoneSpec]) -> Result<(), String> {
+    for spec in specs {
+        if let Some(d) = spec.catalog.as_ref().and_then(|c| c.member_dir.as_ref()) {
+            std::fs::create_dir_all(d).map_err(|e| format!("{}: member_dir {}: {e}", spec.label(), d.display()))?;
+        }
+    }
+    Ok(())
+}
+
 /// The lowercase wire form of a zone name given in text.
 fn origin_wire(origin: &str) -> Vec<u8> {
     dns::name::wire_from_text(&origin.to_ascii_lowercase()).unwrap_or_default()
@@ -101,6 +151,47 @@ fn origin_wire(origin: &str) -> Vec<u8> {
 
 fn zone_name(origin: &[u8]) -> String {
     dns::Name::from_wire(origin).map(|n| n.to_string()).unwrap_or_default()
+}
+
+fn member_name(m: &Member) -> String {
+    zone_name(&m.zone)
+}
+
+fn loaded(initial: Option<(u32, Timers)>) -> String {
+    initial.map_or(String::new(), |(serial, _)| format!(" (serial {serial} from its file)"))
+}
+
+/// How member `m` of the catalog `catalog` is served: its group's primaries and key, else
+/// the catalog's; stored in the catalog's member directory.
+fn member_spec(catalog: &ZoneSpec, m: &Member) -> ZoneSpec {
+    let c = catalog.catalog.as_ref().expect("a catalog");
+    let group = c.groups.iter().find(|g| m.groups.contains(&g.name));
+    let primaries = group.filter(|g| !g.primaries.is_empty()).map_or(&catalog.primaries, |g| &g.primaries);
+    let name = zone_name(&m.zone);
+    ZoneSpec {
+        file: c.member_dir.as_ref().map(|d| d.join(member_file(&name))),
+        origin: Some(name),
+        primaries: primaries.clone(),
+        tsig_key: group.and_then(|g| g.tsig_key.clone()).or(catalog.tsig_key.clone()),
+        allow_transfer: catalog.allow_transfer.clone(),
+        notify: catalog.notify.clone(),
+        catalog: None,
+    }
+}
+
+/// The file name of member zone `name` (text, with its final dot): `NAME.zone`, with every
+/// byte but letters, digits, `-`, `_` and `.` written `%XX`, so that no name leaves the
+/// directory or clashes with another.
+fn member_file(name: &str) -> String {
+    let mut out = String::new();
+    for b in name.to_ascii_lowercase().bytes() {
+        match b {
+            b'a'..=b'z' | b'0'..=b'9' | b'-' | b'_' | b'.' => out.push(char::from(b)),
+            _ => out.push_str(&format!("%{b:02X}")),
+        }
+    }
+    out.push_str("zone");
+    out
 }
 
 /// A catalog built, and a line per zone saying what it cost.
@@ -164,13 +255,138 @@ pub fn build(specs: &[ZoneSpec], keys: tsig::Keyring, received: &Received) -> Re
 }
 
 /// The versions of the secondary zones received so far (or loaded from their files at
-/// start), by origin in lowercase wire form; shared by the reload and the start.
+/// start), by origin in lowercase wire form, and the members of catalog zones; shared by the
+/// reload and the start.
 #[derive(Clone, Default)]
-pub struct Received(Arc<Mutex<HashMap<Vec<u8>, Arc<Zone>>>>);
+pub struct Received {
+    zones: Arc<Mutex<HashMap<Vec<u8>, Arc<Zone>>>>,
+    members: Arc<Mutex<Members>>,
+}
+
+/// The members of the catalogs followed: who owns each, and how each is served.
+#[derive(Default)]
+struct Members {
+    owners: Owners,
+    specs: HashMap<Vec<u8>, ZoneSpec>,
+}
 
 impl Received {
     fn map(&self) -> std::sync::MutexGuard<'_, HashMap<Vec<u8>, Arc<Zone>>> {
-        self.0.lock().unwrap_or_else(|p| p.into_inner())
+        self.zones.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    fn members(&self) -> std::sync::MutexGuard<'_, Members> {
+        self.members.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// The zones the catalogs followed add, to serve beside `specs`' (each a secondary).
+    pub fn member_specs(&self) -> Vec<ZoneSpec> {
+        let mut v: Vec<ZoneSpec> = self.members().specs.values().cloned().collect();
+        v.sort_by(|a, b| a.origin.cmp(&b.origin));
+        v
+    }
+
+    /// Takes the members of every catalog among `specs` whose version is loaded (from its
+    /// file, at start), their own stored versions loaded too. Returns what happened.
+    pub fn follow_catalogs(&self, shared: &Secondaries, specs: &[ZoneSpec], keys: &tsig::Keyring) -> Vec<String> {
+        let mut log = Vec::new();
+        for spec in specs.iter().filter(|s| s.catalog.is_some()) {
+            self.follow(&spec.origin_wire(), shared, specs, keys, &mut log);
+        }
+        log
+    }
+
+    /// Applies the version served of catalog `origin` to its members: adds, resets,
+    /// updates and removes them as secondaries; `specs` are the zones configured.
+    fn follow(
+        &self,
+        origin: &[u8],
+        shared: &Secondaries,
+        specs: &[ZoneSpec],
+        keys: &tsig::Keyring,
+        log: &mut Vec<String>,
+    ) {
+        let Some(spec) = specs.iter().find(|s| s.catalog.is_some() && s.origin_wire() == origin) else { return };
+        let Some(z) = self.map().get(origin).cloned() else { return };
+        let name = zone_name(origin);
+        let serial = z.soa().and_then(|s| Timers::of_soa(&s.rdatas[0])).map_or(0, |s| s.0);
+        let listed = match catalog_zone::read(&z) {
+            Ok(m) => m,
+            Err(why) => {
+                log.push(format!("catalog {name} serial {serial} is broken ({why}); its members stay as they were"));
+                return;
+            }
+        };
+        let configured = |zone: &[u8]| specs.iter().any(|s| s.origin_wire() == zone);
+        let (changes, mut lines) = self.members().owners.follow(origin, listed, configured);
+        log.append(&mut lines);
+        for change in changes {
+            match change {
+                Change::Add(m) => {
+                    let member = member_spec(spec, &m);
+                    let initial = self.load_member(&member, log);
+                    log.push(format!("catalog {name}: zone {} added{}", member_name(&m), loaded(initial)));
+                    self.serve_member(shared, member, &m, initial, keys);
+                }
+                Change::Update(m) => {
+                    shared.remove(&m.zone);
+                    let initial = self.map().get(&m.zone).and_then(|z| Timers::of_soa(&z.soa()?.rdatas[0]));
+                    log.push(format!("catalog {name}: zone {} now in group(s) {:?}", member_name(&m), m.groups));
+                    self.serve_member(shared, member_spec(spec, &m), &m, initial, keys);
+                }
+                Change::Reset(m) => {
+                    let member = member_spec(spec, &m);
+                    self.forget(shared, &m.zone, log);
+                    log.push(format!(
+                        "catalog {name}: zone {} reset (ID {}); transferring it anew",
+                        member_name(&m),
+                        String::from_utf8_lossy(&m.id)
+                    ));
+                    self.serve_member(shared, member, &m, None, keys);
+                }
+                Change::Remove(zone) => {
+                    self.forget(shared, &zone, log);
+                    log.push(format!("catalog {name}: zone {} removed; no longer served", zone_name(&zone)));
+                }
+            }
+        }
+    }
+
+    /// Serves member `m` as `spec` says, its version `initial` loaded.
+    fn serve_member(
+        &self,
+        shared: &Secondaries,
+        spec: ZoneSpec,
+        m: &Member,
+        initial: Option<(u32, Timers)>,
+        keys: &tsig::Keyring,
+    ) {
+        // The catalog's settings and groups were checked at start.
+        if let Ok([secondary]) = secondary_specs(std::slice::from_ref(&spec), keys).as_deref() {
+            shared.add(secondary.clone(), initial);
+        }
+        self.members().specs.insert(m.zone.clone(), spec);
+    }
+
+    /// Stops serving member `zone`: what was received and its file go.
+    fn forget(&self, shared: &Secondaries, zone: &[u8], log: &mut Vec<String>) {
+        shared.remove(zone);
+        self.map().remove(zone);
+        if let Some(f) = self.members().specs.remove(zone).and_then(|s| s.file) {
+            if let Err(e) =
+                std::fs::remove_file(&f)
+                    .or_else(|e| if e.kind() == std::io::ErrorKind::NotFound { Ok(()) } else { Err(e) })
+            {
+                log.push(format!("zone {}: could not remove {}: {e}", zone_name(zone), f.display()));
+            }
+        }
+    }
+
+    /// Loads a new member's stored version, if it has one.
+    fn load_member(&self, spec: &ZoneSpec, log: &mut Vec<String>) -> Option<(u32, Timers)> {
+        let (initial, mut unusable) = self.load_stored(std::slice::from_ref(spec));
+        log.append(&mut unusable);
+        initial.into_iter().next().flatten()
     }
 
     fn snapshot(&self) -> HashMap<Vec<u8>, Arc<Zone>> {
@@ -215,10 +431,25 @@ impl Received {
     }
 
     /// Takes what the refresher reported: new versions (stored in their zone's file, if it
-    /// has one), changes to apply, expired zones. Returns what happened, for the log.
-    pub fn take_transfers(&self, shared: &Secondaries, specs: &[ZoneSpec]) -> Vec<String> {
+    /// has one), changes to apply, expired zones; a catalog's new version changes its
+    /// members. Returns what happened, for the log.
+    pub fn take_transfers(&self, shared: &Secondaries, specs: &[ZoneSpec], keys: &tsig::Keyring) -> Vec<String> {
         let mut log = Vec::new();
+        let mut catalogs = Vec::new();
+        let config = specs;
+        let all: Vec<ZoneSpec> = specs.iter().cloned().chain(self.member_specs()).collect();
+        let specs = &all[..];
         for e in shared.take_events() {
+            let origin = match &e {
+                Event::Transferred { origin, .. } | Event::Changed { origin, .. } | Event::Expired { origin } => origin,
+            };
+            if shared.find(origin).is_none() {
+                // A member removed while its transfer ran.
+                continue;
+            }
+            if specs.iter().any(|s| s.catalog.is_some() && s.origin_wire() == *origin) && !catalogs.contains(origin) {
+                catalogs.push(origin.clone());
+            }
             match e {
                 Event::Transferred { origin, serial, records, from } => {
                     let name = zone_name(&origin);
@@ -253,7 +484,7 @@ impl Received {
                                 "zone {name} serial {serial}: the changes do not apply ({e}); transferring it whole"
                             ));
                             if let Some(i) = shared.find(&origin) {
-                                shared.resync(i);
+                                shared.resync(i.0);
                             }
                         }
                     }
@@ -265,6 +496,78 @@ impl Received {
                 }
             }
         }
+        for c in catalogs {
+            self.follow(&c, shared, config, keys, &mut log);
+        }
         log
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn catalog_zone(serial: u32, members: &[(&str, &str)]) -> Zone {
+        let mut text = format!(
+            "$ORIGIN catalog.invalid.\n$TTL 0\n@ SOA invalid. invalid. {serial} 3600 600 86400 0\n@ NS invalid.\nversion TXT \"2\"\n"
+        );
+        for (id, zone) in members {
+            text.push_str(&format!("{id}.zones PTR {zone}.\n"));
+        }
+        zone::load_text(Path::new("catalog"), text.as_bytes(), None).unwrap()
+    }
+
+    #[test]
+    fn catalog_versions_add_reset_and_remove_members_and_their_files() {
+        let dir = std::env::temp_dir().join(format!("sirocco-catalog-unit-{}", std::process::id()));
+        let members = dir.join("members");
+        let spec = ZoneSpec {
+            origin: Some("catalog.invalid".into()),
+            primaries: vec!["198.18.0.1".into()],
+            catalog: Some(CatalogSpec { member_dir: Some(members.clone()), groups: Vec::new() }),
+            ..ZoneSpec::default()
+        };
+        let specs = [spec];
+        make_member_dirs(&specs).unwrap();
+        let a_file = members.join("a.example.zone");
+        std::fs::write(&a_file, "$ORIGIN a.example.\n@ 60 SOA ns h 5 3600 600 86400 60\n@ 60 NS ns\n").unwrap();
+        let keys = tsig::Keyring::new(Vec::new()).unwrap();
+        let received = Received::default();
+        let (initial, _) = received.load_stored(&specs);
+        let shared = Secondaries::new(secondary_specs(&specs, &keys).unwrap(), &initial);
+        let origin = origin_wire("catalog.invalid");
+        received.map().insert(origin.clone(), Arc::new(catalog_zone(1, &[("m1", "a.example"), ("m2", "b.example")])));
+        let log = received.follow_catalogs(&shared, &specs, &keys);
+        assert_eq!(shared.len(), 3, "{log:?}");
+        assert!(log.iter().any(|l| l.ends_with("zone a.example. added (serial 5 from its file)")), "{log:?}");
+        let names: Vec<_> = received.member_specs().into_iter().map(|s| (s.origin.unwrap(), s.file.unwrap())).collect();
+        assert_eq!(
+            names,
+            [("a.example.".into(), a_file.clone()), ("b.example.".into(), members.join("b.example.zone"))]
+        );
+        let (a_slot, _) = shared.find(&origin_wire("a.example")).unwrap();
+
+        // a.example under a new ID: reset; b.example gone.
+        received.map().insert(origin.clone(), Arc::new(catalog_zone(2, &[("m9", "a.example")])));
+        let mut log = Vec::new();
+        received.follow(&origin, &shared, &specs, &keys, &mut log);
+        assert!(log.iter().any(|l| l.contains("zone a.example. reset (ID m9)")), "{log:?}");
+        assert!(log.iter().any(|l| l.contains("zone b.example. removed")), "{log:?}");
+        let (again, _) = shared.find(&origin_wire("a.example")).unwrap();
+        assert_ne!(again, a_slot, "a fresh slot: checked anew");
+        assert!(shared.find(&origin_wire("b.example")).is_none());
+        assert!(!received.map().contains_key(&origin_wire("a.example")), "its version dropped");
+        assert!(!a_file.exists(), "and its file");
+        assert_eq!(shared.len(), 2);
+
+        // A broken version changes nothing.
+        let mut broken = catalog_zone(3, &[]);
+        broken.nodes.retain(|owner, _| !owner.starts_with(b"\x07version"));
+        received.map().insert(origin.clone(), Arc::new(broken));
+        let mut log = Vec::new();
+        received.follow(&origin, &shared, &specs, &keys, &mut log);
+        assert!(log[0].contains("serial 3 is broken (it has no version record"), "{log:?}");
+        assert_eq!(shared.len(), 2);
+        let _ = std::fs::remove_dir_all(&dir);
     }
 }

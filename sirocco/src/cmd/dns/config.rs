@@ -3,7 +3,7 @@
 
 use super::DnsOptions;
 use crate::serve::relative_to;
-use dns_server::zones::{endpoint, ZoneSpec};
+use dns_server::zones::{endpoint, CatalogSpec, GroupSpec, ZoneSpec};
 use serde::Deserialize;
 use std::path::{Path, PathBuf};
 
@@ -52,6 +52,41 @@ pub struct ZoneConfig {
     notify: Vec<String>,
     /// The TSIG key transfers must be signed with and NOTIFYs are.
     tsig_key: Option<String>,
+    /// A secondary zone that is a catalog (RFC 9432): the zones it lists are served too.
+    #[serde(default)]
+    catalog: bool,
+    /// Where a catalog's member zones are stored, one file each.
+    member_dir: Option<PathBuf>,
+    /// A catalog's groups: the settings of the members in each.
+    #[serde(default)]
+    group: Vec<GroupConfig>,
+}
+
+/// A catalog's group in the config file (`[[zone.group]]`).
+#[derive(Deserialize, Clone, Debug)]
+#[serde(deny_unknown_fields)]
+pub struct GroupConfig {
+    name: String,
+    #[serde(default, deserialize_with = "addr_ports")]
+    primary: Vec<String>,
+    tsig_key: Option<String>,
+}
+
+impl ZoneConfig {
+    /// The catalog settings, if the zone is one (member_dir relative to the config file).
+    fn catalog(&self, config: Option<&Path>) -> Result<Option<CatalogSpec>, String> {
+        if !self.catalog && (self.member_dir.is_some() || !self.group.is_empty()) {
+            let name = self.name.as_deref().unwrap_or("a zone");
+            return Err(format!("[[zone]] {name}: member_dir and [[zone.group]] are for a catalog (catalog = true)"));
+        }
+        let groups = self
+            .group
+            .iter()
+            .map(|g| GroupSpec { name: g.name.clone(), primaries: g.primary.clone(), tsig_key: g.tsig_key.clone() })
+            .collect();
+        let member_dir = self.member_dir.as_ref().map(|d| relative_to(config, d));
+        Ok(self.catalog.then_some(CatalogSpec { member_dir, groups }))
+    }
 }
 
 /// What every zone gets besides its own: transfer prefixes, secondaries, a key.
@@ -62,28 +97,32 @@ pub(super) struct ForAll<'a> {
 }
 
 /// The zones to serve: the config's (files relative to it), then the command line's, then
-/// its secondaries (`NAME=ADDR[@PORT]`); every one may be transferred by the `allow` prefixes
-/// too.
+/// its secondaries and catalogs (`NAME=ADDR[@PORT]`); every one may be transferred by the
+/// `allow` prefixes too.
 pub(super) fn zone_specs(
     config: Option<&Path>,
     own: &DnsOptions,
     cli: &[String],
     cli_secondaries: &[String],
+    cli_catalogs: &[String],
     all: &ForAll<'_>,
-) -> Vec<ZoneSpec> {
+) -> Result<Vec<ZoneSpec>, String> {
     let mut v: Vec<ZoneSpec> = own
         .zone
         .iter()
         .flatten()
-        .map(|z| ZoneSpec {
-            origin: z.name.clone(),
-            file: z.file.as_ref().map(|f| relative_to(config, f)),
-            primaries: z.primary.clone(),
-            allow_transfer: z.allow_transfer.iter().chain(all.allow_transfer).cloned().collect(),
-            notify: z.notify.iter().chain(all.notify).cloned().collect(),
-            tsig_key: z.tsig_key.clone().or(all.tsig_key.map(String::from)),
+        .map(|z| {
+            Ok(ZoneSpec {
+                origin: z.name.clone(),
+                file: z.file.as_ref().map(|f| relative_to(config, f)),
+                primaries: z.primary.clone(),
+                allow_transfer: z.allow_transfer.iter().chain(all.allow_transfer).cloned().collect(),
+                notify: z.notify.iter().chain(all.notify).cloned().collect(),
+                tsig_key: z.tsig_key.clone().or(all.tsig_key.map(String::from)),
+                catalog: z.catalog(config)?,
+            })
         })
-        .collect();
+        .collect::<Result<_, String>>()?;
     for spec in cli {
         let (origin, file) = match spec.split_once('=') {
             Some((n, f)) => (Some(n.to_string()), f),
@@ -96,9 +135,11 @@ pub(super) fn zone_specs(
             allow_transfer: all.allow_transfer.to_vec(),
             notify: all.notify.to_vec(),
             tsig_key: all.tsig_key.map(String::from),
+            catalog: None,
         });
     }
-    for spec in cli_secondaries {
+    let secondaries = cli_secondaries.iter().map(|s| (s, None));
+    for (spec, catalog) in secondaries.chain(cli_catalogs.iter().map(|s| (s, Some(CatalogSpec::default())))) {
         let (origin, primary) = spec.split_once('=').unwrap_or(("", spec));
         v.push(ZoneSpec {
             origin: Some(origin.to_string()),
@@ -107,9 +148,10 @@ pub(super) fn zone_specs(
             allow_transfer: all.allow_transfer.to_vec(),
             notify: all.notify.to_vec(),
             tsig_key: all.tsig_key.map(String::from),
+            catalog,
         });
     }
-    v
+    Ok(v)
 }
 
 /// A config file's list of ADDR or ADDR@PORT, checked as it is read, so that a bad one is

@@ -49,6 +49,13 @@ pub struct DnsArgs {
     /// [[zone]] with name, primary and file also stores it.
     #[arg(long, value_name = "NAME=ADDR[@PORT]")]
     pub secondary: Vec<String>,
+    /// A catalog zone (RFC 9432) followed as a secondary, NAME=PRIMARY: every zone it lists
+    /// is served as a secondary of the same primary, added and removed as the catalog
+    /// changes, without a restart; repeatable. Kept in memory; a [[zone]] with catalog = true
+    /// and member_dir also stores them, and [[zone.group]] tables give groups their own
+    /// primaries and keys.
+    #[arg(long, value_name = "NAME=ADDR[@PORT]")]
+    pub catalog: Vec<String>,
     /// Answer queries whose answers are fixed bytes in the XDP program itself (XDP_TX), at
     /// the driver, before any copy to sirocco; everything else still goes to the engines.
     /// `auto` is on except on veth, whose XDP_TX frames reach the peer promptly only if the

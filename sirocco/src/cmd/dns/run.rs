@@ -30,17 +30,21 @@ pub fn run(a: DnsArgs) -> Result<(), String> {
     let started = Instant::now();
     let all = ForAll { allow_transfer: &a.allow_transfer, notify: &a.notify, tsig_key: a.tsig_key.as_deref() };
     let keys = keyring(&own, &a.key)?;
-    let specs = zone_specs(s.config.as_deref(), &own, &a.zone, &a.secondary, &all);
-    // Secondary zones are fixed at start (a reload re-reads the files of the others).
-    let shared = Secondaries::new(zones::secondary_specs(&specs, &keys)?);
-    if !shared.zones().is_empty() && s.opts.ctl.is_some() {
+    let mut specs = zone_specs(s.config.as_deref(), &own, &a.zone, &a.secondary, &a.catalog, &all)?;
+    // Secondary zones and catalogs are fixed at start (a reload re-reads the files of the
+    // others); catalogs' members come and go with their catalogs.
+    let secondary = zones::secondary_specs(&specs, &keys)?;
+    if !secondary.is_empty() && s.opts.ctl.is_some() {
         return Err("secondary zones need TCP, which sirocco ctl does not grant yet".into());
     }
+    zones::make_member_dirs(&specs)?;
     let received = Received::default();
     let (initial, unusable) = received.load_stored(&specs);
-    for line in unusable {
+    let shared = Secondaries::new(secondary, &initial);
+    for line in unusable.into_iter().chain(received.follow_catalogs(&shared, &specs, &keys)) {
         tracing::info!("{line}");
     }
+    specs.extend(received.member_specs());
     let built = zones::build(&specs, keys, &received)?;
     for line in &built.report {
         tracing::info!("{line}");
@@ -50,7 +54,7 @@ pub fn run(a: DnsArgs) -> Result<(), String> {
     let served = format!(
         "dns on port {port}, {} zone(s) compiled, {} secondary zone(s)",
         catalog.follow().get().zones().len(),
-        shared.zones().len()
+        shared.len()
     );
     if s.check_only(&served)? {
         return Ok(());
@@ -80,8 +84,9 @@ pub fn run(a: DnsArgs) -> Result<(), String> {
     let reload = {
         let driver = driver.clone();
         let (published, config_path, cli) = (catalog.clone(), s.config.clone(), a.zone.clone());
-        let (allow, notify, tsig_key, cli_keys, cli_secondaries) =
-            (a.allow_transfer.clone(), a.notify.clone(), a.tsig_key.clone(), a.key.clone(), a.secondary.clone());
+        let (allow, notify, tsig_key, cli_keys) =
+            (a.allow_transfer.clone(), a.notify.clone(), a.tsig_key.clone(), a.key.clone());
+        let (cli_secondaries, cli_catalogs) = (a.secondary.clone(), a.catalog.clone());
         let (shared, received) = (shared.clone(), received.clone());
         move || {
             let own = match &config_path {
@@ -90,8 +95,9 @@ pub fn run(a: DnsArgs) -> Result<(), String> {
             };
             let all = ForAll { allow_transfer: &allow, notify: &notify, tsig_key: tsig_key.as_deref() };
             let keys = keyring(&own, &cli_keys)?;
-            let specs = zone_specs(config_path.as_deref(), &own, &cli, &cli_secondaries, &all);
-            let mut done = received.take_transfers(&shared, &specs);
+            let mut specs = zone_specs(config_path.as_deref(), &own, &cli, &cli_secondaries, &cli_catalogs, &all)?;
+            let mut done = received.take_transfers(&shared, &specs, &keys);
+            specs.extend(received.member_specs());
             // Each zone's journal carried over, with what this version changed (IXFR).
             let c = zones::build(&specs, keys, &received)?.catalog.with_journals(&published.current().0);
             done.push(format!("{} zone(s)", c.zones().len()));
@@ -104,8 +110,8 @@ pub fn run(a: DnsArgs) -> Result<(), String> {
         KeyModeArg::Wire => dns_server::KeyMode::Wire,
         KeyModeArg::Decompress => dns_server::KeyMode::Decompress,
     };
-    let secondaries = !shared.zones().is_empty();
-    let mut refresher = secondaries.then(|| dns_server::secondary::Refresher::new(shared.clone(), &initial));
+    let secondaries = !shared.is_empty();
+    let mut refresher = secondaries.then(|| dns_server::secondary::Refresher::new(shared.clone()));
     let locals: Vec<wire::IpAddr> = s.opts.addr.iter().map(|&a| a.into()).collect();
     let make = |engine| {
         let mut server = dns_server::DnsServer::following(catalog.follow(), port).with_key_mode(mode);
