@@ -120,6 +120,12 @@ impl<P: Port> Engine<P> {
         }
     }
 
+    /// Shares what this engine learns of its neighbours with the server's other engines, and
+    /// what they learn with it ([`crate::neighbour_cache::SharedNeighbours`]).
+    pub fn set_shared_neighbours(&mut self, n: Arc<crate::neighbour_cache::SharedNeighbours>) {
+        self.node.shared = Some(n);
+    }
+
     /// Sets the clock origin, so several engines (and their applications) share one time base.
     pub fn set_epoch(&mut self, epoch: time::Instant) {
         self.started = epoch;

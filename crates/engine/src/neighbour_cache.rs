@@ -131,6 +131,47 @@ impl<A: NeighbourAddr> NeighbourCache<A> {
     }
 }
 
+/// The resolutions the engines of one server learn, shared: an ARP reply or neighbour
+/// advertisement reaches whichever engine's queue the NIC (or the veth sender) puts it on,
+/// often not the one that asked (engine 0 opening a connection to a primary, sending a
+/// NOTIFY). Each engine looks here only when its own cache does not know the neighbour, and
+/// writes here only when it learns one: never per packet.
+pub struct SharedNeighbours {
+    arp: std::sync::Mutex<ArpCache>,
+    nd: std::sync::Mutex<NdCache>,
+}
+
+impl SharedNeighbours {
+    /// An empty table for the engines of one server.
+    pub fn new() -> std::sync::Arc<SharedNeighbours> {
+        let (ttl, retry) = (Duration::from_secs(60), Duration::from_secs(1));
+        std::sync::Arc::new(SharedNeighbours {
+            arp: std::sync::Mutex::new(ArpCache::new(1024, ttl, retry)),
+            nd: std::sync::Mutex::new(NdCache::new(1024, ttl, retry)),
+        })
+    }
+
+    /// Records a resolution an engine learned.
+    pub fn learned(&self, ip: wire::IpAddr, mac: MacAddr, now: Instant) {
+        match ip {
+            wire::IpAddr::V4(a) => self.arp.lock().unwrap_or_else(|p| p.into_inner()).insert(a, mac, now),
+            wire::IpAddr::V6(a) => self.nd.lock().unwrap_or_else(|p| p.into_inner()).insert(a, mac, now),
+        }
+    }
+
+    /// What some engine learned of `ip`, if still fresh at `now`.
+    pub fn known(&self, ip: wire::IpAddr, now: Instant) -> Option<MacAddr> {
+        let l = match ip {
+            wire::IpAddr::V4(a) => self.arp.lock().unwrap_or_else(|p| p.into_inner()).lookup(a, now),
+            wire::IpAddr::V6(a) => self.nd.lock().unwrap_or_else(|p| p.into_inner()).lookup(a, now),
+        };
+        match l {
+            Lookup::Known(m) => Some(m),
+            _ => None,
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -139,6 +180,19 @@ mod tests {
 
     fn cache(capacity: usize) -> ArpCache {
         ArpCache::new(capacity, Duration::from_secs(1), Duration::from_millis(100))
+    }
+
+    #[test]
+    fn what_one_engine_learns_the_others_find() {
+        let shared = SharedNeighbours::new();
+        let now = Instant::from_millis(1000);
+        let (ip, mac) = (wire::IpAddr::V4(Ipv4Addr([198, 18, 0, 2])), MacAddr([2, 0, 0, 0, 0, 2]));
+        assert_eq!(shared.known(ip, now), None);
+        shared.learned(ip, mac, now);
+        assert_eq!(shared.known(ip, now + Duration::from_secs(59)), Some(mac));
+        assert_eq!(shared.known(ip, now + Duration::from_secs(61)), None, "stale after the TTL");
+        let v6 = wire::IpAddr::V6(Ipv6Addr([0x20, 1, 0, 2, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 2]));
+        assert_eq!(shared.known(v6, now), None, "families apart");
     }
 
     #[test]

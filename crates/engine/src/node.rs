@@ -5,7 +5,10 @@ use timer::Duration;
 
 use crate::config::EngineConfig;
 use crate::counters::Counters;
-use crate::neighbour_cache::{ArpCache, NdCache};
+use crate::neighbour_cache::{ArpCache, NdCache, SharedNeighbours};
+use std::sync::Arc;
+use timer::Instant;
+use wire::{IpAddr, MacAddr};
 
 /// The engine's state besides its port and rings (split from them so both can be borrowed
 /// at once).
@@ -14,6 +17,8 @@ pub(crate) struct Node {
     pub(crate) counters: Counters,
     pub(crate) arp: ArpCache,
     pub(crate) nd: NdCache,
+    /// What the server's other engines learned of their neighbours.
+    pub(crate) shared: Option<Arc<SharedNeighbours>>,
     ip_ident: u16,
     rng: u64,
     /// The secret of this engine's IPv6 flow labels.
@@ -27,6 +32,7 @@ impl Node {
             counters: Counters::default(),
             arp: ArpCache::new(1024, Duration::from_secs(60), Duration::from_secs(1)),
             nd: NdCache::new(1024, Duration::from_secs(60), Duration::from_secs(1)),
+            shared: None,
             ip_ident: 0,
             rng: 0x9e37_79b9_7f4a_7c15,
             flow_key: random_key(),
@@ -45,6 +51,28 @@ impl Node {
             h ^= h >> 29;
         }
         (h >> 44) as u32 | 1 // never zero: zero says "no label"
+    }
+
+    /// Records that `ip` is at `mac`, learned from a reply to a request (ours or another
+    /// engine's) or from a request for our address: in this engine's cache and the shared one.
+    pub(crate) fn learned(&mut self, ip: IpAddr, mac: MacAddr, now: Instant) {
+        match ip {
+            IpAddr::V4(a) => self.arp.insert(a, mac, now),
+            IpAddr::V6(a) => self.nd.insert(a, mac, now),
+        }
+        if let Some(s) = &self.shared {
+            s.learned(ip, mac, now);
+        }
+    }
+
+    /// What another engine learned of `ip`, taken into this engine's cache.
+    pub(crate) fn learned_elsewhere(&mut self, ip: IpAddr, now: Instant) -> Option<MacAddr> {
+        let m = self.shared.as_ref()?.known(ip, now)?;
+        match ip {
+            IpAddr::V4(a) => self.arp.insert(a, m, now),
+            IpAddr::V6(a) => self.nd.insert(a, m, now),
+        }
+        Some(m)
     }
 
     /// The IPv4 identification of the next packet sent.

@@ -19,7 +19,7 @@ use wire::ipv4::{Ipv4Addr, Ipv4Packet, Ipv4Repr, Protocol};
 use wire::ipv6::{self, Ipv6Addr, Ipv6Packet, Ipv6Repr, NextHeader};
 use wire::tcp::{TcpFlags, TcpPacket, TcpRepr};
 use wire::udp::{self, UdpPacket, UdpRepr};
-use wire::Error;
+use wire::{Error, IpAddr};
 
 /// Hop limit of neighbour discovery messages (RFC 4861 §7.1: receivers check it).
 const ND_HOP_LIMIT: u8 = 255;
@@ -126,7 +126,7 @@ impl<A: Service + ?Sized> Rx<'_, A> {
             node.arp.update_if_present(repr.sender_ip, repr.sender_mac, now);
             return self.dropped(DropReason::ArpNotForUs);
         }
-        node.arp.insert(repr.sender_ip, repr.sender_mac, now);
+        node.learned(IpAddr::V4(repr.sender_ip), repr.sender_mac, now);
         if repr.op != ArpOp::Request {
             return Received::Done; // a reply to our request: learned above
         }
@@ -238,7 +238,7 @@ impl<A: Service + ?Sized> Rx<'_, A> {
             Icmpv6Repr::NeighborSolicit { target, source_mac } if Some(target) == self.node.cfg.addr6 => {
                 let dad = at.src == Ipv6Addr::UNSPECIFIED;
                 if let (false, Some(m)) = (dad, source_mac) {
-                    self.node.nd.insert(at.src, m, now);
+                    self.node.learned(IpAddr::V6(at.src), m, now);
                 }
                 // §7.2.4: to the solicitation's source; a duplicate address detection probe
                 // (unspecified source) gets an unsolicited answer to all nodes.
@@ -297,7 +297,7 @@ impl<A: Service + ?Sized> Rx<'_, A> {
                 self.node.counters.nd_learned += 1;
                 if let Some(m) = target_mac {
                     if flags.solicited {
-                        self.node.nd.insert(target, m, now);
+                        self.node.learned(IpAddr::V6(target), m, now);
                     } else {
                         self.node.nd.update_if_present(target, m, now);
                     }

@@ -198,8 +198,16 @@ impl<P: Port> Out<'_, P> {
         };
         match known {
             Lookup::Known(m) => return Ok(m),
-            Lookup::Pending => return Err(SendError::Unresolved),
-            Lookup::Unknown => {}
+            // The reply to this engine's request may have reached another engine.
+            _ if node.shared.is_some() => {
+                if let Some(m) = node.learned_elsewhere(dst, now) {
+                    return Ok(m);
+                }
+            }
+            _ => {}
+        }
+        if known == Lookup::Pending {
+            return Err(SendError::Unresolved);
         }
         if !alone {
             if let IpAddr::V4(d) = dst {

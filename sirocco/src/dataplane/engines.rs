@@ -89,9 +89,12 @@ where
     // Segments of a connection that reach another engine's queue go round the engines to the
     // one that holds it (engine::strays).
     let ring = Strays::new(ports.len());
+    // So are the answers to one engine's ARP and neighbour solicitations.
+    let neighbours = (ports.len() > 1).then(engine::neighbour_cache::SharedNeighbours::new);
     for (q, port) in ports.into_iter().enumerate() {
         let mut app = make_app(q as u32);
         let strays = ring.link(q);
+        let neighbours = neighbours.clone();
         let mut ecfg =
             EngineConfig::new(opts.addr.unwrap_or(wire::Ipv4Addr::UNSPECIFIED), ifc.mac, owns_alone, &ifc.name);
         ecfg.addr = opts.addr;
@@ -116,6 +119,9 @@ where
             let pinned = iface::pin_thread(cpu).is_ok();
             let mut engine = Engine::new(port, ecfg, &app);
             engine.set_strays(strays);
+            if let Some(n) = neighbours {
+                engine.set_shared_neighbours(n);
+            }
             engine.set_epoch(epoch);
             engine.set_snapshot(snap);
             if let Some(a) = app_snap {
