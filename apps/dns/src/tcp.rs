@@ -489,6 +489,11 @@ pub struct DnsService {
     locals: Vec<IpAddr>,
     /// The ephemeral ports our connections to primaries start from.
     client_ports: (u16, u16),
+    /// Another engine's connections to primaries may send their replies here.
+    relays_transfers: bool,
+    /// The NIC's RSS, when known: connections to primaries take source ports whose replies
+    /// reach this engine's queue (0) directly.
+    rss: Option<tcp::rss::Rss>,
 }
 
 impl DnsService {
@@ -502,7 +507,24 @@ impl DnsService {
             refresher: None,
             locals: Vec::new(),
             client_ports: limits.ephemeral,
+            relays_transfers: false,
+            rss: None,
         }
+    }
+
+    /// Connections to primaries choose source ports by the NIC's RSS `rss`, so that their
+    /// replies come to this engine (queue 0) rather than round the other engines.
+    pub fn with_rss(mut self, rss: Option<tcp::rss::Rss>) -> DnsService {
+        self.rss = rss;
+        self
+    }
+
+    /// Takes the primaries' replies to engine 0's connections that the NIC puts on this
+    /// engine's queue, and hands them round the engines' ring ([`engine::strays`]) to engine 0
+    /// instead of answering them with a reset as segments of no connection.
+    pub fn relaying_transfers(mut self) -> DnsService {
+        self.relays_transfers = true;
+        self
     }
 
     /// Keeps the secondary zones of `r` current, connecting to their primaries from one of
@@ -533,7 +555,9 @@ impl DnsService {
             self.tcp.app.now = now;
             // A zone transfer in is bulk data: the window grows with the path to the primary.
             let cfg = Config { rcv_buf_max: Some(tcp::BULK_RCV_BUF_MAX), ..Config::default() };
-            if let Err((e, _)) = self.tcp.ep.connect(now, local, addr, port, cfg, conn, |_| true) {
+            let rss = self.rss.as_ref();
+            let ours = |p: u16| rss.is_none_or(|r| r.queue(addr, local, port, p) == 0);
+            if let Err((e, _)) = self.tcp.ep.connect(now, local, addr, port, cfg, conn, ours) {
                 r.finished(now, job.zone, Outcome::Failed(format!("connecting to {addr}@{port}: {e:?}")));
             }
         }
@@ -575,7 +599,7 @@ impl Service for DnsService {
 
     fn tcp_ports(&self) -> Vec<u16> {
         let mut ports = self.tcp.tcp_ports();
-        if self.refresher.is_some() {
+        if self.refresher.is_some() || self.relays_transfers {
             // Where the primaries answer our connections.
             ports.extend(self.client_ports.0..=self.client_ports.1);
         }

@@ -23,6 +23,7 @@ pub mod netdev;
 pub mod pcap;
 mod pins;
 pub mod port;
+pub mod rss;
 pub mod sched;
 pub mod storage;
 mod sys;

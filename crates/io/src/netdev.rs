@@ -14,15 +14,15 @@ use crate::sys;
 use std::io;
 use std::os::fd::OwnedFd;
 
-const NETLINK_GENERIC: i32 = 16;
+pub(crate) const NETLINK_GENERIC: i32 = 16;
 const GENL_ID_CTRL: u16 = 0x10;
 const CTRL_CMD_GETFAMILY: u8 = 3;
 const CTRL_ATTR_FAMILY_ID: u16 = 1;
 const CTRL_ATTR_FAMILY_NAME: u16 = 2;
 
-const NLM_F_REQUEST: u16 = 0x1;
+pub(crate) const NLM_F_REQUEST: u16 = 0x1;
 const NLM_F_DUMP: u16 = 0x300;
-const NLMSG_ERROR: u16 = 2;
+pub(crate) const NLMSG_ERROR: u16 = 2;
 const NLMSG_DONE: u16 = 3;
 
 const NETDEV_CMD_NAPI_GET: u8 = 11;
@@ -35,7 +35,7 @@ const NAPI_GRO_FLUSH_TIMEOUT: u16 = 6;
 const NAPI_IRQ_SUSPEND_TIMEOUT: u16 = 7;
 
 const HEADER: usize = 16;
-const GENL_HEADER: usize = 4;
+pub(crate) const GENL_HEADER: usize = 4;
 /// Attribute types carry two flag bits (nested, network byte order) above the type.
 const ATTR_TYPE_MASK: u16 = 0x3fff;
 
@@ -92,7 +92,7 @@ pub fn irq_suspension(napis: &[Napi]) -> bool {
     napis.iter().any(|n| n.irq_suspend_timeout_ns.is_some())
 }
 
-fn send(fd: &OwnedFd, msg: &[u8]) -> io::Result<()> {
+pub(crate) fn send(fd: &OwnedFd, msg: &[u8]) -> io::Result<()> {
     if sys::send_bytes(fd, msg)? != msg.len() {
         return Err(io::Error::new(io::ErrorKind::WriteZero, "netlink request cut short"));
     }
@@ -100,7 +100,7 @@ fn send(fd: &OwnedFd, msg: &[u8]) -> io::Result<()> {
 }
 
 /// The id the kernel gave the generic netlink family `name`.
-fn family_id(fd: &OwnedFd, name: &str) -> io::Result<u16> {
+pub(crate) fn family_id(fd: &OwnedFd, name: &str) -> io::Result<u16> {
     send(fd, &family_request(name, 1))?;
     let mut buf = vec![0u8; 8 << 10];
     let n = sys::recv_bytes(fd, &mut buf)?;
@@ -122,7 +122,7 @@ fn family_id(fd: &OwnedFd, name: &str) -> io::Result<u16> {
     Err(io::Error::new(io::ErrorKind::NotFound, format!("no generic netlink family {name}")))
 }
 
-fn message(kind: u16, flags: u16, seq: u32, cmd: u8, attrs: &[(u16, &[u8])]) -> Vec<u8> {
+pub(crate) fn message(kind: u16, flags: u16, seq: u32, cmd: u8, attrs: &[(u16, &[u8])]) -> Vec<u8> {
     let mut m = vec![0u8; HEADER];
     m[4..6].copy_from_slice(&kind.to_ne_bytes());
     m[6..8].copy_from_slice(&flags.to_ne_bytes());
@@ -149,12 +149,12 @@ fn napi_dump_request(family: u16, ifindex: u32, seq: u32) -> Vec<u8> {
     message(family, NLM_F_REQUEST | NLM_F_DUMP, seq, NETDEV_CMD_NAPI_GET, &[(NAPI_IFINDEX, &ifindex.to_ne_bytes())])
 }
 
-fn invalid(what: &str) -> io::Error {
+pub(crate) fn invalid(what: &str) -> io::Error {
     io::Error::new(io::ErrorKind::InvalidData, format!("netlink: {what}"))
 }
 
 /// The messages in one receive: (type, payload after the header) each.
-fn messages(mut buf: &[u8]) -> impl Iterator<Item = io::Result<(u16, &[u8])>> {
+pub(crate) fn messages(mut buf: &[u8]) -> impl Iterator<Item = io::Result<(u16, &[u8])>> {
     std::iter::from_fn(move || {
         if buf.len() < HEADER {
             return None;
@@ -172,7 +172,7 @@ fn messages(mut buf: &[u8]) -> impl Iterator<Item = io::Result<(u16, &[u8])>> {
 }
 
 /// The attributes of a payload: (type without flags, value) each.
-fn attributes(mut buf: &[u8]) -> impl Iterator<Item = io::Result<(u16, &[u8])>> {
+pub(crate) fn attributes(mut buf: &[u8]) -> impl Iterator<Item = io::Result<(u16, &[u8])>> {
     std::iter::from_fn(move || {
         if buf.len() < 4 {
             return None;
@@ -190,7 +190,7 @@ fn attributes(mut buf: &[u8]) -> impl Iterator<Item = io::Result<(u16, &[u8])>> 
 }
 
 /// An NLMSG_ERROR's payload: a negative errno (0 is an acknowledgement).
-fn error_of(payload: &[u8]) -> io::Result<()> {
+pub(crate) fn error_of(payload: &[u8]) -> io::Result<()> {
     let code = i32::from_ne_bytes(payload.get(0..4).ok_or_else(|| invalid("short error"))?.try_into().unwrap());
     if code == 0 {
         Ok(())
@@ -203,7 +203,7 @@ fn read_u16(v: &[u8]) -> io::Result<u16> {
     Ok(u16::from_ne_bytes(v.get(0..2).ok_or_else(|| invalid("short u16"))?.try_into().unwrap()))
 }
 
-fn read_u32(v: &[u8]) -> io::Result<u32> {
+pub(crate) fn read_u32(v: &[u8]) -> io::Result<u32> {
     Ok(u32::from_ne_bytes(v.get(0..4).ok_or_else(|| invalid("short u32"))?.try_into().unwrap()))
 }
 

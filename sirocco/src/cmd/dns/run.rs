@@ -11,6 +11,34 @@ use engine::published::Published;
 use std::time::Instant;
 use wire::Protocol;
 
+/// The RSS of `iface` for the secondaries' connections, and a line saying how their replies
+/// reach engine 0.
+fn transfer_rss(iface: &str) -> Option<tcp::rss::Rss> {
+    let info = io::iface::index_of(iface).map(io::rss::rss);
+    let why = match info {
+        Some(io::rss::RssInfo::Toeplitz { key, table }) => {
+            let table: Vec<u16> = table.iter().map(|&q| q as u16).collect();
+            match tcp::rss::Rss::new(&key, &table) {
+                Ok(r) => {
+                    tracing::info!(
+                        "secondary transfers: source ports chosen by {iface}'s RSS (Toeplitz, {}-entry table) so that primaries' replies reach engine 0",
+                        table.len()
+                    );
+                    return Some(r);
+                }
+                Err(e) => format!("its RSS key or table is unusable ({e:?})"),
+            }
+        }
+        Some(io::rss::RssInfo::Other(w)) => format!("its RSS is {w}"),
+        Some(io::rss::RssInfo::NotReported(w)) => format!("its driver does not report its RSS ({w})"),
+        None => "it has no index".into(),
+    };
+    tracing::info!(
+        "secondary transfers: {why} on {iface}; with several queues, primaries' replies that reach another engine are handed on to engine 0"
+    );
+    None
+}
+
 /// Runs the DNS server.
 pub fn run(a: DnsArgs) -> Result<(), String> {
     let mut s = a.serve.setup::<DnsOptions>(Defaults { port: 53, idle_spins: 0 })?;
@@ -111,6 +139,7 @@ pub fn run(a: DnsArgs) -> Result<(), String> {
         KeyModeArg::Decompress => dns_server::KeyMode::Decompress,
     };
     let secondaries = !shared.is_empty();
+    let rss = if secondaries { transfer_rss(&s.opts.iface) } else { None };
     let mut refresher = secondaries.then(|| dns_server::secondary::Refresher::new(shared.clone()));
     let locals: Vec<wire::IpAddr> = s.opts.addr.iter().map(|&a| a.into()).collect();
     let make = |engine| {
@@ -131,10 +160,14 @@ pub fn run(a: DnsArgs) -> Result<(), String> {
         let service = dns_server::DnsService::new(server, port, settings, limits);
         // One engine keeps the secondary zones current.
         match refresher.take() {
-            Some(r) if engine == 0 => service.with_refresher(r, locals.clone()),
+            Some(r) if engine == 0 => service.with_refresher(r, locals.clone()).with_rss(rss.clone()),
             r => {
                 refresher = r;
-                service
+                if secondaries {
+                    service.relaying_transfers()
+                } else {
+                    service
+                }
             }
         }
     };
