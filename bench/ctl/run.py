@@ -35,7 +35,7 @@ POLICY = """
 [[allow]]
 uid = 0
 addrs = ["198.18.0.1"]
-ports = ["udp/7", "udp/53"]
+ports = ["udp/7", "udp/53", "tcp/53"]
 """
 ZONE = os.path.join(ROOT, "tests", "data", "example.zone")
 QUERIES = [("www.example.com", "A"), ("example.com", "MX"), ("mail.example.com", "A"), ("nope.example.com", "A")]

@@ -30,7 +30,7 @@ ports = ["udp/7"]
 [[allow]]
 uid = 61002
 addrs = ["198.18.0.53"]
-ports = ["udp/53"]
+ports = ["udp/53", "tcp/53", "tcp/32768-60999"]
 
 [[allow]]
 uid = 61003
@@ -206,7 +206,7 @@ fn four_servers_of_four_users_share_one_interface() {
     assert!(st["arp_answered"].as_u64().unwrap() >= 1, "{st}");
     let text = Command::new(sirocco()).args(["ctl", "status", "--socket", &s.sock]).output().unwrap();
     let text = String::from_utf8_lossy(&text.stdout).to_string();
-    assert!(text.contains("GRANT") && text.contains("udp/198.18.0.53:53") && text.contains("61003"), "{text}");
+    assert!(text.contains("GRANT") && text.contains("198.18.0.53 udp/53,tcp/53") && text.contains("61003"), "{text}");
     // Each server sees only its own flow: the echo got no DNS query or HTTP segment.
     let (ok, log) = echo.stop();
     assert!(ok.success(), "{log}");
@@ -302,7 +302,7 @@ fn bad_requests_get_clear_refusals() {
     // Overlapping: the flow is held already.
     let _echo = s.server(61001, &["echo", "--addr", ECHO_ADDR]);
     let e = refused(61001, &["echo", "--addr", ECHO_ADDR, "--ctl-app", "echo-b"]);
-    assert!(e.contains("198.18.0.50:7 (udp) is granted to 'echo-7' already"), "{e}");
+    assert!(e.contains("198.18.0.50 udp/7 is granted to 'echo-7' already"), "{e}");
     // Asking for more than the policy gives.
     let e = refused(61001, &["echo", "--addr", ECHO_ADDR, "--ctl-app", "echo-c", "--queues", "2"]);
     assert!(e.contains("2 queues asked, 1 allowed"), "{e}");
@@ -498,4 +498,48 @@ fn what_an_application_sends_is_checked_and_rate_limited_below_it() {
     assert_eq!(answered, 20, "the neighbouring grant is unaffected");
     let (okst, log) = echo.stop();
     assert!(okst.success(), "{log}");
+}
+
+/// One grant of several flows: DNS over UDP and TCP on port 53, and its secondary zone's
+/// transfers, whose replies come back to TCP's ephemeral ports (a granted port range).
+#[test]
+fn dns_over_udp_and_tcp_with_a_secondary_zone_behind_the_daemon() {
+    let s = Setup::new();
+    let dir = s.dir.join("knot");
+    std::fs::create_dir_all(&dir).unwrap();
+    let zone =
+        "$ORIGIN second.test.\n$TTL 60\n@ SOA ns h 7 3600 600 86400 60\n@ NS ns\nns A 198.18.3.1\nwww A 198.18.3.7\n";
+    std::fs::write(dir.join("second.test.zone"), zone).unwrap();
+    let conf = format!(
+        "server:\n  listen: {CLIENT}@5303\n  rundir: {d}\nlog:\n  - target: stderr\n    any: info\ndatabase:\n  storage: {d}\n\
+         acl:\n  - id: s\n    address: {DNS_ADDR}\n    action: transfer\n\
+         zone:\n  - domain: second.test\n    file: {d}/second.test.zone\n    storage: {d}\n    acl: s\n",
+        d = dir.display()
+    );
+    let _knot = crate::dns_xfr::spawn_knot(&s.net.cli_ns, &dir, &conf);
+    // Behind the daemon the server sends to a neighbour the kernel knows (it answers no ARP
+    // of its own there): the kernel resolves the primary, as it would a gateway.
+    let ping = s.net.exec(&s.net.srv_ns, &["ping", "-c", "1", "-W", "2", CLIENT]);
+    assert!(ping.status.success());
+    let zone_arg = "../tests/data/example.zone";
+    let dns =
+        s.server(61002, &["dns", "--addr", DNS_ADDR, "--zone", zone_arg, "--secondary", "second.test=198.18.0.2@5303"]);
+    let g = s.grant("dns-53").unwrap();
+    assert_eq!(g["flows"], serde_json::json!(["udp/53", "tcp/53", "tcp/32768-60999"]), "{g}");
+    assert_eq!(kdig(&s.net, "www.example.com"), "198.18.1.2\n198.18.1.3", "over UDP");
+    let tcp = s.net.exec(
+        &s.net.cli_ns,
+        &["kdig", "+tcp", "+short", "+timeout=2", "+retry=2", &format!("@{DNS_ADDR}"), "www.example.com", "A"],
+    );
+    assert_eq!(String::from_utf8_lossy(&tcp.stdout).trim(), "198.18.1.2\n198.18.1.3", "over TCP");
+    let t = Instant::now();
+    while kdig(&s.net, "www.second.test") != "198.18.3.7" {
+        assert!(t.elapsed() < Duration::from_secs(20), "the secondary zone came through the daemon: {}", dns.log());
+        std::thread::sleep(Duration::from_millis(200));
+    }
+    let g = s.grant("dns-53").unwrap();
+    assert_eq!(g["refused"], 0, "only its own flows: {g}");
+    let (st, log) = dns.stop();
+    assert!(st.success(), "{log}");
+    assert!(log.contains("zone second.test. serial 7 transferred from 198.18.0.2@5303"), "{log}");
 }

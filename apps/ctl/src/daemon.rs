@@ -41,6 +41,8 @@ pub struct Settings {
 struct Held {
     slot: u32,
     dev_index: u32,
+    /// Its port ranges' entries in the ingress program's table.
+    ranges: Vec<u32>,
     link: io::ctl_path::EgressLink,
     /// The holder's connection, to end it on revocation.
     conn: UnixStream,
@@ -219,11 +221,10 @@ fn grant(state: &Shared, uid: u32, w: Want, conn: &Conn) -> Result<(u64, Value, 
         Ok((v, socks)) => {
             if !st.quiet {
                 tracing::info!(
-                    "ctl: grant {id} to '{}' (uid {uid}): {} {}/{}, {} queue(s){}",
+                    "ctl: grant {id} to '{}' (uid {uid}): {} {}, {} queue(s){}",
                     w.app,
                     w.addr,
-                    w.proto.name(),
-                    w.port,
+                    w.flows_text(),
                     w.queues,
                     rate_text(&w)
                 );
@@ -233,7 +234,7 @@ fn grant(state: &Shared, uid: u32, w: Want, conn: &Conn) -> Result<(u64, Value, 
         Err(e) => {
             st.grants.release(id);
             if let Some(h) = st.held.remove(&id) {
-                st.path.unroute(w.addr.into(), w.proto.number(), w.port);
+                unroute(&mut st, &w, &h);
                 st.path.detach_egress(h.dev_index, h.link);
             }
             st.slots[slot as usize] = false;
@@ -241,6 +242,16 @@ fn grant(state: &Shared, uid: u32, w: Want, conn: &Conn) -> Result<(u64, Value, 
             vnic::delete(slot);
             Err(e)
         }
+    }
+}
+
+/// Stops routing a grant's flows to its NIC.
+fn unroute(st: &mut State, w: &Want, h: &Held) {
+    for f in w.flows.iter().filter(|f| f.is_port()) {
+        st.path.unroute(w.addr.into(), f.proto.number(), f.lo);
+    }
+    for &r in &h.ranges {
+        st.path.unroute_range(r);
     }
 }
 
@@ -258,19 +269,30 @@ fn rate_text(w: &Want) -> String {
 /// The virtual NIC, the transmit filter and the route, in that order (traffic is routed
 /// into the NIC only once its far side can take it).
 fn build(st: &mut State, id: u64, slot: u32, w: &Want, conn: &Conn) -> Result<(Value, Vec<XskBound>), String> {
-    let proto = w.proto.number();
     let dev_index = vnic::create(&st.net, slot, w.queues, st.iface.mtu)?;
     let frames = ((w.memory - w.lend) / 4096) as usize;
     let xsk = XskConfig { frames, lend: w.lend as usize, force_copy: true, ..XskConfig::default() };
-    let side = AppSide { slot, mac: st.iface.mac, addr: w.addr.into(), proto, port: w.port, queues: w.queues, xsk };
+    // The application side's own filter takes a range as every port of its protocol: only
+    // what the ingress program routes reaches that NIC.
+    let flows = w.flows.iter().map(|f| (f.proto.number(), if f.is_port() { f.lo } else { 0 })).collect();
+    let side = AppSide { slot, mac: st.iface.mac, addr: w.addr.into(), flows, queues: w.queues, xsk };
     let socks = vnic::open_app_side(&st.net, side)?;
     st.path.clear(slot);
-    let rule =
-        TxRule { addr: w.addr.into(), proto, port: w.port, pps: w.pps.unwrap_or(0), bps: w.bps.unwrap_or(0), slot };
+    let flows = w.flows.iter().map(|f| (f.proto.number(), f.lo, f.hi)).collect();
+    let rule = TxRule { addr: w.addr.into(), flows, pps: w.pps.unwrap_or(0), bps: w.bps.unwrap_or(0), slot };
     let link = st.path.attach_egress(&vnic::names(slot).0, dev_index, rule).map_err(|e| e.to_string())?;
     let holder = conn.sock().try_clone().map_err(|e| e.to_string())?;
-    st.held.insert(id, Held { slot, dev_index, link, conn: holder });
-    st.path.route(w.addr.into(), proto, w.port, dev_index, slot).map_err(|e| e.to_string())?;
+    st.held.insert(id, Held { slot, dev_index, ranges: Vec::new(), link, conn: holder });
+    for f in &w.flows {
+        let proto = f.proto.number();
+        if f.is_port() {
+            st.path.route(w.addr.into(), proto, f.lo, dev_index, slot).map_err(|e| e.to_string())?;
+        } else {
+            let r =
+                st.path.route_range(w.addr.into(), proto, (f.lo, f.hi), dev_index, slot).map_err(|e| e.to_string())?;
+            st.held.get_mut(&id).expect("inserted above").ranges.push(r);
+        }
+    }
     if !st.iface.kernel_has(w.addr.into()).unwrap_or(true) {
         st.path.answer_arp(w.addr.into(), st.iface.mac).map_err(|e| e.to_string())?;
     }
@@ -296,10 +318,9 @@ fn build(st: &mut State, id: u64, slot: u32, w: &Want, conn: &Conn) -> Result<(V
 fn end_grant(st: &mut State, id: u64, why: &str) {
     let Some(g) = st.grants.release(id) else { return };
     let Some(h) = st.held.remove(&id) else { return };
-    let (addr, proto) = (g.want.addr.into(), g.want.proto.number());
-    st.path.unroute(addr, proto, g.want.port);
+    unroute(st, &g.want, &h);
     if !st.grants.iter().any(|o| o.want.addr == g.want.addr) {
-        st.path.forget_arp(addr);
+        st.path.forget_arp(g.want.addr.into());
     }
     st.path.detach_egress(h.dev_index, h.link);
     vnic::close_app_side(&st.net, h.slot);
@@ -333,7 +354,8 @@ fn status(st: &State) -> Value {
             let c = st.path.stats(h.slot);
             Some(json!({
                 "grant": g.id, "app": g.want.app, "uid": g.uid, "addr": g.want.addr.to_string(),
-                "proto": g.want.proto.name(), "port": g.want.port, "queues": g.want.queues,
+                "proto": g.want.flows[0].proto.name(), "port": g.want.flows[0].lo,
+                "flows": g.want.flows.iter().map(|f| f.to_string()).collect::<Vec<_>>(), "queues": g.want.queues,
                 "pps": g.want.pps, "bps": g.want.bps, "vnic": vnic::names(h.slot).1,
                 "rx": c.rx, "tx": c.tx, "tx_bytes": c.tx_bytes, "refused": c.refused, "limited": c.limited,
             }))

@@ -31,10 +31,11 @@ impl Grants {
         if let Some(g) = self.list.iter().find(|g| g.want.app == w.app) {
             return Err(format!("an application named '{}' holds grant {} already", w.app, g.id));
         }
-        if let Some(g) = self.owner(w.addr, w.proto, w.port) {
-            return Err(
-                format!("{}:{} ({:?}) is granted to '{}' already", w.addr, w.port, w.proto, g.want.app).to_lowercase()
-            );
+        for f in &w.flows {
+            let taken = self.list.iter().find(|g| g.want.addr == w.addr && g.want.flows.iter().any(|o| o.overlaps(f)));
+            if let Some(g) = taken {
+                return Err(format!("{} {f} is granted to '{}' already", w.addr, g.want.app));
+            }
         }
         self.next += 1;
         self.list.push(Grant { id: self.next, uid, want: w });
@@ -43,7 +44,7 @@ impl Grants {
 
     /// The grant a flow belongs to.
     pub fn owner(&self, addr: Ipv4Addr, proto: Proto, port: u16) -> Option<&Grant> {
-        self.list.iter().find(|g| g.want.addr == addr && g.want.proto == proto && g.want.port == port)
+        self.list.iter().find(|g| g.want.addr == addr && g.want.flows.iter().any(|f| f.covers(proto, port)))
     }
 
     /// Ends the grant of application `app`; returns it.

@@ -12,7 +12,7 @@
 //! max_memory_mib = 512          # optional: packet memory over all queues (256 by default)
 //! ```
 
-use crate::{Proto, Want};
+use crate::{Flow, Proto, Want};
 use serde::Deserialize;
 use std::net::Ipv4Addr;
 
@@ -75,15 +75,8 @@ pub struct Policy {
 }
 
 fn port_rule(s: &str) -> Result<(Proto, u16, u16), String> {
-    let bad = || format!("port rule '{s}': PROTO/PORT or PROTO/LOW-HIGH (udp or tcp, ports 1 to 65535)");
-    let (p, r) = s.split_once('/').ok_or_else(bad)?;
-    let proto = Proto::parse(p).ok_or_else(bad)?;
-    let (lo, hi) = r.split_once('-').unwrap_or((r, r));
-    let (lo, hi): (u16, u16) = (lo.parse().map_err(|_| bad())?, hi.parse().map_err(|_| bad())?);
-    if lo == 0 || lo > hi {
-        return Err(bad());
-    }
-    Ok((proto, lo, hi))
+    let f = Flow::parse(s).map_err(|e| format!("port rule {e}"))?;
+    Ok((f.proto, f.lo, f.hi))
 }
 
 impl Policy {
@@ -141,16 +134,16 @@ impl Policy {
         if mine.is_empty() {
             return Err(format!("user {} may not be granted anything", user.map_or(uid.to_string(), str::to_string)));
         }
-        let covering: Vec<&&Entry> = mine
-            .iter()
-            .filter(|e| {
-                e.addrs.contains(&w.addr)
-                    && e.ports.iter().any(|&(p, lo, hi)| p == w.proto && (lo..=hi).contains(&w.port))
-            })
-            .collect();
+        // One entry covers every flow: its caps are the grant's.
+        let allows = |e: &Entry, f: &Flow| e.ports.iter().any(|&(p, lo, hi)| p == f.proto && lo <= f.lo && f.hi <= hi);
+        let covering: Vec<&&Entry> =
+            mine.iter().filter(|e| e.addrs.contains(&w.addr) && w.flows.iter().all(|f| allows(e, f))).collect();
         let Some(e) = covering.first() else {
-            return Err(format!("{} {:?}/{} is not among the grants allowed to this user", w.addr, w.proto, w.port)
-                .to_lowercase());
+            let f = w.flows.iter().find(|f| !mine.iter().any(|e| e.addrs.contains(&w.addr) && allows(e, f)));
+            return Err(match f {
+                Some(f) => format!("{} {f} is not among the grants allowed to this user", w.addr),
+                None => format!("no one entry allows {} {} together", w.addr, w.flows_text()),
+            });
         };
         if w.queues > e.max_queues {
             return Err(format!("{} queues asked, {} allowed", w.queues, e.max_queues));

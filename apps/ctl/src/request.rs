@@ -1,12 +1,13 @@
 //! What a server sends the daemon: one JSON object per message. Parsing says exactly what
 //! is wrong, for the refusal the server prints.
 //!
-//! `{"op":"grant","app":"dns1","addr":"198.18.0.53","proto":"udp","port":53,"queues":1,"pps":100000}`
-//! (optional: `"bps"`; `"memory"`, the packet memory per queue in bytes, and `"lend"`,
+//! `{"op":"grant","app":"dns1","addr":"198.18.0.53","flows":["udp/53","tcp/53"],"queues":1,"pps":100000}`
+//! (a flow is `PROTO/PORT` or `PROTO/LOW-HIGH`, at most four; one flow may also be given as
+//! `"proto":"udp","port":53`; optional: `"bps"`; `"memory"`, the packet memory per queue in bytes, and `"lend"`,
 //! how much of it is lent to storage buffers rather than cut into frames)
 //! `{"op":"status"}` · `{"op":"revoke","app":"dns1"}`
 
-use crate::{Proto, Want};
+use crate::{Flow, Proto, Want, MAX_FLOWS};
 use serde_json::Value;
 
 /// A request.
@@ -30,7 +31,8 @@ fn field<'a>(v: &'a Value, k: &str) -> Result<&'a Value, String> {
 /// The request a server sends for `w` (what [`parse`] reads back as `Request::Grant(w)`).
 pub fn grant_request(w: &Want) -> Value {
     let mut v = serde_json::json!({
-        "op": "grant", "app": w.app, "addr": w.addr.to_string(), "proto": w.proto.name(), "port": w.port,
+        "op": "grant", "app": w.app, "addr": w.addr.to_string(),
+        "flows": w.flows.iter().map(Flow::to_string).collect::<Vec<_>>(),
         "queues": w.queues, "memory": w.memory, "lend": w.lend,
     });
     if let Some(p) = w.pps {
@@ -76,8 +78,31 @@ pub fn parse(bytes: &[u8]) -> Result<Request, String> {
                 return Err("\"app\" must be 1 to 32 letters, digits, '-' or '_'".into());
             }
             let addr = text("addr")?.parse().map_err(|_| "\"addr\" must be an IPv4 address".to_string())?;
-            let proto = Proto::parse(&text("proto")?).ok_or("\"proto\" must be \"udp\" or \"tcp\"")?;
-            let port = num("port", 1, 65535)?.ok_or("\"port\" is missing")? as u16;
+            let flows = match v.get("flows") {
+                Some(f) => {
+                    let list = f.as_array().ok_or("\"flows\" must be a list of PROTO/PORT or PROTO/LOW-HIGH")?;
+                    if list.is_empty() || list.len() > MAX_FLOWS {
+                        return Err(format!("\"flows\" must hold 1 to {MAX_FLOWS} flows"));
+                    }
+                    let flows = list
+                        .iter()
+                        .map(|f| {
+                            f.as_str().ok_or("a flow must be a string").map_err(str::to_string).and_then(Flow::parse)
+                        })
+                        .collect::<Result<Vec<_>, _>>()
+                        .map_err(|e| format!("\"flows\": {e}"))?;
+                    for (i, a) in flows.iter().enumerate() {
+                        if let Some(b) = flows[..i].iter().find(|b| b.overlaps(a)) {
+                            return Err(format!("\"flows\": {a} overlaps {b}"));
+                        }
+                    }
+                    flows
+                }
+                None => {
+                    let proto = Proto::parse(&text("proto")?).ok_or("\"proto\" must be \"udp\" or \"tcp\"")?;
+                    vec![Flow::port(proto, num("port", 1, 65535)?.ok_or("\"port\" is missing")? as u16)]
+                }
+            };
             // A grant's sockets and memory files travel in one message of at most 16.
             let queues = num("queues", 1, 8)?.unwrap_or(1) as u32;
             let memory = num("memory", 1 << 22, 4 << 30)?.unwrap_or(crate::DEFAULT_QUEUE_MEMORY);
@@ -86,8 +111,7 @@ pub fn parse(bytes: &[u8]) -> Result<Request, String> {
             Ok(Request::Grant(Want {
                 app,
                 addr,
-                proto,
-                port,
+                flows,
                 queues,
                 // The transmit buckets count in nanoseconds of rate: these bounds keep them in
                 // 64 bits.

@@ -56,14 +56,14 @@ pub struct AppSide {
     pub slot: u32,
     pub mac: MacAddr,
     pub addr: Ipv4Addr,
-    pub proto: u8,
-    pub port: u16,
+    /// (IP protocol number, port; 0: every port).
+    pub flows: Vec<(u8, u16)>,
     pub queues: u32,
     pub xsk: XskConfig,
 }
 
 /// In the private namespace: brings the application side up with the interface's MAC,
-/// attaches sirocco's filter granting the flow, and binds a socket per queue, its packet
+/// attaches sirocco's filter granting the flows, and binds a socket per queue, its packet
 /// memory in a memory file.
 pub fn open_app_side(net: &PrivateNet, a: AppSide) -> Result<Vec<XskBound>, String> {
     net.run(move |st| {
@@ -71,7 +71,9 @@ pub fn open_app_side(net: &PrivateNet, a: AppSide) -> Result<Vec<XskBound>, Stri
         ip(&["link", "set", "dev", &app, "address", &a.mac.to_string(), "addrgenmode", "none", "up"])?;
         let index = io::iface::index_of(&app).ok_or_else(|| format!("{app} vanished"))?;
         let mut filter = Filter::attach(&app, index).map_err(|e| e.to_string())?;
-        filter.grant(a.addr.into(), a.proto, a.port).map_err(|e| e.to_string())?;
+        for &(proto, port) in &a.flows {
+            filter.grant(a.addr.into(), proto, port).map_err(|e| e.to_string())?;
+        }
         let mut socks = Vec::new();
         for q in 0..a.queues {
             let s = XskBound::open(index, q, a.xsk, true).map_err(|e| format!("AF_XDP socket on queue {q}: {e}"))?;

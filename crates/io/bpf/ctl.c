@@ -2,13 +2,14 @@
 // filters, on a NIC that cannot steer flows itself).
 //
 // ctl_ingress, on the shared interface: a UDP/TCP frame to a granted (address, protocol,
-// port) is redirected to that grant's daemon-side veth, whose peer is the application's
-// interface; ARP requests for addresses the daemon answers for (the kernel does not have
+// port) — or into a granted port range, such as the ephemeral ports a server's own
+// connections use — is redirected to that grant's daemon-side veth, whose peer is the
+// application's interface; ARP requests for addresses the daemon answers for (the kernel does not have
 // them) are answered here; everything else passes to the kernel untouched.
 //
 // ctl_egress, at TC ingress of every grant's daemon-side veth: what the application
 // transmits arrives here. A frame leaves through the shared interface only if it is the grant's own — IPv4 from
-// the grant's address, protocol and port, or ARP from its address — and only within the
+// the grant's address, with the protocol and source port of one of its flows, or ARP from its address — and only within the
 // grant's token buckets (packets/s, bits/s); otherwise it is dropped and counted. The
 // application cannot get around either: the check runs below it, in the kernel.
 #include <linux/bpf.h>
@@ -36,20 +37,44 @@ struct owned_addr {
     __u16 pad;
 };
 
+#define MAX_FLOWS 4
+
+// A flow a grant may send from: its protocol and source ports lo..hi (host order; an unused
+// one has lo > hi).
+struct tx_flow {
+    __u8 proto;
+    __u8 pad;
+    __u16 lo;
+    __u16 hi;
+    __u16 pad2;
+};
+
 struct tx_grant {
     struct bpf_spin_lock lock;
     __u32 addr;  // network order
-    __u16 port;  // network order
-    __u8 proto;
-    __u8 pad;
     __u32 out_ifindex;
     __u32 slot;
+    struct tx_flow flows[MAX_FLOWS];
     __u64 pps;    // 0: unlimited
     __u64 bps;    // 0: unlimited
     __u64 last_ns;
     __u64 tok_p;  // packet-nanoseconds: a packet costs 1e9
     __u64 tok_b;  // bit-nanoseconds: a bit costs 1e9
 };
+
+// A granted port range (host order), looked at only for frames no exact flow takes.
+struct rx_range {
+    __u32 addr;  // network order
+    __u8 proto;
+    __u8 used;
+    __u16 lo;
+    __u16 hi;
+    __u16 pad;
+    __u32 ifindex;
+    __u32 slot;
+};
+
+#define MAX_RANGES 16
 
 struct grant_stats {
     __u64 rx;        // frames redirected to the application
@@ -81,6 +106,21 @@ struct {
     __type(key, __u32);
     __type(value, struct owned_addr);
 } ctl_owned SEC(".maps");
+
+struct {
+    __uint(type, BPF_MAP_TYPE_ARRAY);
+    __uint(max_entries, MAX_RANGES);
+    __type(key, __u32);
+    __type(value, struct rx_range);
+} ctl_ranges SEC(".maps");
+
+// How many ranges are in use: while none is, a frame no exact flow takes costs nothing more.
+struct {
+    __uint(type, BPF_MAP_TYPE_ARRAY);
+    __uint(max_entries, 1);
+    __type(key, __u32);
+    __type(value, __u32);
+} ctl_nranges SEC(".maps");
 
 struct {
     __uint(type, BPF_MAP_TYPE_HASH);
@@ -126,6 +166,25 @@ static __always_inline int answer_arp(struct xdp_md *ctx, struct ethhdr *eth, st
     return bpf_redirect(ctx->ingress_ifindex, 0);
 }
 
+// Whether a granted range takes (addr, proto, port); if so, where to.
+static __always_inline int in_range(__u32 addr, __u8 proto, __u16 port, __u32 *ifindex, __u32 *slot)
+{
+    __u32 zero = 0;
+    __u32 *n = bpf_map_lookup_elem(&ctl_nranges, &zero);
+    if (!n || *n == 0)
+        return 0;
+    for (__u32 i = 0; i < MAX_RANGES; i++) {
+        __u32 key = i;
+        struct rx_range *r = bpf_map_lookup_elem(&ctl_ranges, &key);
+        if (r && r->used && r->addr == addr && r->proto == proto && port >= r->lo && port <= r->hi) {
+            *ifindex = r->ifindex;
+            *slot = r->slot;
+            return 1;
+        }
+    }
+    return 0;
+}
+
 SEC("xdp")
 int ctl_ingress(struct xdp_md *ctx)
 {
@@ -157,12 +216,17 @@ int ctl_ingress(struct xdp_md *ctx)
         return XDP_PASS;
     struct flow_key k = { .addr = ip->daddr, .port = ports[1], .proto = ip->protocol, .pad = 0 };
     struct rx_grant *g = bpf_map_lookup_elem(&ctl_rx, &k);
-    if (!g)
+    __u32 ifindex, slot;
+    if (g) {
+        ifindex = g->ifindex;
+        slot = g->slot;
+    } else if (!in_range(ip->daddr, ip->protocol, bpf_ntohs(ports[1]), &ifindex, &slot)) {
         return XDP_PASS;
-    struct grant_stats *s = stats(g->slot);
+    }
+    struct grant_stats *s = stats(slot);
     if (s)
         s->rx += 1;
-    return bpf_redirect(g->ifindex, 0);
+    return bpf_redirect(ifindex, 0);
 }
 
 // Refills a bucket of `rate` per second for `dt` ns and takes `cost` from it if it holds that
@@ -200,7 +264,7 @@ static __always_inline int may_send(void *data, void *end, __u64 len, struct tx_
         struct iphdr *ip = (void *)(eth + 1);
         if ((void *)(ip + 1) > end)
             goto refuse;
-        if (ip->saddr != g->addr || ip->protocol != g->proto || (ip->frag_off & bpf_htons(0x1fff)))
+        if (ip->saddr != g->addr || (ip->frag_off & bpf_htons(0x1fff)))
             goto refuse;
         __u32 ihl = ip->ihl * 4;
         if (ihl < sizeof(*ip))
@@ -208,7 +272,14 @@ static __always_inline int may_send(void *data, void *end, __u64 len, struct tx_
         __be16 *ports = (void *)ip + ihl;
         if ((void *)(ports + 2) > end)
             goto refuse;
-        if (ports[0] != g->port)
+        __u16 sport = bpf_ntohs(ports[0]);
+        int mine = 0;
+        for (int i = 0; i < MAX_FLOWS; i++) {
+            struct tx_flow *f = &g->flows[i];
+            if (f->proto == ip->protocol && sport >= f->lo && sport <= f->hi)
+                mine = 1;
+        }
+        if (!mine)
             goto refuse;
     }
     if (g->pps || g->bps) {

@@ -5,7 +5,7 @@
 //! kernel detaches them when the daemon exits or is killed.
 
 use crate::filter::FilterError;
-use aya::maps::{HashMap, MapData, PerCpuArray};
+use aya::maps::{Array, HashMap, MapData, PerCpuArray};
 use aya::programs::tc::SchedClassifierLinkId;
 use aya::programs::{SchedClassifier, TcAttachType, Xdp, XdpFlags};
 use aya::Ebpf;
@@ -42,18 +42,52 @@ struct OwnedAddr {
     pad: u16,
 }
 
+/// Flows a grant may send from (`MAX_FLOWS` in ctl.c).
+pub const MAX_FLOWS: usize = 4;
+/// Port ranges granted at once over all grants (`MAX_RANGES` in ctl.c).
+pub const MAX_RANGES: usize = 16;
+
+/// Must match `struct tx_flow` in ctl.c.
+#[repr(C)]
+#[derive(Clone, Copy, Debug)]
+struct TxFlow {
+    proto: u8,
+    pad: u8,
+    lo: u16,
+    hi: u16,
+    pad2: u16,
+}
+
+impl Default for TxFlow {
+    /// Unused: an empty port range.
+    fn default() -> TxFlow {
+        TxFlow { proto: 0, pad: 0, lo: 1, hi: 0, pad2: 0 }
+    }
+}
+
+/// Must match `struct rx_range` in ctl.c.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default)]
+struct RxRange {
+    addr: [u8; 4],
+    proto: u8,
+    used: u8,
+    lo: u16,
+    hi: u16,
+    pad: u16,
+    ifindex: u32,
+    slot: u32,
+}
+
 /// Must match `struct tx_grant` in ctl.c (the spin lock is the first word).
 #[repr(C)]
 #[derive(Clone, Copy, Debug, Default)]
 struct TxGrant {
     lock: u32,
     addr: [u8; 4],
-    port: [u8; 2],
-    proto: u8,
-    pad: u8,
     out_ifindex: u32,
     slot: u32,
-    pad2: u32,
+    flows: [TxFlow; MAX_FLOWS],
     pps: u64,
     bps: u64,
     last_ns: u64,
@@ -86,8 +120,12 @@ unsafe impl aya::Pod for FlowKey {}
 unsafe impl aya::Pod for RxGrant {}
 // SAFETY: as above (6 + 2 bytes).
 unsafe impl aya::Pod for OwnedAddr {}
-// SAFETY: as above (explicit pads; 64 bytes).
+// SAFETY: as above (explicit pads; 88 bytes: 16, four 8-byte flows, five u64).
 unsafe impl aya::Pod for TxGrant {}
+// SAFETY: as above (8 bytes, explicit pad).
+unsafe impl aya::Pod for TxFlow {}
+// SAFETY: as above (20 bytes, explicit pad).
+unsafe impl aya::Pod for RxRange {}
 // SAFETY: as above (six u64).
 unsafe impl aya::Pod for GrantStats {}
 
@@ -96,14 +134,12 @@ unsafe impl aya::Pod for GrantStats {}
 pub struct EgressLink(SchedClassifierLinkId);
 
 /// What a grant lets through, as the egress program checks it.
-#[derive(Debug, Clone, Copy)]
+#[derive(Debug, Clone)]
 pub struct TxRule {
     /// The source address its frames must carry.
     pub addr: Ipv4Addr,
-    /// Its protocol (IP protocol number).
-    pub proto: u8,
-    /// The source port its frames must carry.
-    pub port: u16,
+    /// Its flows: (IP protocol number, lowest, highest source port), at most [`MAX_FLOWS`].
+    pub flows: Vec<(u8, u16, u16)>,
     /// Packets per second (0: unlimited).
     pub pps: u64,
     /// Bits per second (0: unlimited).
@@ -123,6 +159,10 @@ pub struct CtlPath {
     owned: HashMap<MapData, [u8; 4], OwnedAddr>,
     tx: HashMap<MapData, u32, TxGrant>,
     stats: PerCpuArray<MapData, GrantStats>,
+    ranges: Array<MapData, RxRange>,
+    nranges: Array<MapData, u32>,
+    /// Which range entries are in use.
+    range_used: [bool; MAX_RANGES],
     iface_index: u32,
     iface: String,
 }
@@ -136,6 +176,8 @@ impl CtlPath {
         let owned = HashMap::try_from(take("ctl_owned")?).map_err(|e| err(format!("ctl_owned: {e}")))?;
         let tx = HashMap::try_from(take("ctl_tx")?).map_err(|e| err(format!("ctl_tx: {e}")))?;
         let stats = PerCpuArray::try_from(take("ctl_stats")?).map_err(|e| err(format!("ctl_stats: {e}")))?;
+        let ranges = Array::try_from(take("ctl_ranges")?).map_err(|e| err(format!("ctl_ranges: {e}")))?;
+        let nranges = Array::try_from(take("ctl_nranges")?).map_err(|e| err(format!("ctl_nranges: {e}")))?;
         program::<SchedClassifier>(&mut ebpf, EGRESS)?
             .load()
             .map_err(|e| err(format!("the kernel refused {EGRESS}: {e}")))?;
@@ -152,7 +194,19 @@ impl CtlPath {
                 format!("cannot attach sirocco ctl's XDP program to {iface} in driver mode: {e:?}")
             })
         })?;
-        Ok(CtlPath { ebpf, rx, owned, tx, stats, iface_index: ifindex, iface: iface.to_string() })
+        let range_used = [false; MAX_RANGES];
+        Ok(CtlPath {
+            ebpf,
+            rx,
+            owned,
+            tx,
+            stats,
+            ranges,
+            nranges,
+            range_used,
+            iface_index: ifindex,
+            iface: iface.to_string(),
+        })
     }
 
     /// The shared interface.
@@ -164,10 +218,16 @@ impl CtlPath {
     /// TC ingress (a TCX link), which then sends what passes out of the shared interface under
     /// `rule`.
     pub fn attach_egress(&mut self, dev: &str, ifindex: u32, rule: TxRule) -> Result<EgressLink, FilterError> {
+        if rule.flows.is_empty() || rule.flows.len() > MAX_FLOWS {
+            return Err(err(format!("a grant has 1 to {MAX_FLOWS} flows, not {}", rule.flows.len())));
+        }
+        let mut flows = [TxFlow::default(); MAX_FLOWS];
+        for (f, &(proto, lo, hi)) in flows.iter_mut().zip(&rule.flows) {
+            *f = TxFlow { proto, pad: 0, lo, hi, pad2: 0 };
+        }
         let g = TxGrant {
             addr: rule.addr.0,
-            port: rule.port.to_be_bytes(),
-            proto: rule.proto,
+            flows,
             out_ifindex: self.iface_index,
             slot: rule.slot,
             pps: rule.pps,
@@ -193,6 +253,42 @@ impl CtlPath {
     pub fn route(&mut self, addr: Ipv4Addr, proto: u8, port: u16, ifindex: u32, slot: u32) -> Result<(), FilterError> {
         let k = FlowKey { addr: addr.0, port: port.to_be_bytes(), proto, pad: 0 };
         self.rx.insert(k, RxGrant { ifindex, slot }, 0).map_err(|e| err(format!("ctl_rx: {e}")))
+    }
+
+    /// Sends frames to `addr` of protocol `proto` for ports `lo..=hi` that no exact flow
+    /// takes to the veth `ifindex`; returns the range's entry, for [`CtlPath::unroute_range`].
+    pub fn route_range(
+        &mut self,
+        addr: Ipv4Addr,
+        proto: u8,
+        (lo, hi): (u16, u16),
+        ifindex: u32,
+        slot: u32,
+    ) -> Result<u32, FilterError> {
+        let i = self
+            .range_used
+            .iter()
+            .position(|u| !u)
+            .ok_or_else(|| err(format!("all {MAX_RANGES} port ranges are granted")))?;
+        let r = RxRange { addr: addr.0, proto, used: 1, lo, hi, pad: 0, ifindex, slot };
+        self.ranges.set(i as u32, r, 0).map_err(|e| err(format!("ctl_ranges: {e}")))?;
+        self.range_used[i] = true;
+        self.set_range_count()?;
+        Ok(i as u32)
+    }
+
+    /// Stops sending a range anywhere.
+    pub fn unroute_range(&mut self, entry: u32) {
+        let _ = self.ranges.set(entry, RxRange::default(), 0);
+        if let Some(u) = self.range_used.get_mut(entry as usize) {
+            *u = false;
+        }
+        let _ = self.set_range_count();
+    }
+
+    fn set_range_count(&mut self) -> Result<(), FilterError> {
+        let n = self.range_used.iter().filter(|u| **u).count() as u32;
+        self.nranges.set(0, n, 0).map_err(|e| err(format!("ctl_nranges: {e}")))
     }
 
     /// Stops sending the flow anywhere (it passes to the kernel again).

@@ -110,7 +110,7 @@ fn status(socket: &Path, raw: bool) -> Result<(), String> {
     }
     println!("interface {}, {} ARP requests answered", v["iface"].as_str().unwrap_or("?"), v["arp_answered"]);
     println!(
-        "{:<5} {:<16} {:>6} {:<22} {:>3} {:>12} {:>12} {:>12} {:>10} {:>10}",
+        "{:<5} {:<16} {:>6} {:<40} {:>3} {:>12} {:>12} {:>12} {:>10} {:>10}",
         "GRANT", "APP", "UID", "FLOW", "Q", "RATE", "RX", "TX", "REFUSED", "LIMITED"
     );
     // A JSON value as plain text (its Display ignores widths, and quotes strings).
@@ -121,12 +121,13 @@ fn status(socket: &Path, raw: bool) -> Result<(), String> {
             (None, Some(b)) => format!("{b} bps"),
             _ => "-".into(),
         };
+        let flows: Vec<String> = g["flows"].as_array().into_iter().flatten().map(t).collect();
         println!(
-            "{:<5} {:<16} {:>6} {:<22} {:>3} {:>12} {:>12} {:>12} {:>10} {:>10}",
+            "{:<5} {:<16} {:>6} {:<40} {:>3} {:>12} {:>12} {:>12} {:>10} {:>10}",
             t(&g["grant"]),
             t(&g["app"]),
             t(&g["uid"]),
-            format!("{}/{}:{}", t(&g["proto"]), t(&g["addr"]), t(&g["port"])),
+            format!("{} {}", t(&g["addr"]), flows.join(",")),
             t(&g["queues"]),
             rate,
             t(&g["rx"]),

@@ -124,20 +124,32 @@ pub(super) fn open(opts: &Options, grants: &[Grant], what: &str) -> Result<Opene
 }
 
 /// Behind `sirocco ctl`: the daemon answers ARP and owns the interface; the server gets a
-/// virtual NIC carrying its one flow.
+/// virtual NIC carrying its flows. A grant of every TCP port (port 0: a server's own
+/// connections) is asked for as TCP's ephemeral port range, where their replies come back.
 fn open_granted(opts: &Options, c: &super::CtlOptions, grants: &[Grant], what: &str) -> Result<Opened, String> {
     if opts.addr6.is_some() {
         return Err(format!("{what} cannot run behind sirocco ctl over IPv6 yet: give an IPv4 --addr"));
     }
     let addr = opts.addr4(what)?;
-    let &[(proto, port)] = grants else {
-        return Err(format!("{what} cannot run behind sirocco ctl: it needs more than one flow"));
-    };
-    if port == 0 {
-        return Err(format!("{what} cannot run behind sirocco ctl: it needs every port of its address"));
+    if grants.is_empty() || grants.len() > ctl::MAX_FLOWS {
+        return Err(format!("{what} cannot run behind sirocco ctl: a grant holds 1 to {} flows", ctl::MAX_FLOWS));
+    }
+    let mut flows = Vec::new();
+    for &(proto, port) in grants {
+        let proto =
+            ctl::Proto::from_number(proto).ok_or_else(|| format!("{what}: sirocco ctl grants UDP and TCP only"))?;
+        flows.push(match port {
+            0 if proto == ctl::Proto::Tcp => {
+                let (lo, hi) = tcp::Limits::default().ephemeral;
+                ctl::Flow { proto, lo, hi }
+            }
+            0 => return Err(format!("{what} cannot run behind sirocco ctl: it needs every UDP port of its address")),
+            p => ctl::Flow::port(proto, p),
+        });
     }
     let cmd = std::env::args().nth(1).unwrap_or_else(|| "sirocco".into());
-    let app = c.app.clone().unwrap_or_else(|| format!("{cmd}-{port}"));
+    let first = grants.iter().map(|g| g.1).find(|&p| p != 0).unwrap_or(0);
+    let app = c.app.clone().unwrap_or_else(|| format!("{cmd}-{first}"));
     let base = XskConfig::default();
     let frames = base.frames + opts.extra_frames;
     let lend = opts.lend.next_multiple_of(2 << 20) as u64;
@@ -145,8 +157,7 @@ fn open_granted(opts: &Options, c: &super::CtlOptions, grants: &[Grant], what: &
     let want = ctl::Want {
         app: app.clone(),
         addr: addr.into(),
-        proto: ctl::Proto::from_number(proto).ok_or_else(|| format!("{what}: sirocco ctl grants UDP and TCP only"))?,
-        port,
+        flows,
         queues: opts.queues.unwrap_or(1),
         pps: c.pps,
         bps: c.bps,

@@ -1,6 +1,7 @@
 use super::*;
 use crate::grants::Grants;
 use crate::policy::Policy;
+use crate::Flow;
 
 const POLICY: &str = r#"
 [[allow]]
@@ -30,7 +31,7 @@ fn grants_follow_the_policy_and_never_overlap() {
     let dns = want(r#"{"op":"grant","app":"dns1","addr":"198.18.0.53","proto":"udp","port":53,"pps":100000}"#);
     assert_eq!(g.add(&p, 1001, Some("dns"), dns.clone()), Ok(1));
     let again = Want { app: "dns2".into(), ..dns.clone() };
-    assert_eq!(g.add(&p, 1001, Some("dns"), again).unwrap_err(), "198.18.0.53:53 (udp) is granted to 'dns1' already");
+    assert_eq!(g.add(&p, 1001, Some("dns"), again).unwrap_err(), "198.18.0.53 udp/53 is granted to 'dns1' already");
     let web = want(r#"{"op":"grant","app":"web","addr":"198.18.0.81","proto":"tcp","port":8080,"queues":2}"#);
     assert_eq!(g.add(&p, 1002, None, web.clone()), Ok(2));
     // The web user may not take DNS's port, nor the DNS user the web's.
@@ -38,12 +39,54 @@ fn grants_follow_the_policy_and_never_overlap() {
     assert!(g.add(&p, 1002, None, steal).unwrap_err().contains("not among the grants allowed"));
     assert!(g.add(&p, 1001, Some("dns"), Want { app: "y".into(), ..web.clone() }).is_err());
     assert_eq!(
-        g.add(&p, 0, Some("root"), Want { app: "z".into(), port: 54, ..dns.clone() }).unwrap_err(),
+        g.add(&p, 0, Some("root"), Want { app: "z".into(), flows: vec![Flow::port(Proto::Udp, 54)], ..dns.clone() })
+            .unwrap_err(),
         "user root may not be granted anything"
     );
-    assert_eq!(g.owner(web.addr, web.proto, 8080).map(|g| g.id), Some(2));
+    assert_eq!(g.owner(web.addr, Proto::Tcp, 8080).map(|g| g.id), Some(2));
     assert_eq!(g.revoke("dns1").map(|g| g.id), Some(1));
     assert_eq!(g.add(&p, 1001, Some("dns"), dns), Ok(3), "free again after the revocation");
+}
+
+#[test]
+fn a_grant_of_several_flows_and_a_port_range() {
+    let p = Policy::parse(&format!("{POLICY}\n[[allow]]\nuser = \"dns\"\naddrs = [\"198.18.0.54\"]\nports = [\"udp/53\", \"tcp/53\", \"tcp/32768-60999\"]\n")).unwrap();
+    let mut g = Grants::default();
+    let text = r#"{"op":"grant","app":"dns","addr":"198.18.0.54","flows":["udp/53","tcp/53","tcp/32768-60999"]}"#;
+    let dns = want(text);
+    assert_eq!(dns.flows_text(), "udp/53 tcp/53 tcp/32768-60999");
+    assert_eq!(g.add(&p, 1001, Some("dns"), dns.clone()), Ok(1));
+    assert_eq!(g.owner(dns.addr, Proto::Tcp, 40000).map(|g| g.id), Some(1), "inside the range");
+    assert_eq!(g.owner(dns.addr, Proto::Udp, 40000), None, "another protocol");
+    // Any flow overlapping one in force is refused, a range against a port too.
+    let one = want(r#"{"op":"grant","app":"x","addr":"198.18.0.54","flows":["tcp/40000"]}"#);
+    assert_eq!(g.add(&p, 1001, Some("dns"), one).unwrap_err(), "198.18.0.54 tcp/40000 is granted to 'dns' already");
+    // Every flow must be allowed, by one entry.
+    let wider = want(r#"{"op":"grant","app":"y","addr":"198.18.0.53","flows":["udp/53","tcp/1000-2000"],"pps":1}"#);
+    assert_eq!(
+        g.add(&p, 1001, Some("dns"), wider).unwrap_err(),
+        "198.18.0.53 tcp/1000-2000 is not among the grants allowed to this user"
+    );
+    assert_eq!(parse(grant_request(&dns).to_string().as_bytes()), Ok(Request::Grant(dns)));
+    for (req, e) in [
+        (r#"{"op":"grant","app":"a","addr":"198.18.0.54","flows":[]}"#, "\"flows\" must hold 1 to 4 flows"),
+        (
+            r#"{"op":"grant","app":"a","addr":"198.18.0.54","flows":["udp/1","udp/2","udp/3","udp/4","udp/5"]}"#,
+            "\"flows\" must hold 1 to 4",
+        ),
+        (
+            r#"{"op":"grant","app":"a","addr":"198.18.0.54","flows":["tcp/10-20","tcp/15"]}"#,
+            "\"flows\": tcp/15 overlaps tcp/10-20",
+        ),
+        (
+            r#"{"op":"grant","app":"a","addr":"198.18.0.54","flows":["tcp/20-10"]}"#,
+            "\"flows\": 'tcp/20-10': PROTO/PORT",
+        ),
+        (r#"{"op":"grant","app":"a","addr":"198.18.0.54","flows":"udp/53"}"#, "\"flows\" must be a list"),
+    ] {
+        let got = parse(req.as_bytes()).unwrap_err();
+        assert!(got.starts_with(e), "{req}: {got}");
+    }
 }
 
 #[test]

@@ -62,9 +62,6 @@ pub fn run(a: DnsArgs) -> Result<(), String> {
     // Secondary zones and catalogs are fixed at start (a reload re-reads the files of the
     // others); catalogs' members come and go with their catalogs.
     let secondary = zones::secondary_specs(&specs, &keys)?;
-    if !secondary.is_empty() && s.opts.ctl.is_some() {
-        return Err("secondary zones need TCP, which sirocco ctl does not grant yet".into());
-    }
     zones::make_member_dirs(&specs)?;
     let received = Received::default();
     let (initial, unusable) = received.load_stored(&specs);
@@ -171,15 +168,13 @@ pub fn run(a: DnsArgs) -> Result<(), String> {
             }
         }
     };
-    // Behind sirocco ctl a grant is one flow: UDP there, no TCP yet. A secondary's
-    // connections to its primaries come back to ephemeral ports: every TCP port of the
-    // served address is granted.
-    let tcp_port = if secondaries { 0 } else { port };
-    let grants: &[_] = if s.opts.ctl.is_some() {
-        &[(Protocol::UDP, port)]
-    } else {
-        &[(Protocol::UDP, port), (Protocol::TCP, tcp_port)]
-    };
+    // A secondary's connections to its primaries come back to ephemeral ports: every TCP
+    // port of the served address is granted (behind sirocco ctl: the ephemeral range).
+    let mut grants = vec![(Protocol::UDP, port), (Protocol::TCP, port)];
+    if secondaries {
+        grants.push((Protocol::TCP, 0));
+    }
+    let grants = &grants[..];
     let wake = Some(shared.wake.clone());
     let reload = crate::serve::Reload { what: "zones", f: Box::new(reload), wake };
     let out = s.run(&format!("dns on port {port}"), grants, make, Some(reload))?;
