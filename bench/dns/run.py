@@ -23,7 +23,10 @@ flag); one ending in `-tcp` is asked over TCP, a connection per query (kxdpgun -
 
 Issue 43's point: `sirocco-xdp` answers in the XDP program itself (`--xdp-answers on`); the
 others kinds of sirocco answer in the engine. The server core's CPU-seconds include the
-program's work (it runs in the server veth's NAPI thread, on the server core)."""
+program's work (it runs in the server veth's NAPI thread, on the server core). `xdp-bounce`
+is the simplest program doing the job on the same path (bounce_dns.c: every query sent back
+with QR set, no lookup, no answer records): the ceiling of answering at the driver here.
+The report gives per-repetition ratios (median and spread) between these."""
 
 import json, os, platform, random, signal, subprocess, sys, time
 
@@ -123,6 +126,9 @@ class Server:
     def argv(self):
         # "@base": the same server from BASE_BIN (A/B runs against another build).
         kind, sirocco = server_kind(base_kind(self.kind), SIROCCO)
+        if kind == "xdp-bounce":
+            # The program is the server (attached in start); this only holds the slot.
+            return ["sleep", "100000"]
         if kind == "sirocco-echo":
             # The same engine answering every query with the query itself: what answering
             # costs on top of the dataplane. Same idle policy as the DNS server.
@@ -158,6 +164,13 @@ class Server:
 
     def start(self):
         self.log = open(os.path.join(self.dir, "server.log"), "w")
+        if self.kind == "xdp-bounce":
+            obj = os.path.join(WORK, "bounce_dns.o")
+            src = os.path.join(os.path.dirname(os.path.abspath(__file__)), "bounce_dns.c")
+            sh("clang", "-O2", "-target", "bpf", f"-I/usr/include/{platform.machine()}-linux-gnu", "-c", src, "-o", obj)
+            ns(SRV_NS, "ip", "link", "set", "dev", SRV_IF, "xdpdrv", "obj", obj, "sec", "xdp")
+            self.proc = subprocess.Popen(["sleep", "100000"], stdout=self.log, stderr=self.log, start_new_session=True)
+            return
         if base_kind(self.kind).startswith("sirocco-xdp"):
             # kdig (the readiness and sample checks) gets the program's answers only with
             # an XDP program on its veth; kxdpgun brings its own (peer_xdp(False) first).
@@ -274,7 +287,7 @@ def run_all(cpuset, results):
             srv.start()
             load_s = time.time() - t
             try:
-                right, total = check_sample(sample, srv.addr, kind) if kind != "sirocco-echo" else (0, 0)
+                right, total = check_sample(sample, srv.addr, kind) if kind not in ("sirocco-echo", "xdp-bounce") else (0, 0)
             finally:
                 srv.stop()
             per[kind] = {"load_s": load_s, "sample_right": right, "sample": total, "points": []}
@@ -351,6 +364,22 @@ def write(results):
         if s and e:
             lines.append(f"- {n} names, sirocco dns / sirocco echo (same engine, same load): "
                          f"**{s['answers_ps'] / e['answers_ps'] * 100:.0f}%** of the echo's replies/s")
+    lines += ["", "## Per repetition (the servers in turns): median ratio and spread", ""]
+    pairs = [("sirocco-xdp", "knot-xdp"), ("xdp-bounce", "knot-xdp"), ("sirocco-xdp", "xdp-bounce"),
+             ("sirocco-xdp-dnssec", "knot-xdp-dnssec"), ("sirocco-dnssec", "knot-xdp-dnssec"),
+             ("sirocco-xdp-dnssec", "sirocco-dnssec"), ("sirocco-xdp", "sirocco-xdp@base")]
+    for n, per in results.items():
+        for a, b in pairs:
+            if a not in per or b not in per:
+                continue
+            for pa, pb in zip(per[a]["points"], per[b]["points"]):
+                rs = sorted(x["answers_ps"] / y["answers_ps"] for x, y in zip(pa["runs"], pb["runs"]) if y["answers_ps"])
+                cs = sorted(y["core_s_per_m"] / x["core_s_per_m"] for x, y in zip(pa["runs"], pb["runs"])
+                            if x["core_s_per_m"] and y["core_s_per_m"])
+                if rs:
+                    lines.append(f"- {n} names at {pa['offered_qps']} offered, {a} / {b}: answers/s **{rs[len(rs) // 2]:.2f}×** "
+                                 f"({rs[0]:.2f}–{rs[-1]:.2f})"
+                                 + (f", per server-core CPU-second {cs[len(cs) // 2]:.2f}× ({cs[0]:.2f}–{cs[-1]:.2f})" if cs else ""))
     flood_rate = max(RATES)
 
     def at_flood(entry):
