@@ -86,15 +86,16 @@ struct dns_answer_large {
 // names below it that do not exist, a wildcard's types and every other. A list cut short
 // (more types than it holds) sends the types not in it to the engine. The answer to its first
 // type is kept in it too (`first_id` says which), saving the most common query a second
-// lookup — a cache miss.
+// lookup — a cache miss. In the order a positive answer reads it: the key (before the
+// value), the own types, the first answer; the wildcard's types last.
 struct dns_node {
     __u32 other, other_do;
     __u32 below, below_do;
     __u8 nself, nwild, flags, pad;
     struct dns_pick self[DNS_TYPES];
-    struct dns_pick wild[DNS_TYPES];
     __u32 first_id;
     struct dns_answer first;
+    struct dns_pick wild[DNS_TYPES];
 };
 
 struct dns_cfg {
@@ -112,6 +113,7 @@ struct dns_scratch {
     __u16 starts[DNS_SUFFIXES + 1];
     __u32 name_len;
     __u32 labels;
+    __u32 no_tail;       // this CPU's driver refused to grow a frame at its end: grow in front
     __u8 question[128];  // the question and an OPT record, as the client wrote them
     __u8 front[256];     // the headers and the question, while they move
 };
@@ -504,7 +506,18 @@ __attribute__((noinline)) long dns_answer(struct xdp_md *ctx, __u32 off, __u32 m
     sum += (n & 1) ? 0x0100 : 0x0001;  // QCLASS IN
     __u32 resp_len = q_end + blen + (edns ? OPT_LEN : 0);
     int delta = (int)resp_len - (int)msg_len;
-    if (delta && bpf_xdp_adjust_tail(ctx, delta)) {
+    // A driver that gives no room behind its frames (veth, most of the time) refuses: after a
+    // refusal this CPU grows frames in front straight away, a helper call less — when the
+    // headroom can take it; a larger answer still tries the tail.
+    int tail_failed = 0;
+    if (delta && (delta < 0 || delta > 255 || !s->no_tail)) {
+        tail_failed = bpf_xdp_adjust_tail(ctx, delta) != 0;
+        if (tail_failed && delta > 0)
+            s->no_tail = 1;
+    } else if (delta) {
+        tail_failed = 1;
+    }
+    if (tail_failed) {
         // No room behind the frame (veth hands XDP small buffers): grow it in front, into
         // the headroom every XDP frame has, and move the headers and the question there.
         if (delta < 0 || delta > 255 || bpf_xdp_adjust_head(ctx, -delta))
@@ -519,9 +532,10 @@ __attribute__((noinline)) long dns_answer(struct xdp_md *ctx, __u32 off, __u32 m
         return dns_drop();
     __u16 bsum = a->sum;
     sum += (q_end & 1) ? swab16(bsum) : bsum;
-    // Pointers into the question (and past it) move with its length.
+    // Pointers into the question (and past it) move with its length — not at all for a
+    // question as long as the one the answer was prepared for.
     __s32 shift = (__s32)n - (__s32)a->base_len;
-    __u32 npatch = a->npatch;
+    __u32 npatch = shift ? a->npatch : 0;
     for (int i = 0; i < DNS_PATCHES; i++) {
         if ((__u32)i >= npatch)
             break;

@@ -75,14 +75,15 @@ struct NodeC {
     flags: u8,
     pad: u8,
     own: [PickC; TYPES],
-    wild: [PickC; TYPES],
     first_id: u32,
     first: Small,
+    wild: [PickC; TYPES],
 }
 
-// SAFETY: u32, u16 and u8 fields laid out without padding (20 + 2 * 72 + 4 + 128 bytes), any
+// SAFETY: u32, u16 and u8 fields laid out without padding (20 + 72 + 4 + 128 + 72 bytes), any
 // bit pattern.
 unsafe impl aya::Pod for NodeC {}
+const _: () = assert!(std::mem::size_of::<NodeC>() == 20 + 72 + 4 + 128 + 72);
 
 /// What a name answers: its own types apart and every other type; for names below it that
 /// do not exist, a wildcard's types apart and every other.
@@ -335,9 +336,9 @@ impl DnsMaps {
                 flags: if n.own.len() > TYPES { SELF_CUT } else { 0 } | if n.wild.len() > TYPES { WILD_CUT } else { 0 },
                 pad: 0,
                 own: [PickC::default(); TYPES],
-                wild: [PickC::default(); TYPES],
                 first_id: PASS,
                 first: Small { head: Head::default(), body: [0; BODY_SMALL] },
+                wild: [PickC::default(); TYPES],
             };
             // The first type's answer inline, when it is a small one.
             if let Some(&(_, (i, _))) = n.own.first().filter(|(_, (i, _))| *i != PASS && *i != SAME) {
