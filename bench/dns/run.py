@@ -24,8 +24,8 @@ flag); one ending in `-tcp` is asked over TCP, a connection per query (kxdpgun -
 Issue 43's point: `sirocco-xdp` answers in the XDP program itself (`--xdp-answers on`); the
 others kinds of sirocco answer in the engine. The server core's CPU-seconds include the
 program's work (it runs in the server veth's NAPI thread, on the server core). `xdp-bounce`
-is the simplest program doing the job on the same path (bounce_dns.c: every query sent back
-with QR set, no lookup, no answer records): the ceiling of answering at the driver here.
+is the simplest program doing the job on the same path (bench/udp-echo/bounce.c built with
+-DBOUNCE_DNS: every query sent back with QR set, no lookup, no answer records): the ceiling of answering at the driver here.
 The report gives per-repetition ratios (median and spread) between these."""
 
 import json, os, platform, random, signal, subprocess, sys, time
@@ -166,8 +166,9 @@ class Server:
         self.log = open(os.path.join(self.dir, "server.log"), "w")
         if self.kind == "xdp-bounce":
             obj = os.path.join(WORK, "bounce_dns.o")
-            src = os.path.join(os.path.dirname(os.path.abspath(__file__)), "bounce_dns.c")
-            sh("clang", "-O2", "-target", "bpf", f"-I/usr/include/{platform.machine()}-linux-gnu", "-c", src, "-o", obj)
+            src = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "udp-echo", "bounce.c")
+            sh("clang", "-O2", "-target", "bpf", "-DBOUNCE_DNS", f"-I/usr/include/{platform.machine()}-linux-gnu",
+               "-c", src, "-o", obj)
             ns(SRV_NS, "ip", "link", "set", "dev", SRV_IF, "xdpdrv", "obj", obj, "sec", "xdp")
             self.proc = subprocess.Popen(["sleep", "100000"], stdout=self.log, stderr=self.log, start_new_session=True)
             return
