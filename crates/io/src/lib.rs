@@ -27,6 +27,8 @@ pub mod rss;
 pub mod sched;
 pub mod storage;
 mod sys;
+
+pub use sys::release_free_memory;
 pub mod umem;
 pub mod whole;
 pub mod xsk;

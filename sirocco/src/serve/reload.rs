@@ -49,7 +49,13 @@ impl Reloader {
                 let mut retired: Vec<Retired> = Vec::new();
                 while !stop.load(Ordering::SeqCst) {
                     std::thread::sleep(Duration::from_millis(50));
+                    let held = retired.len();
                     retired.retain_mut(|r| !r.try_free());
+                    if retired.len() < held {
+                        // A whole version went (a large zone set, its scratch long gone):
+                        // the heap gives its pages back rather than staying at its peak.
+                        io::release_free_memory();
+                    }
                     let woken = wake.as_ref().is_some_and(|w| w.swap(false, Ordering::AcqRel));
                     if !(signals::take_reload() | woken) {
                         continue;

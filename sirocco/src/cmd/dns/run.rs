@@ -75,6 +75,9 @@ pub fn run(a: DnsArgs) -> Result<(), String> {
         tracing::info!("{line}");
     }
     let catalog = Published::new(built.catalog);
+    // The parsed zones and the compiler's scratch are freed: give their pages back (a
+    // million-name zone otherwise leaves the process at several times what it serves from).
+    io::release_free_memory();
     tracing::info!("zones compiled in {:.2} s", started.elapsed().as_secs_f64());
     let served = format!(
         "dns on port {port}, {} zone(s) compiled, {} secondary zone(s)",
