@@ -343,56 +343,77 @@ impl Pool {
     }
 }
 
-impl CompiledZone {
-    /// Compiles a loaded zone.
-    pub fn compile(z: &Zone) -> CompiledZone {
-        let view = View::new(z);
-        let apex = z.origin.as_wire();
-        let denial = Denial::build(&view);
-        let mut pool = Pool { responses: Vec::new(), index: HashMap::default() };
-        let prep = |d: Draft<'_>, known: &[u8]| {
-            let mut p = d.prepare(known);
-            if let Some(c) = &d.cover {
-                let mut exclude = [u32::MAX; 2];
-                for (e, o) in exclude.iter_mut().zip(c.exclude.iter().filter_map(|o| denial.index_of(o))) {
-                    *e = o;
-                }
-                let mode = if c.nsec3 { Cover::NSEC3 } else { Cover::NSEC };
-                p.cover = Cover { mode, ce_len: c.ce_len, exclude };
-            }
-            p
-        };
-        let mut nx = Draft { aa: true, rcode: rcode::NXDOMAIN, ..Default::default() };
-        let soa = view.negative_soa();
-        nx.push(1, Owner::Name(Cow::Borrowed(apex)), rtype::SOA, soa.ttl, &soa.rdatas);
-        let nxdomain = pool.add(nx.prepare(apex));
-        // NODATA is the same for every name of the zone: the SOA, pointed at by the part of
-        // the query name that is the apex (not so with DO: the NSEC at the name is in it).
-        let nodata = pool.add(view.draft(apex, Owner::Qname, 0, false).prepare(apex));
-        let signed = z.signed;
+/// Zones with at least this many names are drafted by two threads.
+pub const PARALLEL_NAMES: usize = 100_000;
 
-        let mut names: Vec<&[u8]> = view.names().filter(|n| !view.occluded(n)).collect();
-        names.sort_unstable();
-        let mut nodes = Vec::with_capacity(names.len());
-        let mut wild_of: Vec<(usize, Vec<u8>)> = Vec::new();
-        // In a signed zone a wildcard answers differently for itself and for the names it
-        // stands for (those need proofs they do not exist): the latter get a node of their
-        // own, reached only through the wildcard's parent.
-        let mut expansions: Vec<Node> = Vec::new();
-        let wildcards = names.iter().filter(|n| signed && n.starts_with(b"\x01*")).map(|&n| (n, true));
-        let all: Vec<(&[u8], bool)> = names.iter().map(|&n| (n, false)).chain(wildcards).collect();
-        for (name, expand) in all {
+/// What drafting a zone's names reads: the zone's view, its denial chain, and the pool
+/// positions every part shares.
+struct Drafting<'a, 'z> {
+    view: &'a View<'z>,
+    denial: &'a Denial,
+    signed: bool,
+    apex: &'a [u8],
+    nxdomain: u32,
+    nodata: u32,
+}
+
+/// The nodes drafted from some names, in name order.
+#[derive(Default)]
+struct Part {
+    nodes: Vec<Node>,
+    /// (node index, the wildcard child's name) for nodes that may have one.
+    wild_of: Vec<(usize, Vec<u8>)>,
+    expansions: Vec<Node>,
+}
+
+impl Part {
+    /// Appends `other`, drafted against another pool, whose response `i` is `map[i]` here.
+    fn append(&mut self, other: Part, map: &[u32]) {
+        let remap = |mut n: Node| {
+            n.answers.iter_mut().for_each(|a| (a.1, a.2) = (map[a.1 as usize], map[a.2 as usize]));
+            n.other = (map[n.other.0 as usize], map[n.other.1 as usize]);
+            n.nx_do = map[n.nx_do as usize];
+            n
+        };
+        let base = self.nodes.len();
+        self.nodes.extend(other.nodes.into_iter().map(remap));
+        self.wild_of.extend(other.wild_of.into_iter().map(|(i, w)| (base + i, w)));
+        self.expansions.extend(other.expansions.into_iter().map(remap));
+    }
+}
+
+impl Drafting<'_, '_> {
+    fn prep(&self, d: Draft<'_>, known: &[u8]) -> Prepared {
+        let mut p = d.prepare(known);
+        if let Some(c) = &d.cover {
+            let mut exclude = [u32::MAX; 2];
+            for (e, o) in exclude.iter_mut().zip(c.exclude.iter().filter_map(|o| self.denial.index_of(o))) {
+                *e = o;
+            }
+            let mode = if c.nsec3 { Cover::NSEC3 } else { Cover::NSEC };
+            p.cover = Cover { mode, ce_len: c.ce_len, exclude };
+        }
+        p
+    }
+
+    /// The nodes of `names` (name, whether it is a wildcard's expansion), their responses
+    /// added to `pool`.
+    fn draft_names(&self, names: &[(&[u8], bool)], mut pool: Pool) -> (Pool, Part) {
+        let (view, signed, apex) = (self.view, self.signed, self.apex);
+        let (nxdomain, nodata) = (self.nxdomain, self.nodata);
+        let mut part = Part { nodes: Vec::with_capacity(names.len()), ..Part::default() };
+        for &(name, expand) in names {
             let sets = view.sets(name);
             // A wildcard's answers are shared by every name it matches: compress only
             // against the part of the query name they all have.
             let known = if name.starts_with(b"\x01*") { &name[2..] } else { name };
             // Both drafts of a type: without and with DO (the same one for an unsigned zone).
             let mut draft = |t: u16| {
-                let plain = pool.add(prep(view.draft(name, Owner::Qname, t, false), known));
+                let plain = pool.add(self.prep(view.draft(name, Owner::Qname, t, false), known));
                 let with_do = match (signed, expand) {
                     (false, _) => plain,
-                    (true, false) => pool.add(prep(view.draft(name, Owner::Qname, t, true), known)),
-                    (true, true) => pool.add(prep(view.draft_expansion(name, t), known)),
+                    (true, false) => pool.add(self.prep(view.draft(name, Owner::Qname, t, true), known)),
+                    (true, true) => pool.add(self.prep(view.draft_expansion(name, t), known)),
                 };
                 (t, plain, with_do)
             };
@@ -403,7 +424,7 @@ impl CompiledZone {
                 answers.push(draft(rtype::DS));
                 draft(0)
             } else if cname {
-                for t in chain_types(&view, name) {
+                for t in chain_types(view, name) {
                     answers.push(draft(t));
                 }
                 let c = draft(rtype::CNAME);
@@ -427,7 +448,7 @@ impl CompiledZone {
             answers.retain(|a| (a.1, a.2) != (other.1, other.2));
             answers.sort_unstable();
             answers.dedup_by_key(|a| a.0);
-            let nx_do = if signed { pool.add(prep(view.nxdomain(name, true), apex)) } else { nxdomain };
+            let nx_do = if signed { pool.add(self.prep(view.nxdomain(name, true), apex)) } else { nxdomain };
             let below = if is_cut {
                 Below::Cut
             } else if let Some(d) = sets.iter().find(|s| s.rtype == rtype::DNAME) {
@@ -448,7 +469,7 @@ impl CompiledZone {
                 let mut w = b"\x01*".to_vec();
                 w.extend_from_slice(name);
                 if !expand {
-                    wild_of.push((nodes.len(), w));
+                    part.wild_of.push((part.nodes.len(), w));
                 }
                 Below::Nx
             };
@@ -460,11 +481,68 @@ impl CompiledZone {
                 below,
             };
             if expand {
-                expansions.push(node);
+                part.expansions.push(node);
             } else {
-                nodes.push(node);
+                part.nodes.push(node);
             }
         }
+        (pool, part)
+    }
+}
+
+impl CompiledZone {
+    /// Compiles a loaded zone (on two threads from [`PARALLEL_NAMES`] names).
+    pub fn compile(z: &Zone) -> CompiledZone {
+        CompiledZone::compile_split_from(z, PARALLEL_NAMES)
+    }
+
+    /// Compiles a loaded zone, drafting its names on two threads if it has at least
+    /// `parallel_at` of them (0: always; the tests check both ways answer alike).
+    pub fn compile_split_from(z: &Zone, parallel_at: usize) -> CompiledZone {
+        let view = View::new(z);
+        let apex = z.origin.as_wire();
+        let denial = Denial::build(&view);
+        let mut nx = Draft { aa: true, rcode: rcode::NXDOMAIN, ..Default::default() };
+        let soa = view.negative_soa();
+        nx.push(1, Owner::Name(Cow::Borrowed(apex)), rtype::SOA, soa.ttl, &soa.rdatas);
+        let nx = nx.prepare(apex);
+        // NODATA is the same for every name of the zone: the SOA, pointed at by the part of
+        // the query name that is the apex (not so with DO: the NSEC at the name is in it).
+        let nodata = view.draft(apex, Owner::Qname, 0, false).prepare(apex);
+        // Every part's pool starts with these two, at 0 and 1.
+        let seeded = || {
+            let mut pool = Pool { responses: Vec::new(), index: HashMap::default() };
+            pool.add(nx.clone());
+            pool.add(nodata.clone());
+            pool
+        };
+        let (nxdomain, nodata) = (0, 1);
+        let signed = z.signed;
+
+        let mut names: Vec<&[u8]> = view.names().filter(|n| !view.occluded(n)).collect();
+        names.sort_unstable();
+        // In a signed zone a wildcard answers differently for itself and for the names it
+        // stands for (those need proofs they do not exist): the latter get a node of their
+        // own, reached only through the wildcard's parent.
+        let wildcards = names.iter().filter(|n| signed && n.starts_with(b"\x01*")).map(|&n| (n, true));
+        let all: Vec<(&[u8], bool)> = names.iter().map(|&n| (n, false)).chain(wildcards).collect();
+        let ctx = Drafting { view: &view, denial: &denial, signed, apex, nxdomain, nodata };
+        // A large zone is drafted by two threads, each over half the names with a pool of its
+        // own; the second's responses are then added to the first's (equal ones found again).
+        let (pool, part) = if all.len() >= parallel_at.max(2) {
+            let (a, b) = all.split_at(all.len() / 2);
+            let (mut first, second) = std::thread::scope(|sc| {
+                let other = sc.spawn(|| ctx.draft_names(b, seeded()));
+                (ctx.draft_names(a, seeded()), other.join().expect("the drafting thread"))
+            });
+            let (pool2, part2) = second;
+            let map: Vec<u32> = pool2.responses.into_iter().map(|p| first.0.add(p)).collect();
+            first.1.append(part2, &map);
+            first
+        } else {
+            ctx.draft_names(&all, seeded())
+        };
+        let Part { nodes, wild_of, expansions } = part;
         // Encode: responses first (their offsets go into the nodes), then nodes.
         let mut responses = Vec::new();
         let offsets: Vec<u32> = pool
