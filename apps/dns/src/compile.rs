@@ -346,6 +346,11 @@ impl Pool {
 /// Zones with at least this many names are drafted by two threads.
 pub const PARALLEL_NAMES: usize = 100_000;
 
+/// The process may run on more than one CPU (its affinity, as the standard library reads it).
+pub fn several_cpus() -> bool {
+    std::thread::available_parallelism().is_ok_and(|n| n.get() > 1)
+}
+
 /// What drafting a zone's names reads: the zone's view, its denial chain, and the pool
 /// positions every part shares.
 struct Drafting<'a, 'z> {
@@ -491,9 +496,12 @@ impl Drafting<'_, '_> {
 }
 
 impl CompiledZone {
-    /// Compiles a loaded zone (on two threads from [`PARALLEL_NAMES`] names).
+    /// Compiles a loaded zone (on two threads from [`PARALLEL_NAMES`] names, when the
+    /// process may run on more than one CPU: confined to one, the threads would only take
+    /// turns — measured slower).
     pub fn compile(z: &Zone) -> CompiledZone {
-        CompiledZone::compile_split_from(z, PARALLEL_NAMES)
+        let at = if several_cpus() { PARALLEL_NAMES } else { usize::MAX };
+        CompiledZone::compile_split_from(z, at)
     }
 
     /// Compiles a loaded zone, drafting its names on two threads if it has at least

@@ -207,10 +207,11 @@ pub struct Built {
 
 impl Built {
     /// Frees the parsed zones on a thread of their own, then `after` (giving the heap's pages
-    /// back): the server answers meanwhile.
+    /// back): the server answers meanwhile. Here and now for a small zone set, or when the
+    /// process has one CPU (where the thread would only take the engine's turns).
     pub fn free_parsed_in_background(&mut self, after: fn()) {
         let parsed = std::mem::take(&mut self.parsed);
-        if parsed.iter().map(|z| z.records).sum::<usize>() < 100_000 {
+        if parsed.iter().map(|z| z.records).sum::<usize>() < 100_000 || !crate::compile::several_cpus() {
             drop(parsed);
             after();
             return;
