@@ -109,7 +109,9 @@ fn build(path: &Path, origin: Option<Name>, records: Vec<Record>) -> Result<Zone
             )?
         }
     };
-    let mut zone = Zone { origin, nodes: HashMap::default(), nsec3: HashMap::default(), records: 0, signed: false };
+    // At most a name per record: sized once, never rehashed while a large zone loads.
+    let nodes = HashMap::with_capacity_and_hasher(records.len(), FnvBuild::default());
+    let mut zone = Zone { origin, nodes, nsec3: HashMap::default(), records: 0, signed: false };
     for r in records {
         zone.insert(path, r)?;
     }
