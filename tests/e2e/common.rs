@@ -315,11 +315,20 @@ pub fn stop_child(child: &mut Child) {
     let _ = child.wait();
 }
 
-/// Runs `f` on a thread that has entered network namespace `ns`; sockets it opens live there.
 /// The number right after `key` in the line `l` (an exit summary's counter).
 pub fn number_after(l: &str, key: &str) -> u64 {
     let i = l.find(key).unwrap_or_else(|| panic!("{key:?} not in {l}")) + key.len();
     l[i..].trim_start().split(|c: char| !c.is_ascii_digit()).next().unwrap().parse().unwrap()
+}
+
+/// kdig's short answer, from the client's namespace, for `name` `qtype` at `server`:`port`
+/// (one try of a second).
+pub fn kdig_short(net: &TestNet, server: &str, port: u16, name: &str, qtype: &str) -> String {
+    let out = net.exec(
+        &net.cli_ns,
+        &["kdig", "+short", "+time=1", "+retry=0", "-p", &port.to_string(), &format!("@{server}"), name, qtype],
+    );
+    String::from_utf8_lossy(&out.stdout).trim().to_string()
 }
 
 /// How many queries `sirocco dns`'s XDP program answered, from its exit summary `log`.
@@ -328,6 +337,7 @@ pub fn answered_in_xdp(log: &str) -> u64 {
     number_after(line, "answered ")
 }
 
+/// Runs `f` on a thread that has entered network namespace `ns`; sockets it opens live there.
 pub fn in_netns<T: Send + 'static>(ns: &str, f: impl FnOnce() -> T + Send + 'static) -> T {
     let path = format!("/var/run/netns/{ns}");
     std::thread::spawn(move || {

@@ -66,6 +66,20 @@ pub fn tmpdir(tag: &str) -> PathBuf {
     d
 }
 
+/// nsd in `ns` in the foreground with the configuration `conf`, written in `dir` with its log
+/// beside it.
+pub fn spawn_nsd(ns: &str, dir: &Path, conf: &str) -> std::process::Child {
+    let path = dir.join("nsd.conf");
+    std::fs::write(&path, conf).unwrap();
+    Command::new("ip")
+        .args(["netns", "exec", ns, "nsd", "-d", "-c"])
+        .arg(&path)
+        .stdout(Stdio::null())
+        .stderr(std::fs::File::create(dir.join("nsd.log")).unwrap())
+        .spawn()
+        .expect("nsd (apt install nsd)")
+}
+
 fn start_nsd(net: &TestNet, dir: &Path, zones: &[(&str, &Path)]) -> RefServer {
     let mut conf = format!(
         "server:\n  ip-address: {SERVER}@{NSD_PORT}\n  ip-address: {SERVER6}@{NSD_PORT}\n  username: \"\"\n  zonesdir: \"{d}\"\n  database: \"\"\n  \
@@ -76,16 +90,7 @@ fn start_nsd(net: &TestNet, dir: &Path, zones: &[(&str, &Path)]) -> RefServer {
     for (origin, file) in zones {
         conf += &format!("zone:\n  name: {origin}\n  zonefile: {}\n", file.display());
     }
-    let path = dir.join("nsd.conf");
-    std::fs::write(&path, conf).unwrap();
-    let child = Command::new("ip")
-        .args(["netns", "exec", &net.srv_ns, "nsd", "-d", "-c"])
-        .arg(&path)
-        .stdout(Stdio::null())
-        .stderr(std::fs::File::create(dir.join("nsd.log")).unwrap())
-        .spawn()
-        .expect("nsd (apt install nsd)");
-    RefServer { name: "NSD", child, port: NSD_PORT }
+    RefServer { name: "NSD", child: spawn_nsd(&net.srv_ns, dir, &conf), port: NSD_PORT }
 }
 
 fn start_knot(net: &TestNet, dir: &Path, zones: &[(&str, &Path)]) -> RefServer {

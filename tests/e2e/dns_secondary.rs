@@ -3,6 +3,7 @@
 //! primary reaches sirocco by NOTIFY within seconds (the SOA refresh is an hour); a zone
 //! whose primary stops answering expires; the stored file is served at the next start.
 
+use crate::common::kdig_short as ask;
 use crate::common::*;
 use crate::dns_diff::tmpdir;
 use crate::dns_xfr::{spawn_knot, wait_for, Knot};
@@ -79,15 +80,6 @@ fn start_secondary(net: &TestNet, dir: &Path, stored: &Path) -> Sirocco {
     let s = net.start(&["dns", "--iface", &net.srv_if, "--addr", SERVER_OWN, "--config", conf.to_str().unwrap()]);
     s.wait_for_log("dns on port 53", Duration::from_secs(10));
     s
-}
-
-/// kdig's short answer for `name` `qtype` at `server`:`port`.
-fn ask(net: &TestNet, server: &str, port: u16, name: &str, qtype: &str) -> String {
-    let out = net.exec(
-        &net.cli_ns,
-        &["kdig", "+short", "+time=1", "+retry=0", "-p", &port.to_string(), &format!("@{server}"), name, qtype],
-    );
-    String::from_utf8_lossy(&out.stdout).trim().to_string()
 }
 
 #[test]

@@ -175,10 +175,7 @@ fn transfers_are_refused_outside_the_allowed_prefixes_and_for_zones_not_served()
 
 /// What Knot in the client's namespace answers for www.example.com AAAA.
 fn secondary_answer(net: &TestNet) -> String {
-    let at = format!("@{CLIENT}");
-    let out =
-        net.exec(&net.cli_ns, &["kdig", "+short", "+time=1", "+retry=0", "-p", "5302", &at, "www.example.com", "AAAA"]);
-    String::from_utf8_lossy(&out.stdout).trim().to_string()
+    answer_at(net, KNOT_PORT)
 }
 
 pub fn wait_for(limit: Duration, mut f: impl FnMut() -> bool) -> bool {
@@ -354,23 +351,12 @@ fn nsd_secondary(net: &TestNet, dir: &Path) -> Nsd {
          zone:\n  name: example.com\n  request-xfr: {SERVER_OWN}@53 NOKEY\n  allow-notify: {SERVER_OWN} NOKEY\n",
         d = d.display()
     );
-    let path = d.join("nsd.conf");
-    std::fs::write(&path, conf).unwrap();
-    let child = Command::new("ip")
-        .args(["netns", "exec", &net.cli_ns, "nsd", "-d", "-c"])
-        .arg(&path)
-        .stdout(Stdio::null())
-        .stderr(std::fs::File::create(d.join("nsd.log")).unwrap())
-        .spawn()
-        .expect("nsd (apt install nsd)");
-    Nsd(child)
+    Nsd(crate::dns_diff::spawn_nsd(&net.cli_ns, &d, &conf))
 }
 
+/// What the secondary in the client's namespace on `port` answers for www.example.com AAAA.
 fn answer_at(net: &TestNet, port: u16) -> String {
-    let (at, p) = (format!("@{CLIENT}"), port.to_string());
-    let out =
-        net.exec(&net.cli_ns, &["kdig", "+short", "+time=1", "+retry=0", "-p", &p, &at, "www.example.com", "AAAA"]);
-    String::from_utf8_lossy(&out.stdout).trim().to_string()
+    kdig_short(net, CLIENT, port, "www.example.com", "AAAA")
 }
 
 #[test]

@@ -323,15 +323,18 @@ mod tests {
         assert!(matches!(Query::parse(&bad_opt_len), Err(QueryError::Respond { rcode: 1, .. })));
     }
 
+    /// A query whose OPT record carries the options `opts`, parsed.
+    fn with_options(opts: &[u8]) -> Result<Query, QueryError> {
+        let mut m = query(Some((1232, 0)));
+        let n = m.len();
+        m[n - 2..].copy_from_slice(&(opts.len() as u16).to_be_bytes());
+        m.extend_from_slice(opts);
+        Query::parse(&m)
+    }
+
     #[test]
     fn tcp_keepalive_option() {
-        let with = |opts: &[u8]| {
-            let mut m = query(Some((1232, 0)));
-            let n = m.len();
-            m[n - 2..].copy_from_slice(&(opts.len() as u16).to_be_bytes());
-            m.extend_from_slice(opts);
-            Query::parse(&m).map(|q| q.edns.unwrap().tcp_keepalive)
-        };
+        let with = |opts: &[u8]| with_options(opts).map(|q| q.edns.unwrap().tcp_keepalive);
         assert_eq!(with(&[]), Ok(false));
         assert_eq!(with(&[0, 11, 0, 0]), Ok(true));
         assert_eq!(with(&[0, 12, 0, 2, 0, 0, 0, 11, 0, 0]), Ok(true), "behind another option");
@@ -343,13 +346,7 @@ mod tests {
 
     #[test]
     fn cookie_option() {
-        let with = |opts: &[u8]| {
-            let mut m = query(Some((1232, 0)));
-            let n = m.len();
-            m[n - 2..].copy_from_slice(&(opts.len() as u16).to_be_bytes());
-            m.extend_from_slice(opts);
-            Query::parse(&m).map(|q| q.edns.unwrap().cookie)
-        };
+        let with = |opts: &[u8]| with_options(opts).map(|q| q.edns.unwrap().cookie);
         let client = [1, 2, 3, 4, 5, 6, 7, 8];
         let c = with(&[&[0, 10, 0, 8][..], &client].concat()).unwrap().unwrap();
         assert_eq!((c.client, c.server()), (client, &[][..]));
