@@ -142,7 +142,8 @@ pub fn run(a: DnsArgs) -> Result<(), String> {
         KeyModeArg::Decompress => dns_server::KeyMode::Decompress,
     };
     let secondaries = !shared.is_empty();
-    let rss = if secondaries { transfer_rss(&s.opts.iface) } else { None };
+    // Behind sirocco ctl the engines' queues are the virtual NIC's, not the interface's.
+    let rss = if secondaries && s.opts.ctl.is_none() { transfer_rss(&s.opts.iface) } else { None };
     let mut refresher = secondaries.then(|| dns_server::secondary::Refresher::new(shared.clone()));
     let locals: Vec<wire::IpAddr> = s.opts.addr.iter().map(|&a| a.into()).collect();
     let make = |engine| {
