@@ -220,6 +220,30 @@ impl Sirocco {
         let _ = Command::new("kill").args([sig, &self.pid().to_string()]).status();
     }
 
+    /// Waits (bounded) until `sirocco ss` on its control socket lists no connection: a
+    /// connection whose last ACK was lost closes only after its FIN is sent again.
+    pub fn wait_until_no_connections(&self, limit: Duration) {
+        let suffix = format!(".{}.sock", self.pid());
+        let sock = std::fs::read_dir("/run/sirocco")
+            .expect("/run/sirocco")
+            .flatten()
+            .map(|e| e.path())
+            .find(|p| p.to_string_lossy().ends_with(&suffix))
+            .expect("the server's control socket");
+        let t = Instant::now();
+        let mut listed = String::new();
+        while t.elapsed() < limit {
+            let out = Command::new(sirocco()).arg("ss").arg("--socket").arg(&sock).arg("--json").output().unwrap();
+            assert!(out.status.success(), "sirocco ss: {}", String::from_utf8_lossy(&out.stderr));
+            listed = String::from_utf8_lossy(&out.stdout).to_string();
+            if listed.trim().is_empty() {
+                return;
+            }
+            std::thread::sleep(Duration::from_millis(200));
+        }
+        panic!("connections still open after {limit:?}:\n{listed}");
+    }
+
     /// SIGHUP (reload).
     pub fn hup(&self) {
         self.signal("-HUP");

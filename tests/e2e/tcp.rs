@@ -126,6 +126,7 @@ fn thousands_of_concurrent_kernel_connections() {
         ok
     });
     assert_eq!(ok, CONNS);
+    s.wait_until_no_connections(Duration::from_secs(30));
     let (st, log) = s.stop();
     assert!(st.success(), "{log}");
     assert!(log.contains(&format!("accepted {CONNS} closed {CONNS}")), "{log}");

@@ -253,6 +253,10 @@ impl<A: App> App for Tls<A> {
         }
         s.push(data);
         self.pump(h, c, ctl);
+        // Counted as they come, so a connection still open at the report shows its updates.
+        if let Some(s) = c.tls.as_mut() {
+            self.stats.key_updates += std::mem::take(&mut s.events.key_updates_in);
+        }
     }
 
     fn sent(&mut self, h: Handle, c: &mut Self::Conn, acked: u64, ctl: &mut Ctl) {
@@ -275,9 +279,6 @@ impl<A: App> App for Tls<A> {
     }
 
     fn closed(&mut self, h: Handle, c: Self::Conn, end: End) {
-        if let Some(s) = &c.tls {
-            self.stats.key_updates += s.events.key_updates_in;
-        }
         self.app.closed(h, c.inner, end);
     }
 
