@@ -74,7 +74,7 @@ pub struct CcWindow {
 }
 
 /// Congestion state of one connection.
-#[derive(Debug, Clone, Copy)]
+#[derive(Debug, Clone)]
 pub struct Congestion {
     kind: CcKind,
     smss: u32,
@@ -84,7 +84,8 @@ pub struct Congestion {
     acked_acc: u32,
     cubic: Cubic,
     hystart: HyStart,
-    bbr: Option<Bbr>,
+    /// Boxed: 224 bytes only the connections that use it carry.
+    bbr: Option<Box<Bbr>>,
 }
 
 impl Congestion {
@@ -105,13 +106,13 @@ impl Congestion {
             acked_acc: 0,
             cubic: Cubic::default(),
             hystart: HyStart::default(),
-            bbr: (kind == CcKind::Bbr).then(|| Bbr::new(smss, iw, now)),
+            bbr: (kind == CcKind::Bbr).then(|| Box::new(Bbr::new(smss, iw, now))),
         }
     }
 
     /// Bytes per second to pace at, for an algorithm that paces (BBR).
     pub fn pacing_rate(&self) -> Option<f64> {
-        self.bbr.as_ref().and_then(Bbr::pacing_rate)
+        self.bbr.as_deref().and_then(Bbr::pacing_rate)
     }
 
     /// BBR's update on an ACK and what it delivered; nothing for the loss-based algorithms,

@@ -22,6 +22,45 @@ pub struct Ranges<const N: usize> {
     stamp: u32,
 }
 
+/// [`Ranges`] kept off the connection while there are none: most connections never see a
+/// SACK block, and an idle connection should not carry room for 64 (issue 44: a million idle
+/// connections). The room is allocated when the first range comes, once per loss episode at
+/// most (never per segment), and given back when the last one goes.
+#[derive(Debug, Clone, Default)]
+pub struct SpareRanges<const N: usize>(Option<Box<Ranges<N>>>);
+
+impl<const N: usize> std::ops::Deref for SpareRanges<N> {
+    type Target = Ranges<N>;
+    fn deref(&self) -> &Ranges<N> {
+        self.0.as_deref().unwrap_or(&const { Ranges::EMPTY })
+    }
+}
+
+impl<const N: usize> SpareRanges<N> {
+    /// As [`Ranges::insert`].
+    pub fn insert(&mut self, left: Seq, right: Seq) -> bool {
+        if right <= left {
+            return true;
+        }
+        self.0.get_or_insert_with(|| Box::new(Ranges::EMPTY)).insert(left, right)
+    }
+
+    /// As [`Ranges::remove_below`].
+    pub fn remove_below(&mut self, s: Seq) {
+        if let Some(r) = &mut self.0 {
+            r.remove_below(s);
+            if r.is_empty() {
+                self.0 = None;
+            }
+        }
+    }
+
+    /// Removes every range.
+    pub fn clear(&mut self) {
+        self.0 = None;
+    }
+}
+
 impl<const N: usize> Default for Ranges<N> {
     fn default() -> Self {
         Ranges { r: [Range::default(); N], len: 0, stamp: 0 }
@@ -29,6 +68,9 @@ impl<const N: usize> Default for Ranges<N> {
 }
 
 impl<const N: usize> Ranges<N> {
+    /// No range.
+    pub const EMPTY: Self = Ranges { r: [Range { left: Seq(0), right: Seq(0), stamp: 0 }; N], len: 0, stamp: 0 };
+
     /// The ranges in sequence order.
     pub fn as_slice(&self) -> &[Range] {
         &self.r[..self.len]

@@ -2,7 +2,9 @@
 //! copied into a ring taken from an engine-wide pool of fixed buffers (no allocation on the
 //! packet path); a connection holds a ring only while it has out-of-order data. When the pool
 //! is empty, or a segment would need more ranges than a connection may track, the segment is
-//! dropped and the sender retransmits it.
+//! dropped and the sender retransmits it. The ranges travel with the ring, so a connection
+//! with nothing out of order holds one empty pointer (issue 44: idle connections by the
+//! million).
 
 use crate::ranges::Ranges;
 use crate::seq::Seq;
@@ -12,7 +14,7 @@ pub const MAX_OOO_RANGES: usize = 32;
 
 /// Fixed-size buffers shared by the connections of one engine.
 pub struct OooPool {
-    free: Vec<Box<[u8]>>,
+    free: Vec<Box<Held>>,
     size: usize,
     total: usize,
 }
@@ -22,7 +24,8 @@ impl OooPool {
     pub fn new(count: usize, window: usize) -> OooPool {
         // Room for the window plus the rounding of a scaled window edge (< 2^14).
         let size = (window + (1 << 14)).next_power_of_two();
-        OooPool { free: (0..count).map(|_| vec![0u8; size].into_boxed_slice()).collect(), size, total: count }
+        let held = |_| Box::new(Held { ring: vec![0u8; size].into_boxed_slice(), ranges: Ranges::EMPTY });
+        OooPool { free: (0..count).map(held).collect(), size, total: count }
     }
 
     /// Buffers not lent out.
@@ -41,22 +44,27 @@ impl OooPool {
     }
 }
 
-/// The out-of-order data of one connection.
-#[derive(Default)]
-pub struct Reassembly {
-    ring: Option<Box<[u8]>>,
+/// A pool buffer and the ranges of it in use.
+pub struct Held {
+    ring: Box<[u8]>,
     ranges: Ranges<MAX_OOO_RANGES>,
 }
+
+/// The out-of-order data of one connection.
+#[derive(Default)]
+pub struct Reassembly(Option<Box<Held>>);
+
+static NO_RANGES: Ranges<MAX_OOO_RANGES> = Ranges::EMPTY;
 
 impl Reassembly {
     /// The held ranges (for SACK blocks).
     pub fn ranges(&self) -> &Ranges<MAX_OOO_RANGES> {
-        &self.ranges
+        self.0.as_ref().map_or(&NO_RANGES, |h| &h.ranges)
     }
 
     /// True when nothing is held.
     pub fn is_empty(&self) -> bool {
-        self.ranges.is_empty()
+        self.ranges().is_empty()
     }
 
     /// Stores `data` at `seq`, which lies after `rcv_nxt` and inside the window the pool's
@@ -66,16 +74,16 @@ impl Reassembly {
         if data.is_empty() || end.since(rcv_nxt) as usize > pool.size {
             return false;
         }
-        if self.ring.is_none() {
+        if self.0.is_none() {
             match pool.free.pop() {
-                Some(b) => self.ring = Some(b),
+                Some(b) => self.0 = Some(b),
                 None => return false,
             }
         }
-        if !self.ranges.insert(seq, end) {
+        let Held { ring, ranges } = &mut **self.0.as_mut().expect("taken above");
+        if !ranges.insert(seq, end) {
             return false;
         }
-        let ring = self.ring.as_mut().expect("ring taken above");
         let mask = ring.len() - 1;
         let at = seq.0 as usize & mask;
         let first = data.len().min(ring.len() - at);
@@ -88,9 +96,9 @@ impl Reassembly {
     /// data now starts at `rcv_nxt`, passes it to `deliver` (in up to two slices, as the ring
     /// wraps) and returns its end.
     pub fn take_ready(&mut self, rcv_nxt: Seq, mut deliver: impl FnMut(&[u8])) -> Option<Seq> {
-        self.ranges.remove_below(rcv_nxt);
-        let end = self.ranges.pop_at(rcv_nxt)?;
-        let ring = self.ring.as_ref().expect("ranges imply a ring");
+        let Held { ring, ranges } = &mut **self.0.as_mut()?;
+        ranges.remove_below(rcv_nxt);
+        let end = ranges.pop_at(rcv_nxt)?;
         let mask = ring.len() - 1;
         let at = rcv_nxt.0 as usize & mask;
         let len = end.since(rcv_nxt) as usize;
@@ -104,11 +112,9 @@ impl Reassembly {
 
     /// Returns the ring to the pool if nothing is held (or unconditionally on `force`).
     pub fn release(&mut self, pool: &mut OooPool, force: bool) {
-        if force {
-            self.ranges.clear();
-        }
-        if self.ranges.is_empty() {
-            if let Some(b) = self.ring.take() {
+        if force || self.is_empty() {
+            if let Some(mut b) = self.0.take() {
+                b.ranges.clear();
                 pool.free.push(b);
             }
         }

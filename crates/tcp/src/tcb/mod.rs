@@ -17,7 +17,7 @@ use crate::cc::Congestion;
 use crate::config::Config;
 pub use crate::env::Env;
 use crate::isn::CookieSyn;
-use crate::ranges::Ranges;
+use crate::ranges::SpareRanges;
 use crate::reasm::Reassembly;
 use crate::rtt::Rtt;
 use crate::seq::Seq;
@@ -290,7 +290,7 @@ struct Recovery {
     high_rxt: Seq,
     /// SND.UNA's segment is to be resent at once.
     rtx_una: bool,
-    sacked: Ranges<SCOREBOARD>,
+    sacked: SpareRanges<SCOREBOARD>,
     /// The tail loss probe in flight, until its ACK settles it.
     probe: Option<tail_loss::Episode>,
     /// SACKed data above a hole, waiting out the reordering window (RACK).
@@ -423,7 +423,7 @@ impl Tcb {
                 last_recover: iss,
                 high_rxt: iss,
                 rtx_una: false,
-                sacked: Ranges::default(),
+                sacked: SpareRanges::default(),
                 probe: None,
                 reo_mark: iss,
                 rack_lost: iss,
@@ -828,5 +828,16 @@ impl Tcb {
         let field = adv.since(self.rcv.nxt).div_ceil(1 << ws).min(65_535);
         self.rcv.adv = self.rcv.adv.max(self.rcv.nxt + (field << ws));
         field as u16
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    /// An idle connection carries its control block and nothing else (issue 44): what only
+    /// loss, reordering or BBR needs lives behind pointers, allocated when first needed.
+    #[test]
+    fn a_control_block_fits_in_a_kilobyte() {
+        let n = std::mem::size_of::<super::Tcb>();
+        assert!(n <= 1024, "Tcb is {n} bytes");
     }
 }
