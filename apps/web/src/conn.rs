@@ -89,7 +89,7 @@ impl Conn {
     /// A new connection.
     pub fn new(deadline: Instant) -> Conn {
         Conn {
-            resps: VecDeque::with_capacity(MAX_QUEUED),
+            resps: VecDeque::new(),
             end: 0,
             scratch: Vec::new(),
             partial: Vec::new(),

@@ -54,6 +54,11 @@ pub struct EchoArgs {
     /// Bytes each connection gets in --tcp-mode source.
     #[arg(long, default_value_t = 100_000_000, value_name = "N")]
     pub source_bytes: u64,
+    /// With --proto tcp: connections each engine holds at most (every state but TIME-WAIT);
+    /// a SYN beyond it is dropped and counted (`sirocco_tcp_table_full_total`). The
+    /// connection table and timers are sized for it at start.
+    #[arg(long, default_value_t = 65_536, value_name = "N", value_parser = clap::value_parser!(u64).range(1..=16_777_216))]
+    pub max_conns: u64,
 }
 
 /// Send buffers of the channel echo: 2 KB each; 64 Ki of them (128 MiB of address space, touched
@@ -79,14 +84,15 @@ pub fn run(a: EchoArgs) -> Result<(), String> {
     }
     let grants = [(Protocol::TCP, port)];
     let cfg = s.opts.tcp;
-    fn svc<T: tcp::App + Tally>(app: T, port: u16, cfg: tcp::Config) -> TcpService<T> {
-        TcpService::new(app, &[port], cfg, cfg.limits(tcp_limits())).with_metrics(report::metrics::<T>)
+    let limits = tcp::Limits { max_conns: a.max_conns as usize, ..cfg.limits(tcp_limits()) };
+    fn svc<T: tcp::App + Tally>(app: T, port: u16, cfg: tcp::Config, limits: tcp::Limits) -> TcpService<T> {
+        TcpService::new(app, &[port], cfg, limits).with_metrics(report::metrics::<T>)
     }
     match a.tcp_mode {
         TcpMode::Echo if a.tcp_api == TcpApi::Channel => {
             let make = |_| {
                 let bufs = tcp::channel::Buffers::new(ECHO_BUFFERS, 2048);
-                ChannelService::new(echo::ChannelEcho::default(), &[port], cfg, cfg.limits(tcp_limits()), bufs)
+                ChannelService::new(echo::ChannelEcho::default(), &[port], cfg, limits, bufs)
                     .with_metrics(report::metrics)
             };
             let out = s.run(&format!("tcp echo on port {port}"), &grants, make, None)?;
@@ -96,19 +102,19 @@ pub fn run(a: EchoArgs) -> Result<(), String> {
             let out = s.run(
                 &format!("tcp echo on port {port}"),
                 &grants,
-                |_| svc(echo::TcpEcho::default(), port, cfg),
+                |_| svc(echo::TcpEcho::default(), port, cfg, limits),
                 None,
             )?;
             print_lines(&out);
         }
         TcpMode::Discard => {
-            let make = |_| svc(echo::TcpDiscard::default(), port, cfg);
+            let make = |_| svc(echo::TcpDiscard::default(), port, cfg, limits);
             let out = s.run(&format!("tcp discard on port {port}"), &grants, make, None)?;
             print_lines(&out);
         }
         TcpMode::Source => {
             let n = a.source_bytes;
-            let make = |_| svc(echo::TcpSource::new(n), port, cfg);
+            let make = |_| svc(echo::TcpSource::new(n), port, cfg, limits);
             let out = s.run(&format!("tcp source on port {port}"), &grants, make, None)?;
             print_lines(&out);
         }

@@ -1,0 +1,303 @@
+#!/usr/bin/env python3
+"""How TCP's cost grows with the connections held (issue 44): sirocco web against nginx, each
+confined to the server core, taking turns in REPS rounds. For each size N of CONNS (default
+1000,10000,100000,1000000): N kernel clients (bench/scale/holder.c, several processes: this
+machine caps a process at 20 000 files) on 40 source addresses connect at once, each asks for
+a 1 KB file once and then idles on its keep-alive connection. Measured per round and server:
+
+- **time to accept the set**: from the first connect to the last response;
+- **memory per connection**: the server's resident memory (all its processes) plus, for
+  nginx, the kernel's memory for its sockets, over the same server holding none and started
+  with its smallest limits (so tables preallocated for N count). The kernel's part is the rise
+  of Slab plus the sockets' buffer pages (`/proc/net/sockstat`) in the nginx round less the
+  same rise in sirocco's round at the same N: there only the clients' sockets are the kernel's;
+- **requests/s of the active 1 %**: wrk, A = max(10, N/100) keep-alive connections asking for
+  the 1 KB file for SECS seconds, once with no idle connection (before the holders connect)
+  and once among the N idle ones; their ratio is issue 44's "≥ 90 % of the rate with no idle";
+- **closing all at once**: the holders close every connection, and the time until the server
+  holds none (sirocco's `sirocco_tcp_connections` gauge; the server namespace's sockets in use
+  for nginx).
+
+nginx runs max(1, N/15000) worker processes (reuseport; the same file cap) with 19 500
+connections each, all on the server core; its baseline has as many workers with 1 024.
+
+Writes bench/results/scale-tcp.{md,json,png} (OUT_NAME to change the name)."""
+
+import json, os, re, shutil, subprocess, sys, tempfile, time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.join(HERE, ".."))
+from lib import (sh, ns, env_list, preflight, Cpuset, Testnet, stop_process, SECS, REPS, SIROCCO,  # noqa: E402
+                 SRV_CPU, GEN_CPU, run_meta, save, plot, finish, wrk)
+
+CONNS = env_list("CONNS", "1000,10000,100000,1000000", int)
+SERVERS = env_list("SERVERS", "sirocco,nginx")
+OUT_NAME = os.environ.get("OUT_NAME", "scale-tcp")
+NET = Testnet("bt")
+KERNEL_ADDR, OWN_ADDR = "198.18.0.1", "198.18.0.10"
+SOURCES = [f"198.18.0.{i}" for i in range(100, 140)]
+PER_HOLDER = 18_000
+METRICS = "127.0.0.1:9109"
+BODY = 1024
+
+
+def rss_of_group(pgid):
+    total = 0
+    for p in os.listdir("/proc"):
+        if not p.isdigit():
+            continue
+        try:
+            if int(open(f"/proc/{p}/stat").read().rsplit(")", 1)[1].split()[2]) != pgid:
+                continue
+            m = re.search(r"VmRSS:\s+(\d+) kB", open(f"/proc/{p}/status").read())
+            total += int(m.group(1)) * 1024 if m else 0
+        except (OSError, ValueError, IndexError):
+            continue
+    return total
+
+
+def sockstat_pages(netns):
+    out = ns(netns, "cat", "/proc/net/sockstat").stdout
+    m = re.search(r"TCP: .* mem (\d+)", out)
+    return int(m.group(1)) if m else 0
+
+
+def kernel_bytes():
+    """Slab plus the TCP buffer pages of both namespaces."""
+    slab = int(re.search(r"Slab:\s+(\d+) kB", open("/proc/meminfo").read()).group(1)) * 1024
+    return slab + 4096 * (sockstat_pages(NET.srv_ns) + sockstat_pages(NET.cli_ns))
+
+
+def tcp_inuse(netns):
+    out = ns(netns, "cat", "/proc/net/sockstat").stdout
+    return int(re.search(r"TCP: inuse (\d+)", out).group(1))
+
+
+class Server:
+    def __init__(self, kind, cs, root, n, small=False):
+        self.kind, self.cs, self.root, self.n, self.small = kind, cs, root, n, small
+        self.inuse0 = 0
+        self.addr = KERNEL_ADDR if kind == "nginx" else OWN_ADDR
+        self.proc = None
+
+    def start(self):
+        if self.kind == "nginx":
+            workers = max(1, -(-self.n // 15_000))
+            per = 1024 if self.small else 19_500
+            work = "/tmp/sirocco-bench-scale-nginx"
+            os.makedirs(work, exist_ok=True)
+            conf = (f"worker_processes {workers};\ndaemon off;\npid {work}/nginx.pid;\nerror_log {work}/error.log;\n"
+                    f"worker_rlimit_nofile 20000;\nevents {{ worker_connections {per}; }}\n"
+                    "http {\n default_type application/octet-stream;\n access_log off;\n sendfile on;\n"
+                    " keepalive_requests 1000000;\n keepalive_timeout 3600s;\n client_header_timeout 3600s;\n"
+                    f" client_body_temp_path {work};\n proxy_temp_path {work};\n fastcgi_temp_path {work};\n"
+                    f" uwsgi_temp_path {work};\n scgi_temp_path {work};\n"
+                    f" server {{ listen {KERNEL_ADDR}:80 reuseport backlog=65535; root {self.root}; }}\n}}\n")
+            with open(f"{work}/nginx.conf", "w") as f:
+                f.write(conf)
+            argv = ["nginx", "-c", f"{work}/nginx.conf"]
+        else:
+            argv = [SIROCCO, "web", "--iface", NET.srv_if, "--addr", OWN_ADDR, "--queues", "1", "--cpus", str(SRV_CPU),
+                    "--root", self.root, "--max-conns", str(1024 if self.small else self.n + self.n // 50 + 1024),
+                    "--header-timeout", "3600", "--idle-timeout", "3600", "--max-requests", "1000000",
+                    "--metrics", METRICS]
+        self.proc = subprocess.Popen(self.cs.wrap(["ip", "netns", "exec", NET.srv_ns] + argv), stdout=subprocess.PIPE,
+                                     stderr=subprocess.STDOUT, text=True, start_new_session=True)
+        time.sleep(2.5)
+        if self.proc.poll() is not None:
+            raise RuntimeError(f"{self.kind} did not start: {self.proc.stdout.read()}")
+        self.inuse0 = tcp_inuse(NET.srv_ns)
+
+    def rss(self):
+        return rss_of_group(self.proc.pid)
+
+    def open_conns(self):
+        if self.kind == "nginx":
+            return tcp_inuse(NET.srv_ns) - self.inuse0
+        text = ns(NET.srv_ns, "curl", "-s", f"http://{METRICS}/metrics").stdout
+        m = re.search(r"^sirocco_tcp_connections\{[^}]*\} (\d+)", text, re.M)
+        return int(m.group(1)) if m else -1
+
+    def stop(self):
+        stop_process(self.proc)
+        subprocess.run(["pkill", "-f", "sirocco-bench-scale-nginx"], check=False)
+
+
+def hold(addr, n, limit=300):
+    """Holder processes for n connections; returns them once all reported (or the limit)."""
+    procs, left, i = [], n, 0
+    while left > 0:
+        k = min(PER_HOLDER, left)
+        # Each holder its own slice of the source addresses' order, so the connects interleave.
+        p = subprocess.Popen(["ip", "netns", "exec", NET.cli_ns, "taskset", "-c", str(GEN_CPU), HOLDER, addr, "80",
+                              str(k), SOURCES[0], str(len(SOURCES)), "2048", str(limit), "/1k.bin", str(BODY)],
+                             stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        procs.append(p)
+        left -= k
+        i += 1
+    reports = []
+    for p in procs:
+        line = p.stdout.readline()
+        if not line:
+            raise RuntimeError(f"holder failed: {p.stderr.read()}")
+        reports.append(json.loads(line))
+    return procs, reports
+
+
+def release(procs):
+    for p in procs:
+        try:
+            p.stdin.write("x\n")
+            p.stdin.flush()
+        except BrokenPipeError:
+            pass
+    for p in procs:
+        try:
+            p.wait(timeout=120)
+        except subprocess.TimeoutExpired:
+            p.kill()
+
+
+def active(srv, n, paths):
+    a = max(10, n // 100)
+    r = wrk(NET, f"http://{srv.addr}/", paths, a)
+    if r["errors"]:
+        raise RuntimeError(f"wrk: {r['errors']} errors against {srv.kind}")
+    return r["req_per_s"]
+
+
+def one_round(kind, n, cs, root, paths, baseline):
+    srv = Server(kind, cs, root, n)
+    k0 = kernel_bytes()
+    srv.start()
+    try:
+        rss0 = srv.rss()
+        alone = active(srv, n, paths)
+        procs, reports = hold(srv.addr, n)
+        up = sum(r["up"] for r in reports)
+        accept_s = max(r["secs"] for r in reports)
+        time.sleep(1)
+        rss1, k1 = srv.rss(), kernel_bytes()
+        among = active(srv, n, paths)
+        held_after = srv.open_conns()
+        c0 = time.time()
+        release(procs)
+        close_s = None
+        while time.time() - c0 < 120:
+            if srv.open_conns() <= 0:
+                close_s = time.time() - c0
+                break
+            time.sleep(0.1)
+    finally:
+        srv.stop()
+    r = {"up": up, "accept_s": accept_s, "rss_delta": rss1 - baseline[(kind, n)], "rss_start": rss0, "kernel_delta": k1 - k0,
+         "alone_rps": alone, "among_rps": among, "held_after": held_after, "close_s": close_s}
+    print(f"  {kind:8} N={n}: up {up} in {accept_s:.2f} s, rss +{(rss1 - baseline[(kind, n)]) / 2**20:.0f} MiB, "
+          f"kernel +{(k1 - k0) / 2**20:.0f} MiB, active {alone:.0f} -> {among:.0f} req/s, closed in {close_s}",
+          flush=True)
+    return r
+
+
+def main():
+    preflight()
+    global HOLDER
+    tmp = tempfile.mkdtemp(prefix="sirocco-bench-scale-tcp-")
+    os.chmod(tmp, 0o755)  # nginx's workers run as www-data
+    HOLDER = os.path.join(tmp, "holder")
+    sh("gcc", "-O2", "-o", HOLDER, os.path.join(HERE, "holder.c"))
+    root = os.path.join(tmp, "root")
+    os.makedirs(root)
+    with open(os.path.join(root, "1k.bin"), "wb") as f:
+        f.write(bytes(i % 251 for i in range(BODY)))
+    paths = os.path.join(tmp, "paths")
+    with open(paths, "w") as f:
+        f.write("/1k.bin\n")
+    cs = Cpuset("sirocco-bench-scale", SRV_CPU)
+    results = {k: {n: [] for n in CONNS} for k in SERVERS}
+    try:
+        with NET:
+            for a in SOURCES:
+                ns(NET.cli_ns, "ip", "addr", "add", f"{a}/24", "dev", NET.cli_if)
+            ns(NET.cli_ns, "sysctl", "-qw", "net.ipv4.ip_local_port_range=1024 65535")
+            ns(NET.srv_ns, "sysctl", "-qw", "net.core.somaxconn=65535", "net.ipv4.tcp_max_syn_backlog=65535")
+            # Each server's memory with its smallest limits and no connection.
+            # Each server's memory with its smallest limits and no connection (nginx with as
+            # many workers as it runs for N: their number is the file cap's, not nginx's).
+            baseline = {}
+            for kind in SERVERS:
+                for n in CONNS:
+                    srv = Server(kind, cs, root, n, small=True)
+                    srv.start()
+                    baseline[(kind, n)] = srv.rss()
+                    srv.stop()
+                    print(f"{kind} for {n}, holding nothing: {baseline[(kind, n)] / 2**20:.0f} MiB", flush=True)
+            for rep in range(REPS):
+                for n in CONNS:
+                    for kind in (SERVERS if rep % 2 == 0 else SERVERS[::-1]):
+                        results[kind][n].append(one_round(kind, n, cs, root, paths, baseline))
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+    report(results, baseline)
+
+
+def med(xs):
+    xs = sorted(x for x in xs if x is not None)
+    return xs[len(xs) // 2] if xs else None
+
+
+def report(results, baseline):
+    meta = run_meta(secs=SECS, reps=REPS, conns=CONNS, servers=SERVERS,
+                    baseline={f"{k} {n}": v for (k, n), v in baseline.items()})
+    lines = [f"# TCP as the connections grow ({meta['date']}, kernel {meta['kernel']})", "",
+             f"{REPS} rounds, servers in turns on the server core; medians. Idle connections asked for a 1 KB file "
+             "once and hold keep-alive; the active 1 % ask for it in a loop (wrk).", "",
+             "| N | server | up | accept s | server bytes/conn | kernel bytes/conn | total bytes/conn | active req/s alone | among idle | ratio | close s |",
+             "|---|---|---|---|---|---|---|---|---|---|---|"]
+    summary = {}
+    for n in CONNS:
+        client_kernel = med([r["kernel_delta"] for r in results.get("sirocco", {}).get(n, [])])
+        for kind in SERVERS:
+            rs = results[kind][n]
+            if not rs:
+                continue
+            server = med([r["rss_delta"] / n for r in rs])
+            kern = (med([r["kernel_delta"] for r in rs]) - client_kernel) / n if kind != "sirocco" and client_kernel is not None else 0
+            ratio = med([r["among_rps"] / r["alone_rps"] for r in rs])
+            s = summary.setdefault(n, {})[kind] = {
+                "server_per_conn": server, "kernel_per_conn": kern, "total_per_conn": server + kern,
+                "alone_rps": med([r["alone_rps"] for r in rs]), "among_rps": med([r["among_rps"] for r in rs]),
+                "ratio": ratio, "accept_s": med([r["accept_s"] for r in rs]), "close_s": med([r["close_s"] for r in rs]),
+                "up": med([r["up"] for r in rs])}
+            close = f"{s['close_s']:.1f}" if s["close_s"] is not None else "–"
+            lines.append(f"| {n} | {kind} | {s['up']} | {s['accept_s']:.2f} | {server:.0f} | {kern:.0f} | "
+                         f"{server + kern:.0f} | {s['alone_rps']:.0f} | {s['among_rps']:.0f} | {ratio:.2f} | {close} |")
+    if "sirocco" in SERVERS and "nginx" in SERVERS:
+        lines += ["", "## sirocco against nginx and the kernel (medians)", ""]
+        for n, s in summary.items():
+            if "sirocco" in s and "nginx" in s:
+                lines.append(f"- {n} connections: memory per connection **{s['sirocco']['total_per_conn'] / s['nginx']['total_per_conn']:.2f}×** "
+                             f"nginx + kernel ({s['sirocco']['total_per_conn']:.0f} vs {s['nginx']['total_per_conn']:.0f} bytes); "
+                             f"active 1 % keep **{s['sirocco']['ratio']:.0%}** of their rate alone (nginx {s['nginx']['ratio']:.0%}); "
+                             f"accepted in {s['sirocco']['accept_s']:.2f} s vs {s['nginx']['accept_s']:.2f} s")
+    save(OUT_NAME, meta, lines, results={k: {str(n): v for n, v in d.items()} for k, d in results.items()},
+         summary={str(n): v for n, v in summary.items()})
+
+    def draw(plt):
+        fig, axes = plt.subplots(1, 3, figsize=(15, 4))
+        for kind in SERVERS:
+            xs = [n for n in CONNS if kind in summary.get(n, {})]
+            axes[0].plot(xs, [summary[n][kind]["total_per_conn"] for n in xs], marker="o", label=kind)
+            axes[1].plot(xs, [summary[n][kind]["among_rps"] for n in xs], marker="o", label=f"{kind} among idle")
+            axes[1].plot(xs, [summary[n][kind]["alone_rps"] for n in xs], marker="x", ls=":", label=f"{kind} alone")
+            axes[2].plot(xs, [summary[n][kind]["accept_s"] for n in xs], marker="o", label=kind)
+        for a, t in zip(axes, ["bytes per idle connection (server + its kernel)", "requests/s of the active 1 %",
+                               "seconds to accept the set"]):
+            a.set_xscale("log")
+            a.set_title(t)
+            a.set_xlabel("connections held")
+        finish(fig, axes, OUT_NAME)
+    plot(draw)
+
+
+if __name__ == "__main__":
+    main()
