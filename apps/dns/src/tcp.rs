@@ -51,8 +51,8 @@ fn ixfr_serial(m: &[u8], q_end: usize) -> Option<u32> {
     Some(u32::from_be_bytes(m.get(end - 20..end - 16)?.try_into().ok()?))
 }
 
-/// How often connections are looked at for their idle timeout.
-const SWEEP: Duration = Duration::from_millis(250);
+/// How often secondary zones are looked at.
+const REFRESH: Duration = Duration::from_millis(250);
 
 /// The limits of the TCP side.
 #[derive(Debug, Clone, Copy)]
@@ -420,13 +420,30 @@ impl tcp::App for DnsTcp {
         Some(self.conn_from(remote.0))
     }
 
-    fn connected(&mut self, _h: tcp::Handle, c: &mut DnsConn, _ctl: &mut tcp::Ctl) {
+    fn opened(&mut self, _h: tcp::Handle, c: &mut DnsConn, ctl: &mut tcp::Ctl) {
+        ctl.wake_at(c.deadline);
+    }
+
+    fn connected(&mut self, _h: tcp::Handle, c: &mut DnsConn, ctl: &mut tcp::Ctl) {
         if let Some(x) = c.xfr.as_mut() {
             self.message.clear();
             x.start(crate::wall::unix_now(), &mut self.message);
             c.out.extend(&self.message);
             c.deadline = self.now + self.settings.idle_timeout;
         }
+        ctl.wake_at(c.deadline);
+    }
+
+    /// The idle timeout may have come: close an idle connection, reset one whose peer
+    /// stopped reading. Deadlines only move later, so each connection asks again for its
+    /// own when woken early: nothing sweeps the connections.
+    fn woken(&mut self, _h: tcp::Handle, c: &mut DnsConn, ctl: &mut tcp::Ctl) {
+        match self.expire(c) {
+            None => {}
+            Some(true) => ctl.close(),
+            Some(false) => return ctl.abort(),
+        }
+        ctl.wake_at(c.deadline);
     }
 
     fn recv(&mut self, _h: tcp::Handle, c: &mut DnsConn, data: &[u8], ctl: &mut tcp::Ctl) {
@@ -482,7 +499,7 @@ pub struct DnsService {
     /// The TCP endpoint and, in its application, the server.
     pub tcp: TcpService<DnsTcp>,
     port: u16,
-    last_sweep: Instant,
+    last_refresh: Instant,
     /// Checks of secondary zones (engine 0's service only).
     pub refresher: Option<Refresher>,
     /// Our addresses, to connect to primaries from.
@@ -503,7 +520,7 @@ impl DnsService {
         DnsService {
             tcp: TcpService::new(app, &[port], Config::default(), limits),
             port,
-            last_sweep: Instant::default(),
+            last_refresh: Instant::default(),
             refresher: None,
             locals: Vec::new(),
             client_ports: limits.ephemeral,
@@ -563,25 +580,6 @@ impl DnsService {
         }
     }
 
-    /// Closes idle connections and resets those whose peer stopped reading.
-    fn sweep(&mut self) {
-        let (ep, app) = (&mut self.tcp.ep, &mut self.tcp.app);
-        if ep.is_empty() {
-            return;
-        }
-        for h in ep.handles() {
-            let Some(c) = ep.conn_mut(h) else { continue };
-            match app.expire(c) {
-                None => {}
-                Some(true) => {
-                    ep.close(h);
-                    ep.kick(h);
-                }
-                Some(false) => ep.abort(app, h),
-            }
-        }
-    }
-
     /// The server (its counters).
     pub fn server(&self) -> &DnsServer {
         &self.tcp.app.server
@@ -615,9 +613,8 @@ impl Service for DnsService {
 
     fn produce(&mut self, now: Instant, out: &mut dyn Originate) -> usize {
         self.tcp.app.now = now;
-        if now >= self.last_sweep + SWEEP {
-            self.last_sweep = now;
-            self.sweep();
+        if now >= self.last_refresh + REFRESH {
+            self.last_refresh = now;
             // Secondary zones are looked at four times a second, not every iteration: a
             // NOTIFY waits at most that long, and thousands of zones cost nothing per packet.
             self.refresh(now);

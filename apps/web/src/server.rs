@@ -566,6 +566,10 @@ impl tcp::App for WebApp {
         Some(Conn::new(self.now + self.settings.header_timeout))
     }
 
+    fn opened(&mut self, _h: Handle, c: &mut Conn, ctl: &mut Ctl) {
+        ctl.wake_at(c.deadline);
+    }
+
     fn recv(&mut self, h: Handle, c: &mut Conn, data: &[u8], ctl: &mut Ctl) {
         ctl.recv_done(data.len() as u32);
         let closing = c.closing;
@@ -574,6 +578,21 @@ impl tcp::App for WebApp {
         if c.closing && !closing {
             ctl.close();
         }
+        // A request begun moves the deadline earlier (the header timeout); a later one is
+        // met lazily: the wake-up finds it not due and asks again.
+        ctl.wake_at(c.deadline);
+    }
+
+    /// A connection's deadline may have come (each asks to be woken at its own: nothing
+    /// sweeps the connections, which cost a scan of every one twice a second).
+    fn woken(&mut self, _h: Handle, c: &mut Conn, ctl: &mut Ctl) {
+        match self.expire(c) {
+            None => {}
+            // A 408 may have been queued: under TLS it is sealed, then close_notify.
+            Some(false) => ctl.close(),
+            Some(true) => return ctl.abort(),
+        }
+        ctl.wake_at(c.deadline);
     }
 
     fn sent(&mut self, h: Handle, c: &mut Conn, acked: u64, ctl: &mut Ctl) {

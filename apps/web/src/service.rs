@@ -20,8 +20,6 @@ fn wall_secs() -> u64 {
     SystemTime::now().duration_since(UNIX_EPOCH).map_or(0, |d| d.as_secs())
 }
 
-/// How connections are swept for deadlines.
-const SWEEP: Duration = Duration::from_millis(500);
 /// How often the wall clock is read.
 const CLOCK: Duration = Duration::from_millis(100);
 
@@ -31,7 +29,6 @@ pub struct WebService {
     pub tcp: TcpService<Tls<WebApp>>,
     site: Follower<Site>,
     last_clock: Instant,
-    last_sweep: Instant,
     /// Sites switched to after a reload.
     pub reloads: u64,
 }
@@ -65,7 +62,6 @@ impl WebService {
             tcp: TcpService::new(Tls::new(app, tls, segment as usize), &ports, cfg, limits),
             site,
             last_clock: Instant::ZERO,
-            last_sweep: Instant::ZERO,
             reloads: 0,
         }
     }
@@ -110,24 +106,6 @@ impl WebService {
                 app.store.replace_site(self.site.get().clone());
                 app.store.preload();
                 self.reloads += 1;
-            }
-        }
-        if now >= self.last_sweep + SWEEP {
-            self.last_sweep = now;
-            let ep = &mut self.tcp.ep;
-            let app = &mut self.tcp.app;
-            for h in ep.handles() {
-                let Some(c) = ep.conn_mut(h) else { continue };
-                match app.app.expire(&mut c.inner) {
-                    None => {}
-                    Some(false) => {
-                        // A 408 may have been queued: under TLS it is sealed, then close_notify.
-                        c.close();
-                        ep.close(h);
-                        ep.kick(h);
-                    }
-                    Some(true) => ep.abort(app, h),
-                }
             }
         }
     }
@@ -259,7 +237,7 @@ impl Service for WebService {
     }
 
     fn idle_wait(&self) -> Duration {
-        self.tcp.idle_wait().min(SWEEP)
+        self.tcp.idle_wait().min(CLOCK)
     }
 
     fn connections(&self, out: &mut Vec<engine::metrics::ConnInfo>) {

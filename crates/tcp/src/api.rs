@@ -34,6 +34,7 @@ pub struct Ctl {
     pub(crate) done: u32,
     pub(crate) close: bool,
     pub(crate) abort: bool,
+    pub(crate) wake: Option<crate::Instant>,
 }
 
 impl Ctl {
@@ -48,6 +49,16 @@ impl Ctl {
     /// Reset the connection.
     pub fn abort(&mut self) {
         self.abort = true;
+    }
+    /// Calls [`App::woken`] at `at` or soon after (the earliest of the times asked for, until
+    /// it is called). The connection's one timer serves it: an application's deadlines cost
+    /// nothing per idle connection and nothing scans for them.
+    pub fn wake_at(&mut self, at: crate::Instant) {
+        self.wake = Some(self.wake.map_or(at, |w| w.min(at)));
+    }
+    /// The wake-up asked for, if any (for a layer between TCP and its application).
+    pub fn wants_wake(&self) -> Option<crate::Instant> {
+        self.wake
     }
     /// Whether `close` was asked for (for a layer between TCP and its application, such as
     /// TLS, that forwards what the application asked).
@@ -109,6 +120,10 @@ pub trait App {
     /// The peer acknowledged everything before stream offset `acked`, or its window opened.
     fn sent(&mut self, h: Handle, c: &mut Self::Conn, acked: u64, ctl: &mut Ctl) {
         let _ = (h, c, acked, ctl);
+    }
+    /// The time a callback gave [`Ctl::wake_at`] has come.
+    fn woken(&mut self, h: Handle, c: &mut Self::Conn, ctl: &mut Ctl) {
+        let _ = (h, c, ctl);
     }
     /// The peer finished sending (FIN).
     fn peer_closed(&mut self, h: Handle, c: &mut Self::Conn, ctl: &mut Ctl) {

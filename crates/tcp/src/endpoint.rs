@@ -95,6 +95,8 @@ struct Slot<C> {
     conn: Option<C>,
     gen: u32,
     timer: Option<(TimerId, u64)>,
+    /// When the application asked to be woken ([`Ctl::wake_at`]).
+    wake: Option<Instant>,
     queued: bool,
     half_open: bool,
     accepted: bool,
@@ -348,6 +350,7 @@ impl<A: App> Endpoint<A> {
                     conn: None,
                     gen: 0,
                     timer: None,
+                    wake: None,
                     queued: false,
                     half_open: false,
                     accepted: false,
@@ -360,6 +363,7 @@ impl<A: App> Endpoint<A> {
         s.tcb = Some(tcb);
         s.conn = conn;
         s.half_open = false;
+        s.wake = None;
         self.table.insert(self.hash(&t), t, idx);
         Some(idx)
     }
@@ -401,7 +405,10 @@ impl<A: App> Endpoint<A> {
         let Some(tcb) = s.tcb.as_ref() else {
             return;
         };
-        let want = tcb.deadline().map(tick);
+        let want = match (tcb.deadline(), s.wake) {
+            (Some(a), Some(b)) => Some(tick(a.min(b))),
+            (a, b) => a.or(b).map(tick),
+        };
         match (s.timer, want) {
             (Some((id, _)), None) => {
                 self.wheel.cancel(id);
@@ -458,6 +465,9 @@ impl<A: App> Endpoint<A> {
             if notes.peer_fin {
                 app.peer_closed(h, c, &mut ctl);
             }
+        }
+        if let Some(w) = ctl.wake {
+            s.wake = Some(s.wake.map_or(w, |x| x.min(w)));
         }
         Self::apply(tcb, s.conn.as_ref(), ctl);
         let tcb = s.tcb.as_mut().expect("checked above");
@@ -682,6 +692,9 @@ impl<A: App> Endpoint<A> {
             ctl.abort();
         }
         let tcb = s.tcb.as_mut().expect("checked above");
+        if let Some(w) = ctl.wake {
+            s.wake = Some(s.wake.map_or(w, |x| x.min(w)));
+        }
         Self::apply(tcb, s.conn.as_ref(), ctl);
         self.after(app, idx);
     }
@@ -918,6 +931,15 @@ impl<A: App> Endpoint<A> {
             };
             if tcb.deadline().is_some_and(|d| d <= now) {
                 tcb.on_timer(&mut self.env, now);
+            }
+            if s.wake.is_some_and(|w| w <= now) {
+                s.wake = None;
+                if let Some(c) = s.conn.as_mut() {
+                    let mut ctl = Ctl::default();
+                    app.woken(Handle { idx, gen }, c, &mut ctl);
+                    s.wake = ctl.wake;
+                    Self::apply(tcb, Some(c), ctl);
+                }
             }
             self.after(app, idx);
         }

@@ -147,6 +147,9 @@ impl<A: App> Tls<A> {
     /// Applies what the application asked in `inner` to the TLS connection: a close lays
     /// close_notify after its bytes.
     fn forward(c: &mut Conn<A::Conn>, inner: Ctl, ctl: &mut Ctl) {
+        if let Some(w) = inner.wants_wake() {
+            ctl.wake_at(w);
+        }
         if inner.wants_abort() {
             ctl.abort();
             return;
@@ -266,6 +269,15 @@ impl<A: App> App for Tls<A> {
         let plain = s.acked(acked);
         let mut inner = Ctl::default();
         self.app.sent(h, &mut c.inner, plain, &mut inner);
+        Self::forward(c, inner, ctl);
+    }
+
+    fn woken(&mut self, h: Handle, c: &mut Self::Conn, ctl: &mut Ctl) {
+        if c.tls.is_none() {
+            return self.app.woken(h, &mut c.inner, ctl);
+        }
+        let mut inner = Ctl::default();
+        self.app.woken(h, &mut c.inner, &mut inner);
         Self::forward(c, inner, ctl);
     }
 
