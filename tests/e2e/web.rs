@@ -406,6 +406,57 @@ fn slow_headers_get_408_and_idle_connections_close() {
 }
 
 #[test]
+fn a_full_connection_table_refuses_new_connections_and_keeps_the_open_ones() {
+    // --max-conns 2: two keep-alive connections fill the table; a third is refused with a
+    // reset at once (not left to retry its SYN), the two still answer, and once one closes a
+    // new connection gets in.
+    let net = TestNet::new(1);
+    let s = net.start(&["web", "--iface", &net.srv_if, "--addr", SERVER_OWN, "--max-conns", "2"]);
+    let (refused, kept, after) = in_netns(&net.cli_ns, || {
+        let ask = |c: &mut TcpStream| {
+            c.write_all(b"GET / HTTP/1.1\r\nHost: a\r\n\r\n").unwrap();
+            let mut got = Vec::new();
+            let mut b = [0u8; 4096];
+            let t = Instant::now();
+            while split_response(&got, false).is_none() && t.elapsed() < Duration::from_secs(10) {
+                match c.read(&mut b) {
+                    Ok(0) | Err(_) => break,
+                    Ok(n) => got.extend_from_slice(&b[..n]),
+                }
+            }
+            split_response(&got, false).map(|(r, _)| r.status)
+        };
+        let mut a = TcpStream::connect((SERVER_OWN, 80)).unwrap();
+        let mut b = TcpStream::connect((SERVER_OWN, 80)).unwrap();
+        for c in [&mut a, &mut b] {
+            c.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+        }
+        let first = (ask(&mut a), ask(&mut b));
+        // A reset, not silence: silence would end in a timeout.
+        let third = TcpStream::connect_timeout(&sockaddr(SERVER_OWN, 80), Duration::from_secs(5));
+        let refused = matches!(&third, Err(e) if e.kind() == std::io::ErrorKind::ConnectionRefused);
+        let kept = (first, ask(&mut a), ask(&mut b));
+        drop(a);
+        // The slot frees once the close completes; a new connection then gets in.
+        let mut after = None;
+        for _ in 0..50 {
+            std::thread::sleep(Duration::from_millis(100));
+            if let Ok(mut c) = TcpStream::connect_timeout(&sockaddr(SERVER_OWN, 80), Duration::from_secs(2)) {
+                c.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+                after = ask(&mut c);
+                break;
+            }
+        }
+        (refused, kept, after)
+    });
+    assert!(refused, "the third connection is refused with a reset");
+    assert_eq!(kept, ((Some(200), Some(200)), Some(200), Some(200)), "the open connections keep answering");
+    assert_eq!(after, Some(200), "a connection gets in once one closed");
+    let (_, log) = stop_with_log(s);
+    assert!(web_stat(&log, "table full") >= 1, "{}", web_line(&log));
+}
+
+#[test]
 fn wrk_for_a_minute_without_errors() {
     let net = TestNet::new(1);
     // memcpy mode here (the other tests run the default, pre-copy).

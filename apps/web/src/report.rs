@@ -117,7 +117,7 @@ fn lines(q: usize, s: &Samples) -> Vec<String> {
     let mut out = vec![format!(
         "engine {q} web: accepted {} requests {} [{}]; responses prepared {} formatted {}; segments ready {} built {} ({} bytes); \
          packetised {} objects ({} segments), evicted {}, heads refreshed {}, read on demand {}; \
-         timeouts header {} idle {} send {}; reloads {}; tcp retransmits {} (timeouts {}, fast recoveries {}, tail probes {}) resets out {}",
+         timeouts header {} idle {} send {}; reloads {}; tcp retransmits {} (timeouts {}, fast recoveries {}, tail probes {}) resets out {}; table full {}",
         v("sirocco_http_connections_accepted_total", ""),
         v("sirocco_http_requests_total", ""),
         statuses.join(" "),
@@ -139,7 +139,8 @@ fn lines(q: usize, s: &Samples) -> Vec<String> {
         tcp("sirocco_tcp_rtos_total"),
         tcp("sirocco_tcp_fast_recoveries_total"),
         tcp("sirocco_tcp_tail_probes_total"),
-        tcp("sirocco_tcp_resets_out_total")
+        tcp("sirocco_tcp_resets_out_total"),
+        tcp("sirocco_tcp_table_full_total")
     )];
     if s.get("sirocco_tls_events_total", Some("accepted")).is_some() {
         let t = |e| v("sirocco_tls_events_total", e);

@@ -107,6 +107,9 @@ impl<T: tcp::App> TcpService<T> {
         for &p in ports {
             ep.listen(p, cfg);
         }
+        for (p, len) in ep.tables() {
+            io::advise_huge(p, len);
+        }
         TcpService { ep, app, ports: ports.to_vec(), unresolved: 0, lent: false, metrics: None }
     }
 
@@ -194,6 +197,16 @@ pub fn endpoint_metrics<A: tcp::App>(ep: &Endpoint<A>, out: &mut crate::Samples)
     }
     out.gauge("sirocco_tcp_connections", "TCP connections in the table (every state but TIME-WAIT).", ep.len() as u64);
     out.gauge("sirocco_tcp_time_wait", "TCP connections in TIME-WAIT.", ep.time_wait() as u64);
+    // Each table's fill against its size: what fills first when the state grows.
+    let l = ep.limits();
+    out.gauge("sirocco_tcp_connections_max", "Connections the table holds at most (--max-conns).", l.max_conns as u64);
+    out.gauge("sirocco_tcp_time_wait_max", "TIME-WAIT entries kept at most.", l.max_time_wait as u64);
+    out.gauge(
+        "sirocco_tcp_reassembly_buffers",
+        "Out-of-order reassembly buffers lent to connections.",
+        ep.ooo_in_use() as u64,
+    );
+    out.gauge("sirocco_tcp_reassembly_buffers_max", "Out-of-order reassembly buffers in all.", l.ooo_buffers as u64);
 }
 
 impl<T: tcp::App> Service for TcpService<T> {

@@ -215,6 +215,19 @@ impl<A: App> Endpoint<A> {
         self.wheel.len()
     }
 
+    /// Its large tables (address, bytes), sized for `max_conns` at start and never moved:
+    /// the connections' slots (reserved, filled as connections come), the tuple table and
+    /// the timers. The engine asks for huge pages for them.
+    pub fn tables(&self) -> [(*const u8, usize); 3] {
+        let slots = (self.slots.as_ptr().cast(), self.slots.capacity() * std::mem::size_of::<Slot<A::Conn>>());
+        [slots, self.table.region(), self.wheel.region()]
+    }
+
+    /// The limits it was made with.
+    pub fn limits(&self) -> &Limits {
+        &self.limits
+    }
+
     /// Reassembly buffers lent out.
     pub fn ooo_in_use(&self) -> usize {
         self.env.pool.total() - self.env.pool.available()
@@ -609,7 +622,10 @@ impl<A: App> Endpoint<A> {
         let half_open = listener.half_open;
         if f.has(TcpFlags::SYN) && !f.has(TcpFlags::ACK) {
             if self.table.len() >= self.limits.max_conns {
+                // Refused at once, so the client learns it now instead of retrying its SYN for
+                // a minute; the connections already open are not touched.
                 self.env.stats.table_full += 1;
+                self.reset_reply(&t, seg, payload.len());
                 return;
             }
             if half_open >= self.limits.syn_backlog {

@@ -121,7 +121,11 @@ impl Stats {
                 "ACKs that looked like cookie replies but did not validate.",
                 self.cookies_invalid,
             ),
-            ("sirocco_tcp_table_full_total", "SYNs dropped because the connection table was full.", self.table_full),
+            (
+                "sirocco_tcp_table_full_total",
+                "SYNs refused (reset) because the connection table was full.",
+                self.table_full,
+            ),
             (
                 "sirocco_tcp_strays_total",
                 "Segments for no connection here, handed to the next engine (which may hold it).",
