@@ -414,3 +414,20 @@ def plot(draw):
         print("bench: matplotlib missing, no plot (apt-get install python3-matplotlib)")
         return
     draw(plt)
+
+
+def rss_of_group(pgid):
+    """Resident bytes of every process in process group `pgid` (the server and its children)."""
+    total = 0
+    for p in os.listdir("/proc"):
+        if not p.isdigit():
+            continue
+        try:
+            stat = open(f"/proc/{p}/stat").read()
+            if int(stat.rsplit(")", 1)[1].split()[2]) != pgid:
+                continue
+            m = re.search(r"VmRSS:\s+(\d+) kB", open(f"/proc/{p}/status").read())
+            total += int(m.group(1)) * 1024 if m else 0
+        except (OSError, ValueError, IndexError):
+            continue
+    return total

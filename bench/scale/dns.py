@@ -18,30 +18,14 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "..", "dns"))
 sys.path.insert(0, os.path.join(HERE, ".."))
 import run as dnsbench  # noqa: E402  (bench/dns/run.py: zones, servers, the test network)
-from lib import sh, ns, env_list, preflight, Cpuset, kxdpgun, median_of, SECS, REPS, run_meta, save, plot, finish  # noqa: E402
+from lib import (sh, ns, env_list, preflight, Cpuset, kxdpgun, median_of, SECS, REPS, run_meta, save, plot,  # noqa: E402
+                 finish, rss_of_group)
 
 NAMES = env_list("NAMES", "10000,100000,1000000", int)
 SERVERS = env_list("SERVERS", "sirocco,knot-xdp,nsd")
 RATE = int(os.environ.get("RATE", "400000"))
 OUT_NAME = os.environ.get("OUT_NAME", "scale-dns")
 ORIGIN = dnsbench.ORIGIN
-
-
-def rss_of_group(pgid):
-    """Resident bytes of every process in process group `pgid` (the server and its children)."""
-    total = 0
-    for p in os.listdir("/proc"):
-        if not p.isdigit():
-            continue
-        try:
-            stat = open(f"/proc/{p}/stat").read()
-            if int(stat.rsplit(")", 1)[1].split()[2]) != pgid:
-                continue
-            m = re.search(r"VmRSS:\s+(\d+) kB", open(f"/proc/{p}/status").read())
-            total += int(m.group(1)) * 1024 if m else 0
-        except (OSError, ValueError, IndexError):
-            continue
-    return total
 
 
 PROBE = r"""

@@ -29,7 +29,7 @@ import json, os, re, shutil, subprocess, sys, tempfile, time
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, ".."))
 from lib import (sh, ns, env_list, preflight, Cpuset, Testnet, stop_process, SECS, REPS, SIROCCO,  # noqa: E402
-                 SRV_CPU, GEN_CPU, run_meta, save, plot, finish, wrk, server_kind)
+                 SRV_CPU, GEN_CPU, run_meta, save, plot, finish, wrk, server_kind, rss_of_group)
 
 CONNS = env_list("CONNS", "1000,10000,100000,1000000", int)
 SERVERS = env_list("SERVERS", "sirocco,nginx")
@@ -44,21 +44,6 @@ SOURCES = [f"198.18.0.{i}" for i in range(100, 140)]
 PER_HOLDER = 18_000
 METRICS = "127.0.0.1:9109"
 BODY = 1024
-
-
-def rss_of_group(pgid):
-    total = 0
-    for p in os.listdir("/proc"):
-        if not p.isdigit():
-            continue
-        try:
-            if int(open(f"/proc/{p}/stat").read().rsplit(")", 1)[1].split()[2]) != pgid:
-                continue
-            m = re.search(r"VmRSS:\s+(\d+) kB", open(f"/proc/{p}/status").read())
-            total += int(m.group(1)) * 1024 if m else 0
-        except (OSError, ValueError, IndexError):
-            continue
-    return total
 
 
 def sockstat_pages(netns):

@@ -306,40 +306,49 @@ mod tests {
         assert!(w.schedule(2, 3).is_some());
     }
 
+    /// Against a plain list: advances `w` by `steps`, checking that every live timer fires
+    /// exactly once, at the first advance whose time reaches its deadline, and that the sleep
+    /// bound is never after the next timer nor before now.
+    fn check_against_list(
+        w: &mut TimerWheel<usize>,
+        deadlines: &[u64],
+        mut live: Vec<bool>,
+        steps: &[u64],
+    ) -> Result<(), proptest::test_runner::TestCaseError> {
+        let mut now = 0;
+        for s in steps {
+            now += s;
+            let mut got = vec![];
+            w.advance(now, |t| got.push(t));
+            got.sort();
+            let want: Vec<usize> = (0..deadlines.len()).filter(|&i| live[i] && deadlines[i] <= now).collect();
+            for &i in &want {
+                live[i] = false;
+            }
+            prop_assert_eq!(got, want);
+            let next = (0..deadlines.len()).filter(|&i| live[i]).map(|i| deadlines[i]).min();
+            match (w.next_deadline(), next) {
+                (None, None) => {}
+                (Some(b), Some(d)) => prop_assert!(b <= d.max(now) && b >= now, "{b} {d} {now}"),
+                (b, d) => prop_assert!(false, "bound {b:?}, next {d:?}"),
+            }
+        }
+        Ok(())
+    }
+
     proptest! {
-        // Against a plain list: every timer fires exactly once, at the first advance whose
-        // time reaches its deadline, whatever the jumps in time.
+        // Whatever the jumps in time, some timers cancelled.
         #[test]
         fn matches_reference(deadlines in proptest::collection::vec(0u64..500, 0..60),
                              steps in proptest::collection::vec(1u64..80, 1..40),
                              cancel in proptest::collection::vec(any::<bool>(), 60)) {
             let mut w = TimerWheel::new(16, 64, 0);
-            let mut ids = vec![];
-            for (i, &d) in deadlines.iter().enumerate() {
-                ids.push(w.schedule(d, i).unwrap());
-            }
+            let ids: Vec<TimerId> = deadlines.iter().enumerate().map(|(i, &d)| w.schedule(d, i).unwrap()).collect();
             let mut live: Vec<bool> = vec![true; deadlines.len()];
             for (i, id) in ids.iter().enumerate() {
                 if cancel[i] { prop_assert!(w.cancel(*id)); live[i] = false; }
             }
-            let mut now = 0;
-            for s in steps {
-                now += s;
-                let mut got = vec![];
-                w.advance(now, |t| got.push(t));
-                got.sort();
-                let mut want: Vec<usize> = (0..deadlines.len()).filter(|&i| live[i] && deadlines[i] <= now).collect();
-                want.sort();
-                for &i in &want { live[i] = false; }
-                prop_assert_eq!(got, want);
-                // The sleep bound is never after the next timer, nor before now.
-                let next = (0..deadlines.len()).filter(|&i| live[i]).map(|i| deadlines[i]).min();
-                match (w.next_deadline(), next) {
-                    (None, None) => {}
-                    (Some(b), Some(d)) => prop_assert!(b <= d.max(now) && b >= now, "{b} {d} {now}"),
-                    (b, d) => prop_assert!(false, "bound {b:?}, next {d:?}"),
-                }
-            }
+            check_against_list(&mut w, &deadlines, live, &steps)?;
         }
 
         // A tiny wheel, far deadlines: timers wait several rounds of the far level.
@@ -350,17 +359,7 @@ mod tests {
             for (i, &d) in deadlines.iter().enumerate() {
                 w.schedule(d, i).unwrap();
             }
-            let mut live: Vec<bool> = vec![true; deadlines.len()];
-            let mut now = 0;
-            for s in steps {
-                now += s;
-                let mut got = vec![];
-                w.advance(now, |t| got.push(t));
-                got.sort();
-                let want: Vec<usize> = (0..deadlines.len()).filter(|&i| live[i] && deadlines[i] <= now).collect();
-                for &i in &want { live[i] = false; }
-                prop_assert_eq!(got, want);
-            }
+            check_against_list(&mut w, &deadlines, vec![true; deadlines.len()], &steps)?;
         }
     }
 }
