@@ -492,11 +492,9 @@ impl WebApp {
     }
 
     fn release_all(&mut self, c: &mut Conn) {
-        let mut q = std::mem::take(&mut c.resps);
-        for r in q.drain(..) {
+        for r in c.resps.drain(..) {
             self.release(r.body);
         }
-        c.resps = q;
         self.unequip(c);
         if let Some(st) = self.stream.as_mut() {
             c.fetch.release(&mut |b| st.retire(b));

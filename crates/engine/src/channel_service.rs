@@ -53,9 +53,6 @@ impl<S: Server> ChannelService<S> {
         for &p in ports {
             ch.listen(p, cfg);
         }
-        for (p, len) in ch.endpoint().tables() {
-            io::advise_huge(p, len);
-        }
         ChannelService { ch, server, ports: ports.to_vec(), unresolved: 0, metrics: None }
     }
 

@@ -107,9 +107,6 @@ impl<T: tcp::App> TcpService<T> {
         for &p in ports {
             ep.listen(p, cfg);
         }
-        for (p, len) in ep.tables() {
-            io::advise_huge(p, len);
-        }
         TcpService { ep, app, ports: ports.to_vec(), unresolved: 0, lent: false, metrics: None }
     }
 

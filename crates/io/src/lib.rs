@@ -28,7 +28,7 @@ pub mod sched;
 pub mod storage;
 mod sys;
 
-pub use sys::{advise_huge, release_free_memory};
+pub use sys::release_free_memory;
 pub mod umem;
 pub mod whole;
 pub mod xsk;

@@ -383,25 +383,6 @@ pub fn release_free_memory() {
     }
 }
 
-/// Asks the kernel to back the whole 2 MB pages inside `len` bytes at `p` — a large table of
-/// ours, sized at start and never moved — with transparent huge pages, and to collapse the
-/// ones already touched now. A million connections' tables span over a gigabyte, and each
-/// lookup's page walk missed the TLB. Where THP is off or the kernel predates MADV_COLLAPSE
-/// (6.1) the advice is refused and nothing changes.
-pub fn advise_huge(p: *const u8, len: usize) {
-    let start = (p as usize).next_multiple_of(HUGE);
-    let end = (p as usize + len) / HUGE * HUGE;
-    if end <= start {
-        return;
-    }
-    // SAFETY: advice on pages of this process's own live allocation; neither MADV_HUGEPAGE
-    // nor MADV_COLLAPSE changes their contents, only how they are mapped.
-    unsafe {
-        libc::madvise(start as *mut libc::c_void, end - start, libc::MADV_HUGEPAGE);
-        libc::madvise(start as *mut libc::c_void, end - start, libc::MADV_COLLAPSE);
-    }
-}
-
 /// The calling thread's id (gettid).
 pub fn thread_id() -> u32 {
     // SAFETY: plain system call without arguments.

@@ -113,6 +113,14 @@ const STATELESS: usize = 256;
 /// cookie lifetimes).
 const COOKIE_QUIET: Duration = Duration::from_secs(128);
 
+/// The earlier of two optional times.
+fn earliest(a: Option<Instant>, b: Option<Instant>) -> Option<Instant> {
+    match (a, b) {
+        (Some(a), Some(b)) => Some(a.min(b)),
+        (a, b) => a.or(b),
+    }
+}
+
 /// Timer ticks are milliseconds: a deadline's tick is the first at or after it.
 fn tick(t: Instant) -> u64 {
     t.as_nanos().div_ceil(1_000_000)
@@ -213,14 +221,6 @@ impl<A: App> Endpoint<A> {
     /// Timers scheduled on the wheel.
     pub fn timers(&self) -> usize {
         self.wheel.len()
-    }
-
-    /// Its large tables (address, bytes), sized for `max_conns` at start and never moved:
-    /// the connections' slots (reserved, filled as connections come), the tuple table and
-    /// the timers. The engine asks for huge pages for them.
-    pub fn tables(&self) -> [(*const u8, usize); 3] {
-        let slots = (self.slots.as_ptr().cast(), self.slots.capacity() * std::mem::size_of::<Slot<A::Conn>>());
-        [slots, self.table.region(), self.wheel.region()]
     }
 
     /// The limits it was made with.
@@ -418,10 +418,7 @@ impl<A: App> Endpoint<A> {
         let Some(tcb) = s.tcb.as_ref() else {
             return;
         };
-        let want = match (tcb.deadline(), s.wake) {
-            (Some(a), Some(b)) => Some(tick(a.min(b))),
-            (a, b) => a.or(b).map(tick),
-        };
+        let want = earliest(tcb.deadline(), s.wake).map(tick);
         match (s.timer, want) {
             (Some((id, _)), None) => {
                 self.wheel.cancel(id);
@@ -479,9 +476,7 @@ impl<A: App> Endpoint<A> {
                 app.peer_closed(h, c, &mut ctl);
             }
         }
-        if let Some(w) = ctl.wake {
-            s.wake = Some(s.wake.map_or(w, |x| x.min(w)));
-        }
+        s.wake = earliest(s.wake, ctl.wake);
         Self::apply(tcb, s.conn.as_ref(), ctl);
         let tcb = s.tcb.as_mut().expect("checked above");
         let end = tcb.take_notes().end.or(notes.end);
@@ -708,9 +703,7 @@ impl<A: App> Endpoint<A> {
             ctl.abort();
         }
         let tcb = s.tcb.as_mut().expect("checked above");
-        if let Some(w) = ctl.wake {
-            s.wake = Some(s.wake.map_or(w, |x| x.min(w)));
-        }
+        s.wake = earliest(s.wake, ctl.wake);
         Self::apply(tcb, s.conn.as_ref(), ctl);
         self.after(app, idx);
     }

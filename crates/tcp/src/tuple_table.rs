@@ -42,11 +42,6 @@ impl<V: Copy> TupleTable<V> {
         self.len
     }
 
-    /// Where its slots lie (address, bytes).
-    pub(crate) fn region(&self) -> (*const u8, usize) {
-        (self.slots.as_ptr().cast(), std::mem::size_of_val(&self.slots[..]))
-    }
-
     pub(crate) fn is_empty(&self) -> bool {
         self.len == 0
     }

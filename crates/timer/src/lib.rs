@@ -71,11 +71,6 @@ impl<T: Copy> TimerWheel<T> {
         }
     }
 
-    /// Where its timers lie (address, bytes): sized at start, never moved.
-    pub fn region(&self) -> (*const u8, usize) {
-        (self.nodes.as_ptr().cast(), std::mem::size_of_val(&self.nodes[..]))
-    }
-
     /// Timers scheduled and not yet fired or cancelled.
     pub fn len(&self) -> usize {
         self.len

@@ -55,7 +55,7 @@ pub struct EchoArgs {
     #[arg(long, default_value_t = 100_000_000, value_name = "N")]
     pub source_bytes: u64,
     /// With --proto tcp: connections each engine holds at most (every state but TIME-WAIT);
-    /// a SYN beyond it is dropped and counted (`sirocco_tcp_table_full_total`). The
+    /// a SYN beyond it is reset and counted (`sirocco_tcp_table_full_total`). The
     /// connection table and timers are sized for it at start.
     #[arg(long, default_value_t = 65_536, value_name = "N", value_parser = clap::value_parser!(u64).range(1..=16_777_216))]
     pub max_conns: u64,
