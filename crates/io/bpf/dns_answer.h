@@ -13,12 +13,16 @@
 #pragma once
 
 #define DNS_NAME_MAX 64
+#define DNS_SHORT_MAX 32
 #define DNS_BODY_SMALL 104
 #define DNS_BODY_MAX 488
 #define DNS_LARGE_ID 0x80000000u
 #define DNS_PATCHES 4
 #define DNS_SUFFIXES 8
 #define DNS_TYPES 6
+#define DNS_PROBES 16
+#define DNS_SLOT_SIZE 384
+#define DNS_LONG_NODE 0x80000000u
 #define DNS_PASS_ID 0xffffffffu
 #define DNS_SAME_ID 0xfffffffeu
 #define DNS_SELF_CUT 1
@@ -49,6 +53,7 @@ enum dns_why {
 struct dns_key {
     __u8 name[DNS_NAME_MAX];  // wire form, lower case, right-aligned, zeros in front
 };
+
 
 // Which answer: its id (DNS_PASS_ID: the engine answers) and the one with DO (DNS_SAME_ID:
 // the same).
@@ -86,16 +91,42 @@ struct dns_answer_large {
 // names below it that do not exist, a wildcard's types and every other. A list cut short
 // (more types than it holds) sends the types not in it to the engine. The answer to its first
 // type is kept in it too (`first_id` says which), saving the most common query a second
-// lookup — a cache miss. In the order a positive answer reads it: the key (before the
-// value), the own types, the first answer; the wildcard's types last.
+// lookup — a cache miss. In the order a positive answer reads it, behind the key: the own
+// types, the first answer; what names below it get last.
 struct dns_node {
+    __u8 used, nself, nwild, flags;
+    __u32 first_id;
+    struct dns_pick self[DNS_TYPES];
+    struct dns_answer first;
     __u32 other, other_do;
     __u32 below, below_do;
-    __u8 nself, nwild, flags, pad;
-    struct dns_pick self[DNS_TYPES];
-    __u32 first_id;
-    struct dns_answer first;
     struct dns_pick wild[DNS_TYPES];
+};
+
+// The index is open-addressed in an array of 8-byte slots (an array's lookup is inlined;
+// a hash map's walks a bucket, then its element: two cache misses and a call), small enough
+// to stay in cache: a slot holds a tag of the name's hash and the position of its node in a
+// dense array of nodes (DNS_LONG_NODE: in the long names'). Filled by Robin Hood insertion, so
+// a name sits in the run of used slots that starts at its hash (within DNS_PROBES), and a name
+// not there is not in the index.
+struct dns_slot {
+    __u32 tag;  // 0: unused
+    __u32 node;
+};
+
+// A node with its name: whole cache lines, the array's values start on a page
+// (BPF_F_MMAPABLE), so the key and the common query's fields share the first line. Most names
+// are short: their key is the last 32 bytes of the long one, in an array of their own.
+struct dns_short_slot {
+    __u8 name[DNS_SHORT_MAX];
+    struct dns_node node;
+    __u8 pad[DNS_SLOT_SIZE - DNS_SHORT_MAX - sizeof(struct dns_node)];
+};
+
+struct dns_long_slot {
+    __u8 name[DNS_NAME_MAX];
+    struct dns_node node;
+    __u8 pad[DNS_SLOT_SIZE - DNS_NAME_MAX - sizeof(struct dns_node)];
 };
 
 struct dns_cfg {
@@ -104,6 +135,9 @@ struct dns_cfg {
     __u32 rrl_rate;  // responses per second per prefix answered here; 0: no limit
     __u32 v4_mask;   // network order
     __u8 v6_mask[16];
+    __u64 seed;      // of the index's hash
+    __u32 mask;      // slots - 1 of the index (a power of two)
+    __u32 pad;
 };
 
 struct dns_scratch {
@@ -129,12 +163,13 @@ struct rrl_slot {
 
 // Sized at load for the zones served (a table much larger than its contents spreads every
 // lookup over memory no cache holds); answers in arrays, found by their index.
-#define DNS_INDEX(n)                                 \
+#define DNS_INDEX(n, v)                              \
     struct {                                         \
-        __uint(type, BPF_MAP_TYPE_HASH);             \
+        __uint(type, BPF_MAP_TYPE_ARRAY);            \
         __uint(max_entries, 1024);                   \
-        __type(key, struct dns_key);                 \
-        __type(value, struct dns_node);              \
+        __uint(map_flags, BPF_F_MMAPABLE);           \
+        __type(key, __u32);                          \
+        __type(value, v);                            \
     } n SEC(".maps")
 #define DNS_ANSWERS(n, v)                            \
     struct {                                         \
@@ -145,8 +180,12 @@ struct rrl_slot {
     } n SEC(".maps")
 
 // Two generations: a reload fills the one not in use, then flips dns_cfg.gen.
-DNS_INDEX(dns_index0);
-DNS_INDEX(dns_index1);
+DNS_INDEX(dns_index0, struct dns_slot);
+DNS_INDEX(dns_index1, struct dns_slot);
+DNS_INDEX(dns_long0, struct dns_long_slot);
+DNS_INDEX(dns_long1, struct dns_long_slot);
+DNS_INDEX(dns_short0, struct dns_short_slot);
+DNS_INDEX(dns_short1, struct dns_short_slot);
 DNS_ANSWERS(dns_answers0, struct dns_answer);
 DNS_ANSWERS(dns_answers1, struct dns_answer);
 DNS_ANSWERS(dns_large0, struct dns_answer_large);
@@ -213,11 +252,102 @@ static __always_inline __u16 swab16(__u16 v)
     return (v >> 8) | (v << 8);
 }
 
-static __always_inline struct dns_node *dns_find(__u32 gen, struct dns_key *k)
+// The index's hash of a key's words (as crates/io/src/dns_answers.rs computes it).
+static __always_inline __u64 dns_hash(const __u64 *w, int n, __u64 seed)
 {
-    if (gen)
-        return bpf_map_lookup_elem(&dns_index1, k);
-    return bpf_map_lookup_elem(&dns_index0, k);
+    __u64 h = seed;
+    for (int i = 0; i < n; i++) {
+        h ^= w[i];
+        h *= 0x9e3779b97f4a7c15ull;
+        h ^= h >> 32;
+    }
+    return h;
+}
+
+// A map's value at `idx`, the lookup kept apart from any other (a distinct `tag`): clang
+// would otherwise make one call of two that differ in the map, which the verifier cannot
+// inline.
+#define DNS_GET(map, idx, tag)                                 \
+    ({                                                         \
+        __u32 i_ = (idx);                                      \
+        void *v_ = bpf_map_lookup_elem(&map, &i_);             \
+        asm volatile("/* " tag " */" : "+r"(v_));              \
+        v_;                                                    \
+    })
+
+// Whether node `id` of `nodes` holds the name (its `nw` words at `w`).
+#define DNS_SAME(nodes, slot_t, id, w, nw, tag)                                               \
+    ({                                                                                       \
+        slot_t *n_ = DNS_GET(nodes, id, tag);                                                \
+        int same_ = n_ != 0;                                                                 \
+        if (n_) {                                                                            \
+            const __u64 *nw_ = (const __u64 *)n_->name;                                      \
+            for (int j = 0; j < (nw); j++)                                                   \
+                same_ &= nw_[j] == (w)[j];                                                   \
+        }                                                                                    \
+        same_;                                                                               \
+    })
+
+// The slots of `index` from the name's home on, up to an unused one: the node (in `nodes`)
+// whose tag and name match, or -1.
+#define DNS_PROBE(index, nodes, slot_t, w, nw, long_bit, t1, t2)                              \
+    for (int i = 0; i < DNS_PROBES; i++) {                                                   \
+        struct dns_slot *sl = DNS_GET(index, (home + i) & mask, t1);                         \
+        if (!sl || !sl->tag)                                                                 \
+            return -1;                                                                       \
+        __u32 id = sl->node;                                                                 \
+        if (sl->tag == tag && (id & DNS_LONG_NODE) == (long_bit) &&                          \
+            DNS_SAME(nodes, slot_t, id & ~DNS_LONG_NODE, w, nw, t2))                          \
+            return id & ~DNS_LONG_NODE;                                                      \
+    }                                                                                        \
+    return -1;
+
+// The node of the name right-aligned in this CPU's key, `len` bytes long, in generation
+// `gen` (in the short names' array for a short one), or -1. A function the verifier checks
+// once, whoever calls it.
+__attribute__((noinline)) int dns_find_node(__u32 gen, __u32 len)
+{
+    __u32 zero = 0;
+    struct dns_cfg *cfg = bpf_map_lookup_elem(&dns_cfg, &zero);
+    struct dns_scratch *s = bpf_map_lookup_elem(&dns_scratch, &zero);
+    if (!cfg || !s)
+        return -1;
+    const __u64 *w = (const __u64 *)s->key.name;
+    __u32 mask = cfg->mask;
+    if (len <= DNS_SHORT_MAX) {
+        __u64 h = dns_hash(w + 4, 4, cfg->seed);
+        __u32 home = (__u32)h, tag = (__u32)(h >> 32) | 1;
+        if (gen) {
+            DNS_PROBE(dns_index1, dns_short1, struct dns_short_slot, w + 4, 4, 0, "i1s", "n1s")
+        }
+        DNS_PROBE(dns_index0, dns_short0, struct dns_short_slot, w + 4, 4, 0, "i0s", "n0s")
+    }
+    __u64 h = dns_hash(w, 8, cfg->seed);
+    __u32 home = (__u32)h, tag = (__u32)(h >> 32) | 1;
+    if (gen) {
+        DNS_PROBE(dns_index1, dns_long1, struct dns_long_slot, w, 8, DNS_LONG_NODE, "i1l", "n1l")
+    }
+    DNS_PROBE(dns_index0, dns_long0, struct dns_long_slot, w, 8, DNS_LONG_NODE, "i0l", "n0l")
+}
+
+// The node of the name right-aligned in this CPU's key, `len` bytes long.
+static __always_inline struct dns_node *dns_find(__u32 gen, __u32 len)
+{
+    int at = dns_find_node(gen, len);
+    if (at < 0)
+        return 0;
+    if (len <= DNS_SHORT_MAX) {
+        struct dns_short_slot *sh = gen ? DNS_GET(dns_short1, at, "s1") : DNS_GET(dns_short0, at, "s0");
+        if (!sh)
+            return 0;
+        OPAQUE(sh);  // after the check: clang would take the field's address before it
+        return &sh->node;
+    }
+    struct dns_long_slot *lg = gen ? DNS_GET(dns_long1, at, "l1") : DNS_GET(dns_long0, at, "l0");
+    if (!lg)
+        return 0;
+    OPAQUE(lg);
+    return &lg->node;
 }
 
 static __always_inline struct dns_answer *dns_body(__u32 gen, __u32 id)
@@ -424,7 +554,7 @@ __attribute__((noinline)) long dns_answer(struct xdp_md *ctx, __u32 off, __u32 m
     // The name itself, else its closest encloser: each shorter suffix in turn, to the root.
     __u32 pick = DNS_PASS_ID, pick_do = DNS_PASS_ID;
     int found = 0;
-    struct dns_node *node = dns_find(gen, k);
+    struct dns_node *node = dns_find(gen, n);
     if (node) {
         found = 1;
         pick_type(node->self, node->nself, node->flags & DNS_SELF_CUT, qtype, node->other, node->other_do, &pick,
@@ -440,7 +570,7 @@ __attribute__((noinline)) long dns_answer(struct xdp_md *ctx, __u32 off, __u32 m
             __s32 lim = 64 - (__s32)n + (__s32)cut;
             for (int i = 0; i < 8; i++)
                 words[i] = clear_front(words[i], lim, 8 * i);
-            node = dns_find(gen, k);
+            node = dns_find(gen, n - cut);
             if (node) {
                 found = 1;
                 pick_type(node->wild, node->nwild, node->flags & DNS_WILD_CUT, qtype, node->below, node->below_do,

@@ -2,11 +2,19 @@
 //! program answers from with XDP_TX, in two generations so a new table is installed whole
 //! and switched to at once, never seen half written.
 
-use aya::maps::{Array, HashMap, MapData, PerCpuArray};
+use aya::maps::{Array, MapData, PerCpuArray};
 use aya::Ebpf;
 
 /// Wire bytes of a question name the key holds (longer names go to the engine).
 pub const NAME_MAX: usize = 64;
+/// Names up to this long are kept in an index of their own, keyed by the key's last bytes.
+const SHORT_MAX: usize = 32;
+/// Slots of the index a name may sit past the one its hash gives (`DNS_PROBES`).
+const PROBES: usize = 16;
+/// Bytes of a node with its name (`DNS_SLOT_SIZE`): whole cache lines.
+const SLOT_SIZE: usize = 384;
+/// A node id's bit saying it is in the long names' array (`DNS_LONG_NODE`).
+const LONG_NODE: u32 = 0x8000_0000;
 /// Body bytes of a small answer (most are).
 const BODY_SMALL: usize = 104;
 /// Body bytes an answer may have.
@@ -25,15 +33,11 @@ pub const TYPES: usize = 6;
 const SELF_CUT: u8 = 1;
 const WILD_CUT: u8 = 2;
 
-/// Key of the index maps (a name); must match `struct dns_key`.
-#[repr(C)]
+/// A name as the index keys it (`struct dns_key`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub struct Key {
     name: [u8; NAME_MAX],
 }
-
-// SAFETY: bytes only.
-unsafe impl aya::Pod for Key {}
 
 impl Key {
     /// The key of `name` (wire form, at most [`NAME_MAX`] bytes): lower-cased and
@@ -46,6 +50,32 @@ impl Key {
         k.name[NAME_MAX - name.len()..].copy_from_slice(name);
         k.name.make_ascii_lowercase();
         Some(k)
+    }
+
+    /// A name of at most `SHORT_MAX` bytes (its key's front is zeros).
+    fn is_short(&self) -> bool {
+        self.name[..NAME_MAX - SHORT_MAX].iter().all(|&b| b == 0)
+    }
+
+    /// The bytes the index holds: the last `SHORT_MAX` for a short name.
+    fn stored(&self) -> &[u8] {
+        if self.is_short() {
+            &self.name[NAME_MAX - SHORT_MAX..]
+        } else {
+            &self.name
+        }
+    }
+
+    /// The program's hash of the key (`dns_hash`): over its stored bytes as little-endian
+    /// words. Its low half places the name in the index, its high half is the slot's tag.
+    fn hash(&self, seed: u64) -> u64 {
+        let mut h = seed;
+        for w in self.stored().chunks_exact(8) {
+            h ^= u64::from_le_bytes(w.try_into().expect("8 bytes"));
+            h = h.wrapping_mul(0x9e37_79b9_7f4a_7c15);
+            h ^= h >> 32;
+        }
+        h
     }
 }
 
@@ -66,24 +96,109 @@ struct PickC {
 #[repr(C)]
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 struct NodeC {
+    used: u8,
+    nself: u8,
+    nwild: u8,
+    flags: u8,
+    first_id: u32,
+    own: [PickC; TYPES],
+    first: Small,
     other: u32,
     other_do: u32,
     below: u32,
     below_do: u32,
-    nself: u8,
-    nwild: u8,
-    flags: u8,
-    pad: u8,
-    own: [PickC; TYPES],
-    first_id: u32,
-    first: Small,
     wild: [PickC; TYPES],
 }
 
-// SAFETY: u32, u16 and u8 fields laid out without padding (20 + 72 + 4 + 128 + 72 bytes), any
+const NODE_SIZE: usize = 8 + 72 + 128 + 16 + 72;
+const _: () = assert!(std::mem::size_of::<NodeC>() == NODE_SIZE);
+
+/// An index slot (`struct dns_slot`): a tag of the name's hash (0: unused) and its node.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default)]
+struct IndexSlot {
+    tag: u32,
+    node: u32,
+}
+
+// SAFETY: two u32, any bit pattern.
+unsafe impl aya::Pod for IndexSlot {}
+
+/// A node with its name: the stored key, the node, padding to `SLOT_SIZE` (`struct
+/// dns_short_slot` with `K` = `SHORT_MAX`, `struct dns_long_slot` with `NAME_MAX`).
+#[repr(C)]
+#[derive(Clone, Copy, Debug)]
+struct Slot<const K: usize, const P: usize> {
+    name: [u8; K],
+    node: NodeC,
+    pad: [u8; P],
+}
+
+type ShortSlot = Slot<SHORT_MAX, { SLOT_SIZE - SHORT_MAX - NODE_SIZE }>;
+type LongSlot = Slot<NAME_MAX, { SLOT_SIZE - NAME_MAX - NODE_SIZE }>;
+const _: () = assert!(std::mem::size_of::<ShortSlot>() == SLOT_SIZE);
+const _: () = assert!(std::mem::size_of::<LongSlot>() == SLOT_SIZE);
+
+// SAFETY: u32, u16 and u8 fields laid out without padding (the sizes are asserted above), any
 // bit pattern.
-unsafe impl aya::Pod for NodeC {}
-const _: () = assert!(std::mem::size_of::<NodeC>() == 20 + 72 + 4 + 128 + 72);
+unsafe impl<const K: usize, const P: usize> aya::Pod for Slot<K, P> {}
+
+impl<const K: usize, const P: usize> Slot<K, P> {
+    fn new(key: &Key, node: NodeC) -> Self {
+        Slot { name: key.stored().try_into().expect("a key of this index"), node, pad: [0; P] }
+    }
+}
+
+impl NodeC {
+    fn empty() -> NodeC {
+        NodeC {
+            used: 0,
+            nself: 0,
+            nwild: 0,
+            flags: 0,
+            first_id: PASS,
+            own: [PickC::default(); TYPES],
+            first: Small { head: Head::default(), body: [0; BODY_SMALL] },
+            other: PASS,
+            other_do: PASS,
+            below: PASS,
+            below_do: PASS,
+            wild: [PickC::default(); TYPES],
+        }
+    }
+}
+
+/// Places entries (by their hash) in `slots` slots by Robin Hood linear probing: each
+/// within `PROBES` of its home, in the run of used slots that starts there. The slot of
+/// each entry (an index into `homes`), or None when one cannot be placed.
+fn place(homes: &[u32], slots: usize) -> Option<Vec<u32>> {
+    const EMPTY: u32 = u32::MAX;
+    let mask = slots - 1;
+    let mut table = vec![EMPTY; slots];
+    for e in 0..homes.len() as u32 {
+        let (mut cur, mut dist) = (e, 0usize);
+        let mut at = homes[cur as usize] as usize & mask;
+        loop {
+            if dist >= PROBES {
+                return None;
+            }
+            let held = table[at];
+            if held == EMPTY {
+                table[at] = cur;
+                break;
+            }
+            let theirs = at.wrapping_sub(homes[held as usize] as usize) & mask;
+            if theirs < dist {
+                table[at] = cur;
+                cur = held;
+                dist = theirs;
+            }
+            at = (at + 1) & mask;
+            dist += 1;
+        }
+    }
+    Some(table)
+}
 
 /// What a name answers: its own types apart and every other type; for names below it that
 /// do not exist, a wildcard's types apart and every other.
@@ -181,8 +296,12 @@ pub struct Table {
 /// How many entries each of the program's DNS tables may hold.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Capacity {
-    /// Keys of the index.
+    /// Slots of the index (a power of two).
     pub keys: u32,
+    /// Nodes of short names.
+    pub short_keys: u32,
+    /// Nodes of long names.
+    pub long_keys: u32,
     /// Small answers.
     pub small: u32,
     /// Large answers.
@@ -192,7 +311,7 @@ pub struct Capacity {
 impl Default for Capacity {
     /// Room for a small zone (the tables of a filter that answers no DNS stay unused).
     fn default() -> Capacity {
-        Capacity { keys: 1024, small: 1024, large: 256 }
+        Capacity { keys: 2048, short_keys: 1024, long_keys: 256, small: 1024, large: 256 }
     }
 }
 
@@ -201,8 +320,17 @@ impl Table {
     pub fn capacity(&self) -> Capacity {
         let large = self.answers.iter().filter(|a| a.large()).count();
         let room = |n: usize| (2 * n).clamp(256, 1 << 24) as u32;
-        // The index is a hash table: twice its names keeps its buckets short.
-        Capacity { keys: room(self.index.len()), small: room(self.answers.len() - large), large: room(large) }
+        // The index is open-addressed: at most half full (once grown to twice its names),
+        // its runs of used slots stay short.
+        let short = self.index.iter().filter(|(k, _)| k.is_short()).count();
+        let slots = (4 * self.index.len()).next_power_of_two().clamp(256, 1 << 26) as u32;
+        Capacity {
+            keys: slots,
+            short_keys: room(short),
+            long_keys: room(self.index.len() - short),
+            small: room(self.answers.len() - large),
+            large: room(large),
+        }
     }
 }
 
@@ -215,10 +343,15 @@ struct Cfg {
     rrl_rate: u32,
     v4_mask: [u8; 4],
     v6_mask: [u8; 16],
+    seed: u64,
+    mask: u32,
+    pad: u32,
 }
 
-// SAFETY: u32 fields and byte arrays, no padding (16 + 16 bytes), any bit pattern.
+// SAFETY: u32 and u64 fields and byte arrays, no padding (16 + 16 + 8 + 8 bytes), any bit
+// pattern.
 unsafe impl aya::Pod for Cfg {}
+const _: () = assert!(std::mem::size_of::<Cfg>() == 48);
 
 /// Why queries were passed to the engine, as the program counts them (its `enum dns_why`).
 pub const REASONS: [&str; 12] =
@@ -226,15 +359,24 @@ pub const REASONS: [&str; 12] =
 
 /// The program's DNS maps, taken from the loaded filter.
 pub struct DnsMaps {
-    index: [HashMap<MapData, Key, NodeC>; 2],
+    index: [Array<MapData, IndexSlot>; 2],
+    short: [Array<MapData, ShortSlot>; 2],
+    long: [Array<MapData, LongSlot>; 2],
     small: [Array<MapData, Small>; 2],
     large: [Array<MapData, Large>; 2],
     cfg: Array<MapData, Cfg>,
     stats: PerCpuArray<MapData, u64>,
-    /// What each generation holds now (to clear it before it is filled again): keys, small
-    /// and large answers.
-    held: [(Vec<Key>, u32, u32); 2],
+    /// What each generation holds now (to clear it before it is filled again): the short
+    /// and the long index's used slots, small and large answers.
+    held: [Held; 2],
     current: Cfg,
+}
+
+#[derive(Default)]
+struct Held {
+    slots: Vec<u32>,
+    small: u32,
+    large: u32,
 }
 
 fn take<T: TryFrom<aya::maps::Map>>(ebpf: &mut Ebpf, name: &str) -> Result<T, String>
@@ -247,14 +389,24 @@ where
 
 impl DnsMaps {
     pub(crate) fn take(ebpf: &mut Ebpf) -> Result<DnsMaps, String> {
+        let index: [Array<MapData, IndexSlot>; 2] = [take(ebpf, "dns_index0")?, take(ebpf, "dns_index1")?];
+        // The hash's seed, drawn for this process: names that share their slots cannot be
+        // made ahead.
+        let seed = {
+            use std::hash::{BuildHasher, Hasher};
+            std::collections::hash_map::RandomState::new().build_hasher().finish()
+        };
+        let current = Cfg { seed, mask: index[0].len() - 1, ..Cfg::default() };
         Ok(DnsMaps {
-            index: [take(ebpf, "dns_index0")?, take(ebpf, "dns_index1")?],
+            index,
+            short: [take(ebpf, "dns_short0")?, take(ebpf, "dns_short1")?],
+            long: [take(ebpf, "dns_long0")?, take(ebpf, "dns_long1")?],
             small: [take(ebpf, "dns_answers0")?, take(ebpf, "dns_answers1")?],
             large: [take(ebpf, "dns_large0")?, take(ebpf, "dns_large1")?],
             cfg: take(ebpf, "dns_cfg")?,
             stats: take(ebpf, "dns_stats")?,
-            held: [(Vec::new(), 0, 0), (Vec::new(), 0, 0)],
-            current: Cfg::default(),
+            held: [Held::default(), Held::default()],
+            current,
         })
     }
 
@@ -300,9 +452,9 @@ impl DnsMaps {
     }
 
     fn fill(&mut self, g: usize, t: &Table) -> Result<(), String> {
-        let (keys, _, _) = std::mem::take(&mut self.held[g]);
-        for k in &keys {
-            let _ = self.index[g].remove(k);
+        let old = std::mem::take(&mut self.held[g]);
+        for &i in &old.slots {
+            self.index[g].set(i, IndexSlot::default(), 0).map_err(|e| format!("clearing the DNS index: {e}"))?;
         }
         // Each answer goes to the array of its size; the names give that array's index.
         let mut ids = Vec::with_capacity(t.answers.len());
@@ -312,33 +464,30 @@ impl DnsMaps {
             if a.large() {
                 let mut v = Large { head: a.head, body: [0; BODY_MAX] };
                 v.body[..a.body.len()].copy_from_slice(&a.body);
-                self.large[g].set(held.2, v, 0).map_err(stored)?;
-                ids.push(LARGE_ID | held.2);
-                held.2 += 1;
+                self.large[g].set(held.large, v, 0).map_err(stored)?;
+                ids.push(LARGE_ID | held.large);
+                held.large += 1;
             } else {
                 let mut v = Small { head: a.head, body: [0; BODY_SMALL] };
                 v.body[..a.body.len()].copy_from_slice(&a.body);
-                self.small[g].set(held.1, v, 0).map_err(stored)?;
-                ids.push(held.1);
-                held.1 += 1;
+                self.small[g].set(held.small, v, 0).map_err(stored)?;
+                ids.push(held.small);
+                held.small += 1;
             }
         }
         let id_of = |i: u32| if i == PASS || i == SAME { i } else { ids[i as usize] };
         let pick = |(t, (id, id_do)): &(u16, Pick)| PickC { qtype: *t, pad: 0, id: id_of(*id), id_do: id_of(*id_do) };
-        for (k, n) in &t.index {
+        let node = |n: &Node| {
             let mut c = NodeC {
+                used: 1,
+                nself: n.own.len().min(TYPES) as u8,
+                nwild: n.wild.len().min(TYPES) as u8,
+                flags: if n.own.len() > TYPES { SELF_CUT } else { 0 } | if n.wild.len() > TYPES { WILD_CUT } else { 0 },
                 other: id_of(n.other.0),
                 other_do: id_of(n.other.1),
                 below: id_of(n.below.0),
                 below_do: id_of(n.below.1),
-                nself: n.own.len().min(TYPES) as u8,
-                nwild: n.wild.len().min(TYPES) as u8,
-                flags: if n.own.len() > TYPES { SELF_CUT } else { 0 } | if n.wild.len() > TYPES { WILD_CUT } else { 0 },
-                pad: 0,
-                own: [PickC::default(); TYPES],
-                first_id: PASS,
-                first: Small { head: Head::default(), body: [0; BODY_SMALL] },
-                wild: [PickC::default(); TYPES],
+                ..NodeC::empty()
             };
             // The first type's answer inline, when it is a small one.
             if let Some(&(_, (i, _))) = n.own.first().filter(|(_, (i, _))| *i != PASS && *i != SAME) {
@@ -355,10 +504,33 @@ impl DnsMaps {
             for (slot, p) in c.wild.iter_mut().zip(&n.wild) {
                 *slot = pick(p);
             }
-            self.index[g]
-                .insert(k, c, 0)
-                .map_err(|e| format!("storing a DNS name (more than the room made at start): {e}"))?;
-            self.held[g].0.push(*k);
+            c
+        };
+        // Nodes in two dense arrays (short and long names), the index pointing at them.
+        let seed = self.current.seed;
+        let hashes: Vec<u64> = t.index.iter().map(|(k, _)| k.hash(seed)).collect();
+        let homes: Vec<u32> = hashes.iter().map(|&h| h as u32).collect();
+        let slots = self.index[g].len() as usize;
+        let placed = place(&homes, slots)
+            .ok_or_else(|| format!("{} DNS names do not fit the index made at start ({slots} slots)", t.index.len()))?;
+        let stored = |e| format!("storing a DNS name (more than the room made at start): {e}");
+        let mut ids = Vec::with_capacity(t.index.len());
+        let (mut shorts, mut longs) = (0u32, 0u32);
+        for (k, n) in &t.index {
+            if k.is_short() {
+                self.short[g].set(shorts, ShortSlot::new(k, node(n)), 0).map_err(stored)?;
+                ids.push(shorts);
+                shorts += 1;
+            } else {
+                self.long[g].set(longs, LongSlot::new(k, node(n)), 0).map_err(stored)?;
+                ids.push(LONG_NODE | longs);
+                longs += 1;
+            }
+        }
+        for (at, &e) in placed.iter().enumerate().filter(|(_, &e)| e != u32::MAX) {
+            let slot = IndexSlot { tag: (hashes[e as usize] >> 32) as u32 | 1, node: ids[e as usize] };
+            self.index[g].set(at as u32, slot, 0).map_err(stored)?;
+            self.held[g].slots.push(at as u32);
         }
         Ok(())
     }
@@ -370,5 +542,68 @@ impl DnsMaps {
             *o = self.stats.get(&(i as u32), 0).map(|v| v.iter().sum::<u64>()).unwrap_or(0);
         }
         out
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// What the program does: the slots from `home` on, up to an unused one or `PROBES`.
+    fn probe(table: &[u32], homes: &[u32], home: u32, want: u32) -> Option<u32> {
+        let mask = table.len() - 1;
+        for i in 0..PROBES {
+            let e = table[(home as usize + i) & mask];
+            if e == u32::MAX {
+                return None;
+            }
+            if e == want && homes[e as usize] == home {
+                return Some(e);
+            }
+        }
+        None
+    }
+
+    #[test]
+    fn every_placed_name_is_found_by_the_programs_probe() {
+        let mut x = 0x2545_f491_4f6c_dd1du64;
+        for (n, slots) in [(1usize, 256usize), (1000, 4096), (30_000, 65_536), (65_536, 131_072)] {
+            let homes: Vec<u32> = (0..n)
+                .map(|_| {
+                    x ^= x << 13;
+                    x ^= x >> 7;
+                    x ^= x << 17;
+                    x as u32
+                })
+                .collect();
+            let table = place(&homes, slots).expect("fits at this load");
+            assert_eq!(table.iter().filter(|&&e| e != u32::MAX).count(), n);
+            for (e, &h) in homes.iter().enumerate() {
+                assert_eq!(probe(&table, &homes, h, e as u32), Some(e as u32), "entry {e} of {n}");
+            }
+        }
+    }
+
+    #[test]
+    fn a_full_index_is_refused_not_half_filled() {
+        // Every name on one home: no more than PROBES fit.
+        assert!(place(&[7; PROBES], 1024).is_some());
+        assert!(place(&[7; PROBES + 1], 1024).is_none());
+        assert!(place(&[0; 300], 256).is_none());
+    }
+
+    #[test]
+    fn short_names_are_stored_without_their_zero_front() {
+        let short = Key::new(b"\x03www\x07example\x03com\x00").unwrap();
+        assert!(short.is_short());
+        assert_eq!(short.stored().len(), SHORT_MAX);
+        let long = Key::new(b"\x24a-long-owner-name-for-the-long-index\x07example\x03com\x00").unwrap();
+        assert!(!long.is_short());
+        assert_eq!(long.stored().len(), NAME_MAX);
+        // Letter case does not change the key, nor its hash.
+        let upper = Key::new(b"\x03WWW\x07Example\x03COM\x00").unwrap();
+        assert_eq!(upper, short);
+        assert_eq!(upper.hash(42), short.hash(42));
+        assert_ne!(short.hash(42), short.hash(43));
     }
 }

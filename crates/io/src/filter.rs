@@ -115,6 +115,8 @@ impl Filter {
         let mut loader = aya::EbpfLoader::new();
         for g in 0..2 {
             loader.set_max_entries(["dns_index0", "dns_index1"][g], dns.keys.max(1));
+            loader.set_max_entries(["dns_short0", "dns_short1"][g], dns.short_keys.max(1));
+            loader.set_max_entries(["dns_long0", "dns_long1"][g], dns.long_keys.max(1));
             loader.set_max_entries(["dns_answers0", "dns_answers1"][g], dns.small.max(1));
             loader.set_max_entries(["dns_large0", "dns_large1"][g], dns.large.max(1));
         }
