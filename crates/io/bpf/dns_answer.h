@@ -27,6 +27,7 @@
 #define DNS_SAME_ID 0xfffffffeu
 #define DNS_SELF_CUT 1
 #define DNS_WILD_CUT 2
+#define DNS_INLINE 4
 #define GRANT_DNS 2
 #define MAX_UDP_ANSWER 1232
 #define OPT_LEN 11
@@ -90,14 +91,15 @@ struct dns_answer_large {
 // Everything a name answers, found with one lookup: its own types and every other, and for
 // names below it that do not exist, a wildcard's types and every other. A list cut short
 // (more types than it holds) sends the types not in it to the engine. The answer to its first
-// type is kept in it too (`first_id` says which), saving the most common query a second
-// lookup — a cache miss. In the order a positive answer reads it, behind the key: the own
-// types, the first answer; what names below it get last.
+// type is kept in it too (DNS_INLINE), saving the most common query a second lookup — a
+// cache miss. In the order that query reads it: behind a short name's key, the first type
+// and its answer's header fill the first cache line, the answer's body the next; what other
+// types and names below it need comes last.
 struct dns_node {
     __u8 used, nself, nwild, flags;
-    __u32 first_id;
-    struct dns_pick self[DNS_TYPES];
-    struct dns_answer first;
+    struct dns_pick self0;                 // the first of the own types
+    struct dns_answer first;               // its answer, with DNS_INLINE
+    struct dns_pick self[DNS_TYPES - 1];   // the other own types
     __u32 other, other_do;
     __u32 below, below_do;
     struct dns_pick wild[DNS_TYPES];
@@ -557,8 +559,14 @@ __attribute__((noinline)) long dns_answer(struct xdp_md *ctx, __u32 off, __u32 m
     struct dns_node *node = dns_find(gen, n);
     if (node) {
         found = 1;
-        pick_type(node->self, node->nself, node->flags & DNS_SELF_CUT, qtype, node->other, node->other_do, &pick,
-                  &pick_do);
+        if (node->nself && node->self0.qtype == qtype) {
+            pick = node->self0.id;
+            pick_do = node->self0.id_do;
+        } else {
+            __u32 rest = node->nself ? node->nself - 1 : 0;
+            pick_type(node->self, rest, node->flags & DNS_SELF_CUT, qtype, node->other, node->other_do, &pick,
+                      &pick_do);
+        }
     } else {
         for (__u32 j = 1; j <= DNS_SUFFIXES; j++) {
             if (j > labels)
@@ -592,7 +600,7 @@ __attribute__((noinline)) long dns_answer(struct xdp_md *ctx, __u32 off, __u32 m
     struct dns_answer *a;
     const __u8 *body;
     __u32 blen;
-    if (node && aid == node->first_id) {
+    if (node && (node->flags & DNS_INLINE) && aid == node->self0.id) {
         a = &node->first;
         blen = a->len;
         if (blen > DNS_BODY_SMALL)

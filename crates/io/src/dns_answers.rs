@@ -32,6 +32,7 @@ pub const SAME: u32 = u32::MAX - 1;
 pub const TYPES: usize = 6;
 const SELF_CUT: u8 = 1;
 const WILD_CUT: u8 = 2;
+const INLINE: u8 = 4;
 
 /// A name as the index keys it (`struct dns_key`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -100,9 +101,9 @@ struct NodeC {
     nself: u8,
     nwild: u8,
     flags: u8,
-    first_id: u32,
-    own: [PickC; TYPES],
+    own0: PickC,
     first: Small,
+    own: [PickC; TYPES - 1],
     other: u32,
     other_do: u32,
     below: u32,
@@ -110,7 +111,7 @@ struct NodeC {
     wild: [PickC; TYPES],
 }
 
-const NODE_SIZE: usize = 8 + 72 + 128 + 16 + 72;
+const NODE_SIZE: usize = 4 + 12 + 128 + 60 + 16 + 72;
 const _: () = assert!(std::mem::size_of::<NodeC>() == NODE_SIZE);
 
 /// An index slot (`struct dns_slot`): a tag of the name's hash (0: unused) and its node.
@@ -156,9 +157,9 @@ impl NodeC {
             nself: 0,
             nwild: 0,
             flags: 0,
-            first_id: PASS,
-            own: [PickC::default(); TYPES],
+            own0: PickC::default(),
             first: Small { head: Head::default(), body: [0; BODY_SMALL] },
+            own: [PickC::default(); TYPES - 1],
             other: PASS,
             other_do: PASS,
             below: PASS,
@@ -493,12 +494,15 @@ impl DnsMaps {
             if let Some(&(_, (i, _))) = n.own.first().filter(|(_, (i, _))| *i != PASS && *i != SAME) {
                 let a = &t.answers[i as usize];
                 if !a.large() {
-                    c.first_id = ids[i as usize];
+                    c.flags |= INLINE;
                     c.first.head = a.head;
                     c.first.body[..a.body.len()].copy_from_slice(&a.body);
                 }
             }
-            for (slot, p) in c.own.iter_mut().zip(&n.own) {
+            if let Some(p) = n.own.first() {
+                c.own0 = pick(p);
+            }
+            for (slot, p) in c.own.iter_mut().zip(n.own.iter().skip(1)) {
                 *slot = pick(p);
             }
             for (slot, p) in c.wild.iter_mut().zip(&n.wild) {
