@@ -150,7 +150,6 @@ struct dns_scratch {
     __u32 name_len;
     __u32 labels;
     __u32 no_tail;       // this CPU's driver refused to grow a frame at its end: grow in front
-    __u8 question[128];  // the question and an OPT record, as the client wrote them
     __u8 front[256];     // the headers and the question, while they move
 };
 
@@ -466,8 +465,13 @@ __attribute__((noinline)) long dns_answer(struct xdp_md *ctx, __u32 off, __u32 m
         return dns_count(DNS_OFF);
     if (msg_len < 17 || msg_len > 512 || off > 64)
         return dns_count(DNS_NOT_QUERY);
-    __u8 hdr[12];
-    if (bpf_xdp_load_bytes(ctx, off, hdr, 12))
+    // Read in place (a helper's copy is a call each).
+    __u8 *end = (__u8 *)(long)ctx->data_end;
+    __u32 at_msg = off;
+    OPAQUE(at_msg);  // so that clang keeps the mask the verifier needs (it knows off <= 64)
+    at_msg &= 0x7f;
+    __u8 *hdr = (__u8 *)(long)ctx->data + at_msg;
+    if (hdr + 12 > end)
         return dns_count(DNS_NOT_QUERY);
     // A query (QR 0, opcode 0), not truncated, no Z or rcode bits; one question, nothing
     // else but at most an OPT record.
@@ -484,15 +488,17 @@ __attribute__((noinline)) long dns_answer(struct xdp_md *ctx, __u32 off, __u32 m
     if (avail > DNS_NAME_MAX + 4 + OPT_LEN)
         avail = DNS_NAME_MAX + 4 + OPT_LEN;
     avail = ((avail - 1) & 0x7f) + 1;
-    if (bpf_xdp_load_bytes(ctx, qoff, s->question, avail))
-        return dns_count(DNS_NAME);
+    __u8 *question = hdr + 12;
     __u32 pos = 0;
     __u32 labels = 0;
     int whole = 0;
     for (int i = 0; i < 33; i++) {
         if (pos >= avail)
             return dns_count(DNS_NAME);
-        __u8 l = s->question[pos & 0x7f];
+        __u8 *at = question + (pos & 0x7f);
+        if (at + 1 > end)
+            return dns_count(DNS_NAME);
+        __u8 l = *at;
         if (l == 0) {
             pos += 1;
             whole = 1;
@@ -518,7 +524,9 @@ __attribute__((noinline)) long dns_answer(struct xdp_md *ctx, __u32 off, __u32 m
     if (n < 1 || n > DNS_NAME_MAX || labels > 32 || n + 4 > avail)
         return dns_count(DNS_NAME);
     __u32 q_end = 12 + n + 4;
-    __u8 *qt = &s->question[n & 0x7f];
+    __u8 *qt = question + (n & 0x7f);
+    if (qt + 4 > end)
+        return dns_count(DNS_NAME);
     __u16 qtype = ((__u16)qt[0] << 8) | qt[1];
     if (qt[2] != 0 || qt[3] != 1)
         return dns_count(DNS_TYPE);
@@ -531,7 +539,9 @@ __attribute__((noinline)) long dns_answer(struct xdp_md *ctx, __u32 off, __u32 m
         // the end of the message.
         if (msg_len != q_end + OPT_LEN || n + 4 + OPT_LEN > avail)
             return dns_count(DNS_EDNS);
-        __u8 *o = &s->question[(n + 4) & 0x7f];
+        __u8 *o = question + ((n + 4) & 0x7f);
+        if (o + OPT_LEN > end)
+            return dns_count(DNS_EDNS);
         if (o[0] != 0 || o[1] != 0 || o[2] != 41 || o[6] != 0 || (o[7] & 0x7f) || o[8] || o[9] || o[10])
             return dns_count(DNS_EDNS);
         udp_size = ((__u16)o[3] << 8) | o[4];
@@ -672,7 +682,7 @@ __attribute__((noinline)) long dns_answer(struct xdp_md *ctx, __u32 off, __u32 m
     sum += (q_end & 1) ? swab16(bsum) : bsum;
     // The small writes go straight to the frame (a helper is a call each).
     __u8 *data = (__u8 *)(long)ctx->data;
-    __u8 *end = (__u8 *)(long)ctx->data_end;
+    end = (__u8 *)(long)ctx->data_end;  // the frame was resized
     // Pointers into the question (and past it) move with its length — not at all for a
     // question as long as the one the answer was prepared for.
     __s32 shift = (__s32)n - (__s32)a->base_len;
