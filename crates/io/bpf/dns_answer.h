@@ -176,6 +176,7 @@ struct rrl_slot {
     struct {                                         \
         __uint(type, BPF_MAP_TYPE_ARRAY);            \
         __uint(max_entries, 1024);                   \
+        __uint(map_flags, BPF_F_MMAPABLE);           \
         __type(key, __u32);                          \
         __type(value, v);                            \
     } n SEC(".maps")

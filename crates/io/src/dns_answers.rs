@@ -2,8 +2,9 @@
 //! program answers from with XDP_TX, in two generations so a new table is installed whole
 //! and switched to at once, never seen half written.
 
-use aya::maps::{Array, MapData, PerCpuArray};
+use aya::maps::{Array, IterableMap, MapData, PerCpuArray};
 use aya::Ebpf;
+use std::os::fd::{AsFd, AsRawFd};
 
 /// Wire bytes of a question name the key holds (longer names go to the engine).
 pub const NAME_MAX: usize = 64;
@@ -360,11 +361,13 @@ pub const REASONS: [&str; 12] =
 
 /// The program's DNS maps, taken from the loaded filter.
 pub struct DnsMaps {
-    index: [Array<MapData, IndexSlot>; 2],
-    short: [Array<MapData, ShortSlot>; 2],
-    long: [Array<MapData, LongSlot>; 2],
-    small: [Array<MapData, Small>; 2],
-    large: [Array<MapData, Large>; 2],
+    index: [Mapped<IndexSlot>; 2],
+    short: [Mapped<ShortSlot>; 2],
+    long: [Mapped<LongSlot>; 2],
+    /// The maps behind the mappings (they keep the maps open).
+    _arrays: Arrays,
+    small: [Mapped<Small>; 2],
+    large: [Mapped<Large>; 2],
     cfg: Array<MapData, Cfg>,
     stats: PerCpuArray<MapData, u64>,
     /// What each generation holds now (to clear it before it is filled again): the short
@@ -372,6 +375,63 @@ pub struct DnsMaps {
     held: [Held; 2],
     current: Cfg,
 }
+
+type Arrays = (
+    Vec<Array<MapData, IndexSlot>>,
+    Vec<Array<MapData, ShortSlot>>,
+    Vec<Array<MapData, LongSlot>>,
+    Vec<Array<MapData, Small>>,
+    Vec<Array<MapData, Large>>,
+);
+
+/// An array map's values, mapped into this process (the array is `BPF_F_MMAPABLE`): a table
+/// of a million names is written with stores, not a system call per entry.
+struct Mapped<V> {
+    at: *mut V,
+    len: usize,
+    bytes: usize,
+}
+
+impl<V: aya::Pod> Mapped<V> {
+    fn new(map: &Array<MapData, V>, name: &str) -> Result<Mapped<V>, String> {
+        let len = map.len() as usize;
+        // The kernel lays the values out at their size rounded up to 8 bytes.
+        assert_eq!(std::mem::size_of::<V>() % 8, 0, "{name}: values of a mapped array are 8-byte multiples");
+        let bytes = (len * std::mem::size_of::<V>()).next_multiple_of(4096);
+        let fd = map.map().fd().as_fd().as_raw_fd();
+        // SAFETY: a shared mapping of the map's own value area (the kernel checks the length
+        // and that the map is mappable); nothing else in this process maps it.
+        let at = unsafe {
+            libc::mmap(std::ptr::null_mut(), bytes, libc::PROT_READ | libc::PROT_WRITE, libc::MAP_SHARED, fd, 0)
+        };
+        if at == libc::MAP_FAILED {
+            return Err(format!("mapping the {name} map: {}", std::io::Error::last_os_error()));
+        }
+        Ok(Mapped { at: at.cast(), len, bytes })
+    }
+
+    fn set(&mut self, i: u32, v: V) -> Result<(), String> {
+        let i = i as usize;
+        if i >= self.len {
+            return Err(format!("entry {i} is past the {} made at start", self.len));
+        }
+        // SAFETY: within the mapping (checked above), aligned (the area starts on a page, the
+        // values are 8-byte multiples); the program may read the entry meanwhile, as it may
+        // while a system call writes it — each generation is written while it is not in use.
+        unsafe { self.at.add(i).write_volatile(v) };
+        Ok(())
+    }
+}
+
+impl<V> Drop for Mapped<V> {
+    fn drop(&mut self) {
+        // SAFETY: the mapping made in `new`, not used after this.
+        unsafe { libc::munmap(self.at.cast(), self.bytes) };
+    }
+}
+
+// SAFETY: the mapping is owned by its value; it is plain shared memory.
+unsafe impl<V> Send for Mapped<V> {}
 
 #[derive(Default)]
 struct Held {
@@ -390,7 +450,11 @@ where
 
 impl DnsMaps {
     pub(crate) fn take(ebpf: &mut Ebpf) -> Result<DnsMaps, String> {
-        let index: [Array<MapData, IndexSlot>; 2] = [take(ebpf, "dns_index0")?, take(ebpf, "dns_index1")?];
+        let index: Vec<Array<MapData, IndexSlot>> = vec![take(ebpf, "dns_index0")?, take(ebpf, "dns_index1")?];
+        let short: Vec<Array<MapData, ShortSlot>> = vec![take(ebpf, "dns_short0")?, take(ebpf, "dns_short1")?];
+        let long: Vec<Array<MapData, LongSlot>> = vec![take(ebpf, "dns_long0")?, take(ebpf, "dns_long1")?];
+        let small: Vec<Array<MapData, Small>> = vec![take(ebpf, "dns_answers0")?, take(ebpf, "dns_answers1")?];
+        let large: Vec<Array<MapData, Large>> = vec![take(ebpf, "dns_large0")?, take(ebpf, "dns_large1")?];
         // The hash's seed, drawn for this process: names that share their slots cannot be
         // made ahead.
         let seed = {
@@ -399,11 +463,12 @@ impl DnsMaps {
         };
         let current = Cfg { seed, mask: index[0].len() - 1, ..Cfg::default() };
         Ok(DnsMaps {
-            index,
-            short: [take(ebpf, "dns_short0")?, take(ebpf, "dns_short1")?],
-            long: [take(ebpf, "dns_long0")?, take(ebpf, "dns_long1")?],
-            small: [take(ebpf, "dns_answers0")?, take(ebpf, "dns_answers1")?],
-            large: [take(ebpf, "dns_large0")?, take(ebpf, "dns_large1")?],
+            index: [Mapped::new(&index[0], "dns_index0")?, Mapped::new(&index[1], "dns_index1")?],
+            short: [Mapped::new(&short[0], "dns_short0")?, Mapped::new(&short[1], "dns_short1")?],
+            long: [Mapped::new(&long[0], "dns_long0")?, Mapped::new(&long[1], "dns_long1")?],
+            small: [Mapped::new(&small[0], "dns_answers0")?, Mapped::new(&small[1], "dns_answers1")?],
+            large: [Mapped::new(&large[0], "dns_large0")?, Mapped::new(&large[1], "dns_large1")?],
+            _arrays: (index, short, long, small, large),
             cfg: take(ebpf, "dns_cfg")?,
             stats: take(ebpf, "dns_stats")?,
             held: [Held::default(), Held::default()],
@@ -455,7 +520,7 @@ impl DnsMaps {
     fn fill(&mut self, g: usize, t: &Table) -> Result<(), String> {
         let old = std::mem::take(&mut self.held[g]);
         for &i in &old.slots {
-            self.index[g].set(i, IndexSlot::default(), 0).map_err(|e| format!("clearing the DNS index: {e}"))?;
+            self.index[g].set(i, IndexSlot::default())?;
         }
         // Each answer goes to the array of its size; the names give that array's index.
         let mut ids = Vec::with_capacity(t.answers.len());
@@ -465,13 +530,13 @@ impl DnsMaps {
             if a.large() {
                 let mut v = Large { head: a.head, body: [0; BODY_MAX] };
                 v.body[..a.body.len()].copy_from_slice(&a.body);
-                self.large[g].set(held.large, v, 0).map_err(stored)?;
+                self.large[g].set(held.large, v).map_err(stored)?;
                 ids.push(LARGE_ID | held.large);
                 held.large += 1;
             } else {
                 let mut v = Small { head: a.head, body: [0; BODY_SMALL] };
                 v.body[..a.body.len()].copy_from_slice(&a.body);
-                self.small[g].set(held.small, v, 0).map_err(stored)?;
+                self.small[g].set(held.small, v).map_err(stored)?;
                 ids.push(held.small);
                 held.small += 1;
             }
@@ -514,7 +579,7 @@ impl DnsMaps {
         let seed = self.current.seed;
         let hashes: Vec<u64> = t.index.iter().map(|(k, _)| k.hash(seed)).collect();
         let homes: Vec<u32> = hashes.iter().map(|&h| h as u32).collect();
-        let slots = self.index[g].len() as usize;
+        let slots = self.index[g].len;
         let placed = place(&homes, slots)
             .ok_or_else(|| format!("{} DNS names do not fit the index made at start ({slots} slots)", t.index.len()))?;
         let stored = |e| format!("storing a DNS name (more than the room made at start): {e}");
@@ -522,18 +587,18 @@ impl DnsMaps {
         let (mut shorts, mut longs) = (0u32, 0u32);
         for (k, n) in &t.index {
             if k.is_short() {
-                self.short[g].set(shorts, ShortSlot::new(k, node(n)), 0).map_err(stored)?;
+                self.short[g].set(shorts, ShortSlot::new(k, node(n))).map_err(stored)?;
                 ids.push(shorts);
                 shorts += 1;
             } else {
-                self.long[g].set(longs, LongSlot::new(k, node(n)), 0).map_err(stored)?;
+                self.long[g].set(longs, LongSlot::new(k, node(n))).map_err(stored)?;
                 ids.push(LONG_NODE | longs);
                 longs += 1;
             }
         }
         for (at, &e) in placed.iter().enumerate().filter(|(_, &e)| e != u32::MAX) {
             let slot = IndexSlot { tag: (hashes[e as usize] >> 32) as u32 | 1, node: ids[e as usize] };
-            self.index[g].set(at as u32, slot, 0).map_err(stored)?;
+            self.index[g].set(at as u32, slot).map_err(stored)?;
             self.held[g].slots.push(at as u32);
         }
         Ok(())
