@@ -36,7 +36,7 @@ fn flags(out: &str) -> String {
 fn kdig_gets_authoritative_answers() {
     let net = TestNet::new(1);
     let z = zone();
-    let s = net.start(&["dns", "--iface", &net.srv_if, "--addr", SERVER_OWN, "--zone", &z]);
+    let s = net.start_dns(&z, &[]);
 
     let o = kdig(&net, &["WWW.Example.COM", "A"]);
     assert!(o.contains("status: NOERROR") && flags(&o).contains(" aa"), "{o}");
@@ -109,7 +109,7 @@ fn query(id: u16, name: &[u8]) -> Vec<u8> {
 fn malformed_queries_get_formerr_or_silence_and_the_server_goes_on() {
     let net = TestNet::new(1);
     let z = zone();
-    let s = net.start(&["dns", "--iface", &net.srv_if, "--addr", SERVER_OWN, "--zone", &z]);
+    let s = net.start_dns(&z, &[]);
     let good = query(1, b"\x03WwW\x07ExAmPlE\x03cOm\x00");
     let mut qr = good.clone();
     qr[2] |= 0x80;
@@ -150,7 +150,7 @@ fn malformed_queries_get_formerr_or_silence_and_the_server_goes_on() {
 fn dnsperf_gets_every_query_answered() {
     let net = TestNet::new(1);
     let z = zone();
-    let s = net.start(&["dns", "--iface", &net.srv_if, "--addr", SERVER_OWN, "--zone", &z]);
+    let s = net.start_dns(&z, &[]);
     let queries = std::env::temp_dir().join(format!("sirocco-dnsperf-{}.txt", std::process::id()));
     std::fs::write(&queries, "www.example.com A\nnope.example.com A\nexample.com MX\nWWW.EXAMPLE.COM AAAA\n").unwrap();
     let out = net.exec(
