@@ -239,7 +239,9 @@ fn demo_site_with_curl_wget_ab_and_raw_sockets() {
     );
     assert!(prepared > 6000, "{}", web_line(&log));
     assert!(ready >= prepared, "{}", web_line(&log));
-    assert!(built <= formatted * 2 + 64, "{}", web_line(&log));
+    // A retransmission (a tail probe on a loaded host) may build its segment again.
+    let resent = web_stat(&log, "tcp retransmits");
+    assert!(built <= formatted * 2 + 64 + resent, "{}", web_line(&log));
     assert_eq!(web_stat(&log, "resets out"), 0, "{}", web_line(&log));
     // Pre-copy (the default): every ready segment went out from a replica, and a handful of
     // replicas served thousands of responses.
