@@ -191,29 +191,29 @@ impl Sirocco {
         s
     }
 
-    /// As [`Sirocco::wait_for_log`], going on without it after `limit`.
-    pub fn wait_for_log_or_not(&self, what: &str, limit: Duration) {
+    /// Waits (bounded) until the log shows `what`, then `settle`; whether it showed.
+    fn waited(&self, what: &str, limit: Duration, settle: Duration) -> bool {
         let t = Instant::now();
         while t.elapsed() < limit {
             if self.log().contains(what) {
-                std::thread::sleep(Duration::from_millis(50));
-                return;
+                std::thread::sleep(settle);
+                return true;
             }
             std::thread::sleep(Duration::from_millis(20));
         }
+        false
+    }
+
+    /// As [`Sirocco::wait_for_log`], going on without it after `limit`.
+    pub fn wait_for_log_or_not(&self, what: &str, limit: Duration) {
+        self.waited(what, limit, Duration::from_millis(50));
     }
 
     pub fn wait_for_log(&self, what: &str, limit: Duration) {
-        let t = Instant::now();
-        while t.elapsed() < limit {
-            if self.log().contains(what) {
-                // The engines start right after the banner line; give them a moment.
-                std::thread::sleep(Duration::from_millis(200));
-                return;
-            }
-            std::thread::sleep(Duration::from_millis(20));
+        // The engines start right after the banner line; give them a moment.
+        if !self.waited(what, limit, Duration::from_millis(200)) {
+            panic!("sirocco did not print {what:?} within {limit:?}; log:\n{}", self.log());
         }
-        panic!("sirocco did not print {what:?} within {limit:?}; log:\n{}", self.log());
     }
 
     pub fn pid(&self) -> u32 {
