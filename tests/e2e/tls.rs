@@ -5,13 +5,13 @@
 
 use crate::common::*;
 use crate::stream::{cached_pages, drop_cache};
-use crate::web::{pattern, read_until_closed, split_response, Root};
+use crate::web::{pattern, read_one_response, read_until_closed, split_response, Root};
 use rustls::pki_types::ServerName;
 use sim::tls::client_config;
 use std::collections::HashMap;
 use std::io::{Read, Write};
 use std::net::TcpStream;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 pub use sim::tls::certs;
 
@@ -310,15 +310,7 @@ fn key_update_mid_connection_and_close_notify() {
     let s = start_https(&net, &root, &[]);
     let (first, rest, clean) = with_tls(&net.cli_ns, SERVER_OWN, 443, |tls| {
         tls.write_all(b"GET /a.txt HTTP/1.1\r\nHost: a\r\n\r\n").unwrap();
-        let mut got = Vec::new();
-        let mut b = [0u8; 65536];
-        let t = Instant::now();
-        while split_response(&got, false).is_none() && t.elapsed() < Duration::from_secs(10) {
-            match tls.read(&mut b) {
-                Ok(0) | Err(_) => break,
-                Ok(n) => got.extend_from_slice(&b[..n]),
-            }
-        }
+        let got = read_one_response(tls);
         // Both sides move to new keys: the client asks the server to update too.
         tls.conn.refresh_traffic_keys().unwrap();
         tls.write_all(b"GET /a.txt HTTP/1.1\r\nHost: a\r\nConnection: close\r\n\r\n").unwrap();

@@ -50,6 +50,21 @@ pub fn exchange(ns: &str, dst: &'static str, port: u16, raw: Vec<u8>) -> Vec<u8>
     })
 }
 
+/// Reads until one whole response is in, the peer ends the stream, a read fails, or 10 s
+/// pass.
+pub fn read_one_response(r: &mut impl Read) -> Vec<u8> {
+    let mut got = Vec::new();
+    let mut b = [0u8; 65536];
+    let t = Instant::now();
+    while split_response(&got, false).is_none() && t.elapsed() < Duration::from_secs(10) {
+        match r.read(&mut b) {
+            Ok(0) | Err(_) => break,
+            Ok(n) => got.extend_from_slice(&b[..n]),
+        }
+    }
+    got
+}
+
 /// Reads until the peer ends the stream, a read fails, or 10 s pass.
 pub fn read_until_closed(r: &mut impl Read) -> Vec<u8> {
     let mut out = Vec::new();
@@ -417,16 +432,7 @@ fn a_full_connection_table_refuses_new_connections_and_keeps_the_open_ones() {
     let (refused, kept, after) = in_netns(&net.cli_ns, || {
         let ask = |c: &mut TcpStream| {
             c.write_all(b"GET / HTTP/1.1\r\nHost: a\r\n\r\n").unwrap();
-            let mut got = Vec::new();
-            let mut b = [0u8; 4096];
-            let t = Instant::now();
-            while split_response(&got, false).is_none() && t.elapsed() < Duration::from_secs(10) {
-                match c.read(&mut b) {
-                    Ok(0) | Err(_) => break,
-                    Ok(n) => got.extend_from_slice(&b[..n]),
-                }
-            }
-            split_response(&got, false).map(|(r, _)| r.status)
+            split_response(&read_one_response(c), false).map(|(r, _)| r.status)
         };
         let mut a = TcpStream::connect((SERVER_OWN, 80)).unwrap();
         let mut b = TcpStream::connect((SERVER_OWN, 80)).unwrap();

@@ -8,7 +8,7 @@
 //! question's length (the patches), and an answer that differs in anything else (an NSEC
 //! chosen per name) is left to the engine.
 
-use crate::compile::{BelowKind, Catalog};
+use crate::compile::{BelowKind, Catalog, NodeInfo};
 use crate::server::DnsServer;
 use dns::{rtype, HEADER_LEN};
 use std::collections::HashMap;
@@ -258,18 +258,19 @@ fn pointer_moves(a: &[u8], b: &[u8]) -> Option<Vec<u16>> {
 /// Builds the driver's table for `catalog`: a large catalog's names in two halves on two
 /// threads where the process may use two CPUs (asking the engine is most of the time).
 pub fn build(catalog: &Arc<Catalog>, limits: Limits) -> Table {
-    let names: usize = catalog.zones().iter().map(|z| z.nodes().len()).sum();
-    let halves = names >= crate::compile::PARALLEL_NAMES && crate::compile::several_cpus();
+    let halves = catalog.zones().iter().map(|z| z.names()).sum::<usize>() >= crate::compile::PARALLEL_NAMES
+        && crate::compile::several_cpus();
     build_in(catalog, limits, halves)
 }
 
 fn build_in(catalog: &Arc<Catalog>, limits: Limits, halves: bool) -> Table {
+    let nodes: Vec<NodeInfo> = catalog.zones().iter().flat_map(|z| z.nodes()).collect();
     if !halves {
-        return build_part(catalog, limits, 0, 1).0;
+        return build_part(catalog, &nodes, limits, 0, 1).0;
     }
     let ((mut table, mut ids), (other, _)) = std::thread::scope(|s| {
-        let second = s.spawn(|| build_part(catalog, limits, 1, 2));
-        let first = build_part(catalog, limits, 0, 2);
+        let second = s.spawn(|| build_part(catalog, &nodes, limits, 1, 2));
+        let first = build_part(catalog, &nodes, limits, 0, 2);
         (first, second.join().expect("the second half of the driver's table"))
     });
     // The second half's answers take the first's ids where they are the same.
@@ -298,9 +299,15 @@ fn build_in(catalog: &Arc<Catalog>, limits: Limits, halves: bool) -> Table {
     table
 }
 
-/// The table for every `parts`-th name of `catalog` from the `part`-th on, and its answers'
-/// ids.
-fn build_part(catalog: &Arc<Catalog>, limits: Limits, part: usize, parts: usize) -> (Table, HashMap<Answer, u32>) {
+/// The table for every `parts`-th of `nodes` (the names of `catalog`) from the `part`-th on,
+/// and its answers' ids.
+fn build_part(
+    catalog: &Arc<Catalog>,
+    nodes: &[NodeInfo],
+    limits: Limits,
+    part: usize,
+    parts: usize,
+) -> (Table, HashMap<Answer, u32>) {
     let mut b = Builder {
         server: DnsServer::new(catalog.clone(), 53),
         limits,
@@ -308,35 +315,33 @@ fn build_part(catalog: &Arc<Catalog>, limits: Limits, part: usize, parts: usize)
         ids: HashMap::new(),
         table: Table::default(),
     };
-    for z in catalog.zones() {
-        let has = |w: &[u8]| catalog.zones().iter().any(|z| z.has_name(w));
-        for n in z.nodes().into_iter().skip(part).step_by(parts) {
-            if n.name.len() > limits.name_max {
-                continue;
-            }
-            // DS always apart: at a zone's apex the parent zone answers it when served here.
-            let ds = (!n.types.contains(&rtype::DS)).then_some(rtype::DS);
-            for t in n.types.iter().copied().filter(|&t| !meta(t)).chain(ds) {
-                let picks = b.exact(n.name, t);
-                b.push(n.name, t, Kind::Exact, picks, false);
-            }
-            let picks = b.exact(n.name, unlisted(&n.types));
-            b.push(n.name, 0, Kind::Other, picks, false);
-            // Every name gets a below entry, if only to say it exists (the program's walk
-            // to the closest encloser stops at it).
-            let wild = match &n.below {
-                BelowKind::Wild(types) => Some(types.clone()),
-                _ => None,
-            };
-            let below = match n.below {
-                BelowKind::Dname => (Pick::Pass, Pick::Pass),
-                _ => b.below(&has, n.name, unlisted(wild.as_deref().unwrap_or(&[]))),
-            };
-            b.push(n.name, 0, Kind::BelowOther, below, wild.is_some());
-            for t in wild.unwrap_or_default().into_iter().filter(|&t| !meta(t)) {
-                let picks = b.below(&has, n.name, t);
-                b.push(n.name, t, Kind::Below, picks, false);
-            }
+    let has = |w: &[u8]| catalog.zones().iter().any(|z| z.has_name(w));
+    for n in nodes.iter().skip(part).step_by(parts) {
+        if n.name.len() > limits.name_max {
+            continue;
+        }
+        // DS always apart: at a zone's apex the parent zone answers it when served here.
+        let ds = (!n.types.contains(&rtype::DS)).then_some(rtype::DS);
+        for t in n.types.iter().copied().filter(|&t| !meta(t)).chain(ds) {
+            let picks = b.exact(n.name, t);
+            b.push(n.name, t, Kind::Exact, picks, false);
+        }
+        let picks = b.exact(n.name, unlisted(&n.types));
+        b.push(n.name, 0, Kind::Other, picks, false);
+        // Every name gets a below entry, if only to say it exists (the program's walk
+        // to the closest encloser stops at it).
+        let wild = match &n.below {
+            BelowKind::Wild(types) => Some(types.clone()),
+            _ => None,
+        };
+        let below = match &n.below {
+            BelowKind::Dname => (Pick::Pass, Pick::Pass),
+            _ => b.below(&has, n.name, unlisted(wild.as_deref().unwrap_or(&[]))),
+        };
+        b.push(n.name, 0, Kind::BelowOther, below, wild.is_some());
+        for t in wild.unwrap_or_default().into_iter().filter(|&t| !meta(t)) {
+            let picks = b.below(&has, n.name, t);
+            b.push(n.name, t, Kind::Below, picks, false);
         }
     }
     (b.table, b.ids)

@@ -55,7 +55,6 @@ struct dns_key {
     __u8 name[DNS_NAME_MAX];  // wire form, lower case, right-aligned, zeros in front
 };
 
-
 // Which answer: its id (DNS_PASS_ID: the engine answers) and the one with DO (DNS_SAME_ID:
 // the same).
 struct dns_pick {
@@ -96,7 +95,7 @@ struct dns_answer_large {
 // and its answer's header fill the first cache line, the answer's body the next; what other
 // types and names below it need comes last.
 struct dns_node {
-    __u8 used, nself, nwild, flags;
+    __u8 pad, nself, nwild, flags;
     struct dns_pick self0;                 // the first of the own types
     struct dns_answer first;               // its answer, with DNS_INLINE
     struct dns_pick self[DNS_TYPES - 1];   // the other own types

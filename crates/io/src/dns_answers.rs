@@ -98,7 +98,7 @@ struct PickC {
 #[repr(C)]
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 struct NodeC {
-    used: u8,
+    pad: u8,
     nself: u8,
     nwild: u8,
     flags: u8,
@@ -154,7 +154,7 @@ impl<const K: usize, const P: usize> Slot<K, P> {
 impl NodeC {
     fn empty() -> NodeC {
         NodeC {
-            used: 0,
+            pad: 0,
             nself: 0,
             nwild: 0,
             flags: 0,
@@ -299,11 +299,11 @@ pub struct Table {
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Capacity {
     /// Slots of the index (a power of two).
-    pub keys: u32,
+    pub slots: u32,
     /// Nodes of short names.
-    pub short_keys: u32,
+    pub short_names: u32,
     /// Nodes of long names.
-    pub long_keys: u32,
+    pub long_names: u32,
     /// Small answers.
     pub small: u32,
     /// Large answers.
@@ -313,7 +313,7 @@ pub struct Capacity {
 impl Default for Capacity {
     /// Room for a small zone (the tables of a filter that answers no DNS stay unused).
     fn default() -> Capacity {
-        Capacity { keys: 2048, short_keys: 1024, long_keys: 256, small: 1024, large: 256 }
+        Capacity { slots: 2048, short_names: 1024, long_names: 256, small: 1024, large: 256 }
     }
 }
 
@@ -327,9 +327,9 @@ impl Table {
         let short = self.index.iter().filter(|(k, _)| k.is_short()).count();
         let slots = (4 * self.index.len()).next_power_of_two().clamp(256, 1 << 26) as u32;
         Capacity {
-            keys: slots,
-            short_keys: room(short),
-            long_keys: room(self.index.len() - short),
+            slots,
+            short_names: room(short),
+            long_names: room(self.index.len() - short),
             small: room(self.answers.len() - large),
             large: room(large),
         }
@@ -364,8 +364,6 @@ pub struct DnsMaps {
     index: [Mapped<IndexSlot>; 2],
     short: [Mapped<ShortSlot>; 2],
     long: [Mapped<LongSlot>; 2],
-    /// The maps behind the mappings (they keep the maps open).
-    _arrays: Arrays,
     small: [Mapped<Small>; 2],
     large: [Mapped<Large>; 2],
     cfg: Array<MapData, Cfg>,
@@ -376,24 +374,19 @@ pub struct DnsMaps {
     current: Cfg,
 }
 
-type Arrays = (
-    Vec<Array<MapData, IndexSlot>>,
-    Vec<Array<MapData, ShortSlot>>,
-    Vec<Array<MapData, LongSlot>>,
-    Vec<Array<MapData, Small>>,
-    Vec<Array<MapData, Large>>,
-);
-
 /// An array map's values, mapped into this process (the array is `BPF_F_MMAPABLE`): a table
 /// of a million names is written with stores, not a system call per entry.
-struct Mapped<V> {
+struct Mapped<V: aya::Pod> {
     at: *mut V,
     len: usize,
     bytes: usize,
+    /// The map (kept open while mapped).
+    _map: Array<MapData, V>,
 }
 
 impl<V: aya::Pod> Mapped<V> {
-    fn new(map: &Array<MapData, V>, name: &str) -> Result<Mapped<V>, String> {
+    fn take(ebpf: &mut Ebpf, name: &str) -> Result<Mapped<V>, String> {
+        let map: Array<MapData, V> = take(ebpf, name)?;
         let len = map.len() as usize;
         // The kernel lays the values out at their size rounded up to 8 bytes.
         assert_eq!(std::mem::size_of::<V>() % 8, 0, "{name}: values of a mapped array are 8-byte multiples");
@@ -407,7 +400,7 @@ impl<V: aya::Pod> Mapped<V> {
         if at == libc::MAP_FAILED {
             return Err(format!("mapping the {name} map: {}", std::io::Error::last_os_error()));
         }
-        Ok(Mapped { at: at.cast(), len, bytes })
+        Ok(Mapped { at: at.cast(), len, bytes, _map: map })
     }
 
     fn set(&mut self, i: u32, v: V) -> Result<(), String> {
@@ -423,15 +416,15 @@ impl<V: aya::Pod> Mapped<V> {
     }
 }
 
-impl<V> Drop for Mapped<V> {
+impl<V: aya::Pod> Drop for Mapped<V> {
     fn drop(&mut self) {
-        // SAFETY: the mapping made in `new`, not used after this.
+        // SAFETY: the mapping made in `take`, not used after this.
         unsafe { libc::munmap(self.at.cast(), self.bytes) };
     }
 }
 
 // SAFETY: the mapping is owned by its value; it is plain shared memory.
-unsafe impl<V> Send for Mapped<V> {}
+unsafe impl<V: aya::Pod> Send for Mapped<V> {}
 
 #[derive(Default)]
 struct Held {
@@ -450,25 +443,20 @@ where
 
 impl DnsMaps {
     pub(crate) fn take(ebpf: &mut Ebpf) -> Result<DnsMaps, String> {
-        let index: Vec<Array<MapData, IndexSlot>> = vec![take(ebpf, "dns_index0")?, take(ebpf, "dns_index1")?];
-        let short: Vec<Array<MapData, ShortSlot>> = vec![take(ebpf, "dns_short0")?, take(ebpf, "dns_short1")?];
-        let long: Vec<Array<MapData, LongSlot>> = vec![take(ebpf, "dns_long0")?, take(ebpf, "dns_long1")?];
-        let small: Vec<Array<MapData, Small>> = vec![take(ebpf, "dns_answers0")?, take(ebpf, "dns_answers1")?];
-        let large: Vec<Array<MapData, Large>> = vec![take(ebpf, "dns_large0")?, take(ebpf, "dns_large1")?];
+        let index = [Mapped::take(ebpf, "dns_index0")?, Mapped::take(ebpf, "dns_index1")?];
         // The hash's seed, drawn for this process: names that share their slots cannot be
         // made ahead.
         let seed = {
             use std::hash::{BuildHasher, Hasher};
             std::collections::hash_map::RandomState::new().build_hasher().finish()
         };
-        let current = Cfg { seed, mask: index[0].len() - 1, ..Cfg::default() };
+        let current = Cfg { seed, mask: index[0].len as u32 - 1, ..Cfg::default() };
         Ok(DnsMaps {
-            index: [Mapped::new(&index[0], "dns_index0")?, Mapped::new(&index[1], "dns_index1")?],
-            short: [Mapped::new(&short[0], "dns_short0")?, Mapped::new(&short[1], "dns_short1")?],
-            long: [Mapped::new(&long[0], "dns_long0")?, Mapped::new(&long[1], "dns_long1")?],
-            small: [Mapped::new(&small[0], "dns_answers0")?, Mapped::new(&small[1], "dns_answers1")?],
-            large: [Mapped::new(&large[0], "dns_large0")?, Mapped::new(&large[1], "dns_large1")?],
-            _arrays: (index, short, long, small, large),
+            index,
+            short: [Mapped::take(ebpf, "dns_short0")?, Mapped::take(ebpf, "dns_short1")?],
+            long: [Mapped::take(ebpf, "dns_long0")?, Mapped::take(ebpf, "dns_long1")?],
+            small: [Mapped::take(ebpf, "dns_answers0")?, Mapped::take(ebpf, "dns_answers1")?],
+            large: [Mapped::take(ebpf, "dns_large0")?, Mapped::take(ebpf, "dns_large1")?],
             cfg: take(ebpf, "dns_cfg")?,
             stats: take(ebpf, "dns_stats")?,
             held: [Held::default(), Held::default()],
@@ -545,7 +533,6 @@ impl DnsMaps {
         let pick = |(t, (id, id_do)): &(u16, Pick)| PickC { qtype: *t, pad: 0, id: id_of(*id), id_do: id_of(*id_do) };
         let node = |n: &Node| {
             let mut c = NodeC {
-                used: 1,
                 nself: n.own.len().min(TYPES) as u8,
                 nwild: n.wild.len().min(TYPES) as u8,
                 flags: if n.own.len() > TYPES { SELF_CUT } else { 0 } | if n.wild.len() > TYPES { WILD_CUT } else { 0 },
@@ -582,7 +569,7 @@ impl DnsMaps {
         let slots = self.index[g].len;
         let placed = place(&homes, slots)
             .ok_or_else(|| format!("{} DNS names do not fit the index made at start ({slots} slots)", t.index.len()))?;
-        let stored = |e| format!("storing a DNS name (more than the room made at start): {e}");
+        let stored = |e| format!("storing a DNS name: {e}");
         let mut ids = Vec::with_capacity(t.index.len());
         let (mut shorts, mut longs) = (0u32, 0u32);
         for (k, n) in &t.index {

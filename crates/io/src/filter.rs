@@ -114,9 +114,9 @@ impl Filter {
     pub fn attach_sized(iface: &str, ifindex: u32, dns: crate::dns_answers::Capacity) -> Result<Filter, FilterError> {
         let mut loader = aya::EbpfLoader::new();
         for g in 0..2 {
-            loader.set_max_entries(["dns_index0", "dns_index1"][g], dns.keys.max(1));
-            loader.set_max_entries(["dns_short0", "dns_short1"][g], dns.short_keys.max(1));
-            loader.set_max_entries(["dns_long0", "dns_long1"][g], dns.long_keys.max(1));
+            loader.set_max_entries(["dns_index0", "dns_index1"][g], dns.slots.max(1));
+            loader.set_max_entries(["dns_short0", "dns_short1"][g], dns.short_names.max(1));
+            loader.set_max_entries(["dns_long0", "dns_long1"][g], dns.long_names.max(1));
             loader.set_max_entries(["dns_answers0", "dns_answers1"][g], dns.small.max(1));
             loader.set_max_entries(["dns_large0", "dns_large1"][g], dns.large.max(1));
         }
