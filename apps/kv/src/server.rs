@@ -204,6 +204,9 @@ impl Info for InfoOf<'_> {
                 each("reclaimed", &st.reclaimed.to_string());
                 each("slabs_moved", &st.slabs_moved.to_string());
                 each("total_malloced", &((cache.pages() - cache.pages_free()) * cache.page_size()).to_string());
+                let (index_bytes, growing) = cache.index_size();
+                each("hash_bytes", &index_bytes.to_string());
+                each("hash_is_expanding", if growing { "1" } else { "0" });
                 true
             }
             b"settings" => {

@@ -39,6 +39,7 @@ fn metrics(s: &Streams<Kv>, out: &mut engine::Samples) {
         out.gauge("sirocco_kv_pages_used", "Slab pages holding items.", (c.pages() - c.pages_free()) as u64);
         out.gauge("sirocco_kv_pages", "Slab pages in all.", c.pages() as u64);
         out.gauge("sirocco_kv_page_bytes", "Bytes of a slab page.", c.page_size() as u64);
+        out.gauge("sirocco_kv_index_bytes", "Bytes of the key index's buckets.", c.index_size().0 as u64);
     }
     for (name, v) in s.app.counters().each() {
         if name == "curr_connections" {

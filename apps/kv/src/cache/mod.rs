@@ -12,6 +12,7 @@
 //! Time is the cache's own: seconds since the process started plus 62, as memcached keeps it
 //! (so `la`/`t` figures compare), given by the caller to every operation (sans-IO).
 
+mod index;
 mod ops;
 pub mod shard;
 
@@ -246,6 +247,15 @@ impl Cache {
             t.get_flushed += s.get_flushed;
         }
         t
+    }
+
+    /// Bytes of the shards' indexes, and whether any is growing (memcached's `hash_bytes`
+    /// and `hash_is_expanding`).
+    pub fn index_size(&self) -> (usize, bool) {
+        self.shards.iter().fold((0, false), |(b, g), s| {
+            let (sb, sg) = s.lock().unwrap_or_else(|e| e.into_inner()).index_size();
+            (b + sb, g || sg)
+        })
     }
 
     /// Per-class counts summed over shards: (evicted, reclaimed, bytes requested).

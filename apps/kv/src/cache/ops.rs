@@ -461,6 +461,47 @@ mod tests {
         assert_eq!(c.pages_free(), 0);
     }
 
+    /// Hundreds of thousands of items over many pages (of 1 MB, and of 3 MB where items may
+    /// be larger: the index's links pack page and offset by the page size) through several of
+    /// the index's doublings, half of them deleted along the way: every live key is found
+    /// with its own value, every deleted one is gone, and the index stays near 1.5 items a
+    /// bucket.
+    #[test]
+    fn many_items_over_many_pages_are_all_found() {
+        for (mb, max_item) in [(64, 1 << 20), (96, 3 << 20)] {
+            let c = Cache::new(CacheConfig { memory: mb << 20, max_item, ..CacheConfig::default() }, 1_800_000_000)
+                .unwrap();
+            let n = 300_000u32;
+            for i in 0..n {
+                let k = format!("k{i}");
+                let v = format!("value of {i} {}", "x".repeat(i as usize % 60));
+                let r = c.lock(k.as_bytes()).store(k.as_bytes(), Mode::Set, 0, 0, v.as_bytes(), 0, 100);
+                assert!(matches!(r, Stored::Stored(_)), "{i}");
+                if i % 2 == 1 {
+                    let d = format!("k{}", i / 2);
+                    assert_eq!(c.lock(d.as_bytes()).delete(d.as_bytes(), 0, 100), Stored::Stored(0), "{d}");
+                }
+            }
+            for i in 0..n {
+                let k = format!("k{i}");
+                let mut l = c.lock(k.as_bytes());
+                let found = l.get(k.as_bytes(), 100, None).map(|it| it.value.to_vec());
+                if i < n / 2 {
+                    assert_eq!(found, None, "{k} was deleted");
+                } else {
+                    let v = format!("value of {i} {}", "x".repeat(i as usize % 60));
+                    assert_eq!(found.as_deref(), Some(v.as_bytes()), "{k}");
+                }
+            }
+            assert_eq!(c.stats().curr_items, u64::from(n / 2));
+            assert_eq!(c.stats().evictions, 0);
+            // 150 000 items, at most 1.5 per bucket: 2^17 buckets of 8 bytes (both tables while
+            // a doubling is under way).
+            let (bytes, growing) = c.index_size();
+            assert!(bytes <= if growing { 3 } else { 1 } * 8 << 17, "{bytes} {growing}");
+        }
+    }
+
     /// Pages move between classes many times under random sizes in a tiny cache: whatever
     /// is found is the value last stored under its key, and the counts add up.
     #[test]
