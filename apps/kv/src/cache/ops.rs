@@ -498,7 +498,8 @@ mod tests {
             // 150 000 items, at most 1.5 per bucket: 2^17 buckets of 8 bytes (both tables while
             // a doubling is under way).
             let (bytes, growing) = c.index_size();
-            assert!(bytes <= if growing { 3 } else { 1 } * 8 << 17, "{bytes} {growing}");
+            let tables = if growing { 3 } else { 1 };
+            assert!(bytes <= (tables * 8) << 17, "{bytes} {growing}");
         }
     }
 
