@@ -10,6 +10,7 @@
 
 use std::cell::Cell;
 use std::collections::{HashMap, VecDeque};
+use std::sync::Arc;
 
 use timer::{TimerId, TimerWheel};
 use wire::tcp::{TcpFlags, TcpOptions, TcpRepr};
@@ -86,7 +87,9 @@ impl std::fmt::Display for ConnectError {
 impl std::error::Error for ConnectError {}
 
 struct Listener {
-    cfg: Config,
+    /// The configuration for IPv4 connections and for IPv6 ones ([`Config::for_ipv6`]),
+    /// shared by the connections accepted.
+    cfg: [Arc<Config>; 2],
     half_open: u32,
 }
 
@@ -138,7 +141,8 @@ pub struct Endpoint<A: App> {
     /// a moment later, so a frame's tuple is hashed once.
     hinted: [Cell<Option<(Tuple, TupleHash)>>; HINTED],
     hinted_next: Cell<usize>,
-    table: TupleTable<u32>,
+    /// Live connections by tuple: the slot holding each.
+    table: TupleTable,
     /// Connections in TIME-WAIT, apart (see [`crate::time_wait`]).
     quiet: QuietTable,
     /// The time of the input or timer run under way (a connection entering TIME-WAIT owes
@@ -198,6 +202,20 @@ impl<A: App> Endpoint<A> {
         }
     }
 
+    /// The memory one connection holds in an endpoint sized for it, idle: its slot (the
+    /// control block and the application's state), its timer's room, up to four tuple-table
+    /// entries (the table is twice `max_conns` rounded up to a power of two) and its places in
+    /// the free list and queues. What a busy connection borrows beyond that (reassembly,
+    /// SACK scoreboard, send buffers) comes from pools sized apart. For sizing `max_conns`
+    /// from a memory budget.
+    pub fn bytes_per_connection() -> usize {
+        std::mem::size_of::<Slot<A::Conn>>()
+            + TimerWheel::<(u32, u32)>::node_bytes()
+            + 4 * 8
+            + std::mem::size_of::<u32>()
+            + 2 * std::mem::size_of::<(u32, u32)>()
+    }
+
     /// Counters.
     pub fn stats(&self) -> &Stats {
         &self.env.stats
@@ -236,6 +254,7 @@ impl<A: App> Endpoint<A> {
     /// Listens on `port` with `cfg` for the connections it accepts. Replaces an older listener.
     pub fn listen(&mut self, port: u16, cfg: Config) {
         let half_open = self.listeners.get(&port).map_or(0, |l| l.half_open);
+        let cfg = [Arc::new(cfg), Arc::new(cfg.for_ipv6())];
         self.listeners.insert(port, Listener { cfg, half_open });
     }
 
@@ -321,6 +340,12 @@ impl<A: App> Endpoint<A> {
         [self.table.first_slot(h), self.quiet.first_slot(h)]
     }
 
+    /// The slot of the live connection on `t` (of hash `h`), if any.
+    fn slot_of(&self, h: TupleHash, t: &Tuple) -> Option<u32> {
+        let slots = &self.slots;
+        self.table.get(h, |i| slots[i as usize].tcb.as_ref().is_some_and(|c| c.tuple() == t))
+    }
+
     fn hash(&self, t: &Tuple) -> TupleHash {
         TupleHash::of(self.table_key, t)
     }
@@ -340,7 +365,7 @@ impl<A: App> Endpoint<A> {
     /// Smaller path MTU learned for a destination (ICMP "fragmentation needed").
     pub fn path_mtu(&mut self, local: IpAddr, remote: IpAddr, local_port: u16, remote_port: u16, mtu: u16) {
         let t = Tuple { local, remote, local_port, remote_port };
-        if let Some(&i) = self.table.get(self.hash(&t), &t) {
+        if let Some(i) = self.slot_of(self.hash(&t), &t) {
             if let Some(tcb) = self.slots[i as usize].tcb.as_mut() {
                 tcb.set_path_mtu(mtu);
                 self.queue_output(i);
@@ -377,7 +402,7 @@ impl<A: App> Endpoint<A> {
         s.conn = conn;
         s.half_open = false;
         s.wake = None;
-        self.table.insert(self.hash(&t), t, idx);
+        self.table.insert(self.hash(&t), idx);
         Some(idx)
     }
 
@@ -401,7 +426,7 @@ impl<A: App> Endpoint<A> {
         // generation); the slot's next connection must be able to queue itself.
         s.queued = false;
         s.conn = None;
-        self.table.remove(self.hash(tcb.tuple()), tcb.tuple());
+        self.table.remove(self.hash(tcb.tuple()), idx);
         self.free.push(idx);
     }
 
@@ -565,7 +590,7 @@ impl<A: App> Endpoint<A> {
         let t = Tuple { local, remote, local_port: seg.dst_port, remote_port: seg.src_port };
         let f = seg.flags;
         let h = self.input_hash(&t);
-        if let Some(&idx) = self.table.get(h, &t) {
+        if let Some(idx) = self.slot_of(h, &t) {
             if self.forward_strays && self.twin_half_open(idx, seg) {
                 // The client's SYN was retransmitted after it moved queue (Linux rehashes a
                 // socket after a SYN timeout too): this engine opened a second, half-open
@@ -590,7 +615,9 @@ impl<A: App> Endpoint<A> {
                         let ack = q.ack(&t, now);
                         self.send_stateless(&t, ack);
                     }
-                    Answer::Gone => self.quiet.remove(h, &t),
+                    Answer::Gone => {
+                        self.quiet.remove(h, &t);
+                    }
                     Answer::Nothing => {}
                 }
                 return;
@@ -613,7 +640,7 @@ impl<A: App> Endpoint<A> {
             self.reset_reply(&t, seg, payload.len());
             return;
         };
-        let cfg = listener.cfg;
+        let cfg = listener.cfg[usize::from(t.is_ipv6())].clone();
         let half_open = listener.half_open;
         if f.has(TcpFlags::SYN) && !f.has(TcpFlags::ACK) {
             if self.table.len() >= self.limits.max_conns {
@@ -735,7 +762,6 @@ impl<A: App> Endpoint<A> {
     }
 
     fn cookie_reply(&mut self, t: &Tuple, cfg: &Config, syn: &TcpRepr, now: Instant) {
-        let cfg = &if t.is_ipv6() { cfg.for_ipv6() } else { *cfg };
         let peer_mss = syn.options.mss.unwrap_or(536);
         let c = isn::cookie(self.key, t, syn.seq, peer_mss.min(cfg.mss), now);
         let mut o = TcpOptions { mss: Some(cfg.mss), ..TcpOptions::default() };
@@ -800,7 +826,7 @@ impl<A: App> Endpoint<A> {
             // Not a tuple in TIME-WAIT either: its old segments may still be about.
             let h = self.hash(&t);
             if port_ok(p)
-                && !self.table.contains(h, &t)
+                && self.slot_of(h, &t).is_none()
                 && !self.quiet.contains(h, &t)
                 && !self.listeners.contains_key(&p)
             {
@@ -811,6 +837,7 @@ impl<A: App> Endpoint<A> {
         let Some(t) = chosen else {
             return Err((ConnectError::NoPort, conn));
         };
+        let cfg = Arc::new(if t.is_ipv6() { cfg.for_ipv6() } else { cfg });
         let tcb = Tcb::connect(t, cfg, isn::isn(self.key, &t, now), isn::ts_offset(self.key, &t), now);
         let idx = self.alloc(t, tcb, Some(conn)).expect("room checked above");
         self.queue_output(idx);

@@ -147,7 +147,9 @@ impl Quiet {
 /// the caller), as Linux does past tcp_max_tw_buckets. Lookups take the tuple's hash under
 /// the endpoint's table key, computed once for this table and the connection table.
 pub(crate) struct QuietTable {
-    map: TupleTable<Quiet>,
+    map: TupleTable,
+    /// The waiting connections, dense (the map names them by position).
+    records: Vec<(Tuple, TupleHash, Quiet)>,
     /// Tuples (with their hashes) in the order they entered, with the end each had then: all
     /// waits are equally long, so the front is always the next to end, unless a FIN
     /// restarted it.
@@ -157,24 +159,41 @@ pub(crate) struct QuietTable {
 
 impl QuietTable {
     pub(crate) fn new(max: usize) -> Self {
-        QuietTable { map: TupleTable::with_capacity(max), order: VecDeque::with_capacity(max), max }
+        QuietTable {
+            map: TupleTable::with_capacity(max),
+            records: Vec::with_capacity(max),
+            order: VecDeque::with_capacity(max),
+            max,
+        }
     }
 
     pub(crate) fn len(&self) -> usize {
         self.map.len()
     }
 
+    fn find(&self, h: TupleHash, t: &Tuple) -> Option<u32> {
+        self.map.get(h, |i| self.records[i as usize].0 == *t)
+    }
+
     pub(crate) fn contains(&self, h: TupleHash, t: &Tuple) -> bool {
-        self.map.contains(h, t)
+        self.find(h, t).is_some()
     }
 
     pub(crate) fn get_mut(&mut self, h: TupleHash, t: &Tuple) -> Option<&mut Quiet> {
-        self.map.get_mut(h, t)
+        let i = self.find(h, t)?;
+        Some(&mut self.records[i as usize].2)
     }
 
-    pub(crate) fn remove(&mut self, h: TupleHash, t: &Tuple) {
-        // Its place in `order` is skipped when it comes up.
-        self.map.remove(h, t);
+    /// Ends `t`'s wait, if it has one; returns whether it had. Its place in `order` is
+    /// skipped when it comes up.
+    pub(crate) fn remove(&mut self, h: TupleHash, t: &Tuple) -> bool {
+        let Some(i) = self.find(h, t) else { return false };
+        self.map.remove(h, i);
+        self.records.swap_remove(i as usize);
+        if let Some(&(_, moved, _)) = self.records.get(i as usize) {
+            self.map.renumber(moved, self.records.len() as u32, i);
+        }
+        true
     }
 
     /// Where a lookup of `h` starts, to prefetch.
@@ -189,11 +208,17 @@ impl QuietTable {
             return false;
         }
         let mut room = true;
+        if let Some(waiting) = self.get_mut(h, &t) {
+            *waiting = q;
+            self.order.push_back((t, h, q.until));
+            return room;
+        }
         while self.map.len() >= self.max {
             let Some((old, oh, _)) = self.order.pop_front() else { break };
-            room &= self.map.remove(oh, &old).is_none();
+            room &= !self.remove(oh, &old);
         }
-        self.map.insert(h, t, q);
+        self.map.insert(h, self.records.len() as u32);
+        self.records.push((t, h, q));
         self.order.push_back((t, h, q.until));
         room
     }
@@ -205,11 +230,11 @@ impl QuietTable {
                 break;
             }
             self.order.pop_front();
-            match self.map.get(h, &t) {
+            match self.find(h, &t).map(|i| self.records[i as usize].2.until) {
                 // Restarted by a FIN (or the tuple reopened and closed again): wait on.
-                Some(q) if q.until > now => self.order.push_back((t, h, q.until)),
+                Some(until) if until > now => self.order.push_back((t, h, until)),
                 Some(_) => {
-                    self.map.remove(h, &t);
+                    self.remove(h, &t);
                 }
                 None => {}
             }

@@ -6,6 +6,12 @@
 //! cache (issue 20: at one request per connection, table lookups missing the cache took ~10 %
 //! of the server core). Both tables share the key, so one hash serves both.
 //!
+//! An entry is 8 bytes, the tuple's hash and the number of the record that holds the tuple
+//! (a connection's slot, a TIME-WAIT record); a lookup compares the tuple there only when the
+//! hashes match, and that record is the one it reads next anyway. Entries that held the
+//! tuple itself took 48 bytes, two to four per connection with the table's room: 80–140 bytes
+//! of a connection's ~1.5 KB (issue 44).
+//!
 //! Deletion shifts later entries of the probe run back (no tombstones); the table doubles
 //! past half full.
 
@@ -13,6 +19,9 @@ use crate::siphash::{self, Key};
 use crate::tuple::Tuple;
 
 const MIN_SLOTS: usize = 64;
+
+/// No entry.
+const EMPTY: u64 = u64::MAX;
 
 /// A tuple's hash under a table key: computed once per segment for both tables.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -25,17 +34,27 @@ impl TupleHash {
     }
 }
 
-/// A table from tuples to `V`.
-pub(crate) struct TupleTable<V> {
-    slots: Vec<Option<(u32, Tuple, V)>>,
+fn entry(h: TupleHash, record: u32) -> u64 {
+    debug_assert!(record != u32::MAX);
+    u64::from(h.0) << 32 | u64::from(record)
+}
+
+fn hash_of(e: u64) -> u32 {
+    (e >> 32) as u32
+}
+
+/// A table from tuples to the numbers of the records holding them. The records are the
+/// caller's: lookups ask it whether record `i` holds the tuple sought.
+pub(crate) struct TupleTable {
+    slots: Vec<u64>,
     len: usize,
 }
 
-impl<V: Copy> TupleTable<V> {
+impl TupleTable {
     /// A table sized for `expected` entries without growing.
     pub(crate) fn with_capacity(expected: usize) -> Self {
         let n = expected.saturating_mul(2).next_power_of_two().max(MIN_SLOTS);
-        TupleTable { slots: vec![None; n], len: 0 }
+        TupleTable { slots: vec![EMPTY; n], len: 0 }
     }
 
     pub(crate) fn len(&self) -> usize {
@@ -52,68 +71,68 @@ impl<V: Copy> TupleTable<V> {
 
     /// The address of the first slot a lookup of `h` reads, to prefetch.
     pub(crate) fn first_slot(&self, h: TupleHash) -> *const u8 {
-        (&self.slots[h.0 as usize & self.mask()] as *const Option<(u32, Tuple, V)>).cast()
+        (&self.slots[h.0 as usize & self.mask()] as *const u64).cast()
     }
 
-    fn find(&self, h: TupleHash, t: &Tuple) -> Option<usize> {
+    /// The slot of the first entry of hash `h` whose record `holds` accepts.
+    fn find(&self, h: TupleHash, holds: impl Fn(u32) -> bool) -> Option<usize> {
         let m = self.mask();
         let mut i = h.0 as usize & m;
         // Never more than half full, so an empty slot ends every run.
         loop {
-            match &self.slots[i] {
-                None => return None,
-                Some((sh, st, _)) if *sh == h.0 && st == t => return Some(i),
-                Some(_) => i = (i + 1) & m,
+            let e = self.slots[i];
+            if e == EMPTY {
+                return None;
             }
+            if hash_of(e) == h.0 && holds(e as u32) {
+                return Some(i);
+            }
+            i = (i + 1) & m;
         }
     }
 
-    pub(crate) fn get(&self, h: TupleHash, t: &Tuple) -> Option<&V> {
-        self.find(h, t).and_then(|i| self.slots[i].as_ref().map(|(_, _, v)| v))
+    /// The record holding the tuple of hash `h`: the one `holds` accepts.
+    pub(crate) fn get(&self, h: TupleHash, holds: impl Fn(u32) -> bool) -> Option<u32> {
+        self.find(h, holds).map(|i| self.slots[i] as u32)
     }
 
-    pub(crate) fn get_mut(&mut self, h: TupleHash, t: &Tuple) -> Option<&mut V> {
-        self.find(h, t).and_then(|i| self.slots[i].as_mut().map(|(_, _, v)| v))
-    }
-
-    pub(crate) fn contains(&self, h: TupleHash, t: &Tuple) -> bool {
-        self.find(h, t).is_some()
-    }
-
-    /// Inserts or replaces.
-    pub(crate) fn insert(&mut self, h: TupleHash, t: Tuple, v: V) {
-        if let Some(i) = self.find(h, &t) {
-            self.slots[i] = Some((h.0, t, v));
-            return;
-        }
+    /// Adds `record` under `h` (the caller knows the tuple is not in the table yet).
+    pub(crate) fn insert(&mut self, h: TupleHash, record: u32) {
         if (self.len + 1) * 2 > self.slots.len() {
             self.grow();
         }
-        self.put(h.0, t, v);
+        self.put(entry(h, record));
         self.len += 1;
     }
 
-    fn put(&mut self, h: u32, t: Tuple, v: V) {
+    fn put(&mut self, e: u64) {
         let m = self.mask();
-        let mut i = h as usize & m;
-        while self.slots[i].is_some() {
+        let mut i = hash_of(e) as usize & m;
+        while self.slots[i] != EMPTY {
             i = (i + 1) & m;
         }
-        self.slots[i] = Some((h, t, v));
+        self.slots[i] = e;
     }
 
     fn grow(&mut self) {
         let n = self.slots.len() * 2;
-        let old = std::mem::replace(&mut self.slots, vec![None; n]);
-        for (h, t, v) in old.into_iter().flatten() {
-            self.put(h, t, v);
+        let old = std::mem::replace(&mut self.slots, vec![EMPTY; n]);
+        for e in old.into_iter().filter(|&e| e != EMPTY) {
+            self.put(e);
         }
     }
 
-    /// Removes `t`; returns its value if it was there.
-    pub(crate) fn remove(&mut self, h: TupleHash, t: &Tuple) -> Option<V> {
-        let mut hole = self.find(h, t)?;
-        let out = self.slots[hole].take().map(|(_, _, v)| v);
+    /// The record under `h` numbered `from` is numbered `to` now (the caller moved it).
+    pub(crate) fn renumber(&mut self, h: TupleHash, from: u32, to: u32) {
+        if let Some(i) = self.find(h, |r| r == from) {
+            self.slots[i] = entry(h, to);
+        }
+    }
+
+    /// Removes `record`'s entry under `h`; false if there was none.
+    pub(crate) fn remove(&mut self, h: TupleHash, record: u32) -> bool {
+        let Some(mut hole) = self.find(h, |r| r == record) else { return false };
+        self.slots[hole] = EMPTY;
         self.len -= 1;
         // Backward shift: an entry later in the run moves into the hole unless its home slot
         // lies after the hole (cyclically), where a lookup would no longer pass the hole.
@@ -121,14 +140,18 @@ impl<V: Copy> TupleTable<V> {
         let mut j = hole;
         loop {
             j = (j + 1) & m;
-            let Some((eh, _, _)) = self.slots[j] else { break };
-            let home = eh as usize & m;
+            let e = self.slots[j];
+            if e == EMPTY {
+                break;
+            }
+            let home = hash_of(e) as usize & m;
             if (j.wrapping_sub(home) & m) >= (j.wrapping_sub(hole) & m) {
-                self.slots[hole] = self.slots[j].take();
+                self.slots[hole] = e;
+                self.slots[j] = EMPTY;
                 hole = j;
             }
         }
-        out
+        true
     }
 }
 
@@ -150,8 +173,17 @@ mod tests {
 
     #[derive(Debug, Clone)]
     enum Op {
-        Insert(u16, u8, u32),
+        Insert(u16, u8),
         Remove(u16, u8),
+    }
+
+    /// The records of the tests: tuple `(p, r)` lives in record `p * 3 + r`.
+    fn record(k: &Tuple) -> u32 {
+        u32::from(k.remote_port) * 3
+            + match k.remote {
+                wire::IpAddr::V4(a) => u32::from(a.0[3]),
+                wire::IpAddr::V6(_) => unreachable!(),
+            }
     }
 
     proptest! {
@@ -159,22 +191,23 @@ mod tests {
         /// few distinct tuples so runs collide, wrap and shift.
         #[test]
         fn agrees_with_a_map(ops in proptest::collection::vec(prop_oneof![
-            (0u16..40, 0u8..3, any::<u32>()).prop_map(|(p, r, v)| Op::Insert(p, r, v)),
+            (0u16..40, 0u8..3).prop_map(|(p, r)| Op::Insert(p, r)),
             (0u16..40, 0u8..3).prop_map(|(p, r)| Op::Remove(p, r)),
         ], 0..400), key in any::<[u64; 2]>()) {
             let key = Key(key);
-            let mut t: TupleTable<u32> = TupleTable::with_capacity(4);
+            let mut t = TupleTable::with_capacity(4);
             let mut m = HashMap::new();
             for op in ops {
                 match op {
-                    Op::Insert(p, r, v) => {
+                    Op::Insert(p, r) => {
                         let k = tuple(p, r);
-                        t.insert(TupleHash::of(key, &k), k, v);
-                        m.insert(k.bytes(), v);
+                        if m.insert(k.bytes(), record(&k)).is_none() {
+                            t.insert(TupleHash::of(key, &k), record(&k));
+                        }
                     }
                     Op::Remove(p, r) => {
                         let k = tuple(p, r);
-                        prop_assert_eq!(t.remove(TupleHash::of(key, &k), &k), m.remove(&k.bytes()));
+                        prop_assert_eq!(t.remove(TupleHash::of(key, &k), record(&k)), m.remove(&k.bytes()).is_some());
                     }
                 }
                 prop_assert_eq!(t.len(), m.len());
@@ -182,7 +215,8 @@ mod tests {
             for p in 0..40 {
                 for r in 0..3 {
                     let k = tuple(p, r);
-                    prop_assert_eq!(t.get(TupleHash::of(key, &k), &k).copied(), m.get(&k.bytes()).copied());
+                    let found = t.get(TupleHash::of(key, &k), |i| i == record(&k));
+                    prop_assert_eq!(found, m.get(&k.bytes()).copied());
                 }
             }
         }
@@ -191,17 +225,19 @@ mod tests {
     #[test]
     fn colliding_hashes_wrap_around_the_end_and_shift_back() {
         // Every entry with the same home (the last slot): the run wraps to the front.
-        let mut t: TupleTable<u32> = TupleTable::with_capacity(4);
+        let mut t = TupleTable::with_capacity(4);
         let last = TupleHash((MIN_SLOTS - 1) as u32);
-        let ks: Vec<Tuple> = (0..5).map(|p| tuple(p, 0)).collect();
-        for (i, k) in ks.iter().enumerate() {
-            t.insert(last, *k, i as u32);
+        for i in 0..5 {
+            t.insert(last, i);
         }
-        assert_eq!(t.remove(last, &ks[1]), Some(1));
-        for (i, k) in ks.iter().enumerate().filter(|(i, _)| *i != 1) {
-            assert_eq!(t.get(last, k), Some(&(i as u32)), "entry {i} still found after the shift");
+        assert!(t.remove(last, 1));
+        for i in [0, 2, 3, 4] {
+            assert_eq!(t.get(last, |r| r == i), Some(i), "entry {i} still found after the shift");
         }
-        assert!(!t.contains(last, &ks[1]));
+        assert_eq!(t.get(last, |r| r == 1), None);
+        t.renumber(last, 4, 1);
+        assert_eq!(t.get(last, |r| r == 1), Some(1));
+        assert_eq!(t.get(last, |r| r == 4), None);
         assert_eq!(t.len(), 4);
     }
 }

@@ -71,6 +71,11 @@ impl<T: Copy> TimerWheel<T> {
         }
     }
 
+    /// Bytes of one timer's room (the wheel preallocates `capacity` of them).
+    pub const fn node_bytes() -> usize {
+        std::mem::size_of::<Node<T>>()
+    }
+
     /// Timers scheduled and not yet fired or cancelled.
     pub fn len(&self) -> usize {
         self.len
