@@ -79,7 +79,15 @@ pub struct Conn {
     pub closing: bool,
     /// When the connection is given up if nothing changes (milliseconds, engine clock).
     pub deadline: Instant,
-    /// Stream mode: the file bytes of its responses, read as the window opens.
+    /// Stream mode's part, from the first response read from disk: kept apart so that the
+    /// connections of a server answering from memory do not carry it (144 bytes; issue 44).
+    pub streaming: Option<Box<Streaming>>,
+}
+
+/// What a connection of stream mode holds besides the rest.
+#[derive(Debug, Default)]
+pub struct Streaming {
+    /// The file bytes of its responses, read as the window opens.
     pub fetch: Fetch,
     /// The read in flight for it, if any.
     pub reading: Option<Plan>,
@@ -97,9 +105,18 @@ impl Conn {
             requests: 0,
             closing: false,
             deadline,
-            fetch: Fetch::default(),
-            reading: None,
+            streaming: None,
         }
+    }
+
+    /// Stream mode's part, made on first use.
+    pub fn streaming(&mut self) -> &mut Streaming {
+        self.streaming.get_or_insert_with(Box::default)
+    }
+
+    /// True when a stream-mode connection has file bytes to read and no read in flight.
+    pub fn wants_read(&self) -> bool {
+        self.streaming.as_ref().is_some_and(|s| !s.fetch.is_empty() && s.reading.is_none())
     }
 
     /// Queues a response of `len` bytes.

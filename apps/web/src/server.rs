@@ -326,7 +326,7 @@ impl WebApp {
     /// Stream mode: the connection has file bytes to read; the service looks at it.
     fn want_read(&mut self, h: Handle, c: &Conn) {
         if let Some(st) = self.stream.as_mut() {
-            if !c.fetch.is_empty() && c.reading.is_none() {
+            if c.wants_read() {
                 st.wanted.push(h);
             }
         }
@@ -386,7 +386,7 @@ impl WebApp {
         };
         let start = c.end + u64::from(head);
         c.push(u64::from(head) + n, Body::Disk { at: at as u32, head, file: fid });
-        c.fetch.push(Span { start, len: n, file: fid, file_off: first });
+        c.streaming().fetch.push(Span { start, len: n, file: fid, file_off: first });
     }
 
     /// Answers the complete requests at the start of `buf`; returns the bytes used.
@@ -496,8 +496,8 @@ impl WebApp {
             self.release(r.body);
         }
         self.unequip(c);
-        if let Some(st) = self.stream.as_mut() {
-            c.fetch.release(&mut |b| st.retire(b));
+        if let (Some(st), Some(s)) = (self.stream.as_mut(), c.streaming.as_mut()) {
+            s.fetch.release(&mut |b| st.retire(b));
         }
     }
 
@@ -594,8 +594,8 @@ impl tcp::App for WebApp {
     }
 
     fn sent(&mut self, h: Handle, c: &mut Conn, acked: u64, ctl: &mut Ctl) {
-        if let Some(st) = self.stream.as_mut() {
-            c.fetch.acked(acked, &mut |b| st.retire(b));
+        if let (Some(st), Some(s)) = (self.stream.as_mut(), c.streaming.as_mut()) {
+            s.fetch.acked(acked, &mut |b| st.retire(b));
         }
         // The window moved: more may be read.
         self.want_read(h, c);
@@ -661,9 +661,9 @@ impl tcp::App for WebApp {
                 }
                 Body::Disk { at, head, .. } => {
                     let i = copy_head(c, at, head, pos, out);
-                    if i < n {
+                    if let (true, Some(s)) = (i < n, c.streaming.as_ref()) {
                         let pool = self.stream.as_ref().expect("stream mode").port.pool_ref();
-                        c.fetch.copy(pool, off + (done + i) as u64, &mut out[i..]);
+                        s.fetch.copy(pool, off + (done + i) as u64, &mut out[i..]);
                     }
                 }
                 Body::Range { obj, at, head, from } => {
@@ -680,7 +680,7 @@ impl tcp::App for WebApp {
 
     fn starved(&mut self, h: Handle, c: &mut Conn, off: u64) {
         if let Some(st) = self.stream.as_mut() {
-            if c.fetch.starved(off) {
+            if c.streaming.as_mut().is_some_and(|s| s.fetch.starved(off)) {
                 st.wanted.push(h);
             }
         }
@@ -694,10 +694,12 @@ impl tcp::App for WebApp {
         let pos = off - r.start;
         let left = (r.len - pos).min(u64::from(max)) as u32;
         match r.body {
-            Body::Disk { head, .. } if pos >= u64::from(head) => match c.fetch.placed(st.port.pool_ref(), off) {
-                Some((addr, n)) => Placed::Arena { addr, len: n.min(left) },
-                None => Placed::Copy { len: left },
-            },
+            Body::Disk { head, .. } if pos >= u64::from(head) => {
+                match c.streaming.as_ref().and_then(|s| s.fetch.placed(st.port.pool_ref(), off)) {
+                    Some((addr, n)) => Placed::Arena { addr, len: n.min(left) },
+                    None => Placed::Copy { len: left },
+                }
+            }
             Body::Disk { head, .. } => Placed::Copy { len: (u64::from(head) - pos).min(u64::from(left)) as u32 },
             _ => Placed::Copy { len: left },
         }
@@ -716,9 +718,9 @@ impl tcp::App for WebApp {
             }
             // The head, then what has been read from disk (0 while a read is under way).
             Body::Disk { head, .. } if pos < u64::from(head) => {
-                u64::from(head) - pos + c.fetch.held_at(r.start + u64::from(head))
+                u64::from(head) - pos + held_at(c, r.start + u64::from(head))
             }
-            Body::Disk { .. } => c.fetch.held_at(off),
+            Body::Disk { .. } => held_at(c, off),
             _ => left,
         };
         lim.min(left).min(u64::from(u32::MAX)) as u32
@@ -757,4 +759,9 @@ impl tcp::App for WebApp {
         self.stats.ready_segments.set(self.stats.ready_segments.get() + 1);
         true
     }
+}
+
+/// Stream mode: the bytes read from disk and held at stream offset `off` of `c`.
+fn held_at(c: &Conn, off: u64) -> u64 {
+    c.streaming.as_ref().map_or(0, |s| s.fetch.held_at(off))
 }

@@ -66,6 +66,12 @@ impl WebService {
         }
     }
 
+    /// What an idle connection holds in an engine sized for it
+    /// ([`tcp::Endpoint::bytes_per_connection`]), to size `max_conns` from memory.
+    pub fn bytes_per_connection() -> usize {
+        tcp::Endpoint::<Tls<WebApp>>::bytes_per_connection()
+    }
+
     /// Stream mode (Atlas): response bodies are read from disk through `s` as each
     /// connection's window opens. Make the service with a cache of 0 bytes: nothing is
     /// packetised in this mode.
@@ -125,7 +131,10 @@ impl WebService {
         st.port.reap(|c| done.push(c));
         for c in done.drain(..) {
             let h = streamer::handle(c.cookie);
-            let live = ep.conn_mut(h).and_then(|conn| conn.inner.reading.take().map(|p| (conn, p)));
+            let live = ep.conn_mut(h).and_then(|conn| {
+                let plan = conn.inner.streaming.as_mut().and_then(|s| s.reading.take());
+                plan.map(|p| (conn, p))
+            });
             let Some((tls::Conn { inner: conn, tls: session }, plan)) = live else {
                 // The connection ended while its read was under way.
                 if let Some(b) = c.buf {
@@ -134,12 +143,13 @@ impl WebService {
                 }
                 continue;
             };
-            match conn.fetch.complete(st.port.pool(), plan, c) {
+            let fetch = &mut conn.streaming().fetch;
+            match fetch.complete(st.port.pool(), plan, c) {
                 Ok(()) => {
                     // Under TLS, the records the read completed are sealed in its buffer now,
                     // while the bytes are warm (Atlas), and later sent from it as they are.
                     if let Some(s) = session.as_mut() {
-                        if let Some((start, len, bytes)) = conn.fetch.last_chunk_mut(st.port.pool()) {
+                        if let Some((start, len, bytes)) = fetch.last_chunk_mut(st.port.pool()) {
                             tls.stats.records_in_place += u64::from(s.seal_within(start, len, bytes));
                         }
                     }
@@ -167,6 +177,7 @@ impl WebService {
             // a retransmission reads it again.
             let sent = conn.plain_sent(sent);
             let tls::Conn { inner: conn, tls: session } = conn;
+            let Some(conn) = conn.streaming.as_deref_mut() else { continue };
             conn.fetch.sent(sent, &mut |b| st.retire(b), &mut |a, b| {
                 if let Some(s) = session.as_mut() {
                     s.forget_in_place(a, b);

@@ -34,6 +34,11 @@ pub struct WebOptions {
     /// Connections per engine (all TCP states) [default: 65536].
     #[arg(long, value_name = "N")]
     pub max_conns: Option<usize>,
+    /// Size --max-conns from this many MiB per engine instead: as many connections as fit at
+    /// what an idle one holds here (control block, HTTP state, timer and table room; the
+    /// start line says how many and at what size). Not with --max-conns
+    #[arg(long, value_name = "MIB", conflicts_with = "max_conns")]
+    pub conn_memory: Option<u64>,
     /// How a prepared segment gets into a TX frame [default: precopy].
     #[arg(long, value_enum)]
     pub mode: Option<Mode>,
@@ -103,7 +108,17 @@ impl WebOptions {
             header_timeout: self.header_timeout.or(file.header_timeout),
             idle_timeout: self.idle_timeout.or(file.idle_timeout),
             max_requests: self.max_requests.or(file.max_requests),
-            max_conns: self.max_conns.or(file.max_conns),
+            // The command line's limit, in either form, over the file's.
+            max_conns: if self.max_conns.is_some() || self.conn_memory.is_some() {
+                self.max_conns
+            } else {
+                file.max_conns
+            },
+            conn_memory: if self.max_conns.is_some() || self.conn_memory.is_some() {
+                self.conn_memory
+            } else {
+                file.conn_memory
+            },
             mode: self.mode.or(file.mode),
             replica_frames: self.replica_frames.or(file.replica_frames),
             stream_memory: self.stream_memory.or(file.stream_memory),

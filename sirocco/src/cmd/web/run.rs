@@ -31,7 +31,19 @@ pub fn run(a: WebArgs) -> Result<(), String> {
         idle_timeout: span(o.idle_timeout.unwrap_or(60.0), "--idle-timeout")?,
         max_requests: o.max_requests.unwrap_or(10_000).max(1),
     };
-    let max_conns = o.max_conns.unwrap_or(65_536);
+    let max_conns = match (o.max_conns, o.conn_memory) {
+        (Some(_), Some(_)) => return Err("max_conns and conn_memory: give one of them".into()),
+        (None, Some(mib)) => {
+            let each = web::WebService::bytes_per_connection();
+            let n = usize::try_from(mib.saturating_mul(1 << 20)).unwrap_or(usize::MAX) / each;
+            if n == 0 {
+                return Err(format!("--conn-memory {mib} MiB holds no connection ({each} bytes each)"));
+            }
+            tracing::info!("{n} connections per engine in {mib} MiB ({each} bytes each, --conn-memory)");
+            n
+        }
+        (n, None) => n.unwrap_or(65_536),
+    };
     if max_conns == 0 {
         return Err("--max-conns must be at least 1".into());
     }
