@@ -416,6 +416,25 @@ def plot(draw):
     draw(plt)
 
 
+def size_curves(name, xlabel, results, panels):
+    """OUT/NAME.png: one panel per (title, key, scale) of `panels` against the state's size
+    on a log axis, a line per server of `results` ({kind: {size: [runs]}}) through the median
+    of each size's runs[key] × scale (sizes without runs left out)."""
+    def draw(plt):
+        fig, axes = plt.subplots(1, len(panels), figsize=(5 * len(panels), 4.2))
+        for kind, by_size in results.items():
+            xs = [n for n in sorted(by_size) if median_of(by_size[n], panels[0][1]) is not None]
+            for ax, (_, key, scale) in zip(axes, panels):
+                ax.plot(xs, [median_of(by_size[n], key) * scale for n in xs], marker="o", label=kind)
+        for ax, (title, _, _) in zip(axes, panels):
+            ax.set_xscale("log")
+            ax.set_xlabel(xlabel)
+            ax.set_title(title)
+            ax.set_ylim(bottom=0)
+        finish(fig, axes, name)
+    plot(draw)
+
+
 def rss_of_group(pgid):
     """Resident bytes of every process in process group `pgid` (the server and its children)."""
     total = 0

@@ -27,7 +27,7 @@ import json, os, re, subprocess, sys, tempfile, time
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, ".."))
 from lib import (sh, ns, env_list, preflight, Cpuset, Testnet, stop_process, SECS, REPS, SIROCCO,  # noqa: E402
-                 SRV_CPU, GEN_CPU, run_meta, save, plot, finish, server_kind, rss_of_group)
+                 SRV_CPU, GEN_CPU, run_meta, save, size_curves, server_kind, rss_of_group)
 
 ITEMS = env_list("ITEMS", "1000000,3000000,10000000,30000000,100000000", int)
 SERVERS = env_list("SERVERS", "sirocco,memcached")
@@ -197,21 +197,9 @@ def report(results, pressure, p_items, p_mb):
                          f"{med([r['hit_rate'] for r in rs]):.3f} | {med([r['get_per_s'] for r in rs]):,.0f} |")
     save(OUT_NAME, meta, lines, results={k: {str(n): v for n, v in d.items()} for k, d in results.items()},
          pressure=pressure, summary=summary)
-
-    def draw(plt):
-        fig, axes = plt.subplots(1, 3, figsize=(15, 4.2))
-        for kind in SERVERS:
-            xs = [n for n in ITEMS if results[kind][n]]
-            for ax, key, scale in ((axes[0], "overhead_per_item", 1), (axes[1], "get_per_s", 1e-3),
-                                   (axes[2], "get_p99_us", 1)):
-                ax.plot(xs, [med([r[key] for r in results[kind][n]]) * scale for n in xs], marker="o", label=kind)
-        for ax, t in zip(axes, ("overhead, bytes per item", "gets/s (thousands)", "get p99 (µs, closed loop)")):
-            ax.set_xscale("log")
-            ax.set_xlabel("items")
-            ax.set_title(t)
-            ax.set_ylim(bottom=0)
-        finish(fig, axes, OUT_NAME)
-    plot(draw)
+    size_curves(OUT_NAME, "items", results, [("overhead, bytes per item", "overhead_per_item", 1),
+                                             ("gets/s (thousands)", "get_per_s", 1e-3),
+                                             ("get p99 (µs, closed loop)", "get_p99_us", 1)])
 
 
 if __name__ == "__main__":
