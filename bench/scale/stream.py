@@ -93,8 +93,10 @@ class Server:
         while time.monotonic() - t0 < 300:
             if self.proc.poll() is not None:
                 raise RuntimeError(f"{self.kind} did not start: {self.proc.stderr.read()}")
-            r = ns(NET.cli_ns, "curl", "-s", "-o", "/dev/null", "-w", "%{http_code}", "--max-time", "1",
-                   f"http://{self.addr}{probe}", check=False)
+            # A short connect timeout: sirocco's own address answers nothing (not even ARP)
+            # until its XDP filter is attached, and a longer one would round the start up.
+            r = ns(NET.cli_ns, "curl", "-s", "-o", "/dev/null", "-w", "%{http_code}", "--connect-timeout", "0.1",
+                   "--max-time", "2", f"http://{self.addr}{probe}", check=False)
             if r.stdout.strip() == "200":
                 return time.monotonic() - t0
             time.sleep(0.02)
