@@ -114,6 +114,11 @@ impl Conn {
         self.streaming.get_or_insert_with(Box::default)
     }
 
+    /// Stream mode: the bytes read from disk and held at stream offset `off`.
+    pub fn held_at(&self, off: u64) -> u64 {
+        self.streaming.as_ref().map_or(0, |s| s.fetch.held_at(off))
+    }
+
     /// True when a stream-mode connection has file bytes to read and no read in flight.
     pub fn wants_read(&self) -> bool {
         self.streaming.as_ref().is_some_and(|s| !s.fetch.is_empty() && s.reading.is_none())

@@ -718,9 +718,9 @@ impl tcp::App for WebApp {
             }
             // The head, then what has been read from disk (0 while a read is under way).
             Body::Disk { head, .. } if pos < u64::from(head) => {
-                u64::from(head) - pos + held_at(c, r.start + u64::from(head))
+                u64::from(head) - pos + c.held_at(r.start + u64::from(head))
             }
-            Body::Disk { .. } => held_at(c, off),
+            Body::Disk { .. } => c.held_at(off),
             _ => left,
         };
         lim.min(left).min(u64::from(u32::MAX)) as u32
@@ -759,9 +759,4 @@ impl tcp::App for WebApp {
         self.stats.ready_segments.set(self.stats.ready_segments.get() + 1);
         true
     }
-}
-
-/// Stream mode: the bytes read from disk and held at stream offset `off` of `c`.
-fn held_at(c: &Conn, off: u64) -> u64 {
-    c.streaming.as_ref().map_or(0, |s| s.fetch.held_at(off))
 }

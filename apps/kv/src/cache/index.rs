@@ -68,26 +68,28 @@ impl Index {
         !self.old.is_empty()
     }
 
-    /// The bucket holding `hash`'s chain: in the old table if it has not been moved yet.
-    fn bucket(&mut self, hash: u64) -> &mut ItemId {
-        if !self.old.is_empty() {
-            let i = hash as usize & (self.old.len() - 1);
-            if i >= self.moved {
-                return &mut self.old[i];
-            }
+    /// Where `hash`'s chain starts: in the old table (true) if its bucket has not been moved
+    /// yet, and the bucket's number there.
+    fn place(&self, hash: u64) -> (bool, usize) {
+        let old = hash as usize & self.old.len().wrapping_sub(1);
+        if !self.old.is_empty() && old >= self.moved {
+            return (true, old);
         }
-        let n = self.heads.len();
-        &mut self.heads[hash as usize & (n - 1)]
+        (false, hash as usize & (self.heads.len() - 1))
+    }
+
+    fn bucket(&mut self, hash: u64) -> &mut ItemId {
+        match self.place(hash) {
+            (true, i) => &mut self.old[i],
+            (false, i) => &mut self.heads[i],
+        }
     }
 
     fn head(&self, hash: u64) -> ItemId {
-        if !self.old.is_empty() {
-            let i = hash as usize & (self.old.len() - 1);
-            if i >= self.moved {
-                return self.old[i];
-            }
+        match self.place(hash) {
+            (true, i) => self.old[i],
+            (false, i) => self.heads[i],
         }
-        self.heads[hash as usize & (self.heads.len() - 1)]
     }
 
     /// The first item of `hash`'s chain that `is` accepts, following the chain with `next`

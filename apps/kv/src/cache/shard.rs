@@ -31,7 +31,7 @@ const KLEN: usize = 40;
 const STATE: usize = 41;
 const CLASS: usize = 42;
 /// The next item in the index's chain ([`Index`]): 5 bytes, the item's page and its offset
-/// in eighths (chunks are 8-byte aligned) packed by [`Shard::pack`].
+/// in eighths (chunks are 8-byte aligned) packed by `pack`.
 const CHAIN: usize = 43;
 /// The end of a chain, packed.
 const CHAIN_END: u64 = (1 << 40) - 1;
@@ -145,7 +145,7 @@ pub struct Shard {
     pages: Vec<Box<[u8]>>,
     classes: Vec<Class>,
     index: Index,
-    /// Bits of a packed chain link that hold the offset in eighths ([`Shard::pack`]).
+    /// Bits of a packed chain link that hold the offset in eighths (`pack`).
     offset_bits: u32,
     /// Pages of the shard no class holds (after a flush).
     spare: Vec<u32>,
@@ -298,8 +298,8 @@ impl Shard {
                 let kl = usize::from(b[KLEN]);
                 &b[HDR..HDR + kl] == key
             };
-            let links = Links { pages: &self.pages, offset_bits: self.offset_bits };
-            self.index.find(hash, |id| links.next(id), is)?
+            let bits = self.offset_bits;
+            self.index.find(hash, |id| read_link(pages, id, bits), is)?
         };
         if self.is_dead(id, now) {
             if self.state(id) & FETCHED == 0 && self.u32_at(id, EXPTIME) != 0 {
@@ -708,13 +708,8 @@ impl Shard {
     }
 }
 
-/// The items' chain links, read through the pages (a lookup).
-struct Links<'a> {
-    pages: &'a [Box<[u8]>],
-    offset_bits: u32,
-}
-
-/// The items' chain links, read and written (an insertion or removal).
+/// The items' chain links, read and written (an insertion or removal; a lookup reads them
+/// with `read_link`).
 struct LinksMut<'a> {
     pages: &'a mut [Box<[u8]>],
     hasher: &'a Hasher,
@@ -749,12 +744,6 @@ fn read_link(pages: &[Box<[u8]>], id: ItemId, offset_bits: u32) -> ItemId {
 fn key_hash(pages: &[Box<[u8]>], hasher: &Hasher, id: ItemId) -> u64 {
     let b = &pages[(id >> 32) as usize][(id & 0xffff_ffff) as usize..];
     hasher.hash_one(&b[HDR..HDR + usize::from(b[KLEN])])
-}
-
-impl Links<'_> {
-    fn next(&self, id: ItemId) -> ItemId {
-        read_link(self.pages, id, self.offset_bits)
-    }
 }
 
 impl Chain for LinksMut<'_> {

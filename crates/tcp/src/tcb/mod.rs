@@ -361,13 +361,12 @@ fn syn_options(cfg: &Config, peer: Option<&TcpOptions>, ts: Option<(u32, u32)>) 
 }
 
 impl Tcb {
-    /// `cfg` is already the one for the tuple's family ([`Config::for_ipv6`]).
+    /// `shared` is already the configuration for the tuple's family ([`Config::for_ipv6`]).
     fn blank(tuple: Tuple, shared: Arc<Config>, iss: Seq, ts_offset: u32, now: Instant, passive: bool) -> Tcb {
         let cfg = &*shared;
         Tcb {
             tuple,
             state: State::Closed,
-            cfg: shared.clone(),
             passive,
             snd: Send {
                 iss,
@@ -444,6 +443,8 @@ impl Tcb {
             },
             notes: Notes::default(),
             rate: rate::RateSampler::default(),
+            // Last: the fields above read it through `cfg`.
+            cfg: shared,
         }
     }
 

@@ -102,23 +102,20 @@ pub enum Mode {
 impl WebOptions {
     /// The command line's options over the config file's.
     fn or(self, file: WebOptions, config: Option<&Path>) -> WebOptions {
+        // The command line's connection limit, in either form, over the file's.
+        let (max_conns, conn_memory) = if self.max_conns.is_some() || self.conn_memory.is_some() {
+            (self.max_conns, self.conn_memory)
+        } else {
+            (file.max_conns, file.conn_memory)
+        };
         WebOptions {
             root: self.root.or(file.root.map(|r| crate::serve::relative_to(config, &r))),
             cache_bytes: self.cache_bytes.or(file.cache_bytes),
             header_timeout: self.header_timeout.or(file.header_timeout),
             idle_timeout: self.idle_timeout.or(file.idle_timeout),
             max_requests: self.max_requests.or(file.max_requests),
-            // The command line's limit, in either form, over the file's.
-            max_conns: if self.max_conns.is_some() || self.conn_memory.is_some() {
-                self.max_conns
-            } else {
-                file.max_conns
-            },
-            conn_memory: if self.max_conns.is_some() || self.conn_memory.is_some() {
-                self.conn_memory
-            } else {
-                file.conn_memory
-            },
+            max_conns,
+            conn_memory,
             mode: self.mode.or(file.mode),
             replica_frames: self.replica_frames.or(file.replica_frames),
             stream_memory: self.stream_memory.or(file.stream_memory),
