@@ -8,15 +8,15 @@
 //! records ready to append: what proves a query name does not exist is the one record that
 //! depends on the name, found per query by a binary search in canonical order.
 
-use crate::message::{Cover, Draft, Encoded, Owner, Prepared};
+use crate::message::{Cover, Draft, Encoded, Owner, Prepared, Scratch, Staged};
 use crate::nsec3;
 use crate::resolve::{any_choice, next_closer, Chain, Found, View, MAX_CHAIN};
 use crate::transfer::{Acl, Transfer};
-use crate::zone::{sigs_in, Zone};
+use crate::zone::{sigs_in, RRset, Zone};
 use dns::name::{canonical_cmp, hash_wire, hash_wire_ci, wire_ends_with, FnvBuild, Name};
 use dns::{rcode, rtype};
 use std::borrow::Cow;
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use wire::IpAddr;
 
 /// What answers for names below a node that do not exist themselves.
@@ -329,15 +329,17 @@ struct Pool {
 }
 
 impl Pool {
-    fn add(&mut self, p: Prepared) -> u32 {
+    /// The response's number in the pool, added if it is new (copied out of its scratch
+    /// buffers only then).
+    fn add(&mut self, p: Staged<'_>) -> u32 {
         let h = p.fingerprint();
         if let Some(&i) = self.index.get(&h) {
-            if self.responses[i as usize] == p {
+            if self.responses[i as usize].staged() == p {
                 return i;
             }
         }
         let i = self.responses.len() as u32;
-        self.responses.push(p);
+        self.responses.push(p.to_prepared());
         self.index.entry(h).or_insert(i);
         i
     }
@@ -355,6 +357,8 @@ pub fn several_cpus() -> bool {
 /// positions every part shares.
 struct Drafting<'a, 'z> {
     view: &'a View<'z>,
+    /// Names with a wildcard child.
+    wild_parents: HashSet<&'z [u8], FnvBuild>,
     denial: &'a Denial,
     signed: bool,
     apex: &'a [u8],
@@ -387,9 +391,9 @@ impl Part {
     }
 }
 
-impl Drafting<'_, '_> {
-    fn prep(&self, d: Draft<'_>, known: &[u8]) -> Prepared {
-        let mut p = d.prepare(known);
+impl<'z> Drafting<'_, 'z> {
+    fn prep<'s>(&self, d: &Draft<'_>, known: &[u8], scratch: &'s mut Scratch) -> Staged<'s> {
+        let mut p = d.prepare_in(known, scratch);
         if let Some(c) = &d.cover {
             let mut exclude = [u32::MAX; 2];
             for (e, o) in exclude.iter_mut().zip(c.exclude.iter().filter_map(|o| self.denial.index_of(o))) {
@@ -403,26 +407,36 @@ impl Drafting<'_, '_> {
 
     /// The nodes of `names` (name, whether it is a wildcard's expansion), their responses
     /// added to `pool`.
-    fn draft_names(&self, names: &[(&[u8], bool)], mut pool: Pool) -> (Pool, Part) {
+    fn draft_names(&self, names: &[(&'z [u8], &'z [RRset], bool)], mut pool: Pool) -> (Pool, Part) {
         let (view, signed, apex) = (self.view, self.signed, self.apex);
         let (nxdomain, nodata) = (self.nxdomain, self.nodata);
         let mut part = Part { nodes: Vec::with_capacity(names.len()), ..Part::default() };
-        for &(name, expand) in names {
-            let sets = view.sets(name);
+        // One draft and one set of buffers serve every response in turn.
+        let mut d = Draft::default();
+        let mut scratch = Scratch::default();
+        for &(name, sets, expand) in names {
+            let found = view.found_in_zone(name, sets);
+            let is_cut = matches!(found, Found::Cut(_));
             // A wildcard's answers are shared by every name it matches: compress only
             // against the part of the query name they all have.
             let known = if name.starts_with(b"\x01*") { &name[2..] } else { name };
             // Both drafts of a type: without and with DO (the same one for an unsigned zone).
             let mut draft = |t: u16| {
-                let plain = pool.add(self.prep(view.draft(name, Owner::Qname, t, false), known));
+                view.draft_into(&mut d, name, Some(found), Owner::Qname, t, false);
+                let plain = pool.add(self.prep(&d, known, &mut scratch));
                 let with_do = match (signed, expand) {
                     (false, _) => plain,
-                    (true, false) => pool.add(self.prep(view.draft(name, Owner::Qname, t, true), known)),
-                    (true, true) => pool.add(self.prep(view.draft_expansion(name, t), known)),
+                    (true, false) => {
+                        view.draft_into(&mut d, name, Some(found), Owner::Qname, t, true);
+                        pool.add(self.prep(&d, known, &mut scratch))
+                    }
+                    (true, true) => {
+                        view.draft_expansion_into(&mut d, name, t);
+                        pool.add(self.prep(&d, known, &mut scratch))
+                    }
                 };
                 (t, plain, with_do)
             };
-            let is_cut = view.is_cut(name);
             let cname = sets.iter().any(|s| s.rtype == rtype::CNAME);
             let mut answers = Vec::new();
             let other = if is_cut {
@@ -453,7 +467,8 @@ impl Drafting<'_, '_> {
             answers.retain(|a| (a.1, a.2) != (other.1, other.2));
             answers.sort_unstable();
             answers.dedup_by_key(|a| a.0);
-            let nx_do = if signed { pool.add(self.prep(view.nxdomain(name, true), apex)) } else { nxdomain };
+            let nx_do =
+                if signed { pool.add(self.prep(&view.nxdomain(name, true), apex, &mut scratch)) } else { nxdomain };
             let below = if is_cut {
                 Below::Cut
             } else if let Some(d) = sets.iter().find(|s| s.rtype == rtype::DNAME) {
@@ -471,9 +486,9 @@ impl Drafting<'_, '_> {
                     target: d.rdatas[0].clone().into_boxed_slice(),
                 }))
             } else {
-                let mut w = b"\x01*".to_vec();
-                w.extend_from_slice(name);
-                if !expand {
+                if !expand && self.wild_parents.contains(name) {
+                    let mut w = b"\x01*".to_vec();
+                    w.extend_from_slice(name);
                     part.wild_of.push((part.nodes.len(), w));
                 }
                 Below::Nx
@@ -520,21 +535,22 @@ impl CompiledZone {
         // Every part's pool starts with these two, at 0 and 1.
         let seeded = || {
             let mut pool = Pool { responses: Vec::new(), index: HashMap::default() };
-            pool.add(nx.clone());
-            pool.add(nodata.clone());
+            pool.add(nx.staged());
+            pool.add(nodata.staged());
             pool
         };
         let (nxdomain, nodata) = (0, 1);
         let signed = z.signed;
 
-        let mut names: Vec<&[u8]> = view.names().filter(|n| !view.occluded(n)).collect();
-        names.sort_unstable();
+        let mut names: Vec<(&[u8], &[RRset])> = view.names().filter(|(n, _)| !view.occluded(n)).collect();
+        names.sort_unstable_by_key(|&(n, _)| n);
         // In a signed zone a wildcard answers differently for itself and for the names it
         // stands for (those need proofs they do not exist): the latter get a node of their
         // own, reached only through the wildcard's parent.
-        let wildcards = names.iter().filter(|n| signed && n.starts_with(b"\x01*")).map(|&n| (n, true));
-        let all: Vec<(&[u8], bool)> = names.iter().map(|&n| (n, false)).chain(wildcards).collect();
-        let ctx = Drafting { view: &view, denial: &denial, signed, apex, nxdomain, nodata };
+        let wildcards = names.iter().filter(|(n, _)| signed && n.starts_with(b"\x01*")).map(|&(n, s)| (n, s, true));
+        let all: Vec<(&[u8], &[RRset], bool)> = names.iter().map(|&(n, s)| (n, s, false)).chain(wildcards).collect();
+        let wild_parents = names.iter().filter(|(n, _)| n.starts_with(b"\x01*")).map(|(n, _)| &n[2..]).collect();
+        let ctx = Drafting { view: &view, wild_parents, denial: &denial, signed, apex, nxdomain, nodata };
         // A large zone is drafted by two threads, each over half the names with a pool of its
         // own; the second's responses are then added to the first's (equal ones found again).
         let (pool, part) = if all.len() >= parallel_at.max(2) {
@@ -544,7 +560,7 @@ impl CompiledZone {
                 (ctx.draft_names(a, seeded()), other.join().expect("the drafting thread"))
             });
             let (pool2, part2) = second;
-            let map: Vec<u32> = pool2.responses.into_iter().map(|p| first.0.add(p)).collect();
+            let map: Vec<u32> = pool2.responses.iter().map(|p| first.0.add(p.staged())).collect();
             first.1.append(part2, &map);
             first
         } else {
@@ -687,6 +703,15 @@ impl CompiledZone {
     /// Whether the zone has the name `w` (any letter case).
     pub fn has_name(&self, w: &[u8]) -> bool {
         self.node_offset(w).is_some()
+    }
+
+    /// A hash of the compiled bytes (a debugging aid while tuning the compiler).
+    pub fn digest(&self) -> u64 {
+        let mut h = dns::name::hash_wire(&self.nodes) ^ dns::name::hash_wire(&self.responses).rotate_left(1);
+        for (a, b) in self.table.iter() {
+            h = (h ^ (u64::from(*a) << 32 | u64::from(*b))).wrapping_mul(0x0100_0000_01b3);
+        }
+        h
     }
 
     /// Names with prepared answers (owners and empty non-terminals).

@@ -112,10 +112,47 @@ impl Prepared {
         v.into_boxed_slice()
     }
 
+    /// The response as a [`Staged`] one, to compare or hash.
+    pub fn staged(&self) -> Staged<'_> {
+        Staged {
+            aa: self.aa,
+            rcode: self.rcode,
+            counts: self.counts,
+            body: &self.body,
+            patches: &self.patches,
+            sum: self.sum,
+            cover: self.cover,
+        }
+    }
+
+    /// Heap bytes held.
+    pub fn heap_bytes(&self) -> usize {
+        self.body.len() + self.patches.len() * std::mem::size_of::<Patch>()
+    }
+}
+
+/// A prepared response still in a [`Scratch`]'s buffers: compiling a zone hashes each one
+/// and keeps it only if it is new (most are not), so duplicates cost no allocation.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Staged<'s> {
+    /// See [`Prepared`].
+    pub aa: bool,
+    /// Response code.
+    pub rcode: u8,
+    /// Answer, authority and additional counts.
+    pub counts: [u16; 3],
+    body: &'s [u8],
+    patches: &'s [Patch],
+    sum: u16,
+    /// What is appended per query, if anything.
+    pub cover: Cover,
+}
+
+impl Staged<'_> {
     /// A hash of everything the response is, for interning.
     pub fn fingerprint(&self) -> u64 {
-        let mut h = dns::name::hash_wire(&self.body);
-        for p in self.patches.iter() {
+        let mut h = dns::name::hash_wire(self.body);
+        for p in self.patches {
             h = (h ^ (u64::from(p.at) << 16 | u64::from(p.to))).wrapping_mul(0x0100_0000_01b3);
         }
         h ^= (u64::from(self.cover.mode) << 8 | u64::from(self.cover.ce_len)).rotate_left(17);
@@ -123,10 +160,25 @@ impl Prepared {
         h ^ (u64::from(self.rcode) << 56 | u64::from(self.aa) << 48 | u64::from(self.counts[0]) << 32)
     }
 
-    /// Heap bytes held.
-    pub fn heap_bytes(&self) -> usize {
-        self.body.len() + self.patches.len() * std::mem::size_of::<Patch>()
+    /// The response in buffers of its own.
+    pub fn to_prepared(&self) -> Prepared {
+        Prepared {
+            aa: self.aa,
+            rcode: self.rcode,
+            counts: self.counts,
+            body: self.body.into(),
+            patches: self.patches.into(),
+            sum: self.sum,
+            cover: self.cover,
+        }
     }
+}
+
+/// Buffers reused from one prepared draft to the next.
+#[derive(Debug, Default)]
+pub struct Scratch {
+    body: Vec<u8>,
+    patches: Vec<Patch>,
 }
 
 /// Bytes before the patches in the encoded form.
@@ -251,6 +303,15 @@ pub struct Draft<'a> {
 }
 
 impl<'a> Draft<'a> {
+    /// Empties the draft for another response, keeping its buffers.
+    pub fn reset(&mut self, aa: bool, rcode: u8) {
+        self.aa = aa;
+        self.rcode = rcode;
+        self.sections.iter_mut().for_each(Vec::clear);
+        self.cover = None;
+        self.no_additional = false;
+    }
+
     /// Adds every record of an RRset to `section`.
     pub fn push(&mut self, section: usize, owner: Owner<'a>, t: u16, ttl: u32, rdatas: &'a [Vec<u8>]) {
         for r in rdatas {
@@ -267,7 +328,14 @@ impl<'a> Draft<'a> {
     /// ends with (the node's own name, or a wildcard's closest encloser): its suffixes are
     /// in the question and can be pointed at.
     pub fn prepare(&self, known: &[u8]) -> Prepared {
-        let mut w = Writer { body: Vec::with_capacity(128), patches: Vec::new(), table: Vec::with_capacity(16) };
+        self.prepare_in(known, &mut Scratch::default()).to_prepared()
+    }
+
+    /// [`Draft::prepare`] into `scratch`'s buffers.
+    pub fn prepare_in<'s>(&self, known: &[u8], scratch: &'s mut Scratch) -> Staged<'s> {
+        scratch.body.clear();
+        scratch.patches.clear();
+        let mut w = Writer { body: &mut scratch.body, patches: &mut scratch.patches, table: Suffixes::default() };
         let k = known;
         let mut i = 0;
         while k[i] != 0 {
@@ -293,31 +361,54 @@ impl<'a> Draft<'a> {
             }
         }
         // The sum with the pointer placeholders (0xc000 each) taken out again.
-        let mut sum = wire::checksum::add(0, &w.body);
-        for p in &w.patches {
+        let mut sum = wire::checksum::add(0, w.body);
+        for p in w.patches.iter() {
             sum += u64::from(!(sum_at(0xc000, usize::from(p.at)) as u16));
         }
         let sum = wire::checksum::fold(sum);
-        Prepared {
+        Staged {
             aa: self.aa,
             rcode: self.rcode,
             counts,
             sum,
-            body: w.body.into_boxed_slice(),
-            patches: w.patches.into_boxed_slice(),
+            body: &scratch.body,
+            patches: &scratch.patches,
             cover: Cover::default(),
         }
     }
 }
 
-struct Writer<'s> {
-    body: Vec<u8>,
-    patches: Vec<Patch>,
-    /// Names (suffixes) already in the message and where.
-    table: Vec<(&'s [u8], u16)>,
+/// Names (suffixes) already in a message and where: the first few in place, so that a
+/// typical response is written without allocating.
+#[derive(Default)]
+struct Suffixes<'s> {
+    first: [(&'s [u8], u16); 24],
+    n: usize,
+    more: Vec<(&'s [u8], u16)>,
 }
 
-impl<'s> Writer<'s> {
+impl<'s> Suffixes<'s> {
+    fn push(&mut self, e: (&'s [u8], u16)) {
+        if self.n < self.first.len() {
+            self.first[self.n] = e;
+            self.n += 1;
+        } else {
+            self.more.push(e);
+        }
+    }
+
+    fn find(&self, suffix: &[u8]) -> Option<u16> {
+        self.first[..self.n].iter().chain(&self.more).find(|(s, _)| *s == suffix).map(|&(_, to)| to)
+    }
+}
+
+struct Writer<'s, 'b> {
+    body: &'b mut Vec<u8>,
+    patches: &'b mut Vec<Patch>,
+    table: Suffixes<'s>,
+}
+
+impl<'s> Writer<'s, '_> {
     fn pointer(&mut self, to: u16) {
         self.patches.push(Patch { at: self.body.len() as u16, to });
         self.body.extend([0xc0, 0]);
@@ -328,7 +419,7 @@ impl<'s> Writer<'s> {
         let mut i = 0;
         while wire[i] != 0 {
             let suffix = &wire[i..];
-            if let Some(&(_, to)) = self.table.iter().find(|(s, _)| *s == suffix) {
+            if let Some(to) = self.table.find(suffix) {
                 self.pointer(to);
                 return;
             }

@@ -17,13 +17,15 @@ use crate::zone::{sigs_in, RRset, Zone};
 use dns::name::{canonical_cmp, hash_wire, label_starts, wire_ends_with, FnvBuild, Name};
 use dns::{rcode, rtype};
 use std::borrow::Cow;
-use std::collections::HashSet;
+use std::collections::hash_map::Entry;
+use std::collections::HashMap;
 
 /// Longest CNAME/DNAME chain followed inside a zone (the answer stops there, as it would at
 /// a loop).
 pub const MAX_CHAIN: usize = 8;
 
 /// What a name is in a zone.
+#[derive(Clone, Copy)]
 pub enum Found<'z> {
     /// The name exists (possibly as an empty non-terminal) with these RRsets.
     Exact(&'z [RRset]),
@@ -43,8 +45,9 @@ pub struct View<'z> {
     /// The zone.
     pub z: &'z Zone,
     apex: &'z [u8],
-    /// Every name that exists: owners and empty non-terminals (suffixes of owners).
-    exists: HashSet<&'z [u8], FnvBuild>,
+    /// Every name that exists, owners with their RRsets and empty non-terminals (suffixes
+    /// of owners) with none.
+    exists: HashMap<&'z [u8], &'z [RRset], FnvBuild>,
     neg_soa: RRset,
     /// How the zone proves names and types do not exist, if it is signed.
     chain: Chain<'z>,
@@ -64,15 +67,26 @@ impl<'z> View<'z> {
     /// Indexes `z`.
     pub fn new(z: &'z Zone) -> View<'z> {
         let apex = z.origin.as_wire();
-        let mut exists: HashSet<&'z [u8], FnvBuild> =
-            HashSet::with_capacity_and_hasher(z.nodes.len() * 2, FnvBuild::default());
+        // Owners, and empty non-terminals (few in most zones: the room left by rounding the
+        // table up to a power of two takes them, else it grows once).
+        let mut exists: HashMap<&'z [u8], &'z [RRset], FnvBuild> =
+            HashMap::with_capacity_and_hasher(z.nodes.len(), FnvBuild::default());
         let mut starts = [0u8; 128];
-        for n in z.nodes.keys() {
+        for (n, sets) in &z.nodes {
+            // The owner with its sets, even where a name below made it an empty
+            // non-terminal first; then its suffixes up to the first one already there.
+            exists.insert(n, sets);
             let k = label_starts(n, &mut starts);
-            for &s in &starts[..k] {
+            for &s in &starts[1..k] {
                 let suffix = &n[usize::from(s)..];
-                if suffix.len() < apex.len() || !exists.insert(suffix) {
+                if suffix.len() < apex.len() {
                     break;
+                }
+                match exists.entry(suffix) {
+                    Entry::Occupied(_) => break,
+                    Entry::Vacant(v) => {
+                        v.insert(&[]);
+                    }
                 }
             }
         }
@@ -155,7 +169,7 @@ impl<'z> View<'z> {
     /// The longest suffix of `name` that exists (its closest encloser, RFC 4592).
     pub fn closest_encloser<'n>(&self, name: &'n [u8]) -> &'n [u8] {
         let mut i = 0;
-        while name.len() - i > self.apex.len() && !self.exists.contains(&name[i..]) {
+        while name.len() - i > self.apex.len() && !self.exists.contains_key(&name[i..]) {
             i += 1 + usize::from(name[i]);
         }
         &name[i..]
@@ -199,9 +213,10 @@ impl<'z> View<'z> {
         &self.neg_soa
     }
 
-    /// Every name that exists in the zone, empty non-terminals included.
-    pub fn names(&self) -> impl Iterator<Item = &'z [u8]> + '_ {
-        self.exists.iter().copied()
+    /// Every name that exists in the zone with its RRsets, empty non-terminals included
+    /// (with none).
+    pub fn names(&self) -> impl Iterator<Item = (&'z [u8], &'z [RRset])> + '_ {
+        self.exists.iter().map(|(&n, &sets)| (n, sets))
     }
 
     /// The RRsets at a name (none for an empty non-terminal).
@@ -219,11 +234,10 @@ impl<'z> View<'z> {
     pub fn occluded(&self, n: &[u8]) -> bool {
         let mut starts = [0u8; 128];
         let k = label_starts(n, &mut starts);
-        starts[1..k]
-            .iter()
-            .map(|&s| &n[usize::from(s)..])
-            .take_while(|a| a.len() >= self.apex.len())
-            .any(|a| self.is_cut(a) || self.z.rrset(a, rtype::DNAME).is_some())
+        starts[1..k].iter().map(|&s| &n[usize::from(s)..]).take_while(|a| a.len() >= self.apex.len()).any(|a| {
+            let sets = self.exists.get(a).copied().unwrap_or(&[]);
+            sets.iter().any(|s| (s.rtype == rtype::NS && a.len() > self.apex.len()) || s.rtype == rtype::DNAME)
+        })
     }
 
     /// Classifies a name of the zone, walking down from the apex.
@@ -240,7 +254,7 @@ impl<'z> View<'z> {
                 let (key, _) = self.z.nodes.get_key_value(a).expect("a cut has NS");
                 return Found::Cut(key);
             }
-            if !self.exists.contains(a) {
+            if !self.exists.contains_key(a) {
                 let encloser = above.expect("the apex exists");
                 let mut w = [0u8; 257];
                 w[..2].copy_from_slice(b"\x01*");
@@ -249,7 +263,7 @@ impl<'z> View<'z> {
                 return match self.z.nodes.get_key_value(wild) {
                     Some((k, sets)) => Found::Wild(k, sets),
                     // A wildcard with nothing but names below it: NODATA for any type.
-                    None if self.exists.contains(wild) => Found::Wild(&[], &[]),
+                    None if self.exists.contains_key(wild) => Found::Wild(&[], &[]),
                     None => Found::Nx,
                 };
             }
@@ -268,21 +282,45 @@ impl<'z> View<'z> {
     /// Drafts the response to (`name`, `qtype`), with `owner` standing for `name` in the
     /// message; `dnssec`: for a query with the DO bit.
     pub fn draft<'a>(&'a self, name: &[u8], owner: Owner<'a>, qtype: u16, dnssec: bool) -> Draft<'a> {
-        let mut d = Draft { aa: true, rcode: rcode::NOERROR, ..Default::default() };
-        let mut seen = Vec::with_capacity(MAX_CHAIN);
-        let q = Query { qtype, dnssec, expand: false };
-        self.answer(&mut d, name, owner, q, 0, &mut seen);
+        let mut d = Draft::default();
+        self.draft_into(&mut d, name, None, owner, qtype, dnssec);
         d
     }
 
-    /// Drafts, with DO, what the wildcard `wild` answers for `qtype` when it stands for a
-    /// query name (which then does not exist, and that is proved).
-    pub fn draft_expansion<'a>(&'a self, wild: &[u8], qtype: u16) -> Draft<'a> {
-        let mut d = Draft { aa: true, rcode: rcode::NOERROR, ..Default::default() };
-        let mut seen = Vec::with_capacity(MAX_CHAIN);
+    /// [`View::draft`] into `d` (emptied first, its buffers kept), for a name already
+    /// classified as `found` if given (see [`View::found_in_zone`]).
+    pub fn draft_into<'a>(
+        &'a self,
+        d: &mut Draft<'a>,
+        name: &[u8],
+        found: Option<Found<'z>>,
+        owner: Owner<'a>,
+        qtype: u16,
+        dnssec: bool,
+    ) {
+        d.reset(true, rcode::NOERROR);
+        let q = Query { qtype, dnssec, expand: false };
+        let found = found.unwrap_or_else(|| self.find(name));
+        self.answer_found(d, name, found, owner, q, 0, &mut Seen::default());
+    }
+
+    /// Drafts into `d`, with DO, what the wildcard `wild` answers for `qtype` when it stands
+    /// for a query name (which then does not exist, and that is proved).
+    pub fn draft_expansion_into<'a>(&'a self, d: &mut Draft<'a>, wild: &[u8], qtype: u16) {
+        d.reset(true, rcode::NOERROR);
         let q = Query { qtype, dnssec: true, expand: true };
-        self.answer(&mut d, wild, Owner::Qname, q, 0, &mut seen);
-        d
+        self.answer(d, wild, Owner::Qname, q, 0, &mut Seen::default());
+    }
+
+    /// What [`View::find`] says of `name`, a name of the zone that no cut or DNAME above it
+    /// hides (see [`View::occluded`]): every suffix exists and none stops the walk, so only
+    /// the name itself decides. Saves the walk when every name of a zone is drafted.
+    pub fn found_in_zone(&self, name: &'z [u8], sets: &'z [RRset]) -> Found<'z> {
+        if name.len() > self.apex.len() && sets.iter().any(|s| s.rtype == rtype::NS) {
+            Found::Cut(name)
+        } else {
+            Found::Exact(sets)
+        }
     }
 
     /// The draft of an NXDOMAIN for a name whose closest encloser is `ce`: the SOA and, with
@@ -363,18 +401,25 @@ impl<'z> View<'z> {
         }
     }
 
-    fn answer<'a>(
+    fn answer<'a>(&'a self, d: &mut Draft<'a>, name: &[u8], owner: Owner<'a>, q: Query, depth: usize, seen: &mut Seen) {
+        let found = self.find(name);
+        self.answer_found(d, name, found, owner, q, depth, seen)
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    fn answer_found<'a>(
         &'a self,
         d: &mut Draft<'a>,
         name: &[u8],
+        found: Found<'z>,
         owner: Owner<'a>,
         q: Query,
         depth: usize,
-        seen: &mut Vec<u64>,
+        seen: &mut Seen,
     ) {
         let Query { qtype, dnssec, .. } = q;
         seen.push(hash_wire(name));
-        let (at, sets, wild) = match self.find(name) {
+        let (at, sets, wild) = match found {
             Found::Cut(c) if c == name && qtype == rtype::DS => {
                 // The parent side is authoritative for DS (RFC 4035 section 3.1.4.1).
                 match self.z.rrset(name, rtype::DS) {
@@ -498,8 +543,8 @@ impl<'z> View<'z> {
     }
 
     /// Continues a chain at `target` if it is in this zone and not a loop.
-    fn follow<'a>(&'a self, d: &mut Draft<'a>, target: &[u8], q: Query, depth: usize, seen: &mut Vec<u64>) {
-        if depth + 1 >= MAX_CHAIN || !wire_ends_with(target, self.apex) || seen.contains(&hash_wire(target)) {
+    fn follow<'a>(&'a self, d: &mut Draft<'a>, target: &[u8], q: Query, depth: usize, seen: &mut Seen) {
+        if depth + 1 >= MAX_CHAIN || !wire_ends_with(target, self.apex) || seen.contains(hash_wire(target)) {
             return;
         }
         let owner = match self.z.nodes.get_key_value(target) {
@@ -627,6 +672,26 @@ impl<'z> Chain<'z> {
 
 /// What a draft answers.
 #[derive(Clone, Copy)]
+/// Hashes of the names a chain has passed (one per step, so at most [`MAX_CHAIN`]).
+#[derive(Default)]
+struct Seen {
+    hashes: [u64; MAX_CHAIN],
+    n: usize,
+}
+
+impl Seen {
+    fn push(&mut self, h: u64) {
+        if let Some(slot) = self.hashes.get_mut(self.n) {
+            *slot = h;
+            self.n += 1;
+        }
+    }
+
+    fn contains(&self, h: u64) -> bool {
+        self.hashes[..self.n].contains(&h)
+    }
+}
+
 struct Query {
     qtype: u16,
     dnssec: bool,
