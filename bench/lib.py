@@ -435,6 +435,20 @@ def size_curves(name, xlabel, results, panels):
     plot(draw)
 
 
+def settled_rss_of_group(pgid, limit=10.0):
+    """[`rss_of_group`] once it holds still (two reads half a second apart within 1 %, at most
+    `limit` seconds): a server that gives memory back after it starts answering (sirocco
+    frees a parsed zone meanwhile) is measured at what it keeps."""
+    last, t = rss_of_group(pgid), time.time()
+    while time.time() - t < limit:
+        time.sleep(0.5)
+        now = rss_of_group(pgid)
+        if abs(now - last) <= last / 100:
+            return now
+        last = now
+    return last
+
+
 def rss_of_group(pgid):
     """Resident bytes of every process in process group `pgid` (the server and its children)."""
     total = 0

@@ -3,7 +3,7 @@
 100000,1000000; the same generated zone and query mix as bench/dns), sirocco dns, Knot DNS
 (XDP mode) and NSD, each confined to the server core as in bench/dns, taking turns in REPS
 rounds. Per round and server: the time from start to the first NOERROR answer for the SOA
-(load, by a probe asking every 20 ms from the server's launch), the resident memory of the server's processes once loaded (per name), answers/s at
+(load, by a probe asking every 20 ms from the server's launch), the resident memory of the server's processes once loaded and settled (per name), answers/s at
 RATE queries/s offered by kxdpgun for SECS seconds, and the reload time (the zone file
 rewritten with the next serial, the server told — SIGHUP for sirocco and NSD, knotc-less
 SIGHUP for Knot — until the SOA answers with that serial). Medians over the rounds; the
@@ -19,7 +19,7 @@ sys.path.insert(0, os.path.join(HERE, "..", "dns"))
 sys.path.insert(0, os.path.join(HERE, ".."))
 import run as dnsbench  # noqa: E402  (bench/dns/run.py: zones, servers, the test network)
 from lib import (sh, ns, env_list, preflight, Cpuset, kxdpgun, median_of, SECS, REPS, run_meta, save, plot,  # noqa: E402
-                 finish, rss_of_group)
+                 finish, settled_rss_of_group)
 
 NAMES = env_list("NAMES", "10000,100000,1000000", int)
 SERVERS = env_list("SERVERS", "sirocco,knot-xdp,nsd")
@@ -112,7 +112,7 @@ def main():
                         srv = dnsbench.Server(kind, zpath, cpuset)
                         load = start_timed(srv)
                         try:
-                            rss = rss_of_group(srv.proc.pid)
+                            rss = settled_rss_of_group(srv.proc.pid)
                             k = kxdpgun(dnsbench.CLI_NS, dnsbench.CLI_IF, qpath, RATE, srv.addr, srv.cpu)
                             serial += 1
                             rel = reload_time(srv, zpath, serial)

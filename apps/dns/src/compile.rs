@@ -54,11 +54,11 @@ impl Dname {
 
 /// One name of a compiled zone, while compiling (then encoded, see [`NodeView`]).
 #[derive(Debug, Clone)]
-struct Node {
-    name: Box<[u8]>,
-    /// Query types with their own response (an index into the zone's responses; then the
-    /// one for DO), sorted.
-    answers: Box<[(u16, u32, u32)]>,
+struct Node<'z> {
+    name: &'z [u8],
+    /// Where its answers are in the part's list: query types with their own response (an
+    /// index into the zone's responses; then the one for DO), sorted.
+    answers: (u32, u32),
     /// The responses for every other query type.
     other: (u32, u32),
     /// NXDOMAIN with DO for names this node is the closest encloser of.
@@ -190,16 +190,17 @@ impl<'a> NodeView<'a> {
     }
 }
 
-fn encode_node(out: &mut Vec<u8>, n: &Node, offsets: &[u32], below: (u8, u32)) {
+fn encode_node(out: &mut Vec<u8>, n: &Node<'_>, answers: &[Answer], offsets: &[u32], below: (u8, u32)) {
+    let answers = &answers[n.answers.0 as usize..][..n.answers.1 as usize];
     out.push(n.name.len() as u8);
     out.push(below.0);
     // At most one answer per type: the count fits 16 bits.
-    out.extend((n.answers.len() as u16).to_le_bytes());
+    out.extend((answers.len() as u16).to_le_bytes());
     out.extend(offsets[n.other.0 as usize].to_le_bytes());
     out.extend(below.1.to_le_bytes());
     out.extend(offsets[n.other.1 as usize].to_le_bytes());
-    out.extend_from_slice(&n.name);
-    for &(t, i, j) in n.answers.iter() {
+    out.extend_from_slice(n.name);
+    for &(t, i, j) in answers {
         out.extend(t.to_le_bytes());
         out.extend(offsets[i as usize].to_le_bytes());
         out.extend(offsets[j as usize].to_le_bytes());
@@ -366,24 +367,31 @@ struct Drafting<'a, 'z> {
     nodata: u32,
 }
 
+/// A query type with its own responses (without and with DO, pool indices).
+type Answer = (u16, u32, u32);
+
 /// The nodes drafted from some names, in name order.
 #[derive(Default)]
-struct Part {
-    nodes: Vec<Node>,
+struct Part<'z> {
+    nodes: Vec<Node<'z>>,
+    /// The nodes' answers, each node's together.
+    answers: Vec<Answer>,
     /// (node index, the wildcard child's name) for nodes that may have one.
     wild_of: Vec<(usize, Vec<u8>)>,
-    expansions: Vec<Node>,
+    expansions: Vec<Node<'z>>,
 }
 
-impl Part {
+impl<'z> Part<'z> {
     /// Appends `other`, drafted against another pool, whose response `i` is `map[i]` here.
-    fn append(&mut self, other: Part, map: &[u32]) {
-        let remap = |mut n: Node| {
-            n.answers.iter_mut().for_each(|a| (a.1, a.2) = (map[a.1 as usize], map[a.2 as usize]));
+    fn append(&mut self, other: Part<'z>, map: &[u32]) {
+        let shift = self.answers.len() as u32;
+        let remap = |mut n: Node<'z>| {
+            n.answers.0 += shift;
             n.other = (map[n.other.0 as usize], map[n.other.1 as usize]);
             n.nx_do = map[n.nx_do as usize];
             n
         };
+        self.answers.extend(other.answers.into_iter().map(|(t, i, j)| (t, map[i as usize], map[j as usize])));
         let base = self.nodes.len();
         self.nodes.extend(other.nodes.into_iter().map(remap));
         self.wild_of.extend(other.wild_of.into_iter().map(|(i, w)| (base + i, w)));
@@ -407,10 +415,11 @@ impl<'z> Drafting<'_, 'z> {
 
     /// The nodes of `names` (name, whether it is a wildcard's expansion), their responses
     /// added to `pool`.
-    fn draft_names(&self, names: &[(&'z [u8], &'z [RRset], bool)], mut pool: Pool) -> (Pool, Part) {
+    fn draft_names(&self, names: &[(&'z [u8], &'z [RRset], bool)], mut pool: Pool) -> (Pool, Part<'z>) {
         let (view, signed, apex) = (self.view, self.signed, self.apex);
         let (nxdomain, nodata) = (self.nxdomain, self.nodata);
         let mut part = Part { nodes: Vec::with_capacity(names.len()), ..Part::default() };
+        let mut answers: Vec<Answer> = Vec::new();
         // One draft and one set of buffers serve every response in turn.
         let mut d = Draft::default();
         let mut scratch = Scratch::default();
@@ -438,7 +447,7 @@ impl<'z> Drafting<'_, 'z> {
                 (t, plain, with_do)
             };
             let cname = sets.iter().any(|s| s.rtype == rtype::CNAME);
-            let mut answers = Vec::new();
+            answers.clear();
             let other = if is_cut {
                 answers.push(draft(rtype::DS));
                 draft(0)
@@ -494,12 +503,13 @@ impl<'z> Drafting<'_, 'z> {
                 Below::Nx
             };
             let node = Node {
-                name: name.into(),
-                answers: answers.into_boxed_slice(),
+                name,
+                answers: (part.answers.len() as u32, answers.len() as u32),
                 other: (other.1, other.2),
                 nx_do,
                 below,
             };
+            part.answers.extend_from_slice(&answers);
             if expand {
                 part.expansions.push(node);
             } else {
@@ -566,7 +576,7 @@ impl CompiledZone {
         } else {
             ctx.draft_names(&all, seeded())
         };
-        let Part { nodes, wild_of, expansions } = part;
+        let Part { nodes, answers, wild_of, expansions } = part;
         // Encode: responses first (their offsets go into the nodes), then nodes.
         let mut responses = Vec::new();
         let offsets: Vec<u32> = pool
@@ -580,7 +590,7 @@ impl CompiledZone {
             .collect();
         let mut node_at = Vec::with_capacity(nodes.len());
         let mut end = 0u32;
-        let size = |n: &Node| (NODE_HEAD + n.name.len() + n.answers.len() * ANSWER_LEN) as u32;
+        let size = |n: &Node| (NODE_HEAD + n.name.len() + n.answers.1 as usize * ANSWER_LEN) as u32;
         for n in &nodes {
             node_at.push(end);
             end += size(n);
@@ -618,13 +628,13 @@ impl CompiledZone {
                 .unwrap_or_default(),
         };
         for (i, n) in nodes.iter().enumerate() {
-            cz.insert(&n.name, node_at[i]);
+            cz.insert(n.name, node_at[i]);
         }
         // Nodes are sorted by name: find each wildcard child by binary search.
         let mut wild: HashMap<usize, u32> = HashMap::new();
         for (i, w) in wild_of {
-            if let Ok(k) = nodes.binary_search_by(|n| (*n.name).cmp(&w[..])) {
-                let expansion = expansions.binary_search_by(|n| (*n.name).cmp(&w[..])).ok().map(|e| expansion_at[e]);
+            if let Ok(k) = nodes.binary_search_by(|n| n.name.cmp(&w[..])) {
+                let expansion = expansions.binary_search_by(|n| n.name.cmp(&w[..])).ok().map(|e| expansion_at[e]);
                 wild.insert(i, expansion.unwrap_or(node_at[k]));
             }
         }
@@ -640,10 +650,10 @@ impl CompiledZone {
                     (BELOW_DNAME, cz.dnames.len() as u32 - 1)
                 }
             };
-            encode_node(&mut cz.nodes, &n, &offsets, below);
+            encode_node(&mut cz.nodes, &n, &answers, &offsets, below);
         }
         for n in &expansions {
-            encode_node(&mut cz.nodes, n, &offsets, (BELOW_NX, 0));
+            encode_node(&mut cz.nodes, n, &answers, &offsets, (BELOW_NX, 0));
         }
         cz.responses.shrink_to_fit();
         cz

@@ -17,8 +17,7 @@ use crate::zone::{sigs_in, RRset, Zone};
 use dns::name::{canonical_cmp, hash_wire, label_starts, wire_ends_with, FnvBuild, Name};
 use dns::{rcode, rtype};
 use std::borrow::Cow;
-use std::collections::hash_map::Entry;
-use std::collections::HashMap;
+use std::collections::HashSet;
 
 /// Longest CNAME/DNAME chain followed inside a zone (the answer stops there, as it would at
 /// a loop).
@@ -45,9 +44,9 @@ pub struct View<'z> {
     /// The zone.
     pub z: &'z Zone,
     apex: &'z [u8],
-    /// Every name that exists, owners with their RRsets and empty non-terminals (suffixes
-    /// of owners) with none.
-    exists: HashMap<&'z [u8], &'z [RRset], FnvBuild>,
+    /// The names that exist without being owners: empty non-terminals, suffixes of owners
+    /// (the owners are the zone's own table).
+    empty: HashSet<&'z [u8], FnvBuild>,
     neg_soa: RRset,
     /// How the zone proves names and types do not exist, if it is signed.
     chain: Chain<'z>,
@@ -67,26 +66,16 @@ impl<'z> View<'z> {
     /// Indexes `z`.
     pub fn new(z: &'z Zone) -> View<'z> {
         let apex = z.origin.as_wire();
-        // Owners, and empty non-terminals (few in most zones: the room left by rounding the
-        // table up to a power of two takes them, else it grows once).
-        let mut exists: HashMap<&'z [u8], &'z [RRset], FnvBuild> =
-            HashMap::with_capacity_and_hasher(z.nodes.len(), FnvBuild::default());
+        let mut empty: HashSet<&'z [u8], FnvBuild> = HashSet::default();
         let mut starts = [0u8; 128];
-        for (n, sets) in &z.nodes {
-            // The owner with its sets, even where a name below made it an empty
-            // non-terminal first; then its suffixes up to the first one already there.
-            exists.insert(n, sets);
+        for n in z.nodes.keys() {
+            // Up from the owner to the first suffix known to exist (an owner's own walk
+            // covers the names above it).
             let k = label_starts(n, &mut starts);
             for &s in &starts[1..k] {
                 let suffix = &n[usize::from(s)..];
-                if suffix.len() < apex.len() {
+                if suffix.len() < apex.len() || z.nodes.contains_key(suffix) || !empty.insert(suffix) {
                     break;
-                }
-                match exists.entry(suffix) {
-                    Entry::Occupied(_) => break,
-                    Entry::Vacant(v) => {
-                        v.insert(&[]);
-                    }
                 }
             }
         }
@@ -98,7 +87,7 @@ impl<'z> View<'z> {
         // RFC 2308 section 3: the negative TTL is the lesser of the SOA's TTL and MINIMUM.
         let neg_soa =
             RRset { rtype: rtype::SOA, ttl: soa.ttl.min(minimum.unwrap_or(soa.ttl)), rdatas: soa.rdatas.clone() };
-        View { z, apex, exists, neg_soa, chain: Chain::of(z) }
+        View { z, apex, empty, neg_soa, chain: Chain::of(z) }
     }
 
     /// The zone's denial chain.
@@ -169,7 +158,7 @@ impl<'z> View<'z> {
     /// The longest suffix of `name` that exists (its closest encloser, RFC 4592).
     pub fn closest_encloser<'n>(&self, name: &'n [u8]) -> &'n [u8] {
         let mut i = 0;
-        while name.len() - i > self.apex.len() && !self.exists.contains_key(&name[i..]) {
+        while name.len() - i > self.apex.len() && !self.exists(&name[i..]) {
             i += 1 + usize::from(name[i]);
         }
         &name[i..]
@@ -216,7 +205,13 @@ impl<'z> View<'z> {
     /// Every name that exists in the zone with its RRsets, empty non-terminals included
     /// (with none).
     pub fn names(&self) -> impl Iterator<Item = (&'z [u8], &'z [RRset])> + '_ {
-        self.exists.iter().map(|(&n, &sets)| (n, sets))
+        let owners = self.z.nodes.iter().map(|(n, sets)| (&**n, sets.as_slice()));
+        owners.chain(self.empty.iter().map(|&n| (n, &[][..])))
+    }
+
+    /// True if the name is an owner or an empty non-terminal.
+    fn exists(&self, n: &[u8]) -> bool {
+        self.z.nodes.contains_key(n) || self.empty.contains(n)
     }
 
     /// The RRsets at a name (none for an empty non-terminal).
@@ -235,7 +230,7 @@ impl<'z> View<'z> {
         let mut starts = [0u8; 128];
         let k = label_starts(n, &mut starts);
         starts[1..k].iter().map(|&s| &n[usize::from(s)..]).take_while(|a| a.len() >= self.apex.len()).any(|a| {
-            let sets = self.exists.get(a).copied().unwrap_or(&[]);
+            let sets = self.sets(a);
             sets.iter().any(|s| (s.rtype == rtype::NS && a.len() > self.apex.len()) || s.rtype == rtype::DNAME)
         })
     }
@@ -254,7 +249,7 @@ impl<'z> View<'z> {
                 let (key, _) = self.z.nodes.get_key_value(a).expect("a cut has NS");
                 return Found::Cut(key);
             }
-            if !self.exists.contains_key(a) {
+            if !self.exists(a) {
                 let encloser = above.expect("the apex exists");
                 let mut w = [0u8; 257];
                 w[..2].copy_from_slice(b"\x01*");
@@ -263,7 +258,7 @@ impl<'z> View<'z> {
                 return match self.z.nodes.get_key_value(wild) {
                     Some((k, sets)) => Found::Wild(k, sets),
                     // A wildcard with nothing but names below it: NODATA for any type.
-                    None if self.exists.contains_key(wild) => Found::Wild(&[], &[]),
+                    None if self.exists(wild) => Found::Wild(&[], &[]),
                     None => Found::Nx,
                 };
             }

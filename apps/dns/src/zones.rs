@@ -207,16 +207,21 @@ pub struct Built {
 
 impl Built {
     /// Frees the parsed zones on a thread of their own, then `after` (giving the heap's pages
-    /// back): the server answers meanwhile. Here and now for a small zone set, or when the
-    /// process has one CPU (where the thread would only take the engine's turns).
-    pub fn free_parsed_in_background(&mut self, after: fn()) {
+    /// back): the server answers meanwhile. Where the process has one CPU the thread first
+    /// calls `humble`, which makes it run only when that CPU is otherwise idle (it would take
+    /// the engine's turns). Here and now for a small zone set.
+    pub fn free_parsed_in_background(&mut self, humble: fn(), after: fn()) {
         let parsed = std::mem::take(&mut self.parsed);
-        if parsed.iter().map(|z| z.records).sum::<usize>() < 100_000 || !crate::compile::several_cpus() {
+        if parsed.iter().map(|z| z.records).sum::<usize>() < 100_000 {
             drop(parsed);
             after();
             return;
         }
+        let one_cpu = !crate::compile::several_cpus();
         let freed = std::thread::Builder::new().name("sirocco-free".into()).spawn(move || {
+            if one_cpu {
+                humble();
+            }
             drop(parsed);
             after();
         });

@@ -28,7 +28,7 @@ pub mod sched;
 pub mod storage;
 mod sys;
 
-pub use sys::release_free_memory;
+pub use sys::{release_free_memory, run_only_when_idle};
 pub mod umem;
 pub mod whole;
 pub mod xsk;

@@ -383,6 +383,14 @@ pub fn release_free_memory() {
     }
 }
 
+/// Lets the calling thread run only when nothing else wants its CPU (SCHED_IDLE): work that
+/// may wait, such as freeing a parsed zone, then never takes an engine's turns.
+pub fn run_only_when_idle() -> io::Result<()> {
+    let param = libc::sched_param { sched_priority: 0 };
+    // SAFETY: plain system call on the calling thread (0) with a parameter block we own.
+    check(unsafe { libc::sched_setscheduler(0, libc::SCHED_IDLE, &param) }).map(|_| ())
+}
+
 /// The calling thread's id (gettid).
 pub fn thread_id() -> u32 {
     // SAFETY: plain system call without arguments.

@@ -73,8 +73,9 @@ pub fn run(a: DnsArgs) -> Result<(), String> {
     let mut built = zones::build(&specs, keys, &received)?;
     // The parsed zones and the compiler's scratch are freed, then the heap's pages given
     // back (a million-name zone otherwise leaves the process at several times what it
-    // serves from) — on a thread of their own for a large zone set, while the server starts.
-    built.free_parsed_in_background(io::release_free_memory);
+    // serves from) — on a thread of their own for a large zone set, while the server starts
+    // (on one CPU, in the time the engine leaves idle).
+    built.free_parsed_in_background(humble, io::release_free_memory);
     for line in &built.report {
         tracing::info!("{line}");
     }
@@ -129,7 +130,7 @@ pub fn run(a: DnsArgs) -> Result<(), String> {
             specs.extend(received.member_specs());
             // Each zone's journal carried over, with what this version changed (IXFR).
             let mut built = zones::build(&specs, keys, &received)?;
-            built.free_parsed_in_background(io::release_free_memory);
+            built.free_parsed_in_background(humble, io::release_free_memory);
             let c = built.catalog.with_journals(&published.current().0);
             done.push(format!("{} zone(s)", c.zones().len()));
             let retired = published.publish(c);
@@ -192,4 +193,11 @@ pub fn run(a: DnsArgs) -> Result<(), String> {
         println!("{line}");
     }
     Ok(())
+}
+
+/// Lowers the calling thread to run only when its CPU is idle.
+fn humble() {
+    if let Err(e) = io::run_only_when_idle() {
+        tracing::debug!("freeing the parsed zones at normal priority: {e}");
+    }
 }
