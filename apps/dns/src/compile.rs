@@ -715,15 +715,6 @@ impl CompiledZone {
         self.node_offset(w).is_some()
     }
 
-    /// A hash of the compiled bytes (a debugging aid while tuning the compiler).
-    pub fn digest(&self) -> u64 {
-        let mut h = dns::name::hash_wire(&self.nodes) ^ dns::name::hash_wire(&self.responses).rotate_left(1);
-        for (a, b) in self.table.iter() {
-            h = (h ^ (u64::from(*a) << 32 | u64::from(*b))).wrapping_mul(0x0100_0000_01b3);
-        }
-        h
-    }
-
     /// Names with prepared answers (owners and empty non-terminals).
     pub fn names(&self) -> usize {
         self.names

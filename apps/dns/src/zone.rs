@@ -133,11 +133,9 @@ impl Zone {
     /// signatures apart.
     fn sets_mut(&mut self, owner: Box<[u8]>, t: u16, covered: u16) -> &mut Vec<RRset> {
         let nsec3 = t == rtype::NSEC3 || (t == rtype::RRSIG && covered == rtype::NSEC3);
-        if nsec3 {
-            self.nsec3.entry(owner).or_default()
-        } else {
-            self.nodes.entry(owner).or_default()
-        }
+        // Most names have one RRset: room for one (a Vec's first growth would make four).
+        let map = if nsec3 { &mut self.nsec3 } else { &mut self.nodes };
+        map.entry(owner).or_insert_with(|| Vec::with_capacity(1))
     }
 
     /// Adds a record (one already there is not added twice; an RRset keeps its lowest TTL).

@@ -280,9 +280,6 @@ pub fn build(specs: &[ZoneSpec], keys: tsig::Keyring, received: &Received) -> Re
             (t1 - t0).as_secs_f64(),
             t1.elapsed().as_secs_f64()
         ));
-        if std::env::var_os("SIROCCO_DIGEST").is_some() {
-            eprintln!("digest {:016x}", c.digest());
-        }
         compiled.push(c);
         parsed.push(z);
     }
