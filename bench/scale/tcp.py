@@ -22,22 +22,33 @@ a 1 KB file once and then idles on its keep-alive connection. Measured per round
 nginx runs max(1, N/15000) worker processes (reuseport; the same file cap) with 19 500
 connections each, all on the server core; its baseline has as many workers with 1 024.
 
-Writes bench/results/scale-tcp.{md,json,png} (OUT_NAME to change the name)."""
+MODE=echo: the same for TCP echo — sirocco `echo --proto tcp` against the epoll echo server of
+bench/tcp-echo (built -DLEAN: no buffer per connection while nothing is pending; one process
+per 15 000 connections with SO_REUSEPORT, as nginx), the idle connections sending nothing
+and the active 1 % running `echo_client` (64-byte round trips on connections that last the
+run).
 
-import json, os, re, shutil, subprocess, sys, tempfile, time
+Writes bench/results/scale-tcp.{md,json,png} (scale-tcp-echo.* with MODE=echo; OUT_NAME to
+change the name)."""
+
+import json, os, re, shutil, signal, subprocess, sys, tempfile, time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, ".."))
 from lib import (sh, ns, env_list, preflight, Cpuset, Testnet, stop_process, SECS, REPS, SIROCCO,  # noqa: E402
                  SRV_CPU, GEN_CPU, run_meta, save, plot, finish, wrk, server_kind, rss_of_group)
 
+MODE = os.environ.get("MODE", "web")
+PEER = {"web": "nginx", "echo": "epoll"}[MODE]
 CONNS = env_list("CONNS", "1000,10000,100000,1000000", int)
-SERVERS = env_list("SERVERS", "sirocco,nginx")
+SERVERS = env_list("SERVERS", f"sirocco,{PEER}")
 # nginx above this many connections is left out: on this machine (a process holds at most
 # 20 000 files, so nginx runs one worker per 15 000) it took 269 s to hold 910 224 of a
 # million, and the kernel was still closing the rest minutes later (2026-11-27).
-NGINX_MAX = int(os.environ.get("NGINX_MAX", "300000"))
-OUT_NAME = os.environ.get("OUT_NAME", "scale-tcp")
+NGINX_MAX = int(os.environ.get("NGINX_MAX", "300000"))  # the peer (nginx or epoll echo) in either mode
+OUT_NAME = os.environ.get("OUT_NAME", "scale-tcp" if MODE == "web" else "scale-tcp-echo")
+PORT = 80 if MODE == "web" else 7
+ECHO_SIZE = 64
 NET = Testnet("bt")
 KERNEL_ADDR, OWN_ADDR = "198.18.0.1", "198.18.0.10"
 SOURCES = [f"198.18.0.{i}" for i in range(100, 140)]
@@ -75,7 +86,7 @@ class Server:
         self.inuse0 = 0
         # "sirocco@base": the binary BASE_BIN names (an A/B run), see lib.server_kind.
         self.bin = server_kind(kind, SIROCCO)[1]
-        self.addr = KERNEL_ADDR if kind == "nginx" else OWN_ADDR
+        self.addr = KERNEL_ADDR if kind == PEER else OWN_ADDR
         self.proc = None
 
     def start(self):
@@ -94,6 +105,13 @@ class Server:
             with open(f"{work}/nginx.conf", "w") as f:
                 f.write(conf)
             argv = ["nginx", "-c", f"{work}/nginx.conf"]
+        elif self.kind == "epoll":
+            workers = max(1, -(-self.n // 15_000))
+            argv = ["sh", "-c", f"for i in $(seq {workers}); do {EPOLL_ECHO} {KERNEL_ADDR} {PORT} reuseport & done; wait"]
+        elif MODE == "echo":
+            argv = [self.bin, "echo", "--proto", "tcp", "--iface", NET.srv_if, "--addr", OWN_ADDR, "--port", str(PORT),
+                    "--queues", "1", "--cpus", str(SRV_CPU), "--tcp-mode", "echo",
+                    "--max-conns", str(1024 if self.small else self.n + self.n // 50 + 1024), "--metrics", METRICS]
         else:
             argv = [self.bin, "web", "--iface", NET.srv_if, "--addr", OWN_ADDR, "--queues", "1", "--cpus", str(SRV_CPU),
                     "--root", self.root, "--max-conns", str(1024 if self.small else self.n + self.n // 50 + 1024),
@@ -110,13 +128,19 @@ class Server:
         return rss_of_group(self.proc.pid)
 
     def open_conns(self):
-        if self.kind == "nginx":
+        if self.kind == PEER:
             return tcp_inuse(NET.srv_ns) - self.inuse0
         text = ns(NET.srv_ns, "curl", "-s", f"http://{METRICS}/metrics").stdout
         m = re.search(r"^sirocco_tcp_connections\{[^}]*\} (\d+)", text, re.M)
         return int(m.group(1)) if m else -1
 
     def stop(self):
+        if self.kind == "epoll":
+            # The workers are the shell's children, in its process group.
+            try:
+                os.killpg(self.proc.pid, signal.SIGTERM)
+            except ProcessLookupError:
+                pass
         stop_process(self.proc)
         subprocess.run(["pkill", "-f", "sirocco-bench-scale-nginx"], check=False)
 
@@ -127,8 +151,9 @@ def hold(addr, n, limit=300):
     while left > 0:
         k = min(PER_HOLDER, left)
         # Each holder its own slice of the source addresses' order, so the connects interleave.
-        p = subprocess.Popen(["ip", "netns", "exec", NET.cli_ns, "taskset", "-c", str(GEN_CPU), HOLDER, addr, "80",
-                              str(k), SOURCES[0], str(len(SOURCES)), "2048", str(limit), "/1k.bin", str(BODY)],
+        ask = ["/1k.bin", str(BODY)] if MODE == "web" else []
+        p = subprocess.Popen(["ip", "netns", "exec", NET.cli_ns, "taskset", "-c", str(GEN_CPU), HOLDER, addr, str(PORT),
+                              str(k), SOURCES[0], str(len(SOURCES)), "2048", str(limit)] + ask,
                              stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
         procs.append(p)
         left -= k
@@ -158,6 +183,15 @@ def release(procs):
 
 def active(srv, n, paths):
     a = max(10, n // 100)
+    if MODE == "echo":
+        r = ns(NET.cli_ns, "taskset", "-c", str(GEN_CPU), ECHO_CLIENT, srv.addr, str(PORT), str(a), str(ECHO_SIZE),
+               str(10**12), str(SECS), check=False)
+        if r.returncode != 0:
+            raise RuntimeError(f"echo_client: {r.stdout}{r.stderr}")
+        c = json.loads(r.stdout)
+        if c["corrupt"]:
+            raise RuntimeError(f"{srv.kind}: {c['corrupt']} corrupt echoes")
+        return c["msgs_per_s"]
     r = wrk(NET, f"http://{srv.addr}/", paths, a)
     if r["errors"]:
         raise RuntimeError(f"wrk: {r['errors']} errors against {srv.kind}")
@@ -220,11 +254,15 @@ def one_round(kind, n, cs, root, paths, baseline):
 
 def main():
     preflight()
-    global HOLDER
+    global HOLDER, EPOLL_ECHO, ECHO_CLIENT
     tmp = tempfile.mkdtemp(prefix="sirocco-bench-scale-tcp-")
     os.chmod(tmp, 0o755)  # nginx's workers run as www-data
     HOLDER = os.path.join(tmp, "holder")
     sh("gcc", "-O2", "-o", HOLDER, os.path.join(HERE, "holder.c"))
+    EPOLL_ECHO, ECHO_CLIENT = os.path.join(tmp, "epoll_echo"), os.path.join(tmp, "echo_client")
+    echo_src = os.path.join(HERE, "..", "tcp-echo")
+    sh("gcc", "-O2", "-DLEAN", "-o", EPOLL_ECHO, os.path.join(echo_src, "epoll_echo.c"))
+    sh("gcc", "-O2", "-o", ECHO_CLIENT, os.path.join(echo_src, "echo_client.c"))
     root = os.path.join(tmp, "root")
     os.makedirs(root)
     with open(os.path.join(root, "1k.bin"), "wb") as f:
@@ -246,7 +284,7 @@ def main():
             baseline = {}
             for kind in SERVERS:
                 for n in CONNS:
-                    if kind == "nginx" and n > NGINX_MAX:
+                    if kind == PEER and n > NGINX_MAX:
                         continue
                     srv = Server(kind, cs, root, n, small=True)
                     srv.start()
@@ -256,7 +294,7 @@ def main():
             for rep in range(REPS):
                 for n in CONNS:
                     for kind in (SERVERS if rep % 2 == 0 else SERVERS[::-1]):
-                        if kind == "nginx" and n > NGINX_MAX:
+                        if kind == PEER and n > NGINX_MAX:
                             continue
                         results[kind][n].append(one_round(kind, n, cs, root, paths, baseline))
     finally:
@@ -273,8 +311,11 @@ def report(results, baseline):
     meta = run_meta(secs=SECS, reps=REPS, conns=CONNS, servers=SERVERS, nginx_max=NGINX_MAX,
                     baseline={f"{k} {n}": v for (k, n), v in baseline.items()})
     lines = [f"# TCP as the connections grow ({meta['date']}, kernel {meta['kernel']})", "",
-             f"{REPS} rounds, servers in turns on the server core; medians. Idle connections asked for a 1 KB file "
-             "once and hold keep-alive; the active 1 % ask for it in a loop (wrk).", "",
+             f"{REPS} rounds, servers in turns on the server core; medians. " + (
+                 "Idle connections asked for a 1 KB file once and hold keep-alive; the active 1 % ask for it in a loop (wrk)."
+                 if MODE == "web" else
+                 f"TCP echo against an epoll echo server on the kernel (one process per 15 000 connections). Idle connections "
+                 f"send nothing; the active 1 % make {ECHO_SIZE}-byte round trips in a loop (echo_client; rates are messages/s)."), "",
              "| N | server | up | accept s | server bytes/conn | kernel bytes/conn | total bytes/conn | active req/s alone | among idle | ratio | close s |",
              "|---|---|---|---|---|---|---|---|---|---|---|"]
     summary = {}
@@ -285,7 +326,7 @@ def report(results, baseline):
             if not rs:
                 continue
             server = med([r["rss_delta"] / n for r in rs])
-            kern = (med([r["kernel_delta"] for r in rs]) - client_kernel) / n if kind == "nginx" and client_kernel is not None else 0
+            kern = (med([r["kernel_delta"] for r in rs]) - client_kernel) / n if kind == PEER and client_kernel is not None else 0
             ratio = med([r["among_rps"] / r["alone_rps"] for r in rs])
             s = summary.setdefault(n, {})[kind] = {
                 "server_per_conn": server, "kernel_per_conn": kern, "total_per_conn": server + kern,
@@ -295,14 +336,14 @@ def report(results, baseline):
             close = f"{s['close_s']:.1f}" if s["close_s"] is not None else "–"
             lines.append(f"| {n} | {kind} | {s['up']} | {s['accept_s']:.2f} | {server:.0f} | {kern:.0f} | "
                          f"{server + kern:.0f} | {s['alone_rps']:.0f} | {s['among_rps']:.0f} | {ratio:.2f} | {close} |")
-    if "sirocco" in SERVERS and "nginx" in SERVERS:
-        lines += ["", "## sirocco against nginx and the kernel (medians)", ""]
+    if "sirocco" in SERVERS and PEER in SERVERS:
+        lines += ["", f"## sirocco against {PEER} and the kernel (medians)", ""]
         for n, s in summary.items():
-            if "sirocco" in s and "nginx" in s:
-                lines.append(f"- {n} connections: memory per connection **{s['sirocco']['total_per_conn'] / s['nginx']['total_per_conn']:.2f}×** "
-                             f"nginx + kernel ({s['sirocco']['total_per_conn']:.0f} vs {s['nginx']['total_per_conn']:.0f} bytes); "
-                             f"active 1 % keep **{s['sirocco']['ratio']:.0%}** of their rate alone (nginx {s['nginx']['ratio']:.0%}); "
-                             f"accepted in {s['sirocco']['accept_s']:.2f} s vs {s['nginx']['accept_s']:.2f} s")
+            if "sirocco" in s and PEER in s:
+                lines.append(f"- {n} connections: memory per connection **{s['sirocco']['total_per_conn'] / s[PEER]['total_per_conn']:.2f}×** "
+                             f"{PEER} + kernel ({s['sirocco']['total_per_conn']:.0f} vs {s[PEER]['total_per_conn']:.0f} bytes); "
+                             f"active 1 % keep **{s['sirocco']['ratio']:.0%}** of their rate alone ({PEER} {s[PEER]['ratio']:.0%}); "
+                             f"accepted in {s['sirocco']['accept_s']:.2f} s vs {s[PEER]['accept_s']:.2f} s")
     save(OUT_NAME, meta, lines, results={k: {str(n): v for n, v in d.items()} for k, d in results.items()},
          summary={str(n): v for n, v in summary.items()})
 

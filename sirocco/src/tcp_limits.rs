@@ -19,3 +19,68 @@ pub fn secret() -> [u8; 16] {
     }
     b
 }
+
+/// A server's connection limit as given: a count (`--max-conns`) or a memory budget
+/// (`--conn-memory`, MiB), each also a config-file key.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct ConnLimit {
+    /// `--max-conns`.
+    pub max_conns: Option<usize>,
+    /// `--conn-memory`, in MiB.
+    pub conn_memory: Option<u64>,
+}
+
+impl ConnLimit {
+    /// The command line's limit (`self`), in either form, over the config file's.
+    pub fn over(self, file: ConnLimit) -> ConnLimit {
+        if self.max_conns.is_some() || self.conn_memory.is_some() {
+            self
+        } else {
+            file
+        }
+    }
+
+    /// The connections to hold: the count given, or as many as the budget holds at `each`
+    /// bytes per idle connection (said on a log line; `scope` says what the budget is for),
+    /// or `default`. Both, or a limit of no connection, is one error line.
+    pub fn resolve(self, each: usize, default: usize, scope: &str) -> Result<usize, String> {
+        let n = match (self.max_conns, self.conn_memory) {
+            (Some(_), Some(_)) => return Err("max_conns and conn_memory: give one of them".into()),
+            (None, Some(mib)) => {
+                let n = usize::try_from(mib.saturating_mul(1 << 20)).unwrap_or(usize::MAX) / each.max(1);
+                if n == 0 {
+                    return Err(format!("--conn-memory {mib} MiB holds no connection ({each} bytes each)"));
+                }
+                tracing::info!("{n} connections {scope} in {mib} MiB ({each} bytes each, --conn-memory)");
+                n
+            }
+            (n, None) => n.unwrap_or(default),
+        };
+        if n == 0 {
+            return Err("--max-conns must be at least 1".into());
+        }
+        Ok(n)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::ConnLimit;
+
+    #[test]
+    fn a_memory_budget_holds_what_fits_and_the_command_line_wins_in_either_form() {
+        let mem = ConnLimit { max_conns: None, conn_memory: Some(1) };
+        assert_eq!(mem.resolve(1000, 7, "in all"), Ok(1048));
+        assert_eq!(ConnLimit::default().resolve(1000, 7, "in all"), Ok(7));
+        assert_eq!(ConnLimit { max_conns: Some(3), conn_memory: None }.resolve(1000, 7, "in all"), Ok(3));
+        let both = ConnLimit { max_conns: Some(3), conn_memory: Some(1) };
+        assert!(both.resolve(1000, 7, "in all").unwrap_err().contains("give one"));
+        assert!(mem.resolve(2 << 20, 7, "in all").unwrap_err().contains("holds no connection"));
+        assert!(ConnLimit { max_conns: Some(0), conn_memory: None }.resolve(1, 7, "x").is_err());
+        let file = ConnLimit { max_conns: Some(5), conn_memory: None };
+        let over = mem.over(file);
+        assert_eq!((over.max_conns, over.conn_memory), (None, Some(1)));
+        let over = ConnLimit::default().over(file);
+        assert_eq!((over.max_conns, over.conn_memory), (Some(5), None));
+    }
+}

@@ -30,6 +30,12 @@ pub struct ChannelEcho {
 }
 
 impl ChannelEcho {
+    /// What an idle connection holds in an engine sized for it: the channel's endpoint and
+    /// this server's record with its place in the free list.
+    pub fn bytes_per_connection() -> usize {
+        tcp::channel::Channel::bytes_per_connection() + std::mem::size_of::<Conn>() + std::mem::size_of::<u32>()
+    }
+
     fn open(&mut self, h: Handle) -> u64 {
         let i = match self.free.pop() {
             Some(i) => i,

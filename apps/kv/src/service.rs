@@ -11,6 +11,12 @@ use tcp::channel::Buffers;
 /// only as used) hold the answers waiting for thousands of connections' windows.
 const SEND_BUFFERS: usize = 65_536;
 
+/// What an idle connection holds in an engine (the channel's endpoint and the stream
+/// layer's slot with its session), to size the connection limit from memory.
+pub fn bytes_per_connection() -> usize {
+    tcp::channel::Channel::bytes_per_connection() + Streams::<Kv>::bytes_per_connection()
+}
+
 /// Engine `q`'s service on `port`: at most `conns` connections, TCP as `cfg` and `limits`.
 pub fn service(
     shared: Arc<Shared>,

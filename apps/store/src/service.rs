@@ -11,6 +11,12 @@ use tcp::channel::Buffers;
 /// Send buffers per engine (2 KB each), as the KV server.
 const SEND_BUFFERS: usize = 65_536;
 
+/// What an idle connection holds in an engine (the channel's endpoint and the stream
+/// layer's slot with its session), to size the connection limit from memory.
+pub fn bytes_per_connection() -> usize {
+    tcp::channel::Channel::bytes_per_connection() + Streams::<Store>::bytes_per_connection()
+}
+
 /// Engine `q`'s service on `port`, writing to `log`: at most `conns` connections, TCP as
 /// `cfg` and `limits`.
 pub fn service(

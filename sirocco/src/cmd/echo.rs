@@ -4,7 +4,7 @@
 use crate::dataplane::Outcome;
 use crate::serve::config::NoOwnKeys;
 use crate::serve::{Defaults, ServeArgs};
-use crate::tcp_limits::tcp_limits;
+use crate::tcp_limits::{tcp_limits, ConnLimit};
 use clap::Args;
 use echo::report::{self, Tally};
 use engine::{ChannelService, TcpService};
@@ -59,6 +59,11 @@ pub struct EchoArgs {
     /// connection table and timers are sized for it at start.
     #[arg(long, default_value_t = 65_536, value_name = "N", value_parser = clap::value_parser!(u64).range(1..=16_777_216))]
     pub max_conns: u64,
+    /// With --proto tcp: size --max-conns from this many MiB per engine instead, as many
+    /// connections as fit at what an idle one holds with the --tcp-mode and --tcp-api given
+    /// (the start line says how many and at what size). Not with --max-conns
+    #[arg(long, value_name = "MIB", conflicts_with = "max_conns")]
+    pub conn_memory: Option<u64>,
 }
 
 /// Send buffers of the channel echo: 2 KB each; 64 Ki of them (128 MiB of address space, touched
@@ -75,6 +80,15 @@ pub fn run(a: EchoArgs) -> Result<(), String> {
     let s = a.serve.setup::<NoOwnKeys>(Defaults { port: 7, idle_spins: 0 })?;
     let port = s.port;
     let proto = if tcp { "tcp" } else { "udp" };
+    let each = match a.tcp_mode {
+        TcpMode::Echo if a.tcp_api == TcpApi::Channel => echo::ChannelEcho::bytes_per_connection(),
+        TcpMode::Echo => tcp::Endpoint::<echo::TcpEcho>::bytes_per_connection(),
+        TcpMode::Discard => tcp::Endpoint::<echo::TcpDiscard>::bytes_per_connection(),
+        TcpMode::Source => tcp::Endpoint::<echo::TcpSource>::bytes_per_connection(),
+    };
+    let given =
+        ConnLimit { max_conns: a.conn_memory.is_none().then_some(a.max_conns as usize), conn_memory: a.conn_memory };
+    let max_conns = if tcp { given.resolve(each, 65_536, "per engine")? } else { 0 };
     if s.check_only(&format!("{proto} echo on port {port}"))? {
         return Ok(());
     }
@@ -84,7 +98,7 @@ pub fn run(a: EchoArgs) -> Result<(), String> {
     }
     let grants = [(Protocol::TCP, port)];
     let cfg = s.opts.tcp;
-    let limits = tcp::Limits { max_conns: a.max_conns as usize, ..cfg.limits(tcp_limits()) };
+    let limits = tcp::Limits { max_conns, ..cfg.limits(tcp_limits()) };
     fn svc<T: tcp::App + Tally>(app: T, port: u16, cfg: tcp::Config, limits: tcp::Limits) -> TcpService<T> {
         TcpService::new(app, &[port], cfg, limits).with_metrics(report::metrics::<T>)
     }

@@ -3,7 +3,7 @@
 
 use crate::serve::options::{own_options, Size};
 use crate::serve::{Defaults, ServeArgs};
-use crate::tcp_limits::tcp_limits;
+use crate::tcp_limits::{tcp_limits, ConnLimit};
 use clap::Args;
 use kv::cache::{Cache, CacheConfig};
 use kv::server::{unix_now, Shared};
@@ -33,10 +33,23 @@ own_options! {
         /// Most connections open at once, all engines together (more are reset) [default: 4096].
         #[arg(long, value_name = "N")]
         pub max_conns: Option<usize>,
+        /// Size --max-conns from this many MiB instead (all engines together): as many
+        /// connections as fit at what an idle one holds (the start line says how many and
+        /// at what size). Not with --max-conns
+        #[arg(long, value_name = "MIB", conflicts_with = "max_conns")]
+        pub conn_memory: Option<u64>,
     }
 }
 
 impl KvOptions {
+    /// The command line's options over the config file's (its connection limit, in either
+    /// form, over the file's).
+    fn over(self, file: KvOptions) -> KvOptions {
+        let limit = ConnLimit { max_conns: self.max_conns, conn_memory: self.conn_memory }
+            .over(ConnLimit { max_conns: file.max_conns, conn_memory: file.conn_memory });
+        KvOptions { max_conns: limit.max_conns, conn_memory: limit.conn_memory, ..self.or(file) }
+    }
+
     /// Megabytes of items, bytes per item at most, connections at most; checked.
     fn checked(&self) -> Result<(usize, usize, usize), String> {
         let memory_mb = self.memory.unwrap_or(64);
@@ -47,10 +60,8 @@ impl KvOptions {
         if !(1024..=(128 << 20)).contains(&max_item) {
             return Err("--max-item-size must be between 1k and 128m".into());
         }
-        let max_conns = self.max_conns.unwrap_or(4096);
-        if max_conns == 0 {
-            return Err("--max-conns must be at least 1".into());
-        }
+        let limit = ConnLimit { max_conns: self.max_conns, conn_memory: self.conn_memory };
+        let max_conns = limit.resolve(kv::service::bytes_per_connection(), 4096, "in all")?;
         Ok((memory_mb, max_item, max_conns))
     }
 }
@@ -58,7 +69,7 @@ impl KvOptions {
 /// Runs the KV server.
 pub fn run(a: KvArgs) -> Result<(), String> {
     let s = a.serve.setup::<KvOptions>(Defaults { port: 11211, idle_spins: 0 })?;
-    let (memory_mb, max_item, max_conns) = a.kv.or(s.own.clone()).checked()?;
+    let (memory_mb, max_item, max_conns) = a.kv.over(s.own.clone()).checked()?;
     let cpus = std::thread::available_parallelism().map_or(1, |n| n.get());
     let queues = s.opts.queues.or_else(|| io::iface::Interface::lookup(&s.opts.iface).ok().map(|i| i.rx_queues));
     let engines = queues.map_or(cpus, |q| q as usize).max(1);

@@ -4,7 +4,7 @@
 
 use crate::serve::options::own_options;
 use crate::serve::{Defaults, ServeArgs};
-use crate::tcp_limits::tcp_limits;
+use crate::tcp_limits::{tcp_limits, ConnLimit};
 use clap::Args;
 use std::path::{Path, PathBuf};
 use store::log::dir;
@@ -44,6 +44,11 @@ own_options! {
         /// Most connections open at once, all engines together (more are reset) [default: 10000].
         #[arg(long, value_name = "N")]
         pub max_conns: Option<usize>,
+        /// Size --max-conns from this many MiB instead (all engines together): as many
+        /// connections as fit at what an idle one holds (the start line says how many and
+        /// at what size). Not with --max-conns
+        #[arg(long, value_name = "MIB", conflicts_with = "max_conns")]
+        pub conn_memory: Option<u64>,
         /// The default user's password, as Redis's requirepass: clients must AUTH before any
         /// other command. On the command line it shows in `ps`; the config file keeps it out.
         #[arg(long, value_name = "PASSWORD")]
@@ -77,6 +82,14 @@ struct Checked {
 }
 
 impl StoreOptions {
+    /// The command line's options over the config file's (its connection limit, in either
+    /// form, over the file's).
+    fn over(self, file: StoreOptions) -> StoreOptions {
+        let limit = ConnLimit { max_conns: self.max_conns, conn_memory: self.conn_memory }
+            .over(ConnLimit { max_conns: file.max_conns, conn_memory: file.conn_memory });
+        StoreOptions { max_conns: limit.max_conns, conn_memory: limit.conn_memory, ..self.or(file) }
+    }
+
     fn checked(self) -> Result<Checked, String> {
         let dir = self.dir.ok_or("--dir (or `dir` in the config) is required: where the log lives")?;
         let seg_mb = self.segment_mb.unwrap_or(64);
@@ -95,10 +108,8 @@ impl StoreOptions {
         if !(1..=store::log::MAX_LANES).contains(&lanes) {
             return Err(format!("--log-lanes must be between 1 and {}", store::log::MAX_LANES));
         }
-        let max_conns = self.max_conns.unwrap_or(10_000);
-        if max_conns == 0 {
-            return Err("--max-conns must be at least 1".into());
-        }
+        let limit = ConnLimit { max_conns: self.max_conns, conn_memory: self.conn_memory };
+        let max_conns = limit.resolve(store::service::bytes_per_connection(), 10_000, "in all")?;
         let requirepass = self.requirepass.map(String::into_bytes);
         if requirepass.as_ref().is_some_and(|p| p.is_empty() || p.len() > 512) {
             return Err("--requirepass must be 1 to 512 bytes".into());
@@ -152,7 +163,7 @@ pub fn run(a: StoreArgs) -> Result<(), String> {
         replicaof,
         masterauth,
         databases,
-    } = a.store.or(s.own.clone()).checked()?;
+    } = a.store.over(s.own.clone()).checked()?;
     if s.checking() {
         // Nothing is created or replayed: the folder must be one, or its parent must be.
         let at = if dir_path.exists() {

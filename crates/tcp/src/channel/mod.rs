@@ -377,6 +377,12 @@ pub struct Channel {
 }
 
 impl Channel {
+    /// What an idle connection holds in a channel's endpoint sized for it (see
+    /// [`Endpoint::bytes_per_connection`]); the server's own state per connection comes on top.
+    pub fn bytes_per_connection() -> usize {
+        Endpoint::<Hub>::bytes_per_connection()
+    }
+
     /// A channel whose applications send from `bufs`; `connect_cfg` is used for active opens.
     pub fn new(limits: Limits, bufs: Buffers, connect_cfg: Config, now: Instant) -> Channel {
         Channel {

@@ -252,6 +252,12 @@ impl<S: StreamServer> Streams<S> {
         }
     }
 
+    /// What an idle connection holds here besides the channel's endpoint: its slot (the
+    /// application's state with the layer's) and its place in the free list.
+    pub fn bytes_per_connection() -> usize {
+        std::mem::size_of::<Option<Slot<S::Conn>>>() + std::mem::size_of::<u32>()
+    }
+
     /// Connections open now.
     pub fn open_connections(&self) -> usize {
         self.open

@@ -4,6 +4,7 @@
 mod run;
 
 use crate::serve::ServeArgs;
+use crate::tcp_limits::ConnLimit;
 use clap::Args;
 use serde::Deserialize;
 use std::path::{Path, PathBuf};
@@ -102,12 +103,9 @@ pub enum Mode {
 impl WebOptions {
     /// The command line's options over the config file's.
     fn or(self, file: WebOptions, config: Option<&Path>) -> WebOptions {
-        // The command line's connection limit, in either form, over the file's.
-        let (max_conns, conn_memory) = if self.max_conns.is_some() || self.conn_memory.is_some() {
-            (self.max_conns, self.conn_memory)
-        } else {
-            (file.max_conns, file.conn_memory)
-        };
+        let cli = ConnLimit { max_conns: self.max_conns, conn_memory: self.conn_memory };
+        let ConnLimit { max_conns, conn_memory } =
+            cli.over(ConnLimit { max_conns: file.max_conns, conn_memory: file.conn_memory });
         WebOptions {
             root: self.root.or(file.root.map(|r| crate::serve::relative_to(config, &r))),
             cache_bytes: self.cache_bytes.or(file.cache_bytes),

@@ -2,7 +2,7 @@
 
 use super::{Mode, WebArgs, WebOptions};
 use crate::serve::{secs, Defaults};
-use crate::tcp_limits::tcp_limits;
+use crate::tcp_limits::{tcp_limits, ConnLimit};
 use engine::published::Published;
 use std::path::Path;
 use std::time::{Instant, SystemTime, UNIX_EPOCH};
@@ -31,22 +31,8 @@ pub fn run(a: WebArgs) -> Result<(), String> {
         idle_timeout: span(o.idle_timeout.unwrap_or(60.0), "--idle-timeout")?,
         max_requests: o.max_requests.unwrap_or(10_000).max(1),
     };
-    let max_conns = match (o.max_conns, o.conn_memory) {
-        (Some(_), Some(_)) => return Err("max_conns and conn_memory: give one of them".into()),
-        (None, Some(mib)) => {
-            let each = web::WebService::bytes_per_connection();
-            let n = usize::try_from(mib.saturating_mul(1 << 20)).unwrap_or(usize::MAX) / each;
-            if n == 0 {
-                return Err(format!("--conn-memory {mib} MiB holds no connection ({each} bytes each)"));
-            }
-            tracing::info!("{n} connections per engine in {mib} MiB ({each} bytes each, --conn-memory)");
-            n
-        }
-        (n, None) => n.unwrap_or(65_536),
-    };
-    if max_conns == 0 {
-        return Err("--max-conns must be at least 1".into());
-    }
+    let limit = ConnLimit { max_conns: o.max_conns, conn_memory: o.conn_memory };
+    let max_conns = limit.resolve(web::WebService::bytes_per_connection(), 65_536, "per engine")?;
     let mode = o.mode.unwrap_or(Mode::Precopy);
     let replica_frames = o.replica_frames.unwrap_or(16_384);
     if mode == Mode::Precopy && !(1..=1 << 20).contains(&replica_frames) {
