@@ -435,6 +435,23 @@ def size_curves(name, xlabel, results, panels):
     plot(draw)
 
 
+def group_threads_named(pgid, name):
+    """Threads named `name` in the processes of process group `pgid`."""
+    n = 0
+    for p in os.listdir("/proc"):
+        if not p.isdigit():
+            continue
+        try:
+            if int(open(f"/proc/{p}/stat").read().rsplit(")", 1)[1].split()[2]) != pgid:
+                continue
+            for t in os.listdir(f"/proc/{p}/task"):
+                if open(f"/proc/{p}/task/{t}/comm").read().strip() == name:
+                    n += 1
+        except (OSError, ValueError, IndexError):
+            continue
+    return n
+
+
 def settled_rss_of_group(pgid, limit=10.0):
     """[`rss_of_group`] once it holds still (two reads half a second apart within 1 %, at most
     `limit` seconds): a server that gives memory back after it starts answering (sirocco
