@@ -36,7 +36,7 @@ import json, os, re, shutil, signal, subprocess, sys, tempfile, time
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, ".."))
 from lib import (sh, ns, env_list, preflight, Cpuset, Testnet, stop_process, SECS, REPS, SIROCCO,  # noqa: E402
-                 SRV_CPU, GEN_CPU, run_meta, save, plot, finish, wrk, server_kind, rss_of_group)
+                 SRV_CPU, GEN_CPU, run_meta, save, plot, finish, wrk, server_kind, rss_of_group, cpu_busy)
 
 MODE = os.environ.get("MODE", "web")
 PEER = {"web": "nginx", "echo": "epoll"}[MODE]
@@ -182,6 +182,15 @@ def release(procs):
 
 
 def active(srv, n, paths):
+    """The active 1 %'s rate, with the busy share of the server core and of the client core
+    (wrk and the clients' kernel) over the run."""
+    b0, t0 = (cpu_busy(SRV_CPU), cpu_busy(GEN_CPU)), time.monotonic()
+    rate = active_rate(srv, n, paths)
+    dt = time.monotonic() - t0
+    return rate, (cpu_busy(SRV_CPU) - b0[0]) / dt, (cpu_busy(GEN_CPU) - b0[1]) / dt
+
+
+def active_rate(srv, n, paths):
     a = max(10, n // 100)
     if MODE == "echo":
         r = ns(NET.cli_ns, "taskset", "-c", str(GEN_CPU), ECHO_CLIENT, srv.addr, str(PORT), str(a), str(ECHO_SIZE),
@@ -221,13 +230,13 @@ def one_round(kind, n, cs, root, paths, baseline):
     srv.start()
     try:
         rss0 = srv.rss()
-        alone = active(srv, n, paths)
+        alone, srv_busy0, cli_busy0 = active(srv, n, paths)
         procs, reports = hold(srv.addr, n)
         up = sum(r["up"] for r in reports)
         accept_s = max(r["secs"] for r in reports)
         time.sleep(1)
         rss1, k1 = srv.rss(), kernel_bytes()
-        among = active(srv, n, paths)
+        among, srv_busy1, cli_busy1 = active(srv, n, paths)
         held_after = srv.open_conns()
         c0 = time.time()
         release(procs)
@@ -245,9 +254,11 @@ def one_round(kind, n, cs, root, paths, baseline):
         drained()
     r = {"up": up, "accept_s": accept_s, "rss_delta": rss1 - baseline[(kind, n)], "rss_start": rss0, "kernel_delta": k1 - k0,
          "alone_rps": alone, "among_rps": among, "held_after": held_after, "close_s": close_s,
+         "busy": {"server_alone": srv_busy0, "client_alone": cli_busy0, "server_among": srv_busy1, "client_among": cli_busy1},
          "left_after_close": left}
     print(f"  {kind:8} N={n}: up {up} in {accept_s:.2f} s, left after close {left}, rss +{(rss1 - baseline[(kind, n)]) / 2**20:.0f} MiB, "
-          f"kernel +{(k1 - k0) / 2**20:.0f} MiB, active {alone:.0f} -> {among:.0f} req/s, closed in {close_s}",
+          f"kernel +{(k1 - k0) / 2**20:.0f} MiB, active {alone:.0f} -> {among:.0f} req/s (server core busy "
+          f"{srv_busy0:.2f} -> {srv_busy1:.2f}, client core {cli_busy0:.2f} -> {cli_busy1:.2f}), closed in {close_s}",
           flush=True)
     return r
 
@@ -316,8 +327,9 @@ def report(results, baseline):
                  if MODE == "web" else
                  f"TCP echo against an epoll echo server on the kernel (one process per 15 000 connections). Idle connections "
                  f"send nothing; the active 1 % make {ECHO_SIZE}-byte round trips in a loop (echo_client; rates are messages/s)."), "",
-             "| N | server | up | accept s | server bytes/conn | kernel bytes/conn | total bytes/conn | active req/s alone | among idle | ratio | close s |",
-             "|---|---|---|---|---|---|---|---|---|---|---|"]
+             "| N | server | up | accept s | server bytes/conn | kernel bytes/conn | total bytes/conn | active req/s alone | among idle | ratio | "
+             "server core µs/req alone / among | client core busy among | close s |",
+             "|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
     summary = {}
     for n in CONNS:
         client_kernel = med([r["kernel_delta"] for r in results.get("sirocco", {}).get(n, [])])
@@ -333,9 +345,17 @@ def report(results, baseline):
                 "alone_rps": med([r["alone_rps"] for r in rs]), "among_rps": med([r["among_rps"] for r in rs]),
                 "ratio": ratio, "accept_s": med([r["accept_s"] for r in rs]), "close_s": med([r["close_s"] for r in rs]),
                 "up": med([r["up"] for r in rs])}
+            # The server core's busy time per request (µs) alone and among the idle, and how
+            # busy the client core was among them (1.0: the clients are the limit).
+            busy = [r["busy"] for r in rs if "busy" in r]
+            for key, phase, rate in (("us_alone", "server_alone", "alone_rps"), ("us_among", "server_among", "among_rps")):
+                s[key] = med([b[phase] / r[rate] * 1e6 for b, r in zip(busy, rs)]) if busy else None
+            s["client_busy_among"] = med([b["client_among"] for b in busy]) if busy else None
             close = f"{s['close_s']:.1f}" if s["close_s"] is not None else "–"
+            us = (f"{s['us_alone']:.1f} / {s['us_among']:.1f}" if s["us_alone"] is not None else "–")
+            cli = f"{s['client_busy_among']:.2f}" if s["client_busy_among"] is not None else "–"
             lines.append(f"| {n} | {kind} | {s['up']} | {s['accept_s']:.2f} | {server:.0f} | {kern:.0f} | "
-                         f"{server + kern:.0f} | {s['alone_rps']:.0f} | {s['among_rps']:.0f} | {ratio:.2f} | {close} |")
+                         f"{server + kern:.0f} | {s['alone_rps']:.0f} | {s['among_rps']:.0f} | {ratio:.2f} | {us} | {cli} | {close} |")
     if "sirocco" in SERVERS and PEER in SERVERS:
         lines += ["", f"## sirocco against {PEER} and the kernel (medians)", ""]
         for n, s in summary.items():
