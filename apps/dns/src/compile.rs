@@ -413,8 +413,8 @@ impl<'z> Drafting<'_, 'z> {
         p
     }
 
-    /// The nodes of `names` (name, whether it is a wildcard's expansion), their responses
-    /// added to `pool`.
+    /// The nodes of `names` (name, its RRsets, whether it is a wildcard's expansion), their
+    /// responses added to `pool`.
     fn draft_names(&self, names: &[(&'z [u8], &'z [RRset], bool)], mut pool: Pool) -> (Pool, Part<'z>) {
         let (view, signed, apex) = (self.view, self.signed, self.apex);
         let (nxdomain, nodata) = (self.nxdomain, self.nodata);

@@ -29,6 +29,8 @@ fn config(r: &mut Rng) -> Config {
         cc: if r.chance(0.5) { CcKind::Cubic } else { CcKind::NewReno },
         rto_max: Duration::from_secs(8),
         retries: 30,
+        // Lossy paths: a closing connection keeps trying as long as an open one.
+        orphan_retries: 30,
         syn_retries: 14,
         time_wait: Duration::from_secs(2),
         ..Config::default()

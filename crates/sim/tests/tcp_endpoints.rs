@@ -30,6 +30,8 @@ fn config(r: &mut Rng) -> Config {
         rcv_buf_max: r.chance(0.3).then_some(1 << 20),
         syn_retries: 14,
         retries: 30,
+        // Lossy paths: a closing connection keeps trying as long as an open one.
+        orphan_retries: 30,
         rto_max: SECS(8),
         time_wait: SECS(60),
         fin_wait2: SECS(600),

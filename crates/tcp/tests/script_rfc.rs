@@ -445,6 +445,31 @@ fn passive_close_goes_through_close_wait_and_last_ack() {
 }
 
 #[test]
+fn last_ack_gives_up_after_the_orphan_retries() {
+    // Both sides closed and the peer gone: the FIN is sent again `orphan_retries` times
+    // (as Linux's tcp_orphan_retries), not `retries`, then the connection times out.
+    let mut s = Script::server(Config { orphan_retries: 3, ..cfg() });
+    s.app.close_on_fin = true;
+    s.handshake(Seg::syn(0).mss(1460));
+    s.inject(Seg::new(ACK | FIN, 1, 1));
+    s.expect(ACK | FIN, 1, 2, 0);
+    let (mut fins, start) = (0, s.ms());
+    for t in (start..start + 600_000).step_by(10) {
+        s.at(t);
+        while let Some(x) = s.try_next() {
+            assert_eq!(x.seq, 1, "the FIN again");
+            fins += 1;
+        }
+        if !s.app.ended.is_empty() {
+            break;
+        }
+    }
+    assert_eq!(fins, 3);
+    assert_eq!(s.app.ended, vec![End::TimedOut]);
+    assert!(s.ep.is_empty());
+}
+
+#[test]
 fn simultaneous_close_goes_through_closing() {
     let mut s = Script::server(cfg());
     s.handshake(Seg::syn(0).mss(1460));

@@ -88,7 +88,11 @@ impl Tcb {
             return;
         }
         self.timers.retries += 1;
-        let limit = if self.is_synchronized() { self.cfg.retries } else { self.cfg.syn_retries };
+        let limit = match self.state {
+            _ if !self.is_synchronized() => self.cfg.syn_retries,
+            State::LastAck | State::Closing => self.cfg.retries.min(self.cfg.orphan_retries),
+            _ => self.cfg.retries,
+        };
         if self.timers.retries > limit {
             env.stats.timeouts += 1;
             self.finish(End::TimedOut);
