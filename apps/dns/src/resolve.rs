@@ -224,7 +224,12 @@ impl<'z> View<'z> {
 
     /// True for a delegation point (NS below the apex).
     pub fn is_cut(&self, n: &[u8]) -> bool {
-        n.len() > self.apex.len() && self.z.rrset(n, rtype::NS).is_some()
+        self.cut_at(n, self.sets(n))
+    }
+
+    /// True if `n`, with these RRsets, is a delegation point.
+    fn cut_at(&self, n: &[u8], sets: &[RRset]) -> bool {
+        n.len() > self.apex.len() && sets.iter().any(|s| s.rtype == rtype::NS)
     }
 
     /// True if the name is hidden by a cut or a DNAME above it (RFC 6672 section 2.3), so
@@ -234,11 +239,10 @@ impl<'z> View<'z> {
         let k = label_starts(n, &mut starts);
         // The apex hides only with a DNAME (known once): most names need no lookup at all.
         (self.apex_dname && n.len() > self.apex.len())
-            || starts[1..k]
-                .iter()
-                .map(|&s| &n[usize::from(s)..])
-                .take_while(|a| a.len() > self.apex.len())
-                .any(|a| self.sets(a).iter().any(|s| s.rtype == rtype::NS || s.rtype == rtype::DNAME))
+            || starts[1..k].iter().map(|&s| &n[usize::from(s)..]).take_while(|a| a.len() > self.apex.len()).any(|a| {
+                let sets = self.sets(a);
+                self.cut_at(a, sets) || sets.iter().any(|s| s.rtype == rtype::DNAME)
+            })
     }
 
     /// Classifies a name of the zone, walking down from the apex.
@@ -317,7 +321,7 @@ impl<'z> View<'z> {
     /// hides (see [`View::occluded`]): every suffix exists and none stops the walk, so only
     /// the name itself decides. Saves the walk when every name of a zone is drafted.
     pub fn found_in_zone(&self, name: &'z [u8], sets: &'z [RRset]) -> Found<'z> {
-        if name.len() > self.apex.len() && sets.iter().any(|s| s.rtype == rtype::NS) {
+        if self.cut_at(name, sets) {
             Found::Cut(name)
         } else {
             Found::Exact(sets)
