@@ -435,19 +435,27 @@ def size_curves(name, xlabel, results, panels):
     plot(draw)
 
 
-def group_threads_named(pgid, name):
-    """Threads named `name` in the processes of process group `pgid`."""
-    n = 0
+def group_pids(pgid):
+    """The processes of process group `pgid` (the server and its children)."""
+    pids = []
     for p in os.listdir("/proc"):
         if not p.isdigit():
             continue
         try:
-            if int(open(f"/proc/{p}/stat").read().rsplit(")", 1)[1].split()[2]) != pgid:
-                continue
-            for t in os.listdir(f"/proc/{p}/task"):
-                if open(f"/proc/{p}/task/{t}/comm").read().strip() == name:
-                    n += 1
+            if int(open(f"/proc/{p}/stat").read().rsplit(")", 1)[1].split()[2]) == pgid:
+                pids.append(p)
         except (OSError, ValueError, IndexError):
+            continue
+    return pids
+
+
+def group_threads_named(pgid, name):
+    """Threads named `name` in the processes of process group `pgid`."""
+    n = 0
+    for p in group_pids(pgid):
+        try:
+            n += sum(open(f"/proc/{p}/task/{t}/comm").read().strip() == name for t in os.listdir(f"/proc/{p}/task"))
+        except OSError:
             continue
     return n
 
@@ -469,15 +477,10 @@ def settled_rss_of_group(pgid, limit=10.0):
 def rss_of_group(pgid):
     """Resident bytes of every process in process group `pgid` (the server and its children)."""
     total = 0
-    for p in os.listdir("/proc"):
-        if not p.isdigit():
-            continue
+    for p in group_pids(pgid):
         try:
-            stat = open(f"/proc/{p}/stat").read()
-            if int(stat.rsplit(")", 1)[1].split()[2]) != pgid:
-                continue
             m = re.search(r"VmRSS:\s+(\d+) kB", open(f"/proc/{p}/status").read())
             total += int(m.group(1)) * 1024 if m else 0
-        except (OSError, ValueError, IndexError):
+        except OSError:
             continue
     return total
