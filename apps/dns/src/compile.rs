@@ -520,6 +520,15 @@ impl<'z> Drafting<'_, 'z> {
     }
 }
 
+/// The first eight bytes of `name`, zero-padded, as a number that orders as the bytes do
+/// (a tie leaves the order to the whole names).
+fn prefix_key(name: &[u8]) -> u64 {
+    let mut b = [0u8; 8];
+    let k = name.len().min(8);
+    b[..k].copy_from_slice(&name[..k]);
+    u64::from_be_bytes(b)
+}
+
 impl CompiledZone {
     /// Compiles a loaded zone (on two threads from [`PARALLEL_NAMES`] names, when the
     /// process may run on more than one CPU: confined to one, the threads would only take
@@ -552,8 +561,12 @@ impl CompiledZone {
         let (nxdomain, nodata) = (0, 1);
         let signed = z.signed;
 
-        let mut names: Vec<(&[u8], &[RRset])> = view.names().filter(|(n, _)| !view.occluded(n)).collect();
-        names.sort_unstable_by_key(|&(n, _)| n);
+        let mut keyed: Vec<(u64, &[u8], &[RRset])> =
+            view.names().filter(|(n, _)| !view.occluded(n)).map(|(n, s)| (prefix_key(n), n, s)).collect();
+        // Byte order; most names differ in their first eight bytes, compared without
+        // reaching the name itself (a cache miss each, in a large zone).
+        keyed.sort_unstable_by(|a, b| a.0.cmp(&b.0).then_with(|| a.1.cmp(b.1)));
+        let names: Vec<(&[u8], &[RRset])> = keyed.into_iter().map(|(_, n, s)| (n, s)).collect();
         // In a signed zone a wildcard answers differently for itself and for the names it
         // stands for (those need proofs they do not exist): the latter get a node of their
         // own, reached only through the wildcard's parent.
@@ -933,5 +946,30 @@ impl Catalog {
             }
         }
         found.map(Lookup::Zone).unwrap_or(Lookup::Refused)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::prefix_key;
+
+    #[test]
+    fn names_ordered_by_their_prefix_key_then_bytes_are_in_byte_order() {
+        let names: [&[u8]; 9] = [
+            b"\x02h1\x05bench\x04test\x00",
+            b"\x02h1\x05bench\x04test",
+            b"\x02h1",
+            b"",
+            b"\x07h123456\x05bench\x04test\x00",
+            b"\x07h123456\x05bench\x04tesu\x00",
+            b"\x07h123456\x04bench\x04test\x00",
+            b"\xff",
+            b"\x00",
+        ];
+        let mut keyed: Vec<(u64, &[u8])> = names.iter().map(|&n| (prefix_key(n), n)).collect();
+        keyed.sort_unstable_by(|a, b| a.0.cmp(&b.0).then_with(|| a.1.cmp(b.1)));
+        let mut plain = names.to_vec();
+        plain.sort_unstable();
+        assert_eq!(keyed.into_iter().map(|(_, n)| n).collect::<Vec<_>>(), plain);
     }
 }

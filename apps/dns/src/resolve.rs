@@ -72,11 +72,11 @@ impl<'z> View<'z> {
         let mut starts = [0u8; 128];
         for n in z.nodes.keys() {
             // Up from the owner to the first suffix known to exist (an owner's own walk
-            // covers the names above it).
+            // covers the names above it; the apex, which every owner ends in, exists).
             let k = label_starts(n, &mut starts);
             for &s in &starts[1..k] {
                 let suffix = &n[usize::from(s)..];
-                if suffix.len() < apex.len() || z.nodes.contains_key(suffix) || !empty.insert(suffix) {
+                if suffix.len() <= apex.len() || z.nodes.contains_key(suffix) || !empty.insert(suffix) {
                     break;
                 }
             }
