@@ -8,6 +8,15 @@ pub fn tcp_limits() -> tcp::Limits {
     tcp::Limits { secret: [w(0), w(8)], ..tcp::Limits::default() }
 }
 
+/// TCP limits for an engine of a server whose sessions refuse connections past
+/// `sessions` themselves (kv, store): the TCP table holds a quarter more (never fewer than
+/// the default), room for connections still closing after their session ended, so that the
+/// sessions' limit is the one clients meet.
+pub fn session_limits(cfg: &tcp::Config, sessions: usize) -> tcp::Limits {
+    let room = sessions.saturating_add(sessions / 4).max(tcp::Limits::default().max_conns);
+    cfg.limits(tcp_limits()).for_conns(room)
+}
+
 /// 16 bytes of this run's own, unpredictable.
 pub fn secret() -> [u8; 16] {
     let mut b = [0u8; 16];
@@ -65,7 +74,18 @@ impl ConnLimit {
 
 #[cfg(test)]
 mod tests {
-    use super::ConnLimit;
+    use super::{session_limits, ConnLimit};
+
+    #[test]
+    fn the_tcp_table_has_room_past_the_sessions_and_time_wait_half_of_it() {
+        let cfg = tcp::Config::default();
+        let small = session_limits(&cfg, 10_000);
+        assert_eq!((small.max_conns, small.max_time_wait), (65_536, 32_768), "never below the defaults");
+        let large = session_limits(&cfg, 1_000_000);
+        assert_eq!((large.max_conns, large.max_time_wait), (1_250_000, 625_000));
+        let web = tcp::Limits::default().for_conns(1_000);
+        assert_eq!((web.max_conns, web.max_time_wait), (1_000, 32_768));
+    }
 
     #[test]
     fn a_memory_budget_holds_what_fits_and_the_command_line_wins_in_either_form() {

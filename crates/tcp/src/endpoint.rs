@@ -66,6 +66,16 @@ impl Default for Limits {
     }
 }
 
+impl Limits {
+    /// These limits for a table of `max_conns` connections: TIME-WAIT kept for up to half as
+    /// many (as Linux sizes tcp_max_tw_buckets from its established table), never fewer than
+    /// here, so that a server closing most of its connections at once still waits them out.
+    /// The TIME-WAIT table's memory is only touched as it fills.
+    pub fn for_conns(self, max_conns: usize) -> Limits {
+        Limits { max_conns, max_time_wait: self.max_time_wait.max(max_conns / 2), ..self }
+    }
+}
+
 /// Why an active open could not start.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum ConnectError {
@@ -205,7 +215,8 @@ impl<A: App> Endpoint<A> {
     /// The memory one connection holds in an endpoint sized for it, idle: its slot (the
     /// control block and the application's state), its timer's room, up to four tuple-table
     /// entries (the table is twice `max_conns` rounded up to a power of two) and its places in
-    /// the free list and queues. What a busy connection borrows beyond that (reassembly,
+    /// the free list and queues, and its share of the TIME-WAIT table ([`Limits::for_conns`]:
+    /// an entry per two connections). What a busy connection borrows beyond that (reassembly,
     /// SACK scoreboard, send buffers) comes from pools sized apart. For sizing `max_conns`
     /// from a memory budget.
     pub fn bytes_per_connection() -> usize {
@@ -214,6 +225,7 @@ impl<A: App> Endpoint<A> {
             + 4 * 8
             + std::mem::size_of::<u32>()
             + 2 * std::mem::size_of::<(u32, u32)>()
+            + QuietTable::entry_bytes() / 2
     }
 
     /// Counters.

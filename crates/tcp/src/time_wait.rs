@@ -171,6 +171,14 @@ impl QuietTable {
         self.map.len()
     }
 
+    /// The memory an entry takes when the table is full: its record, its place in the order
+    /// and two map slots.
+    pub(crate) fn entry_bytes() -> usize {
+        std::mem::size_of::<(Tuple, TupleHash, Quiet)>()
+            + std::mem::size_of::<(Tuple, TupleHash, Instant)>()
+            + 2 * std::mem::size_of::<u64>()
+    }
+
     fn find(&self, h: TupleHash, t: &Tuple) -> Option<u32> {
         self.map.get(h, |i| self.records[i as usize].0 == *t)
     }

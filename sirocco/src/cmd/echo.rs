@@ -98,7 +98,7 @@ pub fn run(a: EchoArgs) -> Result<(), String> {
     }
     let grants = [(Protocol::TCP, port)];
     let cfg = s.opts.tcp;
-    let limits = tcp::Limits { max_conns, ..cfg.limits(tcp_limits()) };
+    let limits = cfg.limits(tcp_limits()).for_conns(max_conns);
     fn svc<T: tcp::App + Tally>(app: T, port: u16, cfg: tcp::Config, limits: tcp::Limits) -> TcpService<T> {
         TcpService::new(app, &[port], cfg, limits).with_metrics(report::metrics::<T>)
     }

@@ -3,7 +3,7 @@
 
 use crate::serve::options::{own_options, Size};
 use crate::serve::{Defaults, ServeArgs};
-use crate::tcp_limits::{tcp_limits, ConnLimit};
+use crate::tcp_limits::{session_limits, ConnLimit};
 use clap::Args;
 use kv::cache::{Cache, CacheConfig};
 use kv::server::{unix_now, Shared};
@@ -90,7 +90,14 @@ pub fn run(a: KvArgs) -> Result<(), String> {
     let (port, tcp_cfg) = (s.port, s.opts.tcp.bulk());
     let per_engine = max_conns.div_ceil(engines);
     let make = |q: u32| {
-        kv::service::service(shared.clone(), q as usize, port, per_engine, tcp_cfg, tcp_cfg.limits(tcp_limits()))
+        kv::service::service(
+            shared.clone(),
+            q as usize,
+            port,
+            per_engine,
+            tcp_cfg,
+            session_limits(&tcp_cfg, per_engine),
+        )
     };
     let what = format!("memcached protocol on port {port}, {memory_mb} MB of items");
     let out = s.run(&what, &[(Protocol::TCP, port)], make, None)?;

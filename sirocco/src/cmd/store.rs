@@ -4,7 +4,7 @@
 
 use crate::serve::options::own_options;
 use crate::serve::{Defaults, ServeArgs};
-use crate::tcp_limits::{tcp_limits, ConnLimit};
+use crate::tcp_limits::{session_limits, ConnLimit};
 use clap::Args;
 use std::path::{Path, PathBuf};
 use store::log::dir;
@@ -237,7 +237,7 @@ pub fn run(a: StoreArgs) -> Result<(), String> {
             port,
             per_engine,
             tcp_cfg,
-            tcp_cfg.limits(tcp_limits()),
+            session_limits(&tcp_cfg, per_engine),
         )
     };
     let what = format!("Redis protocol on port {port}, log in {}", dir_path.display());

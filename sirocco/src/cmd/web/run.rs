@@ -103,7 +103,7 @@ pub fn run(a: WebArgs) -> Result<(), String> {
         }
     };
     let (port, cfg) = (s.port, s.opts.tcp);
-    let limits = tcp::Limits { max_conns, ..cfg.limits(tcp_limits()) };
+    let limits = cfg.limits(tcp_limits()).for_conns(max_conns);
     let mut first = match stream {
         Some(cfg) => {
             let (st, said) = Streamer::first(cfg, published.follow().get())?;

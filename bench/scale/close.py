@@ -1,0 +1,202 @@
+#!/usr/bin/env python3
+"""The server closing first, all at once (issue 44): for each size N of CONNS, N kernel clients
+(bench/scale/holder.c, as bench/scale/tcp.py holds them) each ask sirocco web or nginx for a
+1 KB file and idle on keep-alive; then every one of them asks again at the same moment, with
+`Connection: close`. The server answers and closes first, so the N connections go through
+the server's TIME-WAIT (RFC 9293 §3.6) at once. Servers in turns on the server core, REPS
+rounds. Measured per round:
+
+- **storm s**: from the asking to the last client's read of the server's FIN;
+- **answered**: clients that read the whole response and then the FIN (the others: short
+  responses, resets, or nothing within 120 s);
+- **closed s**: from the asking until the server holds at most 0.1 % of the connections in
+  any state but TIME-WAIT (sirocco's `sirocco_tcp_connections`; the server namespace's
+  sockets in use for nginx);
+- **TIME-WAIT peak** and its limit: sirocco's `sirocco_tcp_time_wait` against
+  `sirocco_tcp_time_wait_max`, the server namespace's `tw` sockets against its
+  `net.ipv4.tcp_max_tw_buckets`; and how many were ended early at the limit (sirocco's
+  `sirocco_tcp_time_wait_recycled_total`, the kernel's `TCPTimeWaitOverflow`);
+
+Writes bench/results/scale-tcp-close.{md,json,png} (OUT_NAME to change the name)."""
+
+import json, os, re, shutil, subprocess, sys, tempfile, time
+
+os.environ["MODE"] = "web"
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
+sys.path.insert(0, os.path.join(HERE, ".."))
+import tcp  # noqa: E402  (bench/scale/tcp.py: the servers, the holders, the test network)
+from lib import ns, env_list, preflight, Cpuset, sh, run_meta, save, plot, finish, REPS  # noqa: E402
+
+CONNS = env_list("CONNS", "10000,100000,300000,1000000", int)
+SERVERS = env_list("SERVERS", "sirocco,nginx")
+OUT_NAME = os.environ.get("OUT_NAME", "scale-tcp-close")
+STORM_LIMIT = 120
+NET = tcp.NET
+
+
+def metric(name):
+    text = ns(NET.srv_ns, "curl", "-s", "-m", "5", f"http://{tcp.METRICS}/metrics", check=False).stdout
+    m = re.search(rf"^{name}(?:{{[^}}]*}})? (\d+)", text, re.M)
+    return int(m.group(1)) if m else None
+
+
+def netstat_field(field):
+    lines = ns(NET.srv_ns, "cat", "/proc/net/netstat").stdout.splitlines()
+    for head, vals in zip(lines[::2], lines[1::2]):
+        keys, nums = head.split()[1:], vals.split()[1:]
+        if field in keys:
+            return int(nums[keys.index(field)])
+    return 0
+
+
+def time_wait(srv):
+    """TIME-WAIT entries the server holds, and how many it has ended early at its limit."""
+    if srv.kind == "nginx":
+        tw = int(re.search(r"TCP: .* tw (\d+)", ns(NET.srv_ns, "cat", "/proc/net/sockstat").stdout).group(1))
+        return tw, netstat_field("TCPTimeWaitOverflow")
+    return metric("sirocco_tcp_time_wait") or 0, metric("sirocco_tcp_time_wait_recycled_total") or 0
+
+
+def live(srv):
+    """Connections the server holds in any state but TIME-WAIT (None if it did not say)."""
+    if srv.kind == "nginx":
+        return tcp.tcp_inuse(NET.srv_ns) - srv.inuse0
+    return metric("sirocco_tcp_connections")
+
+
+def tw_limit(srv):
+    if srv.kind == "nginx":
+        return int(ns(NET.srv_ns, "sysctl", "-n", "net.ipv4.tcp_max_tw_buckets").stdout)
+    return metric("sirocco_tcp_time_wait_max")
+
+
+def one_round(kind, n, cs, root):
+    srv = tcp.Server(kind, cs, root, n)
+    srv.start()
+    procs = []
+    try:
+        procs, reports = tcp.hold(srv.addr, n)
+        up = sum(r["up"] for r in reports)
+        time.sleep(1)
+        limit = tw_limit(srv)
+        tw0, early0 = time_wait(srv)
+        for p in procs:
+            p.stdin.write("c\n")
+            p.stdin.flush()
+        c0 = time.monotonic()
+        peak, closed_s, left = 0, None, None
+        while time.monotonic() - c0 < STORM_LIMIT:
+            tw, _ = time_wait(srv)
+            peak = max(peak, tw)
+            left = live(srv)
+            if closed_s is None and left is not None and left <= n // 1000:
+                closed_s = time.monotonic() - c0
+            if closed_s is not None and all(p.poll() is not None for p in procs):
+                break
+            time.sleep(0.1)
+        early = time_wait(srv)[1] - early0
+        outs = []
+        for p in procs:
+            try:
+                out, _ = p.communicate(timeout=30)
+            except subprocess.TimeoutExpired:
+                p.kill()
+                out, _ = p.communicate()
+            lines = [json.loads(x) for x in out.splitlines() if x.startswith("{\"asked")]
+            outs += lines
+        if srv.proc.poll() is not None:
+            raise RuntimeError(f"{kind} exited during the storm: {srv.proc.stdout.read()[-2000:]}")
+    finally:
+        for p in procs:
+            if p.poll() is None:
+                p.kill()
+                p.wait()
+        srv.stop()
+        tcp.drained()
+    asked = min(o["asked"] for o in outs)
+    last = max(o["last_fin"] for o in outs)
+    r = {"up": up, "complete": sum(o["complete"] for o in outs), "short": sum(o["short"] for o in outs),
+         "reset": sum(o["reset"] for o in outs), "unanswered": sum(o["unanswered"] for o in outs),
+         "storm_s": last - asked if last else None, "closed_s": closed_s, "left": left, "tw_before": tw0,
+         "tw_peak": peak, "tw_limit": limit, "tw_ended_early": early}
+    print(f"  {kind:8} N={n}: up {up}, answered {r['complete']} (short {r['short']}, reset {r['reset']}, none "
+          f"{r['unanswered']}) in {r['storm_s']:.2f} s, server closed in {closed_s}, TIME-WAIT peak {peak} of {limit} "
+          f"({early} ended early)", flush=True)
+    return r
+
+
+def main():
+    preflight()
+    tmp = tempfile.mkdtemp(prefix="sirocco-bench-scale-close-")
+    os.chmod(tmp, 0o755)  # nginx's workers run as www-data
+    tcp.HOLDER = os.path.join(tmp, "holder")
+    sh("gcc", "-O2", "-o", tcp.HOLDER, os.path.join(HERE, "holder.c"))
+    root = os.path.join(tmp, "root")
+    os.makedirs(root)
+    with open(os.path.join(root, "1k.bin"), "wb") as f:
+        f.write(bytes(i % 251 for i in range(tcp.BODY)))
+    cs = Cpuset("sirocco-bench-scale", tcp.SRV_CPU)
+    results = {k: {n: [] for n in CONNS} for k in SERVERS}
+    try:
+        with NET:
+            for a in tcp.SOURCES:
+                ns(NET.cli_ns, "ip", "addr", "add", f"{a}/24", "dev", NET.cli_if)
+            ns(NET.cli_ns, "sysctl", "-qw", "net.ipv4.ip_local_port_range=1024 65535")
+            ns(NET.srv_ns, "sysctl", "-qw", "net.core.somaxconn=65535", "net.ipv4.tcp_max_syn_backlog=65535")
+            for rep in range(REPS):
+                for n in CONNS:
+                    for kind in (SERVERS if rep % 2 == 0 else SERVERS[::-1]):
+                        if kind == "nginx" and n > tcp.NGINX_MAX:
+                            continue
+                        results[kind][n].append(one_round(kind, n, cs, root))
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+    report(results)
+
+
+def med(xs):
+    xs = sorted(x for x in xs if x is not None)
+    return xs[len(xs) // 2] if xs else None
+
+
+def report(results):
+    meta = run_meta(reps=REPS, conns=CONNS, servers=SERVERS, nginx_max=tcp.NGINX_MAX)
+    lines = [f"# The server closing first, all at once ({meta['date']}, kernel {meta['kernel']})", "",
+             f"{REPS} rounds, servers in turns on the server core; medians. N idle keep-alive clients ask at once "
+             "for 1 KB with `Connection: close`: the server answers, closes first and holds the TIME-WAITs.", "",
+             "| N | server | answered | short / reset / none | storm s | server closed s | TIME-WAIT peak | its limit | "
+             "ended early at the limit |",
+             "|---|---|---|---|---|---|---|---|---|"]
+    summary = {}
+    for n in CONNS:
+        for kind in SERVERS:
+            rs = results[kind][n]
+            if not rs:
+                continue
+            s = summary.setdefault(n, {})[kind] = {k: med([r[k] for r in rs]) for k in (
+                "complete", "short", "reset", "unanswered", "storm_s", "closed_s", "tw_peak", "tw_limit",
+                "tw_ended_early")}
+            closed = f"{s['closed_s']:.1f}" if s["closed_s"] is not None else "–"
+            storm = f"{s['storm_s']:.2f}" if s["storm_s"] is not None else "–"
+            lines.append(f"| {n} | {kind} | {s['complete']} | {s['short']} / {s['reset']} / {s['unanswered']} | {storm} | "
+                         f"{closed} | {s['tw_peak']} | {s['tw_limit']} | {s['tw_ended_early']} |")
+    save(OUT_NAME, meta, lines, results={k: {str(n): v for n, v in d.items()} for k, d in results.items()},
+         summary={str(n): v for n, v in summary.items()})
+
+    def draw(plt):
+        fig, axes = plt.subplots(1, 2, figsize=(10, 4))
+        for kind in SERVERS:
+            xs = [n for n in CONNS if kind in summary.get(n, {}) and summary[n][kind]["storm_s"] is not None]
+            axes[0].plot(xs, [summary[n][kind]["storm_s"] for n in xs], marker="o", label=kind)
+            axes[1].plot(xs, [summary[n][kind]["tw_peak"] for n in xs], marker="o", label=kind)
+        for a, t in zip(axes, ["seconds until every client read the server's FIN", "TIME-WAIT entries at the peak"]):
+            a.set_xscale("log")
+            a.set_title(t)
+            a.set_xlabel("connections closed at once")
+        finish(fig, axes, OUT_NAME)
+    plot(draw)
+
+
+if __name__ == "__main__":
+    main()
