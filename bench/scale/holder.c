@@ -4,7 +4,10 @@
 // one JSON line when all are up (or the time limit passed). With BODY > 0 each connection
 // first asks `GET PATH` once and reads the response (headers, then BODY bytes), so it idles as
 // a keep-alive connection after a request. Then it holds them, idle, until a line comes on
-// stdin; it closes them all at once and prints how long that took. One process holds at
+// stdin; it closes them all at once and prints how long that took. A line starting with `c`
+// (with PATH and BODY) asks instead, on every connection at once, for PATH again with
+// `Connection: close`, so that the server closes first, and closes each connection when it
+// has read the response and the server's FIN (bench/scale/close.py). One process holds at
 // most its file limit (20 000 here, not raisable without CAP_SYS_RESOURCE): the bench runs
 // several.
 //
@@ -27,6 +30,63 @@ static double now(void) {
     struct timespec t;
     clock_gettime(CLOCK_MONOTONIC, &t);
     return t.tv_sec + t.tv_nsec * 1e-9;
+}
+
+// Asks every connection for `path` with `Connection: close` at once, then reads each until
+// the server's FIN (or an error) and closes it. Prints the outcome and the monotonic times
+// of the asking and of the first and last FIN.
+static int ask_to_close(int ep, int *fds, long n, long up, const char *path, long body, double limit) {
+    char req[512];
+    int len = snprintf(req, sizeof req, "GET %s HTTP/1.1\r\nHost: bench\r\nConnection: close\r\n\r\n", path);
+    long *got = calloc(n, sizeof(long));
+    long open = 0, complete = 0, short_ = 0, reset = 0;
+    double asked = now();
+    for (long j = 0; j < n; j++) {
+        if (fds[j] < 0)
+            continue;
+        struct epoll_event e = {.events = EPOLLIN | EPOLLRDHUP, .data.u64 = (uint64_t)j};
+        if (write(fds[j], req, len) != len || epoll_ctl(ep, EPOLL_CTL_ADD, fds[j], &e) != 0) {
+            reset++;
+            close(fds[j]);
+            fds[j] = -1;
+            continue;
+        }
+        open++;
+    }
+    double first = 0, last = 0;
+    struct epoll_event evs[1024];
+    while (open > 0 && now() - asked < limit) {
+        int k = epoll_wait(ep, evs, 1024, 100);
+        for (int i = 0; i < k; i++) {
+            long j = (long)evs[i].data.u64;
+            char buf[4096];
+            ssize_t r;
+            while ((r = read(fds[j], buf, sizeof buf)) > 0)
+                got[j] += r;
+            if (r < 0 && errno == EAGAIN)
+                continue;
+            // The FIN (r == 0) after at least the body: the server answered and closed.
+            if (r == 0 && got[j] > body)
+                complete++;
+            else if (r == 0)
+                short_++;
+            else
+                reset++;
+            last = now();
+            if (first == 0)
+                first = last;
+            close(fds[j]);
+            fds[j] = -1;
+            open--;
+        }
+    }
+    printf("{\"asked\": %.6f, \"complete\": %ld, \"short\": %ld, \"reset\": %ld, \"unanswered\": %ld, "
+           "\"first_fin\": %.6f, \"last_fin\": %.6f, \"held\": %ld}\n",
+           asked, complete, short_, reset, open, first, last, up);
+    for (long j = 0; j < n; j++)
+        if (fds[j] >= 0)
+            close(fds[j]);
+    return 0;
 }
 
 int main(int argc, char **argv) {
@@ -154,7 +214,10 @@ int main(int argc, char **argv) {
     char line[16];
     if (!fgets(line, sizeof line, stdin)) {
         // stdin closed: close all the same.
+        line[0] = 0;
     }
+    if (line[0] == 'c' && body > 0)
+        return ask_to_close(ep, fds, n, up, argv[8], body, limit);
     double c0 = now();
     for (long j = 0; j < n; j++)
         if (fds[j] >= 0)
