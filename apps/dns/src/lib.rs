@@ -8,6 +8,7 @@ pub mod driver;
 pub mod message;
 pub mod notify;
 pub mod nsec3;
+pub mod owners;
 pub mod report;
 pub mod resolve;
 pub mod rrl;

@@ -208,7 +208,7 @@ impl<'z> View<'z> {
     /// Every name that exists in the zone with its RRsets, empty non-terminals included
     /// (with none).
     pub fn names(&self) -> impl Iterator<Item = (&'z [u8], &'z [RRset])> + '_ {
-        let owners = self.z.nodes.iter().map(|(n, sets)| (&**n, sets.as_slice()));
+        let owners = self.z.nodes.iter().map(|(n, sets)| (n, sets.as_slice()));
         owners.chain(self.empty.iter().map(|&n| (n, &[][..])))
     }
 
@@ -653,7 +653,7 @@ impl<'z> Chain<'z> {
             return Chain::None;
         }
         let mut nsec: Vec<&'z [u8]> =
-            z.nodes.iter().filter(|(_, sets)| sets.iter().any(|s| s.rtype == rtype::NSEC)).map(|(n, _)| &**n).collect();
+            z.nodes.iter().filter(|(_, sets)| sets.iter().any(|s| s.rtype == rtype::NSEC)).map(|(n, _)| n).collect();
         if !nsec.is_empty() {
             nsec.sort_unstable_by(|a, b| canonical_cmp(a, b));
             return Chain::Nsec(nsec);
@@ -666,7 +666,7 @@ impl<'z> Chain<'z> {
             .keys()
             .filter_map(|o| {
                 let label = o.get(1..1 + usize::from(*o.first()?))?;
-                Some((nsec3::unbase32hex(label)?, &**o))
+                Some((nsec3::unbase32hex(label)?, o))
             })
             .collect();
         hashed.sort_unstable();

@@ -236,7 +236,7 @@ impl Transfer {
         };
         push(&mut t, apex, rtype::SOA, soa.ttl, &soa.rdatas[0]);
         // Sorted, so that a transfer is the same bytes every time for the same zone.
-        let mut names: Vec<&[u8]> = z.nodes.keys().chain(z.nsec3.keys()).map(|n| &**n).collect();
+        let mut names: Vec<&[u8]> = z.nodes.keys().chain(z.nsec3.keys()).collect();
         names.sort_unstable();
         for name in names {
             let sets = z.nodes.get(name).or_else(|| z.nsec3.get(name)).expect("a name of the zone");

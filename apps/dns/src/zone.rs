@@ -1,15 +1,15 @@
 //! Loading master files (RFC 1035 format) with NLnet Labs' `domain` scanner into sirocco's
 //! own zone: owner names in lowercase wire form, record data in uncompressed wire form.
 
+use crate::owners::Owners;
 use bytes::Bytes;
-use dns::name::{wire_ends_with, FnvBuild, Name};
+use dns::name::{wire_ends_with, Name};
 use dns::rtype;
 use domain::base::iana::Class;
 use domain::base::name::ToName;
 use domain::base::rdata::{ComposeRecordData, RecordData};
 use domain::zonefile::inplace::{Entry, Zonefile};
 use std::borrow::Cow;
-use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 
 /// One RRset. The RRSIGs at a name make one RRset per type they cover (each with the TTL of
@@ -30,10 +30,10 @@ pub struct Zone {
     /// The apex.
     pub origin: Name,
     /// Owner name (lowercase wire form) → RRsets.
-    pub nodes: HashMap<Box<[u8]>, Vec<RRset>, FnvBuild>,
+    pub nodes: Owners,
     /// NSEC3 records and their RRSIGs, by owner: kept out of `nodes`, as their hashed owner
     /// names are not names of the zone (RFC 5155 section 7.2.8).
-    pub nsec3: HashMap<Box<[u8]>, Vec<RRset>, FnvBuild>,
+    pub nsec3: Owners,
     /// Records loaded.
     pub records: usize,
     /// RRSIG records were loaded: the zone is signed.
@@ -110,8 +110,8 @@ fn build(path: &Path, origin: Option<Name>, records: Vec<Record>) -> Result<Zone
         }
     };
     // At most a name per record: sized once, never rehashed while a large zone loads.
-    let nodes = HashMap::with_capacity_and_hasher(records.len(), FnvBuild::default());
-    let mut zone = Zone { origin, nodes, nsec3: HashMap::default(), records: 0, signed: false };
+    let nodes = Owners::with_capacity(records.len());
+    let mut zone = Zone { origin, nodes, nsec3: Owners::default(), records: 0, signed: false };
     for r in records {
         zone.insert(path, r)?;
     }
@@ -131,11 +131,10 @@ fn covers(r: &[u8]) -> u16 {
 impl Zone {
     /// Where records of type `t` (covering `covered`, for RRSIG) are kept: NSEC3 and its
     /// signatures apart.
-    fn sets_mut(&mut self, owner: Box<[u8]>, t: u16, covered: u16) -> &mut Vec<RRset> {
+    fn sets_mut(&mut self, owner: &[u8], t: u16, covered: u16) -> &mut Vec<RRset> {
         let nsec3 = t == rtype::NSEC3 || (t == rtype::RRSIG && covered == rtype::NSEC3);
-        // Most names have one RRset: room for one (a Vec's first growth would make four).
         let map = if nsec3 { &mut self.nsec3 } else { &mut self.nodes };
-        map.entry(owner).or_insert_with(|| Vec::with_capacity(1))
+        map.get_or_insert(owner)
     }
 
     /// Adds a record (one already there is not added twice; an RRset keeps its lowest TTL).
@@ -146,7 +145,7 @@ impl Zone {
         }
         let covered = if t == rtype::RRSIG { covers(&rdata) } else { 0 };
         self.signed |= t == rtype::RRSIG;
-        let sets = self.sets_mut(owner, t, covered);
+        let sets = self.sets_mut(&owner, t, covered);
         let added =
             match sets.iter_mut().find(|s| s.rtype == t && (t != rtype::RRSIG || covers(&s.rdatas[0]) == covered)) {
                 Some(s) => {
@@ -282,7 +281,7 @@ pub fn to_text(z: &Zone) -> String {
         };
     };
     write(z.origin.as_wire(), rtype::SOA, soa.ttl, &soa.rdatas[0]);
-    let mut names: Vec<&[u8]> = z.nodes.keys().chain(z.nsec3.keys()).map(|n| &**n).collect();
+    let mut names: Vec<&[u8]> = z.nodes.keys().chain(z.nsec3.keys()).collect();
     names.sort_unstable_by(|a, b| dns::name::canonical_cmp(a, b));
     for name in names {
         let sets = z.nodes.get(name).or_else(|| z.nsec3.get(name)).expect("a name of the zone");
