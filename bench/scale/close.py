@@ -6,7 +6,8 @@
 the server's TIME-WAIT (RFC 9293 §3.6) at once. Servers in turns on the server core, REPS
 rounds. Measured per round:
 
-- **storm s**: from the asking to the last client's read of the server's FIN;
+- **storm s**: from the asking until half, 99 % and all of the clients read the server's FIN
+  (a request or FIN lost in the burst waits for a retransmission timeout: the tail);
 - **answered**: clients that read the whole response and then the FIN (the others: short
   responses, resets, or nothing within 120 s);
 - **closed s**: from the asking until the server holds at most 0.1 % of the connections in
@@ -17,7 +18,8 @@ rounds. Measured per round:
   `net.ipv4.tcp_max_tw_buckets`; and how many were ended early at the limit (sirocco's
   `sirocco_tcp_time_wait_recycled_total`, the kernel's `TCPTimeWaitOverflow`);
 
-Writes bench/results/scale-tcp-close.{md,json,png} (OUT_NAME to change the name)."""
+Writes bench/results/scale-tcp-close.{md,json,png} (OUT_NAME to change the name;
+REPORT_FROM=bench/results/NAME.json writes the tables and plot again from a run's results)."""
 
 import json, os, re, shutil, subprocess, sys, tempfile, time
 
@@ -26,7 +28,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 sys.path.insert(0, os.path.join(HERE, ".."))
 import tcp  # noqa: E402  (bench/scale/tcp.py: the servers, the holders, the test network)
-from lib import ns, env_list, preflight, Cpuset, sh, run_meta, save, plot, finish, REPS  # noqa: E402
+from lib import ns, env_list, preflight, Cpuset, sh, run_meta, save, plot, finish, cpu_busy, REPS  # noqa: E402
 
 CONNS = env_list("CONNS", "10000,100000,300000,1000000", int)
 SERVERS = env_list("SERVERS", "sirocco,nginx")
@@ -41,8 +43,8 @@ def metric(name):
     return int(m.group(1)) if m else None
 
 
-def netstat_field(field):
-    lines = ns(NET.srv_ns, "cat", "/proc/net/netstat").stdout.splitlines()
+def netstat_field(field, netns=None, table="/proc/net/netstat"):
+    lines = ns(netns or NET.srv_ns, "cat", table).stdout.splitlines()
     for head, vals in zip(lines[::2], lines[1::2]):
         keys, nums = head.split()[1:], vals.split()[1:]
         if field in keys:
@@ -56,6 +58,12 @@ def time_wait(srv):
         tw = int(re.search(r"TCP: .* tw (\d+)", ns(NET.srv_ns, "cat", "/proc/net/sockstat").stdout).group(1))
         return tw, netstat_field("TCPTimeWaitOverflow")
     return metric("sirocco_tcp_time_wait") or 0, metric("sirocco_tcp_time_wait_recycled_total") or 0
+
+
+def client_counters():
+    """The clients' kernel: segments retransmitted, and of them by a timeout."""
+    return {"retrans": netstat_field("RetransSegs", NET.cli_ns, "/proc/net/snmp"),
+            "timeouts": netstat_field("TCPTimeouts", NET.cli_ns)}
 
 
 def live(srv):
@@ -81,6 +89,8 @@ def one_round(kind, n, cs, root):
         time.sleep(1)
         limit = tw_limit(srv)
         tw0, early0 = time_wait(srv)
+        cli0 = client_counters()
+        busy0 = (cpu_busy(tcp.SRV_CPU), cpu_busy(tcp.GEN_CPU))
         for p in procs:
             p.stdin.write("c\n")
             p.stdin.flush()
@@ -95,7 +105,10 @@ def one_round(kind, n, cs, root):
             if closed_s is not None and all(p.poll() is not None for p in procs):
                 break
             time.sleep(0.1)
+        dt = time.monotonic() - c0
+        busy = {"server": (cpu_busy(tcp.SRV_CPU) - busy0[0]) / dt, "client": (cpu_busy(tcp.GEN_CPU) - busy0[1]) / dt}
         early = time_wait(srv)[1] - early0
+        cli = {k: v - cli0[k] for k, v in client_counters().items()}
         outs = []
         for p in procs:
             try:
@@ -116,13 +129,29 @@ def one_round(kind, n, cs, root):
         tcp.drained()
     asked = min(o["asked"] for o in outs)
     last = max(o["last_fin"] for o in outs)
-    r = {"up": up, "complete": sum(o["complete"] for o in outs), "short": sum(o["short"] for o in outs),
-         "reset": sum(o["reset"] for o in outs), "unanswered": sum(o["unanswered"] for o in outs),
-         "storm_s": last - asked if last else None, "closed_s": closed_s, "left": left, "tw_before": tw0,
-         "tw_peak": peak, "tw_limit": limit, "tw_ended_early": early}
+    # Each holder counts its FINs per 10 ms from its own asking (they ask within moments).
+    hist = {}
+    for o in outs:
+        for b, c in o["fins"]:
+            hist[b] = hist.get(b, 0) + c
+    total, pct = sum(hist.values()), {}
+    for q in (0.5, 0.99):
+        seen = 0
+        for b in sorted(hist):
+            seen += hist[b]
+            if seen >= q * total:
+                pct[q] = (b + 1) / 100
+                break
+    complete, short, reset = (sum(o[k] for o in outs) for k in ("complete", "short", "reset"))
+    # A holder still waiting when the storm's time is up is stopped without its report: its
+    # connections count as unanswered.
+    r = {"up": up, "complete": complete, "short": short, "reset": reset, "unanswered": up - complete - short - reset,
+         "storm_s": last - asked if last else None, "p50_s": pct.get(0.5), "p99_s": pct.get(0.99), "closed_s": closed_s, "left": left, "tw_before": tw0,
+         "tw_peak": peak, "tw_limit": limit, "tw_ended_early": early, "client": cli, "busy": busy}
     print(f"  {kind:8} N={n}: up {up}, answered {r['complete']} (short {r['short']}, reset {r['reset']}, none "
-          f"{r['unanswered']}) in {r['storm_s']:.2f} s, server closed in {closed_s}, TIME-WAIT peak {peak} of {limit} "
-          f"({early} ended early)", flush=True)
+          f"{r['unanswered']}), FINs read by half in {r['p50_s']} s, 99 % {r['p99_s']} s, all {r['storm_s']:.2f} s, server closed in {closed_s}, TIME-WAIT peak {peak} of {limit} "
+          f"({early} ended early); clients retransmitted {cli['retrans']} ({cli['timeouts']} timeouts); busy: server core {busy['server']:.2f}, "
+          f"client core {busy['client']:.2f}", flush=True)
     return r
 
 
@@ -165,22 +194,30 @@ def report(results):
     lines = [f"# The server closing first, all at once ({meta['date']}, kernel {meta['kernel']})", "",
              f"{REPS} rounds, servers in turns on the server core; medians. N idle keep-alive clients ask at once "
              "for 1 KB with `Connection: close`: the server answers, closes first and holds the TIME-WAITs.", "",
-             "| N | server | answered | short / reset / none | storm s | server closed s | TIME-WAIT peak | its limit | "
-             "ended early at the limit |",
-             "|---|---|---|---|---|---|---|---|---|"]
+             "| N | server | answered | short / reset / none | FIN read by half / 99 % / all, s | server closed s | TIME-WAIT peak | its limit | "
+             "ended early at the limit | clients' retransmissions (by timeout) | core busy: server / client |",
+             "|---|---|---|---|---|---|---|---|---|---|---|"]
     summary = {}
     for n in CONNS:
         for kind in SERVERS:
             rs = results[kind][n]
             if not rs:
                 continue
+            for r in rs:
+                r["unanswered"] = r["up"] - r["complete"] - r["short"] - r["reset"]
             s = summary.setdefault(n, {})[kind] = {k: med([r[k] for r in rs]) for k in (
-                "complete", "short", "reset", "unanswered", "storm_s", "closed_s", "tw_peak", "tw_limit",
+                "complete", "short", "reset", "unanswered", "storm_s", "p50_s", "p99_s", "closed_s", "tw_peak", "tw_limit",
                 "tw_ended_early")}
+            s["client_retrans"] = med([r["client"]["retrans"] for r in rs])
+            s["client_timeouts"] = med([r["client"]["timeouts"] for r in rs])
+            busy = [r["busy"] for r in rs if "busy" in r]
+            s["busy"] = {k: med([b[k] for b in busy]) for k in ("server", "client")} if busy else None
+            cores = f"{s['busy']['server']:.2f} / {s['busy']['client']:.2f}" if s["busy"] else "–"
             closed = f"{s['closed_s']:.1f}" if s["closed_s"] is not None else "–"
-            storm = f"{s['storm_s']:.2f}" if s["storm_s"] is not None else "–"
+            storm = (f"{s['p50_s']:.2f} / {s['p99_s']:.2f} / {s['storm_s']:.2f}" if s["storm_s"] is not None else "–")
             lines.append(f"| {n} | {kind} | {s['complete']} | {s['short']} / {s['reset']} / {s['unanswered']} | {storm} | "
-                         f"{closed} | {s['tw_peak']} | {s['tw_limit']} | {s['tw_ended_early']} |")
+                         f"{closed} | {s['tw_peak']} | {s['tw_limit']} | {s['tw_ended_early']} | "
+                         f"{s['client_retrans']} ({s['client_timeouts']}) | {cores} |")
     save(OUT_NAME, meta, lines, results={k: {str(n): v for n, v in d.items()} for k, d in results.items()},
          summary={str(n): v for n, v in summary.items()})
 
@@ -188,9 +225,10 @@ def report(results):
         fig, axes = plt.subplots(1, 2, figsize=(10, 4))
         for kind in SERVERS:
             xs = [n for n in CONNS if kind in summary.get(n, {}) and summary[n][kind]["storm_s"] is not None]
-            axes[0].plot(xs, [summary[n][kind]["storm_s"] for n in xs], marker="o", label=kind)
+            axes[0].plot(xs, [summary[n][kind]["p99_s"] for n in xs], marker="o", label=f"{kind} 99 %")
+            axes[0].plot(xs, [summary[n][kind]["p50_s"] for n in xs], marker="x", ls=":", label=f"{kind} half")
             axes[1].plot(xs, [summary[n][kind]["tw_peak"] for n in xs], marker="o", label=kind)
-        for a, t in zip(axes, ["seconds until every client read the server's FIN", "TIME-WAIT entries at the peak"]):
+        for a, t in zip(axes, ["seconds until the clients read the server's FIN", "TIME-WAIT entries at the peak"]):
             a.set_xscale("log")
             a.set_title(t)
             a.set_xlabel("connections closed at once")
@@ -199,4 +237,12 @@ def report(results):
 
 
 if __name__ == "__main__":
-    main()
+    if os.environ.get("REPORT_FROM"):
+        # The tables and plot again from a run's results (REPORT_FROM=results/NAME.json).
+        with open(os.environ["REPORT_FROM"]) as f:
+            saved = json.load(f)["results"]
+        CONNS = sorted({int(n) for d in saved.values() for n in d})
+        SERVERS = list(saved)
+        report({k: {int(n): v for n, v in d.items()} for k, d in saved.items()})
+    else:
+        main()
