@@ -169,10 +169,7 @@ def main():
     results = {k: {n: [] for n in CONNS} for k in SERVERS}
     try:
         with NET:
-            for a in tcp.SOURCES:
-                ns(NET.cli_ns, "ip", "addr", "add", f"{a}/24", "dev", NET.cli_if)
-            ns(NET.cli_ns, "sysctl", "-qw", "net.ipv4.ip_local_port_range=1024 65535")
-            ns(NET.srv_ns, "sysctl", "-qw", "net.core.somaxconn=65535", "net.ipv4.tcp_max_syn_backlog=65535")
+            tcp.prepare_network()
             for rep in range(REPS):
                 for n in CONNS:
                     for kind in (SERVERS if rep % 2 == 0 else SERVERS[::-1]):

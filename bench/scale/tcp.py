@@ -224,6 +224,14 @@ def drained(limit=180):
         time.sleep(0.5)
 
 
+def prepare_network():
+    """The clients' source addresses and ports, and the server's accept queues, for N."""
+    for a in SOURCES:
+        ns(NET.cli_ns, "ip", "addr", "add", f"{a}/24", "dev", NET.cli_if)
+    ns(NET.cli_ns, "sysctl", "-qw", "net.ipv4.ip_local_port_range=1024 65535")
+    ns(NET.srv_ns, "sysctl", "-qw", "net.core.somaxconn=65535", "net.ipv4.tcp_max_syn_backlog=65535")
+
+
 def one_round(kind, n, cs, root, paths, baseline):
     srv = Server(kind, cs, root, n)
     k0 = kernel_bytes()
@@ -285,10 +293,7 @@ def main():
     results = {k: {n: [] for n in CONNS} for k in SERVERS}
     try:
         with NET:
-            for a in SOURCES:
-                ns(NET.cli_ns, "ip", "addr", "add", f"{a}/24", "dev", NET.cli_if)
-            ns(NET.cli_ns, "sysctl", "-qw", "net.ipv4.ip_local_port_range=1024 65535")
-            ns(NET.srv_ns, "sysctl", "-qw", "net.core.somaxconn=65535", "net.ipv4.tcp_max_syn_backlog=65535")
+            prepare_network()
             # Each server's memory with its smallest limits and no connection.
             # Each server's memory with its smallest limits and no connection (nginx with as
             # many workers as it runs for N: their number is the file cap's, not nginx's).
