@@ -28,6 +28,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 sys.path.insert(0, os.path.join(HERE, ".."))
 import tcp  # noqa: E402  (bench/scale/tcp.py: the servers, the holders, the test network)
+from tcp import med  # noqa: E402
 from lib import ns, env_list, preflight, Cpuset, sh, run_meta, save, plot, finish, cpu_busy, REPS  # noqa: E402
 
 CONNS = env_list("CONNS", "10000,100000,300000,1000000", int)
@@ -184,11 +185,6 @@ def main():
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
     report(results)
-
-
-def med(xs):
-    xs = sorted(x for x in xs if x is not None)
-    return xs[len(xs) // 2] if xs else None
 
 
 def report(results):

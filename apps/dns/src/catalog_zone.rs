@@ -40,7 +40,7 @@ pub fn read(z: &Zone) -> Result<Vec<Member>, String> {
     zones.extend_from_slice(origin);
     // Member nodes first, in a stable order, then their properties.
     let mut members: BTreeMap<Vec<u8>, Member> = BTreeMap::new();
-    for (owner, sets) in &z.nodes {
+    for (owner, sets) in z.nodes.iter() {
         if !wire_ends_with(owner, &zones) || owner.len() == zones.len() {
             continue;
         }

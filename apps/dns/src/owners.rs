@@ -14,8 +14,8 @@ use dns::name::hash_wire;
 pub struct Owners {
     /// The names, each at the offset its entry says.
     names: Vec<u8>,
-    /// In the order the names came; a removed name's entry stays, marked, until the next
-    /// copy of the map leaves it out.
+    /// In the order the names came; a removed name's entry stays, marked, until the index
+    /// next grows and leaves it out.
     entries: Vec<Entry>,
     /// Open addressing, linear probing, at most half full: the name's hash's high half and
     /// its entry's position + 1 (0: empty).
@@ -203,15 +203,6 @@ impl Default for Owners {
 
 fn slots_for(n: usize) -> usize {
     n.saturating_mul(2).next_power_of_two().max(MIN_SLOTS)
-}
-
-impl<'a> IntoIterator for &'a Owners {
-    type Item = (&'a [u8], &'a Vec<RRset>);
-    type IntoIter = Box<dyn Iterator<Item = (&'a [u8], &'a Vec<RRset>)> + 'a>;
-
-    fn into_iter(self) -> Self::IntoIter {
-        Box::new(self.iter())
-    }
 }
 
 /// The same names with the same RRsets, whatever the order they came in.

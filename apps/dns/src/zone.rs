@@ -193,7 +193,7 @@ impl Zone {
     /// checker calls it an error. `text`, when given, is searched for the CNAME's line.
     fn check_cname(&self, path: &Path, text: Option<&[u8]>) -> Result<(), String> {
         let mut bad: Vec<(&[u8], &'static str)> = Vec::new();
-        for (owner, sets) in &self.nodes {
+        for (owner, sets) in self.nodes.iter() {
             let Some(c) = sets.iter().find(|s| s.rtype == rtype::CNAME) else { continue };
             if c.rdatas.len() > 1 {
                 bad.push((owner, "more than one CNAME"));
