@@ -84,13 +84,29 @@ class Testnet:
     """The benchmark's two namespaces joined by veth (`sirocco testnet up --bench`), as a
     context: up on entry (after clearing a stale one), down on exit, even on failure."""
 
-    def __init__(self, name):
-        self.name = name
+    def __init__(self, name, ehash=0):
+        self.name, self.ehash = name, ehash
         self.srv_ns, self.cli_ns, self.srv_if, self.cli_if = f"{name}-srv", f"{name}-cli", f"{name}-s", f"{name}-c"
 
     def __enter__(self):
         sh(SIROCCO, "testnet", "down", "--name", self.name, check=False)
-        sh(SIROCCO, "testnet", "up", "--name", self.name, "--queues", "1", "--bench")
+        if not self.ehash:
+            sh(SIROCCO, "testnet", "up", "--name", self.name, "--queues", "1", "--bench")
+            return self
+        # Each namespace its own established-socket hash of `ehash` buckets: a namespace
+        # takes the sysctl's value when it is made, so it is set for that moment only. The
+        # host's shared table (262 144 buckets here) would otherwise chain a million client
+        # sockets four deep, and every segment's lookup on the clients' side would walk them.
+        key = "/proc/sys/net/ipv4/tcp_child_ehash_entries"
+        with open(key) as f:
+            before = f.read().strip()
+        try:
+            with open(key, "w") as f:
+                f.write(str(self.ehash))
+            sh(SIROCCO, "testnet", "up", "--name", self.name, "--queues", "1", "--bench")
+        finally:
+            with open(key, "w") as f:
+                f.write(before)
         return self
 
     def __exit__(self, *_):

@@ -46,10 +46,14 @@ SERVERS = env_list("SERVERS", f"sirocco,{PEER}")
 # 20 000 files, so nginx runs one worker per 15 000) it took 269 s to hold 910 224 of a
 # million, and the kernel was still closing the rest minutes later (2026-11-27).
 NGINX_MAX = int(os.environ.get("NGINX_MAX", "300000"))  # the peer (nginx or epoll echo) in either mode
+# A directory: perf records the server core during each active run into it.
+PERF_DIR = os.environ.get("PERF_DIR")
 OUT_NAME = os.environ.get("OUT_NAME", "scale-tcp" if MODE == "web" else "scale-tcp-echo")
 PORT = 80 if MODE == "web" else 7
 ECHO_SIZE = 64
-NET = Testnet("bt")
+# Each namespace its own socket hash, two buckets per connection of the largest size (see
+# Testnet): both servers' rounds are measured on it (nginx's sockets are in it too).
+NET = Testnet("bt", ehash=min(2**24, 1 << (2 * max(CONNS) - 1).bit_length()))
 KERNEL_ADDR, OWN_ADDR = "198.18.0.1", "198.18.0.10"
 SOURCES = [f"198.18.0.{i}" for i in range(100, 140)]
 PER_HOLDER = 18_000
@@ -184,10 +188,41 @@ def release(procs):
 def active(srv, n, paths):
     """The active 1 %'s rate, with the busy share of the server core and of the client core
     (wrk and the clients' kernel) over the run."""
+    prof = None
+    if PERF_DIR:
+        # Where each core's time goes (cpu-clock samples: this VM has no hardware counters),
+        # one file per server, size, phase and core, to compare alone against among idle.
+        phase = "among" if srv.open_conns() > max(10, n // 100) else "alone"
+        prof = [subprocess.Popen(["perf", "record", "-q", "-C", str(cpu), "-F", "4999", "-o",
+                                  os.path.join(PERF_DIR, f"{srv.kind}-{n}-{phase}-{side}.data")],
+                                 stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+                for cpu, side in ((SRV_CPU, "server"), (GEN_CPU, "client"))]
     b0, t0 = (cpu_busy(SRV_CPU), cpu_busy(GEN_CPU)), time.monotonic()
     rate = active_rate(srv, n, paths)
     dt = time.monotonic() - t0
-    return rate, (cpu_busy(SRV_CPU) - b0[0]) / dt, (cpu_busy(GEN_CPU) - b0[1]) / dt
+    busy = ((cpu_busy(SRV_CPU) - b0[0]) / dt, (cpu_busy(GEN_CPU) - b0[1]) / dt)
+    if not prof:
+        return rate, busy[0], busy[1], None
+    sampled = {}
+    for p, side in zip(prof, ("server", "client")):
+        p.send_signal(signal.SIGINT)
+        p.wait(timeout=60)
+        sampled[side] = perf_seen(os.path.join(PERF_DIR, f"{srv.kind}-{n}-{phase}-{side}.data"))
+    return rate, busy[0], busy[1], sampled
+
+
+def perf_seen(path):
+    """From a core's cpu-clock samples: the seconds it ran code (any task but the idle one)
+    and the span of the samples. (An idle core is not always sampled here, so the samples'
+    total is not the span; the running time is what a busy core's samples add up to: a spin
+    loop here, 5.00 s of 5.00 s.)"""
+    rep = subprocess.run(["perf", "report", "-i", path, "--stdio", "--sort", "comm"], capture_output=True, text=True).stdout
+    seen = int(re.search(r"Event count \(approx\.\): (\d+)", rep).group(1)) / 1e9
+    m = re.search(r"([\d.]+)%\s+swapper", rep)
+    idle = float(m.group(1)) / 100 if m else 0.0
+    times = subprocess.run(["perf", "script", "-i", path, "-F", "time"], capture_output=True, text=True).stdout.split()
+    span = float(times[-1].rstrip(":")) - float(times[0].rstrip(":")) if len(times) > 1 else 0.0
+    return {"ran_s": seen * (1 - idle), "span_s": span}
 
 
 def active_rate(srv, n, paths):
@@ -238,13 +273,13 @@ def one_round(kind, n, cs, root, paths, baseline):
     srv.start()
     try:
         rss0 = srv.rss()
-        alone, srv_busy0, cli_busy0 = active(srv, n, paths)
+        alone, srv_busy0, cli_busy0, perf0 = active(srv, n, paths)
         procs, reports = hold(srv.addr, n)
         up = sum(r["up"] for r in reports)
         accept_s = max(r["secs"] for r in reports)
         time.sleep(1)
         rss1, k1 = srv.rss(), kernel_bytes()
-        among, srv_busy1, cli_busy1 = active(srv, n, paths)
+        among, srv_busy1, cli_busy1, perf1 = active(srv, n, paths)
         held_after = srv.open_conns()
         c0 = time.time()
         release(procs)
@@ -264,6 +299,8 @@ def one_round(kind, n, cs, root, paths, baseline):
          "alone_rps": alone, "among_rps": among, "held_after": held_after, "close_s": close_s,
          "busy": {"server_alone": srv_busy0, "client_alone": cli_busy0, "server_among": srv_busy1, "client_among": cli_busy1},
          "left_after_close": left}
+    if perf0 and perf1:
+        r["perf"] = {"alone": perf0, "among": perf1}
     print(f"  {kind:8} N={n}: up {up} in {accept_s:.2f} s, left after close {left}, rss +{(rss1 - baseline[(kind, n)]) / 2**20:.0f} MiB, "
           f"kernel +{(k1 - k0) / 2**20:.0f} MiB, active {alone:.0f} -> {among:.0f} req/s (server core busy "
           f"{srv_busy0:.2f} -> {srv_busy1:.2f}, client core {cli_busy0:.2f} -> {cli_busy1:.2f}), closed in {close_s}",
@@ -323,6 +360,31 @@ def med(xs):
     return xs[len(xs) // 2] if xs else None
 
 
+def perf_table(results):
+    """With PERF_DIR: each core's sampled running time per request alone and among the idle
+    (is the cost per request growing?) and the share of the run it ran."""
+    rows = []
+    for n in CONNS:
+        for kind in SERVERS:
+            rs = [r for r in results[kind][n] if "perf" in r]
+            if not rs:
+                continue
+            cells = []
+            for side in ("server", "client"):
+                per = [med([r["perf"][ph][side]["ran_s"] / (r[f"{ph}_rps"] * r["perf"][ph][side]["span_s"]) * 1e6 for r in rs])
+                       for ph in ("alone", "among")]
+                busy = [med([r["perf"][ph][side]["ran_s"] / r["perf"][ph][side]["span_s"] for r in rs]) for ph in ("alone", "among")]
+                cells += [f"{per[0]:.1f} / {per[1]:.1f} ({per[1] / per[0]:.2f}×)", f"{busy[0]:.0%} / {busy[1]:.0%}"]
+            rows.append(f"| {n} | {kind} | {len(rs)} | " + " | ".join(cells) + " |")
+    if not rows:
+        return []
+    return ["", "## Where the time went (perf, cpu-clock samples; medians)", "",
+            "Each core's running time per request, sampled, alone / among the idle (the cost of a request as the "
+            "connections grow), and the share of the run it ran (a core short of 100 % among the idle was not the limit).", "",
+            "| N | server | rounds | server core µs/req | server core ran | client core µs/req | client core ran |",
+            "|---|---|---|---|---|---|---|"] + rows
+
+
 def report(results, baseline):
     meta = run_meta(secs=SECS, reps=REPS, conns=CONNS, servers=SERVERS, nginx_max=NGINX_MAX,
                     baseline={f"{k} {n}": v for (k, n), v in baseline.items()})
@@ -361,6 +423,7 @@ def report(results, baseline):
             cli = f"{s['client_busy_among']:.2f}" if s["client_busy_among"] is not None else "–"
             lines.append(f"| {n} | {kind} | {s['up']} | {s['accept_s']:.2f} | {server:.0f} | {kern:.0f} | "
                          f"{server + kern:.0f} | {s['alone_rps']:.0f} | {s['among_rps']:.0f} | {ratio:.2f} | {us} | {cli} | {close} |")
+    lines += perf_table(results)
     if "sirocco" in SERVERS and PEER in SERVERS:
         lines += ["", f"## sirocco against {PEER} and the kernel (medians)", ""]
         for n, s in summary.items():
