@@ -8,7 +8,7 @@
 //! records ready to append: what proves a query name does not exist is the one record that
 //! depends on the name, found per query by a binary search in canonical order.
 
-use crate::message::{Cover, Draft, Encoded, Owner, Prepared, Scratch, Staged};
+use crate::message::{Cover, Draft, Encoded, Owner, Scratch, Staged};
 use crate::nsec3;
 use crate::resolve::{any_choice, next_closer, Chain, Found, View, MAX_CHAIN};
 use crate::transfer::{Acl, Transfer};
@@ -322,25 +322,54 @@ pub enum Step<'a> {
     Dname(&'a Dname),
 }
 
-/// Interns responses while compiling: by a hash of their bytes, keeping a colliding one
-/// separately (interning only saves memory).
+/// Interns responses while compiling, in the encoded form they are served from, one after
+/// another in one buffer (which becomes the compiled zone's): by a hash of those bytes, a
+/// colliding one kept separately (interning only saves memory). A buffer of its own per
+/// response cost two allocations each, and a second pass to encode them all.
 struct Pool {
-    responses: Vec<Prepared>,
+    bytes: Vec<u8>,
+    /// Where each response starts in `bytes`, and last where the next one would.
+    starts: Vec<u32>,
     index: HashMap<u64, u32, FnvBuild>,
+    /// The response being added, encoded.
+    scratch: Vec<u8>,
 }
 
 impl Pool {
-    /// The response's number in the pool, added if it is new (copied out of its scratch
-    /// buffers only then).
+    fn new() -> Pool {
+        Pool { bytes: Vec::new(), starts: vec![0], index: HashMap::default(), scratch: Vec::new() }
+    }
+
+    fn len(&self) -> usize {
+        self.starts.len() - 1
+    }
+
+    /// Response `i`, encoded.
+    fn get(&self, i: usize) -> &[u8] {
+        &self.bytes[self.starts[i] as usize..self.starts[i + 1] as usize]
+    }
+
+    /// The response's number in the pool, added if it is new.
     fn add(&mut self, p: Staged<'_>) -> u32 {
-        let h = p.fingerprint();
+        let mut e = std::mem::take(&mut self.scratch);
+        e.clear();
+        p.encode(&mut e);
+        let i = self.add_encoded(&e);
+        self.scratch = e;
+        i
+    }
+
+    /// [`Pool::add`] for a response already encoded.
+    fn add_encoded(&mut self, e: &[u8]) -> u32 {
+        let h = hash_wire(e);
         if let Some(&i) = self.index.get(&h) {
-            if self.responses[i as usize].staged() == p {
+            if self.get(i as usize) == e {
                 return i;
             }
         }
-        let i = self.responses.len() as u32;
-        self.responses.push(p.to_prepared());
+        let i = self.len() as u32;
+        self.bytes.extend_from_slice(e);
+        self.starts.push(u32::try_from(self.bytes.len()).expect("a zone's responses fit in 4 GiB"));
         self.index.entry(h).or_insert(i);
         i
     }
@@ -553,7 +582,7 @@ impl CompiledZone {
         let nodata = view.draft(apex, Owner::Qname, 0, false).prepare(apex);
         // Every part's pool starts with these two, at 0 and 1.
         let seeded = || {
-            let mut pool = Pool { responses: Vec::new(), index: HashMap::default() };
+            let mut pool = Pool::new();
             pool.add(nx.staged());
             pool.add(nodata.staged());
             pool
@@ -583,24 +612,16 @@ impl CompiledZone {
                 (ctx.draft_names(a, seeded()), other.join().expect("the drafting thread"))
             });
             let (pool2, part2) = second;
-            let map: Vec<u32> = pool2.responses.iter().map(|p| first.0.add(p.staged())).collect();
+            let map: Vec<u32> = (0..pool2.len()).map(|i| first.0.add_encoded(pool2.get(i))).collect();
             first.1.append(part2, &map);
             first
         } else {
             ctx.draft_names(&all, seeded())
         };
         let Part { nodes, answers, wild_of, expansions } = part;
-        // Encode: responses first (their offsets go into the nodes), then nodes.
-        let mut responses = Vec::new();
-        let offsets: Vec<u32> = pool
-            .responses
-            .iter()
-            .map(|p| {
-                let at = responses.len() as u32;
-                p.encode(&mut responses);
-                at
-            })
-            .collect();
+        // The responses are encoded already; their offsets go into the nodes.
+        let Pool { bytes: responses, starts: mut offsets, .. } = pool;
+        offsets.pop();
         let mut node_at = Vec::with_capacity(nodes.len());
         let mut end = 0u32;
         let size = |n: &Node| (NODE_HEAD + n.name.len() + n.answers.1 as usize * ANSWER_LEN) as u32;

@@ -76,33 +76,9 @@ pub fn sum_at(sum: u16, at: usize) -> u64 {
 }
 
 impl Prepared {
-    /// Appends the response to `out` in the compact form [`Encoded`] reads: flags, counts,
-    /// sum, lengths, the patches, then the body, contiguous, so that answering touches one
-    /// short run of memory.
+    /// Appends the response to `out` in its encoded form (see [`Staged::encode`]).
     pub fn encode(&self, out: &mut Vec<u8>) {
-        if self.body.len() > usize::from(u16::MAX) {
-            // Larger than any DNS message: kept only as "does not fit" (TC over UDP).
-            out.push(u8::from(self.aa) << 7 | OVERSIZE | (self.rcode & 0x3f));
-            out.extend([0; ENCODED_HEAD - 1]);
-            return;
-        }
-        out.push(u8::from(self.aa) << 7 | (self.rcode & 0x3f));
-        for c in self.counts {
-            out.extend(c.to_le_bytes());
-        }
-        out.extend(self.sum.to_le_bytes());
-        out.push(self.cover.mode);
-        out.push(self.cover.ce_len);
-        for e in self.cover.exclude {
-            out.extend(e.to_le_bytes());
-        }
-        out.extend((self.body.len() as u16).to_le_bytes());
-        out.extend((self.patches.len() as u16).to_le_bytes());
-        for p in self.patches.iter() {
-            out.extend(p.at.to_le_bytes());
-            out.extend(p.to.to_le_bytes());
-        }
-        out.extend_from_slice(&self.body);
+        self.staged().encode(out);
     }
 
     /// The encoded form, as a separate buffer.
@@ -112,7 +88,7 @@ impl Prepared {
         v.into_boxed_slice()
     }
 
-    /// The response as a [`Staged`] one, to compare or hash.
+    /// The response as a [`Staged`] one.
     pub fn staged(&self) -> Staged<'_> {
         Staged {
             aa: self.aa,
@@ -149,15 +125,33 @@ pub struct Staged<'s> {
 }
 
 impl Staged<'_> {
-    /// A hash of everything the response is, for interning.
-    pub fn fingerprint(&self) -> u64 {
-        let mut h = dns::name::hash_wire(self.body);
-        for p in self.patches {
-            h = (h ^ (u64::from(p.at) << 16 | u64::from(p.to))).wrapping_mul(0x0100_0000_01b3);
+    /// Appends the response to `out` in the compact form [`Encoded`] reads: flags, counts,
+    /// sum, lengths, the patches, then the body, contiguous, so that answering touches one
+    /// short run of memory.
+    pub fn encode(&self, out: &mut Vec<u8>) {
+        if self.body.len() > usize::from(u16::MAX) {
+            // Larger than any DNS message: kept only as "does not fit" (TC over UDP).
+            out.push(u8::from(self.aa) << 7 | OVERSIZE | (self.rcode & 0x3f));
+            out.extend([0; ENCODED_HEAD - 1]);
+            return;
         }
-        h ^= (u64::from(self.cover.mode) << 8 | u64::from(self.cover.ce_len)).rotate_left(17);
-        h ^= (u64::from(self.cover.exclude[0]) << 32 | u64::from(self.cover.exclude[1])).rotate_left(29);
-        h ^ (u64::from(self.rcode) << 56 | u64::from(self.aa) << 48 | u64::from(self.counts[0]) << 32)
+        out.push(u8::from(self.aa) << 7 | (self.rcode & 0x3f));
+        for c in self.counts {
+            out.extend(c.to_le_bytes());
+        }
+        out.extend(self.sum.to_le_bytes());
+        out.push(self.cover.mode);
+        out.push(self.cover.ce_len);
+        for e in self.cover.exclude {
+            out.extend(e.to_le_bytes());
+        }
+        out.extend((self.body.len() as u16).to_le_bytes());
+        out.extend((self.patches.len() as u16).to_le_bytes());
+        for p in self.patches.iter() {
+            out.extend(p.at.to_le_bytes());
+            out.extend(p.to.to_le_bytes());
+        }
+        out.extend_from_slice(self.body);
     }
 
     /// The response in buffers of its own.
