@@ -166,12 +166,12 @@ def turn_runs(kinds, make_server, run, show):
 CERTS = os.path.join(ROOT, "crates", "tls", "tests", "certs")
 
 
-def nginx_argv(listen, root, work="/tmp/sirocco-bench-nginx", tls=False):
+def nginx_argv(listen, root, work="/tmp/sirocco-bench-nginx", tls=False, http_extra=""):
     """nginx as the web benchmarks run it: one worker, sendfile, no access log, keep-alive
     for 10 000 requests (sirocco's --max-requests default), a deep backlog; with `tls`, HTTPS
     on port 443 too (TLS 1.3, OpenSSL in user space: this kernel has no kernel TLS, so
-    sendfile does not apply there). Writes its configuration under `work` and returns the
-    command line."""
+    sendfile does not apply there); `http_extra`: more directives for its http block. Writes
+    its configuration under `work` and returns the command line."""
     https = (f" listen {listen}:443 ssl backlog=4096; ssl_protocols TLSv1.3;"
              f" ssl_certificate {CERTS}/server.pem; ssl_certificate_key {CERTS}/server.key;") if tls else ""
     os.makedirs(work, exist_ok=True)
@@ -179,7 +179,7 @@ def nginx_argv(listen, root, work="/tmp/sirocco-bench-nginx", tls=False):
             "events { worker_connections 8192; }\n"
             "http {\n include /etc/nginx/mime.types;\n default_type application/octet-stream;\n"
             " access_log off;\n sendfile on;\n tcp_nopush on;\n server_tokens off;\n"
-            " keepalive_requests 10000;\n"
+            f" keepalive_requests 10000;\n{http_extra}"
             f" client_body_temp_path {work};\n proxy_temp_path {work};\n fastcgi_temp_path {work};\n"
             f" uwsgi_temp_path {work};\n scgi_temp_path {work};\n"
             f" server {{ listen {listen}:80 backlog=4096;{https} root {root}; }}\n}}\n")

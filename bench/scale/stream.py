@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """How streaming's cost grows with the files served (issue 44): `sirocco web --mode stream`
 (Atlas: bodies read from disk with O_DIRECT as each connection's window opens) against nginx
-1.22 with sendfile, each confined to the server core, taking turns in REPS rounds. For each
+1.22 with sendfile (and, as SERVERS=sirocco,nginx,nginx-ofc, nginx keeping its open files
+with `open_file_cache`), each confined to the server core, taking turns in REPS rounds. For each
 size N of FILES (default 100, 1 000, 10 000, 100 000) a tree of N files of FILE_KB KiB (hard
 links into one pool, made once and kept under target/bench), and per round and server:
 
@@ -13,6 +14,9 @@ links into one pool, made once and kept under target/bench), and per round and s
   SECS seconds: Gb/s, requests/s, errors, and the resident memory in the middle of the run
   over the idle server's, per stream (sirocco's read buffers come from `--stream-memory`, 256
   MiB here, held in the UMEM from the start; nginx's sockets are the kernel's, not counted).
+
+FILE_KB other than 128 makes a pool and trees of its own. STREAM_MEMORY (MiB, default 256)
+and STREAM_ARGS (e.g. "--stream-buffer 1024") change sirocco's read buffers.
 
 Writes bench/results/scale-stream.{md,json,png} (OUT_NAME to change the name)."""
 
@@ -28,8 +32,12 @@ FILE_KB = int(os.environ.get("FILE_KB", "128"))
 CONNS = int(os.environ.get("CONNS", "1000"))
 SERVERS = env_list("SERVERS", "sirocco,nginx")
 OUT_NAME = os.environ.get("OUT_NAME", "scale-stream")
+# sirocco's read buffers (MiB), and more options for it, e.g. "--stream-buffer 1024".
+STREAM_MEMORY = int(os.environ.get("STREAM_MEMORY", "256"))
+STREAM_ARGS = os.environ.get("STREAM_ARGS", "").split()
 NET = Testnet("bv")
-POOL = os.path.join(BUILD, "scale-stream", "pool")
+# Files of another size than the first runs' 128 KiB get a pool of their own.
+POOL = os.path.join(BUILD, "scale-stream", "pool" if FILE_KB == 128 else f"pool-{FILE_KB}k")
 
 
 def make_trees():
@@ -47,7 +55,8 @@ def make_trees():
             f.write((chunk[i % 997:] + chunk[:i % 997])[:size] if size <= len(chunk) else os.urandom(size))
     trees = {}
     for n in FILES:
-        root = os.path.join(BUILD, "scale-stream", f"tree-{n}")
+        kb = "" if FILE_KB == 128 else f"-{FILE_KB}k"
+        root = os.path.join(BUILD, "scale-stream", f"tree-{n}{kb}")
         paths = [f"/d{i // 1000}/{i}.bin" for i in range(n)]
         if not os.path.exists(os.path.join(root, "done")):
             for i in range(n):
@@ -58,7 +67,7 @@ def make_trees():
             open(os.path.join(root, "done"), "w").close()
         order = paths[:]
         random.Random(n).shuffle(order)
-        plist = os.path.join(BUILD, "scale-stream", f"tree-{n}.paths")
+        plist = os.path.join(BUILD, "scale-stream", f"tree-{n}{kb}.paths")
         with open(plist, "w") as f:
             f.writelines(p + "\n" for p in order)
         trees[n] = (root, plist, paths[n // 2])
@@ -77,15 +86,21 @@ def drop(n):
 class Server:
     def __init__(self, kind, cs, root):
         self.kind, self.cs, self.root = kind, cs, root
-        self.addr = KERNEL_ADDR if kind == "nginx" else OWN_ADDR
+        self.addr = KERNEL_ADDR if kind.startswith("nginx") else OWN_ADDR
         self.proc = None
 
     def start(self, probe):
         if self.kind == "nginx":
             argv = nginx_argv(KERNEL_ADDR, self.root, work="/tmp/sirocco-bench-scale-stream-nginx")
+        elif self.kind == "nginx-ofc":
+            # nginx keeping its open files and their metadata between requests, as a CDN's
+            # would: descriptors for every file of the largest tree, checked once an hour.
+            argv = nginx_argv(KERNEL_ADDR, self.root, work="/tmp/sirocco-bench-scale-stream-nginx",
+                              http_extra=(f" open_file_cache max={max(FILES)} inactive=3600s;\n"
+                                          " open_file_cache_valid 3600s;\n open_file_cache_min_uses 1;\n"))
         else:
             argv = [SIROCCO, "web", "--iface", NET.srv_if, "--addr", OWN_ADDR, "--queues", "1", "--cpus",
-                    str(SRV_CPU), "--root", self.root, "--mode", "stream", "--stream-memory", "256"]
+                    str(SRV_CPU), "--root", self.root, "--mode", "stream", "--stream-memory", str(STREAM_MEMORY)] + STREAM_ARGS
         t0 = time.monotonic()
         self.proc = subprocess.Popen(self.cs.wrap(["ip", "netns", "exec", NET.srv_ns] + argv),
                                      stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
@@ -178,10 +193,12 @@ def report(results):
             per_stream = f"{s['per_stream'] / 1024:.1f}" if s["per_stream"] is not None else "–"
             lines.append(f"| {n:,} | {kind} | {s['start_s']:.2f} | {s['rss_idle'] / 2**20:.0f} | {per_file} | "
                          f"{s['gbps']:.2f} | {s['req_per_s']:,.0f} | {s['errors']} | {per_stream} |")
-    if "sirocco" in SERVERS and "nginx" in SERVERS:
-        lines += ["", "## sirocco / nginx, Gb/s per round then median (spread)", ""]
+    for peer in ("nginx", "nginx-ofc"):
+        if "sirocco" not in SERVERS or peer not in SERVERS:
+            continue
+        lines += ["", f"## sirocco / {peer}, Gb/s per round then median (spread)", ""]
         for n in FILES:
-            ratios = [a["gbps"] / b["gbps"] for a, b in zip(results["sirocco"][n], results["nginx"][n]) if b["gbps"]]
+            ratios = [a["gbps"] / b["gbps"] for a, b in zip(results["sirocco"][n], results[peer][n]) if b["gbps"]]
             spread = f"{min(ratios):.2f}–{max(ratios):.2f}" if len(ratios) > 1 else "one round"
             lines.append(f"- {n:,} files: {med(ratios):.2f}× ({spread})")
     save(OUT_NAME, meta, lines, results={k: {str(n): v for n, v in d.items()} for k, d in results.items()},

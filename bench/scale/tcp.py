@@ -28,8 +28,13 @@ per 15 000 connections with SO_REUSEPORT, as nginx), the idle connections sendin
 and the active 1 % running `echo_client` (64-byte round trips on connections that last the
 run).
 
+Both namespaces get an established-socket hash of their own, sized for the largest N (the
+host's shared one would chain a million client sockets four deep). PERF_DIR=dir: both cores
+sampled by perf in each active run, and a table of each core's running time per request.
+
 Writes bench/results/scale-tcp.{md,json,png} (scale-tcp-echo.* with MODE=echo; OUT_NAME to
-change the name)."""
+change the name; REPORT_FROM=bench/results/NAME.json writes the tables and plot again from a
+run's results)."""
 
 import json, os, re, shutil, signal, subprocess, sys, tempfile, time
 
@@ -46,7 +51,7 @@ SERVERS = env_list("SERVERS", f"sirocco,{PEER}")
 # 20 000 files, so nginx runs one worker per 15 000) it took 269 s to hold 910 224 of a
 # million, and the kernel was still closing the rest minutes later (2026-11-27).
 NGINX_MAX = int(os.environ.get("NGINX_MAX", "300000"))  # the peer (nginx or epoll echo) in either mode
-# A directory: perf records the server core during each active run into it.
+# A directory: perf records both cores during each active run into it (see perf_table).
 PERF_DIR = os.environ.get("PERF_DIR")
 OUT_NAME = os.environ.get("OUT_NAME", "scale-tcp" if MODE == "web" else "scale-tcp-echo")
 PORT = 80 if MODE == "web" else 7
@@ -362,7 +367,7 @@ def med(xs):
 
 def perf_table(results):
     """With PERF_DIR: each core's sampled running time per request alone and among the idle
-    (is the cost per request growing?) and the share of the run it ran."""
+    (is the cost per request growing?) and the share of the run its running samples cover."""
     rows = []
     for n in CONNS:
         for kind in SERVERS:
@@ -380,7 +385,9 @@ def perf_table(results):
         return []
     return ["", "## Where the time went (perf, cpu-clock samples; medians)", "",
             "Each core's running time per request, sampled, alone / among the idle (the cost of a request as the "
-            "connections grow), and the share of the run it ran (a core short of 100 % among the idle was not the limit).", "",
+            "connections grow), and the share of the run its running samples cover (the rest: idle, or time this VM's "
+            "guest did not see: an epoll server the cpuidle counters call fully busy was seen 63 % of a run among a "
+            "million sockets).", "",
             "| N | server | rounds | server core µs/req | server core ran | client core µs/req | client core ran |",
             "|---|---|---|---|---|---|---|"] + rows
 
@@ -453,4 +460,13 @@ def report(results, baseline):
 
 
 if __name__ == "__main__":
-    main()
+    if os.environ.get("REPORT_FROM"):
+        # The tables and plot again from a run's results (REPORT_FROM=results/NAME.json).
+        with open(os.environ["REPORT_FROM"]) as f:
+            saved = json.load(f)
+        CONNS = sorted({int(n) for d in saved["results"].values() for n in d})
+        SERVERS, REPS = list(saved["results"]), saved["meta"]["reps"]
+        report({k: {int(n): v for n, v in d.items()} for k, d in saved["results"].items()},
+               {(k.rsplit(" ", 1)[0], int(k.rsplit(" ", 1)[1])): v for k, v in saved["meta"]["baseline"].items()})
+    else:
+        main()
