@@ -64,7 +64,6 @@ pub fn sigs_in(sets: &[RRset], rtype: u16) -> Option<&RRset> {
 
 /// A record as scanned or received: lowercase wire owner, type, TTL, uncompressed data.
 pub type Record = (Box<[u8]>, u16, u32, Vec<u8>);
-type Scanned = Record;
 
 const MAX_INCLUDE_DEPTH: usize = 8;
 
@@ -77,17 +76,35 @@ pub fn load(path: &Path, origin: Option<&str>) -> Result<Zone, String> {
 
 /// Loads zone text as if read from `path` (which names errors and anchors `$INCLUDE`).
 pub fn load_text(path: &Path, text: &[u8], origin: Option<&str>) -> Result<Zone, String> {
-    let origin_name = match origin {
-        Some(o) => Some(parse_origin(o)?),
-        None => None,
+    let zone = match origin {
+        // The origin known, each record goes into the zone as it is scanned: a large zone's
+        // records are not listed first, nor their owners boxed one by one.
+        Some(o) => {
+            let origin_name = parse_origin(o)?;
+            let origin = dns_name(&origin_name)?;
+            // At most a name per line: sized once, never rehashed while a large zone loads.
+            let lines = text.iter().filter(|&&b| b == b'\n').count() + 1;
+            let mut zone = Zone::empty(origin, lines);
+            scan(
+                path,
+                text,
+                Some(origin_name),
+                &mut |owner, t, ttl, rdata| zone.insert(path, owner, t, ttl, rdata),
+                0,
+            )?;
+            zone.check_soa(path)?;
+            zone
+        }
+        None => {
+            let mut records: Vec<Record> = Vec::new();
+            let mut list = |owner: &[u8], t, ttl, rdata| {
+                records.push((owner.into(), t, ttl, rdata));
+                Ok(())
+            };
+            scan(path, text, None, &mut list, 0)?;
+            build(path, None, records)?
+        }
     };
-    let mut records: Vec<Scanned> = Vec::new();
-    scan(path, text, origin_name.clone(), &mut records, 0)?;
-    let origin = match origin_name {
-        Some(o) => Some(dns_name(&o)?),
-        None => None,
-    };
-    let zone = build(path, origin, records)?;
     zone.check_cname(path, Some(text))?;
     Ok(zone)
 }
@@ -110,10 +127,9 @@ fn build(path: &Path, origin: Option<Name>, records: Vec<Record>) -> Result<Zone
         }
     };
     // At most a name per record: sized once, never rehashed while a large zone loads.
-    let nodes = Owners::with_capacity(records.len());
-    let mut zone = Zone { origin, nodes, nsec3: Owners::default(), records: 0, signed: false };
-    for r in records {
-        zone.insert(path, r)?;
+    let mut zone = Zone::empty(origin, records.len());
+    for (owner, t, ttl, rdata) in records {
+        zone.insert(path, &owner, t, ttl, rdata)?;
     }
     zone.check_soa(path)?;
     Ok(zone)
@@ -137,15 +153,20 @@ impl Zone {
         map.get_or_insert(owner)
     }
 
+    /// A zone of `origin` with no record, room for `names` names.
+    fn empty(origin: Name, names: usize) -> Zone {
+        Zone { origin, nodes: Owners::with_capacity(names), nsec3: Owners::default(), records: 0, signed: false }
+    }
+
     /// Adds a record (one already there is not added twice; an RRset keeps its lowest TTL).
-    fn insert(&mut self, path: &Path, (owner, t, ttl, rdata): Record) -> Result<(), String> {
-        if !wire_ends_with(&owner, self.origin.as_wire()) {
-            let owner = Name::from_wire(&owner).expect("valid");
+    fn insert(&mut self, path: &Path, owner: &[u8], t: u16, ttl: u32, rdata: Vec<u8>) -> Result<(), String> {
+        if !wire_ends_with(owner, self.origin.as_wire()) {
+            let owner = Name::from_wire(owner).expect("valid");
             return Err(format!("{}: {owner} is outside the zone {}", path.display(), self.origin));
         }
         let covered = if t == rtype::RRSIG { covers(&rdata) } else { 0 };
         self.signed |= t == rtype::RRSIG;
-        let sets = self.sets_mut(&owner, t, covered);
+        let sets = self.sets_mut(owner, t, covered);
         let added =
             match sets.iter_mut().find(|s| s.rtype == t && (t != rtype::RRSIG || covers(&s.rdatas[0]) == covered)) {
                 Some(s) => {
@@ -234,8 +255,8 @@ impl Zone {
                     return Err(format!("the change deletes a record the zone does not hold ({owner} type {})", r.1));
                 }
             }
-            for r in added {
-                z.insert(&path, r)?;
+            for (owner, t, ttl, rdata) in added {
+                z.insert(&path, &owner, t, ttl, rdata)?;
             }
         }
         z.check_cname(&path, None)?;
@@ -333,14 +354,18 @@ fn parse_origin(o: &str) -> Result<domain::base::Name<Bytes>, String> {
 }
 
 /// An owner name in lowercase wire form (the scanner only produces valid names).
-fn owner_wire(n: &impl ToName) -> Result<Box<[u8]>, String> {
-    let mut w = Vec::with_capacity(n.compose_len() as usize);
-    n.compose(&mut w).map_err(|_| "name too long".to_string())?;
+/// `n` in lowercase wire form, into `w` (cleared first).
+fn owner_wire(n: &impl ToName, w: &mut Vec<u8>) -> Result<(), String> {
+    w.clear();
+    n.compose(w).map_err(|_| "name too long".to_string())?;
     w.make_ascii_lowercase();
     // The scanner lets an empty label through (`a..example.com`); no name has one.
-    Name::from_wire(&w).map_err(|_| format!("{} is not a valid name (an empty label?)", n.to_name::<Vec<u8>>()))?;
-    Ok(w.into_boxed_slice())
+    Name::from_wire(w).map_err(|_| format!("{} is not a valid name (an empty label?)", n.to_name::<Vec<u8>>()))?;
+    Ok(())
 }
+
+/// Where the scanner's records go: owner (lowercase wire form), type, TTL, record data.
+type Sink<'a> = dyn FnMut(&[u8], u16, u32, Vec<u8>) -> Result<(), String> + 'a;
 
 fn dns_name(n: &impl ToName) -> Result<Name, String> {
     let mut w = Vec::with_capacity(n.compose_len() as usize);
@@ -352,7 +377,7 @@ fn scan(
     path: &Path,
     text: &[u8],
     origin: Option<domain::base::Name<Bytes>>,
-    out: &mut Vec<Scanned>,
+    out: &mut Sink<'_>,
     depth: usize,
 ) -> Result<(), String> {
     if depth > MAX_INCLUDE_DEPTH {
@@ -371,6 +396,7 @@ fn scan(
         zf.set_origin(o);
     }
     zf.set_default_class(Class::IN);
+    let mut owner = Vec::new();
     loop {
         let entry = match zf.next_entry() {
             Ok(Some(e)) => e,
@@ -382,12 +408,12 @@ fn scan(
                 if r.class() != Class::IN {
                     return Err(format!("{}: only class IN zones are served (found {})", path.display(), r.class()));
                 }
-                let owner = owner_wire(r.owner()).map_err(|e| format!("{}: {e}", path.display()))?;
+                owner_wire(r.owner(), &mut owner).map_err(|e| format!("{}: {e}", path.display()))?;
                 let t = RecordData::rtype(r.data()).to_int();
                 let ttl = r.ttl().as_secs();
                 let mut rdata = Vec::new();
                 r.data().compose_rdata(&mut rdata).map_err(|_| format!("{}: record data too long", path.display()))?;
-                out.push((owner, t, ttl, rdata));
+                out(&owner, t, ttl, rdata)?;
             }
             Entry::Include { path: inc, origin: inc_origin } => {
                 let inc = PathBuf::from(std::str::from_utf8(inc.as_slice()).map_err(|_| "bad $INCLUDE path")?);
