@@ -353,8 +353,7 @@ fn parse_origin(o: &str) -> Result<domain::base::Name<Bytes>, String> {
     abs.parse::<domain::base::Name<Bytes>>().map_err(|e| format!("bad zone name {o:?}: {e}"))
 }
 
-/// An owner name in lowercase wire form (the scanner only produces valid names).
-/// `n` in lowercase wire form, into `w` (cleared first).
+/// The owner name `n` in lowercase wire form, into `w` (cleared first).
 fn owner_wire(n: &impl ToName, w: &mut Vec<u8>) -> Result<(), String> {
     w.clear();
     n.compose(w).map_err(|_| "name too long".to_string())?;
