@@ -1,7 +1,7 @@
 """Helpers shared by the benchmarks: commands in namespaces, CPU accounting from /proc, a
 cpuset that holds a server (and every thread it makes) on the server core, medians."""
 
-import json, os, platform, re, signal, statistics, subprocess, sys, time
+import contextlib, json, os, platform, re, signal, statistics, subprocess, sys, time
 
 SRV_CPU, GEN_CPU = 1, 0
 ROOT = os.path.abspath(os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
@@ -80,6 +80,28 @@ def preflight():
     sh("cargo", "build", "--release", "-q", "-p", "sirocco", cwd=ROOT)
 
 
+@contextlib.contextmanager
+def child_ehash(buckets):
+    """Namespaces made inside get an established-socket hash of `buckets` of their own (0:
+    the host's shared one). A namespace takes the sysctl's value when it is made, so it is
+    set for that moment only. The host's shared table (262 144 buckets here) would chain a
+    million client sockets four deep, and every segment's lookup on the clients' side would
+    walk them."""
+    if not buckets:
+        yield
+        return
+    key = "/proc/sys/net/ipv4/tcp_child_ehash_entries"
+    with open(key) as f:
+        before = f.read().strip()
+    try:
+        with open(key, "w") as f:
+            f.write(str(buckets))
+        yield
+    finally:
+        with open(key, "w") as f:
+            f.write(before)
+
+
 class Testnet:
     """The benchmark's two namespaces joined by veth (`sirocco testnet up --bench`), as a
     context: up on entry (after clearing a stale one), down on exit, even on failure."""
@@ -90,23 +112,8 @@ class Testnet:
 
     def __enter__(self):
         sh(SIROCCO, "testnet", "down", "--name", self.name, check=False)
-        if not self.ehash:
+        with child_ehash(self.ehash):
             sh(SIROCCO, "testnet", "up", "--name", self.name, "--queues", "1", "--bench")
-            return self
-        # Each namespace its own established-socket hash of `ehash` buckets: a namespace
-        # takes the sysctl's value when it is made, so it is set for that moment only. The
-        # host's shared table (262 144 buckets here) would otherwise chain a million client
-        # sockets four deep, and every segment's lookup on the clients' side would walk them.
-        key = "/proc/sys/net/ipv4/tcp_child_ehash_entries"
-        with open(key) as f:
-            before = f.read().strip()
-        try:
-            with open(key, "w") as f:
-                f.write(str(self.ehash))
-            sh(SIROCCO, "testnet", "up", "--name", self.name, "--queues", "1", "--bench")
-        finally:
-            with open(key, "w") as f:
-                f.write(before)
         return self
 
     def __exit__(self, *_):

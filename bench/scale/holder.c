@@ -57,6 +57,10 @@ static int ask_to_close(int ep, int *fds, long n, long up, const char *path, lon
     double first = 0, last = 0;
     enum { BUCKETS = 12000 };
     long *fins = calloc(BUCKETS, sizeof(long));
+    if (!fins) {
+        perror("calloc");
+        return -1;
+    }
     struct epoll_event evs[1024];
     while (open > 0 && now() - asked < limit) {
         int k = epoll_wait(ep, evs, 1024, 100);
@@ -95,6 +99,7 @@ static int ask_to_close(int ep, int *fds, long n, long up, const char *path, lon
             sep = ", ";
         }
     printf("]}\n");
+    free(fins);
     for (long j = 0; j < n; j++)
         if (fds[j] >= 0)
             close(fds[j]);

@@ -36,8 +36,9 @@ OUT_NAME = os.environ.get("OUT_NAME", "scale-stream")
 STREAM_MEMORY = int(os.environ.get("STREAM_MEMORY", "256"))
 STREAM_ARGS = os.environ.get("STREAM_ARGS", "").split()
 NET = Testnet("bv")
-# Files of another size than the first runs' 128 KiB get a pool of their own.
-POOL = os.path.join(BUILD, "scale-stream", "pool" if FILE_KB == 128 else f"pool-{FILE_KB}k")
+# Files of another size than the first runs' 128 KiB get a pool and trees of their own.
+SIZED = "" if FILE_KB == 128 else f"-{FILE_KB}k"
+POOL = os.path.join(BUILD, "scale-stream", f"pool{SIZED}")
 
 
 def make_trees():
@@ -55,8 +56,7 @@ def make_trees():
             f.write((chunk[i % 997:] + chunk[:i % 997])[:size] if size <= len(chunk) else os.urandom(size))
     trees = {}
     for n in FILES:
-        kb = "" if FILE_KB == 128 else f"-{FILE_KB}k"
-        root = os.path.join(BUILD, "scale-stream", f"tree-{n}{kb}")
+        root = os.path.join(BUILD, "scale-stream", f"tree-{n}{SIZED}")
         paths = [f"/d{i // 1000}/{i}.bin" for i in range(n)]
         if not os.path.exists(os.path.join(root, "done")):
             for i in range(n):
@@ -67,7 +67,7 @@ def make_trees():
             open(os.path.join(root, "done"), "w").close()
         order = paths[:]
         random.Random(n).shuffle(order)
-        plist = os.path.join(BUILD, "scale-stream", f"tree-{n}{kb}.paths")
+        plist = os.path.join(BUILD, "scale-stream", f"tree-{n}{SIZED}.paths")
         with open(plist, "w") as f:
             f.writelines(p + "\n" for p in order)
         trees[n] = (root, plist, paths[n // 2])
