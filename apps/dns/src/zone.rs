@@ -1,7 +1,7 @@
 //! Loading master files (RFC 1035 format) with NLnet Labs' `domain` scanner into sirocco's
 //! own zone: owner names in lowercase wire form, record data in uncompressed wire form.
 
-use crate::owners::Owners;
+use crate::owners::{Appended, Owners};
 use bytes::Bytes;
 use dns::name::{wire_ends_with, Name};
 use dns::rtype;
@@ -84,7 +84,7 @@ pub fn load_text(path: &Path, text: &[u8], origin: Option<&str>) -> Result<Zone,
             let origin = dns_name(&origin_name)?;
             // At most a name per line: sized once, never rehashed while a large zone loads.
             let lines = text.iter().filter(|&&b| b == b'\n').count() + 1;
-            let mut zone = Zone::empty(origin, lines);
+            let mut zone = Loading::new(origin, lines);
             scan(
                 path,
                 text,
@@ -92,6 +92,7 @@ pub fn load_text(path: &Path, text: &[u8], origin: Option<&str>) -> Result<Zone,
                 &mut |owner, t, ttl, rdata| zone.insert(path, owner, t, ttl, rdata),
                 0,
             )?;
+            let zone = zone.finish();
             zone.check_soa(path)?;
             zone
         }
@@ -126,13 +127,70 @@ fn build(path: &Path, origin: Option<Name>, records: Vec<Record>) -> Result<Zone
             )?
         }
     };
-    // At most a name per record: sized once, never rehashed while a large zone loads.
-    let mut zone = Zone::empty(origin, records.len());
+    let mut zone = Loading::new(origin, records.len());
     for (owner, t, ttl, rdata) in records {
         zone.insert(path, &owner, t, ttl, rdata)?;
     }
+    let zone = zone.finish();
     zone.check_soa(path)?;
     Ok(zone)
+}
+
+/// A zone being loaded: its names are indexed once all have come (see [`Appended`]).
+struct Loading {
+    zone: Zone,
+    nodes: Appended,
+}
+
+impl Loading {
+    /// Room for `names` names.
+    fn new(origin: Name, names: usize) -> Loading {
+        Loading { zone: Zone::empty(origin), nodes: Appended::with_capacity(names) }
+    }
+
+    /// As [`Zone::insert`].
+    fn insert(&mut self, path: &Path, owner: &[u8], t: u16, ttl: u32, rdata: Vec<u8>) -> Result<(), String> {
+        let (covered, nsec3) = self.zone.place(path, owner, t, &rdata)?;
+        let sets = if nsec3 { self.zone.nsec3.get_or_insert(owner) } else { self.nodes.run(owner) };
+        self.zone.records += usize::from(add_record(sets, t, covered, ttl, rdata));
+        Ok(())
+    }
+
+    /// The zone, a name's later runs of records merged into its first as if inserted there.
+    fn finish(self) -> Zone {
+        let Loading { mut zone, nodes } = self;
+        let mut again = 0;
+        zone.nodes = nodes.into_owners(|first, later| {
+            for set in later {
+                let covered = if set.rtype == rtype::RRSIG { covers(&set.rdatas[0]) } else { 0 };
+                for r in set.rdatas {
+                    again += usize::from(!add_record(first, set.rtype, covered, set.ttl, r));
+                }
+            }
+        });
+        // Counted once as each run came, the records a later run repeats are not new.
+        zone.records -= again;
+        zone
+    }
+}
+
+/// Adds a record to the RRsets of its owner; false if it is there already (an RRset keeps
+/// its lowest TTL either way).
+fn add_record(sets: &mut Vec<RRset>, t: u16, covered: u16, ttl: u32, rdata: Vec<u8>) -> bool {
+    match sets.iter_mut().find(|s| s.rtype == t && (t != rtype::RRSIG || covers(&s.rdatas[0]) == covered)) {
+        Some(s) => {
+            s.ttl = s.ttl.min(ttl);
+            let new = !s.rdatas.contains(&rdata);
+            if new {
+                s.rdatas.push(rdata);
+            }
+            new
+        }
+        None => {
+            sets.push(RRset { rtype: t, ttl, rdatas: vec![rdata] });
+            true
+        }
+    }
 }
 
 /// The type a signature's data says it covers.
@@ -145,44 +203,29 @@ fn covers(r: &[u8]) -> u16 {
 }
 
 impl Zone {
-    /// Where records of type `t` (covering `covered`, for RRSIG) are kept: NSEC3 and its
-    /// signatures apart.
-    fn sets_mut(&mut self, owner: &[u8], t: u16, covered: u16) -> &mut Vec<RRset> {
-        let nsec3 = t == rtype::NSEC3 || (t == rtype::RRSIG && covered == rtype::NSEC3);
-        let map = if nsec3 { &mut self.nsec3 } else { &mut self.nodes };
-        map.get_or_insert(owner)
+    /// A zone of `origin` with no record.
+    fn empty(origin: Name) -> Zone {
+        Zone { origin, nodes: Owners::default(), nsec3: Owners::default(), records: 0, signed: false }
     }
 
-    /// A zone of `origin` with no record, room for `names` names.
-    fn empty(origin: Name, names: usize) -> Zone {
-        Zone { origin, nodes: Owners::with_capacity(names), nsec3: Owners::default(), records: 0, signed: false }
-    }
-
-    /// Adds a record (one already there is not added twice; an RRset keeps its lowest TTL).
-    fn insert(&mut self, path: &Path, owner: &[u8], t: u16, ttl: u32, rdata: Vec<u8>) -> Result<(), String> {
+    /// Where a record of `owner` and type `t` goes: the type its signature covers (for
+    /// RRSIG) and whether it is kept with the NSEC3 records; an error if `owner` is outside
+    /// the zone.
+    fn place(&mut self, path: &Path, owner: &[u8], t: u16, rdata: &[u8]) -> Result<(u16, bool), String> {
         if !wire_ends_with(owner, self.origin.as_wire()) {
             let owner = Name::from_wire(owner).expect("valid");
             return Err(format!("{}: {owner} is outside the zone {}", path.display(), self.origin));
         }
-        let covered = if t == rtype::RRSIG { covers(&rdata) } else { 0 };
+        let covered = if t == rtype::RRSIG { covers(rdata) } else { 0 };
         self.signed |= t == rtype::RRSIG;
-        let sets = self.sets_mut(owner, t, covered);
-        let added =
-            match sets.iter_mut().find(|s| s.rtype == t && (t != rtype::RRSIG || covers(&s.rdatas[0]) == covered)) {
-                Some(s) => {
-                    s.ttl = s.ttl.min(ttl);
-                    let new = !s.rdatas.contains(&rdata);
-                    if new {
-                        s.rdatas.push(rdata);
-                    }
-                    new
-                }
-                None => {
-                    sets.push(RRset { rtype: t, ttl, rdatas: vec![rdata] });
-                    true
-                }
-            };
-        self.records += usize::from(added);
+        Ok((covered, t == rtype::NSEC3 || (t == rtype::RRSIG && covered == rtype::NSEC3)))
+    }
+
+    /// Adds a record (one already there is not added twice; an RRset keeps its lowest TTL).
+    fn insert(&mut self, path: &Path, owner: &[u8], t: u16, ttl: u32, rdata: Vec<u8>) -> Result<(), String> {
+        let (covered, nsec3) = self.place(path, owner, t, &rdata)?;
+        let map = if nsec3 { &mut self.nsec3 } else { &mut self.nodes };
+        self.records += usize::from(add_record(map.get_or_insert(owner), t, covered, ttl, rdata));
         Ok(())
     }
 
@@ -555,6 +598,78 @@ mod tests {
         let p = std::env::temp_dir().join(format!("sirocco-zone-{}-{name}", std::process::id()));
         std::fs::write(&p, text).unwrap();
         p
+    }
+
+    /// The lines of a zone in any order load as the same zone: an owner's records apart in
+    /// the file, a record repeated, an RRset's TTLs differing (the lowest kept), signatures
+    /// by the type they cover.
+    #[test]
+    fn records_in_any_order_load_as_the_same_zone() {
+        let lines = [
+            "@ 300 SOA ns1 h 1 2 3 4 5",
+            "@ 300 NS ns1",
+            "ns1 300 A 198.18.0.1",
+            "a 300 A 198.18.0.2",
+            "b 300 TXT \"x\"",
+            "a 60 A 198.18.0.3",
+            "a 300 A 198.18.0.2",
+            "b 300 MX 10 ns1",
+            "a 300 RRSIG A 13 3 300 20991231000000 20260101000000 1 example.com. AAAA",
+            "c.a 300 A 198.18.0.4",
+            "a 300 RRSIG TXT 13 3 300 20991231000000 20260101000000 1 example.com. AAAA",
+            "a 300 TXT \"y\"",
+            "b 600 TXT \"x\"",
+        ];
+        let zone_of = |order: &[usize], origin: Option<&str>| {
+            let mut text = String::from("$ORIGIN example.com.\n");
+            for &i in order {
+                text.push_str(lines[i]);
+                text.push('\n');
+            }
+            load_text(Path::new("t.zone"), text.as_bytes(), origin).unwrap()
+        };
+        let sorted: Vec<usize> = {
+            let mut o: Vec<usize> = (0..lines.len()).collect();
+            o.sort_by_key(|&i| lines[i].split(' ').next());
+            o
+        };
+        // Each name's RRsets and their data, in an order of their own (the file's order is
+        // kept, and differs).
+        let held = |z: &Zone| {
+            type Sets = Vec<(u16, u32, Vec<Vec<u8>>)>;
+            let mut all: Vec<(Vec<u8>, Sets)> = z
+                .nodes
+                .iter()
+                .map(|(n, sets)| {
+                    let mut s: Vec<_> = sets
+                        .iter()
+                        .map(|s| {
+                            let mut r = s.rdatas.clone();
+                            r.sort();
+                            (s.rtype, s.ttl, r)
+                        })
+                        .collect();
+                    s.sort();
+                    (n.to_vec(), s)
+                })
+                .collect();
+            all.sort();
+            (all, z.records)
+        };
+        let want = zone_of(&sorted, None);
+        assert_eq!(want.records, 11, "two repeats not counted");
+        assert_eq!(want.nodes.len(), 5);
+        assert_eq!(want.rrset(b"\x01a\x07example\x03com\x00", rtype::A).unwrap().ttl, 60);
+        let want = held(&want);
+        let mut order: Vec<usize> = (0..lines.len()).collect();
+        for round in 0..40usize {
+            // A different order each round (the SOA anywhere).
+            order.rotate_left(round % 5 + 1);
+            order.swap(round % lines.len(), (round * 7 + 3) % lines.len());
+            for origin in [None, Some("example.com")] {
+                assert_eq!(held(&zone_of(&order, origin)), want, "order {order:?}");
+            }
+        }
     }
 
     #[test]
