@@ -430,7 +430,8 @@ impl<'s> Writer<'s, '_> {
     /// Record data, with the names of RFC 1035's own types compressed (RFC 3597 section 4
     /// forbids it for any other type).
     fn rdata(&mut self, t: u16, rdata: &'s [u8]) {
-        let name_end = |from: usize| Name::read(rdata, from).ok().map(|(_, end)| end);
+        // Zone data holds names uncompressed.
+        let name_end = |from: usize| Name::scan(rdata, from).ok().flatten().map(|len| from + len);
         match t {
             rtype::NS | rtype::CNAME | rtype::PTR if name_end(0) == Some(rdata.len()) => self.name(rdata),
             rtype::MX if rdata.len() > 2 && name_end(2) == Some(rdata.len()) => {

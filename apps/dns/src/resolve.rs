@@ -14,7 +14,7 @@
 use crate::message::{Draft, DraftCover, Owner, Rec};
 use crate::nsec3;
 use crate::zone::{sigs_in, RRset, Zone};
-use dns::name::{canonical_cmp, hash_wire, label_starts, wire_ends_with, FnvBuild, Name};
+use dns::name::{canonical_cmp, hash_wire, label_starts, wire_ends_with, FnvBuild, Name, MAX_NAME};
 use dns::{rcode, rtype};
 use std::borrow::Cow;
 use std::collections::HashSet;
@@ -486,9 +486,10 @@ impl<'z> View<'z> {
         let cname = sets.iter().find(|s| s.rtype == rtype::CNAME);
         if let Some(c) = cname.filter(|_| qtype != rtype::CNAME && !own) {
             self.push_signed(d, 0, owner, at, c, dnssec);
-            if let Ok(target) = Name::from_wire(&c.rdatas[0]) {
+            let mut buf = [0u8; MAX_NAME];
+            if let Some(target) = Name::lower_into(&c.rdatas[0], &mut buf) {
                 if qtype != rtype::ANY {
-                    self.follow(d, target.as_wire(), q, depth, seen);
+                    self.follow(d, target, q, depth, seen);
                 }
             }
             return;
@@ -613,8 +614,9 @@ impl<'z> View<'z> {
     /// The in-zone A and AAAA of `target` (as written in record data, any case), signed
     /// ones with their RRSIGs if `dnssec` (RFC 4035 section 3.1.1).
     fn addresses<'a>(&'a self, d: &mut Draft<'a>, target: &[u8], dnssec: bool) {
-        let Ok(t) = Name::from_wire(target) else { return };
-        let Some((key, sets)) = self.z.nodes.get_key_value(t.as_wire()) else { return };
+        let mut buf = [0u8; MAX_NAME];
+        let Some(t) = Name::lower_into(target, &mut buf) else { return };
+        let Some((key, sets)) = self.z.nodes.get_key_value(t) else { return };
         for ty in [rtype::A, rtype::AAAA] {
             if d.has(2, key, ty) {
                 continue;

@@ -133,6 +133,19 @@ impl Name {
         }
     }
 
+    /// The uncompressed name `wire` (all of it) lowercased into `buf`, without building a
+    /// [`Name`] (whose every move copies its 255-byte buffer: millions of them when a large
+    /// zone is compiled); None if `wire` is not one such name.
+    pub fn lower_into<'b>(wire: &[u8], buf: &'b mut [u8; MAX_NAME]) -> Option<&'b [u8]> {
+        if Name::scan(wire, 0) != Ok(Some(wire.len())) {
+            return None;
+        }
+        let out = &mut buf[..wire.len()];
+        out.copy_from_slice(wire);
+        out.make_ascii_lowercase();
+        Some(out)
+    }
+
     /// Builds a name from wire bytes (uncompressed), lowercasing it.
     pub fn from_wire(wire: &[u8]) -> Result<Name, NameError> {
         let (n, end) = Name::read(wire, 0)?;
@@ -335,6 +348,22 @@ mod tests {
         assert_eq!(end, m.len());
         assert_eq!(n.label_count(), 3);
         assert_eq!(n.to_string(), "www.example.com.");
+    }
+
+    #[test]
+    fn lowers_an_uncompressed_name_in_place_as_from_wire_would() {
+        let mut buf = [0u8; MAX_NAME];
+        let w = b"\x03WwW\x07Example\x00";
+        assert_eq!(Name::lower_into(w, &mut buf), Some(Name::from_wire(w).unwrap().as_wire()));
+        let long =
+            [&[63u8][..], &[b'a'; 63], &[63], &[b'a'; 63], &[63], &[b'a'; 63], &[61], &[b'a'; 61], &[0]].concat();
+        assert_eq!(long.len(), MAX_NAME);
+        assert_eq!(Name::lower_into(&long, &mut buf), Some(&long[..]));
+        let too_long =
+            [&[63u8][..], &[b'a'; 63], &[63], &[b'a'; 63], &[63], &[b'a'; 63], &[63], &[b'a'; 63], &[0]].concat();
+        for bad in [&b"\x03www\x00\x00"[..], b"\x03www", b"\x03www\xc0\x00", b"\x03ww", b"", &too_long] {
+            assert_eq!(Name::lower_into(bad, &mut buf), None, "{bad:?}");
+        }
     }
 
     #[test]
