@@ -428,7 +428,6 @@ impl<'z> View<'z> {
         seen: &mut Seen,
     ) {
         let Query { qtype, dnssec, .. } = q;
-        seen.push(hash_wire(name));
         let (at, sets, wild) = match found {
             Found::Cut(c) if c == name && qtype == rtype::DS => {
                 // The parent side is authoritative for DS (RFC 4035 section 3.1.4.1).
@@ -461,7 +460,7 @@ impl<'z> View<'z> {
                 // The synthesised CNAME (RFC 6672 section 3.3) carries the DNAME's TTL.
                 let rdata = Cow::Owned(target.as_wire().to_vec());
                 d.sections[0].push(Rec { owner, rtype: rtype::CNAME, ttl: dname.ttl, rdata });
-                self.follow(d, target.as_wire(), q, depth, seen);
+                self.follow(d, name, target.as_wire(), q, depth, seen);
                 return;
             }
             Found::Exact(s) => {
@@ -489,7 +488,7 @@ impl<'z> View<'z> {
             let mut buf = [0u8; MAX_NAME];
             if let Some(target) = Name::lower_into(&c.rdatas[0], &mut buf) {
                 if qtype != rtype::ANY {
-                    self.follow(d, target, q, depth, seen);
+                    self.follow(d, name, target, q, depth, seen);
                 }
             }
             return;
@@ -553,8 +552,10 @@ impl<'z> View<'z> {
         }
     }
 
-    /// Continues a chain at `target` if it is in this zone and not a loop.
-    fn follow<'a>(&'a self, d: &mut Draft<'a>, target: &[u8], q: Query, depth: usize, seen: &mut Seen) {
+    /// Continues a chain from `name` at `target` if it is in this zone and not a loop. (The
+    /// names a chain leaves are hashed here, not each name drafted: most chains are none.)
+    fn follow<'a>(&'a self, d: &mut Draft<'a>, name: &[u8], target: &[u8], q: Query, depth: usize, seen: &mut Seen) {
+        seen.push(hash_wire(name));
         if depth + 1 >= MAX_CHAIN || !wire_ends_with(target, self.apex) || seen.contains(hash_wire(target)) {
             return;
         }

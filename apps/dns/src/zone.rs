@@ -476,7 +476,8 @@ fn scan(
 /// form, which is TXT's. Single-line SPF records are rewritten to the RFC 3597 generic form
 /// before scanning; line numbers stay as they were.
 fn spf_as_generic<'t>(path: &Path, text: &'t [u8]) -> Result<Cow<'t, [u8]>, String> {
-    if !text.windows(3).any(|w| w.eq_ignore_ascii_case(b"spf")) {
+    // Letters ORed with 0x20 are lowercase (a cheaper test, on every byte of a large zone).
+    if !text.windows(3).any(|w| [w[0] | 0x20, w[1] | 0x20, w[2] | 0x20] == *b"spf") {
         return Ok(Cow::Borrowed(text));
     }
     let mut out = Vec::with_capacity(text.len() + 64);

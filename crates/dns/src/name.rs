@@ -187,7 +187,8 @@ pub fn wire_ends_with(a: &[u8], b: &[u8]) -> bool {
     while a.len() - i > b.len() {
         i += 1 + usize::from(a[i]);
     }
-    a.len() - i == b.len() && a[i..].eq_ignore_ascii_case(b)
+    // Mostly both are lowercase already: the plain comparison first.
+    a.len() - i == b.len() && (a[i..] == *b || a[i..].eq_ignore_ascii_case(b))
 }
 
 /// Offsets where the labels of the wire name `w` start, the root's included (so the last
