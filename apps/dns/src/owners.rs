@@ -31,6 +31,31 @@ struct Entry {
     sets: Vec<RRset>,
 }
 
+impl Entry {
+    /// Its name, in the buffer of names.
+    fn name_in<'n>(&self, names: &'n [u8]) -> &'n [u8] {
+        &names[self.at as usize..self.at as usize + usize::from(self.len)]
+    }
+}
+
+/// The slot of `index` (open addressing, linear probing, as `Owners` keeps it) holding
+/// `name` (hash `h`), or the empty one where it would go; true if found.
+fn probe(index: &[(u32, u32)], entries: &[Entry], names: &[u8], name: &[u8], h: u64) -> (usize, bool) {
+    let mask = index.len() - 1;
+    let tag = (h >> 32) as u32;
+    let mut i = h as usize & mask;
+    loop {
+        let (t, at) = index[i];
+        if at == 0 {
+            return (i, false);
+        }
+        if t == tag && entries[at as usize - 1].name_in(names) == name {
+            return (i, true);
+        }
+        i = (i + 1) & mask;
+    }
+}
+
 const MIN_SLOTS: usize = 16;
 
 impl Owners {
@@ -50,24 +75,12 @@ impl Owners {
     }
 
     fn name_of(&self, e: &Entry) -> &[u8] {
-        &self.names[e.at as usize..e.at as usize + usize::from(e.len)]
+        e.name_in(&self.names)
     }
 
     /// The index slot of `name`: where it is, or the empty slot where it would go.
     fn slot(&self, name: &[u8], h: u64) -> (usize, bool) {
-        let mask = self.index.len() - 1;
-        let tag = (h >> 32) as u32;
-        let mut i = h as usize & mask;
-        loop {
-            let (t, at) = self.index[i];
-            if at == 0 {
-                return (i, false);
-            }
-            if t == tag && self.name_of(&self.entries[at as usize - 1]) == name {
-                return (i, true);
-            }
-            i = (i + 1) & mask;
-        }
+        probe(&self.index, &self.entries, &self.names, name, h)
     }
 
     fn position(&self, name: &[u8]) -> Option<usize> {
@@ -159,7 +172,7 @@ impl Owners {
                 .iter_mut()
                 .filter(|e| !e.removed)
                 .filter_map(|e| {
-                    let name = &names[e.at as usize..e.at as usize + usize::from(e.len)];
+                    let name = e.name_in(names);
                     (!keep(name, &mut e.sets)).then(|| name.to_vec())
                 })
                 .collect()
@@ -188,7 +201,7 @@ impl Owners {
     fn grow(&mut self) {
         let mut bigger = Owners::with_capacity(self.len.max(MIN_SLOTS) * 2);
         for e in std::mem::take(&mut self.entries).into_iter().filter(|e| !e.removed) {
-            let name = &self.names[e.at as usize..e.at as usize + usize::from(e.len)];
+            let name = e.name_in(&self.names);
             *bigger.get_or_insert(name) = e.sets;
         }
         *self = bigger;
@@ -225,8 +238,7 @@ impl Appended {
     /// The RRsets of the run of records at `name`: the last entry's if it has that name, a
     /// new entry's otherwise.
     pub fn run(&mut self, name: &[u8]) -> &mut Vec<RRset> {
-        let same =
-            self.entries.last().is_some_and(|e| &self.names[e.at as usize..e.at as usize + usize::from(e.len)] == name);
+        let same = self.entries.last().is_some_and(|e| e.name_in(&self.names) == name);
         if !same {
             let at = u32::try_from(self.names.len()).expect("names of a zone fit in 4 GiB");
             self.names.extend_from_slice(name);
@@ -240,8 +252,7 @@ impl Appended {
     /// entry's RRsets, in the order they came.
     pub fn into_owners(self, mut merge: impl FnMut(&mut Vec<RRset>, Vec<RRset>)) -> Owners {
         let Appended { names, mut entries } = self;
-        let hashes: Vec<u64> =
-            entries.iter().map(|e| hash_wire(&names[e.at as usize..e.at as usize + usize::from(e.len)])).collect();
+        let hashes: Vec<u64> = entries.iter().map(|e| hash_wire(e.name_in(&names))).collect();
         let mut index = vec![(0u32, 0u32); slots_for(entries.len())];
         let mask = index.len() - 1;
         let mut len = entries.len();
@@ -249,22 +260,9 @@ impl Appended {
             if let Some(&soon) = hashes.get(p + AHEAD) {
                 io::umem::prefetch_hint(index[soon as usize & mask..].as_ptr().cast());
             }
-            let tag = (h >> 32) as u32;
-            let name = &names[entries[p].at as usize..entries[p].at as usize + usize::from(entries[p].len)];
-            let mut i = h as usize & mask;
-            let first = loop {
-                let (t, at) = index[i];
-                if at == 0 {
-                    break None;
-                }
-                let e = &entries[at as usize - 1];
-                if t == tag && &names[e.at as usize..e.at as usize + usize::from(e.len)] == name {
-                    break Some(at as usize - 1);
-                }
-                i = (i + 1) & mask;
-            };
-            match first {
-                None => index[i] = (tag, p as u32 + 1),
+            let (i, found) = probe(&index, &entries, &names, entries[p].name_in(&names), h);
+            match found.then(|| index[i].1 as usize - 1) {
+                None => index[i] = ((h >> 32) as u32, p as u32 + 1),
                 Some(f) => {
                     let later = std::mem::take(&mut entries[p].sets);
                     entries[p].removed = true;
