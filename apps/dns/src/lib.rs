@@ -5,6 +5,7 @@ pub mod catalog_zone;
 pub mod compile;
 pub mod cookies;
 pub mod driver;
+pub mod hashed_ahead;
 pub mod message;
 pub mod notify;
 pub mod nsec3;

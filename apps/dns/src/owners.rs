@@ -6,6 +6,7 @@
 //! per name. Here a walk reads the names and their sets in order, and an insert touches one
 //! index slot.
 
+use crate::hashed_ahead::each_hashed_ahead;
 use crate::zone::RRset;
 use dns::name::hash_wire;
 
@@ -226,9 +227,6 @@ pub struct Appended {
     entries: Vec<Entry>,
 }
 
-/// Names ahead whose index slots are fetched while one is placed.
-const AHEAD: usize = 8;
-
 impl Appended {
     /// Room for `n` entries.
     pub fn with_capacity(n: usize) -> Appended {
@@ -252,25 +250,29 @@ impl Appended {
     /// entry's RRsets, in the order they came.
     pub fn into_owners(self, mut merge: impl FnMut(&mut Vec<RRset>, Vec<RRset>)) -> Owners {
         let Appended { names, mut entries } = self;
-        let hashes: Vec<u64> = entries.iter().map(|e| hash_wire(e.name_in(&names))).collect();
         let mut index = vec![(0u32, 0u32); slots_for(entries.len())];
         let mask = index.len() - 1;
-        let mut len = entries.len();
-        for (p, &h) in hashes.iter().enumerate() {
-            if let Some(&soon) = hashes.get(p + AHEAD) {
-                io::umem::prefetch_hint(index[soon as usize & mask..].as_ptr().cast());
-            }
-            let (i, found) = probe(&index, &entries, &names, entries[p].name_in(&names), h);
-            match found.then(|| index[i].1 as usize - 1) {
-                None => index[i] = ((h >> 32) as u32, p as u32 + 1),
-                Some(f) => {
-                    let later = std::mem::take(&mut entries[p].sets);
-                    entries[p].removed = true;
-                    len -= 1;
-                    merge(&mut entries[f].sets, later);
+        let base = index.as_ptr() as usize;
+        // (first entry, later entry) of each name that came back.
+        let mut again: Vec<(usize, usize)> = Vec::new();
+        each_hashed_ahead(
+            0..entries.len(),
+            |&p| hash_wire(entries[p].name_in(&names)),
+            |h| io::umem::prefetch_hint((base + (h as usize & mask) * std::mem::size_of::<(u32, u32)>()) as *const u8),
+            |h, p| {
+                let (i, found) = probe(&index, &entries, &names, entries[p].name_in(&names), h);
+                match found {
+                    false => index[i] = ((h >> 32) as u32, p as u32 + 1),
+                    true => again.push((index[i].1 as usize - 1, p)),
                 }
-            }
+            },
+        );
+        for &(first, later) in &again {
+            let sets = std::mem::take(&mut entries[later].sets);
+            entries[later].removed = true;
+            merge(&mut entries[first].sets, sets);
         }
+        let len = entries.len() - again.len();
         Owners { names, entries, index, len }
     }
 }
