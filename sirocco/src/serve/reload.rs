@@ -48,7 +48,9 @@ impl Reloader {
             .spawn(move || {
                 let mut retired: Vec<Retired> = Vec::new();
                 while !stop.load(Ordering::SeqCst) {
-                    std::thread::sleep(Duration::from_millis(50));
+                    // Back at once on SIGHUP; else every 50 ms, for `stop`, `wake` and the
+                    // versions still to free.
+                    let hup = signals::wait_reload(Duration::from_millis(50));
                     let held = retired.len();
                     retired.retain_mut(|r| !r.try_free());
                     if retired.len() < held {
@@ -57,7 +59,7 @@ impl Reloader {
                         io::release_free_memory();
                     }
                     let woken = wake.as_ref().is_some_and(|w| w.swap(false, Ordering::AcqRel));
-                    if !(signals::take_reload() | woken) {
+                    if !(hup | woken) {
                         continue;
                     }
                     let t = Instant::now();
