@@ -282,8 +282,9 @@ impl<'z> View<'z> {
                         return Found::Dname(key, d);
                     }
                 }
-                last = sets;
             }
+            // This name's own RRsets (none for an empty non-terminal), should it be the last.
+            last = held.map_or(&[], |(_, sets)| sets.as_slice());
             above = Some(a);
         }
         Found::Exact(last)

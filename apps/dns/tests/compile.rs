@@ -90,6 +90,7 @@ fn ask(s: &mut DnsServer, name: &str, qtype: u16) -> Answer {
 
 const A: u16 = 1;
 const NS: u16 = 2;
+const SOA: u16 = 6;
 const CNAME: u16 = 5;
 const MX: u16 = 15;
 const TXT: u16 = 16;
@@ -171,6 +172,22 @@ fn a_cname_loop_is_answered_without_looping() {
     assert_eq!(a.rcode, Rcode::NOERROR);
     assert!(!a.answer.is_empty() && a.answer.len() <= 20, "bounded: {a:?}");
     assert!(a.answer.iter().all(|l| l.contains(" cname ")), "{a:?}");
+}
+
+/// A chain's target that exists only as an empty non-terminal has no data of its own: not
+/// its parent's, nor the apex's.
+#[test]
+fn a_cname_to_an_empty_non_terminal_ends_the_chain_with_nodata() {
+    let zone = format!("{ZONE}toent CNAME b.c\ntoapex CNAME example.\n");
+    let mut s = server(&[&zone]);
+    for t in [NS, SOA, A] {
+        let a = ask(&mut s, "toent.example.", t);
+        assert_eq!(a.rcode, Rcode::NOERROR);
+        assert_eq!(a.answer, ["toent.example. cname b.c.example."], "type {t}: {a:?}");
+    }
+    // The chain to a name with data still brings it.
+    let a = ask(&mut s, "toapex.example.", NS);
+    assert_eq!(a.answer, ["toapex.example. cname example.", "example. ns ns1.example."]);
 }
 
 #[test]
