@@ -28,15 +28,32 @@ OUT_NAME = os.environ.get("OUT_NAME", "scale-dns")
 ORIGIN = dnsbench.ORIGIN
 
 
+# Asks for the SOA every EVERY seconds for at most LIMIT, until it is answered (NOERROR,
+# with an answer) and, if WANT is a number, with that serial; prints "ready" once its socket
+# is up, then when.
 PROBE = r"""
 import socket, struct, sys, time
-addr, origin, limit = sys.argv[1], sys.argv[2], float(sys.argv[3])
+addr, origin, want, every, limit = sys.argv[1], sys.argv[2], sys.argv[3], float(sys.argv[4]), float(sys.argv[5])
 q = struct.pack("!HHHHHH", 0x5ca1, 0, 1, 0, 0, 0)
 for label in origin.split("."):
     q += bytes([len(label)]) + label.encode()
 q += bytes([0]) + struct.pack("!HH", 6, 1)
+def serial(r):
+    p = len(q)
+    while p < len(r) and r[p] and r[p] & 0xc0 == 0:
+        p += 1 + r[p]
+    p += 2 if p < len(r) and r[p] & 0xc0 else 1
+    if p + 10 > len(r):
+        return None
+    rdlen = struct.unpack("!H", r[p + 8:p + 10])[0]
+    end = p + 10 + rdlen
+    return struct.unpack("!I", r[end - 20:end - 16])[0] if rdlen >= 22 and end <= len(r) else None
+def answered(r):
+    ok = len(r) >= 12 and r[:2] == b"\x5c\xa1" and r[3] & 0x0f == 0 and (r[6] or r[7])
+    return ok and (want == "any" or serial(r) == int(want))
 s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
-s.settimeout(0.02)
+s.settimeout(every)
+print("ready", flush=True)
 t = time.time()
 while time.time() - t < limit:
     s.sendto(q, (addr, 53))
@@ -44,25 +61,41 @@ while time.time() - t < limit:
         r = s.recv(4096)
     except OSError:
         continue
-    if len(r) >= 12 and r[0] == 0x5c and r[1] == 0xa1 and r[3] & 0x0f == 0 and (r[6] or r[7]):
-        print(time.time())
+    if answered(r):
+        print(time.time(), flush=True)
         break
 """
+
+
+def probe(srv, want, every, limit):
+    """The SOA probe started in the client namespace, once it is ready (see PROBE)."""
+    p = subprocess.Popen(["ip", "netns", "exec", dnsbench.CLI_NS, "python3", "-c", PROBE, srv.addr, ORIGIN, str(want),
+                          str(every), str(limit)], stdout=subprocess.PIPE, text=True)
+    if p.stdout.readline().strip() != "ready":
+        p.kill()
+        p.wait()
+        return None
+    return p
+
+
+def answered_after(p, act):
+    """Seconds from `act()` to the answer `p` waits for (None if none came); stops `p`
+    whatever happens."""
+    try:
+        t = time.time()
+        act()
+        out = p.stdout.readline().strip()
+        return float(out) - t if out else None
+    finally:
+        p.kill()
+        p.wait()
 
 
 def start_timed(srv):
     """Starts `srv`, timing it from launch to its first NOERROR answer for the SOA with a
     probe that asks every 20 ms (kdig's whole-second timeouts would floor it at ~1.5 s)."""
-    probe = subprocess.Popen(["ip", "netns", "exec", dnsbench.CLI_NS, "python3", "-c", PROBE, srv.addr, ORIGIN, "900"],
-                             stdout=subprocess.PIPE, text=True)
-    t = time.time()
-    try:
-        srv.start()
-        out, _ = probe.communicate(timeout=300)
-    finally:
-        if probe.poll() is None:
-            probe.kill()
-    return float(out.strip()) - t if out.strip() else None
+    p = probe(srv, "any", 0.02, 300)
+    return answered_after(p, srv.start) if p else None
 
 
 def bump_serial(path, serial):
@@ -74,61 +107,14 @@ def bump_serial(path, serial):
         f.write(text)
 
 
-# Asks for the SOA every 5 ms until its serial is the one wanted; prints when.
-SERIAL_PROBE = r"""
-import socket, struct, sys, time
-addr, origin, want, limit = sys.argv[1], sys.argv[2], int(sys.argv[3]), float(sys.argv[4])
-q = struct.pack("!HHHHHH", 0x5e71, 0, 1, 0, 0, 0)
-for label in origin.split("."):
-    q += bytes([len(label)]) + label.encode()
-q += bytes([0]) + struct.pack("!HH", 6, 1)
-def serial(r):
-    if len(r) < 12 or r[:2] != b"\x5e\x71" or r[3] & 0x0f or not (r[6] or r[7]):
-        return None
-    p = len(q)
-    while p < len(r) and r[p] and r[p] & 0xc0 == 0:
-        p += 1 + r[p]
-    p += 2 if p < len(r) and r[p] & 0xc0 else 1
-    if p + 10 > len(r):
-        return None
-    rdlen = struct.unpack("!H", r[p + 8:p + 10])[0]
-    end = p + 10 + rdlen
-    return struct.unpack("!I", r[end - 20:end - 16])[0] if rdlen >= 22 and end <= len(r) else None
-s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
-s.settimeout(0.005)
-print("ready", flush=True)
-t = time.time()
-while time.time() - t < limit:
-    s.sendto(q, (addr, 53))
-    try:
-        r = s.recv(4096)
-    except OSError:
-        continue
-    if serial(r) == want:
-        print(time.time(), flush=True)
-        break
-"""
-
-
 def reload_time(srv, zpath, serial):
     """The time from SIGHUP to the SOA answered with `serial`, by a probe asking every 5 ms
     (a new `kdig` every 50 ms was too coarse for small zones)."""
     bump_serial(zpath, serial)
-    probe = subprocess.Popen(["ip", "netns", "exec", dnsbench.CLI_NS, "python3", "-c", SERIAL_PROBE, srv.addr, ORIGIN,
-                              str(serial), "300"], stdout=subprocess.PIPE, text=True)
-    try:
-        if probe.stdout.readline().strip() != "ready":
-            return None
-        t = time.time()
-        # sirocco and NSD reload their zones on SIGHUP, Knot too (it re-reads its
-        # configuration and zones); the signal goes to the whole group (the server and its
-        # wrappers).
-        os.killpg(srv.proc.pid, signal.SIGHUP)
-        out = probe.stdout.readline().strip()
-        return float(out) - t if out else None
-    finally:
-        probe.kill()
-        probe.wait()
+    p = probe(srv, serial, 0.005, 300)
+    # sirocco and NSD reload their zones on SIGHUP, Knot too (it re-reads its configuration
+    # and zones); the signal goes to the whole group (the server and its wrappers).
+    return answered_after(p, lambda: os.killpg(srv.proc.pid, signal.SIGHUP)) if p else None
 
 
 def main():
