@@ -30,10 +30,10 @@ pub fn read(z: &Zone) -> Result<Vec<Member>, String> {
     let origin = z.origin.as_wire();
     let mut version = b"\x07version".to_vec();
     version.extend_from_slice(origin);
-    match z.rrset(&version, rtype::TXT).map(|r| &r.rdatas[..]) {
-        Some([v]) if v == VERSION => {}
-        Some([v]) => return Err(format!("its schema version is {:?}, not 2", String::from_utf8_lossy(&v[1..]))),
-        Some(_) => return Err("it has more than one version record".into()),
+    match z.rrset(&version, rtype::TXT).map(|r| r.rdatas.only()) {
+        Some(Some(v)) if v == VERSION => {}
+        Some(Some(v)) => return Err(format!("its schema version is {:?}, not 2", String::from_utf8_lossy(&v[1..]))),
+        Some(None) => return Err("it has more than one version record".into()),
         None => return Err("it has no version record (version TXT \"2\")".into()),
     }
     let mut zones = b"\x05zones".to_vec();
@@ -49,7 +49,7 @@ pub fn read(z: &Zone) -> Result<Vec<Member>, String> {
             continue;
         }
         let Some(ptr) = sets.iter().find(|s| s.rtype == rtype::PTR) else { continue };
-        let [target] = &ptr.rdatas[..] else {
+        let Some(target) = ptr.rdatas.only() else {
             return Err(format!("member node {} has more than one PTR record", text(owner)));
         };
         let member =
@@ -59,13 +59,13 @@ pub fn read(z: &Zone) -> Result<Vec<Member>, String> {
     for (owner, m) in &mut members {
         let property = |name: &[u8]| [&[name.len() as u8][..], name, owner].concat();
         if let Some(coo) = z.rrset(&property(b"coo"), rtype::PTR) {
-            let [target] = &coo.rdatas[..] else {
+            let Some(target) = coo.rdatas.only() else {
                 return Err(format!("member node {} has more than one coo record", text(owner)));
             };
             m.coo = Some(target.to_ascii_lowercase());
         }
         if let Some(groups) = z.rrset(&property(b"group"), rtype::TXT) {
-            m.groups = groups.rdatas.iter().filter_map(|r| txt_string(r)).collect();
+            m.groups = groups.rdatas.iter().filter_map(txt_string).collect();
         }
     }
     Ok(members.into_values().collect())

@@ -576,7 +576,7 @@ impl<'z> Drafting<'_, 'z> {
                     record_do: dd.prepare(name).encoded(),
                     owner_len: name.len(),
                     ttl: d.ttl,
-                    target: d.rdatas[0].clone().into_boxed_slice(),
+                    target: d.rdatas[0].into(),
                 }))
             } else {
                 if !expand && self.wild_parents.contains(name) {
@@ -715,7 +715,7 @@ impl CompiledZone {
                     let r = &s.rdatas[0];
                     let serial =
                         r.len().checked_sub(20).map_or(0, |i| u32::from_be_bytes([r[i], r[i + 1], r[i + 2], r[i + 3]]));
-                    Soa { serial, ttl: s.ttl, rdata: r.clone() }
+                    Soa { serial, ttl: s.ttl, rdata: r.to_vec() }
                 })
                 .unwrap_or_default(),
         };

@@ -10,6 +10,7 @@ pub mod message;
 pub mod notify;
 pub mod nsec3;
 pub mod owners;
+pub mod rdatas;
 pub mod report;
 pub mod resolve;
 pub mod rrl;

@@ -2,6 +2,7 @@
 //! compression, plus the few pointers that depend on where the query name sits and how long
 //! it is. Writing one out is a copy and a handful of two-byte stores.
 
+use crate::rdatas::Rdatas;
 use dns::name::Name;
 use dns::rtype;
 use std::borrow::Cow;
@@ -307,7 +308,7 @@ impl<'a> Draft<'a> {
     }
 
     /// Adds every record of an RRset to `section`.
-    pub fn push(&mut self, section: usize, owner: Owner<'a>, t: u16, ttl: u32, rdatas: &'a [Vec<u8>]) {
+    pub fn push(&mut self, section: usize, owner: Owner<'a>, t: u16, ttl: u32, rdatas: &'a Rdatas) {
         for r in rdatas {
             self.sections[section].push(Rec { owner: owner.clone(), rtype: t, ttl, rdata: Cow::Borrowed(r) });
         }
@@ -467,10 +468,11 @@ mod tests {
 
     #[test]
     fn compresses_against_the_question_and_the_body() {
-        let ns = vec![name("ns1.example.com").as_wire().to_vec(), name("ns.other.net").as_wire().to_vec()];
+        let mut ns = Rdatas::one(name("ns1.example.com").as_wire());
+        ns.push(name("ns.other.net").as_wire());
         let mut d = Draft { aa: true, ..Default::default() };
         d.push(0, Owner::Qname, rtype::NS, 60, &ns);
-        let a = vec![vec![198, 18, 0, 1]];
+        let a = Rdatas::one(&[198, 18, 0, 1]);
         let ns1 = name("ns1.example.com");
         d.push(2, Owner::Name(Cow::Borrowed(ns1.as_wire())), rtype::A, 60, &a);
         let p = d.prepare(name("example.com").as_wire());

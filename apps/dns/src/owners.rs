@@ -296,7 +296,7 @@ mod tests {
     use std::collections::HashMap;
 
     fn set(t: u16) -> RRset {
-        RRset { rtype: t, ttl: 60, rdatas: vec![vec![t as u8]] }
+        RRset { rtype: t, ttl: 60, rdatas: crate::rdatas::Rdatas::one(&[t as u8]) }
     }
 
     /// Inserts and removals in a pseudo-random order checked against the standard map, with

@@ -2,6 +2,7 @@
 //! own zone: owner names in lowercase wire form, record data in uncompressed wire form.
 
 use crate::owners::{Appended, Owners};
+use crate::rdatas::Rdatas;
 use bytes::Bytes;
 use dns::name::{wire_ends_with, Name};
 use dns::rtype;
@@ -21,7 +22,7 @@ pub struct RRset {
     /// TTL (the lowest of the records', as RFC 2181 5.2 wants one TTL per RRset).
     pub ttl: u32,
     /// Record data, uncompressed wire form, in file order, duplicates removed.
-    pub rdatas: Vec<Vec<u8>>,
+    pub rdatas: Rdatas,
 }
 
 /// A zone: its origin and its names with their RRsets.
@@ -98,8 +99,8 @@ pub fn load_text(path: &Path, text: &[u8], origin: Option<&str>) -> Result<Zone,
         }
         None => {
             let mut records: Vec<Record> = Vec::new();
-            let mut list = |owner: &[u8], t, ttl, rdata| {
-                records.push((owner.into(), t, ttl, rdata));
+            let mut list = |owner: &[u8], t, ttl, rdata: &[u8]| {
+                records.push((owner.into(), t, ttl, rdata.to_vec()));
                 Ok(())
             };
             scan(path, text, None, &mut list, 0)?;
@@ -129,7 +130,7 @@ fn build(path: &Path, origin: Option<Name>, records: Vec<Record>) -> Result<Zone
     };
     let mut zone = Loading::new(origin, records.len());
     for (owner, t, ttl, rdata) in records {
-        zone.insert(path, &owner, t, ttl, rdata)?;
+        zone.insert(path, &owner, t, ttl, &rdata)?;
     }
     let zone = zone.finish();
     zone.check_soa(path)?;
@@ -149,8 +150,8 @@ impl Loading {
     }
 
     /// As [`Zone::insert`].
-    fn insert(&mut self, path: &Path, owner: &[u8], t: u16, ttl: u32, rdata: Vec<u8>) -> Result<(), String> {
-        let (covered, nsec3) = self.zone.place(path, owner, t, &rdata)?;
+    fn insert(&mut self, path: &Path, owner: &[u8], t: u16, ttl: u32, rdata: &[u8]) -> Result<(), String> {
+        let (covered, nsec3) = self.zone.place(path, owner, t, rdata)?;
         let sets = if nsec3 { self.zone.nsec3.get_or_insert(owner) } else { self.nodes.run(owner) };
         self.zone.records += usize::from(add_record(sets, t, covered, ttl, rdata));
         Ok(())
@@ -163,7 +164,7 @@ impl Loading {
         zone.nodes = nodes.into_owners(|first, later| {
             for set in later {
                 let covered = if set.rtype == rtype::RRSIG { covers(&set.rdatas[0]) } else { 0 };
-                for r in set.rdatas {
+                for r in &set.rdatas {
                     again += usize::from(!add_record(first, set.rtype, covered, set.ttl, r));
                 }
             }
@@ -176,18 +177,18 @@ impl Loading {
 
 /// Adds a record to the RRsets of its owner; false if it is there already (an RRset keeps
 /// its lowest TTL either way).
-fn add_record(sets: &mut Vec<RRset>, t: u16, covered: u16, ttl: u32, rdata: Vec<u8>) -> bool {
+fn add_record(sets: &mut Vec<RRset>, t: u16, covered: u16, ttl: u32, rdata: &[u8]) -> bool {
     match sets.iter_mut().find(|s| s.rtype == t && (t != rtype::RRSIG || covers(&s.rdatas[0]) == covered)) {
         Some(s) => {
             s.ttl = s.ttl.min(ttl);
-            let new = !s.rdatas.contains(&rdata);
+            let new = !s.rdatas.contains(rdata);
             if new {
                 s.rdatas.push(rdata);
             }
             new
         }
         None => {
-            sets.push(RRset { rtype: t, ttl, rdatas: vec![rdata] });
+            sets.push(RRset { rtype: t, ttl, rdatas: Rdatas::one(rdata) });
             true
         }
     }
@@ -222,8 +223,8 @@ impl Zone {
     }
 
     /// Adds a record (one already there is not added twice; an RRset keeps its lowest TTL).
-    fn insert(&mut self, path: &Path, owner: &[u8], t: u16, ttl: u32, rdata: Vec<u8>) -> Result<(), String> {
-        let (covered, nsec3) = self.place(path, owner, t, &rdata)?;
+    fn insert(&mut self, path: &Path, owner: &[u8], t: u16, ttl: u32, rdata: &[u8]) -> Result<(), String> {
+        let (covered, nsec3) = self.place(path, owner, t, rdata)?;
         let map = if nsec3 { &mut self.nsec3 } else { &mut self.nodes };
         self.records += usize::from(add_record(map.get_or_insert(owner), t, covered, ttl, rdata));
         Ok(())
@@ -240,8 +241,9 @@ impl Zone {
         else {
             return false;
         };
-        let Some(j) = sets[i].rdatas.iter().position(|r| r == rdata) else { return false };
-        sets[i].rdatas.remove(j);
+        if !sets[i].rdatas.remove(rdata) {
+            return false;
+        }
         if sets[i].rdatas.is_empty() {
             sets.remove(i);
         }
@@ -299,7 +301,7 @@ impl Zone {
                 }
             }
             for (owner, t, ttl, rdata) in added {
-                z.insert(&path, &owner, t, ttl, rdata)?;
+                z.insert(&path, &owner, t, ttl, &rdata)?;
             }
         }
         z.check_cname(&path, None)?;
@@ -409,7 +411,7 @@ fn owner_wire(n: &impl ToName, w: &mut Vec<u8>) -> Result<(), String> {
 }
 
 /// Where the scanner's records go: owner (lowercase wire form), type, TTL, record data.
-type Sink<'a> = dyn FnMut(&[u8], u16, u32, Vec<u8>) -> Result<(), String> + 'a;
+type Sink<'a> = dyn FnMut(&[u8], u16, u32, &[u8]) -> Result<(), String> + 'a;
 
 fn dns_name(n: &impl ToName) -> Result<Name, String> {
     let mut w = Vec::with_capacity(n.compose_len() as usize);
@@ -441,6 +443,7 @@ fn scan(
     }
     zf.set_default_class(Class::IN);
     let mut owner = Vec::new();
+    let mut rdata = Vec::new();
     loop {
         let entry = match zf.next_entry() {
             Ok(Some(e)) => e,
@@ -455,9 +458,9 @@ fn scan(
                 owner_wire(r.owner(), &mut owner).map_err(|e| format!("{}: {e}", path.display()))?;
                 let t = RecordData::rtype(r.data()).to_int();
                 let ttl = r.ttl().as_secs();
-                let mut rdata = Vec::new();
+                rdata.clear();
                 r.data().compose_rdata(&mut rdata).map_err(|_| format!("{}: record data too long", path.display()))?;
-                out(&owner, t, ttl, rdata)?;
+                out(&owner, t, ttl, &rdata)?;
             }
             Entry::Include { path: inc, origin: inc_origin } => {
                 let inc = PathBuf::from(std::str::from_utf8(inc.as_slice()).map_err(|_| "bad $INCLUDE path")?);
@@ -647,7 +650,7 @@ mod tests {
                     let mut s: Vec<_> = sets
                         .iter()
                         .map(|s| {
-                            let mut r = s.rdatas.clone();
+                            let mut r = s.rdatas.to_vec();
                             r.sort();
                             (s.rtype, s.ttl, r)
                         })
@@ -679,7 +682,7 @@ mod tests {
     fn a_last_line_without_its_newline_loads() {
         let text = b"$ORIGIN example.com.\n$TTL 60\n@ SOA ns h 1 2 3 4 5\n@ NS ns\nns TXT \"2\"";
         let z = load_text(Path::new("t.zone"), text, None).unwrap();
-        assert_eq!(z.rrset(b"\x02ns\x07example\x03com\x00", rtype::TXT).unwrap().rdatas, [b"\x012".to_vec()]);
+        assert_eq!(z.rrset(b"\x02ns\x07example\x03com\x00", rtype::TXT).unwrap().rdatas.to_vec(), [b"\x012".to_vec()]);
     }
 
     #[test]
@@ -699,7 +702,7 @@ mod tests {
         assert_eq!(z.origin.to_string(), "example.com.");
         let www = Name::from_wire(b"\x03www\x07example\x03com\x00").unwrap();
         let a = z.rrset(www.as_wire(), rtype::A).unwrap();
-        assert_eq!(a.rdatas, vec![vec![198, 18, 1, 2], vec![198, 18, 1, 3]], "case-insensitive owners merge");
+        assert_eq!(a.rdatas.to_vec(), vec![vec![198, 18, 1, 2], vec![198, 18, 1, 3]], "case-insensitive owners merge");
         assert_eq!(a.ttl, 300, "one TTL per RRset: the lowest");
         let mail = Name::from_wire(b"\x04mail\x07example\x03com\x00").unwrap();
         assert!(z.rrset(mail.as_wire(), rtype::A).is_some(), "$INCLUDE read");
@@ -809,8 +812,8 @@ mod tests {
         ];
         let next = z.apply(changes.clone()).unwrap();
         assert!(!next.nodes.contains_key(www), "www deleted");
-        assert_eq!(next.rrset(b"\x03new\x01t\x00", 1).unwrap().rdatas, [vec![198, 18, 0, 3]]);
-        assert_eq!(next.soa().unwrap().rdatas, [soa(3)]);
+        assert_eq!(next.rrset(b"\x03new\x01t\x00", 1).unwrap().rdatas.to_vec(), [vec![198, 18, 0, 3]]);
+        assert_eq!(next.soa().unwrap().rdatas.to_vec(), [soa(3)]);
         assert_eq!(next.records, z.records, "one record gone, one come");
         let err = next.apply(changes).unwrap_err();
         assert!(err.contains("does not hold"), "{err}");
