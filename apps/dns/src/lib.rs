@@ -16,6 +16,7 @@ pub mod resolve;
 pub mod rrl;
 pub mod secondary;
 pub mod server;
+pub mod sets;
 pub mod tcp;
 pub mod transfer;
 pub mod wall;

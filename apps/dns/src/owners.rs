@@ -7,7 +7,7 @@
 //! index slot.
 
 use crate::hashed_ahead::each_hashed_ahead;
-use crate::zone::RRset;
+use crate::sets::Sets;
 use dns::name::hash_wire;
 
 /// Owner names (lowercase wire form, as the loader makes them) → RRsets.
@@ -29,7 +29,7 @@ struct Entry {
     at: u32,
     len: u16,
     removed: bool,
-    sets: Vec<RRset>,
+    sets: Sets,
 }
 
 impl Entry {
@@ -90,12 +90,12 @@ impl Owners {
     }
 
     /// The RRsets at `name`.
-    pub fn get(&self, name: &[u8]) -> Option<&Vec<RRset>> {
+    pub fn get(&self, name: &[u8]) -> Option<&Sets> {
         self.position(name).map(|p| &self.entries[p].sets)
     }
 
     /// The name as held (borrowed from the map) and its RRsets.
-    pub fn get_key_value(&self, name: &[u8]) -> Option<(&[u8], &Vec<RRset>)> {
+    pub fn get_key_value(&self, name: &[u8]) -> Option<(&[u8], &Sets)> {
         self.position(name).map(|p| (self.name_of(&self.entries[p]), &self.entries[p].sets))
     }
 
@@ -105,7 +105,7 @@ impl Owners {
     }
 
     /// The RRsets at `name`, an empty list added for it first if it is new.
-    pub fn get_or_insert(&mut self, name: &[u8]) -> &mut Vec<RRset> {
+    pub fn get_or_insert(&mut self, name: &[u8]) -> &mut Sets {
         let h = hash_wire(name);
         let (mut i, found) = self.slot(name, h);
         if !found {
@@ -115,9 +115,8 @@ impl Owners {
             }
             let at = u32::try_from(self.names.len()).expect("names of a zone fit in 4 GiB");
             self.names.extend_from_slice(name);
-            // Most names have one RRset: room for one (a Vec's first growth would make four).
             let len = u16::try_from(name.len()).expect("a name is at most 255 bytes");
-            self.entries.push(Entry { at, len, removed: false, sets: Vec::with_capacity(1) });
+            self.entries.push(Entry { at, len, removed: false, sets: Sets::default() });
             self.index[i] = ((h >> 32) as u32, self.entries.len() as u32);
             self.len += 1;
         }
@@ -126,7 +125,7 @@ impl Owners {
     }
 
     /// The RRsets at `name`, to change in place.
-    pub fn get_mut(&mut self, name: &[u8]) -> Option<&mut Vec<RRset>> {
+    pub fn get_mut(&mut self, name: &[u8]) -> Option<&mut Sets> {
         self.position(name).map(|p| &mut self.entries[p].sets)
     }
 
@@ -138,7 +137,7 @@ impl Owners {
         }
         let p = self.index[i].1 as usize - 1;
         self.entries[p].removed = true;
-        self.entries[p].sets = Vec::new();
+        self.entries[p].sets = Sets::default();
         self.len -= 1;
         // Backward shift: the entries after it in its run move up if their home allows, so
         // that no lookup stops early at the hole.
@@ -166,7 +165,7 @@ impl Owners {
     }
 
     /// Keeps the names for which `keep` says so.
-    pub fn retain(&mut self, mut keep: impl FnMut(&[u8], &mut Vec<RRset>) -> bool) {
+    pub fn retain(&mut self, mut keep: impl FnMut(&[u8], &mut Sets) -> bool) {
         let gone: Vec<Vec<u8>> = {
             let names = &self.names;
             self.entries
@@ -184,7 +183,7 @@ impl Owners {
     }
 
     /// Every name with its RRsets, in the order they came.
-    pub fn iter(&self) -> impl Iterator<Item = (&[u8], &Vec<RRset>)> + '_ {
+    pub fn iter(&self) -> impl Iterator<Item = (&[u8], &Sets)> + '_ {
         self.entries.iter().filter(|e| !e.removed).map(|e| (self.name_of(e), &e.sets))
     }
 
@@ -194,7 +193,7 @@ impl Owners {
     }
 
     /// Every name's RRsets.
-    pub fn values(&self) -> impl Iterator<Item = &Vec<RRset>> + '_ {
+    pub fn values(&self) -> impl Iterator<Item = &Sets> + '_ {
         self.iter().map(|(_, s)| s)
     }
 
@@ -235,20 +234,20 @@ impl Appended {
 
     /// The RRsets of the run of records at `name`: the last entry's if it has that name, a
     /// new entry's otherwise.
-    pub fn run(&mut self, name: &[u8]) -> &mut Vec<RRset> {
+    pub fn run(&mut self, name: &[u8]) -> &mut Sets {
         let same = self.entries.last().is_some_and(|e| e.name_in(&self.names) == name);
         if !same {
             let at = u32::try_from(self.names.len()).expect("names of a zone fit in 4 GiB");
             self.names.extend_from_slice(name);
             let len = u16::try_from(name.len()).expect("a name is at most 255 bytes");
-            self.entries.push(Entry { at, len, removed: false, sets: Vec::with_capacity(1) });
+            self.entries.push(Entry { at, len, removed: false, sets: Sets::default() });
         }
         &mut self.entries.last_mut().expect("an entry").sets
     }
 
     /// The names indexed; a name's later entries are handed to `merge` with its first
     /// entry's RRsets, in the order they came.
-    pub fn into_owners(self, mut merge: impl FnMut(&mut Vec<RRset>, Vec<RRset>)) -> Owners {
+    pub fn into_owners(self, mut merge: impl FnMut(&mut Sets, Sets)) -> Owners {
         let Appended { names, mut entries } = self;
         let mut index = vec![(0u32, 0u32); slots_for(entries.len())];
         let mask = index.len() - 1;
@@ -293,10 +292,12 @@ impl Eq for Owners {}
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::rdatas::Rdatas;
+    use crate::zone::RRset;
     use std::collections::HashMap;
 
     fn set(t: u16) -> RRset {
-        RRset { rtype: t, ttl: 60, rdatas: crate::rdatas::Rdatas::one(&[t as u8]) }
+        RRset { rtype: t, ttl: 60, rdatas: Rdatas::one(&[t as u8]) }
     }
 
     /// Inserts and removals in a pseudo-random order checked against the standard map, with
@@ -320,7 +321,7 @@ mod tests {
             assert_eq!(m.len(), reference.len());
         }
         for (n, s) in &reference {
-            assert_eq!(m.get(n), Some(s));
+            assert_eq!(m.get(n).map(Sets::as_slice), Some(&s[..]));
             assert_eq!(m.get_key_value(n).map(|(k, _)| k), Some(&n[..]));
         }
         assert_eq!(m.iter().count(), reference.len());
@@ -351,13 +352,13 @@ mod tests {
         let mut merges = 0;
         let m = a.into_owners(|first, later| {
             merges += 1;
-            first.extend(later)
+            later.into_iter().for_each(|s| first.push(s))
         });
         assert!(merges > 1000, "names came back: {merges} merges");
         assert_eq!(m.len(), reference.len());
         assert_eq!(m.iter().count(), reference.len());
         for (n, s) in &reference {
-            assert_eq!(m.get(n), Some(s), "{}", String::from_utf8_lossy(n));
+            assert_eq!(m.get(n).map(Sets::as_slice), Some(&s[..]), "{}", String::from_utf8_lossy(n));
         }
         // It goes on as any map: a new name is found, a removed one is not.
         let mut m = m;

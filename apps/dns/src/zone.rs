@@ -3,6 +3,7 @@
 
 use crate::owners::{Appended, Owners};
 use crate::rdatas::Rdatas;
+use crate::sets::Sets;
 use bytes::Bytes;
 use dns::name::{wire_ends_with, Name};
 use dns::rtype;
@@ -177,7 +178,7 @@ impl Loading {
 
 /// Adds a record to the RRsets of its owner; false if it is there already (an RRset keeps
 /// its lowest TTL either way).
-fn add_record(sets: &mut Vec<RRset>, t: u16, covered: u16, ttl: u32, rdata: &[u8]) -> bool {
+fn add_record(sets: &mut Sets, t: u16, covered: u16, ttl: u32, rdata: &[u8]) -> bool {
     match sets.iter_mut().find(|s| s.rtype == t && (t != rtype::RRSIG || covers(&s.rdatas[0]) == covered)) {
         Some(s) => {
             s.ttl = s.ttl.min(ttl);
