@@ -292,13 +292,9 @@ impl Eq for Owners {}
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::rdatas::Rdatas;
+    use crate::sets::test_set as set;
     use crate::zone::RRset;
     use std::collections::HashMap;
-
-    fn set(t: u16) -> RRset {
-        RRset { rtype: t, ttl: 60, rdatas: Rdatas::one(&[t as u8]) }
-    }
 
     /// Inserts and removals in a pseudo-random order checked against the standard map, with
     /// a small index (many collisions, growth, removal inside runs).

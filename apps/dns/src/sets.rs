@@ -92,14 +92,16 @@ impl<'a> IntoIterator for &'a Sets {
     }
 }
 
+/// An RRset of type `t` with one record, for tests.
+#[cfg(test)]
+pub fn test_set(t: u16) -> RRset {
+    RRset { rtype: t, ttl: 60, rdatas: crate::rdatas::Rdatas::one(&[t as u8]) }
+}
+
 #[cfg(test)]
 mod tests {
+    use super::test_set as set;
     use super::*;
-    use crate::rdatas::Rdatas;
-
-    fn set(t: u16) -> RRset {
-        RRset { rtype: t, ttl: 60, rdatas: Rdatas::one(&[t as u8]) }
-    }
 
     #[test]
     fn sets_push_and_remove_like_a_list() {
