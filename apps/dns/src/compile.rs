@@ -8,7 +8,7 @@
 //! records ready to append: what proves a query name does not exist is the one record that
 //! depends on the name, found per query by a binary search in canonical order.
 
-use crate::hashed_ahead::each_hashed_ahead;
+use crate::hashed_ahead::{each_hashed_ahead, prefetch_slot};
 use crate::message::{Cover, Draft, Encoded, Owner, Scratch, Staged};
 use crate::nsec3;
 use crate::resolve::{any_choice, next_closer, Chain, Found, View, MAX_CHAIN};
@@ -373,7 +373,7 @@ impl Pool {
 
     /// Asks the cache for the index slot where a response of hash `h` would be looked for.
     fn prefetch(&self, h: u64) {
-        io::umem::prefetch_hint(&self.index[h as usize & (self.index.len() - 1)] as *const (u32, u32) as *const u8);
+        prefetch_slot(self.index.as_ptr() as usize, self.index.len() - 1, h);
     }
 
     /// [`Pool::add_encoded`] for a response whose [`hash_response`] is `h`.
@@ -866,7 +866,7 @@ impl CompiledZone {
         each_hashed_ahead(
             nodes,
             |&(name, _)| hash_wire(name),
-            |h| io::umem::prefetch_hint((base + (h as usize & mask) * std::mem::size_of::<(u32, u32)>()) as *const u8),
+            |h| prefetch_slot(base, mask, h),
             |h, (_, at)| {
                 let mut slot = h as usize & mask;
                 while table[slot].1 != 0 {

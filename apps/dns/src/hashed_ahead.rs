@@ -4,6 +4,12 @@
 //! a large zone). The hashes live in a ring of [`AHEAD`], not in a list as long as the
 //! table's.
 
+/// Asks the cache for slot `h & mask` of an index of (tag, number) pairs that starts at
+/// address `base` (an address, not a slice: the placing borrows the index mutably).
+pub fn prefetch_slot(base: usize, mask: usize, h: u64) {
+    io::umem::prefetch_hint((base + (h as usize & mask) * std::mem::size_of::<(u32, u32)>()) as *const u8);
+}
+
 /// Items ahead whose slots are fetched while one is placed.
 pub const AHEAD: usize = 8;
 

@@ -6,7 +6,7 @@
 //! per name. Here a walk reads the names and their sets in order, and an insert touches one
 //! index slot.
 
-use crate::hashed_ahead::each_hashed_ahead;
+use crate::hashed_ahead::{each_hashed_ahead, prefetch_slot};
 use crate::sets::Sets;
 use dns::name::hash_wire;
 
@@ -257,7 +257,7 @@ impl Appended {
         each_hashed_ahead(
             0..entries.len(),
             |&p| hash_wire(entries[p].name_in(&names)),
-            |h| io::umem::prefetch_hint((base + (h as usize & mask) * std::mem::size_of::<(u32, u32)>()) as *const u8),
+            |h| prefetch_slot(base, mask, h),
             |h, p| {
                 let (i, found) = probe(&index, &entries, &names, entries[p].name_in(&names), h);
                 match found {
