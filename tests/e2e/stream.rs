@@ -176,3 +176,33 @@ fn bad_stream_buffer_sizes_are_one_line() {
         assert_eq!(err.lines().count(), 1, "one line: {err}");
     }
 }
+
+#[test]
+fn many_streams_take_turns_for_few_buffers() {
+    // 40 downloads at once over 8 read buffers: those that find none wait in a queue and are
+    // given buffers as they come back, each byte still the file's.
+    let root = Root::under(std::path::Path::new(env!("CARGO_TARGET_TMPDIR")), "stream-turns");
+    let (files, n) = (4, (1 << 20) + 4321);
+    for i in 0..files {
+        root.write(&format!("t{i}.bin"), &pattern(n, 11 + i as u64));
+    }
+    let net = TestNet::new(1);
+    let args = ["web", "--iface", &net.srv_if, "--addr", SERVER_OWN, "--root", root.path(), "--mode", "stream"];
+    let s = net.start(&[&args[..], &["--stream-memory", "1", "--stream-buffer", "128"]].concat());
+    let out = root.0.join("turns");
+    std::fs::create_dir_all(&out).unwrap();
+    let script = format!(
+        "for i in $(seq 0 39); do curl -sS --max-time 60 -o {dir}/$i.out http://{SERVER_OWN}/t$((i % {files})).bin & done; wait",
+        dir = out.display()
+    );
+    let o = net.exec(&net.cli_ns, &["sh", "-c", &script]);
+    assert!(o.status.success(), "curl: {}", String::from_utf8_lossy(&o.stderr));
+    for i in 0..40u64 {
+        let got = std::fs::read(out.join(format!("{i}.out"))).unwrap();
+        assert!(got == pattern(n, 11 + i % files as u64), "download {i}: {} of {n} bytes, not the file's", got.len());
+    }
+    std::fs::remove_dir_all(&out).unwrap();
+    let (_, log) = stop_with_log(s);
+    assert!(stat(&log, "waits for a buffer") > 0, "40 streams on 8 buffers waited for one: {log}");
+    assert_eq!(stat(&log, "read errors"), 0, "{log}");
+}

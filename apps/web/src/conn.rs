@@ -91,6 +91,8 @@ pub struct Streaming {
     pub fetch: Fetch,
     /// The read in flight for it, if any.
     pub reading: Option<Plan>,
+    /// In the streamer's queue of connections waiting for a buffer.
+    pub queued: bool,
 }
 
 impl Conn {

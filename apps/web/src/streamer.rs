@@ -4,7 +4,7 @@
 //! buffer comes back. The engine loop drives it through [`crate::WebService`]: reap, plan
 //! reads, submit, once per iteration.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, VecDeque};
 use std::path::{Path, PathBuf};
 
 use io::storage::{Buf, Completion, FileId, StorageConfig, StorageError, StoragePort};
@@ -38,8 +38,9 @@ pub struct Streamer {
     refs: HashMap<FileId, (u32, PathBuf)>,
     /// Connections to look at for a read.
     pub wanted: Vec<Handle>,
-    /// Connections that found no free buffer.
-    pub starved: Vec<Handle>,
+    /// Connections that found no free buffer (or the storage port full), in the order they
+    /// began to wait; each is in it once ([`crate::conn::Streaming::queued`]).
+    pub starved: VecDeque<Handle>,
     /// Completions reaped, waiting to be handed to their connections.
     pub done: Vec<Completion>,
     /// Counters.
@@ -98,7 +99,7 @@ impl Streamer {
             by_path: HashMap::new(),
             refs: HashMap::new(),
             wanted: Vec::new(),
-            starved: Vec::new(),
+            starved: VecDeque::new(),
             done: Vec::new(),
             stats: StreamStats::default(),
             retiring: Vec::new(),
@@ -129,14 +130,13 @@ impl Streamer {
     }
 
     /// Frees the retired buffers no packet carries any more (`busy(addr, len)` says if one
-    /// does); connections waiting for a buffer are looked at again if some came back.
+    /// does); connections waiting for one are given them in the service's next round.
     pub fn tend(&mut self, busy: &dyn Fn(u64, usize) -> bool) {
         if self.retiring.is_empty() {
             return;
         }
         let size = self.port.pool_ref().buf_size();
         let mut i = 0;
-        let mut freed = false;
         while i < self.retiring.len() {
             let b = &self.retiring[i];
             if self.port.pool_ref().arena_addr(b, 0).is_some_and(|a| busy(a, size)) {
@@ -145,10 +145,6 @@ impl Streamer {
             }
             let b = self.retiring.swap_remove(i);
             self.port.pool().free(b);
-            freed = true;
-        }
-        if freed {
-            self.buffers_back();
         }
     }
 
@@ -179,14 +175,6 @@ impl Streamer {
     /// Files open now.
     pub fn open_files(&self) -> usize {
         self.refs.len()
-    }
-
-    /// A buffer came back: connections that waited for one are looked at again.
-    pub fn buffers_back(&mut self) {
-        // Those that waited go first: the connection that just gave a buffer back is often
-        // in `wanted` already, and would take it again every time.
-        self.starved.append(&mut self.wanted);
-        std::mem::swap(&mut self.starved, &mut self.wanted);
     }
 }
 
