@@ -15,6 +15,9 @@ links into one pool, made once and kept under target/bench), and per round and s
   over the idle server's, per stream (sirocco's read buffers come from `--stream-memory`, 256
   MiB here, held in the UMEM from the start; nginx's sockets are the kernel's, not counted).
 
+A sirocco kind may carry lib.server_kind's suffixes: SERVERS=sirocco@base,sirocco,nginx with
+BASE_BIN=path/to/sirocco compares another build in the same run (each against the peers).
+
 FILE_KB other than 128 makes a pool and trees of its own. STREAM_MEMORY (MiB, default 256)
 and STREAM_ARGS (e.g. "--stream-buffer 1024") change sirocco's read buffers.
 
@@ -24,7 +27,7 @@ import os, random, subprocess, sys, threading, time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, ".."))
-from lib import (sh, ns, env_list, preflight, Cpuset, Testnet, stop_process, SECS, REPS, SIROCCO, BUILD,  # noqa: E402
+from lib import (sh, ns, env_list, server_kind, server_flags, preflight, Cpuset, Testnet, stop_process, SECS, REPS, SIROCCO, BUILD,  # noqa: E402
                  SRV_CPU, run_meta, save, size_curves, wrk, nginx_argv, rss_of_group, KERNEL_ADDR, OWN_ADDR)
 
 FILES = env_list("FILES", "100,1000,10000,100000", int)
@@ -99,8 +102,10 @@ class Server:
                               http_extra=(f" open_file_cache max={max(FILES)} inactive=3600s;\n"
                                           " open_file_cache_valid 3600s;\n open_file_cache_min_uses 1;\n"))
         else:
-            argv = [SIROCCO, "web", "--iface", NET.srv_if, "--addr", OWN_ADDR, "--queues", "1", "--cpus",
-                    str(SRV_CPU), "--root", self.root, "--mode", "stream", "--stream-memory", str(STREAM_MEMORY)] + STREAM_ARGS
+            _, binary = server_kind(self.kind, SIROCCO)
+            argv = [binary, "web", "--iface", NET.srv_if, "--addr", OWN_ADDR, "--queues", "1", "--cpus",
+                    str(SRV_CPU), "--root", self.root, "--mode", "stream", "--stream-memory", str(STREAM_MEMORY)]
+            argv += STREAM_ARGS + server_flags(self.kind)
         t0 = time.monotonic()
         self.proc = subprocess.Popen(self.cs.wrap(["ip", "netns", "exec", NET.srv_ns] + argv),
                                      stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
@@ -193,12 +198,13 @@ def report(results):
             per_stream = f"{s['per_stream'] / 1024:.1f}" if s["per_stream"] is not None else "–"
             lines.append(f"| {n:,} | {kind} | {s['start_s']:.2f} | {s['rss_idle'] / 2**20:.0f} | {per_file} | "
                          f"{s['gbps']:.2f} | {s['req_per_s']:,.0f} | {s['errors']} | {per_stream} |")
-    for peer in ("nginx", "nginx-ofc"):
-        if "sirocco" not in SERVERS or peer not in SERVERS:
+    ours = [k for k in SERVERS if k.startswith("sirocco")]
+    for mine, peer in ((m, p) for m in ours for p in ("nginx", "nginx-ofc")):
+        if peer not in SERVERS:
             continue
-        lines += ["", f"## sirocco / {peer}, Gb/s per round then median (spread)", ""]
+        lines += ["", f"## {mine} / {peer}, Gb/s per round then median (spread)", ""]
         for n in FILES:
-            ratios = [a["gbps"] / b["gbps"] for a, b in zip(results["sirocco"][n], results[peer][n]) if b["gbps"]]
+            ratios = [a["gbps"] / b["gbps"] for a, b in zip(results[mine][n], results[peer][n]) if b["gbps"]]
             spread = f"{min(ratios):.2f}–{max(ratios):.2f}" if len(ratios) > 1 else "one round"
             lines.append(f"- {n:,} files: {med(ratios):.2f}× ({spread})")
     save(OUT_NAME, meta, lines, results={k: {str(n): v for n, v in d.items()} for k, d in results.items()},
