@@ -17,6 +17,8 @@ rounds. Measured per round:
   `sirocco_tcp_time_wait_max`, the server namespace's `tw` sockets against its
   `net.ipv4.tcp_max_tw_buckets`; and how many were ended early at the limit (sirocco's
   `sirocco_tcp_time_wait_recycled_total`, the kernel's `TCPTimeWaitOverflow`);
+- **receive drops** (sirocco): packets the kernel dropped because sirocco's RX ring was full,
+  or had no frame to receive into (the storm is a burst; the clients resend what was lost).
 
 Writes bench/results/scale-tcp-close.{md,json,png} (OUT_NAME to change the name;
 REPORT_FROM=bench/results/NAME.json writes the tables and plot again from a run's results)."""
@@ -38,9 +40,12 @@ STORM_LIMIT = 120
 NET = tcp.NET
 
 
-def metric(name):
-    text = ns(NET.srv_ns, "curl", "-s", "-m", "5", f"http://{tcp.METRICS}/metrics", check=False).stdout
-    m = re.search(rf"^{name}(?:{{[^}}]*}})? (\d+)", text, re.M)
+def scrape():
+    return ns(NET.srv_ns, "curl", "-s", "-m", "5", f"http://{tcp.METRICS}/metrics", check=False).stdout
+
+
+def metric(name, text=None):
+    m = re.search(rf"^{name}(?:{{[^}}]*}})? (\d+)", scrape() if text is None else text, re.M)
     return int(m.group(1)) if m else None
 
 
@@ -67,11 +72,27 @@ def client_counters():
             "timeouts": netstat_field("TCPTimeouts", NET.cli_ns)}
 
 
-def live(srv):
-    """Connections the server holds in any state but TIME-WAIT (None if it did not say)."""
+def poll(srv):
+    """TIME-WAIT entries the server holds, and connections in any other state (None if it did
+    not say), from one read: the poll runs on the server's core too (a process in its
+    namespace), and three reads every 0.1 s took 9 % of that core during a storm."""
     if srv.kind == "nginx":
-        return tcp.tcp_inuse(NET.srv_ns) - srv.inuse0
-    return metric("sirocco_tcp_connections")
+        out = ns(NET.srv_ns, "cat", "/proc/net/sockstat").stdout
+        inuse = int(re.search(r"TCP: inuse (\d+)", out).group(1))
+        return int(re.search(r"TCP: .* tw (\d+)", out).group(1)), inuse - srv.inuse0
+    text = scrape()
+    return metric("sirocco_tcp_time_wait", text) or 0, metric("sirocco_tcp_connections", text)
+
+
+# Where a burst can lose packets on sirocco's side: its socket's RX ring full, the kernel's
+# drops on the way to it, and the fill ring empty (no frame to receive into).
+DROPS = ("sirocco_xsk_kernel_rx_ring_full_total", "sirocco_xsk_kernel_rx_dropped_total",
+         "sirocco_xsk_kernel_fill_ring_empty_total")
+
+
+def drops(srv):
+    """sirocco's receive-side drop counters (empty for nginx)."""
+    return {} if srv.kind == "nginx" else {k: metric(k) or 0 for k in DROPS}
 
 
 def tw_limit(srv):
@@ -91,6 +112,7 @@ def one_round(kind, n, cs, root):
         limit = tw_limit(srv)
         tw0, early0 = time_wait(srv)
         cli0 = client_counters()
+        drops0 = drops(srv)
         busy0 = (cpu_busy(tcp.SRV_CPU), cpu_busy(tcp.GEN_CPU))
         for p in procs:
             p.stdin.write("c\n")
@@ -98,9 +120,8 @@ def one_round(kind, n, cs, root):
         c0 = time.monotonic()
         peak, closed_s, left, busy = 0, None, None, None
         while time.monotonic() - c0 < STORM_LIMIT:
-            tw, _ = time_wait(srv)
+            tw, left = poll(srv)
             peak = max(peak, tw)
-            left = live(srv)
             if closed_s is None and left is not None and left <= n // 1000:
                 closed_s = time.monotonic() - c0
             done = all(p.poll() is not None for p in procs)
@@ -112,8 +133,9 @@ def one_round(kind, n, cs, root):
                         "client": (cpu_busy(tcp.GEN_CPU) - busy0[1]) / dt}
             if closed_s is not None and done:
                 break
-            time.sleep(0.1)
+            time.sleep(0.25)
         early = time_wait(srv)[1] - early0
+        lost = {k.removeprefix("sirocco_xsk_kernel_").removesuffix("_total"): v - drops0[k] for k, v in drops(srv).items()}
         cli = {k: v - cli0[k] for k, v in client_counters().items()}
         outs = []
         for p in procs:
@@ -153,11 +175,11 @@ def one_round(kind, n, cs, root):
     # connections count as unanswered.
     r = {"up": up, "complete": complete, "short": short, "reset": reset, "unanswered": up - complete - short - reset,
          "storm_s": last - asked if last else None, "p50_s": pct.get(0.5), "p99_s": pct.get(0.99), "closed_s": closed_s, "left": left, "tw_before": tw0,
-         "tw_peak": peak, "tw_limit": limit, "tw_ended_early": early, "client": cli, "busy": busy}
+         "tw_peak": peak, "tw_limit": limit, "tw_ended_early": early, "client": cli, "busy": busy, "drops": lost}
     print(f"  {kind:8} N={n}: up {up}, answered {r['complete']} (short {r['short']}, reset {r['reset']}, none "
           f"{r['unanswered']}), FINs read by half in {r['p50_s']} s, 99 % {r['p99_s']} s, all {r['storm_s']:.2f} s, server closed in {closed_s}, TIME-WAIT peak {peak} of {limit} "
           f"({early} ended early); clients retransmitted {cli['retrans']} ({cli['timeouts']} timeouts); busy until the last FIN: "
-          f"{busy}", flush=True)
+          f"{busy}; receive drops {lost}", flush=True)
     return r
 
 
@@ -193,8 +215,9 @@ def report(results):
              f"{REPS} rounds, servers in turns on the server core; medians. N idle keep-alive clients ask at once "
              "for 1 KB with `Connection: close`: the server answers, closes first and holds the TIME-WAITs.", "",
              "| N | server | answered | short / reset / none | FIN read by half / 99 % / all, s | server closed s | TIME-WAIT peak | its limit | "
-             "ended early at the limit | clients' retransmissions (by timeout) | core busy until the last FIN: server / client |",
-             "|---|---|---|---|---|---|---|---|---|---|---|"]
+             "ended early at the limit | clients' retransmissions (by timeout) | core busy until the last FIN: server / client | "
+             "dropped at sirocco's RX ring full / no frame to fill |",
+             "|---|---|---|---|---|---|---|---|---|---|---|---|"]
     summary = {}
     for n in CONNS:
         for kind in SERVERS:
@@ -211,11 +234,14 @@ def report(results):
             busy = [r["busy"] for r in rs if r.get("busy")]
             s["busy"] = {k: med([b[k] for b in busy]) for k in ("server", "client")} if busy else None
             cores = f"{s['busy']['server']:.2f} / {s['busy']['client']:.2f}" if s["busy"] else "–"
+            lost = [r["drops"] for r in rs if r.get("drops")]
+            s["drops"] = {k: med([d[k] for d in lost]) for k in lost[0]} if lost else None
+            dropped = f"{s['drops']['rx_ring_full']} / {s['drops']['fill_ring_empty']}" if s["drops"] else "–"
             closed = f"{s['closed_s']:.1f}" if s["closed_s"] is not None else "–"
             storm = (f"{s['p50_s']:.2f} / {s['p99_s']:.2f} / {s['storm_s']:.2f}" if s["storm_s"] is not None else "–")
             lines.append(f"| {n} | {kind} | {s['complete']} | {s['short']} / {s['reset']} / {s['unanswered']} | {storm} | "
                          f"{closed} | {s['tw_peak']} | {s['tw_limit']} | {s['tw_ended_early']} | "
-                         f"{s['client_retrans']} ({s['client_timeouts']}) | {cores} |")
+                         f"{s['client_retrans']} ({s['client_timeouts']}) | {cores} | {dropped} |")
     save(OUT_NAME, meta, lines, results={k: {str(n): v for n, v in d.items()} for k, d in results.items()},
          summary={str(n): v for n, v in summary.items()})
 
@@ -241,6 +267,7 @@ if __name__ == "__main__":
             saved = json.load(f)["results"]
         CONNS = sorted({int(n) for d in saved.values() for n in d})
         SERVERS = list(saved)
+        REPS = max(len(rs) for d in saved.values() for rs in d.values())
         report({k: {int(n): v for n, v in d.items()} for k, d in saved.items()})
     else:
         main()
