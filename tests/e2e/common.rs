@@ -70,6 +70,11 @@ impl TestNet {
     /// program sends back with XDP_TX reach the client at once (veth flushes them only to a
     /// peer with an XDP program). Gone with the namespace.
     pub fn xdp_peer(&self) {
+        self.xdp_pass_on(&self.cli_ns, &self.cli_if);
+    }
+
+    /// Attaches an XDP_PASS program (not sirocco's) to `dev` in namespace `ns`, through netlink.
+    pub fn xdp_pass_on(&self, ns: &str, dev: &str) {
         static OBJ: std::sync::OnceLock<PathBuf> = std::sync::OnceLock::new();
         let obj = OBJ.get_or_init(|| {
             let src = PathBuf::from(format!("{}/../tests/data/xdp_pass.c", env!("CARGO_MANIFEST_DIR")));
@@ -85,10 +90,8 @@ impl TestNet {
             assert!(out.status.success(), "clang: {}", String::from_utf8_lossy(&out.stderr));
             obj
         });
-        let out = self.exec(
-            &self.cli_ns,
-            &["ip", "link", "set", "dev", &self.cli_if, "xdpdrv", "obj", obj.to_str().unwrap(), "sec", "xdp"],
-        );
+        let out =
+            self.exec(ns, &["ip", "link", "set", "dev", dev, "xdpdrv", "obj", obj.to_str().unwrap(), "sec", "xdp"]);
         assert!(out.status.success(), "attaching XDP_PASS: {}", String::from_utf8_lossy(&out.stderr));
     }
 

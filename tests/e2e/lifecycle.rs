@@ -54,6 +54,21 @@ fn a_stale_netlink_filter_is_replaced() {
     assert!(!net.server_has_xdp(), "neither the stale nor the new program may remain");
 }
 
+#[test]
+fn another_programs_filter_is_left_alone_and_named_in_one_line() {
+    let net = TestNet::new(1);
+    net.xdp_pass_on(&net.srv_ns, &net.srv_if);
+    let o = net.exec(
+        &net.srv_ns,
+        &[env!("CARGO_BIN_EXE_sirocco"), "echo", "--iface", &net.srv_if, "--addr", SERVER_OWN, "--duration", "2"],
+    );
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(!o.status.success(), "{err}");
+    assert!(err.contains("an XDP program of another program is attached"), "{err}");
+    assert_eq!(err.lines().count(), 1, "one line: {err}");
+    assert!(net.server_has_xdp(), "the other program's filter stays");
+}
+
 fn cpu_seconds(pid: u32) -> f64 {
     let s = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap();
     let f: Vec<&str> = s[s.rfind(')').unwrap() + 2..].split_whitespace().collect();

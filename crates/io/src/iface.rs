@@ -142,10 +142,9 @@ pub fn thread_netns_path() -> String {
     format!("/proc/{}/task/{}/ns/net", std::process::id(), sys::thread_id())
 }
 
-/// Whether `name` is a veth device (as `ip -d link` says; false if it cannot tell).
+/// Whether `name` is a veth device (its driver, as `ethtool -i` says; false if it cannot tell).
 pub fn is_veth(name: &str) -> bool {
-    let out = std::process::Command::new("ip").args(["-d", "link", "show", "dev", name]).output();
-    out.is_ok_and(|o| String::from_utf8_lossy(&o.stdout).split_whitespace().any(|w| w == "veth"))
+    sys::if_driver(name).is_some_and(|d| d == "veth")
 }
 
 /// The index of interface `name` in the calling thread's network namespace.

@@ -467,6 +467,62 @@ pub fn if_index(name: &str) -> Option<u32> {
     (i != 0).then_some(i)
 }
 
+/// `struct ethtool_drvinfo` (linux/ethtool.h), as `ETHTOOL_GDRVINFO` fills it.
+#[repr(C)]
+struct EthtoolDrvinfo {
+    cmd: u32,
+    driver: [u8; 32],
+    version: [u8; 32],
+    fw_version: [u8; 32],
+    bus_info: [u8; 32],
+    erom_version: [u8; 32],
+    reserved2: [u8; 12],
+    n_priv_flags: u32,
+    n_stats: u32,
+    testinfo_len: u32,
+    eedump_len: u32,
+    regdump_len: u32,
+}
+
+const ETHTOOL_GDRVINFO: u32 = 3;
+
+/// The name of the driver behind interface `name` ("veth", "ice", ...), as `ethtool -i` gives
+/// it; None if there is no such interface or it does not say.
+pub fn if_driver(name: &str) -> Option<String> {
+    if name.len() >= libc::IFNAMSIZ {
+        return None;
+    }
+    // SAFETY: plain system call; on success the returned descriptor is ours alone.
+    let fd = check(unsafe { libc::socket(libc::AF_INET, libc::SOCK_DGRAM | libc::SOCK_CLOEXEC, 0) }).ok()?;
+    // SAFETY: `fd` was just returned by socket() and is owned by nobody else.
+    let sock = unsafe { OwnedFd::from_raw_fd(fd) };
+    let mut info = EthtoolDrvinfo {
+        cmd: ETHTOOL_GDRVINFO,
+        driver: [0; 32],
+        version: [0; 32],
+        fw_version: [0; 32],
+        bus_info: [0; 32],
+        erom_version: [0; 32],
+        reserved2: [0; 12],
+        n_priv_flags: 0,
+        n_stats: 0,
+        testinfo_len: 0,
+        eedump_len: 0,
+        regdump_len: 0,
+    };
+    // SAFETY: ifreq is plain data; all zeroes is a valid value.
+    let mut req: libc::ifreq = unsafe { std::mem::zeroed() };
+    for (d, &b) in req.ifr_name.iter_mut().zip(name.as_bytes()) {
+        *d = b as libc::c_char;
+    }
+    req.ifr_ifru.ifru_data = (&mut info as *mut EthtoolDrvinfo).cast();
+    // SAFETY: `req` names the interface (NUL-terminated: shorter than IFNAMSIZ, zeroed) and
+    // points at `info`, which lives across the call and is the size ETHTOOL_GDRVINFO writes.
+    check(unsafe { libc::ioctl(sock.as_raw_fd(), libc::SIOCETHTOOL, &mut req) }).ok()?;
+    let end = info.driver.iter().position(|&b| b == 0).unwrap_or(info.driver.len());
+    Some(String::from_utf8_lossy(&info.driver[..end]).into_owned())
+}
+
 /// The CPUs the calling thread may run on (its affinity: taskset, cgroup cpusets), ascending.
 pub fn allowed_cpus() -> io::Result<Vec<usize>> {
     // SAFETY: cpu_set_t is plain data; zeroed is the empty set.
@@ -559,6 +615,15 @@ pub fn ppoll_in_many(fds: &[RawFd], timeout_us: u32) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn interfaces_without_a_driver_to_name_have_none() {
+        // Loopback exists in every network namespace and has no driver to name (ethtool -i
+        // says "not supported"); a veth's is checked end to end (tests/e2e/dns.rs).
+        assert_eq!(if_driver("lo"), None);
+        assert_eq!(if_driver("sirocco-none0"), None);
+        assert_eq!(if_driver(&"x".repeat(40)), None);
+    }
 
     #[test]
     fn transparent_hugepages_of_a_mapping_are_read_from_its_own_smaps_entry() {

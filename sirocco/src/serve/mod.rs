@@ -85,6 +85,11 @@ impl ServeArgs {
             return Err("port must be 1..65535".into());
         }
         let opts = dp.options(false, d.idle_spins)?;
+        if opts.ctl.is_none() && !self.check {
+            // This process will load the XDP filter: its loader is made while the server
+            // loads what it serves.
+            io::filter::prepare();
+        }
         Ok(Serve {
             opts,
             port,
