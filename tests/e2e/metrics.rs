@@ -91,6 +91,18 @@ fn metrics_scraped_under_load_match_the_counters_at_exit() {
         assert_eq!(after.1.get(family).map(String::as_str), Some(kind), "{family}: {:?}", after.1);
     }
     assert_eq!(sum(&after, "sirocco_engines", &[]), 2.0, "two queues");
+    // The compiled zone's size, as the start line gave it, from each of the two engines.
+    let zl = log
+        .lines()
+        .find(|l| l.contains("zone example.com") && l.contains("bytes compiled"))
+        .unwrap_or_else(|| panic!("{log}"));
+    let said = |what: &str| -> f64 {
+        let before = zl.split(&format!(" {what}")).next().unwrap();
+        before.rsplit(' ').next().unwrap().parse().unwrap_or_else(|_| panic!("{what} in {zl}"))
+    };
+    assert_eq!(sum(&after, "sirocco_dns_names", &[]), 2.0 * said("names,"), "{zl}");
+    assert_eq!(sum(&after, "sirocco_dns_prepared_responses", &[]), 2.0 * said("distinct responses"), "{zl}");
+    assert_eq!(sum(&after, "sirocco_dns_compiled_bytes", &[]), 2.0 * said("bytes compiled"), "{zl}");
     assert_eq!(String::from_utf8_lossy(&other.stdout), "404", "only /metrics");
 
     // Under load it was counting; it only went up.

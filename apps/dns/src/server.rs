@@ -252,7 +252,25 @@ impl DnsServer {
                 out.counter_with("sirocco_dns_notify_sent_total", help, ("event", what), v);
             }
         }
-        out.gauge("sirocco_dns_zones", "Zones served.", self.catalog.get().zones().len() as u64);
+        let catalog = self.catalog.get();
+        out.gauge("sirocco_dns_zones", "Zones served.", catalog.zones().len() as u64);
+        // The compiled zones' size (the engines share them): what a reload with more names
+        // grows, beside the process's memory.
+        let (mut names, mut responses, mut bytes) = (0, 0, 0);
+        for z in catalog.zones() {
+            (names, responses, bytes) = (names + z.names(), responses + z.responses(), bytes + z.memory_bytes());
+        }
+        out.gauge("sirocco_dns_names", "Names with prepared answers, over the zones served.", names as u64);
+        out.gauge(
+            "sirocco_dns_prepared_responses",
+            "Distinct prepared responses, over the zones served.",
+            responses as u64,
+        );
+        out.gauge(
+            "sirocco_dns_compiled_bytes",
+            "Memory the compiled zones hold (shared by the engines).",
+            bytes as u64,
+        );
     }
 
     /// The NOTIFY side, if this server sends them.
