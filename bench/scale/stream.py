@@ -18,6 +18,9 @@ links into one pool, made once and kept under target/bench), and per round and s
 A sirocco kind may carry lib.server_kind's suffixes: SERVERS=sirocco@base,sirocco,nginx with
 BASE_BIN=path/to/sirocco compares another build in the same run (each against the peers).
 
+DISK_MBPS=N throttles the server's reads from the files' disk to N MB/s (a cgroup v1 blkio
+limit on the server's processes): a slow or busy disk, as a cold one below a VM can be.
+
 FILE_KB other than 128 makes a pool and trees of its own. STREAM_MEMORY (MiB, default 256)
 and STREAM_ARGS (e.g. "--stream-buffer 1024") change sirocco's read buffers.
 
@@ -38,6 +41,7 @@ OUT_NAME = os.environ.get("OUT_NAME", "scale-stream")
 # sirocco's read buffers (MiB), and more options for it, e.g. "--stream-buffer 1024".
 STREAM_MEMORY = int(os.environ.get("STREAM_MEMORY", "256"))
 STREAM_ARGS = os.environ.get("STREAM_ARGS", "").split()
+DISK_MBPS = float(os.environ.get("DISK_MBPS", "0"))
 NET = Testnet("bv")
 # Files of another size than the first runs' 128 KiB get a pool and trees of their own.
 SIZED = "" if FILE_KB == 128 else f"-{FILE_KB}k"
@@ -77,6 +81,38 @@ def make_trees():
     return trees
 
 
+class DiskLimit:
+    """A blkio cgroup (v1) limiting reads from the device holding `path` to `mbps` MB/s for
+    the processes started through wrap(); none when mbps is 0."""
+
+    def __init__(self, path, mbps):
+        self.path = None
+        if not mbps:
+            return
+        if not os.path.isdir("/sys/fs/cgroup/blkio"):
+            sys.exit("bench: DISK_MBPS needs the cgroup v1 blkio controller at /sys/fs/cgroup/blkio")
+        dev = os.stat(path).st_dev
+        self.path = "/sys/fs/cgroup/blkio/sirocco-bench-disk"
+        os.makedirs(self.path, exist_ok=True)
+        with open(os.path.join(self.path, "blkio.throttle.read_bps_device"), "w") as f:
+            f.write(f"{os.major(dev)}:{os.minor(dev)} {int(mbps * 1e6)}")
+
+    def wrap(self, argv):
+        if not self.path:
+            return argv
+        return ["sh", "-c", f'echo $$ > {self.path}/cgroup.procs && exec "$@"', "blkio"] + list(argv)
+
+    def remove(self):
+        if self.path:
+            try:
+                os.rmdir(self.path)
+            except OSError:
+                pass
+
+
+DISK = None
+
+
 def drop(n):
     for i in range(n):
         fd = os.open(os.path.join(POOL, f"{i}.bin"), os.O_RDONLY)
@@ -107,7 +143,7 @@ class Server:
                     str(SRV_CPU), "--root", self.root, "--mode", "stream", "--stream-memory", str(STREAM_MEMORY)]
             argv += STREAM_ARGS + server_flags(self.kind)
         t0 = time.monotonic()
-        self.proc = subprocess.Popen(self.cs.wrap(["ip", "netns", "exec", NET.srv_ns] + argv),
+        self.proc = subprocess.Popen(self.cs.wrap(DISK.wrap(["ip", "netns", "exec", NET.srv_ns] + argv)),
                                      stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
                                      start_new_session=True)
         while time.monotonic() - t0 < 300:
@@ -165,6 +201,8 @@ def med(xs):
 def main():
     preflight()
     trees = make_trees()
+    global DISK
+    DISK = DiskLimit(POOL, DISK_MBPS)
     cs = Cpuset("sirocco-bench-scale", SRV_CPU)
     results = {k: {n: [] for n in FILES} for k in SERVERS}
     try:
@@ -175,14 +213,16 @@ def main():
                         results[kind][n].append(one_round(kind, n, cs, trees[n]))
     finally:
         cs.remove()
+        DISK.remove()
     report(results)
 
 
 def report(results):
-    meta = run_meta(secs=SECS, reps=REPS, files=FILES, file_kb=FILE_KB, conns=CONNS, servers=SERVERS)
+    meta = run_meta(secs=SECS, reps=REPS, files=FILES, file_kb=FILE_KB, conns=CONNS, servers=SERVERS, disk_mbps=DISK_MBPS)
     lines = [f"# Streaming as the files grow ({meta['date']}, kernel {meta['kernel']})", "",
              f"Files of {FILE_KB} KiB, cold; {CONNS} keep-alive streams (wrk) over the tree in a shuffled order, "
-             f"{SECS:.0f} s; servers in turns on the server core; medians of {REPS} rounds.", "",
+             f"{SECS:.0f} s; servers in turns on the server core; medians of {REPS} rounds"
+             + (f"; the server's disk reads limited to {DISK_MBPS:g} MB/s" if DISK_MBPS else "") + ".", "",
              "| files | server | start s | resident MiB idle | bytes per file over the 100-file tree | "
              "Gb/s | requests/s | errors | KiB per stream (busy over idle) |",
              "|---|---|---|---|---|---|---|---|---|"]

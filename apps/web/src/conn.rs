@@ -91,8 +91,8 @@ pub struct Streaming {
     pub fetch: Fetch,
     /// The read in flight for it, if any.
     pub reading: Option<Plan>,
-    /// In the streamer's queue of connections waiting for a buffer.
-    pub queued: bool,
+    /// Its place in the streamer's queue of connections waiting for a buffer (0: not in it).
+    pub queued: u64,
 }
 
 impl Conn {

@@ -122,6 +122,15 @@ impl Fetch {
         self.reading
     }
 
+    /// File bytes of the queued responses not read yet; 0 while bytes are wanted again for a
+    /// retransmission (the connection is stalled on them).
+    pub fn left(&self) -> u64 {
+        if self.rewind.is_some() {
+            return 0;
+        }
+        self.spans.iter().map(|s| (s.start + s.len).saturating_sub(self.next.max(s.start))).sum()
+    }
+
     /// True if nothing is held, read, or left to read.
     pub fn is_empty(&self) -> bool {
         self.spans.is_empty() && self.chunks.is_empty() && !self.reading
@@ -417,9 +426,11 @@ mod tests {
         let mut f = Fetch::default();
         // A 200-byte head first (not from the file), then a body from file offset 5000.
         f.push(Span { start: 200, len: 250_000, file: fid, file_off: 5000 });
+        assert_eq!(f.left(), 250_000);
         let min = 14_480;
         let p = f.start(&mut port, 0, 40_200, min, 1).unwrap();
         assert_eq!((p.start, p.len), (200, 40_000));
+        assert_eq!(f.left(), 210_000, "what a read in flight will bring is not left");
         assert_eq!(p.file_off % 4096, 0);
         assert_eq!(f.held_at(200), 0, "not read yet");
         assert_eq!(f.start(&mut port, 0, 300_000, min, 2), Err(Wait::Nothing), "one read at a time");
@@ -518,9 +529,11 @@ mod tests {
         assert!(!f.starved(45_000), "held up to what was never read");
         assert!(!f.starved(90_000), "never read: the window's business, not a retransmission's");
         assert!(!f.starved(50), "not a file's byte");
+        assert_eq!(f.left(), 70_000);
         // A retransmission from 20 000: read again up to the bytes still held, whatever the
         // window says, and before any new bytes.
         assert!(f.starved(20_000));
+        assert_eq!(f.left(), 0, "stalled on a retransmission: first in line for a buffer");
         let p = f.start(&mut port, 0, 0, 14_480, 3).unwrap();
         assert!(p.again);
         assert_eq!((p.start, p.len), (20_000, 20_100), "up to the bytes held (within twice 14 480)");

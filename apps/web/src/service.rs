@@ -162,14 +162,15 @@ impl WebService {
             }
         }
         st.done = done;
-        // Connections that waited for a buffer go first, in the order they began to wait, one
-        // per free buffer. (Looking at every waiting connection each time a buffer came back
-        // was a scan of all of them per buffer: a million plans a second, each failing, with
-        // 1 000 streams of 1 MiB files on 256 MiB of buffers.)
+        // Connections that waited for a buffer go first, fewest bytes left first
+        // (Streamer::wait), one per free buffer. (Looking at every waiting connection each time
+        // a buffer came back was a scan of all of them per buffer: a million plans a second,
+        // each failing, with 1 000 streams of 1 MiB files on 256 MiB of buffers.)
         while st.port.pool_ref().free_count() > 0 {
-            let Some(h) = st.starved.pop_front() else { break };
-            if let Err(Wait::NoBuffer | Wait::Busy) = read_next(ep, st, h) {
-                st.starved.push_front(h);
+            let live = |h, at| ep.conn(h).and_then(|c| c.inner.streaming.as_deref()).is_some_and(|s| s.queued == at);
+            let Some(w) = st.next_waiting(&live) else { break };
+            if let Err(Wait::NoBuffer | Wait::Busy) = read_next(ep, st, w.h) {
+                st.wait_on(w);
                 break;
             }
         }
@@ -188,14 +189,13 @@ impl WebService {
                 }
             });
             // One waiting for a buffer keeps its place in the queue.
-            if conn.reading.is_some() || conn.queued {
+            if conn.reading.is_some() || conn.queued != 0 {
                 continue;
             }
             if let Err(Wait::NoBuffer | Wait::Busy) = read_next(ep, st, h) {
                 if let Some(s) = ep.conn_mut(h).and_then(|c| c.inner.streaming.as_deref_mut()) {
-                    s.queued = true;
+                    s.queued = st.wait(h, s.fetch.left());
                 }
-                st.starved.push_back(h);
             }
         }
         st.wanted = wanted;
@@ -219,7 +219,7 @@ fn read_next(ep: &mut tcp::Endpoint<Tls<WebApp>>, st: &mut streamer::Streamer, h
     let tls::Conn { inner: conn, tls: session } = conn;
     let Some(conn) = conn.streaming.as_deref_mut() else { return Err(Wait::Nothing) };
     if conn.reading.is_some() {
-        conn.queued = false;
+        conn.queued = 0;
         return Err(Wait::Nothing);
     }
     let floor = |p| session.as_ref().map_or(p, |s| s.layout.record_floor(p));
@@ -239,7 +239,7 @@ fn read_next(ep: &mut tcp::Endpoint<Tls<WebApp>>, st: &mut streamer::Streamer, h
         Err(Wait::Nothing) => {}
     }
     if !matches!(r, Err(Wait::NoBuffer | Wait::Busy)) {
-        conn.queued = false;
+        conn.queued = 0;
     }
     r.map(|_| ())
 }

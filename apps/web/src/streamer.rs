@@ -4,7 +4,8 @@
 //! buffer comes back. The engine loop drives it through [`crate::WebService`]: reap, plan
 //! reads, submit, once per iteration.
 
-use std::collections::{HashMap, VecDeque};
+use std::cmp::Ordering;
+use std::collections::{BinaryHeap, HashMap, VecDeque};
 use std::path::{Path, PathBuf};
 
 use io::storage::{Buf, Completion, FileId, StorageConfig, StorageError, StoragePort};
@@ -38,9 +39,16 @@ pub struct Streamer {
     refs: HashMap<FileId, (u32, PathBuf)>,
     /// Connections to look at for a read.
     pub wanted: Vec<Handle>,
-    /// Connections that found no free buffer (or the storage port full), in the order they
-    /// began to wait; each is in it once ([`crate::conn::Streaming::queued`]).
-    pub starved: VecDeque<Handle>,
+    /// Connections that found no free buffer (or the storage port full), fewest bytes left to
+    /// read first ([`Streamer::wait`]); each also in `oldest`, and live in neither once served
+    /// from the other ([`crate::conn::Streaming::queued`] holds the place that is live).
+    by_left: BinaryHeap<Waiting>,
+    /// The same, in the order they began to wait.
+    oldest: VecDeque<Waiting>,
+    /// Connections that began to wait so far (ties go to the first).
+    waits: u64,
+    /// Waiting connections served so far.
+    served: u64,
     /// Completions reaped, waiting to be handed to their connections.
     pub done: Vec<Completion>,
     /// Counters.
@@ -99,7 +107,10 @@ impl Streamer {
             by_path: HashMap::new(),
             refs: HashMap::new(),
             wanted: Vec::new(),
-            starved: VecDeque::new(),
+            by_left: BinaryHeap::new(),
+            oldest: VecDeque::new(),
+            waits: 0,
+            served: 0,
             done: Vec::new(),
             stats: StreamStats::default(),
             retiring: Vec::new(),
@@ -172,11 +183,95 @@ impl Streamer {
         }
     }
 
+    /// Connection `h`, with `left` bytes still to read, waits for a buffer; its place in the
+    /// queue is returned. When buffers are short — a slow disk, more streams than memory —
+    /// the one closest to done goes first (shortest remaining first): shared evenly, 1 000
+    /// streams of 1 MiB on a 50 MB/s disk each took 20 s and none completed sooner; in this
+    /// order files complete one after another at the disk's rate. A read for a
+    /// retransmission counts as nothing left (TCP is stalled on it). So that a long
+    /// download is never starved by shorter ones, every [`OLDEST_SHARE`]th buffer goes to
+    /// the connection that has waited longest.
+    pub fn wait(&mut self, h: Handle, left: u64) -> u64 {
+        self.waits += 1;
+        let w = Waiting { left, seq: self.waits, h, by_age: false };
+        self.by_left.push(w);
+        self.oldest.push_back(Waiting { by_age: true, ..w });
+        self.waits
+    }
+
+    /// The waiting connection to serve next, if any; `live(h, place)` says whether `h` still
+    /// waits at that place (the copy in the other order was served, or the connection ended).
+    pub fn next_waiting(&mut self, live: &dyn Fn(Handle, u64) -> bool) -> Option<Waiting> {
+        let oldest_turn = self.served % OLDEST_SHARE == OLDEST_SHARE - 1;
+        loop {
+            let w = if oldest_turn { self.oldest.pop_front() } else { self.by_left.pop() };
+            let w = match w {
+                Some(w) => w,
+                // One order emptied of live entries: the other holds only stale ones too.
+                None => {
+                    self.by_left.clear();
+                    self.oldest.clear();
+                    return None;
+                }
+            };
+            if live(w.h, w.seq) {
+                self.served += 1;
+                return Some(w);
+            }
+        }
+    }
+
+    /// `w`, taken by [`Streamer::next_waiting`] and still without a buffer, keeps its place.
+    pub fn wait_on(&mut self, w: Waiting) {
+        self.served -= 1;
+        if w.by_age {
+            self.oldest.push_front(w);
+        } else {
+            self.by_left.push(w);
+        }
+    }
+
     /// Files open now.
     pub fn open_files(&self) -> usize {
         self.refs.len()
     }
 }
+
+/// One buffer in this many goes to the connection that has waited longest.
+pub const OLDEST_SHARE: u64 = 8;
+
+/// A connection waiting for a buffer: the heap gives the one with the fewest bytes left to
+/// read first, then the one that began to wait first.
+#[derive(Debug, Clone, Copy)]
+pub struct Waiting {
+    left: u64,
+    seq: u64,
+    /// The connection.
+    pub h: Handle,
+    /// Taken in the order of waiting, not of bytes left.
+    by_age: bool,
+}
+
+impl Ord for Waiting {
+    fn cmp(&self, o: &Self) -> Ordering {
+        // BinaryHeap pops its greatest: the fewest bytes left, then the earliest, is greatest.
+        (o.left, o.seq).cmp(&(self.left, self.seq))
+    }
+}
+
+impl PartialOrd for Waiting {
+    fn partial_cmp(&self, o: &Self) -> Option<Ordering> {
+        Some(self.cmp(o))
+    }
+}
+
+impl PartialEq for Waiting {
+    fn eq(&self, o: &Self) -> bool {
+        (self.left, self.seq) == (o.left, o.seq)
+    }
+}
+
+impl Eq for Waiting {}
 
 /// The cookie a read carries: the connection's handle.
 pub fn cookie(h: Handle) -> u64 {
@@ -190,7 +285,35 @@ pub fn handle(cookie: u64) -> Handle {
 
 #[cfg(test)]
 mod storage_tests {
-    use super::Streamer;
+    use super::{Handle, Streamer};
+
+    #[test]
+    fn the_waiting_connection_with_fewest_bytes_left_goes_first_and_the_oldest_every_eighth() {
+        let mut st = Streamer::new(Streamer::storage(1, 256).unwrap()).unwrap();
+        let h = |i: u64| Handle::from_bits((1 << 32) | i);
+        // A long download waits first, then nine shorter ones.
+        let mut place = std::collections::HashMap::new();
+        place.insert(0, st.wait(h(0), 1 << 30));
+        for i in 1..10 {
+            place.insert(i, st.wait(h(i), 1000 * (10 - i)));
+        }
+        let mut order = Vec::new();
+        let mut kept = false;
+        loop {
+            let live = |x: Handle, at: u64| place.get(&x.index().into()) == Some(&at);
+            let Some(w) = st.next_waiting(&live) else { break };
+            if w.h == h(9) && !kept {
+                // Still no buffer: it keeps its place, and is the next one given.
+                kept = true;
+                st.wait_on(w);
+                continue;
+            }
+            place.remove(&u64::from(w.h.index()));
+            order.push(w.h.index());
+        }
+        // Fewest bytes left first; the eighth buffer to the one waiting longest.
+        assert_eq!(order, [9, 8, 7, 6, 5, 4, 3, 0, 2, 1]);
+    }
 
     #[test]
     fn stream_memory_is_cut_into_buffers_io_uring_can_register() {
