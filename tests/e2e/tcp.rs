@@ -81,6 +81,10 @@ fn hundred_mb_each_way(dst: &'static str, apis: &[&str]) {
         let bytes = 100 * 1000 * 1000;
         let verified = in_netns(&net.cli_ns, move || echo_stream(dst, bytes, 7));
         assert_eq!(verified, bytes, "{api}: every byte came back, then EOF");
+        // The client has everything and its FIN is on the way: the server counts the
+        // connection closed (and its last bytes acknowledged) once that FIN and the last ACKs
+        // are in, which under a full test run's load came after an immediate stop.
+        s.wait_until_no_connections(Duration::from_secs(30));
         let (c, log) = stop_with_log(s);
         assert!(log.contains("accepted 1 closed 1 echoed 100000000 bytes"), "{api}: {log}");
         if api == "channel" {
