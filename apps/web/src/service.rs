@@ -218,12 +218,11 @@ fn read_next(ep: &mut tcp::Endpoint<Tls<WebApp>>, st: &mut streamer::Streamer, h
     let (acked, window) = conn.plain_window(acked, window);
     let tls::Conn { inner: conn, tls: session } = conn;
     let Some(conn) = conn.streaming.as_deref_mut() else { return Err(Wait::Nothing) };
-    if conn.reading.is_some() {
-        conn.queued = 0;
-        return Err(Wait::Nothing);
-    }
     let floor = |p| session.as_ref().map_or(p, |s| s.layout.record_floor(p));
-    let r = conn.fetch.start_within(&mut st.port, acked, window, 10 * mss, streamer::cookie(h), &floor);
+    let r = match conn.reading {
+        Some(_) => Err(Wait::Nothing),
+        None => conn.fetch.start_within(&mut st.port, acked, window, 10 * mss, streamer::cookie(h), &floor),
+    };
     match r {
         Ok(p) => {
             st.stats.reads += 1;

@@ -184,24 +184,22 @@ impl Filter {
         // A filter a killed sirocco left attached (one attached through netlink outlives its
         // process) is removed only when it is in the way: looking for it costs a process.
         let mode = match attach_either(prog, ifindex) {
-            Err((drv, skb)) if format!("{drv}{skb}").contains("busy") && remove_stale(iface) => {
-                attach_either(prog, ifindex)
-            }
+            Err(e) if e.busy && remove_stale(iface) => attach_either(prog, ifindex),
             r => r,
         };
-        let mode = match mode {
-            Ok(m) => m,
-            Err((drv, skb)) => {
-                return Err(err(if format!("{drv}{skb}").contains("busy") {
-                    format!(
-                        "cannot attach the XDP filter to {iface}: an XDP program of another program is attached \
-                         (`ip -d link show dev {iface}` names it; `ip link set dev {iface} xdp off` removes it)"
-                    )
-                } else {
-                    format!("cannot attach the XDP filter to {iface}: {drv}; the interface or kernel lacks XDP support")
-                }));
-            }
-        };
+        let mode = mode.map_err(|e| {
+            err(if e.busy {
+                format!(
+                    "cannot attach the XDP filter to {iface}: an XDP program of another program is attached \
+                     (`ip -d link show dev {iface}` names it; `ip link set dev {iface} xdp off` removes it)"
+                )
+            } else {
+                format!(
+                    "cannot attach the XDP filter to {iface}: {}; the interface or kernel lacks XDP support",
+                    e.native
+                )
+            })
+        })?;
         Ok(Filter {
             _ebpf: ebpf,
             xsks,
@@ -298,13 +296,24 @@ impl Filter {
     }
 }
 
-/// Attaches `prog` in native mode, else generic; the two failures (Debug form) if neither.
-fn attach_either(prog: &mut Xdp, ifindex: u32) -> Result<AttachMode, (String, String)> {
+/// Why neither attach took: the native one's error, and whether either found the interface
+/// busy with another program.
+struct AttachFailed {
+    native: String,
+    busy: bool,
+}
+
+/// Attaches `prog` in native mode, else generic.
+fn attach_either(prog: &mut Xdp, ifindex: u32) -> Result<AttachMode, AttachFailed> {
     match prog.attach_to_if_index(ifindex, XdpFlags::DRV_MODE) {
         Ok(_) => Ok(AttachMode::Driver),
         Err(drv) => match prog.attach_to_if_index(ifindex, XdpFlags::SKB_MODE) {
             Ok(_) => Ok(AttachMode::Generic),
-            Err(skb) => Err((format!("{drv:?}"), format!("{skb:?}"))),
+            Err(skb) => {
+                let native = format!("{drv:?}");
+                let busy = native.contains("busy") || format!("{skb:?}").contains("busy");
+                Err(AttachFailed { native, busy })
+            }
         },
     }
 }

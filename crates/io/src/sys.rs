@@ -469,6 +469,7 @@ pub fn if_index(name: &str) -> Option<u32> {
 
 /// `struct ethtool_drvinfo` (linux/ethtool.h), as `ETHTOOL_GDRVINFO` fills it.
 #[repr(C)]
+#[derive(Default)]
 struct EthtoolDrvinfo {
     cmd: u32,
     driver: [u8; 32],
@@ -496,20 +497,7 @@ pub fn if_driver(name: &str) -> Option<String> {
     let fd = check(unsafe { libc::socket(libc::AF_INET, libc::SOCK_DGRAM | libc::SOCK_CLOEXEC, 0) }).ok()?;
     // SAFETY: `fd` was just returned by socket() and is owned by nobody else.
     let sock = unsafe { OwnedFd::from_raw_fd(fd) };
-    let mut info = EthtoolDrvinfo {
-        cmd: ETHTOOL_GDRVINFO,
-        driver: [0; 32],
-        version: [0; 32],
-        fw_version: [0; 32],
-        bus_info: [0; 32],
-        erom_version: [0; 32],
-        reserved2: [0; 12],
-        n_priv_flags: 0,
-        n_stats: 0,
-        testinfo_len: 0,
-        eedump_len: 0,
-        regdump_len: 0,
-    };
+    let mut info = EthtoolDrvinfo { cmd: ETHTOOL_GDRVINFO, ..Default::default() };
     // SAFETY: ifreq is plain data; all zeroes is a valid value.
     let mut req: libc::ifreq = unsafe { std::mem::zeroed() };
     for (d, &b) in req.ifr_name.iter_mut().zip(name.as_bytes()) {
